@@ -1,0 +1,70 @@
+"""Every label, annotation and well-known name key, in one place.
+
+Dynamo keys reproduce the operator's `internal/consts`; ``dyn-gitops.io/`` keys are ours.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- Dynamo labels -------------------------------------------------------------------------
+LABEL_GRAPH_NAME: Final = "nvidia.com/dynamo-graph-deployment-name"
+LABEL_COMPONENT: Final = "nvidia.com/dynamo-component"
+LABEL_DYNAMO_NAMESPACE: Final = "nvidia.com/dynamo-namespace"
+LABEL_COMPONENT_TYPE: Final = "nvidia.com/dynamo-component-type"
+LABEL_SUB_COMPONENT_TYPE: Final = "nvidia.com/dynamo-sub-component-type"
+LABEL_COMPONENT_CLASS: Final = "nvidia.com/dynamo-component-class"
+LABEL_SELECTOR: Final = "nvidia.com/selector"
+LABEL_WORKER_HASH: Final = "nvidia.com/dynamo-worker-hash"
+LABEL_METRICS_ENABLED: Final = "nvidia.com/metrics-enabled"
+LABEL_DISCOVERY_BACKEND: Final = "nvidia.com/dynamo-discovery-backend"
+LABEL_DISCOVERY_ENABLED: Final = "nvidia.com/dynamo-discovery-enabled"
+LABEL_BASE_MODEL_HASH: Final = "nvidia.com/dynamo-base-model-hash"
+LABEL_MANAGED_BY_DYNAMO: Final = "nvidia.com/managed-by"
+LABEL_APP_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+LABEL_APP_COMPONENT: Final = "app.kubernetes.io/component"
+LABEL_APP_NAME: Final = "app.kubernetes.io/name"
+
+# --- Dynamo annotations --------------------------------------------------------------------
+ANN_ENABLE_METRICS: Final = "nvidia.com/enable-metrics"
+ANN_DISCOVERY_BACKEND: Final = "nvidia.com/dynamo-discovery-backend"
+ANN_KUBE_DISCOVERY_MODE: Final = "nvidia.com/dynamo-kube-discovery-mode"
+ANN_OPERATOR_ORIGIN_VERSION: Final = "nvidia.com/dynamo-operator-origin-version"
+ANN_VLLM_EXECUTOR_BACKEND: Final = "nvidia.com/vllm-distributed-executor-backend"
+ANN_ENABLE_GROVE: Final = "nvidia.com/enable-grove"
+ANN_GROVE_UPDATE_STRATEGY: Final = "nvidia.com/grove-update-strategy"
+ANN_WORKLOAD_PROVIDER: Final = "nvidia.com/workload-provider"
+ANN_RESTART_AT: Final = "nvidia.com/restartAt"
+ANN_BASE_MODEL: Final = "nvidia.com/dynamo-base-model"
+ANN_DEPLOYMENT_STRATEGY: Final = "nvidia.com/deployment-strategy"
+ANN_MAX_SURGE: Final = "nvidia.com/deployment-rolling-update-max-surge"
+ANN_MAX_UNAVAILABLE: Final = "nvidia.com/deployment-rolling-update-max-unavailable"
+ANN_DISABLE_PULL_SECRET_DISCOVERY: Final = "nvidia.com/disable-image-pull-secret-discovery"
+ANN_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
+
+#: DGD metadata annotations the operator copies into every component (service value wins).
+PROPAGATED_DGD_ANNOTATIONS: Final = (
+    ANN_ENABLE_METRICS,
+    ANN_DISCOVERY_BACKEND,
+    ANN_KUBE_DISCOVERY_MODE,
+    ANN_OPERATOR_ORIGIN_VERSION,
+    ANN_VLLM_EXECUTOR_BACKEND,
+)
+
+# --- GitOps tool annotations (theirs, stamped by us) -----------------------------------------
+ANN_ARGOCD_SYNC_OPTIONS: Final = "argocd.argoproj.io/sync-options"
+ANN_FLUX_PRUNE: Final = "kustomize.toolkit.fluxcd.io/prune"
+ARGOCD_PRUNE_FALSE: Final = "Prune=false"
+FLUX_PRUNE_DISABLED: Final = "disabled"
+
+# --- ours ------------------------------------------------------------------------------------
+OUR_PREFIX: Final = "dyn-gitops.io/"
+ANN_SOURCE_PATH: Final = OUR_PREFIX + "source-path"
+ANN_SOURCE_COMMIT: Final = OUR_PREFIX + "source-commit"
+ANN_RENDERER_VERSION: Final = OUR_PREFIX + "renderer-version"
+ANN_SOURCE_DGD: Final = OUR_PREFIX + "source-dgd"
+#: desired replica count of a worker Deployment whose spec.replicas the controller owns
+ANN_DESIRED_REPLICAS: Final = OUR_PREFIX + "desired-replicas"
+#: set on worker Deployments so the controller knows it may scale and drain them
+ANN_MANAGED_REPLICAS: Final = OUR_PREFIX + "managed-replicas"
+LABEL_RENDERED_BY: Final = OUR_PREFIX + "rendered-by"

@@ -1,0 +1,1 @@
+"""Typed models of the Dynamo custom resources the renderer reads."""

@@ -1,0 +1,228 @@
+"""``nvidia.com/v1alpha1`` DynamoGraphDeployment and DynamoComponentDeployment (the
+field names of ``spec/dynamo-pod-spec.md`` section 1)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .k8s import Container, EnvVar, ExtraPodSpec, ObjectMeta, Quantity, Strict
+
+GROUP = "nvidia.com"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+BackendFramework = Literal["sglang", "vllm", "trtllm"]
+
+
+class ResourceItem(Strict):
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+    gpu: Quantity | None = None
+    gpuType: str | None = None
+    custom: dict[str, Quantity] | None = None
+
+
+class Resources(Strict):
+    requests: ResourceItem | None = None
+    limits: ResourceItem | None = None
+    claims: list[dict[str, Any]] | None = None
+
+
+class VolumeMount(Strict):
+    name: str
+    mountPoint: str | None = None
+    useAsCompilationCache: bool = False
+
+
+class SharedMemory(Strict):
+    disabled: bool = False
+    size: Quantity | None = None
+
+
+class ExtraPodMetadata(Strict):
+    annotations: dict[str, str] | None = None
+    labels: dict[str, str] | None = None
+
+
+class Multinode(Strict):
+    nodeCount: int = Field(default=2, ge=1)
+
+
+class ScalingAdapter(Strict):
+    enabled: bool = False
+
+
+class IngressTLS(Strict):
+    secretName: str | None = None
+
+
+class Ingress(Strict):
+    enabled: bool = False
+    host: str | None = None
+    useVirtualService: bool = False
+    virtualServiceGateway: str | None = None
+    hostPrefix: str | None = None
+    hostSuffix: str | None = None
+    annotations: dict[str, str] | None = None
+    labels: dict[str, str] | None = None
+    tls: IngressTLS | None = None
+    ingressControllerClassName: str | None = None
+
+
+class ModelRef(Strict):
+    name: str
+    revision: str | None = None
+
+
+class ConfigMapKeyRef(Strict):
+    name: str | None = None
+    key: str | None = None
+
+
+class EPPConfig(Strict):
+    configMapRef: ConfigMapKeyRef | None = None
+    config: dict[str, Any] | None = None
+
+
+class FrontendSidecar(Strict):
+    image: str
+    args: list[str] | None = None
+    envFromSecret: str | None = None
+    envs: list[EnvVar] | None = None
+
+
+class GPUMemoryService(Strict):
+    enabled: bool = False
+    mode: str | None = None
+    deviceClassName: str | None = None
+
+
+class Failover(Strict):
+    enabled: bool = False
+    mode: str | None = None
+    numShadows: int | None = None
+
+
+class TopologyConstraint(Strict):
+    packDomain: str | None = None
+    topologyProfile: str | None = None
+    clusterTopologyName: str | None = None
+
+
+class ServiceSpec(Strict):
+    """``spec.services.<name>``: DynamoComponentDeploymentSharedSpec."""
+
+    annotations: dict[str, str] | None = None
+    labels: dict[str, str] | None = None
+    serviceName: str | None = None
+    componentType: str | None = None
+    subComponentType: str | None = None
+    dynamoNamespace: str | None = None
+    globalDynamoNamespace: bool = False
+    resources: Resources | None = None
+    autoscaling: dict[str, Any] | None = None
+    envs: list[EnvVar] | None = None
+    envFromSecret: str | None = None
+    volumeMounts: list[VolumeMount] | None = None
+    ingress: Ingress | None = None
+    modelRef: ModelRef | None = None
+    sharedMemory: SharedMemory | None = None
+    extraPodMetadata: ExtraPodMetadata | None = None
+    extraPodSpec: ExtraPodSpec | None = None
+    livenessProbe: dict[str, Any] | None = None
+    readinessProbe: dict[str, Any] | None = None
+    replicas: int | None = None
+    minAvailable: int | None = None
+    multinode: Multinode | None = None
+    scalingAdapter: ScalingAdapter | None = None
+    eppConfig: EPPConfig | None = None
+    frontendSidecar: FrontendSidecar | None = None
+    checkpoint: dict[str, Any] | None = None
+    topologyConstraint: TopologyConstraint | None = None
+    gpuMemoryService: GPUMemoryService | None = None
+    failover: Failover | None = None
+    runtimeVersionOverride: str | None = None
+
+    @property
+    def main_container(self) -> Container | None:
+        return self.extraPodSpec.mainContainer if self.extraPodSpec else None
+
+
+class PVC(Strict):
+    create: bool = False
+    name: str | None = None
+    storageClass: str | None = None
+    size: Quantity | None = None
+    volumeAccessMode: str | None = None
+
+
+class RestartStrategy(Strict):
+    type: Literal["Sequential", "Parallel"] = "Sequential"
+    order: list[str] | None = None
+
+
+class Restart(Strict):
+    id: str | None = None
+    strategy: RestartStrategy | None = None
+
+
+class KVTransferPolicy(Strict):
+    labelKey: str | None = None
+    clusterTopologyName: str | None = None
+    domain: str | None = None
+    enforcement: Literal["required", "preferred"] | None = None
+    preferredWeight: int | None = None
+
+
+class Experimental(Strict):
+    kvTransferPolicy: KVTransferPolicy | None = None
+    componentGroups: list[dict[str, Any]] | None = None
+
+
+class GraphSpec(Strict):
+    services: dict[str, ServiceSpec] | None = None
+    envs: list[EnvVar] | None = None
+    backendFramework: BackendFramework | None = None
+    pvcs: list[PVC] | None = Field(default=None, max_length=100)
+    annotations: dict[str, str] | None = None
+    labels: dict[str, str] | None = None
+    priorityClassName: str | None = None
+    restart: Restart | None = None
+    topologyConstraint: TopologyConstraint | None = None
+    experimental: Experimental | None = None
+    providerOverride: dict[str, Any] | None = None
+
+
+class DynamoGraphDeployment(Strict):
+    apiVersion: Literal["nvidia.com/v1alpha1"]
+    kind: Literal["DynamoGraphDeployment"]
+    metadata: ObjectMeta
+    spec: GraphSpec
+    status: dict[str, Any] | None = None  # never read; tolerated on exported objects
+
+
+class ComponentSpec(ServiceSpec):
+    """DynamoComponentDeployment spec: the shared spec plus the graph-level bits."""
+
+    backendFramework: BackendFramework | None = None
+
+
+class DynamoComponentDeployment(Strict):
+    apiVersion: Literal["nvidia.com/v1alpha1"]
+    kind: Literal["DynamoComponentDeployment"]
+    metadata: ObjectMeta
+    spec: ComponentSpec
+    status: dict[str, Any] | None = None
+
+
+__all__ = [
+    "API_VERSION",
+    "Container",
+    "DynamoComponentDeployment",
+    "DynamoGraphDeployment",
+    "EnvVar",
+    "GraphSpec",
+    "ServiceSpec",
+]

@@ -1,0 +1,249 @@
+"""The render settings registry: the only input besides the Git tree.
+
+Every setting is one field of :class:`RenderSettings` with its default and help; its
+spellings are derived from its name, so they cannot drift:
+
+=====================  =================================================
+CLI flag               ``--discovery-backend``
+environment variable   ``DYN_GITOPS_DISCOVERY_BACKEND``
+Argo CD plugin env     ``ARGOCD_ENV_DYN_GITOPS_DISCOVERY_BACKEND``
+CMP parameter          ``discovery-backend``
+``dyn-gitops.yaml``    ``discovery-backend:``
+=====================  =================================================
+
+Precedence, lowest first: default < ``dyn-gitops.yaml`` < environment / CMP
+parameters < CLI flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args, get_origin
+
+SETTINGS_FILE = "dyn-gitops.yaml"
+ENV_PREFIX = "DYN_GITOPS_"
+ARGOCD_ENV_PREFIX = "ARGOCD_ENV_"
+
+
+def _setting(default: Any, help: str, *, group: str = "render") -> Any:
+    return field(default=default, metadata={"help": help, "group": group})
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """Resolved render settings (see the module docstring for how each is spelled)."""
+
+    namespace: str = _setting(
+        "default", "Namespace for objects that do not set metadata.namespace "
+        "(Argo CD: the Application's destination namespace).")
+    discovery_backend: Literal["kubernetes", "etcd"] = _setting(
+        "kubernetes", "Dynamo discovery backend when a DGD does not set the "
+        "nvidia.com/dynamo-discovery-backend annotation (operator config discovery.backend).")
+    managed_replicas: bool = _setting(
+        True, "Leave spec.replicas of worker Deployments to the companion controller: record the "
+        "desired count in an annotation and mark them not to be pruned by Argo CD / Flux.")
+    emit_source: bool = _setting(
+        True, "Emit the source DynamoGraphDeployments beside the expanded objects.")
+    output_format: Literal["yaml", "json"] = _setting(
+        "yaml", "Output format: a YAML stream, or a JSON List.", group="output")
+    allow_empty: bool = _setting(
+        False, "Allow an empty output (refused by default: empty output plus auto-prune "
+        "deletes workloads).", group="output")
+    ingress_class: str = _setting(
+        "", "Ingress controller class for frontends without their own ingress "
+        "(operator config ingress.controllerClassName).")
+    ingress_tls_secret: str = _setting(
+        "", "TLS secret for default ingresses (ingress.controllerTLSSecretName).")
+    ingress_host_suffix: str = _setting(
+        "", "Host suffix for ingresses and VirtualServices (ingress.hostSuffix; "
+        "empty means 'local').")
+    istio_gateway: str = _setting(
+        "", "Istio gateway for VirtualServices (ingress.virtualServiceGateway).")
+    lws: bool = _setting(
+        False, "LeaderWorkerSet (with Volcano) is installed: multinode services use it.")
+    grove: bool = _setting(
+        False, "Grove is enabled: DGDs not annotated nvidia.com/enable-grove=false use it.")
+    operator_release: str = _setting(
+        "dynamo-platform", "Helm release name of the Dynamo platform; names the planner and "
+        "EPP ClusterRoles (<release>-dynamo-operator-planner).")
+    planner_rbac: bool = _setting(
+        True, "Emit planner-serviceaccount and its RoleBinding in every DGD namespace, as the "
+        "operator does in cluster-wide mode.")
+    mpi_ssh_secret: str = _setting(
+        "mpi-run-ssh-secret", "Secret holding the MPI SSH key for multinode TRT-LLM.")
+    nats_address: str = _setting("", "NATS_SERVER injected into every component, if set.")
+    etcd_address: str = _setting("", "ETCD_ENDPOINTS injected into every component, if set.")
+    model_express_url: str = _setting("", "MODEL_EXPRESS_URL injected, if set.")
+    prometheus_endpoint: str = _setting("", "PROMETHEUS_ENDPOINT injected, if set.")
+    max_file_bytes: int = _setting(
+        8 * 1024 * 1024, "Largest input file accepted, in bytes.", group="limits")
+    max_documents: int = _setting(
+        20_000, "Most YAML documents accepted in one run.", group="limits")
+    max_yaml_nodes: int = _setting(
+        200_000, "Most YAML nodes one document may expand to through aliases.", group="limits")
+
+    # -- helpers -------------------------------------------------------------------------------
+    @property
+    def operator_fullname(self) -> str:
+        """Helm fullname of the Dynamo operator, as its chart computes it."""
+        rel = self.operator_release
+        name = rel if "dynamo-operator" in rel else f"{rel}-dynamo-operator"
+        return name[:63].rstrip("-")
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """A setting's registry entry, derived from a :class:`RenderSettings` field."""
+
+    attr: str
+    default: Any
+    help: str
+    group: str
+    kind: type
+    choices: tuple[str, ...] | None
+
+    @property
+    def name(self) -> str:
+        return self.attr.replace("_", "-")
+
+    @property
+    def cli_flag(self) -> str:
+        return f"--{self.name}"
+
+    @property
+    def env_var(self) -> str:
+        return ENV_PREFIX + self.attr.upper()
+
+    @property
+    def argocd_env(self) -> str:
+        return ARGOCD_ENV_PREFIX + self.env_var
+
+    @property
+    def cmp_parameter(self) -> str:
+        return self.name
+
+    @property
+    def yaml_key(self) -> str:
+        return self.name
+
+    def parse(self, raw: Any) -> Any:
+        """Turn a raw value (string from env/flags, or a YAML scalar) into the typed value."""
+        if self.kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("true", "yes", "on", "1"):
+                return True
+            if text in ("false", "no", "off", "0"):
+                return False
+            raise ValueError(f"expected true or false, found {raw!r}")
+        if self.kind is int:
+            if isinstance(raw, bool):
+                raise ValueError(f"expected a whole number, found {raw!r}")
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                raise ValueError(f"expected a whole number, found {raw!r}") from None
+            if value < 0:
+                raise ValueError(f"expected a number >= 0, found {value}")
+            return value
+        text = "" if raw is None else str(raw)
+        if self.choices is not None and text not in self.choices:
+            raise ValueError(f"expected one of {', '.join(self.choices)}, found {text!r}")
+        return text
+
+
+def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:
+    annotation = f.type if not isinstance(f.type, str) else _ANNOTATIONS[f.name]
+    choices: tuple[str, ...] | None = None
+    kind: type
+    if get_origin(annotation) is Literal:
+        choices = tuple(str(a) for a in get_args(annotation))
+        kind = str
+    else:
+        kind = annotation
+    return SettingSpec(
+        attr=f.name, default=f.default, help=f.metadata["help"], group=f.metadata["group"],
+        kind=kind, choices=choices,
+    )
+
+
+def _resolve_annotations() -> dict[str, Any]:
+    import typing
+
+    return typing.get_type_hints(RenderSettings)
+
+
+_ANNOTATIONS = _resolve_annotations()
+REGISTRY: tuple[SettingSpec, ...] = tuple(_spec_of(f) for f in dataclasses.fields(RenderSettings))
+BY_NAME: dict[str, SettingSpec] = {s.name: s for s in REGISTRY}
+
+
+class SettingsError(ValueError):
+    """A bad setting value or an unknown setting name; carries every problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@dataclass(frozen=True)
+class Resolved:
+    settings: RenderSettings
+    origins: dict[str, str]  # setting name -> where its value came from
+
+
+def _suggest(name: str) -> str:
+    close = difflib.get_close_matches(name, list(BY_NAME), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def resolve(
+    *,
+    file_values: Mapping[str, Any] | None = None,
+    file_origin: str = SETTINGS_FILE,
+    env: Mapping[str, str] | None = None,
+    env_prefixes: tuple[str, ...] = (ENV_PREFIX,),
+    parameters: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Resolved:
+    """Resolve every setting from its sources; raise :class:`SettingsError` with all problems.
+
+    ``flags`` and ``parameters`` are keyed by setting name (kebab-case). ``env`` is a whole
+    environment; only variables with one of ``env_prefixes`` are read.
+    """
+    values: dict[str, Any] = {s.name: s.default for s in REGISTRY}
+    origins: dict[str, str] = {s.name: "default" for s in REGISTRY}
+    problems: list[str] = []
+
+    def apply(name: str, raw: Any, origin: str) -> None:
+        spec = BY_NAME.get(name)
+        if spec is None:
+            problems.append(f"{origin}: unknown setting {name!r}{_suggest(name)}")
+            return
+        try:
+            values[name] = spec.parse(raw)
+        except ValueError as exc:
+            problems.append(f"{origin}: setting {name}: {exc}")
+            return
+        origins[name] = origin
+
+    for key, raw in (file_values or {}).items():
+        apply(str(key), raw, f"{file_origin} key {key}")
+    for prefix in env_prefixes:
+        for var, raw in sorted((env or {}).items()):
+            if var.startswith(prefix):
+                name = var[len(prefix):].lower().replace("_", "-")
+                apply(name, raw, f"environment {var}")
+    for name, raw in (parameters or {}).items():
+        apply(name, raw, f"parameter {name}")
+    for name, raw in (flags or {}).items():
+        if raw is not None:
+            apply(name, raw, f"flag --{name}")
+    if problems:
+        raise SettingsError(problems)
+    settings = RenderSettings(**{s.attr: values[s.name] for s in REGISTRY})
+    return Resolved(settings, origins)

@@ -1,0 +1,368 @@
+"""Reading input: a directory tree, a file, stdin, or a Git revision (no checkout).
+
+Everything returned is text plus where it came from; nothing here knows about Dynamo.
+Hostile input is bounded: symlinks may not leave the source root, files have a size
+limit, runs have a document limit, and YAML aliases may not expand past a node limit.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import Problem, RenderError
+from .settings import SETTINGS_FILE
+
+try:  # libyaml when present: several times faster
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on the PyYAML build
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # posix path relative to the source root ("-" for stdin)
+    text: str
+
+
+@dataclass
+class Source:
+    """What was read: the files, plus what is known of their origin."""
+
+    files: list[SourceFile]
+    root: str  # display name of the root (directory, "-" or "<repo>@<rev>")
+    commit: str | None = None  # Git commit id when read from a revision
+    settings_file: dict[str, Any] | None = None  # parsed dyn-gitops.yaml at the root
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Document:
+    file: SourceFile
+    index: int  # position of the document in its file
+    line: int  # 1-based line where the document starts
+    data: Any
+
+
+# ---------------------------------------------------------------------------- file system
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def read_path(path: str, *, max_file_bytes: int) -> Source:
+    """Read a directory tree (recursively, hidden entries skipped) or a single file."""
+    if path == "-":
+        import sys
+
+        data = sys.stdin.buffer.read(max_file_bytes + 1)
+        src = Source(files=[], root="-")
+        if len(data) > max_file_bytes:
+            src.problems.append(_too_big("-", len(data), max_file_bytes, at_least=True))
+        else:
+            src.files.append(SourceFile("-", _decode("-", data, src.problems)))
+        return src
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(path)
+    if p.is_file():
+        src = Source(files=[], root=str(p))
+        _read_one(p, p.name, max_file_bytes, src)
+        return src
+    root = os.path.realpath(p)
+    src = Source(files=[], root=str(p))
+    seen_dirs: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real_dir = os.path.realpath(dirpath)
+        rel_dir = os.path.relpath(dirpath, root)
+        if not _within(real_dir, root):
+            src.problems.append(Problem(
+                _posix(rel_dir), 0, "", "",
+                f"symlink leads outside the source root (to {real_dir}); refused"))
+            dirnames[:] = []
+            continue
+        if real_dir in seen_dirs:  # symlink loop
+            dirnames[:] = []
+            continue
+        seen_dirs.add(real_dir)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            full = os.path.join(dirpath, name)
+            rel = _posix(os.path.normpath(os.path.join(rel_dir, name)))
+            if rel == SETTINGS_FILE:
+                src.settings_file = _read_settings_file(full, src)
+                continue
+            if not name.endswith(MANIFEST_SUFFIXES):
+                continue
+            real = os.path.realpath(full)
+            if not _within(real, root):
+                src.problems.append(Problem(
+                    rel, 0, "", "", f"symlink leads outside the source root (to {real}); refused"))
+                continue
+            _read_one(Path(full), rel, max_file_bytes, src)
+    return src
+
+
+def _posix(p: str) -> str:
+    return p.replace(os.sep, "/")
+
+
+def _read_one(p: Path, rel: str, limit: int, src: Source) -> None:
+    st = p.stat()
+    if not stat.S_ISREG(st.st_mode):
+        return
+    if st.st_size > limit:
+        src.problems.append(_too_big(rel, st.st_size, limit))
+        return
+    src.files.append(SourceFile(rel, _decode(rel, p.read_bytes(), src.problems)))
+
+
+def _read_settings_file(full: str, src: Source) -> dict[str, Any] | None:
+    text = Path(full).read_text(encoding="utf-8", errors="replace")
+    return _parse_settings_text(text, src)
+
+
+def _parse_settings_text(text: str, src: Source) -> dict[str, Any] | None:
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        line = exc.problem_mark.line + 1 if getattr(exc, "problem_mark", None) else 0
+        src.problems.append(Problem(SETTINGS_FILE, line, "", "", f"malformed YAML: {exc}"))
+        return None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        src.problems.append(Problem(SETTINGS_FILE, 1, "", "",
+                                    "expected a mapping of setting names to values"))
+        return None
+    return data
+
+
+def _too_big(rel: str, size: int, limit: int, *, at_least: bool = False) -> Problem:
+    more = "more than " if at_least else ""
+    return Problem(rel, 0, "", "", f"file is {more}{size} bytes, over the limit of {limit} "
+                   "(setting max-file-bytes)")
+
+
+def _decode(rel: str, data: bytes, problems: list[Problem]) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(rel, 0, "", "", f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+        return ""
+
+
+# ---------------------------------------------------------------------------- Git
+def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> Source:
+    """Read the tree of ``rev`` below ``subpath`` straight from the object store."""
+    import pygit2  # imported here: only Git reads pay for it
+
+    found = pygit2.discover_repository(repo_path)
+    if found is None:
+        raise FileNotFoundError(f"{repo_path}: not inside a Git repository")
+    repo = pygit2.Repository(found)
+    try:
+        commit = repo.revparse_single(rev).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        raise LookupError(f"unknown Git revision {rev!r}: {exc}") from None
+    workdir = repo.workdir or os.path.dirname(found.rstrip("/"))
+    # subpath is relative to the current directory; make it relative to the repo root
+    abs_sub = os.path.realpath(os.path.join(repo_path, subpath)) if subpath else os.path.realpath(
+        repo_path)
+    rel_root = os.path.relpath(abs_sub, os.path.realpath(workdir))
+    rel_root = "" if rel_root == "." else _posix(rel_root)
+    if rel_root.startswith(".."):
+        raise FileNotFoundError(f"{subpath}: outside the repository {workdir}")
+    tree = commit.tree
+    src = Source(files=[], root=f"{rel_root or '.'}@{rev}", commit=str(commit.id))
+    if rel_root:
+        try:
+            obj = tree[rel_root]
+        except KeyError:
+            raise FileNotFoundError(f"{rel_root}: not in revision {rev}") from None
+        if obj.type_str == "blob":  # a single file
+            _git_blob(repo, tree, rel_root, posixpath.basename(rel_root), obj, "", max_file_bytes,
+                      src)
+            return src
+        tree = repo[obj.id]
+    for rel, entry in _walk_tree(repo, tree, ""):
+        _git_blob(repo, commit.tree, rel_root, rel, entry, rel_root, max_file_bytes, src)
+    return src
+
+
+def _walk_tree(repo: Any, tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    for entry in sorted(tree, key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
+        rel = f"{prefix}{entry.name}"
+        if entry.type_str == "tree":
+            yield from _walk_tree(repo, repo[entry.id], rel + "/")
+        elif entry.type_str == "blob":
+            yield rel, entry
+
+
+def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, root: str,
+              limit: int, src: Source) -> None:
+    import pygit2
+
+    blob = repo[entry.id]
+    if entry.filemode == pygit2.enums.FileMode.LINK:
+        target = blob.data.decode("utf-8", "replace")
+        repo_rel = posixpath.join(root, rel) if root else rel
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
+        inside = (not target.startswith("/") and not resolved.startswith("../")
+                  and resolved != ".." and (not root or resolved == root
+                                            or resolved.startswith(root + "/")))
+        if not inside:
+            if rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE:
+                src.problems.append(Problem(
+                    rel, 0, "", "", f"symlink leads outside the source root (to {target}); refused"))
+            return
+        try:
+            obj = full_tree[resolved]
+        except KeyError:
+            return  # dangling link: nothing to read, as on a checkout
+        if obj.type_str != "blob":
+            return
+        blob = repo[obj.id]
+    if rel == SETTINGS_FILE:
+        src.settings_file = _parse_settings_text(blob.data.decode("utf-8", "replace"), src)
+        return
+    if not rel.endswith(MANIFEST_SUFFIXES):
+        return
+    if blob.size > limit:
+        src.problems.append(_too_big(rel, blob.size, limit))
+        return
+    src.files.append(SourceFile(rel, _decode(rel, blob.data, src.problems)))
+
+
+# ---------------------------------------------------------------------------- YAML
+def parse_documents(files: Sequence[SourceFile], *, max_documents: int, max_yaml_nodes: int,
+                    problems: list[Problem]) -> list[Document]:
+    """Parse every file into documents; problems are appended, never raised."""
+    docs: list[Document] = []
+    for f in files:
+        if not f.text.strip():
+            continue
+        loader = _Loader(f.text)
+        index = 0
+        try:
+            while loader.check_node():
+                node = loader.get_node()
+                if node is None:
+                    break
+                line = node.start_mark.line + 1
+                if len(docs) >= max_documents:
+                    problems.append(Problem(f.path, line, "", "",
+                                            f"more than {max_documents} documents in this run "
+                                            "(setting max-documents)"))
+                    return docs
+                if not _check_nodes(node, f, line, max_yaml_nodes, problems):
+                    index += 1
+                    continue
+                data = loader.construct_document(node)
+                if data is not None:
+                    docs.append(Document(f, index, line, data))
+                index += 1
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            line = mark.line + 1 if mark is not None else 0
+            what = getattr(exc, "problem", None) or str(exc)
+            ctx = getattr(exc, "context", None)
+            problems.append(Problem(f.path, line, "", "",
+                                    f"malformed YAML: {what}" + (f" ({ctx})" if ctx else "")))
+        finally:
+            loader.dispose()
+    return docs
+
+
+def _check_nodes(root: yaml.Node, f: SourceFile, line: int, limit: int,
+                 problems: list[Problem]) -> bool:
+    """Duplicate keys and alias expansion; False when the document must not be constructed."""
+    sizes: dict[int, int] = {}
+    ok = True
+
+    def size(node: yaml.Node, depth: int) -> int:
+        nonlocal ok
+        key = id(node)
+        if key in sizes:  # an alias (or a shared anchor): counted again, as it would expand
+            return sizes[key]
+        if depth > 200:
+            raise _TooDeep
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode):
+                    if k.value in seen and k.value != "<<":
+                        problems.append(Problem(f.path, k.start_mark.line + 1, "", "",
+                                                f"duplicate key {k.value!r}"))
+                        ok = False
+                    seen.add(k.value)
+                total += size(k, depth + 1) + size(v, depth + 1)
+        elif isinstance(node, yaml.SequenceNode):
+            for v in node.value:
+                total += size(v, depth + 1)
+        sizes[key] = total
+        return total
+
+    try:
+        total = size(root, 0)
+    except _TooDeep:
+        problems.append(Problem(f.path, line, "", "", "YAML nested more than 200 levels deep"))
+        return False
+    if total > limit:
+        problems.append(Problem(
+            f.path, line, "", "",
+            f"document expands to {total} YAML nodes through aliases, over the limit of "
+            f"{limit} (setting max-yaml-nodes)"))
+        return False
+    return ok
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def locate(doc: Document, loc: Sequence[str | int]) -> int:
+    """Line of the deepest node along ``loc`` in ``doc`` (re-parsed: errors are rare)."""
+    try:
+        nodes = list(yaml.compose_all(doc.file.text, Loader=_Loader))
+        node: yaml.Node | None = nodes[doc.index]
+    except (yaml.YAMLError, IndexError):
+        return doc.line
+    line = doc.line
+    for part in loc:
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            nxt = None
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == part:
+                    line = k.start_mark.line + 1
+                    nxt = v
+                    break
+            if nxt is None:
+                return line
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def raise_if(problems: list[Problem]) -> None:
+    if problems:
+        raise RenderError(problems)
