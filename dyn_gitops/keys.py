@@ -55,6 +55,9 @@ PROPAGATED_DGD_ANNOTATIONS: Final = (
 ANN_ARGOCD_SYNC_OPTIONS: Final = "argocd.argoproj.io/sync-options"
 ANN_FLUX_PRUNE: Final = "kustomize.toolkit.fluxcd.io/prune"
 ARGOCD_PRUNE_FALSE: Final = "Prune=false"
+ANN_ARGOCD_COMPARE_OPTIONS: Final = "argocd.argoproj.io/compare-options"
+#: an old worker generation, no longer in Git, must not mark the app OutOfSync
+ARGOCD_IGNORE_EXTRANEOUS: Final = "IgnoreExtraneous"
 FLUX_PRUNE_DISABLED: Final = "disabled"
 
 # --- ours ------------------------------------------------------------------------------------

@@ -1,0 +1,84 @@
+"""Emit: a YAML stream, a JSON List, or one file per object under a directory.
+
+Output is built completely in memory first; nothing is written when rendering failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+try:
+    from yaml import CSafeDumper as _Dumper
+except ImportError:  # pragma: no cover
+    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
+
+OUT_DIR_MARKER = ".dyn-gitops-output"
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    """A ``---``-separated YAML stream; long strings are never folded."""
+    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                         allow_unicode=True, width=1 << 30, explicit_start=True)
+
+
+def to_json(objects: list[dict[str, Any]]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2,
+                      ensure_ascii=False) + "\n"
+
+
+def render_text(objects: list[dict[str, Any]], output_format: str) -> str:
+    return to_json(objects) if output_format == "json" else to_yaml(objects)
+
+
+def object_filename(obj: dict[str, Any]) -> str:
+    """Stable per-object path: ``<namespace|_cluster>/<kind>.<group>_<name>.yaml``."""
+    meta = obj.get("metadata") or {}
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    kind = str(obj.get("kind", "")).lower() + (f".{group}" if group else "")
+    ns = str(meta.get("namespace") or "_cluster")
+    return f"{ns}/{kind}_{meta.get('name')}.yaml"
+
+
+def write_out_dir(objects: list[dict[str, Any]], out_dir: str) -> list[str]:
+    """Replace ``out_dir`` with one file per object, atomically (rename of a sibling dir).
+
+    An existing ``out_dir`` is replaced only if it is empty or was written by us (it holds
+    our marker file); anything else is refused, so no user file is ever deleted.
+    """
+    target = Path(out_dir)
+    if target.exists():
+        entries = list(target.iterdir())
+        if entries and not (target / OUT_DIR_MARKER).exists():
+            raise FileExistsError(
+                f"{out_dir} exists and was not written by dyn-gitops (no {OUT_DIR_MARKER}); "
+                "refusing to replace it")
+    parent = target.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+    written = []
+    try:
+        for obj in objects:
+            rel = object_filename(obj)
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(to_yaml([obj]), encoding="utf-8")
+            written.append(rel)
+        (tmp / OUT_DIR_MARKER).write_text("written by dyn-gitops; replaced on every run\n")
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=parent))
+            os.rename(target, old / "x")
+            os.rename(tmp, target)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return written

@@ -1,0 +1,1 @@
+"""DGD expansion: pure functions from validated models to Kubernetes objects."""

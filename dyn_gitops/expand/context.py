@@ -1,0 +1,33 @@
+"""Everything the pod-spec builder needs to know about one component."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..models.v1alpha1 import ServiceSpec
+from ..settings import RenderSettings
+
+
+@dataclass(frozen=True)
+class ComponentContext:
+    dgd_name: str
+    namespace: str
+    service: str  # the key in spec.services (original case)
+    spec: ServiceSpec
+    component_type: str
+    dynamo_ns: str
+    name: str  # DCD / Deployment name (with the worker hash for workers)
+    worker_hash: str | None
+    backend: str  # detected or explicit framework, "noop" for none
+    discovery_backend: str  # effective: "kubernetes" | "etcd"
+    container_discovery: bool  # nvidia.com/dynamo-kube-discovery-mode: container
+    annotations: dict[str, str]  # component annotations (DGD spec < propagated < service)
+    labels: dict[str, str]  # component labels (DGD spec < service < system)
+    graph_envs: tuple[dict[str, Any], ...]
+    settings: RenderSettings
+    epp_config_map: tuple[str, str] | None = None  # (ConfigMap name, key) for EPP
+
+    @property
+    def k8s_discovery(self) -> bool:
+        return self.discovery_backend == "kubernetes"

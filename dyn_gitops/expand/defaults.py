@@ -1,0 +1,192 @@
+"""What the Dynamo operator puts in every component by default (``dynamo-pod-spec.md`` 5.1).
+
+Baseline: the Dynamo 1.1 line. Runtime-version gates of later operators (startup probe
+for frontends, canary health checks) are off, as they are for images whose tag is not a
+release at or above the gate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from . import names
+
+MAIN_CONTAINER: Final = "main"
+SIDECAR_FRONTEND: Final = "sidecar-frontend"
+
+FRONTEND_PORT: Final = 8000
+SYSTEM_PORT: Final = 9090
+NIXL_PORT: Final = 19090
+PLANNER_METRICS_PORT: Final = 9085
+EPP_GRPC_PORT: Final = 9002
+EPP_GRPC_HEALTH_PORT: Final = 9003
+FORWARDPASS_METRIC_PORT: Final = 20380
+
+TERMINATION_GRACE_SECONDS: Final = 60
+EPP_TERMINATION_GRACE_SECONDS: Final = 130
+DEFAULT_FS_GROUP: Final = 1000
+SHARED_MEMORY_VOLUME: Final = "shared-memory"
+SHARED_MEMORY_PATH: Final = "/dev/shm"
+SHARED_MEMORY_SIZE: Final = "8Gi"
+VLLM_COMPILATION_CACHE_PATH: Final = "/root/.cache/vllm"
+DEFAULT_MAX_SURGE: Final = "25%"
+DEFAULT_MAX_UNAVAILABLE: Final = "25%"
+DEFAULT_INGRESS_HOST_SUFFIX: Final = "local"
+INFERENCE_POOL_GROUP: Final = "inference.networking.k8s.io"
+EPP_CONFIG_KEY: Final = "epp-config-dynamo.yaml"
+EPP_CONFIG_DIR: Final = "/etc/epp"
+EPP_CONFIG_VOLUME: Final = "epp-config"
+
+
+def _port(name: str, number: int) -> dict[str, Any]:
+    return {"name": name, "containerPort": number, "protocol": "TCP"}
+
+
+def _http_probe(path: str, port: str, **timing: int) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": port}, **timing}
+
+
+def _grpc_probe(**timing: int) -> dict[str, Any]:
+    return {"grpc": {"port": EPP_GRPC_HEALTH_PORT, "service": "inference-extension"}, **timing}
+
+
+def _env(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def _field_env(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def common_env(*, dynamo_ns: str, component_type: str, dgd_name: str, dgd_namespace: str,
+               discovery_backend: str, container_discovery: bool,
+               container_name: str = MAIN_CONTAINER) -> list[dict[str, Any]]:
+    env = [
+        _env("DYN_NAMESPACE", dynamo_ns),
+        _env("DYN_COMPONENT", component_type),
+        _env("DYN_PARENT_DGD_K8S_NAME", dgd_name),
+        _env("DYN_PARENT_DGD_K8S_NAMESPACE", dgd_namespace),
+        _field_env("POD_NAME", "metadata.name"),
+        _field_env("POD_NAMESPACE", "metadata.namespace"),
+        _field_env("POD_UID", "metadata.uid"),
+    ]
+    if discovery_backend != "etcd":
+        env.append(_env("DYN_DISCOVERY_BACKEND", "kubernetes"))
+    if container_discovery:
+        env.append(_env("CONTAINER_NAME", container_name))
+        env.append(_env("DYN_KUBE_DISCOVERY_MODE", "container"))
+    return env
+
+
+def frontend_container(dynamo_ns: str) -> dict[str, Any]:
+    return {
+        "command": ["python3"],
+        "args": ["-m", "dynamo.frontend"],
+        "ports": [_port("http", FRONTEND_PORT)],
+        "livenessProbe": _http_probe("/live", "http", initialDelaySeconds=15, periodSeconds=10,
+                                     timeoutSeconds=1, failureThreshold=3),
+        "readinessProbe": _http_probe("/health", "http", initialDelaySeconds=10,
+                                      periodSeconds=10, timeoutSeconds=3, failureThreshold=3),
+        "env": [
+            _env("DYNAMO_PORT", str(FRONTEND_PORT)),
+            _env("DYN_HTTP_PORT", str(FRONTEND_PORT)),
+            _env("DYN_NAMESPACE_PREFIX", dynamo_ns),
+        ],
+    }
+
+
+def _system_probes() -> dict[str, Any]:
+    return {
+        "livenessProbe": _http_probe("/live", "system", periodSeconds=5, timeoutSeconds=4,
+                                     failureThreshold=1),
+        "readinessProbe": _http_probe("/health", "system", periodSeconds=10, timeoutSeconds=4,
+                                      failureThreshold=3),
+        "startupProbe": _http_probe("/live", "system", periodSeconds=10, timeoutSeconds=5,
+                                    failureThreshold=720),
+    }
+
+
+def worker_container(worker_hash: str | None) -> dict[str, Any]:
+    env = [
+        _env("DYN_SYSTEM_ENABLED", "true"),
+        _env("DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", '["generate"]'),
+        _env("DYN_SYSTEM_PORT", str(SYSTEM_PORT)),
+        _env("DYN_HEALTH_CHECK_ENABLED", "false"),
+        _env("NIXL_TELEMETRY_ENABLE", "n"),
+        _env("NIXL_TELEMETRY_EXPORTER", "prometheus"),
+        _env("NIXL_TELEMETRY_PROMETHEUS_PORT", str(NIXL_PORT)),
+        _env("DYN_FORWARDPASS_METRIC_PORT", str(FORWARDPASS_METRIC_PORT)),
+    ]
+    if worker_hash:
+        env.append(_env("DYN_NAMESPACE_WORKER_SUFFIX", worker_hash))
+    return {
+        "command": ["/bin/sh", "-c"],
+        "ports": [_port("system", SYSTEM_PORT), _port("nixl", NIXL_PORT)],
+        **_system_probes(),
+        "env": env,
+    }
+
+
+def planner_container() -> dict[str, Any]:
+    return {
+        "command": ["/bin/sh", "-c"],
+        "ports": [_port("metrics", PLANNER_METRICS_PORT), _port("system", SYSTEM_PORT)],
+        **_system_probes(),
+        "env": [_env("PLANNER_PROMETHEUS_PORT", str(PLANNER_METRICS_PORT)),
+                _env("DYN_SYSTEM_PORT", str(SYSTEM_PORT))],
+    }
+
+
+def epp_container(pool_name: str, pool_namespace: str) -> dict[str, Any]:
+    return {
+        "command": [],
+        "args": [
+            "-pool-name", pool_name, "-pool-namespace", pool_namespace,
+            "-pool-group", INFERENCE_POOL_GROUP, "-v", "4", "--zap-encoder", "json",
+            "-grpc-port", str(EPP_GRPC_PORT), "-grpc-health-port", str(EPP_GRPC_HEALTH_PORT),
+            "-config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_KEY}",
+        ],
+        "ports": [_port("grpc", EPP_GRPC_PORT), _port("grpc-health", EPP_GRPC_HEALTH_PORT),
+                  _port("metrics", SYSTEM_PORT)],
+        "livenessProbe": _grpc_probe(initialDelaySeconds=5, periodSeconds=10),
+        "readinessProbe": _grpc_probe(initialDelaySeconds=5, periodSeconds=10),
+        "startupProbe": _grpc_probe(periodSeconds=10, failureThreshold=180),
+        "env": [_env("USE_STREAMING", "true"),
+                _env("RUST_LOG", "debug,dynamo_llm::kv_router=trace"),
+                _env("NVIDIA_VISIBLE_DEVICES", "void")],
+        "volumeMounts": [
+            {"name": EPP_CONFIG_VOLUME, "mountPath": EPP_CONFIG_DIR, "readOnly": True},
+            {"name": "hf-cache", "mountPath": "/home/nonroot/.cache"},
+        ],
+    }
+
+
+def epp_volumes(config_map: str, key: str) -> list[dict[str, Any]]:
+    return [
+        {"name": EPP_CONFIG_VOLUME, "configMap": {
+            "name": config_map, "items": [{"key": key, "path": EPP_CONFIG_KEY}]}},
+        {"name": "hf-cache", "emptyDir": {}},
+    ]
+
+
+def type_container(component_type: str, *, dynamo_ns: str, worker_hash: str | None,
+                   pool_name: str, pool_namespace: str) -> dict[str, Any]:
+    """Per-type defaults of the main container (command, args, ports, probes, env)."""
+    if component_type == "frontend":
+        return frontend_container(dynamo_ns)
+    if names.is_worker(component_type):
+        return worker_container(worker_hash)
+    if component_type == "planner":
+        return planner_container()
+    if component_type == "epp":
+        return epp_container(pool_name, pool_namespace)
+    return {"command": ["/bin/sh", "-c"], "env": []}
+
+
+def service_port(component_type: str) -> dict[str, Any]:
+    if component_type == "frontend":
+        return {"name": "http", "port": FRONTEND_PORT, "targetPort": "http", "protocol": "TCP"}
+    if component_type == "epp":
+        return {"name": "grpc", "port": EPP_GRPC_PORT, "targetPort": EPP_GRPC_PORT,
+                "protocol": "TCP", "appProtocol": "http2"}
+    return {"name": "system", "port": SYSTEM_PORT, "targetPort": "system", "protocol": "TCP"}

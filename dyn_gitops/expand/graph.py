@@ -1,0 +1,277 @@
+"""Expand one DynamoGraphDeployment into the objects the Dynamo operator would create
+(component path, single node; ``spec/dynamo-objects.md`` section 5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import keys
+from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+from ..settings import RenderSettings
+from . import defaults, names, objects
+from .context import ComponentContext
+from .merge import merge_envs, merge_override
+from .podspec import ComponentError, build_pod_spec, detect_backend, dump, pod_labels
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GraphProblem:
+    loc: tuple[str | int, ...]  # field path from the document root
+    message: str
+
+
+class GraphError(Exception):
+    def __init__(self, problems: list[GraphProblem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(p.message for p in problems))
+
+
+def _svc_loc(service: str, field: str = "") -> tuple[str | int, ...]:
+    loc: list[str | int] = ["spec", "services", service]
+    for part in filter(None, field.replace("[", ".[").split(".")):
+        loc.append(int(part[1:-1]) if part.startswith("[") else part)
+    return tuple(loc)
+
+
+def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[GraphProblem]:
+    """Features this version does not render, each as a clear 'not yet supported' problem."""
+    out: list[GraphProblem] = []
+    ann = dgd.metadata.annotations or {}
+    if settings.grove and ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false":
+        out.append(GraphProblem(("metadata", "annotations"),
+                                "the Grove pathway (setting grove=true) is not yet supported; "
+                                f"annotate the DGD {keys.ANN_ENABLE_GROVE}: \"false\" or turn "
+                                "the setting off"))
+    exp = dgd.spec.experimental
+    if exp and exp.kvTransferPolicy is not None:
+        out.append(GraphProblem(("spec", "experimental", "kvTransferPolicy"),
+                                "kvTransferPolicy is not yet supported"))
+    for name, svc in sorted((dgd.spec.services or {}).items()):
+        if svc.multinode is not None and svc.multinode.nodeCount > 1:
+            out.append(GraphProblem(_svc_loc(name, "multinode.nodeCount"),
+                                    f"multinode services (nodeCount {svc.multinode.nodeCount}, "
+                                    "LeaderWorkerSet or Grove) are not yet supported"))
+        if svc.gpuMemoryService is not None and svc.gpuMemoryService.enabled:
+            out.append(GraphProblem(_svc_loc(name, "gpuMemoryService"),
+                                    "the GPU memory service (DRA) is not yet supported"))
+        if svc.failover is not None and svc.failover.enabled:
+            out.append(GraphProblem(_svc_loc(name, "failover"), "failover is not yet supported"))
+        if svc.checkpoint and svc.checkpoint.get("enabled"):
+            out.append(GraphProblem(_svc_loc(name, "checkpoint"),
+                                    "checkpoint/restore is not yet supported"))
+    return out
+
+
+def _effective_command(spec: ServiceSpec, component_type: str) -> dict[str, Any]:
+    mc = spec.main_container
+    base = defaults.type_container(component_type, dynamo_ns="", worker_hash=None, pool_name="",
+                                   pool_namespace="")
+    user = {k: v for k, v in (dump(mc) if mc else {}).items() if k in ("command", "args")}
+    return merge_override({k: base[k] for k in ("command", "args") if k in base}, user)
+
+
+def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, str]]:
+    """The graph framework and each worker's backend (detected > explicit > noop)."""
+    explicit = dgd.spec.backendFramework
+    problems: list[GraphProblem] = []
+    detected: dict[str, str] = {}
+    for name, svc in sorted((dgd.spec.services or {}).items()):
+        ctype = svc.componentType or ""
+        if not names.is_worker(ctype):
+            continue
+        try:
+            found = detect_backend(_effective_command(svc, ctype))
+        except ComponentError as exc:
+            problems.append(GraphProblem(_svc_loc(name, exc.field), str(exc)))
+            continue
+        if found is None:
+            continue
+        if explicit and found != explicit:
+            problems.append(GraphProblem(
+                _svc_loc(name, "extraPodSpec.mainContainer"),
+                f"command runs dynamo.{found} but spec.backendFramework is {explicit!r}"))
+        detected[name] = found
+    frameworks = set(detected.values())
+    if not explicit and len(frameworks) > 1:
+        problems.append(GraphProblem(("spec", "services"),
+                                     "workers run different backends "
+                                     f"({', '.join(sorted(frameworks))}); one graph has one"))
+    if problems:
+        raise GraphError(problems)
+    graph = explicit or (frameworks.pop() if frameworks else None)
+    per_service = {}
+    for name, svc in (dgd.spec.services or {}).items():
+        if names.is_worker(svc.componentType or ""):
+            per_service[name] = detected.get(name) or explicit or "noop"
+        else:
+            per_service[name] = "noop"
+    return graph, per_service
+
+
+def _component_annotations(dgd: DynamoGraphDeployment, svc: ServiceSpec) -> dict[str, str]:
+    meta_ann = dgd.metadata.annotations or {}
+    out = dict(dgd.spec.annotations or {})
+    out.update({k: meta_ann[k] for k in keys.PROPAGATED_DGD_ANNOTATIONS if k in meta_ann})
+    out.update(svc.annotations or {})
+    return out
+
+
+def _strategy(annotations: dict[str, str]) -> dict[str, Any]:
+    if annotations.get(keys.ANN_DEPLOYMENT_STRATEGY) == "Recreate":
+        return {"type": "Recreate"}
+
+    def int_or_percent(value: str) -> int | str:
+        return int(value) if value.isdigit() else value
+
+    return {"type": "RollingUpdate", "rollingUpdate": {
+        "maxSurge": int_or_percent(annotations.get(keys.ANN_MAX_SURGE,
+                                                   defaults.DEFAULT_MAX_SURGE)),
+        "maxUnavailable": int_or_percent(annotations.get(keys.ANN_MAX_UNAVAILABLE,
+                                                         defaults.DEFAULT_MAX_UNAVAILABLE)),
+    }}
+
+
+def _with_sync_option(current: str | None, option: str) -> str:
+    opts = [o.strip() for o in (current or "").split(",") if o.strip()]
+    key = option.split("=", 1)[0]
+    opts = [o for o in opts if o.split("=", 1)[0] != key] + [option]
+    return ",".join(opts)
+
+
+def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
+    """Every object the operator creates for ``dgd``, in no particular order."""
+    problems = not_supported(dgd, settings)
+    if problems:
+        raise GraphError(problems)
+    dgd_name = dgd.metadata.name
+    namespace = dgd.metadata.namespace or settings.namespace
+    services = dgd.spec.services or {}
+    meta_ann = dgd.metadata.annotations or {}
+    graph_discovery = meta_ann.get(keys.ANN_DISCOVERY_BACKEND) or settings.discovery_backend
+    _, backends = resolve_backends(dgd)
+
+    workers = {n: dump(s) for n, s in services.items() if names.is_worker(s.componentType)}
+    whash = names.worker_hash(workers) if workers else None
+    graph_envs = tuple(dump(dgd.spec.envs) or [])
+    eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == "epp"]
+
+    out: list[Obj] = []
+    problems = []
+    # DGD-level objects (dynamo-objects.md 5.1)
+    if settings.planner_rbac:
+        out.append(objects.service_account(names.PLANNER_SERVICE_ACCOUNT, namespace))
+        out.append(objects.cluster_role_binding_for_sa(
+            names.PLANNER_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-planner"))
+        if eps:
+            out.append(objects.service_account(names.EPP_SERVICE_ACCOUNT, namespace))
+            out.append(objects.cluster_role_binding_for_sa(
+                names.EPP_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-epp"))
+    for p in dgd.spec.pvcs or []:
+        if p.create and p.name:
+            out.append(objects.pvc(p, namespace))
+    if graph_discovery == "kubernetes":
+        out.extend(objects.discovery_rbac(dgd_name, namespace))
+
+    epp_cm: tuple[str, str] | None = None
+    for epp_name, epp in eps:
+        cfg = epp.eppConfig
+        dyn_ns = names.dynamo_namespace(epp.globalDynamoNamespace, namespace, dgd_name)
+        if cfg is not None and cfg.configMapRef is not None:
+            epp_cm = (str(cfg.configMapRef.name),
+                      cfg.configMapRef.key or defaults.EPP_CONFIG_KEY)
+        elif cfg is not None and cfg.config is not None:
+            out.append(objects.epp_config_map(dgd_name, namespace, epp_name, cfg.config))
+        out.append(objects.inference_pool(dgd_name, namespace, epp_name, dyn_ns))
+
+    for service, svc in sorted(services.items()):
+        try:
+            out.extend(_expand_service(dgd, service, svc, namespace, settings, backends[service],
+                                       whash, graph_envs, epp_cm))
+        except ComponentError as exc:
+            problems.append(GraphProblem(_svc_loc(service, exc.field), str(exc)))
+    if problems:
+        raise GraphError(problems)
+    return out
+
+
+def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, namespace: str,
+                    settings: RenderSettings, backend: str, whash: str | None,
+                    graph_envs: tuple[Obj, ...], epp_cm: tuple[str, str] | None) -> list[Obj]:
+    dgd_name = dgd.metadata.name
+    ctype = svc.componentType or ""
+    worker = names.is_worker(ctype)
+    annotations = _component_annotations(dgd, svc)
+    dyn_ns = names.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
+    name = names.component_name(dgd_name, service, whash if worker else None)
+    labels = dict(dgd.spec.labels or {})
+    labels.update(svc.labels or {})
+    labels.update({keys.LABEL_COMPONENT: service, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns,
+                   keys.LABEL_GRAPH_NAME: dgd_name})
+    if worker and whash:
+        labels[keys.LABEL_WORKER_HASH] = whash
+    discovery = annotations.get(keys.ANN_DISCOVERY_BACKEND) or settings.discovery_backend
+    ctx = ComponentContext(
+        dgd_name=dgd_name, namespace=namespace, service=service, spec=svc, component_type=ctype,
+        dynamo_ns=dyn_ns, name=name, worker_hash=whash if worker else None, backend=backend,
+        discovery_backend=discovery,
+        container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
+        annotations=annotations, labels=labels,
+        graph_envs=tuple(merge_envs(graph_envs)), settings=settings, epp_config_map=epp_cm)
+
+    if svc.modelRef is not None:
+        labels[keys.LABEL_BASE_MODEL_HASH] = names.model_hash(svc.modelRef.name)
+    dep_ann = dict(annotations)
+    if svc.extraPodMetadata and svc.extraPodMetadata.annotations:
+        dep_ann.update(svc.extraPodMetadata.annotations)
+    if svc.modelRef is not None:
+        dep_ann[keys.ANN_BASE_MODEL] = svc.modelRef.name
+    dep_ann.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
+
+    pod_ann = dict(svc.extraPodMetadata.annotations or {}) if svc.extraPodMetadata else {}
+    pod_ann.pop(keys.ANN_RESTART_AT, None)
+    template_meta: dict[str, Any] = {"labels": pod_labels(ctx, labels)}
+    if pod_ann:
+        template_meta["annotations"] = dict(sorted(pod_ann.items()))
+
+    has_adapter = svc.scalingAdapter is not None and svc.scalingAdapter.enabled
+    desired = 1 if svc.replicas is None else svc.replicas
+    deploy_ann = dict(dep_ann)
+    deploy_spec: dict[str, Any] = {}
+    if worker and settings.managed_replicas:
+        deploy_ann[keys.ANN_MANAGED_REPLICAS] = "true"
+        if not has_adapter:
+            deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)
+        deploy_ann[keys.ANN_ARGOCD_SYNC_OPTIONS] = _with_sync_option(
+            deploy_ann.get(keys.ANN_ARGOCD_SYNC_OPTIONS), keys.ARGOCD_PRUNE_FALSE)
+        deploy_ann[keys.ANN_ARGOCD_COMPARE_OPTIONS] = keys.ARGOCD_IGNORE_EXTRANEOUS
+        deploy_ann[keys.ANN_FLUX_PRUNE] = keys.FLUX_PRUNE_DISABLED
+    elif not has_adapter:
+        deploy_spec["replicas"] = desired
+    deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
+    deploy_spec["strategy"] = _strategy(annotations)
+    deploy_spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
+    out: list[Obj] = [{
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": objects.meta(name, namespace, labels, deploy_ann),
+        "spec": deploy_spec,
+    }]
+
+    if ctype == "frontend" or ctx.k8s_discovery:
+        svc_labels = dict(labels)
+        if ctx.k8s_discovery:
+            svc_labels.update({keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
+                               keys.LABEL_DISCOVERY_ENABLED: "true"})
+        out.append(objects.component_service(ctx, svc_labels, dep_ann))
+    ingress = svc.ingress
+    if ingress is None and ctype == "frontend":
+        ingress = objects.default_ingress(ctx)
+    if ingress is not None:
+        out.extend(objects.ingress_objects(ctx, ingress))
+    if svc.modelRef is not None:
+        out.append(objects.model_service(svc.modelRef.name, namespace))
+    if has_adapter:
+        out.append(objects.scaling_adapter(dgd_name, namespace, service, svc.replicas))
+    return out

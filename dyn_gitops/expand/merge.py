@@ -1,0 +1,96 @@
+"""mergo ``Merge(dst, src, WithOverride)`` semantics on JSON-shaped values, and env merging.
+
+The operator merges the user's partial main container and pod spec over its defaults
+with these rules (``spec/dynamo-pod-spec.md`` 5.2): a zero scalar never overrides, a
+non-empty list replaces, maps and structs merge key by key with the source winning.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+
+
+def is_zero(value: Any) -> bool:
+    return value is None or value == "" or value is False or value == 0 and not isinstance(
+        value, bool) or value == [] or value == {}
+
+
+def merge_override(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:
+    """Return ``dst`` updated from ``src`` (both left untouched)."""
+    out = dict(dst)
+    for key, value in src.items():
+        if isinstance(value, dict):
+            current = out.get(key)
+            if isinstance(current, dict):
+                out[key] = merge_override(current, value)
+            elif value or current is None:
+                out[key] = copy.deepcopy(value)
+        elif not is_zero(value):
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def merge_probe(default: dict[str, Any] | None, user: dict[str, Any]) -> dict[str, Any]:
+    """Field-merge a user probe over a default one (v1alpha1-era mainContainer probes).
+
+    A probe has exactly one handler, so a user handler of another kind replaces the
+    default handler instead of being merged beside it (which the API server rejects).
+    """
+    if default is None:
+        return copy.deepcopy(user)
+    base = dict(default)
+    if any(h in user for h in PROBE_HANDLERS):
+        for h in PROBE_HANDLERS:
+            if h not in user:
+                base.pop(h, None)
+    return merge_override(base, user)
+
+
+def merge_envs(*layers: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``MergeEnvs``: later layers win by name; the result is sorted by name."""
+    merged: dict[str, dict[str, Any]] = {}
+    for layer in layers:
+        for env in layer:
+            merged[env["name"]] = env
+    return [merged[name] for name in sorted(merged)]
+
+
+def add_missing_envs(env: list[dict[str, Any]], extra: Iterable[dict[str, Any]]) -> list[
+        dict[str, Any]]:
+    """Add ``extra`` entries whose name is not present ("existing wins"), keeping order sorted."""
+    have = {e["name"] for e in env}
+    added = [e for e in extra if e["name"] not in have]
+    return merge_envs(env, added) if added else env
+
+
+def order_keys(obj: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """Canonical key order (Go struct order); unknown keys follow, sorted."""
+    out = {k: obj[k] for k in order if k in obj}
+    for k in sorted(obj):
+        if k not in out:
+            out[k] = obj[k]
+    return out
+
+
+CONTAINER_ORDER = (
+    "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
+    "resizePolicy", "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices",
+    "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+    "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
+)
+
+POD_SPEC_ORDER = (
+    "volumes", "initContainers", "containers", "ephemeralContainers", "restartPolicy",
+    "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy", "nodeSelector",
+    "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName",
+    "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "securityContext",
+    "imagePullSecrets", "hostname", "hostnameOverride", "subdomain", "affinity", "schedulerName",
+    "tolerations", "hostAliases", "priorityClassName", "priority", "dnsConfig", "readinessGates",
+    "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
+    "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates",
+    "resourceClaims", "resources",
+)

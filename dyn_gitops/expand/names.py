@@ -1,0 +1,101 @@
+"""Derived names and values (``spec/dynamo-objects.md`` section 3)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+WORKER_TYPES = frozenset({"worker", "prefill", "decode"})
+GLOBAL_DYNAMO_NAMESPACE = "dynamo"
+PLANNER_SERVICE_ACCOUNT = "planner-serviceaccount"
+EPP_SERVICE_ACCOUNT = "epp-serviceaccount"
+MAX_SERVICES = 25
+GROVE_NAME_BUDGET = 45
+
+
+def is_worker(component_type: str | None) -> bool:
+    return component_type in WORKER_TYPES
+
+
+def normalize(name: str) -> str:
+    """``NormalizeKubeResourceName``: lowercase, dots to dashes (Service names)."""
+    return name.lower().replace(".", "-")
+
+
+def dynamo_namespace(global_ns: bool, k8s_namespace: str, dgd_name: str) -> str:
+    return GLOBAL_DYNAMO_NAMESPACE if global_ns else f"{k8s_namespace}-{dgd_name.replace('.', '-')}"
+
+
+def base_name(dgd_name: str, service: str) -> str:
+    return f"{dgd_name}-{service.lower()}"
+
+
+def component_name(dgd_name: str, service: str, worker_hash: str | None) -> str:
+    """DCD / Deployment name; workers carry the worker-hash suffix."""
+    base = base_name(dgd_name, service)
+    return f"{base}-{worker_hash}" if worker_hash else base
+
+
+def model_hash(model_name: str) -> str:
+    return hashlib.sha256(model_name.encode()).hexdigest()[:8]
+
+
+def model_service_name(model_name: str) -> str:
+    return f"dynamo-model-{model_hash(model_name)}"
+
+
+def discovery_service_account(dgd_name: str) -> str:
+    return f"{dgd_name}-k8s-service-discovery"
+
+
+def epp_configmap_name(dgd_name: str) -> str:
+    return f"{dgd_name}-epp-config"
+
+
+def inference_pool_name(dgd_name: str) -> str:
+    return f"{dgd_name}-pool"
+
+
+# Fields of the shared spec in Go declaration order, and those the v1 hash leaves out.
+_SHARED_SPEC_ORDER = (
+    "annotations", "labels", "serviceName", "componentType", "subComponentType",
+    "dynamoNamespace", "globalDynamoNamespace", "resources", "autoscaling", "envs",
+    "envFromSecret", "volumeMounts", "ingress", "modelRef", "sharedMemory", "extraPodMetadata",
+    "extraPodSpec", "livenessProbe", "readinessProbe", "replicas", "multinode", "scalingAdapter",
+    "eppConfig", "frontendSidecar", "checkpoint", "topologyConstraint", "gpuMemoryService",
+    "failover",
+)
+_HASH_EXCLUDED = frozenset({
+    "annotations", "labels", "serviceName", "componentType", "subComponentType",
+    "dynamoNamespace", "replicas", "autoscaling", "scalingAdapter", "ingress", "modelRef",
+    "eppConfig", "runtimeVersionOverride",
+})
+
+
+def _omit_empty(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {k: _omit_empty(v) for k, v in sorted(value.items())}
+        return {k: v for k, v in out.items() if v not in (None, "", False, [], {})}
+    if isinstance(value, list):
+        return [_omit_empty(v) for v in value]
+    return value
+
+
+def worker_hash(worker_specs: dict[str, dict[str, Any]]) -> str:
+    """8-hex hash over every worker's pod-affecting spec (the operator's v1 scheme).
+
+    Same inputs and field exclusions as ``ComputeDGDWorkersSpecHash``; the bytes are a
+    canonical JSON (declared field order, empty values omitted, nested maps sorted), so the
+    value is deterministic and stable under reformatting but not byte-identical to the
+    operator's Go encoding (``docs/reference-behaviour.md``).
+    """
+    doc: dict[str, Any] = {}
+    for name in sorted(worker_specs):
+        spec = worker_specs[name]
+        ordered = {k: spec[k] for k in _SHARED_SPEC_ORDER if k in spec and k not in _HASH_EXCLUDED}
+        doc[name] = _omit_empty(ordered) if ordered else {}
+        # keep declared order at the top level, sorted below it
+        doc[name] = {k: doc[name][k] for k in _SHARED_SPEC_ORDER if k in doc[name]}
+    data = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(data.encode()).hexdigest()[:8]

@@ -1,0 +1,204 @@
+"""The Kubernetes objects around the pod spec (``spec/dynamo-objects.md`` sections 5 and 9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .. import keys
+from ..models.v1alpha1 import PVC, Ingress
+from . import defaults, names
+from .context import ComponentContext
+
+Obj = dict[str, Any]
+
+
+def meta(name: str, namespace: str | None, labels: dict[str, str] | None = None,
+         annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    m: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        m["namespace"] = namespace
+    if labels:
+        m["labels"] = dict(sorted(labels.items()))
+    if annotations:
+        m["annotations"] = dict(sorted(annotations.items()))
+    return m
+
+
+def _rbac_labels(name: str) -> dict[str, str]:
+    return {keys.LABEL_APP_MANAGED_BY: "dynamo-operator", keys.LABEL_APP_COMPONENT: "rbac",
+            keys.LABEL_APP_NAME: name}
+
+
+def service_account(name: str, namespace: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": meta(name, namespace, _rbac_labels(name))}
+
+
+def cluster_role_binding_for_sa(sa: str, namespace: str, cluster_role: str) -> Obj:
+    """RoleBinding of ``sa`` to a ClusterRole (planner / EPP)."""
+    name = f"{sa}-binding"
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": meta(name, namespace, _rbac_labels(name)),
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": cluster_role},
+    }
+
+
+def discovery_rbac(dgd_name: str, namespace: str) -> list[Obj]:
+    sa = names.discovery_service_account(dgd_name)
+    role, binding = f"{sa}-role", f"{sa}-binding"
+    labels = {keys.LABEL_GRAPH_NAME: dgd_name}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": meta(sa, namespace, {**_rbac_labels(sa), **labels})},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": meta(role, namespace, {**_rbac_labels(role), **labels}),
+         "rules": [
+             {"apiGroups": [""], "resources": ["endpoints", "pods"],
+              "verbs": ["get", "list", "watch"]},
+             {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+              "verbs": ["get", "list", "watch"]},
+             {"apiGroups": ["nvidia.com"], "resources": ["dynamoworkermetadatas"],
+              "verbs": ["create", "get", "list", "watch", "update", "patch", "delete"]},
+         ]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": meta(binding, namespace, {**_rbac_labels(binding), **labels}),
+         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role}},
+    ]
+
+
+def pvc(p: PVC, namespace: str) -> Obj:
+    spec: dict[str, Any] = {
+        "accessModes": [p.volumeAccessMode],
+        "resources": {"requests": {"storage": p.size}},
+    }
+    if p.storageClass:
+        spec["storageClassName"] = p.storageClass
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": meta(str(p.name), namespace), "spec": spec}
+
+
+def component_service(ctx: ComponentContext, labels: dict[str, str],
+                      annotations: dict[str, str]) -> Obj:
+    selector = {keys.LABEL_COMPONENT_TYPE: ctx.component_type,
+                keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
+                keys.LABEL_COMPONENT: ctx.service}
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": meta(names.normalize(ctx.name), ctx.namespace, labels, annotations),
+        "spec": {"selector": dict(sorted(selector.items())),
+                 "ports": [defaults.service_port(ctx.component_type)]},
+    }
+
+
+def default_ingress(ctx: ComponentContext) -> Ingress | None:
+    """The operator's default ingress for frontends without one (from the render settings)."""
+    s = ctx.settings
+    if not (s.ingress_class or s.istio_gateway):
+        return None
+    return Ingress(
+        enabled=True, host=ctx.dgd_name, useVirtualService=bool(s.istio_gateway),
+        virtualServiceGateway=s.istio_gateway or None,
+        ingressControllerClassName=s.ingress_class or None,
+        tls={"secretName": s.ingress_tls_secret} if s.ingress_tls_secret else None,
+        hostSuffix=s.ingress_host_suffix or None)
+
+
+def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
+    if not ingress.enabled:
+        return []
+    host = (f"{ingress.hostPrefix or ''}{ingress.host or ''}."
+            f"{ingress.hostSuffix or defaults.DEFAULT_INGRESS_HOST_SUFFIX}")
+    backend = names.normalize(ctx.name)
+    out: list[Obj] = []
+    if ingress.ingressControllerClassName:
+        spec: dict[str, Any] = {
+            "ingressClassName": ingress.ingressControllerClassName,
+            "rules": [{"host": host, "http": {"paths": [{
+                "path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": backend,
+                                        "port": {"number": defaults.FRONTEND_PORT}}}}]}}],
+        }
+        if ingress.tls and ingress.tls.secretName:
+            spec["tls"] = [{"hosts": [host], "secretName": ingress.tls.secretName}]
+        out.append({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                    "metadata": meta(ctx.name, ctx.namespace), "spec": spec})
+    if (ctx.settings.istio_gateway and ingress.useVirtualService
+            and ingress.virtualServiceGateway):
+        out.append({
+            "apiVersion": "networking.istio.io/v1beta1", "kind": "VirtualService",
+            "metadata": meta(ctx.name, ctx.namespace),
+            "spec": {"hosts": [host], "gateways": [ingress.virtualServiceGateway],
+                     "http": [{"match": [{"uri": {"prefix": "/"}}],
+                               "route": [{"destination": {
+                                   "host": backend,
+                                   "port": {"number": defaults.FRONTEND_PORT}}}]}]},
+        })
+    return out
+
+
+def model_service(model_name: str, namespace: str) -> Obj:
+    h = names.model_hash(model_name)
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": meta(names.model_service_name(model_name), namespace,
+                         {keys.LABEL_BASE_MODEL_HASH: h,
+                          keys.LABEL_MANAGED_BY_DYNAMO: "dynamo-operator"},
+                         {keys.ANN_BASE_MODEL: model_name}),
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": False,
+                 "selector": {keys.LABEL_BASE_MODEL_HASH: h},
+                 "ports": [{"name": "system", "port": defaults.SYSTEM_PORT,
+                            "targetPort": defaults.SYSTEM_PORT, "protocol": "TCP"}]},
+    }
+
+
+def scaling_adapter(dgd_name: str, namespace: str, service: str, replicas: int | None) -> Obj:
+    return {
+        "apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeploymentScalingAdapter",
+        "metadata": meta(names.base_name(dgd_name, service), namespace,
+                         {keys.LABEL_GRAPH_NAME: dgd_name, keys.LABEL_COMPONENT: service}),
+        "spec": {"replicas": 1 if replicas is None else replicas,
+                 "dgdRef": {"name": dgd_name, "serviceName": service}},
+    }
+
+
+def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str, Any]) -> Obj:
+    body = {"apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+            "kind": "EndpointPickerConfig", **config}
+    try:
+        from yaml import CSafeDumper as Dumper
+    except ImportError:  # pragma: no cover
+        from yaml import SafeDumper as Dumper  # type: ignore[assignment]
+    text = yaml.dump(body, Dumper=Dumper, sort_keys=False, default_flow_style=False)
+    return {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": meta(names.epp_configmap_name(dgd_name), namespace, _epp_labels(
+            dgd_name, service)),
+        "data": {defaults.EPP_CONFIG_KEY: text},
+    }
+
+
+def _epp_labels(dgd_name: str, service: str) -> dict[str, str]:
+    return {keys.LABEL_GRAPH_NAME: dgd_name, keys.LABEL_COMPONENT: service,
+            keys.LABEL_COMPONENT_TYPE: "epp"}
+
+
+def inference_pool(dgd_name: str, namespace: str, service: str, dynamo_ns: str) -> Obj:
+    return {
+        "apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
+        "metadata": meta(names.inference_pool_name(dgd_name), namespace,
+                         _epp_labels(dgd_name, service)),
+        "spec": {
+            "targetPorts": [{"number": defaults.FRONTEND_PORT}],
+            "selector": {"matchLabels": {keys.LABEL_COMPONENT_TYPE: "worker",
+                                         keys.LABEL_DYNAMO_NAMESPACE: dynamo_ns}},
+            "endpointPickerRef": {"kind": "Service",
+                                  "name": names.base_name(dgd_name, service),
+                                  "port": {"number": defaults.EPP_GRPC_PORT}},
+        },
+    }

@@ -1,0 +1,321 @@
+"""Pod spec of one component (``GenerateBasePodSpec``, single node, component path).
+
+Merge order is the v1alpha1-era operator's (the Dynamo 1.1 baseline): defaults, then the
+user's ``extraPodSpec.mainContainer`` (mergo override), then service ``envs`` over
+mainContainer ``env``, top-level probes and resources over mainContainer ones, then
+``envFromSecret``, volume mounts, compilation cache, shared memory and backend additions.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from .. import keys
+from ..errors import NotSupportedError
+from . import defaults, names
+from .context import ComponentContext
+from .merge import (
+    CONTAINER_ORDER,
+    POD_SPEC_ORDER,
+    add_missing_envs,
+    merge_envs,
+    merge_override,
+    merge_probe,
+    order_keys,
+)
+
+_BACKEND_RE = re.compile(r"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.(vllm|sglang|trtllm)[^|&;]*")
+
+
+class ComponentError(ValueError):
+    """A problem in one service, with the field path (relative to the service) it concerns."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+def dump(model: Any) -> Any:
+    """A model (or list of models) as plain JSON-shaped data, unset fields left out."""
+    if model is None:
+        return None
+    if isinstance(model, list):
+        return [dump(m) for m in model]
+    return model.model_dump(exclude_none=True)
+
+
+def detect_backend(container: dict[str, Any]) -> str | None:
+    """Framework named by ``python -m dynamo.<backend>`` in command + args, if exactly one."""
+    line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
+    found = {m.group(1) for m in _BACKEND_RE.finditer(line)}
+    if len(found) > 1:
+        raise ComponentError("extraPodSpec.mainContainer",
+                             f"command runs several Dynamo backends ({', '.join(sorted(found))})")
+    return found.pop() if found else None
+
+
+def user_main_container(ctx: ComponentContext) -> dict[str, Any]:
+    mc = ctx.spec.main_container
+    return dump(mc) if mc is not None else {}
+
+
+def _resources(ctx: ComponentContext, base: dict[str, Any]) -> dict[str, Any]:
+    res = ctx.spec.resources
+    if res is None:
+        return base
+    out = copy.deepcopy(base)
+    for side in ("requests", "limits"):
+        item = getattr(res, side)
+        if item is None:
+            continue
+        values: dict[str, str] = {}
+        if item.cpu is not None:
+            values["cpu"] = item.cpu
+        if item.memory is not None:
+            values["memory"] = item.memory
+        if item.gpu is not None:
+            values[item.gpuType or "nvidia.com/gpu"] = item.gpu
+        for key, qty in (item.custom or {}).items():
+            values[key] = qty
+        if values:  # top-level fields beat mainContainer ones, key by key
+            out[side] = {**out.get(side, {}), **values}
+    if res.claims:
+        out["claims"] = [*out.get("claims", []), *copy.deepcopy(res.claims)]
+    return out
+
+
+def _compilation_cache(ctx: ComponentContext) -> tuple[str, str] | None:
+    for i, vm in enumerate(ctx.spec.volumeMounts or []):
+        if vm.useAsCompilationCache:
+            path = vm.mountPoint
+            if not path:
+                if ctx.backend == "vllm":
+                    path = defaults.VLLM_COMPILATION_CACHE_PATH
+                else:
+                    raise ComponentError(
+                        f"volumeMounts[{i}].mountPoint",
+                        f"a compilation cache needs a mountPoint for backend {ctx.backend!r} "
+                        "(only vLLM has a default)")
+            return vm.name, path
+    return None
+
+
+def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
+    spec = ctx.spec
+    base = defaults.type_container(
+        ctx.component_type, dynamo_ns=ctx.dynamo_ns, worker_hash=ctx.worker_hash,
+        pool_name=names.inference_pool_name(ctx.dgd_name), pool_namespace=ctx.namespace)
+    base_env = merge_envs(
+        defaults.common_env(dynamo_ns=ctx.dynamo_ns, component_type=ctx.component_type,
+                            dgd_name=ctx.dgd_name, dgd_namespace=ctx.namespace,
+                            discovery_backend=ctx.discovery_backend,
+                            container_discovery=ctx.container_discovery),
+        base.pop("env"))
+    user = user_main_container(ctx)
+    user.pop("name", None)
+    user_env = user.pop("env", None) or []
+    user_probes = {p: user.pop(p) for p in ("livenessProbe", "readinessProbe") if p in user}
+    user_startup = user.pop("startupProbe", None)
+    user_resources = user.pop("resources", None) or {}
+
+    container: dict[str, Any] = {"name": defaults.MAIN_CONTAINER}
+    container.update(merge_override({k: v for k, v in base.items()}, user))
+    container["name"] = defaults.MAIN_CONTAINER
+    if container.get("ports"):
+        container["ports"] = [{**p, "protocol": p.get("protocol") or "TCP"}
+                              for p in container["ports"]]
+    if container.get("command") == []:
+        del container["command"]
+
+    # env: defaults < graph envs < mainContainer env < service envs (v1alpha1 era)
+    env = merge_envs(base_env, ctx.graph_envs, user_env, dump(spec.envs) or [])
+    env = add_missing_envs(env, _infra_env(ctx))
+
+    # probes: mainContainer probes field-merge into defaults; top-level ones replace wholesale
+    for probe, user_probe in user_probes.items():
+        container[probe] = merge_probe(base.get(probe), user_probe)
+    if user_startup is not None:
+        container["startupProbe"] = copy.deepcopy(user_startup)
+    if spec.livenessProbe is not None:
+        container["livenessProbe"] = copy.deepcopy(spec.livenessProbe)
+    if spec.readinessProbe is not None:
+        container["readinessProbe"] = copy.deepcopy(spec.readinessProbe)
+
+    resources = _resources(ctx, user_resources)
+    if resources:
+        container["resources"] = resources
+
+    if spec.envFromSecret:
+        container["envFrom"] = [*container.get("envFrom", []),
+                                {"secretRef": {"name": spec.envFromSecret}}]
+
+    mounts = list(container.get("volumeMounts") or [])
+    for vm in spec.volumeMounts or []:
+        if not vm.useAsCompilationCache:
+            mounts.append({"name": vm.name, "mountPath": vm.mountPoint})
+    cache = _compilation_cache(ctx)
+    if cache is not None:
+        mounts = [m for m in mounts if m["name"] != cache[0]]
+        mounts.append({"name": cache[0], "mountPath": cache[1]})
+    if mounts:
+        container["volumeMounts"] = mounts
+
+    # backend additions are appended after the sorted env (not merged), as the operator does
+    if cache is not None and ctx.backend == "vllm":
+        env.append({"name": "VLLM_CACHE_ROOT", "value": cache[1]})
+    _check_single_node_backend(ctx, container)
+    container["env"] = env
+    return container
+
+
+def _infra_env(ctx: ComponentContext) -> list[dict[str, Any]]:
+    s = ctx.settings
+    pairs = (("NATS_SERVER", s.nats_address), ("ETCD_ENDPOINTS", s.etcd_address),
+             ("MODEL_EXPRESS_URL", s.model_express_url),
+             ("PROMETHEUS_ENDPOINT", s.prometheus_endpoint))
+    return [{"name": n, "value": v} for n, v in pairs if v]
+
+
+def _check_single_node_backend(ctx: ComponentContext, container: dict[str, Any]) -> None:
+    if ctx.backend != "vllm":
+        return
+    line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
+    if "--enable-elastic-ep" in line:
+        raise NotSupportedError("vLLM elastic expert parallelism (--enable-elastic-ep) is not "
+                                "yet supported by dyn-gitops")
+
+
+def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | None:
+    fs = ctx.spec.frontendSidecar
+    if fs is None:
+        return None
+    base = defaults.frontend_container(ctx.dynamo_ns)
+    env = merge_envs(
+        defaults.common_env(dynamo_ns=ctx.dynamo_ns, component_type="frontend",
+                            dgd_name=ctx.dgd_name, dgd_namespace=ctx.namespace,
+                            discovery_backend=ctx.discovery_backend,
+                            container_discovery=ctx.container_discovery,
+                            container_name=defaults.SIDECAR_FRONTEND),
+        base.pop("env"), dump(fs.envs) or [])
+    env = add_missing_envs(env, _infra_env(ctx))
+    side: dict[str, Any] = {"name": defaults.SIDECAR_FRONTEND, "image": fs.image, **base}
+    if fs.args:
+        side["args"] = list(fs.args)
+    if fs.envFromSecret:
+        side["envFrom"] = [{"secretRef": {"name": fs.envFromSecret}}]
+    side["env"] = env
+    have = set()
+    mounts = []
+    for m in main.get("volumeMounts") or []:
+        if m["name"] not in have:
+            mounts.append(copy.deepcopy(m))
+            have.add(m["name"])
+    if mounts:
+        side["volumeMounts"] = mounts
+    return order_keys(side, CONTAINER_ORDER)
+
+
+def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
+    spec = ctx.spec
+    main = build_main_container(ctx)
+    eps = spec.extraPodSpec
+    user_pod: dict[str, Any] = dump(eps) if eps is not None else {}
+    user_pod.pop("mainContainer", None)
+    user_containers = user_pod.pop("containers", None) or []
+
+    pod: dict[str, Any] = {
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": defaults.TERMINATION_GRACE_SECONDS,
+    }
+    if ctx.component_type == "epp":
+        pod["terminationGracePeriodSeconds"] = defaults.EPP_TERMINATION_GRACE_SECONDS
+        cm, key = ctx.epp_config_map or (names.epp_configmap_name(ctx.dgd_name),
+                                         defaults.EPP_CONFIG_KEY)
+        pod["volumes"] = defaults.epp_volumes(cm, key)
+    user_security = "securityContext" in user_pod
+    user_sa = user_pod.get("serviceAccountName")
+    pod = merge_override(pod, user_pod)
+
+    # service account precedence (dynamo-objects.md 5.4)
+    if ctx.component_type == "planner":
+        sa = names.PLANNER_SERVICE_ACCOUNT
+    elif user_sa:
+        sa = user_sa
+    elif ctx.component_type == "epp":
+        sa = names.EPP_SERVICE_ACCOUNT
+    elif ctx.k8s_discovery:
+        sa = names.discovery_service_account(ctx.dgd_name)
+    else:
+        sa = "default"
+    pod["serviceAccountName"] = sa
+
+    if not user_security:
+        pod["securityContext"] = {"fsGroup": defaults.DEFAULT_FS_GROUP}
+    elif pod.get("securityContext") is None:
+        pod["securityContext"] = {}
+
+    volumes: list[dict[str, Any]] = list(pod.get("volumes") or [])
+    have = {v["name"] for v in volumes}
+    for vm in spec.volumeMounts or []:
+        if vm.name not in have:
+            volumes.append({"name": vm.name, "persistentVolumeClaim": {"claimName": vm.name}})
+            have.add(vm.name)
+
+    shm = spec.sharedMemory
+    mounts = [m for m in main.get("volumeMounts", [])
+              if m["name"] != defaults.SHARED_MEMORY_VOLUME
+              and m.get("mountPath") != defaults.SHARED_MEMORY_PATH] if not (
+                  shm and shm.disabled) else list(main.get("volumeMounts", []))
+    if not (shm and shm.disabled):
+        volumes = [v for v in volumes if v["name"] != defaults.SHARED_MEMORY_VOLUME]
+        size = shm.size if shm and shm.size else defaults.SHARED_MEMORY_SIZE
+        volumes.append({"name": defaults.SHARED_MEMORY_VOLUME,
+                        "emptyDir": {"medium": "Memory", "sizeLimit": size}})
+        mounts.append({"name": defaults.SHARED_MEMORY_VOLUME,
+                       "mountPath": defaults.SHARED_MEMORY_PATH})
+    if mounts:
+        main["volumeMounts"] = mounts
+    if volumes:
+        pod["volumes"] = volumes
+
+    containers = [order_keys(main, CONTAINER_ORDER)]
+    for c in user_containers:
+        if c.get("name") != defaults.MAIN_CONTAINER:
+            containers.append(c)
+    sidecar = _sidecar(ctx, main)
+    if sidecar is not None:
+        containers.append(sidecar)
+    pod["containers"] = containers
+    return order_keys(pod, POD_SPEC_ORDER)
+
+
+def pod_labels(ctx: ComponentContext, deployment_labels: dict[str, str]) -> dict[str, str]:
+    labels = dict(deployment_labels)
+    if ctx.annotations.get(keys.ANN_ENABLE_METRICS, "").lower() != "false":
+        labels[keys.LABEL_METRICS_ENABLED] = "true"
+    labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
+    if ctx.component_type:
+        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
+    if ctx.spec.subComponentType:
+        labels[keys.LABEL_SUB_COMPONENT_TYPE] = ctx.spec.subComponentType
+    labels[keys.LABEL_SELECTOR] = ctx.name
+    if ctx.k8s_discovery:
+        labels.update(discovery_labels())
+    epm = ctx.spec.extraPodMetadata
+    if epm and epm.labels:
+        labels.update(epm.labels)
+    # system labels cannot be overridden (the selector too: a mismatch breaks the Deployment)
+    labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
+    if ctx.component_type:
+        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
+    labels[keys.LABEL_DYNAMO_NAMESPACE] = ctx.dynamo_ns
+    if ctx.worker_hash:
+        labels[keys.LABEL_WORKER_HASH] = ctx.worker_hash
+    labels[keys.LABEL_SELECTOR] = ctx.name
+    return dict(sorted(labels.items()))
+
+
+def discovery_labels() -> dict[str, str]:
+    return {keys.LABEL_DISCOVERY_BACKEND: "kubernetes", keys.LABEL_DISCOVERY_ENABLED: "true"}

@@ -1,0 +1,90 @@
+"""Finalize: merge objects several graphs share, stamp provenance, order deterministically."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from . import __version__, keys
+from .errors import Problem
+from .settings import RenderSettings
+
+# Helm's install order: dependencies before dependents, so a plain `kubectl apply` works too.
+KIND_ORDER = (
+    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
+    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass",
+    "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole",
+    "ClusterRoleList", "ClusterRoleBinding", "ClusterRoleBindingList", "Role", "RoleList",
+    "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod", "ReplicationController",
+    "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob",
+    "IngressClass", "Ingress", "APIService", "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+)
+_KIND_RANK = {k: i for i, k in enumerate(KIND_ORDER)}
+
+
+@dataclass
+class Rendered:
+    obj: dict[str, Any]
+    path: str  # source file
+    dgd: str | None = None  # "ns/name" of the DGD it came from
+    passthrough: bool = False
+    source_dgd: bool = False
+
+
+def sort_key(obj: dict[str, Any]) -> tuple[int, str, str, str, str]:
+    kind = str(obj.get("kind", ""))
+    meta = obj.get("metadata") or {}
+    return (_KIND_RANK.get(kind, len(KIND_ORDER)), kind if kind not in _KIND_RANK else "",
+            str(meta.get("namespace") or ""), str(meta.get("name") or ""),
+            str(obj.get("apiVersion", "")))
+
+
+def _identity(obj: dict[str, Any], default_ns: str) -> tuple[str, str, str, str]:
+    meta = obj.get("metadata") or {}
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return (group, str(obj.get("kind")), str(meta.get("namespace") or default_ns),
+            str(meta.get("name")))
+
+
+def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | None,
+             problems: list[Problem]) -> list[dict[str, Any]]:
+    merged: dict[tuple[str, str, str, str], tuple[dict[str, Any], set[str], Rendered]] = {}
+    dgds: dict[tuple[str, str, str, str], set[str]] = {}
+    for item in items:
+        ident = _identity(item.obj, settings.namespace)
+        if ident in merged:
+            existing, paths, first = merged[ident]
+            if existing == item.obj and not item.passthrough and not first.passthrough:
+                paths.add(item.path)  # shared object (planner RBAC, model Service)
+                if item.dgd:
+                    dgds[ident].add(item.dgd)
+                continue
+            problems.append(Problem(
+                item.path, 0, f"{ident[1]}/{ident[3]}", "",
+                f"object {ident[1]} {ident[2]}/{ident[3]} is produced twice (also by "
+                f"{first.path}{' for ' + first.dgd if first.dgd else ''}) with different content"))
+            continue
+        merged[ident] = (item.obj, {item.path}, item)
+        dgds[ident] = {item.dgd} if item.dgd else set()
+    out = []
+    for ident, (obj, paths, item) in merged.items():
+        if item.passthrough:
+            out.append(obj)
+            continue
+        obj = copy.deepcopy(obj) if item.source_dgd else obj
+        meta = obj.setdefault("metadata", {})
+        if item.source_dgd:
+            meta.setdefault("namespace", settings.namespace)
+        ann = dict(meta.get("annotations") or {})
+        ann[keys.ANN_SOURCE_PATH] = ",".join(sorted(paths))
+        if commit:
+            ann[keys.ANN_SOURCE_COMMIT] = commit
+        ann[keys.ANN_RENDERER_VERSION] = __version__
+        if dgds[ident] and not item.source_dgd:
+            ann[keys.ANN_SOURCE_DGD] = ",".join(sorted(dgds[ident]))
+        meta["annotations"] = dict(sorted(ann.items()))
+        out.append(obj)
+    out.sort(key=sort_key)
+    return out

@@ -1,0 +1,176 @@
+"""read -> parse -> validate -> expand -> finalize: the one pipeline every entry point uses."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from . import keys
+from .errors import NotSupportedError, Problem, RenderError, field_path
+from .expand.graph import GraphError, expand_graph
+from .finalize import Rendered, finalize
+from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
+from .settings import RenderSettings
+from .source import Document, Source, locate, parse_documents
+from .validation import validate_graph
+
+DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
+
+
+@dataclass
+class RenderResult:
+    objects: list[dict[str, Any]]
+    graphs: int = 0  # DGDs expanded
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _ident(data: Any) -> str:
+    if isinstance(data, dict):
+        kind = data.get("kind") or "?"
+        meta = data.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        return f"{kind}/{name or '?'}"
+    return ""
+
+
+def _problem(doc: Document, loc: Sequence[str | int], message: str) -> Problem:
+    return Problem(doc.file.path, locate(doc, loc), _ident(doc.data), field_path(loc), message)
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The model class that holds the field at ``loc`` (for 'did you mean')."""
+    import typing
+
+    current: Any = model
+    for part in loc:
+        while True:  # unwrap Optional / list / dict down to a model class
+            origin = typing.get_origin(current)
+            if origin in (typing.Union, __import__("types").UnionType):
+                args = [a for a in typing.get_args(current) if a is not type(None)]
+                current = args[0] if args else None
+                continue
+            break
+        if isinstance(part, int) or typing.get_origin(current) in (list, dict):
+            if typing.get_origin(current) in (list, dict):
+                current = typing.get_args(current)[-1]
+                continue
+            return None
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            f = current.model_fields.get(part)
+            if f is None:
+                # a dict key (e.g. a service name) addressed by string
+                return None
+            current = f.annotation
+        else:
+            return None
+    while typing.get_origin(current) is not None:
+        args = [a for a in typing.get_args(current) if a is not type(None)]
+        current = args[-1] if args else None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _validation_problems(doc: Document, model: type[BaseModel],
+                         exc: ValidationError) -> list[Problem]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        if err["type"] == "extra_forbidden":
+            parent = _model_at(model, loc[:-1])
+            hint = ""
+            if parent is not None:
+                close = difflib.get_close_matches(str(loc[-1]), list(parent.model_fields), n=1)
+                if close:
+                    hint = f" (did you mean {close[0]!r}?)"
+            out.append(_problem(doc, loc, f"unknown field {loc[-1]!r}{hint}"))
+            continue
+        msg = err["msg"]
+        if err["type"] == "missing":
+            msg = "required field is missing"
+        elif "input" in err and err["type"] not in ("value_error",):
+            msg = f"{msg} (found {err['input']!r})"
+        out.append(_problem(doc, loc, msg.replace("Value error, ", "")))
+    return out
+
+
+def render(source: Source, settings: RenderSettings) -> RenderResult:
+    """Render everything in ``source``; raise :class:`RenderError` with every problem."""
+    problems = list(source.problems)
+    docs = parse_documents(source.files, max_documents=settings.max_documents,
+                           max_yaml_nodes=settings.max_yaml_nodes, problems=problems)
+    rendered: list[Rendered] = []
+    graphs = 0
+    dgd_names: dict[tuple[str, str], Document] = {}
+    for doc in sorted(docs, key=lambda d: (d.file.path, d.index)):
+        data = doc.data
+        if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
+            problems.append(Problem(doc.file.path, doc.line, "", "",
+                                    "not a Kubernetes object (needs apiVersion and kind)"))
+            continue
+        api, kind = str(data["apiVersion"]), str(data["kind"])
+        if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
+            rendered.append(Rendered(data, doc.file.path, passthrough=True))
+            continue
+        if api != "nvidia.com/v1alpha1":
+            problems.append(_problem(doc, ("apiVersion",),
+                                     f"{api} {kind} is not yet supported (only "
+                                     "nvidia.com/v1alpha1 is rendered)"))
+            continue
+        model: type[BaseModel] = (DynamoGraphDeployment if kind == "DynamoGraphDeployment"
+                                  else DynamoComponentDeployment)
+        try:
+            obj = model.model_validate(data)
+        except ValidationError as exc:
+            problems.extend(_validation_problems(doc, model, exc))
+            continue
+        if isinstance(obj, DynamoComponentDeployment):
+            problems.append(_problem(doc, ("kind",),
+                                     "a standalone DynamoComponentDeployment is validated but "
+                                     "not yet expanded; put the service in a "
+                                     "DynamoGraphDeployment"))
+            continue
+        assert isinstance(obj, DynamoGraphDeployment)
+        found = [(loc, msg) for loc, msg in validate_graph(obj)]
+        if found:
+            problems.extend(_problem(doc, loc, msg) for loc, msg in found)
+            continue
+        ns = obj.metadata.namespace or settings.namespace
+        key = (ns, obj.metadata.name)
+        if key in dgd_names:
+            first = dgd_names[key]
+            problems.append(_problem(doc, ("metadata", "name"),
+                                     f"DynamoGraphDeployment {ns}/{obj.metadata.name} is "
+                                     f"also defined at {first.file.path}:{first.line}"))
+            continue
+        dgd_names[key] = doc
+        try:
+            children = expand_graph(obj, settings)
+        except NotSupportedError as exc:
+            problems.append(_problem(doc, ("spec",), str(exc)))
+            continue
+        except GraphError as exc:
+            problems.extend(_problem(doc, p.loc, p.message) for p in exc.problems)
+            continue
+        graphs += 1
+        source_ref = f"{ns}/{obj.metadata.name}"
+        for child in children:
+            rendered.append(Rendered(child, doc.file.path, dgd=source_ref))
+        if settings.emit_source:
+            rendered.append(Rendered(data, doc.file.path, dgd=source_ref, source_dgd=True))
+    if problems:
+        raise RenderError(problems)
+    objects = finalize(rendered, settings=settings, commit=source.commit, problems=problems)
+    if problems:
+        raise RenderError(problems)
+    if not objects and not settings.allow_empty:
+        raise RenderError([Problem(source.root, 0, "", "",
+                                   "the input renders to nothing; refusing empty output "
+                                   "(an empty sync with auto-prune deletes workloads); "
+                                   "pass --allow-empty if this is intended")])
+    return RenderResult(objects, graphs)
+
+
+__all__ = ["RenderResult", "keys", "render"]

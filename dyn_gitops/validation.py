@@ -1,0 +1,235 @@
+"""The Dynamo admission webhook's stateless rules (``spec/dynamo-runtime.md`` 7.1), plus
+the name checks that the expansion needs (derived names must be valid Kubernetes names).
+
+Each rule yields ``(field path, message)``; nothing here raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from . import keys
+from .expand import names
+from .models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+
+Finding = tuple[tuple[str | int, ...], str]
+
+_SEMVER = re.compile(
+    r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_TOPOLOGY_DOMAIN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_WORKER_HASH_LEN = 9  # "-" + 8 hex
+
+
+def _svc(name: str, *rest: str | int) -> tuple[str | int, ...]:
+    return ("spec", "services", name, *rest)
+
+
+def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
+    spec = dgd.spec
+    services = spec.services or {}
+    ann = dgd.metadata.annotations or {}
+    name = dgd.metadata.name
+
+    if not services:
+        yield ("spec", "services"), "spec.services must have at least one service"
+    if len(services) > names.MAX_SERVICES:
+        yield ("spec", "services"), (f"at most {names.MAX_SERVICES} services are allowed, "
+                                     f"found {len(services)}")
+    yield from _name_checks(dgd)
+    yield from _annotation_checks(ann, ("metadata", "annotations"))
+
+    for i, p in enumerate(spec.pvcs or []):
+        if not p.name:
+            yield ("spec", "pvcs", i, "name"), f"spec.pvcs[{i}].name is required"
+        if p.create:
+            for field in ("storageClass", "size", "volumeAccessMode"):
+                if not getattr(p, field):
+                    yield ("spec", "pvcs", i, field), f"required when create is true"
+
+    yield from _restart_checks(dgd)
+
+    grove_possible = ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
+    if grove_possible:
+        for svc_name, svc in services.items():
+            budget = len(name) + len(svc_name)
+            if svc.multinode is not None and svc.multinode.nodeCount > 1:
+                budget += len(svc_name) + len("-ldr")
+            if budget > names.GROVE_NAME_BUDGET:
+                yield _svc(svc_name), (
+                    f"DGD name and service name are too long for Grove ({budget} characters, "
+                    f"at most {names.GROVE_NAME_BUDGET}); shorten them or annotate the DGD "
+                    f"{keys.ANN_ENABLE_GROVE}: \"false\"")
+
+    topo_any = spec.topologyConstraint is not None or any(
+        s.topologyConstraint is not None for s in services.values())
+    if topo_any:
+        yield from _topology_checks(dgd)
+
+    failover_any = False
+    for svc_name, svc in sorted(services.items()):
+        yield from _service_checks(svc_name, svc)
+        yield from _annotation_checks(svc.annotations or {}, _svc(svc_name, "annotations"),
+                                      service_level=True)
+        if svc.failover is not None and svc.failover.enabled:
+            failover_any = True
+    if failover_any and ann.get(keys.ANN_KUBE_DISCOVERY_MODE) != "container":
+        yield ("metadata", "annotations"), (
+            f"failover needs the DGD annotation {keys.ANN_KUBE_DISCOVERY_MODE}: container")
+
+
+def _name_checks(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
+    name = dgd.metadata.name
+    if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
+        yield ("metadata", "name"), (f"must be a lowercase DNS-1123 subdomain, found {name!r}")
+        return
+    seen: dict[str, str] = {}
+    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
+        lower = svc_name.lower()
+        if lower in seen:
+            yield _svc(svc_name), (f"service names {seen[lower]!r} and {svc_name!r} collide: "
+                                   f"both become {names.base_name(name, svc_name)!r}")
+            continue
+        seen[lower] = svc_name
+        if not _DNS_SUBDOMAIN.match(lower):
+            yield _svc(svc_name), (f"service name {svc_name!r} does not make a valid Kubernetes "
+                                   "name (letters, digits, '-' and '.')")
+            continue
+        service_name = names.normalize(names.base_name(name, svc_name))
+        if names.is_worker(svc.componentType):
+            service_name += "-" + "0" * (_WORKER_HASH_LEN - 1)
+        if len(service_name) > 63:
+            yield _svc(svc_name), (
+                f"the component Service name would be {len(service_name)} characters "
+                f"('{names.base_name(name, svc_name)}"
+                f"{'-<hash8>' if names.is_worker(svc.componentType) else ''}'), "
+                "over the 63-character limit; shorten the DGD or service name")
+
+
+def _annotation_checks(ann: dict[str, str], loc: tuple[str | int, ...],
+                       service_level: bool = False) -> Iterator[Finding]:
+    v = ann.get(keys.ANN_OPERATOR_ORIGIN_VERSION)
+    if v is not None and not service_level and not _SEMVER.match(v):
+        yield (*loc, keys.ANN_OPERATOR_ORIGIN_VERSION), f"must be a semantic version, found {v!r}"
+    v = ann.get(keys.ANN_VLLM_EXECUTOR_BACKEND)
+    if v is not None and v.lower() not in ("mp", "ray"):
+        yield (*loc, keys.ANN_VLLM_EXECUTOR_BACKEND), f"must be 'mp' or 'ray', found {v!r}"
+    v = ann.get(keys.ANN_KUBE_DISCOVERY_MODE)
+    if v is not None and not service_level and v not in ("pod", "container"):
+        yield (*loc, keys.ANN_KUBE_DISCOVERY_MODE), f"must be 'pod' or 'container', found {v!r}"
+    v = ann.get(keys.ANN_DISCOVERY_BACKEND)
+    if v is not None and v not in ("kubernetes", "etcd"):
+        yield (*loc, keys.ANN_DISCOVERY_BACKEND), f"must be 'kubernetes' or 'etcd', found {v!r}"
+    v = ann.get(keys.ANN_WORKLOAD_PROVIDER)
+    if v is not None and not service_level and v not in ("component", "grove",
+                                                         "disaggregatedset"):
+        yield (*loc, keys.ANN_WORKLOAD_PROVIDER), (
+            f"must be 'component', 'grove' or 'disaggregatedset', found {v!r}")
+
+
+def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
+    restart = dgd.spec.restart
+    if restart is None:
+        return
+    loc = ("spec", "restart")
+    if not restart.id:
+        yield (*loc, "id"), "spec.restart.id is required"
+    strategy = restart.strategy
+    if strategy is None or strategy.order is None:
+        return
+    order = strategy.order
+    if strategy.type == "Parallel":
+        yield (*loc, "strategy", "order"), "order is not allowed with the Parallel strategy"
+        return
+    services = dgd.spec.services or {}
+    if len(set(order)) != len(order):
+        yield (*loc, "strategy", "order"), "order must not repeat a service"
+    for i, s in enumerate(order):
+        if s not in services:
+            yield (*loc, "strategy", "order", i), f"contains unknown service: {s}"
+    if len(set(order)) != len(services):
+        yield (*loc, "strategy", "order"), (
+            f"must list every service once ({len(services)} services, "
+            f"{len(set(order))} listed)")
+
+
+def _topology_checks(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
+    tc = dgd.spec.topologyConstraint
+    if tc is None or not (tc.topologyProfile or tc.clusterTopologyName):
+        yield ("spec", "topologyConstraint"), (
+            "topologyProfile is required when any topology constraint is set")
+    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
+        stc = svc.topologyConstraint
+        if stc is None:
+            if tc is None or not tc.packDomain:
+                yield _svc(svc_name, "topologyConstraint"), (
+                    "required for every service when spec.topologyConstraint has no packDomain")
+            continue
+        if not stc.packDomain:
+            yield _svc(svc_name, "topologyConstraint", "packDomain"), "packDomain is required"
+    for where, c in [(("spec", "topologyConstraint"), tc)] + [
+            (_svc(n, "topologyConstraint"), s.topologyConstraint)
+            for n, s in sorted((dgd.spec.services or {}).items())]:
+        if c is not None and c.packDomain and not _TOPOLOGY_DOMAIN.match(c.packDomain):
+            yield (*where, "packDomain"), (
+                f"must match {_TOPOLOGY_DOMAIN.pattern}, found {c.packDomain!r}")
+
+
+def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Finding]:
+    if svc.replicas is not None and svc.replicas < 0:
+        yield _svc(name, "replicas"), f"must be >= 0, found {svc.replicas}"
+    if svc.minAvailable is not None and svc.minAvailable < 0:
+        yield _svc(name, "minAvailable"), f"must be >= 0, found {svc.minAvailable}"
+    if svc.ingress is not None and svc.ingress.enabled and not svc.ingress.host:
+        yield _svc(name, "ingress", "host"), "ingress.host is required when ingress is enabled"
+    for i, vm in enumerate(svc.volumeMounts or []):
+        if not vm.name:
+            yield _svc(name, "volumeMounts", i, "name"), "name is required"
+        if not vm.mountPoint and not vm.useAsCompilationCache:
+            yield _svc(name, "volumeMounts", i, "mountPoint"), (
+                "mountPoint is required unless useAsCompilationCache is true")
+    shm = svc.sharedMemory
+    if shm is not None:
+        if shm.disabled and shm.size:
+            yield _svc(name, "sharedMemory"), "size cannot be set when disabled is true"
+        if not shm.disabled and not shm.size:
+            yield _svc(name, "sharedMemory", "size"), "size is required unless disabled is true"
+    eps = svc.extraPodSpec
+    if svc.frontendSidecar is not None and eps is not None:
+        for i, c in enumerate(eps.containers or []):
+            if c.name == "sidecar-frontend":
+                yield _svc(name, "extraPodSpec", "containers", i, "name"), (
+                    "a container named sidecar-frontend already exists; frontendSidecar adds it")
+    if svc.componentType == "epp":
+        if svc.multinode is not None and svc.multinode.nodeCount > 1:
+            yield _svc(name, "multinode"), "an EPP service cannot be multinode"
+        if svc.replicas is not None and svc.replicas != 1:
+            yield _svc(name, "replicas"), f"an EPP service must have exactly 1 replica, found {svc.replicas}"
+        cfg = svc.eppConfig
+        if cfg is None:
+            yield _svc(name, "eppConfig"), "eppConfig is required for an EPP service"
+        elif (cfg.configMapRef is None) == (cfg.config is None):
+            yield _svc(name, "eppConfig"), "set exactly one of configMapRef and config"
+        elif cfg.configMapRef is not None and not cfg.configMapRef.name:
+            yield _svc(name, "eppConfig", "configMapRef", "name"), "name is required"
+    gms = svc.gpuMemoryService
+    if gms is not None and gms.enabled:
+        if not names.is_worker(svc.componentType):
+            yield _svc(name, "gpuMemoryService"), (
+                "the GPU memory service is only for worker, prefill and decode services")
+        limits = svc.resources.limits if svc.resources else None
+        gpu = limits.gpu if limits else None
+        if not gpu or not gpu.isdigit() or int(gpu) < 1:
+            yield _svc(name, "gpuMemoryService"), "the GPU memory service needs a GPU limit >= 1"
+        if (gms.mode or "").lower() == "interpod":
+            yield _svc(name, "gpuMemoryService", "mode"), "interPod mode is not supported"
+    fo = svc.failover
+    if fo is not None and fo.enabled:
+        if gms is None or not gms.enabled:
+            yield _svc(name, "failover"), "failover requires gpuMemoryService.enabled"
+        elif (fo.mode or "intraPod") != (gms.mode or "intraPod"):
+            yield _svc(name, "failover", "mode"), "failover and gpuMemoryService modes must match"
+        if (fo.mode or "").lower() == "interpod":
+            yield _svc(name, "failover", "mode"), "interPod mode is not supported"

@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# Build the real Kubernetes tools the realk8s tests need (kube-apiserver, etcd, helm,
+# kustomize, kubeconform, argocd-cmp-server) from the Go module proxy, at the versions
+# pinned in versions.env. See docs/test-bins.md.
+#
+#   BIN=$(tools/test-bins/build.sh | tail -n 1)    # build what is missing, print the bin dir
+#   tools/test-bins/build.sh --only etcd,kube-apiserver
+#   tools/test-bins/build.sh --print-dir           # print the bin dir, build nothing
+#
+# stdout: one summary line per tool, a total line, then (last) the absolute bin directory.
+# stderr: everything else (go's own output). On a failed build the directory line is not
+# printed and the exit status is 1; bad usage exits 2.
+#
+# Binaries:  ${DYN_GITOPS_TEST_BINS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dyn-gitops/test-bins}/<key>/
+#            where <key> is the first 12 hex digits of sha256(versions.env).
+# Go caches: ${XDG_CACHE_HOME:-$HOME/.cache}/dyn-gitops/{go-mod,go-build}
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+VERSIONS_FILE=$HERE/versions.env
+TOOLS=(etcd kube-apiserver helm kustomize kubeconform argocd-cmp-server)
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "build.sh: $*"; exit 2; }
+
+usage() {
+  cat >&2 <<EOF
+usage: $0 [--only NAME[,NAME...]] [--print-dir]
+tools: ${TOOLS[*]}
+EOF
+  exit 2
+}
+
+# --- arguments ------------------------------------------------------------------------
+
+only=""
+print_dir=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
+    --only=*) only=${1#--only=}; shift ;;
+    --print-dir) print_dir=1; shift ;;
+    -h|--help) usage ;;
+    *) log "unknown argument: $1"; usage ;;
+  esac
+done
+
+is_tool() {
+  local t
+  for t in "${TOOLS[@]}"; do [ "$t" = "$1" ] && return 0; done
+  return 1
+}
+
+selected=()
+if [ -n "$only" ]; then
+  IFS=, read -r -a selected <<<"$only"
+  for t in "${selected[@]}"; do is_tool "$t" || die "--only: unknown tool '$t' (tools: ${TOOLS[*]})"; done
+else
+  selected=("${TOOLS[@]}")
+fi
+
+# --- versions and locations -----------------------------------------------------------
+
+declare -A VERSION=()
+while IFS= read -r line || [ -n "$line" ]; do
+  line=${line%%#*}
+  line=${line//[[:space:]]/}
+  [ -n "$line" ] || continue
+  [[ $line == *=* ]] || die "$VERSIONS_FILE: not NAME=version: $line"
+  name=${line%%=*}
+  is_tool "$name" || die "$VERSIONS_FILE: unknown tool '$name'"
+  VERSION[$name]=${line#*=}
+done <"$VERSIONS_FILE"
+for t in "${TOOLS[@]}"; do
+  [ -n "${VERSION[$t]:-}" ] || die "$VERSIONS_FILE: no version for $t"
+done
+
+KEY=$(sha256sum "$VERSIONS_FILE" | cut -c1-12)
+CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache}
+BIN_ROOT=${DYN_GITOPS_TEST_BINS_CACHE:-$CACHE_HOME/dyn-gitops/test-bins}
+BIN_DIR=$(realpath -m "$BIN_ROOT/$KEY")
+
+if [ "$print_dir" = 1 ]; then
+  printf '%s\n' "$BIN_DIR"
+  exit 0
+fi
+
+# --- Go environment -------------------------------------------------------------------
+
+command -v go >/dev/null || { log "build.sh: go is not on PATH"; exit 1; }
+export GOMODCACHE=$CACHE_HOME/dyn-gitops/go-mod
+export GOCACHE=$CACHE_HOME/dyn-gitops/go-build
+export GOTOOLCHAIN=auto   # several go.mod files ask for a newer Go than the installed one
+export CGO_ENABLED=0      # static binaries
+export GOWORK=off
+unset GOBIN GOOS GOARCH
+FLAGS_INSTALL="-trimpath -buildvcs=false"
+FLAGS_WRAPPER="-mod=mod $FLAGS_INSTALL"
+export GOFLAGS=$FLAGS_INSTALL
+
+mkdir -p "$BIN_DIR" "$GOMODCACHE" "$GOCACHE"
+cp "$VERSIONS_FILE" "$BIN_DIR/versions.env"
+exec 9>"$BIN_DIR/.lock"
+flock 9   # two concurrent runs would otherwise build the same tool twice
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dyn-gitops-test-bins.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# --- helpers --------------------------------------------------------------------------
+
+# Path of the go.mod of MODULE@VERSION inside GOMODCACHE (downloads it if needed).
+gomod_of() {
+  (cd "$WORK" && go mod download -json "$1") |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p'
+}
+
+# The replace directives of a go.mod file, one "OLD[@V] NEW[@V]" per line.
+replaces_of() {
+  awk '
+    function emit(s,   f, n, a, i, old, new) {
+      n = split(s, f, /[ \t]+/)
+      a = 0
+      for (i = 1; i <= n; i++) if (f[i] == "=>") a = i
+      if (a == 0) return
+      old = f[1]; if (a == 3) old = old "@" f[2]
+      new = f[a + 1]; if (a + 2 <= n && f[a + 2] != "") new = new "@" f[a + 2]
+      print old, new
+    }
+    { sub(/\/\/.*/, ""); sub(/^[ \t]+/, ""); sub(/[ \t]+$/, "") }
+    $0 == "" { next }
+    /^replace[ \t]*\($/ { block = 1; next }
+    block && /^\)/ { block = 0; next }
+    /^replace[ \t]/ { sub(/^replace[ \t]+/, ""); emit($0); next }
+    block { emit($0) }
+  ' "$1"
+}
+
+# A fresh wrapper module directory for one tool; prints its path.
+new_wrapper() {
+  local dir=$WORK/$1
+  mkdir -p "$dir"
+  (cd "$dir" && go mod init "dyn-gitops.local/test-bins/$1" 2>/dev/null)
+  printf '%s\n' "$dir"
+}
+
+# --- one function per tool: build_<tool> VERSION OUTPUT ----------------------------------
+
+build_etcd() {
+  # server/go.mod replaces its sibling modules with ../ paths, so "go install" refuses it;
+  # as a dependency those replaces are ignored and its requirements are real versions.
+  local ver=$1 out=$2 dir
+  dir=$(new_wrapper etcd)
+  cd "$dir"
+  GOFLAGS=$FLAGS_WRAPPER go get "go.etcd.io/etcd/server/v3@$ver"
+  GOFLAGS=$FLAGS_WRAPPER go build -ldflags "-s -w" -o "$out" go.etcd.io/etcd/server/v3
+}
+
+build_kube-apiserver() {
+  # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with
+  # ./staging/src/...; map each one to its published v0.X.Y instead.
+  local ver=$1 out=$2 dir gomod stg minor m ld
+  local -a edits=()
+  stg=v0.${ver#v1.}
+  minor=$(cut -d. -f2 <<<"$ver")
+  gomod=$(gomod_of "k8s.io/kubernetes@$ver")
+  [ -n "$gomod" ] || { log "cannot download k8s.io/kubernetes@$ver"; return 1; }
+  while read -r m new; do
+    case $new in ./staging/*) edits+=("-replace=$m=$m@$stg") ;; esac
+  done < <(replaces_of "$gomod")
+  [ ${#edits[@]} -gt 0 ] || { log "no staging replaces found in $gomod"; return 1; }
+  log "kube-apiserver: ${#edits[@]} staging modules mapped to $stg"
+  dir=$(new_wrapper kube-apiserver)
+  cd "$dir"
+  go mod edit "${edits[@]}"
+  GOFLAGS=$FLAGS_WRAPPER go get "k8s.io/kubernetes/cmd/kube-apiserver@$ver"
+  ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$ver -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  GOFLAGS=$FLAGS_WRAPPER go build -ldflags "$ld" -o "$out" k8s.io/kubernetes/cmd/kube-apiserver
+}
+
+build_helm() {
+  local ver=$1 out=$2 major
+  major=$(cut -d. -f1 <<<"$ver")   # v4
+  (cd "$WORK" && GOBIN=$WORK/helm-bin go install \
+    -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$ver -X helm.sh/helm/$major/internal/version.gitTreeState=clean" \
+    "helm.sh/helm/$major/cmd/helm@$ver")
+  mv "$WORK/helm-bin/helm" "$out"
+}
+
+build_kustomize() {
+  local ver=$1 out=$2
+  (cd "$WORK" && GOBIN=$WORK/kustomize-bin go install -ldflags "-s -w" \
+    "sigs.k8s.io/kustomize/kustomize/v5@$ver")
+  mv "$WORK/kustomize-bin/kustomize" "$out"
+}
+
+build_kubeconform() {
+  local ver=$1 out=$2
+  (cd "$WORK" && GOBIN=$WORK/kubeconform-bin go install -ldflags "-s -w -X main.version=$ver" \
+    "github.com/yannh/kubeconform/cmd/kubeconform@$ver")
+  mv "$WORK/kubeconform-bin/kubeconform" "$out"
+}
+
+build_argocd-cmp-server() {
+  # Our own main (argocd-cmp-server/main.go) in a wrapper module that copies Argo CD's
+  # replace block; Argo's local replaces (./gitops-engine) are dropped, so the nested
+  # module resolves at the version Argo requires (published as gitops-engine/vX.Y.Z).
+  local ver=$1 out=$2 mod dir gomod old new
+  local -a edits=()
+  mod=github.com/argoproj/argo-cd/$(cut -d. -f1 <<<"$ver")
+  gomod=$(gomod_of "$mod@$ver")
+  [ -n "$gomod" ] || { log "cannot download $mod@$ver"; return 1; }
+  while read -r old new; do
+    case $new in
+      ./*|../*) log "argocd-cmp-server: dropping Argo's local replace $old => $new" ;;
+      *) edits+=("-replace=$old=$new") ;;
+    esac
+  done < <(replaces_of "$gomod")
+  log "argocd-cmp-server: copying ${#edits[@]} replace directives from $mod@$ver"
+  dir=$(new_wrapper argocd-cmp-server)
+  cp "$HERE/argocd-cmp-server/main.go" "$dir/"
+  cd "$dir"
+  [ ${#edits[@]} -eq 0 ] || go mod edit "${edits[@]}"
+  GOFLAGS=$FLAGS_WRAPPER go get "$mod@$ver"
+  GOFLAGS=$FLAGS_WRAPPER go build -ldflags "-s -w -X $mod/common.version=${ver#v} \
+    -X $mod/common.extraBuildInfo=dyn-gitops-test-bins" -o "$out" .
+}
+
+# How each binary reports its version; the output must contain the pinned version.
+version_of() {
+  case $1 in
+    kube-apiserver|etcd) "$2" --version ;;
+    kubeconform) "$2" -v ;;
+    *) "$2" version ;;
+  esac 2>&1
+}
+
+# --- main -----------------------------------------------------------------------------
+
+failed=()
+total_start=$SECONDS
+for tool in "${selected[@]}"; do
+  ver=${VERSION[$tool]}
+  bin=$BIN_DIR/$tool
+  if [ -x "$bin" ]; then
+    printf '%-18s %-8s cached %5ss  %s\n' "$tool" "$ver" 0 "$bin"
+    continue
+  fi
+  log "=== building $tool $ver"
+  start=$SECONDS
+  partial=$BIN_DIR/.$tool.partial
+  rm -f "$partial"
+  set +e
+  (
+    set -euo pipefail
+    "build_$tool" "$ver" "$partial"
+    reported=$(version_of "$tool" "$partial")
+    log "$tool reports: $(head -n 1 <<<"$reported")"
+    grep -qF -- "${ver#v}" <<<"$reported" || { log "$tool does not report version $ver"; exit 1; }
+  ) >&2
+  rc=$?
+  set -e
+  took=$((SECONDS - start))
+  if [ $rc -eq 0 ]; then
+    mv -f "$partial" "$bin"
+    printf '%-18s %-8s built  %5ss  %s\n' "$tool" "$ver" "$took" "$bin"
+  else
+    rm -f "$partial"
+    failed+=("$tool")
+    printf '%-18s %-8s FAILED %5ss  (exit %s, see stderr)\n' "$tool" "$ver" "$took" "$rc"
+  fi
+done
+printf '%-18s %-8s        %5ss\n' total "" "$((SECONDS - total_start))"
+
+if [ ${#failed[@]} -gt 0 ]; then
+  log "build.sh: FAILED: ${failed[*]}"
+  exit 1
+fi
+printf '%s\n' "$BIN_DIR"
