@@ -1,8 +1,5 @@
 """dyn-gitops: render NVIDIA Dynamo graphs for GitOps (render side, pure)."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("dyn-gitops")
-except PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0+unknown"
+# The single source of the version: pyproject.toml reads it (a metadata lookup at
+# start-up would cost ~30 ms on every Argo CD refresh).
+__version__ = "0.1.0"

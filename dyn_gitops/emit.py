@@ -12,25 +12,26 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-try:
-    from yaml import CSafeDumper as _Dumper
-except ImportError:  # pragma: no cover
-    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
+from .yamlout import dump_all
 
 OUT_DIR_MARKER = ".dyn-gitops-output"
 
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:
     """A ``---``-separated YAML stream; long strings are never folded."""
-    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                         allow_unicode=True, width=1 << 30, explicit_start=True)
+    return dump_all(objects)
 
 
 def to_json(objects: list[dict[str, Any]]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2,
-                      ensure_ascii=False) + "\n"
+                      ensure_ascii=False, default=_json_default) + "\n"
+
+
+def _json_default(value: Any) -> Any:
+    """Timestamps in pass-through objects (YAML parses them to datetime) as RFC 3339."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("+00:00", "Z")
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
 def render_text(objects: list[dict[str, Any]], output_format: str) -> str:
