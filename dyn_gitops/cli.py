@@ -159,7 +159,7 @@ def entry() -> None:
         main(standalone_mode=True)
     except SystemExit:
         raise
-    except BaseException as exc:  # noqa: BLE001 - last line of defence
+    except BaseException as exc:
         if os.environ.get("DYN_GITOPS_DEBUG"):
             raise
         click.echo(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} "

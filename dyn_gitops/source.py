@@ -136,7 +136,8 @@ def _parse_settings_text(text: str, src: Source) -> dict[str, Any] | None:
     try:
         data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
-        line = exc.problem_mark.line + 1 if getattr(exc, "problem_mark", None) else 0
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
         src.problems.append(Problem(SETTINGS_FILE, line, "", "", f"malformed YAML: {exc}"))
         return None
     if data is None:
@@ -158,7 +159,8 @@ def _decode(rel: str, data: bytes, problems: list[Problem]) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        problems.append(Problem(rel, 0, "", "", f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+        problems.append(Problem(rel, 0, "", "",
+                                f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
         return ""
 
 
@@ -183,7 +185,7 @@ def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> 
     rel_root = "" if rel_root == "." else _posix(rel_root)
     if rel_root.startswith(".."):
         raise FileNotFoundError(f"{subpath}: outside the repository {workdir}")
-    tree = commit.tree
+    tree: Any = commit.tree
     src = Source(files=[], root=f"{rel_root or '.'}@{rev}", commit=str(commit.id))
     if rel_root:
         try:
@@ -226,7 +228,8 @@ def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, ro
         if not inside:
             if rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE:
                 src.problems.append(Problem(
-                    rel, 0, "", "", f"symlink leads outside the source root (to {target}); refused"))
+                    rel, 0, "", "",
+                    f"symlink leads outside the source root (to {target}); refused"))
             return
         try:
             obj = full_tree[resolved]

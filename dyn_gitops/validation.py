@@ -47,7 +47,7 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
         if p.create:
             for field in ("storageClass", "size", "volumeAccessMode"):
                 if not getattr(p, field):
-                    yield ("spec", "pvcs", i, field), f"required when create is true"
+                    yield ("spec", "pvcs", i, field), "required when create is true"
 
     yield from _restart_checks(dgd)
 
@@ -206,7 +206,8 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Finding]:
         if svc.multinode is not None and svc.multinode.nodeCount > 1:
             yield _svc(name, "multinode"), "an EPP service cannot be multinode"
         if svc.replicas is not None and svc.replicas != 1:
-            yield _svc(name, "replicas"), f"an EPP service must have exactly 1 replica, found {svc.replicas}"
+            yield _svc(name, "replicas"), (
+                f"an EPP service must have exactly 1 replica, found {svc.replicas}")
         cfg = svc.eppConfig
         if cfg is None:
             yield _svc(name, "eppConfig"), "eppConfig is required for an EPP service"

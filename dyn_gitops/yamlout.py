@@ -44,7 +44,8 @@ class _Fallback(Exception):
 @lru_cache(maxsize=65536)
 def _scalar_str(value: str) -> str:
     if value and _PLAIN.fullmatch(value) and not value.endswith(":") and (
-            _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG):
+            _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+            == _STR_TAG):
         return value
     if _PRINTABLE.fullmatch(value):
         return "'" + value.replace("'", "''") + "'"

@@ -15,8 +15,8 @@ PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 
 
 def is_zero(value: Any) -> bool:
-    return value is None or value == "" or value is False or value == 0 and not isinstance(
-        value, bool) or value == [] or value == {}
+    return value is None or value == "" or value is False or (value == 0 and not isinstance(
+        value, bool)) or value == [] or value == {}
 
 
 def merge_override(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:

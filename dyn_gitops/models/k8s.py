@@ -24,7 +24,8 @@ _QUANTITY = re.compile(
 
 def _quantity(value: Any) -> Any:
     if isinstance(value, bool):
-        raise ValueError(f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {value!r}")
+        raise ValueError(
+            f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {value!r}")
     if isinstance(value, int | float):
         value = str(value)
     if isinstance(value, str) and not _QUANTITY.match(value):
