@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Benchmark: whole-process wall time and peak RSS of ``dyn-gitops render`` against
+``kustomize build`` of the very same rendered output, measured in the same run.
+
+    python bench/render_vs_kustomize.py [--sizes 1,100,1000] [--repeat 5] [--kustomize PATH]
+
+Each graph has 4 services (frontend, planner, prefill and decode workers). kustomize is the
+peer: a Go program doing comparable work (read YAML, build objects, write YAML) on the
+rendered output. Figures are medians over --repeat runs; RSS is the child's ru_maxrss.
+Targets (from the render-engine issue): ratio <= 1.5 at 1 DGD (stretch 1.0), <= 1.0 at
+1,000, peak RSS <= 300 MB at 1,000, time growing linearly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+GRAPH = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: graph-{i:05d}
+spec:
+  envs:
+  - name: HF_HOME
+    value: /cache/hf
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 2
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+    Planner:
+      componentType: planner
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+          command: [python3, -m, dynamo.planner]
+    VllmPrefillWorker:
+      componentType: worker
+      subComponentType: prefill
+      replicas: 2
+      envFromSecret: hf-token-secret
+      resources:
+        limits:
+          gpu: "1"
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-0.6B, --is-prefill-worker]
+    VllmDecodeWorker:
+      componentType: worker
+      subComponentType: decode
+      replicas: 4
+      envFromSecret: hf-token-secret
+      resources:
+        limits:
+          gpu: "1"
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-0.6B]
+"""
+
+
+def find_kustomize(explicit: str | None) -> str:
+    for cand in (explicit, os.environ.get("KUSTOMIZE")):
+        if cand:
+            return cand
+    try:
+        bindir = subprocess.run([str(REPO / "tools/test-bins/build.sh"), "--print-dir"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        path = Path(bindir.splitlines()[-1]) / "kustomize"
+        if path.exists():
+            return str(path)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    found = shutil.which("kustomize")
+    if not found:
+        sys.exit("kustomize not found: pass --kustomize, set KUSTOMIZE, or run "
+                 "tools/test-bins/build.sh --only kustomize")
+    return found
+
+
+def measure(cmd: list[str], cwd: Path | None = None) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB) of one whole process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-2000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1,100,1000")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--kustomize", default=None)
+    args = ap.parse_args()
+    kustomize = find_kustomize(args.kustomize)
+    render_cmd = [sys.executable, "-c", "from dyn_gitops.cli import entry; entry()"]
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="dyn-gitops-bench-") as tmp:
+        for n in sizes:
+            src = Path(tmp) / f"in-{n}"
+            src.mkdir()
+            for i in range(n):
+                (src / f"graph-{i:05d}.yaml").write_text(GRAPH.format(i=i))
+            (src / "dyn-gitops.yaml").write_text("namespace: bench\n")
+            kdir = Path(tmp) / f"k-{n}"
+            kdir.mkdir()
+            out = subprocess.run([*render_cmd, "render", str(src)], capture_output=True,
+                                 text=True, check=True).stdout
+            (kdir / "rendered.yaml").write_text(out)
+            (kdir / "kustomization.yaml").write_text(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                "resources:\n- rendered.yaml\n")
+            objects = out.count("\n---\n") + 1
+            r_runs, k_runs = [], []
+            for _ in range(args.repeat):  # interleaved, so load affects both alike
+                r_runs.append(measure([*render_cmd, "render", str(src)]))
+                k_runs.append(measure([kustomize, "build", str(kdir)]))
+            rw = statistics.median(w for w, _ in r_runs)
+            kw = statistics.median(w for w, _ in k_runs)
+            rows.append((n, objects, rw, max(m for _, m in r_runs), kw,
+                         max(m for _, m in k_runs)))
+    version = subprocess.run([kustomize, "version"], capture_output=True, text=True).stdout
+    print(f"peer: kustomize {version.strip()}  python {sys.version.split()[0]}  "
+          f"cpus {os.cpu_count()}  repeat {args.repeat} (median wall, max RSS)")
+    print(f"{'DGDs':>6} {'objects':>8} {'render s':>9} {'render MiB':>11} "
+          f"{'kustomize s':>12} {'kustomize MiB':>14} {'ratio':>6} {'render ms/DGD':>14}")
+    for n, objects, rw, rm, kw, km in rows:
+        print(f"{n:>6} {objects:>8} {rw:>9.3f} {rm:>11.1f} {kw:>12.3f} {km:>14.1f} "
+              f"{rw / kw:>6.2f} {1000 * rw / n:>14.2f}")
+    by_n = {r[0]: r for r in rows}
+    print("targets:")
+    if 1 in by_n:
+        r = by_n[1][2] / by_n[1][4]
+        print(f"  ratio at 1 DGD     {r:.2f}  target <= 1.5 (stretch 1.0): "
+              f"{'met' if r <= 1.5 else 'MISSED'}")
+    if 1000 in by_n:
+        r = by_n[1000][2] / by_n[1000][4]
+        print(f"  ratio at 1000 DGDs {r:.2f}  target <= 1.0: {'met' if r <= 1.0 else 'MISSED'}")
+        print(f"  peak RSS at 1000   {by_n[1000][3]:.0f} MiB  target <= 300: "
+              f"{'met' if by_n[1000][3] <= 300 else 'MISSED'}")
+    if 100 in by_n and 1000 in by_n:
+        per100 = (by_n[100][2] - by_n[1][2]) / 99 if 1 in by_n else by_n[100][2] / 100
+        per1000 = (by_n[1000][2] - by_n[1][2]) / 999 if 1 in by_n else by_n[1000][2] / 1000
+        print(f"  marginal ms/DGD    {1000 * per100:.2f} (100) vs {1000 * per1000:.2f} (1000): "
+              f"{'linear' if per1000 <= 1.25 * per100 else 'SUPERLINEAR'}")
+
+
+if __name__ == "__main__":
+    main()
