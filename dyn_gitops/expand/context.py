@@ -27,6 +27,7 @@ class ComponentContext:
     graph_envs: tuple[dict[str, Any], ...]
     settings: RenderSettings
     epp_config_map: tuple[str, str] | None = None  # (ConfigMap name, key) for EPP
+    env_overrides: tuple[tuple[str, str], ...] = ()  # env values rewritten (legacy config)
 
     @property
     def k8s_discovery(self) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 from .. import keys
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
-from . import defaults, names, objects
+from . import defaults, legacy, names, objects
 from .context import ComponentContext
 from .merge import merge_envs, merge_override
 from .podspec import ComponentError, build_pod_spec, detect_backend, dump, pod_labels
@@ -203,6 +203,8 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
     dgd_name = dgd.metadata.name
     ctype = svc.componentType or ""
     worker = names.is_worker(ctype)
+    svc, env_overrides = legacy.apply(service, svc, ctype,
+                                      merge_envs(graph_envs, dump(svc.envs) or []))
     annotations = _component_annotations(dgd, svc)
     dyn_ns = names.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
     name = names.component_name(dgd_name, service, whash if worker else None)
@@ -219,7 +221,8 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
         discovery_backend=discovery,
         container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
         annotations=annotations, labels=labels,
-        graph_envs=tuple(merge_envs(graph_envs)), settings=settings, epp_config_map=epp_cm)
+        graph_envs=tuple(merge_envs(graph_envs)), settings=settings, epp_config_map=epp_cm,
+        env_overrides=tuple(sorted(env_overrides.items())))
 
     if svc.modelRef is not None:
         labels[keys.LABEL_BASE_MODEL_HASH] = names.model_hash(svc.modelRef.name)

@@ -132,6 +132,10 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     # env: defaults < graph envs < mainContainer env < service envs (v1alpha1 era)
     env = merge_envs(base_env, ctx.graph_envs, user_env, dump(spec.envs) or [])
     env = add_missing_envs(env, _infra_env(ctx))
+    if ctx.env_overrides:
+        values = dict(ctx.env_overrides)
+        env = [{"name": e["name"], "value": values[e["name"]]} if e["name"] in values else e
+               for e in env]
 
     # probes: mainContainer probes field-merge into defaults; top-level ones replace wholesale
     for probe, user_probe in user_probes.items():

@@ -1,0 +1,63 @@
+"""The legacy ``DYN_DEPLOYMENT_CONFIG`` env (JSON), still honoured by the operator.
+
+For a frontend, the entry of the service (or of ``frontend``) gets ``"port": 8000``;
+``ServiceArgs.workers`` sets replicas when the service sets none; ``ServiceArgs.resources``
+(cpu, memory, gpu, custom) go to both requests and limits.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..models.v1alpha1 import ResourceItem, Resources, ServiceSpec
+from .defaults import FRONTEND_PORT
+from .podspec import ComponentError
+
+ENV_NAME = "DYN_DEPLOYMENT_CONFIG"
+
+
+def apply(service: str, svc: ServiceSpec, component_type: str,
+          envs: list[dict[str, Any]]) -> tuple[ServiceSpec, dict[str, str]]:
+    """The service with the config applied, and env values to replace (name -> value)."""
+    raw = next((e.get("value") for e in envs if e.get("name") == ENV_NAME), None)
+    if raw is None:
+        return svc, {}
+    try:
+        config = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ComponentError("envs", f"{ENV_NAME} is not valid JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise ComponentError("envs", f"{ENV_NAME} must be a JSON object keyed by service")
+    overrides: dict[str, str] = {}
+    if component_type == "frontend":
+        entry = config.get(service)
+        if not isinstance(entry, dict):
+            entry = config.get("frontend")
+        if isinstance(entry, dict):
+            entry["port"] = FRONTEND_PORT
+            # Go's json.Marshal: sorted keys, no spaces
+            overrides[ENV_NAME] = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    entry = config.get(service)
+    args = entry.get("ServiceArgs") if isinstance(entry, dict) else None
+    if not isinstance(args, dict):
+        return svc, overrides
+    update: dict[str, Any] = {}
+    workers = args.get("workers")
+    if isinstance(workers, int) and svc.replicas is None:
+        update["replicas"] = workers
+    res = args.get("resources")
+    if isinstance(res, dict):
+        fields = {k: str(res[k]) for k in ("cpu", "memory", "gpu") if res.get(k) is not None}
+        custom = res.get("custom")
+        if isinstance(custom, dict) and custom:
+            fields["custom"] = {k: str(v) for k, v in custom.items()}  # type: ignore[assignment]
+        current = svc.resources or Resources()
+
+        def over(item: ResourceItem | None) -> ResourceItem:
+            base = item.model_dump(exclude_none=True) if item else {}
+            return ResourceItem.model_validate({**base, **fields})
+
+        update["resources"] = Resources(requests=over(current.requests),
+                                        limits=over(current.limits), claims=current.claims)
+    return (svc.model_copy(update=update) if update else svc), overrides
