@@ -165,3 +165,12 @@ def entry() -> None:
         click.echo(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} "
                    "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)", err=True)
         sys.exit(int(ExitCode.INTERNAL))
+
+
+@main.command()
+def crds() -> None:
+    """Print the CustomResourceDefinitions of the Dynamo kinds (from our own models)."""
+    from .crds import crds as make
+    from .emit import to_yaml
+
+    sys.stdout.write(to_yaml(make()))

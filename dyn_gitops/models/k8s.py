@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema, field_validator
 
 
 class Strict(BaseModel):
@@ -35,7 +35,8 @@ def _quantity(value: Any) -> Any:
 
 
 #: a resource.Quantity: written as a string or a number in YAML, rendered as a string
-Quantity = Annotated[str, BeforeValidator(_quantity)]
+Quantity = Annotated[str, BeforeValidator(_quantity),
+                     WithJsonSchema({"x-kubernetes-int-or-string": True})]
 
 
 class EnvVar(Strict):

@@ -203,6 +203,24 @@ class DynamoGraphDeployment(Strict):
     status: dict[str, Any] | None = None  # never read; tolerated on exported objects
 
 
+class DGDRef(Strict):
+    name: str = Field(min_length=1)
+    serviceName: str = Field(min_length=1)
+
+
+class ScalingAdapterSpec(Strict):
+    replicas: int = Field(default=1, ge=0)
+    dgdRef: DGDRef
+
+
+class DynamoGraphDeploymentScalingAdapter(Strict):
+    apiVersion: Literal["nvidia.com/v1alpha1"]
+    kind: Literal["DynamoGraphDeploymentScalingAdapter"]
+    metadata: ObjectMeta
+    spec: ScalingAdapterSpec
+    status: dict[str, Any] | None = None
+
+
 class ComponentSpec(ServiceSpec):
     """DynamoComponentDeployment spec: the shared spec plus the graph-level bits."""
 

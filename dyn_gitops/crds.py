@@ -1,0 +1,127 @@
+"""CustomResourceDefinitions for the Dynamo kinds we read and write, generated from our own
+pydantic models (so the schema the API server enforces is the one the renderer checks).
+
+The JSON schema pydantic produces is turned into a Kubernetes *structural* schema: refs
+inlined, ``Optional`` as ``nullable``, free-form values as
+``x-kubernetes-preserve-unknown-fields``, quantities as ``x-kubernetes-int-or-string``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from .models import v1alpha1
+
+_DROP = {"title", "description", "default", "additionalProperties"}
+
+
+def _structural(node: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(node, dict):
+        return {"x-kubernetes-preserve-unknown-fields": True}
+    if "$ref" in node:
+        return _structural(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in node:
+        options = [o for o in node["anyOf"] if o.get("type") != "null"]
+        nullable = len(options) < len(node["anyOf"])
+        out = _structural(options[0], defs) if len(options) == 1 else {
+            "x-kubernetes-preserve-unknown-fields": True}
+        if nullable:
+            out["nullable"] = True
+        return out
+    if node.get("x-kubernetes-int-or-string"):
+        return {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"},
+                                                              {"type": "string"}]}
+    if "const" in node:
+        return {"type": "string", "enum": [node["const"]]}
+    kind = node.get("type")
+    out: dict[str, Any] = {k: v for k, v in node.items()
+                           if k not in _DROP and k not in ("properties", "items", "$defs",
+                                                           "required", "type")}
+    if kind is None:
+        return {"x-kubernetes-preserve-unknown-fields": True}
+    out["type"] = kind
+    if kind == "object":
+        if "properties" in node:
+            out["properties"] = {k: _structural(v, defs) for k, v in node["properties"].items()}
+            if node.get("required"):
+                out["required"] = list(node["required"])
+        else:
+            extra = node.get("additionalProperties")
+            if isinstance(extra, dict) and extra:
+                out["additionalProperties"] = _structural(extra, defs)
+            else:
+                out["x-kubernetes-preserve-unknown-fields"] = True
+    elif kind == "array":
+        out["items"] = _structural(node.get("items", {}), defs)
+    return out
+
+
+def _spec_schema(model: type[BaseModel]) -> dict[str, Any]:
+    full = model.model_json_schema()
+    defs = full.get("$defs", {})
+    return _structural(full["properties"]["spec"], defs)
+
+
+def _crd(kind: str, plural: str, short: str, model: type[BaseModel], *,
+         columns: list[dict[str, Any]], scale: bool = False) -> dict[str, Any]:
+    subresources: dict[str, Any] = {"status": {}}
+    if scale:
+        subresources["scale"] = {"specReplicasPath": ".spec.replicas",
+                                 "statusReplicasPath": ".status.replicas",
+                                 "labelSelectorPath": ".status.selector"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": _spec_schema(model),
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+        "required": ["spec"],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{v1alpha1.GROUP}",
+                     "annotations": {"helm.sh/resource-policy": "keep"}},
+        "spec": {
+            "group": v1alpha1.GROUP,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
+                      "singular": kind.lower(), "shortNames": [short]},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": v1alpha1.VERSION, "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": schema},
+                "subresources": subresources,
+                "additionalPrinterColumns": columns,
+            }],
+        },
+    }
+
+
+def _age() -> dict[str, Any]:
+    return {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+def crds() -> list[dict[str, Any]]:
+    return [
+        _crd("DynamoGraphDeployment", "dynamographdeployments", "dgd",
+             v1alpha1.DynamoGraphDeployment, columns=[
+                 {"name": "Ready", "type": "string",
+                  "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+                 {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
+                 _age()]),
+        _crd("DynamoComponentDeployment", "dynamocomponentdeployments", "dcd",
+             v1alpha1.DynamoComponentDeployment, columns=[
+                 {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
+                 _age()]),
+        _crd("DynamoGraphDeploymentScalingAdapter", "dynamographdeploymentscalingadapters",
+             "dgdsa", v1alpha1.DynamoGraphDeploymentScalingAdapter, scale=True, columns=[
+                 {"name": "DGD", "type": "string", "jsonPath": ".spec.dgdRef.name"},
+                 {"name": "Service", "type": "string", "jsonPath": ".spec.dgdRef.serviceName"},
+                 {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas"},
+                 _age()]),
+    ]
