@@ -25,11 +25,11 @@ def _structural(node: Any, defs: dict[str, Any]) -> dict[str, Any]:
     if "anyOf" in node:
         options = [o for o in node["anyOf"] if o.get("type") != "null"]
         nullable = len(options) < len(node["anyOf"])
-        out = _structural(options[0], defs) if len(options) == 1 else {
+        one: dict[str, Any] = _structural(options[0], defs) if len(options) == 1 else {
             "x-kubernetes-preserve-unknown-fields": True}
         if nullable:
-            out["nullable"] = True
-        return out
+            one["nullable"] = True
+        return one
     if node.get("x-kubernetes-int-or-string"):
         return {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"},
                                                               {"type": "string"}]}
