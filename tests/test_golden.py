@@ -1,0 +1,576 @@
+"""Golden files: ``samples/<name>/input`` rendered through the real CLI must equal
+``samples/<name>/expected.yaml`` byte for byte.
+
+``python -m pytest tests/test_golden.py --update-golden`` rewrites the expected files
+from the current output (review the diff like code). Without the flag a difference fails
+with a unified diff, and a missing ``expected.yaml`` fails.
+
+A golden file only pins *whatever the renderer printed when it was refreshed*. So each
+sample also has a few explicit assertions (``test_facts_<sample>``) of the facts it
+exists to show, written from ``spec/dynamo-pod-spec.md`` and ``spec/dynamo-objects.md``:
+a golden refreshed from a wrong output cannot pass review silently. Known deviations
+from the spec are ``xfail(strict=True)`` facts, so fixing them is noticed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from typing import Any
+
+import pytest
+import yaml
+from conftest import SAMPLES, run_cli
+
+Obj = dict[str, Any]
+
+SAMPLE_DIRS = sorted(p.parent for p in SAMPLES.glob("*/input") if p.is_dir())
+SAMPLE_NAMES = [p.name for p in SAMPLE_DIRS]
+
+# Labels and annotations used by several facts.
+COMPONENT = "nvidia.com/dynamo-component"
+COMPONENT_TYPE = "nvidia.com/dynamo-component-type"
+SUB_COMPONENT_TYPE = "nvidia.com/dynamo-sub-component-type"
+WORKER_HASH = "nvidia.com/dynamo-worker-hash"
+DISCOVERY_BACKEND_LABEL = "nvidia.com/dynamo-discovery-backend"
+DISCOVERY_ENABLED_LABEL = "nvidia.com/dynamo-discovery-enabled"
+DESIRED_REPLICAS = "dyn-gitops.io/desired-replicas"
+MANAGED_REPLICAS = "dyn-gitops.io/managed-replicas"
+ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+ARGOCD_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+CONTROLLER_ANNOTATIONS = (DESIRED_REPLICAS, MANAGED_REPLICAS, ARGOCD_SYNC_OPTIONS,
+                          ARGOCD_COMPARE_OPTIONS, FLUX_PRUNE)
+
+
+# --- golden comparison ---------------------------------------------------------------------
+
+@functools.cache
+def _render(sample: str) -> str:
+    """stdout of ``dyn-gitops render samples/<sample>/input`` (the real entry point)."""
+    result = run_cli("render", str(SAMPLES / sample / "input"))
+    assert result.code == 0, (
+        f"dyn-gitops render samples/{sample}/input exited {result.code}:\n{result.stderr}")
+    assert result.stdout, f"samples/{sample}: empty output"
+    return result.stdout
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
+def test_golden(sample: str, update_golden: bool) -> None:
+    expected_path = SAMPLES / sample / "expected.yaml"
+    actual = _render(sample).encode("utf-8")
+    if update_golden:
+        if not expected_path.exists() or expected_path.read_bytes() != actual:
+            expected_path.write_bytes(actual)
+        return
+    if not expected_path.exists():
+        pytest.fail(f"samples/{sample}/expected.yaml is missing; create it with "
+                    "`python -m pytest tests/test_golden.py --update-golden` and review it")
+    expected = expected_path.read_bytes()
+    if expected != actual:
+        diff = "".join(difflib.unified_diff(
+            expected.decode("utf-8", errors="replace").splitlines(keepends=True),
+            actual.decode("utf-8", errors="replace").splitlines(keepends=True),
+            fromfile=f"samples/{sample}/expected.yaml",
+            tofile=f"dyn-gitops render samples/{sample}/input"))
+        pytest.fail(f"rendered output differs from samples/{sample}/expected.yaml "
+                    f"(refresh with --update-golden if intended):\n{diff}", pytrace=False)
+
+
+# --- helpers for the facts -----------------------------------------------------------------
+
+@functools.cache
+def _objects(sample: str) -> tuple[Obj, ...]:
+    return tuple(d for d in yaml.safe_load_all(_render(sample)) if d is not None)
+
+
+def objects(sample: str) -> list[Obj]:
+    return list(_objects(sample))
+
+
+def of_kind(objs: list[Obj], kind: str) -> list[Obj]:
+    return [o for o in objs if o["kind"] == kind]
+
+
+def get(objs: list[Obj], kind: str, name: str) -> Obj:
+    found = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind}/{name}, found {len(found)}: " + ", ".join(
+        f"{o['kind']}/{o['metadata']['name']}" for o in objs)
+    return found[0]
+
+
+def names(objs: list[Obj], kind: str) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in objs if o["kind"] == kind)
+
+
+def component(objs: list[Obj], kind: str, service: str, dgd: str | None = None) -> Obj:
+    """The Deployment/Service of a DGD service (worker names carry a hash suffix)."""
+    found = [o for o in objs if o["kind"] == kind
+             and (o["metadata"].get("labels") or {}).get(COMPONENT) == service
+             and (dgd is None or o["metadata"]["labels"].get(
+                 "nvidia.com/dynamo-graph-deployment-name") == dgd)]
+    assert len(found) == 1, f"expected one {kind} for service {service}, found {len(found)}"
+    return found[0]
+
+
+def pod(deployment: Obj) -> Obj:
+    return deployment["spec"]["template"]["spec"]  # type: ignore[no-any-return]
+
+
+def container(deployment: Obj, name: str = "main") -> Obj:
+    found = [c for c in pod(deployment)["containers"] if c["name"] == name]
+    assert len(found) == 1, f"no container {name!r}"
+    return found[0]
+
+
+def env(c: Obj) -> dict[str, Any]:
+    """name -> value (or the valueFrom mapping); fails on duplicate names."""
+    out: dict[str, Any] = {}
+    for e in c.get("env") or []:
+        assert e["name"] not in out, f"duplicate env {e['name']}"
+        out[e["name"]] = e.get("value", e.get("valueFrom"))
+    return out
+
+
+def annotations(o: Obj) -> dict[str, str]:
+    return dict(o["metadata"].get("annotations") or {})
+
+
+def pod_labels(deployment: Obj) -> dict[str, str]:
+    return dict(deployment["spec"]["template"]["metadata"]["labels"])
+
+
+def volumes(deployment: Obj) -> dict[str, Obj]:
+    return {v["name"]: v for v in pod(deployment).get("volumes") or []}
+
+
+def mounts(c: Obj) -> list[tuple[str, str]]:
+    return [(m["name"], m["mountPath"]) for m in c.get("volumeMounts") or []]
+
+
+def load_input(sample: str, filename: str) -> Obj:
+    docs = list(yaml.safe_load_all((SAMPLES / sample / "input" / filename).read_text()))
+    return docs[0]  # type: ignore[no-any-return]
+
+
+# --- checks over every sample --------------------------------------------------------------
+
+def test_every_sample_has_facts() -> None:
+    missing = [s for s in SAMPLE_NAMES
+               if f"test_facts_{s.replace('-', '_')}" not in globals()]
+    assert not missing, f"samples without a test_facts_<name> test: {missing}"
+
+
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
+def test_sample_settings_and_images(sample: str) -> None:
+    settings = yaml.safe_load((SAMPLES / sample / "input" / "dyn-gitops.yaml").read_text())
+    assert settings["namespace"] == "demo"
+    image_re = re.compile(r"^[a-z0-9.-]+(/[a-z0-9._-]+)+:[0-9][A-Za-z0-9._-]*$")
+    deployments = of_kind(objects(sample), "Deployment")
+    assert deployments
+    for d in deployments:
+        for c in pod(d)["containers"]:
+            assert image_re.match(c.get("image", "")), (
+                f"{d['metadata']['name']}/{c['name']}: image {c.get('image')!r} is not a "
+                "concrete registry/repository:tag reference")
+    assert all(o["metadata"]["namespace"] == "demo" for o in objects(sample))
+
+
+# --- one fact test per sample --------------------------------------------------------------
+
+def test_facts_vllm_agg() -> None:
+    objs = objects("vllm-agg")
+    frontend = get(objs, "Deployment", "vllm-agg-frontend")
+    assert frontend["spec"]["replicas"] == 1
+    assert not set(CONTROLLER_ANNOTATIONS) & set(annotations(frontend))
+    # default (managed-replicas on): the worker's replicas belong to the controller
+    worker = component(objs, "Deployment", "VllmDecodeWorker")
+    whash = worker["metadata"]["labels"][WORKER_HASH]
+    assert re.fullmatch(r"[0-9a-f]{8}", whash)
+    assert worker["metadata"]["name"] == f"vllm-agg-vllmdecodeworker-{whash}"
+    assert "replicas" not in worker["spec"]
+    ann = annotations(worker)
+    assert ann[DESIRED_REPLICAS] == "2"
+    assert ann[MANAGED_REPLICAS] == "true"
+    assert "Prune=false" in ann[ARGOCD_SYNC_OPTIONS].split(",")
+    assert ann[FLUX_PRUNE] == "disabled"
+    main = container(worker)
+    assert main["command"] == ["python3", "-m", "dynamo.vllm"]
+    assert env(main)["DYN_NAMESPACE_WORKER_SUFFIX"] == whash
+    assert env(main)["DYN_NAMESPACE"] == "demo-vllm-agg"
+    assert pod(worker)["serviceAccountName"] == "vllm-agg-k8s-service-discovery"
+    # k8s discovery (default): RBAC per DGD and a Service for every component
+    assert names(objs, "Service") == ["vllm-agg-frontend", f"vllm-agg-vllmdecodeworker-{whash}"]
+    assert get(objs, "Service", "vllm-agg-frontend")["spec"]["ports"] == [
+        {"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
+    get(objs, "Role", "vllm-agg-k8s-service-discovery-role")
+
+
+def test_facts_vllm_disagg() -> None:
+    objs = objects("vllm-disagg")
+    prefill = component(objs, "Deployment", "VllmPrefillWorker")
+    decode = component(objs, "Deployment", "VllmDecodeWorker")
+    # one hash over all workers, on both names
+    whash = prefill["metadata"]["labels"][WORKER_HASH]
+    assert decode["metadata"]["labels"][WORKER_HASH] == whash
+    assert prefill["metadata"]["name"] == f"vllm-disagg-vllmprefillworker-{whash}"
+    assert decode["metadata"]["name"] == f"vllm-disagg-vllmdecodeworker-{whash}"
+    for dep, sub, flag in ((prefill, "prefill", "--is-prefill-worker"),
+                           (decode, "decode", "--is-decode-worker")):
+        labels = pod_labels(dep)
+        # v1alpha1-era operator (1.1): worker type + sub-component label (pod-spec 2)
+        assert labels[COMPONENT_TYPE] == "worker"
+        assert labels[SUB_COMPONENT_TYPE] == sub
+        main = container(dep)
+        assert main["command"] == ["python3", "-m", "dynamo.vllm"]
+        assert flag in main["args"]
+        assert env(main)["DYN_COMPONENT"] == "worker"
+        assert [p["name"] for p in main["ports"]] == ["system", "nixl"]
+    assert annotations(prefill)[DESIRED_REPLICAS] == "2"
+    assert annotations(decode)[DESIRED_REPLICAS] == "1"
+    svc = component(objs, "Service", "VllmPrefillWorker")
+    assert svc["spec"]["selector"] == {COMPONENT: "VllmPrefillWorker",
+                                       COMPONENT_TYPE: "worker",
+                                       "nvidia.com/dynamo-namespace": "demo-vllm-disagg"}
+
+
+def test_facts_planner() -> None:
+    objs = objects("planner")
+    planner = get(objs, "Deployment", "vllm-disagg-planner-planner")  # no worker hash
+    assert planner["spec"]["replicas"] == 1
+    assert not set(CONTROLLER_ANNOTATIONS) & set(annotations(planner))
+    assert pod(planner)["serviceAccountName"] == "planner-serviceaccount"
+    main = container(planner)
+    assert main["ports"] == [
+        {"name": "metrics", "containerPort": 9085, "protocol": "TCP"},
+        {"name": "system", "containerPort": 9090, "protocol": "TCP"}]
+    e = env(main)
+    assert e["PLANNER_PROMETHEUS_PORT"] == "9085"
+    assert e["DYN_SYSTEM_PORT"] == "9090"
+    assert e["DYN_COMPONENT"] == "planner"
+    assert "DYN_SYSTEM_ENABLED" not in e  # worker-only default
+    assert main["startupProbe"]["httpGet"] == {"path": "/live", "port": "system"}
+    # extraPodSpec volume + mainContainer mount, then shared memory (pod-spec 5.12)
+    assert volumes(planner)["planner-profile-data"]["configMap"] == {
+        "name": "planner-profile-data"}
+    assert mounts(main) == [("planner-profile-data", "/workspace/profiling_results"),
+                            ("shared-memory", "/dev/shm")]
+    binding = get(objs, "RoleBinding", "planner-serviceaccount-binding")
+    assert binding["roleRef"]["name"] == "dynamo-platform-dynamo-operator-planner"
+    get(objs, "ServiceAccount", "planner-serviceaccount")
+    # a non-DGD input passes through unchanged
+    assert get(objs, "ConfigMap", "planner-profile-data") == load_input(
+        "planner", "planner-profile-data.yaml")
+
+
+def test_facts_sglang_agg() -> None:
+    objs = objects("sglang-agg")
+    worker = component(objs, "Deployment", "decode")
+    assert worker["metadata"]["name"].startswith("sglang-agg-decode-")
+    main = container(worker)
+    assert main["command"] == ["python3", "-m", "dynamo.sglang"]
+    assert main["args"][:2] == ["--model-path", "Qwen/Qwen3-0.6B"]
+    e = env(main)
+    assert "VLLM_CACHE_ROOT" not in e
+    assert e["NIXL_TELEMETRY_ENABLE"] == "n"
+    # single node: no SGLang flag injection, no extra nixl ports
+    assert "--dist-init-addr" not in main["args"]
+    assert [p["name"] for p in main["ports"]] == ["system", "nixl"]
+    assert main["envFrom"] == [{"secretRef": {"name": "hf-token-secret"}}]
+
+
+def test_facts_trtllm_agg() -> None:
+    objs = objects("trtllm-agg")
+    worker = component(objs, "Deployment", "TRTLLMWorker")
+    main = container(worker)
+    # single node TRT-LLM: command untouched, no MPI/SSH plumbing (pod-spec 7.4)
+    assert main["command"] == ["python3", "-m", "dynamo.trtllm"]
+    assert main["args"][-1] == "./examples/backends/trtllm/engine_configs/qwen3/agg.yaml"
+    assert "OMPI_MCA_orte_keep_fqdn_hostnames" not in env(main)
+    assert mounts(main) == [("shared-memory", "/dev/shm")]
+    assert list(volumes(worker)) == ["shared-memory"]
+    assert not of_kind(objs, "Secret")
+    assert main["readinessProbe"]["httpGet"] == {"path": "/health", "port": "system"}
+
+
+def test_facts_pvc_cache() -> None:
+    objs = objects("pvc-cache")
+    # only create: true is rendered (objects 5.1)
+    assert names(objs, "PersistentVolumeClaim") == ["model-cache"]
+    assert get(objs, "PersistentVolumeClaim", "model-cache")["spec"] == {
+        "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "100Gi"}},
+        "storageClassName": "standard-rwx"}
+    worker = component(objs, "Deployment", "VllmWorker")
+    vols = volumes(worker)
+    assert vols["model-cache"]["persistentVolumeClaim"] == {"claimName": "model-cache"}
+    assert vols["compile-cache"]["persistentVolumeClaim"] == {"claimName": "compile-cache"}
+    main = container(worker)
+    assert mounts(main) == [("model-cache", "/opt/models"),
+                            ("compile-cache", "/root/.cache/vllm"),
+                            ("shared-memory", "/dev/shm")]
+    # vLLM compilation cache: env appended by the backend, after the sorted env
+    assert main["env"][-1] == {"name": "VLLM_CACHE_ROOT", "value": "/root/.cache/vllm"}
+    frontend = get(objs, "Deployment", "vllm-pvc-frontend")
+    assert list(volumes(frontend)) == ["shared-memory"]
+
+
+def test_facts_scaling_adapter() -> None:
+    objs = objects("scaling-adapter")
+    dgdsa = "DynamoGraphDeploymentScalingAdapter"
+    assert names(objs, dgdsa) == ["sglang-disagg-decode", "sglang-disagg-frontend"]
+    decode_sa = get(objs, dgdsa, "sglang-disagg-decode")
+    assert decode_sa["apiVersion"] == "nvidia.com/v1alpha1"
+    assert decode_sa["spec"] == {"replicas": 2,
+                                 "dgdRef": {"name": "sglang-disagg", "serviceName": "decode"}}
+    assert decode_sa["metadata"]["labels"] == {
+        COMPONENT: "decode", "nvidia.com/dynamo-graph-deployment-name": "sglang-disagg"}
+    assert get(objs, dgdsa, "sglang-disagg-frontend")["spec"]["replicas"] == 1  # unset -> 1
+    # the adapter owns the replicas: none in the rendered Deployments
+    decode = component(objs, "Deployment", "decode")
+    assert "replicas" not in decode["spec"]
+    assert DESIRED_REPLICAS not in annotations(decode)
+    frontend = get(objs, "Deployment", "sglang-disagg-frontend")
+    assert "replicas" not in frontend["spec"]
+    # scalingAdapter.enabled: false is no adapter
+    prefill = component(objs, "Deployment", "prefill")
+    assert annotations(prefill)[DESIRED_REPLICAS] == "1"
+
+
+def test_facts_ingress_virtualservice() -> None:
+    objs = objects("ingress-virtualservice")
+    assert names(objs, "Ingress") == ["vllm-agg-frontend", "vllm-agg-internalfrontend"]
+    assert names(objs, "VirtualService") == ["vllm-agg-frontend", "vllm-agg-internalfrontend"]
+    default = get(objs, "Ingress", "vllm-agg-frontend")["spec"]
+    assert default["ingressClassName"] == "nginx"
+    assert default["rules"][0]["host"] == "vllm-agg.llm.example.com"
+    assert default["rules"][0]["http"]["paths"] == [{
+        "path": "/", "pathType": "Prefix",
+        "backend": {"service": {"name": "vllm-agg-frontend", "port": {"number": 8000}}}}]
+    assert default["tls"] == [{"hosts": ["vllm-agg.llm.example.com"],
+                               "secretName": "dynamo-wildcard-tls"}]
+    vs = get(objs, "VirtualService", "vllm-agg-frontend")
+    assert vs["apiVersion"] == "networking.istio.io/v1beta1"
+    assert vs["spec"]["gateways"] == ["istio-system/dynamo-gateway"]
+    assert vs["spec"]["hosts"] == ["vllm-agg.llm.example.com"]
+    assert vs["spec"]["http"][0]["route"] == [
+        {"destination": {"host": "vllm-agg-frontend", "port": {"number": 8000}}}]
+    # the service's own ingress block wins over the settings
+    own = get(objs, "Ingress", "vllm-agg-internalfrontend")
+    assert own["spec"]["ingressClassName"] == "traefik"
+    assert own["spec"]["rules"][0]["host"] == "internal-vllm.corp.example.net"
+    assert own["spec"]["tls"] == [{"hosts": ["internal-vllm.corp.example.net"],
+                                   "secretName": "corp-tls"}]
+    # ingress.annotations are accepted by the schema but not applied (objects 5.6)
+    assert not [k for k in annotations(own) if not k.startswith("dyn-gitops.io/")]
+    assert get(objs, "VirtualService", "vllm-agg-internalfrontend")["spec"]["gateways"] == [
+        "istio-system/internal-gateway"]
+
+
+def test_facts_discovery_etcd() -> None:
+    objs = objects("discovery-etcd")
+    # setting etcd: no discovery RBAC for vllm-etcd; the annotated vllm-k8s has it
+    assert names(objs, "ServiceAccount") == ["planner-serviceaccount",
+                                             "vllm-k8s-k8s-service-discovery"]
+    assert names(objs, "Role") == ["vllm-k8s-k8s-service-discovery-role"]
+    assert "vllm-etcd-k8s-service-discovery-binding" not in names(objs, "RoleBinding")
+    # etcd: a Service only for the frontend; k8s discovery: one per component
+    services = names(objs, "Service")
+    assert [s for s in services if s.startswith("vllm-etcd-")] == ["vllm-etcd-frontend"]
+    assert len([s for s in services if s.startswith("vllm-k8s-")]) == 2
+    for service in ("Frontend", "VllmDecodeWorker"):
+        etcd = component(objs, "Deployment", service, dgd="vllm-etcd")
+        assert pod(etcd)["serviceAccountName"] == "default"
+        e = env(container(etcd))
+        assert "DYN_DISCOVERY_BACKEND" not in e
+        assert e["ETCD_ENDPOINTS"] == "http://etcd.dynamo-system.svc.cluster.local:2379"
+        assert e["NATS_SERVER"] == "nats://nats.dynamo-system.svc.cluster.local:4222"
+        assert DISCOVERY_BACKEND_LABEL not in pod_labels(etcd)
+        k8s = component(objs, "Deployment", service, dgd="vllm-k8s")
+        assert pod(k8s)["serviceAccountName"] == "vllm-k8s-k8s-service-discovery"
+        assert env(container(k8s))["DYN_DISCOVERY_BACKEND"] == "kubernetes"
+        assert pod_labels(k8s)[DISCOVERY_BACKEND_LABEL] == "kubernetes"
+        assert pod_labels(k8s)[DISCOVERY_ENABLED_LABEL] == "true"
+
+
+def test_facts_extrapodspec_merge() -> None:
+    objs = objects("extrapodspec-merge")
+    worker = component(objs, "Deployment", "VllmWorker")
+    spec = pod(worker)
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert spec["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert spec["terminationGracePeriodSeconds"] == 300
+    # a user securityContext is used as-is: no fsGroup 1000 default (pod-spec 5.7)
+    assert spec["securityContext"] == {"runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 2000}
+    assert list(volumes(worker)) == ["engine-config", "logs", "shared-memory"]
+    # sidecars are appended after main, untouched (no defaults injected)
+    assert [c["name"] for c in spec["containers"]] == ["main", "log-shipper"]
+    shipper = container(worker, "log-shipper")
+    assert "env" not in shipper and "ports" not in shipper
+    main = container(worker)
+    assert main["command"] == ["/bin/sh", "-c"]
+    assert len(main["args"]) == 1 and "python3 -m dynamo.vllm" in main["args"][0]
+    # a non-empty ports list replaces the defaults (nixl is gone)
+    assert [(p["name"], p["containerPort"]) for p in main["ports"]] == [
+        ("system", 9090), ("metrics", 8081)]
+    e = env(main)
+    assert e["SHARED_SETTING"] == "from-service-envs"  # v1alpha1 era: service envs win
+    assert e["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    assert e["DYN_SYSTEM_PORT"] == "9090"  # defaults kept
+    # top-level resources beat mainContainer ones key by key (pod-spec 4.1)
+    assert main["resources"] == {
+        "requests": {"cpu": "8", "memory": "32Gi"},
+        "limits": {"memory": "64Gi", "nvidia.com/gpu": "1"}}
+    assert mounts(main) == [("engine-config", "/etc/vllm"), ("logs", "/var/log/dynamo"),
+                            ("shared-memory", "/dev/shm")]
+    # only `command` given on the frontend: the default args survive (mergo)
+    frontend = container(get(objs, "Deployment", "vllm-eps-frontend"))
+    assert frontend["command"] == ["python3"]
+    assert frontend["args"] == ["-m", "dynamo.frontend"]
+
+
+def test_facts_envfromsecret() -> None:
+    objs = objects("envfromsecret")
+    frontend = container(get(objs, "Deployment", "vllm-envfrom-frontend"))
+    assert frontend["envFrom"] == [{"secretRef": {"name": "frontend-api-keys"}}]
+    worker = container(component(objs, "Deployment", "VllmDecodeWorker"))
+    # the secret is appended after the mainContainer's own envFrom
+    assert worker["envFrom"] == [{"configMapRef": {"name": "vllm-tuning"}},
+                                 {"secretRef": {"name": "hf-token-secret"}}]
+    # the secret is referenced, never rendered
+    assert not of_kind(objs, "Secret")
+
+
+def test_facts_graph_envs() -> None:
+    objs = objects("graph-envs")
+    frontend = container(get(objs, "Deployment", "vllm-envs-frontend"))
+    worker = container(component(objs, "Deployment", "VllmDecodeWorker"))
+    fe, we = env(frontend), env(worker)
+    # graph envs reach every service ...
+    assert fe["LOG_FORMAT"] == "graph-json"
+    assert fe["HF_HUB_OFFLINE"] == "0"
+    assert we["DYN_LOG"] == "info"
+    # ... and beat operator defaults
+    assert we["DYN_HEALTH_CHECK_ENABLED"] == "true"
+    # service envs beat graph envs (and, v1alpha1 era, mainContainer env)
+    assert fe["DYN_LOG"] == "debug"
+    assert fe["DYN_ROUTER_MODE"] == "kv"
+    assert we["LOG_FORMAT"] == "service-text"
+    assert we["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token-secret", "key": "HF_TOKEN"}}
+    assert "DYN_ROUTER_MODE" not in we
+    for c in (frontend, worker):
+        listed = [e["name"] for e in c["env"]]
+        assert listed == sorted(listed)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "renderer bug: on the v1alpha1-era operator (1.1 baseline) graph spec.envs are merged "
+    "into the DCD spec.envs (dynamo-objects.md 5.2) and DCD envs are merged over the "
+    "mainContainer env (dynamo-pod-spec.md 4.1), so a graph env beats a mainContainer env "
+    "of the same name; the renderer puts graph envs below mainContainer env"))
+def test_facts_graph_envs_graph_beats_main_container() -> None:
+    worker = container(component(objects("graph-envs"), "Deployment", "VllmDecodeWorker"))
+    assert env(worker)["HF_HUB_OFFLINE"] == "0"
+
+
+def test_facts_user_probes() -> None:
+    objs = objects("user-probes")
+    source = load_input("user-probes", "vllm-probes.yaml")["spec"]["services"]
+    frontend = container(get(objs, "Deployment", "vllm-probes-frontend"))
+    # service-level probes replace the default wholesale: no default field survives
+    assert frontend["readinessProbe"] == source["Frontend"]["readinessProbe"]
+    assert frontend["livenessProbe"]["initialDelaySeconds"] == 15  # default untouched
+    worker = container(component(objs, "Deployment", "VllmDecodeWorker"))
+    assert worker["livenessProbe"] == source["VllmDecodeWorker"]["livenessProbe"]
+    assert worker["readinessProbe"] == source["VllmDecodeWorker"]["readinessProbe"]
+    # mainContainer startupProbe replaces the default startup probe wholesale
+    assert worker["startupProbe"] == (
+        source["VllmDecodeWorker"]["extraPodSpec"]["mainContainer"]["startupProbe"])
+
+
+def test_facts_shared_memory() -> None:
+    objs = objects("shared-memory")
+    frontend = get(objs, "Deployment", "vllm-shm-frontend")
+    assert "shared-memory" not in volumes(frontend)
+    assert all(path != "/dev/shm" for _, path in mounts(container(frontend)))
+    worker = component(objs, "Deployment", "VllmDecodeWorker")
+    assert volumes(worker)["shared-memory"] == {
+        "name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}
+    assert mounts(container(worker))[-1] == ("shared-memory", "/dev/shm")
+
+
+def test_facts_managed_replicas_off() -> None:
+    objs = objects("managed-replicas-off")
+    worker = component(objs, "Deployment", "VllmDecodeWorker")
+    assert worker["spec"]["replicas"] == 2
+    assert not set(CONTROLLER_ANNOTATIONS) & set(annotations(worker))
+    assert get(objs, "Deployment", "vllm-agg-frontend")["spec"]["replicas"] == 1
+    # same graph as samples/vllm-agg: only the replica ownership differs
+    assert worker["metadata"]["name"] == component(
+        objects("vllm-agg"), "Deployment", "VllmDecodeWorker")["metadata"]["name"]
+
+
+def test_facts_epp_sidecar() -> None:
+    objs = objects("epp-sidecar")
+    # EPP RBAC (cluster-wide mode), not owned by the DGD
+    get(objs, "ServiceAccount", "epp-serviceaccount")
+    assert get(objs, "RoleBinding", "epp-serviceaccount-binding")["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+        "name": "dynamo-platform-dynamo-operator-epp"}
+    # EPP ConfigMap: the inline config plus apiVersion/kind
+    source = load_input("epp-sidecar", "qwen-gaie-agg.yaml")["spec"]["services"]
+    cm = get(objs, "ConfigMap", "qwen-agg-epp-config")
+    assert yaml.safe_load(cm["data"]["epp-config-dynamo.yaml"]) == {
+        "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+        "kind": "EndpointPickerConfig", **source["Epp"]["eppConfig"]["config"]}
+    pool = get(objs, "InferencePool", "qwen-agg-pool")["spec"]
+    assert pool["targetPorts"] == [{"number": 8000}]
+    assert pool["selector"]["matchLabels"] == {COMPONENT_TYPE: "worker",
+                                               "nvidia.com/dynamo-namespace": "demo-qwen-agg"}
+    assert pool["endpointPickerRef"] == {"kind": "Service", "name": "qwen-agg-epp",
+                                         "port": {"number": 9002}}
+    assert get(objs, "Service", "qwen-agg-epp")["spec"]["ports"] == [
+        {"name": "grpc", "port": 9002, "targetPort": 9002, "protocol": "TCP",
+         "appProtocol": "http2"}]
+    epp = get(objs, "Deployment", "qwen-agg-epp")
+    assert pod(epp)["serviceAccountName"] == "epp-serviceaccount"
+    assert pod(epp)["terminationGracePeriodSeconds"] == 130
+    assert volumes(epp)["epp-config"]["configMap"]["name"] == "qwen-agg-epp-config"
+    main = container(epp)
+    assert "command" not in main  # image entrypoint
+    assert main["args"][:2] == ["-pool-name", "qwen-agg-pool"]
+    assert main["livenessProbe"]["grpc"] == {"port": 9003, "service": "inference-extension"}
+    # the worker carries a frontend sidecar instead of a Frontend service
+    assert not [n for n in names(objs, "Deployment") if n.endswith("-frontend")]
+    worker = component(objs, "Deployment", "VllmDecodeWorker")
+    assert [c["name"] for c in pod(worker)["containers"]] == ["main", "sidecar-frontend"]
+    sidecar = container(worker, "sidecar-frontend")
+    assert sidecar["image"] == "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
+    assert sidecar["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
+    assert sidecar["args"] == ["--router-mode", "direct"]
+    assert sidecar["envFrom"] == [{"secretRef": {"name": "hf-token-secret"}}]
+    se = env(sidecar)
+    assert se["DYN_COMPONENT"] == "frontend"
+    assert se["DYN_NAMESPACE_PREFIX"] == "demo-qwen-agg"
+    assert volumes(worker)["shared-memory"]["emptyDir"]["sizeLimit"] == "2Gi"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "renderer bug: the operator writes the EPP ConfigMap with sigs.k8s.io/yaml "
+    "(dynamo-objects.md 5.1), which sorts mapping keys; the renderer keeps the DGD's key "
+    "order, so the ConfigMap data differs textually from the operator's"))
+def test_facts_epp_sidecar_config_keys_sorted() -> None:
+    cm = get(objects("epp-sidecar"), "ConfigMap", "qwen-agg-epp-config")
+
+    def unsorted(node: Any, path: str = "") -> list[str]:
+        if isinstance(node, dict):
+            out = [path or "/"] if list(node) != sorted(node) else []
+            return out + [p for k, v in node.items() for p in unsorted(v, f"{path}/{k}")]
+        if isinstance(node, list):
+            return [p for i, v in enumerate(node) for p in unsorted(v, f"{path}/{i}")]
+        return []
+
+    # PyYAML keeps the document's key order in the mappings it builds
+    assert unsorted(yaml.safe_load(cm["data"]["epp-config-dynamo.yaml"])) == []
