@@ -120,7 +120,7 @@ def _annotation_checks(ann: dict[str, str], loc: tuple[str | int, ...],
     if v is not None and not service_level and v not in ("pod", "container"):
         yield (*loc, keys.ANN_KUBE_DISCOVERY_MODE), f"must be 'pod' or 'container', found {v!r}"
     v = ann.get(keys.ANN_DISCOVERY_BACKEND)
-    if v is not None and v not in ("kubernetes", "etcd"):
+    if v and v not in ("kubernetes", "etcd"):  # empty means unset, as for the operator
         yield (*loc, keys.ANN_DISCOVERY_BACKEND), f"must be 'kubernetes' or 'etcd', found {v!r}"
     v = ann.get(keys.ANN_WORKLOAD_PROVIDER)
     if v is not None and not service_level and v not in ("component", "grove",

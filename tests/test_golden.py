@@ -465,11 +465,6 @@ def test_facts_graph_envs() -> None:
         assert listed == sorted(listed)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "renderer bug: on the v1alpha1-era operator (1.1 baseline) graph spec.envs are merged "
-    "into the DCD spec.envs (dynamo-objects.md 5.2) and DCD envs are merged over the "
-    "mainContainer env (dynamo-pod-spec.md 4.1), so a graph env beats a mainContainer env "
-    "of the same name; the renderer puts graph envs below mainContainer env"))
 def test_facts_graph_envs_graph_beats_main_container() -> None:
     worker = container(component(objects("graph-envs"), "Deployment", "VllmDecodeWorker"))
     assert env(worker)["HF_HUB_OFFLINE"] == "0"
@@ -557,10 +552,6 @@ def test_facts_epp_sidecar() -> None:
     assert volumes(worker)["shared-memory"]["emptyDir"]["sizeLimit"] == "2Gi"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "renderer bug: the operator writes the EPP ConfigMap with sigs.k8s.io/yaml "
-    "(dynamo-objects.md 5.1), which sorts mapping keys; the renderer keeps the DGD's key "
-    "order, so the ConfigMap data differs textually from the operator's"))
 def test_facts_epp_sidecar_config_keys_sorted() -> None:
     cm = get(objects("epp-sidecar"), "ConfigMap", "qwen-agg-epp-config")
 

@@ -17,6 +17,16 @@ from .podspec import ComponentError
 ENV_NAME = "DYN_DEPLOYMENT_CONFIG"
 
 
+def _get(obj: Any, key: str) -> Any:
+    """Go's encoding/json matches struct fields case-insensitively: so do we."""
+    if not isinstance(obj, dict):
+        return None
+    if key in obj:
+        return obj[key]
+    lower = key.lower()
+    return next((v for k, v in obj.items() if isinstance(k, str) and k.lower() == lower), None)
+
+
 def apply(service: str, svc: ServiceSpec, component_type: str,
           envs: list[dict[str, Any]]) -> tuple[ServiceSpec, dict[str, str]]:
     """The service with the config applied, and env values to replace (name -> value)."""
@@ -39,17 +49,18 @@ def apply(service: str, svc: ServiceSpec, component_type: str,
             # Go's json.Marshal: sorted keys, no spaces
             overrides[ENV_NAME] = json.dumps(config, sort_keys=True, separators=(",", ":"))
     entry = config.get(service)
-    args = entry.get("ServiceArgs") if isinstance(entry, dict) else None
+    args = _get(entry, "ServiceArgs")
     if not isinstance(args, dict):
         return svc, overrides
     update: dict[str, Any] = {}
-    workers = args.get("workers")
+    workers = _get(args, "workers")
     if isinstance(workers, int) and svc.replicas is None:
         update["replicas"] = workers
-    res = args.get("resources")
+    res = _get(args, "resources")
     if isinstance(res, dict):
-        fields = {k: str(res[k]) for k in ("cpu", "memory", "gpu") if res.get(k) is not None}
-        custom = res.get("custom")
+        fields = {k: str(_get(res, k)) for k in ("cpu", "memory", "gpu")
+                  if _get(res, k) is not None}
+        custom = _get(res, "custom")
         if isinstance(custom, dict) and custom:
             fields["custom"] = {k: str(v) for k, v in custom.items()}  # type: ignore[assignment]
         current = svc.resources or Resources()

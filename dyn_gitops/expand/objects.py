@@ -174,7 +174,8 @@ def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str
         from yaml import CSafeDumper as Dumper
     except ImportError:  # pragma: no cover
         from yaml import SafeDumper as Dumper  # type: ignore[assignment]
-    text = yaml.dump(body, Dumper=Dumper, sort_keys=False, default_flow_style=False)
+    # the operator writes it with sigs.k8s.io/yaml (through JSON): keys sorted
+    text = yaml.dump(body, Dumper=Dumper, sort_keys=True, default_flow_style=False)
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": meta(names.epp_configmap_name(dgd_name), namespace, _epp_labels(

@@ -1,9 +1,10 @@
 """Pod spec of one component (``GenerateBasePodSpec``, single node, component path).
 
 Merge order is the v1alpha1-era operator's (the Dynamo 1.1 baseline): defaults, then the
-user's ``extraPodSpec.mainContainer`` (mergo override), then service ``envs`` over
-mainContainer ``env``, top-level probes and resources over mainContainer ones, then
-``envFromSecret``, volume mounts, compilation cache, shared memory and backend additions.
+user's ``extraPodSpec.mainContainer`` (mergo override), then graph ``envs`` and service
+``envs`` over mainContainer ``env``, top-level probes and resources over mainContainer
+ones, then ``envFromSecret``, volume mounts, compilation cache, shared memory and backend
+additions.
 """
 
 from __future__ import annotations
@@ -129,8 +130,9 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     if container.get("command") == []:
         del container["command"]
 
-    # env: defaults < graph envs < mainContainer env < service envs (v1alpha1 era)
-    env = merge_envs(base_env, ctx.graph_envs, user_env, dump(spec.envs) or [])
+    # env (1.1 graph.go): component envs = MergeEnvs(graph envs, service envs), merged over
+    # the container's env: defaults < mainContainer env < graph envs < service envs
+    env = merge_envs(base_env, user_env, ctx.graph_envs, dump(spec.envs) or [])
     env = add_missing_envs(env, _infra_env(ctx))
     if ctx.env_overrides:
         values = dict(ctx.env_overrides)
@@ -156,13 +158,13 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
                                 {"secretRef": {"name": spec.envFromSecret}}]
 
     mounts = list(container.get("volumeMounts") or [])
-    for vm in spec.volumeMounts or []:
-        if not vm.useAsCompilationCache:
-            mounts.append({"name": vm.name, "mountPath": vm.mountPoint})
     cache = _compilation_cache(ctx)
-    if cache is not None:
-        mounts = [m for m in mounts if m["name"] != cache[0]]
-        mounts.append({"name": cache[0], "mountPath": cache[1]})
+    for vm in spec.volumeMounts or []:  # in the order written; the cache gets its path
+        if cache is not None and vm.useAsCompilationCache and vm.name == cache[0]:
+            mounts = [m for m in mounts if m["name"] != cache[0]]
+            mounts.append({"name": cache[0], "mountPath": cache[1]})
+        elif not vm.useAsCompilationCache:
+            mounts.append({"name": vm.name, "mountPath": vm.mountPoint})
     if mounts:
         container["volumeMounts"] = mounts
 
@@ -262,10 +264,13 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
 
     volumes: list[dict[str, Any]] = list(pod.get("volumes") or [])
     have = {v["name"] for v in volumes}
-    for vm in spec.volumeMounts or []:
-        if vm.name not in have:
-            volumes.append({"name": vm.name, "persistentVolumeClaim": {"claimName": vm.name}})
-            have.add(vm.name)
+    # every main-container mount needs a volume: a missing one is taken to be the PVC of
+    # that name (the operator's appendMissingPVCVolumesForMounts), so the pod stays valid
+    for mount in main.get("volumeMounts") or []:
+        name = mount["name"]
+        if name not in have and name != defaults.SHARED_MEMORY_VOLUME:
+            volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name}})
+            have.add(name)
 
     shm = spec.sharedMemory
     mounts = [m for m in main.get("volumeMounts", [])
@@ -311,6 +316,7 @@ def pod_labels(ctx: ComponentContext, deployment_labels: dict[str, str]) -> dict
     if epm and epm.labels:
         labels.update(epm.labels)
     # system labels cannot be overridden (the selector too: a mismatch breaks the Deployment)
+    labels[keys.LABEL_COMPONENT] = ctx.service
     labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
