@@ -1,0 +1,113 @@
+"""Conformance over the upstream Dynamo examples in ``CONFORMANCE``.
+
+Every example on the single-node component path must render. The examples below use
+features the renderer does not render yet; they must fail with exit 1 and say "not yet
+supported". The list is exact: a new example, or a change in what renders, fails a test
+here, so that this list (and the product's promise that every example renders) is revisited.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import CONFORMANCE, CliResult
+
+from dyn_gitops import keys
+from dyn_gitops.cli import main
+
+V1BETA1 = "v1beta1 apiVersion (storage version of later Dynamo releases)"
+MULTINODE = "multinode nodeCount > 1 (LeaderWorkerSet / Grove path)"
+GMS = "gpuMemoryService (GPU memory service, DRA claims)"
+
+#: file -> (reason, a word the error message must contain to show it is that reason)
+EXPECTED_UNSUPPORTED: dict[str, tuple[str, str]] = {
+    "examples__backends__sglang__deploy__v1beta1__disagg.yaml": (V1BETA1, "v1beta1"),
+    "examples__backends__sglang__deploy__v1beta1__disagg_planner.yaml": (V1BETA1, "v1beta1"),
+    "examples__backends__trtllm__deploy__v1beta1__disagg-multinode.yaml": (V1BETA1, "v1beta1"),
+    "examples__backends__vllm__deploy__lora__v1beta1__agg_lora.yaml": (V1BETA1, "v1beta1"),
+    "examples__backends__vllm__deploy__v1beta1__agg.yaml": (V1BETA1, "v1beta1"),
+    "examples__backends__sglang__deploy__disagg-multinode.yaml": (MULTINODE, "multinode"),
+    "examples__backends__trtllm__deploy__disagg-multinode.yaml": (MULTINODE, "multinode"),
+    "examples__backends__vllm__deploy__disagg-multinode.yaml": (MULTINODE, "multinode"),
+    "recipes__deepseek-r1__sglang__disagg-16gpu__deploy.yaml": (MULTINODE, "multinode"),
+    "recipes__deepseek-v32-fp4__trtllm__agg-round-robin__deploy.yaml": (MULTINODE, "multinode"),
+    "examples__backends__vllm__deploy__agg_gms.yaml": (GMS, "gpuMemoryService"),
+    "examples__backends__vllm__deploy__agg_failover.yaml": (GMS, "gpuMemoryService"),
+}
+
+#: not a DGD: passes through unchanged
+PASSTHROUGH_ONLY = {"examples__backends__vllm__deploy__lora__lora-model.yaml"}
+
+EXAMPLES = sorted(p.name for p in CONFORMANCE.glob("*.yaml"))
+RENDERABLE = [n for n in EXAMPLES if n not in EXPECTED_UNSUPPORTED]
+
+
+def invoke(*args: str) -> CliResult:
+    """The CLI in-process, with no DYN_GITOPS_* variables from the caller's environment."""
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DYN_GITOPS_")}
+    res = CliRunner().invoke(main, list(args), env=env)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise AssertionError(f"the CLI raised {res.exception!r}") from res.exception
+    return CliResult(res.exit_code, res.stdout, res.stderr)
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+
+
+def test_corpus_is_present_and_the_lists_are_current() -> None:
+    assert len(EXAMPLES) >= 40, f"conformance corpus missing or incomplete: {CONFORMANCE}"
+    stale = sorted(set(EXPECTED_UNSUPPORTED) - set(EXAMPLES))
+    assert not stale, f"listed as unsupported but not in the corpus: {stale}"
+    assert set(EXAMPLES) >= PASSTHROUGH_ONLY
+
+
+@pytest.mark.parametrize("name", RENDERABLE)
+def test_example_renders(name: str) -> None:
+    path = CONFORMANCE / name
+    res = invoke("render", str(path))
+    assert res.code == 0, f"{name} must render:\n{res.stderr}"
+    assert "problem" not in res.stderr, res.stderr
+    out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
+    assert out, "rendered nothing"
+    dgds = [d for d in documents(path) if d.get("kind") == "DynamoGraphDeployment"]
+    for dgd in dgds:
+        dgd_name = dgd["metadata"]["name"]
+        deployments = [o for o in out if o["kind"] == "Deployment" and
+                       o["metadata"]["labels"].get(keys.LABEL_GRAPH_NAME) == dgd_name]
+        services = dgd["spec"]["services"]
+        assert len(deployments) == len(services), (
+            f"DGD {dgd_name}: {len(services)} services but {len(deployments)} Deployments")
+        assert any(o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == dgd_name
+                   for o in out), f"source DGD {dgd_name} not emitted"
+    # every non-Dynamo document in the file passes through unchanged
+    for doc in documents(path):
+        if not doc["apiVersion"].startswith("nvidia.com/"):
+            assert doc in out, f"{doc['kind']}/{doc['metadata']['name']} did not pass through"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_UNSUPPORTED))
+def test_example_is_refused_as_not_yet_supported(name: str) -> None:
+    reason, word = EXPECTED_UNSUPPORTED[name]
+    res = invoke("render", str(CONFORMANCE / name))
+    assert res.code == 1, f"{name} ({reason}): exit {res.code}\n{res.stderr[:2000]}"
+    assert res.stdout == ""
+    refusals = [ln for ln in res.stderr.splitlines()
+                if ln.startswith(f"{name}:") and "not yet supported" in ln]
+    assert refusals, f"{name} ({reason}): no 'not yet supported' problem:\n{res.stderr}"
+    assert any(word in ln for ln in refusals), (
+        f"{name} should be refused for {reason}:\n{res.stderr}")
+    assert all("DynamoGraphDeployment/" in ln for ln in refusals), res.stderr
+
+
+@pytest.mark.parametrize("name", sorted(PASSTHROUGH_ONLY))
+def test_dynamo_model_passes_through_unchanged(name: str) -> None:
+    res = invoke("render", str(CONFORMANCE / name))
+    assert res.code == 0, res.stderr
+    out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
+    assert out == documents(CONFORMANCE / name)
