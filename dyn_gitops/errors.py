@@ -29,8 +29,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        parts = [where or "<input>"]
+        # always file:line (whole-file problems point at line 1) for editors and CI matchers
+        parts = [f"{self.file or '<input>'}:{self.line or 1}"]
         if self.obj:
             parts.append(self.obj)
         if self.field:

@@ -25,6 +25,9 @@ from typing import Any, Literal, get_args, get_origin
 
 SETTINGS_FILE = "dyn-gitops.yaml"
 ENV_PREFIX = "DYN_GITOPS_"
+#: variables with our prefix that are not render settings (debugging, test tooling)
+RESERVED_ENV = frozenset({"DYN_GITOPS_DEBUG", "DYN_GITOPS_TEST_BINS",
+                          "DYN_GITOPS_TEST_BINS_CACHE"})
 ARGOCD_ENV_PREFIX = "ARGOCD_ENV_"
 
 
@@ -150,6 +153,8 @@ class SettingSpec:
             if value < 0:
                 raise ValueError(f"expected a number >= 0, found {value}")
             return value
+        if isinstance(raw, bool | list | dict):
+            raise ValueError(f"expected a string, found {raw!r}")
         text = "" if raw is None else str(raw)
         if self.choices is not None and text not in self.choices:
             raise ValueError(f"expected one of {', '.join(self.choices)}, found {text!r}")
@@ -235,7 +240,8 @@ def resolve(
         apply(str(key), raw, f"{file_origin} key {key}")
     for prefix in env_prefixes:
         for var, raw in sorted((env or {}).items()):
-            if var.startswith(prefix):
+            if var.startswith(prefix) and var.removeprefix(
+                    ARGOCD_ENV_PREFIX) not in RESERVED_ENV:
                 name = var[len(prefix):].lower().replace("_", "-")
                 apply(name, raw, f"environment {var}")
     for name, raw in (parameters or {}).items():

@@ -21,9 +21,20 @@ from .errors import Problem, RenderError
 from .settings import SETTINGS_FILE
 
 try:  # libyaml when present: several times faster
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as _BaseLoader
 except ImportError:  # pragma: no cover - depends on the PyYAML build
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+
+class _Loader(_BaseLoader):
+    """Safe loader that keeps timestamps as written: Kubernetes fields holding dates are
+    strings, and a datetime would come back out in another spelling."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -127,19 +138,27 @@ def _read_one(p: Path, rel: str, limit: int, src: Source) -> None:
     src.files.append(SourceFile(rel, _decode(rel, p.read_bytes(), src.problems)))
 
 
+# The settings file is read before the settings (and their limits) are known.
+_SETTINGS_FILE_MAX_BYTES = 64 * 1024
+_SETTINGS_FILE_MAX_NODES = 1_000
+
+
 def _read_settings_file(full: str, src: Source) -> dict[str, Any] | None:
-    text = Path(full).read_text(encoding="utf-8", errors="replace")
-    return _parse_settings_text(text, src)
+    data = Path(full).read_bytes()
+    if len(data) > _SETTINGS_FILE_MAX_BYTES:
+        src.problems.append(_too_big(SETTINGS_FILE, len(data), _SETTINGS_FILE_MAX_BYTES))
+        return None
+    return _parse_settings_text(data.decode("utf-8", errors="replace"), src)
 
 
 def _parse_settings_text(text: str, src: Source) -> dict[str, Any] | None:
-    try:
-        data = yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        src.problems.append(Problem(SETTINGS_FILE, line, "", "", f"malformed YAML: {exc}"))
+    problems: list[Problem] = []
+    docs = parse_documents([SourceFile(SETTINGS_FILE, text)], max_documents=1,
+                           max_yaml_nodes=_SETTINGS_FILE_MAX_NODES, problems=problems)
+    if problems:
+        src.problems.extend(problems)
         return None
+    data = docs[0].data if docs else None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -239,7 +258,10 @@ def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, ro
             return
         blob = repo[obj.id]
     if rel == SETTINGS_FILE:
-        src.settings_file = _parse_settings_text(blob.data.decode("utf-8", "replace"), src)
+        if blob.size > _SETTINGS_FILE_MAX_BYTES:
+            src.problems.append(_too_big(SETTINGS_FILE, blob.size, _SETTINGS_FILE_MAX_BYTES))
+        else:
+            src.settings_file = _parse_settings_text(blob.data.decode("utf-8", "replace"), src)
         return
     if not rel.endswith(MANIFEST_SUFFIXES):
         return
