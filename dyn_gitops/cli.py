@@ -72,6 +72,11 @@ def load(path: str, rev: str | None, flag_values: dict[str, Any], *,
                                       max_file_bytes=limit)
         else:
             src = source_mod.read_path(path, max_file_bytes=limit)
+        broken = [p for p in src.problems if p.file == settings_mod.SETTINGS_FILE]
+        if broken:
+            _fail([str(p) for p in broken]
+                  + [f"dyn-gitops: {settings_mod.SETTINGS_FILE} is unusable; nothing done"],
+                  ExitCode.INVALID_INPUT)
         resolved = settings_mod.resolve(
             file_values=src.settings_file, env=env, env_prefixes=prefixes,
             parameters=parameters, flags=flags)
