@@ -158,6 +158,9 @@ def settings_cmd(path: str, rev: str | None, **values: Any) -> None:
         click.echo(f"{name:<{w0}}  {value:<{w1}}  {origin}")
 
 
+from . import cli_workflows  # noqa: E402, F401  (registers hydrate, diff, krm, post-render)
+
+
 def entry() -> None:
     """Console-script entry: turn unexpected exceptions into exit code 3, no traceback."""
     try:

@@ -1,0 +1,111 @@
+"""CLI commands for the workflows: ``hydrate``, ``diff``, ``krm``, ``post-render``.
+
+They register themselves on :data:`dyn_gitops.cli.main` (cli.py imports this module on its
+last line). Everything heavier than click is imported inside the commands, so start-up
+stays fast for the Argo CD plugin.
+
+Exit codes are the CLI's (0 ok, 1 invalid input, 2 usage, 3 internal error), plus
+``diff``'s own (0 equal, 1 different, 2 error) and :data:`EXIT_BRANCH_MOVED` for hydrate.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from .cli import _fail, _setting_options, load, main
+from .errors import ExitCode
+
+#: hydrate lost a race: the branch moved (or was locked) while it worked; re-run it
+EXIT_BRANCH_MOVED = 4
+
+
+def _exit(lines: list[str], code: int) -> NoReturn:
+    for line in lines:
+        click.echo(line, err=True)
+    sys.exit(code)
+
+
+def _problems(problems: list[Any], what: str) -> list[str]:
+    n = len(problems)
+    return [str(p) for p in problems] + [
+        f"dyn-gitops: {n} problem{'s' if n != 1 else ''} found; {what}"]
+
+
+def _author(value: str | None) -> Any:
+    if value is None:
+        return None
+    from .workflows.gitstore import Identity
+
+    name, sep, rest = value.partition("<")
+    if not sep or not rest.endswith(">") or not name.strip():
+        raise click.BadParameter("expected 'Name <email>'", param_hint="--author")
+    return Identity(name.strip(), rest[:-1].strip())
+
+
+# ---------------------------------------------------------------------------- hydrate
+@main.command()
+@click.argument("path", default=".", required=False)
+@click.option("--rev", default="HEAD", show_default=True, metavar="REV",
+              help="Render PATH as of this Git revision (read from the object store).")
+@click.option("--branch", default="rendered", show_default=True,
+              help="Branch that receives the rendered tree (created if missing). It is "
+                   "never checked out, and only ever fast-forwarded.")
+@click.option("--out-dir", default=None, metavar="DIR",
+              help="Write the rendered tree to DIR instead of committing it "
+                   "(for `flux push artifact`).")
+@click.option("--target-path", default="", metavar="DIR",
+              help="Replace only this directory of the branch (several apps, one branch).")
+@click.option("-m", "--message", default=None, help="Subject line of the commit.")
+@click.option("--author", default=None, metavar="'NAME <EMAIL>'",
+              help="Author and committer (default: the repository's user.name and "
+                   "user.email, else dyn-gitops).")
+@click.option("--no-cache", is_flag=True,
+              help="Render every input file again instead of reusing unchanged outputs.")
+@_setting_options
+def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: str,
+            message: str | None, author: str | None, no_cache: bool, **values: Any) -> None:
+    """Render PATH at a commit and publish the result as a commit on a branch.
+
+    Prints the branch tip (the new commit, or the unchanged tip) on stdout. Exit code 4
+    means the branch moved while hydrate worked: nothing was lost, run it again.
+    """
+    from .errors import RenderError
+    from .workflows import gitstore
+    from .workflows import hydrate as hyd
+
+    who = _author(author)
+    src, resolved = load(path, rev, values)
+    try:
+        repo = gitstore.open_repo(".")
+        source_path = gitstore.repo_relative(repo, path)
+        if out_dir:
+            from .workflows.outdir import to_dir
+
+            p = to_dir(out_dir, src, resolved.settings, rev=rev, source_path=source_path,
+                       use_cache=not no_cache)
+            _report(p, f"wrote {out_dir}")
+            return
+        req = hyd.Request(rev=rev, source_path=source_path, branch=branch,
+                          target_path=target_path, message=message, author=who,
+                          use_cache=not no_cache)
+        result = hyd.to_branch(".", src, resolved.settings, req)
+    except RenderError as exc:
+        _fail(_problems(exc.problems, "nothing hydrated"), ExitCode.INVALID_INPUT)
+    except gitstore.BranchMoved as exc:
+        _exit([f"dyn-gitops: {exc}"], EXIT_BRANCH_MOVED)
+    except (hyd.HydrateUsageError, FileExistsError, FileNotFoundError, LookupError) as exc:
+        _fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
+    if result.commit is None:
+        _report(result.plan, f"{branch} is up to date at {result.tip[:12]}; nothing committed")
+    else:
+        _report(result.plan, f"committed {result.commit[:12]} on {branch}")
+    click.echo(result.tip)
+
+
+def _report(p: Any, what: str) -> None:
+    how = ("full render" if p.full else
+           f"{len(p.rendered)} input files rendered, {len(p.reused)} reused")
+    click.echo(f"dyn-gitops: {what}: {p.objects} objects ({how})", err=True)

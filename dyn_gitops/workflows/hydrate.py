@@ -1,0 +1,155 @@
+"""Hydrate: render the tree at a commit and publish it as a commit on a branch (or a directory).
+
+The published tree (at ``target_path`` of the branch, the rest of the branch is kept)::
+
+    kustomization.yaml              lists every object file (so Flux, kubectl -k and
+                                    Argo CD apply exactly these, never the metadata)
+    <namespace>/<kind>.<group>_<name>.yaml   one object per file, as `render --out-dir`
+    .dyn-gitops/metadata.yaml       source commit, renderer version, settings
+    .dyn-gitops/cache.json          what the next run may reuse (input blob ids -> outputs)
+
+Objects carry no source-commit annotation here (the metadata does): otherwise every commit
+would rewrite every file, and a one-file change could not stay a one-file diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .. import __version__
+from ..settings import REGISTRY, RenderSettings
+from ..source import Source
+from . import gitstore
+from .incremental import Output, Plan, Previous, Reused, output_ids, plan
+
+META_DIR = ".dyn-gitops"
+METADATA_FILE = f"{META_DIR}/metadata.yaml"
+CACHE_FILE = f"{META_DIR}/cache.json"
+KUSTOMIZATION_FILE = "kustomization.yaml"
+
+
+class HydrateUsageError(ValueError):
+    """The request cannot be carried out as asked (bad branch, checked-out branch, ...)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    rev: str
+    source_path: str  # inside the repository, "" for its root
+    branch: str
+    target_path: str = ""  # directory of the branch to replace, "" for the whole branch
+    message: str | None = None
+    author: gitstore.Identity | None = None
+    use_cache: bool = True
+
+
+@dataclass
+class Result:
+    commit: str | None  # the new commit, None when the branch was already up to date
+    tip: str  # the branch tip after the run
+    parent: str | None
+    plan: Plan
+
+
+# ---------------------------------------------------------------------------- tree content
+def metadata_text(commit: str | None, rev: str, path: str, settings: RenderSettings) -> bytes:
+    values = dataclasses.asdict(settings)
+    doc = {
+        "source": {"commit": commit, "revision": rev, "path": path or "."},
+        "renderer": {"name": "dyn-gitops", "version": __version__},
+        "settings": {s.name: values[s.attr] for s in REGISTRY},
+    }
+    head = "# Written by `dyn-gitops hydrate`; replaced on every run. Do not edit.\n"
+    return (head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)).encode()
+
+
+def kustomization_text(paths: list[str]) -> bytes:
+    doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+           "resources": sorted(paths)}
+    head = "# Written by `dyn-gitops hydrate`: every rendered object, one file each.\n"
+    return (head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)).encode()
+
+
+def tree_content(p: Plan, meta: bytes) -> dict[str, Output]:
+    files: dict[str, Output] = dict(p.files)
+    files[KUSTOMIZATION_FILE] = kustomization_text(list(p.files))
+    files[CACHE_FILE] = (json.dumps(p.cache, indent=1, sort_keys=True) + "\n").encode()
+    files[METADATA_FILE] = meta
+    return files
+
+
+def load_cache(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None  # unreadable: start cold
+
+
+def _clean(path: str, what: str) -> str:
+    parts = [p for p in path.strip("/").split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise HydrateUsageError(f"{what} {path!r} may not contain '..'")
+    return "/".join(parts)
+
+
+# ---------------------------------------------------------------------------- to a branch
+def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Request, *,
+              before_update: Callable[[], None] | None = None) -> Result:
+    """Render ``src`` and commit it on ``req.branch``; see the module docstring.
+
+    Raises RenderError (bad input), HydrateUsageError, gitstore.BranchMoved (lost race).
+    ``before_update`` runs between building the commit and moving the branch (tests).
+    """
+    repo = gitstore.open_repo(repo_path)
+    ref = f"refs/heads/{req.branch}"
+    if not gitstore.valid_branch(req.branch):
+        raise HydrateUsageError(f"{req.branch!r} is not a valid branch name")
+    if gitstore.checked_out(repo, ref):
+        raise HydrateUsageError(
+            f"branch {req.branch} is checked out; hydrate never touches a work tree, so "
+            "publish to a branch that is not checked out (e.g. --branch rendered)")
+    target = _clean(req.target_path, "--target-path")
+    expected = gitstore.tip(repo, ref)
+    # a fresh CI clone has only the remote-tracking branch: build on it, never beside it
+    parent = expected or gitstore.tip(repo, f"refs/remotes/origin/{req.branch}")
+    parent_tree = gitstore.tree_of(repo, parent)
+    old = gitstore.subtree(repo, parent_tree, target)
+    old_ids = dict(gitstore.walk_blobs(repo, old))
+    previous = Previous(load_cache(gitstore.read_blob(repo, old, CACHE_FILE)), old_ids.get,
+                        lambda path: gitstore.read_blob(repo, old, path))
+    p = plan(src, settings, previous if req.use_cache else None)
+    if src.commit is None:
+        raise HydrateUsageError("hydrate reads its input from a Git revision (--rev)")
+    source = gitstore.commit_of(repo, src.commit)  # what was read, even if --rev moved since
+    files = tree_content(p, metadata_text(str(source.id), req.rev, req.source_path, settings))
+    new_ids = output_ids(files)
+    old_ids.pop(METADATA_FILE, None)
+    sig = gitstore.signature(repo, req.author, source)
+    if parent is not None and {k: v for k, v in new_ids.items() if k != METADATA_FILE} == old_ids:
+        if expected != parent:  # up to date, but the local branch does not exist yet
+            gitstore.update_branch(repo, ref, parent, expected, sig=sig,
+                                   message=f"dyn-gitops hydrate: from origin/{req.branch}")
+        return Result(None, parent, parent, p)
+    content = {k: (v.blob if isinstance(v, Reused) else v) for k, v in files.items()}
+    tree = gitstore.graft(repo, parent_tree, target, gitstore.write_files(repo, content))
+    commit = gitstore.create_commit(repo, tree, parent, _message(req, str(source.id)), sig)
+    if before_update is not None:
+        before_update()
+    gitstore.update_branch(repo, ref, commit, expected, sig=sig,
+                           message=f"dyn-gitops hydrate: {req.rev} ({str(source.id)[:12]})")
+    return Result(commit, commit, parent, p)
+
+
+def _message(req: Request, source: str) -> str:
+    where = req.source_path or "."
+    subject = req.message or f"dyn-gitops: render {where} at {source[:12]}"
+    return (f"{subject}\n\nRendered from {source} ({req.rev}) by dyn-gitops {__version__}.\n\n"
+            f"Dyn-Gitops-Source-Commit: {source}\nDyn-Gitops-Source-Path: {where}\n")

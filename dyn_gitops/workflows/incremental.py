@@ -1,0 +1,343 @@
+"""Incremental render for hydrate: reuse the outputs of input files that did not change.
+
+A *unit* is a set of input files rendered together by :func:`~dyn_gitops.pipeline.render`
+(usually one file). Units interact only through object identities:
+
+* a **shared** object: the same DGD child produced by several units (the planner RBAC every
+  graph of a namespace gets). The pipeline's finalize merges such objects and lists every
+  source in their annotations; here units are rendered apart and their shares are merged by
+  calling the same :func:`~dyn_gitops.finalize.finalize` on them, so the merged object is
+  exactly the full render's.
+* any **other** clash (two graphs with one name, a pass-through object colliding with a
+  rendered one, differing content): the units are merged and rendered together, so the
+  pipeline reports (or resolves) it as in a full render.
+
+A unit's outputs are reused when the previous run rendered the same files (same blob ids)
+with the same settings and renderer version, and the previous output files are still what
+that run wrote (checked by blob id). Anything unusual (a problem anywhere, the document
+limit close, an output edited by hand) falls back to rendering more, up to one full render:
+a correct result matters more than the cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .. import __version__, keys
+from ..emit import object_filename, to_yaml
+from ..errors import Problem, RenderError
+from ..finalize import Rendered, finalize
+from ..pipeline import render
+from ..settings import RenderSettings
+from ..source import Source, SourceFile
+
+CACHE_FORMAT = 2
+_DOC_MARKER = re.compile(r"^(---|\.\.\.)(\s|$)", re.MULTILINE)
+#: the annotations finalize stamps; without them, shared children compare equal
+_PROVENANCE = (keys.ANN_SOURCE_PATH, keys.ANN_SOURCE_COMMIT, keys.ANN_RENDERER_VERSION,
+               keys.ANN_SOURCE_DGD)
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reused:
+    """An output file kept from the previous run, by its Git blob id."""
+
+    blob: str
+
+
+Output = bytes | Reused
+
+
+@dataclass(frozen=True)
+class Previous:
+    """The last run's output: its cache, and its files by path (blob id, content)."""
+
+    cache: Any = None
+    blob: Callable[[str], str | None] = lambda path: None
+    content: Callable[[str], bytes | None] = lambda path: None
+
+
+@dataclass
+class Plan:
+    files: dict[str, Output]  # output path -> new content or a reused blob
+    cache: dict[str, Any]  # written beside the outputs for the next run
+    objects: int
+    rendered: list[str] = field(default_factory=list)  # input files rendered this run
+    reused: list[str] = field(default_factory=list)  # input files whose outputs were kept
+    full: bool = False  # fell back to one full render
+
+
+def blob_id(data: bytes) -> str:
+    """The Git blob id of ``data`` (computed here so this module needs no Git library)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def output_ids(files: Mapping[str, Output]) -> dict[str, str]:
+    """Blob id of every output, sorted by path."""
+    return {p: (o.blob if isinstance(o, Reused) else blob_id(o)) for p, o in sorted(files.items())}
+
+
+def settings_digest(settings: RenderSettings) -> str:
+    data = json.dumps(dataclasses.asdict(settings), sort_keys=True, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------- units
+@dataclass
+class ObjInfo:
+    key: str  # coarse identity (kind and name), hashed
+    blob: str  # blob id of the unit's own rendering of the object
+    sig: str | None = None  # digest without provenance, when it may be shared
+    paths: list[str] = field(default_factory=list)  # provenance, when it may be shared
+    dgds: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Unit:
+    files: dict[str, str]  # input path -> blob id
+    graphs: list[str]  # "ns/name" of the graphs it expands
+    objects: dict[str, ObjInfo]  # output path -> info
+    rendered: dict[str, Obj] | None = None  # output path -> object, if rendered this run
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _coarse_key(obj: Obj, default_ns: str) -> str:
+    """Coarser than finalize's (group, kind, namespace, name) on purpose (no group, any case
+    of kind): a false match only renders two units together, a missed one would be wrong."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or default_ns
+    return _hash(f"{str(obj.get('kind', '')).lower()}/{ns}/{meta.get('name')}")
+
+
+def _annotations(obj: Obj) -> dict[str, Any]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def strip(obj: Obj) -> Obj:
+    """``obj`` as expansion produced it, before finalize stamped its provenance."""
+    out = copy.deepcopy(obj)
+    ann = out["metadata"]["annotations"]
+    for k in _PROVENANCE:
+        ann.pop(k, None)
+    return out
+
+
+def _unit(files: list[SourceFile], objects: list[Obj], default_ns: str) -> Unit:
+    graphs: set[str] = set()
+    infos: dict[str, ObjInfo] = {}
+    rendered: dict[str, Obj] = {}
+    for obj in objects:
+        path = object_filename(obj)
+        if path in rendered:
+            raise RenderError([Problem(files[0].path, 0, "", "",
+                                       f"two objects map to the same output file {path}")])
+        ann = _annotations(obj)
+        dgds = [d for d in str(ann.get(keys.ANN_SOURCE_DGD, "")).split(",") if d]
+        graphs.update(dgds)
+        info = ObjInfo(_coarse_key(obj, default_ns), blob_id(_text(obj)))
+        if dgds and keys.ANN_RENDERER_VERSION in ann:  # a graph's child: may be shared
+            info.sig = _hash(json.dumps(strip(obj), sort_keys=True, default=str))
+            info.paths = str(ann.get(keys.ANN_SOURCE_PATH, "")).split(",")
+            info.dgds = dgds
+        infos[path] = info
+        rendered[path] = obj
+    return Unit({f.path: blob_id(f.text.encode()) for f in files}, sorted(graphs), infos,
+                rendered)
+
+
+def _text(obj: Obj) -> bytes:
+    return to_yaml([obj]).encode("utf-8")
+
+
+def _unit_json(u: Unit) -> dict[str, Any]:
+    return {"files": dict(sorted(u.files.items())), "graphs": u.graphs,
+            "objects": {p: {k: v for k, v in dataclasses.asdict(i).items() if v}
+                        for p, i in sorted(u.objects.items())}}
+
+
+def _units_from_cache(cache: Any, digest: str) -> list[Unit]:
+    """The previous run's units, if written for these settings and this version and
+    well-formed (the cache lives on a branch people can edit); else none."""
+    if not isinstance(cache, Mapping) or (
+            cache.get("format"), cache.get("renderer"), cache.get("settings")) != (
+            CACHE_FORMAT, __version__, digest):
+        return []
+    try:
+        return [Unit(dict(u["files"]), list(u["graphs"]),
+                     {str(p): ObjInfo(**i) for p, i in u["objects"].items()})
+                for u in cache["units"]]
+    except (KeyError, TypeError, AttributeError):
+        return []
+
+
+# ---------------------------------------------------------------------------- planning
+class _Stale(Exception):
+    """An output of the previous run is not what its cache says (edited by hand)."""
+
+
+class _Renderer:
+    def __init__(self, source: Source, settings: RenderSettings) -> None:
+        self.source, self.settings = source, settings
+        # units are rendered apart: an empty unit is fine, the total is checked once
+        self.unit_settings = dataclasses.replace(settings, allow_empty=True)
+        self.by_path = {f.path: f for f in source.files}
+        self.rendered: list[str] = []
+
+    def unit(self, paths: Iterable[str]) -> Unit:
+        files = [self.by_path[p] for p in sorted(paths)]
+        src = Source(files=files, root=self.source.root, settings_file=self.source.settings_file)
+        self.rendered.extend(f.path for f in files)
+        return _unit(files, render(src, self.unit_settings).objects, self.settings.namespace)
+
+    def full(self) -> list[Obj]:
+        src = Source(files=list(self.source.files), root=self.source.root,
+                     settings_file=self.source.settings_file,
+                     problems=list(self.source.problems))
+        return render(src, self.settings).objects
+
+
+def plan(source: Source, settings: RenderSettings, previous: Previous | None = None) -> Plan:
+    """Outputs for ``source``, reusing what the previous run allows.
+
+    Raises :class:`RenderError` with every problem, exactly as a full render would.
+    """
+    previous = previous or Previous()
+    digest = settings_digest(settings)
+    bound = sum(1 + len(_DOC_MARKER.findall(f.text)) for f in source.files)
+    if source.problems or bound >= settings.max_documents:
+        return _full_plan(_Renderer(source, settings), digest)
+    try:
+        try:
+            return _plan(_Renderer(source, settings), digest, previous)
+        except _Stale:
+            return _plan(_Renderer(source, settings), digest, Previous())
+    except RenderError:
+        return _full_plan(_Renderer(source, settings), digest)  # reports every problem
+
+
+def _plan(r: _Renderer, digest: str, previous: Previous) -> Plan:
+    blobs = {f.path: blob_id(f.text.encode()) for f in r.source.files}
+    units: list[Unit] = []
+    covered: set[str] = set()
+    for u in _units_from_cache(previous.cache, digest):
+        if u.files and all(blobs.get(p) == b for p, b in u.files.items()) \
+                and not covered & set(u.files):
+            units.append(u)
+            covered.update(u.files)
+    units += [r.unit([p]) for p in sorted(blobs) if p not in covered]
+    units = [units[g[0]] if len(g) == 1 else r.unit(p for i in g for p in units[i].files)
+             for g in _clashing(units)]
+    units.sort(key=lambda u: sorted(u.files))  # stable cache, stable diffs
+    files = _outputs(units, previous, r.settings)
+    if not files and not r.settings.allow_empty:
+        r.full()  # raises the pipeline's own "renders to nothing" problem
+    cache = {"format": CACHE_FORMAT, "renderer": __version__, "settings": digest,
+             "units": [_unit_json(u) for u in units]}
+    rendered = sorted(set(r.rendered))
+    return Plan(files, cache, len(files), rendered,
+                sorted(p for p in blobs if p not in set(rendered)))
+
+
+def _clashing(units: list[Unit]) -> list[list[int]]:
+    """Units that must be rendered together (union-find over clashes other than shares)."""
+    parent = list(range(len(units)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(group: list[int]) -> None:
+        roots = sorted({find(i) for i in group})
+        for i in roots[1:]:
+            parent[i] = roots[0]
+
+    by_key: dict[str, list[tuple[int, str, str | None]]] = {}
+    by_graph: dict[str, list[int]] = {}
+    for i, u in enumerate(units):
+        for path, info in u.objects.items():
+            by_key.setdefault(info.key, []).append((i, path, info.sig))
+        for g in u.graphs:
+            by_graph.setdefault(g, []).append(i)
+    for entries in by_key.values():
+        owners = sorted({i for i, _, _ in entries})
+        shared = len({(path, sig) for _, path, sig in entries}) == 1 and entries[0][2]
+        if len(owners) > 1 and not shared:
+            union(owners)
+    for owners in by_graph.values():
+        union(owners)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(units)):
+        groups.setdefault(find(i), []).append(i)
+    return sorted(groups.values())
+
+
+def _outputs(units: list[Unit], previous: Previous, settings: RenderSettings
+             ) -> dict[str, Output]:
+    owners: dict[str, list[Unit]] = {}
+    for u in units:
+        for path in u.objects:
+            owners.setdefault(path, []).append(u)
+    out: dict[str, Output] = {}
+    for path, us in sorted(owners.items()):
+        first = us[0].objects[path]
+        if len(us) == 1 and us[0].rendered is not None:
+            out[path] = _text(us[0].rendered[path])
+        elif len(us) == 1 and previous.blob(path) == first.blob:
+            out[path] = Reused(first.blob)
+        elif first.sig is None:
+            raise _Stale(path)
+        else:
+            out[path] = _text(_merge(path, us, previous, settings))
+    return out
+
+
+def _merge(path: str, units: list[Unit], previous: Previous, settings: RenderSettings) -> Obj:
+    """The shared object as the full render's finalize would write it."""
+    base = next((strip(u.rendered[path]) for u in units if u.rendered is not None), None)
+    if base is None:  # no contributor rendered this run: the previous output, unstamped
+        try:
+            base = strip(yaml.safe_load(previous.content(path) or b""))
+        except (yaml.YAMLError, KeyError, TypeError, AttributeError):
+            raise _Stale(path) from None
+        if _hash(json.dumps(base, sort_keys=True, default=str)) != units[0].objects[path].sig:
+            raise _Stale(path)
+    items = []
+    for u in units:
+        info = u.objects[path]
+        for i in range(max(len(info.paths), len(info.dgds))):
+            items.append(Rendered(copy.deepcopy(base), info.paths[min(i, len(info.paths) - 1)],
+                                  dgd=info.dgds[i] if i < len(info.dgds) else None))
+    problems: list[Problem] = []
+    merged = finalize(items, settings=settings, commit=None, problems=problems)
+    if problems or len(merged) != 1:
+        raise RenderError(problems)
+    return merged[0]
+
+
+def _full_plan(r: _Renderer, digest: str) -> Plan:
+    files: dict[str, Output] = {}
+    for obj in r.full():
+        path = object_filename(obj)
+        if path in files:
+            raise RenderError([Problem(r.source.root, 0, "", "",
+                                       f"two objects map to the same output file {path}")])
+        files[path] = _text(obj)
+    # no per-unit identities are known: the next run starts cold
+    cache = {"format": CACHE_FORMAT, "renderer": __version__, "settings": digest, "units": []}
+    return Plan(files, cache, len(files), sorted(r.by_path), full=True)

@@ -1,0 +1,66 @@
+"""Hydrate into a directory (for `flux push artifact`): the same tree as the branch.
+
+The directory is replaced as a whole by a rename, so a reader never sees half a result,
+and it is replaced only if it is empty or was written by hydrate (it holds our metadata).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..settings import RenderSettings
+from ..source import Source
+from .hydrate import CACHE_FILE, METADATA_FILE, load_cache, metadata_text, tree_content
+from .incremental import Plan, Previous, Reused, blob_id, plan
+
+
+def _previous(target: Path) -> dict[str, Path]:
+    if not target.exists():
+        return {}
+    if not target.is_dir():
+        raise FileExistsError(f"{target} exists and is not a directory")
+    files = {p.relative_to(target).as_posix(): p for p in sorted(target.rglob("*"))
+             if p.is_file() and not p.is_symlink()}
+    if files and METADATA_FILE not in files:
+        raise FileExistsError(f"{target} exists and was not written by dyn-gitops hydrate "
+                              f"(no {METADATA_FILE}); refusing to replace it")
+    return files
+
+
+def to_dir(out_dir: str, src: Source, settings: RenderSettings, *, rev: str, source_path: str,
+           use_cache: bool = True) -> Plan:
+    target = Path(out_dir)
+    old = _previous(target)
+    previous = None
+    if use_cache and old:
+        ids = {rel: blob_id(path.read_bytes()) for rel, path in old.items()}
+        cache = load_cache(old[CACHE_FILE].read_bytes()) if CACHE_FILE in old else None
+        previous = Previous(cache, ids.get,
+                            lambda rel: old[rel].read_bytes() if rel in old else None)
+    p = plan(src, settings, previous)
+    files = tree_content(p, metadata_text(src.commit, rev, source_path, settings))
+    parent = target.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+    try:
+        for rel, content in files.items():
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, Reused):
+                shutil.copyfile(old[rel], path)  # verified: same blob id as the cache says
+            else:
+                path.write_bytes(content)
+        if target.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=parent))
+            os.rename(target, trash / "x")
+            os.rename(tmp, target)
+            shutil.rmtree(trash)
+        else:
+            os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return p

@@ -1,0 +1,395 @@
+"""``dyn-gitops hydrate``: render a commit and publish it as a commit on a branch (Flux).
+
+Every test builds a real Git repository in a temporary directory (git CLI for the fixture,
+the real ``dyn-gitops`` entry point for the work) and checks the published tree against a
+plain full render (``dyn-gitops render --out-dir``) of the same input: the incremental
+path must never be distinguishable from it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pygit2
+import pytest
+import yaml
+from conftest import REPO, run_cli
+
+TREE = REPO / "tests" / "data" / "workflows" / "tree"
+META = ".dyn-gitops/metadata.yaml"
+CACHE = ".dyn-gitops/cache.json"
+OURS = {META, CACHE, "kustomization.yaml"}
+SA = "demo/serviceaccount_planner-serviceaccount.yaml"
+
+
+class Repo:
+    """A throw-away repository; commits are deterministic (fixed identity and dates)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.env = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+                    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+                    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+                    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+                    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+                    "PATH": "/usr/bin:/bin:/usr/local/bin"}
+        path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+
+    def git(self, *args: str) -> str:
+        proc = subprocess.run(["git", *args], cwd=self.path, env=self.env, check=True,
+                              capture_output=True, text=True)
+        return proc.stdout.strip()
+
+    def commit(self, message: str = "change") -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def tip(self, branch: str = "rendered") -> str | None:
+        proc = subprocess.run(["git", "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+                              cwd=self.path, env=self.env, capture_output=True, text=True)
+        return proc.stdout.strip() or None
+
+    def files(self, rev: str = "rendered", under: str = "") -> dict[str, bytes]:
+        repo = pygit2.Repository(str(self.path))
+        tree: Any = repo.revparse_single(rev).peel(pygit2.Tree)
+        if under:
+            tree = repo[tree[under].id]
+        out: dict[str, bytes] = {}
+
+        def walk(t: Any, prefix: str) -> None:
+            for e in t:
+                if e.type_str == "tree":
+                    walk(repo[e.id], f"{prefix}{e.name}/")
+                else:
+                    out[f"{prefix}{e.name}"] = repo[e.id].data
+
+        walk(tree, "")
+        return out
+
+    def hydrate(self, *args: str) -> Any:
+        return run_cli("hydrate", *args, cwd=self.path, env={"HOME": str(self.path)})
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "repo")
+    shutil.copytree(TREE, r.path / "deploy")
+    (r.path / "README.md").write_text("app\n")
+    r.commit("initial")
+    return r
+
+
+def full_render(r: Repo, tmp_path: Path, path: str = "deploy") -> dict[str, bytes]:
+    """What a plain `dyn-gitops render --out-dir` writes for the work tree."""
+    out = tmp_path / "full"
+    shutil.rmtree(out, ignore_errors=True)
+    res = run_cli("render", path, "--out-dir", str(out), cwd=r.path)
+    assert res.code == 0, res.stderr
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
+            if p.is_file() and p.name != ".dyn-gitops-output"}
+
+
+def objects_of(files: dict[str, bytes]) -> dict[str, bytes]:
+    return {p: b for p, b in files.items() if p not in OURS}
+
+
+def changed(r: Repo, old: str, new: str) -> set[str]:
+    return set(r.git("diff", "--name-only", old, new).splitlines())
+
+
+def stats(stderr: str) -> str:
+    return stderr.strip().splitlines()[-1]
+
+
+# ---------------------------------------------------------------------------- basics
+def test_hydrate_publishes_the_full_render_with_metadata(repo: Repo, tmp_path: Path) -> None:
+    head = repo.git("rev-parse", "HEAD")
+    res = repo.hydrate("deploy")
+    assert res.code == 0, res.stderr
+    tip = repo.tip()
+    assert res.stdout.strip() == tip
+    files = repo.files()
+    assert objects_of(files) == full_render(repo, tmp_path)
+    kust = yaml.safe_load(files["kustomization.yaml"])
+    assert kust["kind"] == "Kustomization"
+    assert kust["resources"] == sorted(objects_of(files))
+    meta = yaml.safe_load(files[META])
+    assert meta["source"] == {"commit": head, "revision": "HEAD", "path": "deploy"}
+    assert meta["renderer"]["version"] == __import__("dyn_gitops").__version__
+    assert meta["settings"]["namespace"] == "demo"  # from deploy/dyn-gitops.yaml
+    # objects do not carry the commit: one-file changes stay one-file diffs
+    assert b"source-commit" not in b"".join(objects_of(files).values())
+    message = repo.git("log", "-1", "--format=%B", "rendered")
+    assert f"Dyn-Gitops-Source-Commit: {head}" in message
+
+
+def test_hydrate_never_touches_work_tree_index_or_head(repo: Repo) -> None:
+    (repo.path / "deploy" / "agg.yaml").write_text("uncommitted: edit\n")
+    index = (repo.path / ".git" / "index").read_bytes()
+    status = repo.git("status", "--porcelain")
+    res = repo.hydrate("deploy")
+    assert res.code == 0, res.stderr
+    assert (repo.path / ".git" / "index").read_bytes() == index
+    assert repo.git("status", "--porcelain") == status
+    assert repo.git("symbolic-ref", "HEAD") == "refs/heads/main"
+    assert (repo.path / "deploy" / "agg.yaml").read_text() == "uncommitted: edit\n"
+    assert not (repo.path / ".dyn-gitops").exists()
+
+
+def test_hydrate_is_idempotent_and_skips_commits_that_change_nothing(repo: Repo) -> None:
+    first = repo.hydrate("deploy")
+    tip = repo.tip()
+    again = repo.hydrate("deploy")
+    assert again.code == 0 and again.stdout.strip() == tip
+    assert "up to date" in again.stderr and "0 input files rendered" in again.stderr
+    (repo.path / "README.md").write_text("only the docs changed\n")
+    repo.commit("docs")
+    docs = repo.hydrate("deploy")
+    assert docs.code == 0 and repo.tip() == tip, docs.stderr
+    assert first.stdout.strip() == tip
+
+
+def test_each_commit_fast_forwards_the_branch(repo: Repo) -> None:
+    repo.hydrate("deploy")
+    first = repo.tip()
+    assert first is not None
+    agg = repo.path / "deploy" / "agg.yaml"
+    agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 3"))
+    repo.commit("scale")
+    res = repo.hydrate("deploy")
+    assert res.code == 0, res.stderr
+    assert repo.git("rev-parse", "rendered~1") == first
+
+
+def test_same_input_gives_the_same_commit_id(repo: Repo, tmp_path: Path) -> None:
+    """The commit is dated like the source commit: hydrating twice (two CI runners) agrees."""
+    clone = Repo.__new__(Repo)
+    clone.path, clone.env = tmp_path / "clone", repo.env
+    subprocess.run(["git", "clone", "-q", str(repo.path), str(clone.path)], check=True,
+                   env=repo.env)
+    for r in (repo, clone):
+        assert r.hydrate("deploy", "--author", "CI <ci@example.com>").code == 0
+    assert repo.tip() == clone.tip()
+
+
+# ---------------------------------------------------------------------------- incremental
+def test_one_file_change_rerenders_and_rewrites_only_its_outputs(repo: Repo,
+                                                                 tmp_path: Path) -> None:
+    repo.hydrate("deploy")
+    before = repo.tip()
+    assert before is not None
+    agg = repo.path / "deploy" / "agg.yaml"
+    agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 3"))
+    repo.commit("scale agg")
+    res = repo.hydrate("deploy")
+    assert res.code == 0, res.stderr
+    assert "1 input files rendered, 4 reused" in stats(res.stderr)
+    after = repo.tip()
+    assert after is not None
+    diff = changed(repo, before, after)
+    worker = [p for p in diff if p.startswith("demo/deployment.apps_agg-vllmdecodeworker-")]
+    assert len(worker) == 1  # replicas live in an annotation: same worker hash, same file
+    assert diff == {META, CACHE, *worker, "demo/dynamographdeployment.nvidia.com_agg.yaml"}
+    assert objects_of(repo.files()) == full_render(repo, tmp_path)
+
+
+def test_shared_planner_rbac_stays_right_as_files_come_and_go(repo: Repo,
+                                                             tmp_path: Path) -> None:
+    """The planner ServiceAccount every graph of a namespace shares lists its sources."""
+    repo.hydrate("deploy")
+    sa = yaml.safe_load(repo.files()[SA])["metadata"]["annotations"]
+    assert sa["dyn-gitops.io/source-path"] == "agg.yaml,pair.yaml,planner.yaml"
+    steps: list[tuple[str, Any]] = [
+        ("remove agg", lambda d: (d / "agg.yaml").unlink()),
+        ("add agg2", lambda d: (d / "agg2.yaml").write_text(
+            (TREE / "agg.yaml").read_text().replace("name: agg", "name: agg2"))),
+        ("move pair-b to prod", lambda d: (d / "pair.yaml").write_text(
+            (TREE / "pair.yaml").read_text().replace(
+                "name: pair-b\n", "name: pair-b\n  namespace: prod\n"))),
+        ("restore", lambda d: [shutil.rmtree(d), shutil.copytree(TREE, d)]),
+    ]
+    for what, change in steps:
+        change(repo.path / "deploy")
+        repo.commit(what)
+        res = repo.hydrate("deploy")
+        assert res.code == 0, f"{what}: {res.stderr}"
+        files = repo.files()
+        assert objects_of(files) == full_render(repo, tmp_path), what
+        assert yaml.safe_load(files["kustomization.yaml"])["resources"] == sorted(
+            objects_of(files))
+    # shares were merged, not re-rendered together: the last step reused unchanged files
+    assert "reused" in stats(res.stderr) and ", 0 reused" not in stats(res.stderr)
+
+
+def test_clashing_files_are_rendered_together_and_reported_like_render(repo: Repo) -> None:
+    (repo.path / "deploy" / "agg-copy.yaml").write_text(
+        (TREE / "agg.yaml").read_text().replace("replicas: 2", "replicas: 5"))
+    repo.commit("a second graph named agg")
+    res = repo.hydrate("deploy")
+    plain = run_cli("render", "deploy", cwd=repo.path)
+    assert res.code == plain.code == 1
+    assert res.stdout == ""
+    problems = [line for line in res.stderr.splitlines() if not line.startswith("dyn-gitops:")]
+    assert problems == [line for line in plain.stderr.splitlines()
+                        if not line.startswith("dyn-gitops:")]
+    assert repo.tip() is None  # nothing published
+
+
+def test_an_output_edited_on_the_branch_is_rendered_again(repo: Repo, tmp_path: Path) -> None:
+    repo.hydrate("deploy")
+    path = "demo/service_agg-frontend.yaml"
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", str(wt), "rendered")
+    (wt / path).write_text("hand: edit\n")
+    (wt / SA).write_text("hand: edit\n")
+    subprocess.run(["git", "commit", "-qam", "hand edit"], cwd=wt, env=repo.env, check=True)
+    repo.git("worktree", "remove", "--force", str(wt))
+    (repo.path / "README.md").write_text("touch\n")
+    repo.commit("touch")
+    res = repo.hydrate("deploy")
+    assert res.code == 0, res.stderr
+    assert objects_of(repo.files()) == full_render(repo, tmp_path)
+
+
+def test_no_cache_and_cache_agree(repo: Repo, tmp_path: Path) -> None:
+    repo.hydrate("deploy")
+    cached = repo.files()
+    repo.git("branch", "-D", "rendered")
+    assert repo.hydrate("deploy", "--no-cache").code == 0
+    assert repo.files() == cached
+
+
+# ---------------------------------------------------------------------------- safety
+def test_bad_input_publishes_nothing(repo: Repo) -> None:
+    repo.hydrate("deploy")
+    tip = repo.tip()
+    (repo.path / "deploy" / "agg.yaml").write_text(
+        (TREE / "agg.yaml").read_text().replace("replicas: 2", "replica: 2"))
+    repo.commit("typo")
+    res = repo.hydrate("deploy")
+    assert res.code == 1 and res.stdout == ""
+    assert "agg.yaml:" in res.stderr and "nothing hydrated" in res.stderr
+    assert repo.tip() == tip
+
+
+def test_lost_race_keeps_both_commits(repo: Repo) -> None:
+    """The branch moves between building and publishing: nothing is overwritten or lost."""
+    from dyn_gitops import settings as settings_mod
+    from dyn_gitops.source import read_git
+    from dyn_gitops.workflows import gitstore, hydrate
+
+    repo.hydrate("deploy")
+    agg = repo.path / "deploy" / "agg.yaml"
+    agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 4"))
+    repo.commit("scale")
+    src = read_git(str(repo.path), "HEAD", "deploy", max_file_bytes=1 << 20)
+    settings = settings_mod.resolve(file_values=src.settings_file).settings
+    rival = repo.git("commit-tree", "-p", "rendered", "-m", "someone else",
+                     "rendered^{tree}")
+
+    def someone_else_pushes() -> None:
+        repo.git("update-ref", "refs/heads/rendered", rival)
+
+    req = hydrate.Request(rev="HEAD", source_path="deploy", branch="rendered")
+    with pytest.raises(gitstore.BranchMoved) as caught:
+        hydrate.to_branch(str(repo.path), src, settings, req, before_update=someone_else_pushes)
+    assert repo.tip() == rival  # the other writer's commit stands
+    ours = caught.value.commit
+    assert repo.git("cat-file", "-t", ours) == "commit"  # ours is kept, not lost
+    assert ours in str(caught.value) and "re-run" in str(caught.value)
+
+
+def test_locked_branch_exits_4_with_an_actionable_message(repo: Repo) -> None:
+    repo.hydrate("deploy")
+    tip = repo.tip()
+    agg = repo.path / "deploy" / "agg.yaml"
+    agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 4"))
+    repo.commit("scale")
+    lock = repo.path / ".git" / "refs" / "heads" / "rendered.lock"
+    lock.write_text("")
+    res = repo.hydrate("deploy")
+    assert res.code == 4 and res.stdout == ""
+    assert "rendered" in res.stderr and "re-run" in res.stderr
+    assert repo.tip() == tip
+    lock.unlink()
+    assert repo.hydrate("deploy").code == 0
+
+
+def test_checked_out_branch_is_refused(repo: Repo) -> None:
+    res = repo.hydrate("deploy", "--branch", "main")
+    assert res.code == 2 and "checked out" in res.stderr
+    res = repo.hydrate("deploy", "--branch", "bad..name")
+    assert res.code == 2 and "not a valid branch name" in res.stderr
+
+
+def test_target_paths_share_one_branch(repo: Repo, tmp_path: Path) -> None:
+    assert repo.hydrate("deploy", "--target-path", "apps/demo").code == 0
+    assert repo.hydrate("deploy/prod", "--target-path", "apps/prod").code == 0
+    top = {p.split("/")[1] for p in repo.files() if p.startswith("apps/")}
+    assert top == {"demo", "prod"}
+    assert objects_of(repo.files(under="apps/demo")) == full_render(repo, tmp_path)
+    meta = yaml.safe_load(repo.files(under="apps/prod")[META])
+    assert meta["source"]["path"] == "deploy/prod"
+
+
+def test_builds_on_the_remote_tracking_branch_in_a_fresh_clone(repo: Repo,
+                                                                tmp_path: Path) -> None:
+    repo.hydrate("deploy")
+    clone = Repo.__new__(Repo)
+    clone.path, clone.env = tmp_path / "clone", repo.env
+    subprocess.run(["git", "clone", "-q", str(repo.path), str(clone.path)], check=True,
+                   env=repo.env)
+    assert clone.tip() is None  # only origin/rendered
+    agg = clone.path / "deploy" / "agg.yaml"
+    agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 3"))
+    clone.commit("scale")
+    res = clone.hydrate("deploy")
+    assert res.code == 0, res.stderr
+    assert clone.git("rev-parse", "rendered~1") == repo.tip()  # a fast-forward: pushable
+    assert "1 input files rendered" in stats(res.stderr)
+
+
+# ---------------------------------------------------------------------------- out-dir
+def test_out_dir_holds_the_same_tree(repo: Repo, tmp_path: Path) -> None:
+    repo.hydrate("deploy")
+    out = tmp_path / "artifact"
+    res = repo.hydrate("deploy", "--out-dir", str(out))
+    assert res.code == 0, res.stderr
+    got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
+           if p.is_file()}
+    assert got == repo.files()
+    again = repo.hydrate("deploy", "--out-dir", str(out))
+    assert "0 input files rendered" in again.stderr
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    res = repo.hydrate("deploy", "--out-dir", str(foreign))
+    assert res.code == 2 and "refusing" in res.stderr
+    assert (foreign / "keep.txt").read_text() == "mine"
+
+
+# ---------------------------------------------------------------------------- real kustomize
+@pytest.mark.realk8s
+def test_kustomize_builds_the_hydrated_tree(repo: Repo, tmp_path: Path,
+                                           test_binaries: Any) -> None:
+    """What Flux's kustomize-controller does with the branch: `kustomize build` of it."""
+    kustomize = test_binaries("kustomize")["kustomize"]
+    repo.hydrate("deploy")
+    out = tmp_path / "checkout"
+    for path, data in repo.files().items():
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_bytes(data)
+    built = subprocess.run([str(kustomize), "build", str(out)], capture_output=True, text=True,
+                           check=True).stdout
+    expected = [yaml.safe_load(b) for b in full_render(repo, tmp_path).values()]
+    got = list(yaml.safe_load_all(built))
+
+    def key(o: dict[str, Any]) -> tuple[str, str, str]:
+        return (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+
+    assert sorted(got, key=key) == sorted(expected, key=key)
