@@ -182,3 +182,4 @@ def crds() -> None:
     from .emit import to_yaml
 
     sys.stdout.write(to_yaml(make()))
+main.add_command(__import__("dyn_gitops.cmp", fromlist=["cmp"]).cmp)

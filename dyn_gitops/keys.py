@@ -71,3 +71,8 @@ ANN_DESIRED_REPLICAS: Final = OUR_PREFIX + "desired-replicas"
 #: set on worker Deployments so the controller knows it may scale and drain them
 ANN_MANAGED_REPLICAS: Final = OUR_PREFIX + "managed-replicas"
 LABEL_RENDERED_BY: Final = OUR_PREFIX + "rendered-by"
+#: repository path of the rendered directory (Argo CD: ARGOCD_APP_SOURCE_PATH); the
+#: paths in source-path are relative to it
+ANN_SOURCE_ROOT: Final = OUR_PREFIX + "source-root"
+#: server-side-apply field manager of the companion controller (Argo CD ignores its fields)
+CONTROLLER_FIELD_MANAGER: Final = "dyn-gitops-controller"

@@ -1,0 +1,98 @@
+"""``dyn-gitops cmp generate``: render the application directory Argo CD unpacked.
+
+One implementation for both paths, in-process and the warm server's forked child: it reads
+the environment it is given, writes the YAML stream to stdout in one piece and only on
+success, and returns the exit code. Errors go to stderr, which Argo CD shows in the UI
+(``file:line: Kind/name: field: message``; never secrets, never a traceback for bad input).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .. import keys
+from ..cli import load, run_render
+from ..emit import render_text
+from ..errors import ExitCode
+from ..settings import Resolved, SettingsError, resolve
+from . import apicheck, cmpenv
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+def with_destination_namespace(resolved: Resolved, namespace: str) -> Resolved:
+    """The destination namespace replaces the registry default, nothing set explicitly."""
+    if not namespace or resolved.origins.get("namespace") != "default":
+        return resolved
+    return Resolved(dataclasses.replace(resolved.settings, namespace=namespace),
+                    {**resolved.origins, "namespace": "ARGOCD_APP_NAMESPACE"})
+
+
+def stamp_source_root(objects: list[dict[str, Any]], source_path: str) -> None:
+    """Add the application's repository path to every object we rendered."""
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        ann = meta.get("annotations")
+        if isinstance(ann, dict) and keys.ANN_RENDERER_VERSION in ann:
+            ann[keys.ANN_SOURCE_ROOT] = source_path
+            meta["annotations"] = dict(sorted(ann.items()))
+
+
+def _settings_problems(environ: Mapping[str, str]) -> list[str]:
+    """The settings problems of the environment alone, to report them in the same run."""
+    env = {k: v for k, v in environ.items() if k.startswith(cmpenv.ENV_PREFIXES)}
+    try:
+        resolve(env=env, env_prefixes=cmpenv.ENV_PREFIXES)
+    except SettingsError as exc:
+        return exc.problems
+    return []
+
+
+def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
+    """Render ``.`` with the CMP environment ``environ``; return the exit code."""
+    started = time.perf_counter()
+    try:
+        inputs = cmpenv.read(environ)
+    except cmpenv.CmpEnvError as exc:
+        for problem in exc.problems + _settings_problems(environ):
+            _err(f"dyn-gitops: {problem}")
+        return int(ExitCode.USAGE)
+    try:
+        src, resolved = load(".", None, {}, env=inputs.settings_env,
+                             env_prefixes=cmpenv.ENV_PREFIXES, parameters=inputs.parameters)
+        resolved = with_destination_namespace(resolved, inputs.namespace)
+        if inputs.revision and src.commit is None:
+            src.commit = inputs.revision  # provenance: dyn-gitops.io/source-commit
+        result = run_render(src, resolved)
+    except SystemExit as exc:  # load/run_render have printed every problem
+        return exc.code if isinstance(exc.code, int) else int(ExitCode.INTERNAL)
+    objects = result.objects
+    if inputs.source_path:
+        stamp_source_root(objects, inputs.source_path)
+    problems = apicheck.check(objects, kube_version=inputs.kube_version,
+                              api_versions=inputs.kube_api_versions)
+    if problems:
+        for problem in problems:
+            _err(problem)
+        n = len(problems)
+        _err(f"dyn-gitops: {n} problem{'s' if n != 1 else ''} with the destination cluster; "
+             "nothing rendered")
+        return int(ExitCode.INVALID_INPUT)
+    settings = resolved.settings
+    text = render_text(objects, settings.output_format)
+    if not text.strip() and not settings.allow_empty:  # the pipeline refuses it too
+        _err("dyn-gitops: the output is empty; refusing (set allow-empty to permit it)")
+        return int(ExitCode.INVALID_INPUT)
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
+    ms = (time.perf_counter() - started) * 1000
+    graphs = f"{result.graphs} DynamoGraphDeployment{'s' if result.graphs != 1 else ''}"
+    _err(f"dyn-gitops: {len(objects)} objects from {graphs} in {ms:.0f} ms ({how}); "
+         f"render_ms={ms:.1f}")
+    return int(ExitCode.OK)

@@ -1,0 +1,107 @@
+"""``dyn-gitops cmp ...``: the Argo CD config-management plugin commands.
+
+Only click is imported here; each command imports what it needs, so the CLI start-up
+stays small (see docs/argocd.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+
+@click.group()
+def cmp() -> None:
+    """Argo CD config-management plugin (sidecar) commands; see docs/argocd.md."""
+
+
+@cmp.command()
+@click.option("--server", type=click.Choice(["auto", "off"]), default="auto",
+              show_default=True,
+              help="auto: use the sidecar's warm render server when one runs, and start one "
+                   "under Argo CD; off: render in this process.")
+def generate(server: str) -> None:
+    """Render the current directory with the Argo CD plugin environment.
+
+    Reads ARGOCD_APP_NAMESPACE (default namespace), ARGOCD_ENV_DYN_GITOPS_* and
+    ARGOCD_APP_PARAMETERS (settings), ARGOCD_APP_REVISION and ARGOCD_APP_SOURCE_PATH
+    (provenance), KUBE_VERSION and KUBE_API_VERSIONS (checked against the output).
+    """
+    from . import __version__
+    from .argocd import client
+
+    if server == "auto":
+        code = client.via_server(__version__)
+        if code is not None:
+            sys.exit(code)
+        if os.environ.get("ARGOCD_APP_NAME"):
+            client.start_server(sys.executable, __version__)
+    from .argocd.generate import run
+
+    sys.exit(run(dict(os.environ)))
+
+
+@cmp.command()
+def parameters() -> None:
+    """Print the parameter announcements (JSON), as plugin.yaml carries them."""
+    from .argocd.plugin import parameters_json
+
+    sys.stdout.write(parameters_json())
+
+
+@cmp.command("plugin-yaml")
+@click.option("--discovery", is_flag=True,
+              help="The opt-in variant that also matches Applications without a plugin name.")
+def plugin_yaml(discovery: bool) -> None:
+    """Print plugin.yaml (the repository's copy must equal this output)."""
+    from .argocd.plugin import plugin_yaml as make
+
+    sys.stdout.write(make(discovery=discovery))
+
+
+@cmp.command()
+@click.option("--socket", "socket_path", default=None, metavar="PATH",
+              help="Unix socket (default: $TMPDIR/dyn-gitops-<uid>/render-<version>.sock, "
+                   "where generate looks for it).")
+@click.option("--idle-timeout", type=float, default=0.0, show_default=True, metavar="SECONDS",
+              help="Exit after this long without a request (0: never).")
+def serve(socket_path: str | None, idle_timeout: float) -> None:
+    """Run the warm render server in the foreground (generate starts one by itself)."""
+    from . import __version__
+    from .argocd import client, server
+
+    sys.exit(server.serve(socket_path or client.socket_path(__version__),
+                          idle_timeout=idle_timeout))
+
+
+@cmp.command("install-launcher")
+@click.argument("dest")
+def install_launcher(dest: str) -> None:
+    """Write the sidecar's fast ``dyn-gitops`` launcher to DEST (the Dockerfile runs this).
+
+    The launcher answers ``dyn-gitops cmp generate`` through the warm render server in a
+    few milliseconds and runs the full CLI for everything else.
+    """
+    from pathlib import Path
+
+    from . import __version__
+
+    parent = str(Path(__file__).resolve().parent.parent)
+    python = sys.executable
+    text = (f"#!{python} -IS\n"
+            "# dyn-gitops launcher for the Argo CD sidecar (written by `dyn-gitops cmp "
+            "install-launcher`):\n"
+            "# `cmp generate` goes to the warm render server; anything else runs the full "
+            "CLI.\n"
+            "import sys\n"
+            f"sys.path.append({parent!r})\n"
+            "from dyn_gitops.argocd.client import launch\n"
+            f"launch({python!r}, {__version__!r})\n")
+    target = Path(dest)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o755)
+    os.replace(tmp, target)  # atomic, also when DEST is the running dyn-gitops script
+    click.echo(f"dyn-gitops: wrote the launcher to {dest}", err=True)
