@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 import click
 
-from .cli import _fail, _setting_options, load, main
+from .cli import _fail, _flags, _setting_options, load, main
 from .errors import ExitCode
 
 #: hydrate lost a race: the branch moved (or was locked) while it worked; re-run it
@@ -109,3 +109,38 @@ def _report(p: Any, what: str) -> None:
     how = ("full render" if p.full else
            f"{len(p.rendered)} input files rendered, {len(p.reused)} reused")
     click.echo(f"dyn-gitops: {what}: {p.objects} objects ({how})", err=True)
+
+
+# ---------------------------------------------------------------------------- diff
+@main.command("diff")
+@click.argument("path", default=".", required=False)
+@click.option("--base", required=True, metavar="REV", help="The revision to compare from.")
+@click.option("--head", default="HEAD", show_default=True, metavar="REV",
+              help="The revision to compare to.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
+              show_default=True, help="text for a terminal, markdown for a PR comment.")
+@_setting_options
+def diff_cmd(path: str, base: str, head: str, fmt: str, **values: Any) -> None:
+    """Render PATH at two revisions and show what changes in the workloads, field by field.
+
+    Exit code 0: no differences; 1: differences; 2: an error (nothing on stdout).
+    """
+    import os
+
+    from .settings import SettingsError
+    from .workflows import report
+    from .workflows.diff import RevisionError, diff
+
+    try:
+        result = diff(".", base, head, "" if path == "." else path, env=dict(os.environ),
+                      flags=_flags(values))
+    except RevisionError as exc:
+        _exit([str(p) for p in exc.problems]
+              + [f"dyn-gitops: {exc} ({len(exc.problems)} problems); nothing compared"], 2)
+    except SettingsError as exc:
+        _exit([f"dyn-gitops: {p}" for p in exc.problems], 2)
+    except (FileNotFoundError, LookupError, NotADirectoryError, PermissionError) as exc:
+        _exit([f"dyn-gitops: {exc}"], 2)
+    sys.stdout.write(report.markdown(result) if fmt == "markdown" else report.text(result))
+    sys.stdout.flush()
+    sys.exit(0 if result.equal else 1)

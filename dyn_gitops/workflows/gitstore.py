@@ -103,6 +103,16 @@ def subtree(repo: pygit2.Repository, tree: pygit2.Tree | None, path: str) -> pyg
     return obj if isinstance(obj, pygit2.Tree) else None
 
 
+def exists(repo: pygit2.Repository, commit: pygit2.Commit, path: str) -> bool:
+    if not path:
+        return True
+    try:
+        commit.tree[path]
+    except KeyError:
+        return False
+    return True
+
+
 def walk_blobs(repo: pygit2.Repository, tree: pygit2.Tree | None,
                prefix: str = "") -> Iterator[tuple[str, str]]:
     """(path, blob id) of every file below ``tree``."""
