@@ -144,3 +144,43 @@ def diff_cmd(path: str, base: str, head: str, fmt: str, **values: Any) -> None:
     sys.stdout.write(report.markdown(result) if fmt == "markdown" else report.text(result))
     sys.stdout.flush()
     sys.exit(0 if result.equal else 1)
+
+
+def _read_stdin(limit: int) -> str:
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        _exit([f"dyn-gitops: stdin is more than {limit} bytes (setting max-file-bytes sets "
+               "the limit); nothing done"], ExitCode.INVALID_INPUT)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        _exit([f"dyn-gitops: stdin is not UTF-8 ({exc.reason} at byte {exc.start})"],
+              ExitCode.INVALID_INPUT)
+
+
+# ---------------------------------------------------------------------------- krm
+@main.command()
+@_setting_options
+def krm(**values: Any) -> None:
+    """Run as a KRM function (kustomize exec plugin, kpt): ResourceList in, ResourceList out.
+
+    Settings come from the functionConfig (ConfigMap data, or spec of any other kind),
+    over the environment; flags win. Problems are returned as results, with exit code 1.
+    """
+    import os
+
+    from .workflows import krm as fn
+
+    env, flags = dict(os.environ), _flags(values)
+    limits = fn.settings_for_reading(env, flags)
+    text = _read_stdin(limits.max_file_bytes * fn.NODES_FACTOR // 10)
+    try:
+        rl = fn.parse(text, limits)
+    except fn.InputError as exc:
+        _exit([f"dyn-gitops krm: {exc}"], ExitCode.INVALID_INPUT)
+    outcome = fn.run(rl, env=env, flags=flags)
+    out = fn.dump(outcome.resource_list)
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    if not outcome.ok:
+        _exit(_problems(outcome.problems, "items returned unchanged"), ExitCode.INVALID_INPUT)

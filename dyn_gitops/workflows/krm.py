@@ -1,0 +1,192 @@
+"""KRM function: a ResourceList in, the same list with every DGD expanded out.
+
+Contract (KRM Functions Specification v1): stdin holds a ``config.kubernetes.io/v1``
+ResourceList; ``items`` are expanded through the one pipeline (other items pass through
+unchanged, orchestrator annotations included); ``functionConfig`` may carry render settings
+(``data`` of a ConfigMap, or ``spec`` of any other kind). Problems become ``results``
+(severity error, resourceRef, field.path, file.path/index from the orchestrator's path
+annotations) and a non-zero exit; the items are then returned untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..emit import to_yaml
+from ..errors import Problem, RenderError
+from ..pipeline import render
+from ..settings import ENV_PREFIX, RenderSettings, SettingsError, resolve
+from ..source import Source, SourceFile, parse_documents
+
+API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
+PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
+INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")
+#: items given without a path annotation are read as if from this file
+UNNAMED = "resourceList.items"
+#: a ResourceList holds every document in one: allow it many times a document's node limit
+#: (still bounding alias expansion, which grows exponentially)
+NODES_FACTOR = 100
+
+Obj = dict[str, Any]
+
+
+class InputError(Exception):
+    """stdin is not a ResourceList; there is nothing to answer with but stderr."""
+
+
+@dataclass
+class Outcome:
+    resource_list: Obj
+    ok: bool
+    problems: list[str] = field(default_factory=list)  # for stderr
+
+
+@dataclass(frozen=True)
+class _Doc:
+    item: Obj
+    file: str  # the synthetic source file it was written to
+    first_line: int
+
+
+def parse(text: str, settings: RenderSettings) -> Obj:
+    problems: list[Problem] = []
+    docs = parse_documents([SourceFile("<stdin>", text)], max_documents=2,
+                           max_yaml_nodes=settings.max_yaml_nodes * NODES_FACTOR,
+                           problems=problems)
+    if problems:
+        raise InputError("; ".join(str(p) for p in problems))
+    if len(docs) != 1 or not isinstance(docs[0].data, dict):
+        raise InputError("expected one ResourceList document on stdin")
+    rl: Obj = docs[0].data
+    if rl.get("kind") != "ResourceList" or rl.get("apiVersion") not in API_VERSIONS:
+        raise InputError(f"expected kind ResourceList, apiVersion {API_VERSIONS[0]} "
+                         f"(found {rl.get('apiVersion')!r} {rl.get('kind')!r})")
+    items = rl.get("items")
+    if items is None:
+        rl["items"] = []
+    elif not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise InputError("items must be a list of objects")
+    return rl
+
+
+def function_parameters(config: Any) -> dict[str, Any]:
+    """Render settings carried by the functionConfig, by setting name."""
+    if config is None:
+        return {}
+    if not isinstance(config, Mapping):
+        raise SettingsError(["functionConfig: expected an object"])
+    values = config.get("data") if config.get("kind") == "ConfigMap" else config.get("spec")
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        where = "data" if config.get("kind") == "ConfigMap" else "spec"
+        raise SettingsError([f"functionConfig.{where}: expected a mapping of setting names"])
+    return {str(k): v for k, v in values.items()}
+
+
+def _annotation(item: Obj, names: tuple[str, ...]) -> str | None:
+    ann = (item.get("metadata") or {}).get("annotations") or {}
+    for name in names:
+        if isinstance(ann.get(name), str):
+            return str(ann[name])
+    return None
+
+
+def _sources(items: list[Obj]) -> tuple[list[SourceFile], list[_Doc]]:
+    """One source file per origin file (by path annotation), documents in item order."""
+    texts: dict[str, list[str]] = {}
+    docs: list[_Doc] = []
+    lines: dict[str, int] = {}
+    for item in items:
+        path = _annotation(item, PATH_ANNOTATIONS) or UNNAMED
+        text = to_yaml([item])
+        docs.append(_Doc(item, path, lines.get(path, 0) + 1))
+        texts.setdefault(path, []).append(text)
+        lines[path] = lines.get(path, 0) + text.count("\n")
+    return [SourceFile(p, "".join(t)) for p, t in texts.items()], docs
+
+
+def _doc_of(problem: Problem, docs: list[_Doc]) -> _Doc | None:
+    found = None
+    for d in docs:
+        if d.file == problem.file and d.first_line <= max(problem.line, 1):
+            found = d
+    return found
+
+
+def _result(problem: Problem, docs: list[_Doc]) -> Obj:
+    result: Obj = {"message": problem.message, "severity": "error"}
+    doc = _doc_of(problem, docs)
+    if doc is not None:
+        meta = doc.item.get("metadata") or {}
+        ref = {"apiVersion": doc.item.get("apiVersion"), "kind": doc.item.get("kind"),
+               "name": meta.get("name"), "namespace": meta.get("namespace")}
+        result["resourceRef"] = {k: v for k, v in ref.items() if v}
+    if problem.field:
+        result["field"] = {"path": problem.field}
+    if doc is not None and doc.file != UNNAMED:
+        result["file"] = {"path": doc.file}
+        index = _annotation(doc.item, INDEX_ANNOTATIONS)
+        if index is not None and index.isdigit():
+            result["file"]["index"] = int(index)
+    return result
+
+
+def run(rl: Obj, *, env: Mapping[str, str], flags: Mapping[str, Any]) -> Outcome:
+    """Expand the DGDs among ``rl['items']``; never raises for bad input."""
+    items: list[Obj] = rl["items"]
+    try:
+        params = function_parameters(rl.get("functionConfig"))
+        settings = resolve(env=env, env_prefixes=(ENV_PREFIX,), parameters=params,
+                           flags=flags).settings
+    except SettingsError as exc:
+        results = [{"message": p, "severity": "error"} for p in exc.problems]
+        return Outcome(_answer(rl, items, results), False, exc.problems)
+    files, docs = _sources(items)
+    try:
+        result = render(Source(files=files, root="<resourceList>"), settings)
+    except RenderError as exc:
+        results = [_result(p, docs) for p in exc.problems]
+        return Outcome(_answer(rl, items, results), False, [_line(r) for r in results])
+    info = {"message": f"dyn-gitops: expanded {result.graphs} DynamoGraphDeployments; "
+                       f"{len(items)} items in, {len(result.objects)} out",
+            "severity": "info"}
+    return Outcome(_answer(rl, result.objects, [info]), True)
+
+
+def _answer(rl: Obj, items: list[Obj], results: list[Obj]) -> Obj:
+    out: Obj = {"apiVersion": rl["apiVersion"], "kind": "ResourceList", "items": items}
+    if rl.get("functionConfig") is not None:
+        out["functionConfig"] = rl["functionConfig"]
+    out["results"] = results
+    return out
+
+
+def _line(result: Obj) -> str:
+    """A result for stderr: our line numbers are those of the re-serialized items, so the
+    file is named with its document index instead."""
+    where = result.get("file", {}).get("path", "")
+    if "index" in result.get("file", {}):
+        where += f" (document {result['file']['index']})"
+    ref = result.get("resourceRef") or {}
+    parts = [where or "<resourceList>"]
+    if ref:
+        parts.append(f"{ref.get('kind')}/{ref.get('name')}")
+    if result.get("field"):
+        parts.append(result["field"]["path"])
+    return ": ".join([*parts, result["message"]])
+
+
+def dump(rl: Obj) -> str:
+    return to_yaml([rl]).removeprefix("---\n")
+
+
+def settings_for_reading(env: Mapping[str, str], flags: Mapping[str, Any]) -> RenderSettings:
+    """Limits for reading stdin, before the functionConfig is known."""
+    try:
+        return resolve(env=env, env_prefixes=(ENV_PREFIX,), flags=flags).settings
+    except SettingsError:
+        return RenderSettings()  # reported once the functionConfig is read
+

@@ -1,0 +1,187 @@
+"""``dyn-gitops krm``: the KRM function (ResourceList in, ResourceList out).
+
+The contract is checked on the real entry point, and end to end through a real
+``kustomize build --enable-alpha-plugins --enable-exec`` of ``samples/kustomize-krm``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO, SAMPLES, render_objects, run_cli
+
+TREE = REPO / "tests" / "data" / "workflows" / "tree"
+SAMPLE = SAMPLES / "kustomize-krm"
+OURS = ("dyn-gitops.io/source-path",)
+
+
+def load(name: str) -> dict[str, Any]:
+    return yaml.safe_load((TREE / name).read_text())  # type: ignore[no-any-return]
+
+
+def annotate(obj: dict[str, Any], path: str, index: int) -> dict[str, Any]:
+    obj = copy.deepcopy(obj)
+    obj["metadata"]["annotations"] = {
+        "config.kubernetes.io/path": path, "config.kubernetes.io/index": str(index),
+        "internal.config.kubernetes.io/path": path,
+        "internal.config.kubernetes.io/index": str(index), "config.k8s.io/id": "7"}
+    return obj
+
+
+def resource_list(items: list[dict[str, Any]], config: dict[str, Any] | None = None) -> str:
+    rl: dict[str, Any] = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+                          "items": items}
+    if config is not None:
+        rl["functionConfig"] = config
+    return yaml.safe_dump(rl, sort_keys=False)
+
+
+def krm(stdin: str, *args: str) -> tuple[Any, dict[str, Any] | None]:
+    res = run_cli("krm", *args, stdin=stdin)
+    return res, (yaml.safe_load(res.stdout) if res.stdout else None)
+
+
+def without(objs: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    out = copy.deepcopy(objs)
+    for o in out:
+        for k in keys:
+            (o["metadata"].get("annotations") or {}).pop(k, None)
+    return out
+
+
+CONFIG = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"},
+          "data": {"namespace": "demo"}}
+
+
+# ---------------------------------------------------------------------------- contract
+def test_dgds_are_expanded_and_other_items_kept_untouched() -> None:
+    dgd = annotate(load("agg.yaml"), "apps/agg.yaml", 0)
+    cm = annotate(load("profile-data.yaml"), "apps/data.yaml", 0)
+    res, out = krm(resource_list([dgd, cm], CONFIG))
+    assert res.code == 0, res.stderr
+    assert out is not None
+    assert out["apiVersion"] == "config.kubernetes.io/v1" and out["kind"] == "ResourceList"
+    items = out["items"]
+    assert cm in items  # pass-through, orchestrator annotations and all
+    # the children are exactly what `dyn-gitops render` makes of the same DGD
+    expected = render_objects(TREE / "agg.yaml", namespace="demo")
+    children = [i for i in items if i["kind"] != "DynamoGraphDeployment" and i != cm]
+    assert without(children, OURS) == without(
+        [o for o in expected if o["kind"] != "DynamoGraphDeployment"], OURS)
+    assert {c["metadata"]["annotations"]["dyn-gitops.io/source-path"]
+            for c in children} == {"apps/agg.yaml"}
+    # the source DGD is emitted (default setting) with the orchestrator's annotations kept
+    source = [i for i in items if i["kind"] == "DynamoGraphDeployment"]
+    assert len(source) == 1
+    assert source[0]["metadata"]["annotations"]["config.k8s.io/id"] == "7"
+    assert out["results"][0]["severity"] == "info"
+
+
+def test_function_config_carries_settings() -> None:
+    dgd = load("agg.yaml")
+    custom = {"apiVersion": "dyn-gitops.io/v1alpha1", "kind": "ExpandDynamoGraphs",
+              "metadata": {"name": "fn"},
+              "spec": {"namespace": "team-a", "emit-source": False}}
+    res, out = krm(resource_list([dgd], custom))
+    assert res.code == 0, res.stderr
+    assert out is not None
+    assert {i["metadata"]["namespace"] for i in out["items"]} == {"team-a"}
+    assert "DynamoGraphDeployment" not in {i["kind"] for i in out["items"]}
+    # flags still win over the functionConfig
+    res, out = krm(resource_list([dgd], custom), "--namespace", "team-b")
+    assert out is not None and {i["metadata"]["namespace"] for i in out["items"]} == {"team-b"}
+
+
+def test_problems_become_results_and_a_non_zero_exit() -> None:
+    bad = load("agg.yaml")
+    bad["spec"]["services"]["VllmDecodeWorker"]["replica"] = 2
+    ok = annotate(load("planner.yaml"), "apps/planner.yaml", 0)
+    items = [ok, annotate(bad, "apps/agg.yaml", 3)]
+    res, out = krm(resource_list(items, CONFIG))
+    assert res.code == 1
+    assert out is not None and out["items"] == items  # returned unchanged
+    errors = [r for r in out["results"] if r["severity"] == "error"]
+    assert errors == [{
+        "message": "unknown field 'replica' (did you mean 'replicas'?)",
+        "severity": "error",
+        "resourceRef": {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+                        "name": "agg"},
+        "field": {"path": "spec.services.VllmDecodeWorker.replica"},
+        "file": {"path": "apps/agg.yaml", "index": 3},
+    }]
+    assert ("apps/agg.yaml (document 3): DynamoGraphDeployment/agg: "
+            "spec.services.VllmDecodeWorker.replica: unknown field") in res.stderr
+
+
+def test_legacy_path_annotations_are_read_too() -> None:
+    bad = load("agg.yaml")
+    bad["spec"]["services"]["VllmDecodeWorker"]["replica"] = 2
+    bad["metadata"]["annotations"] = {"config.kubernetes.io/path": "old.yaml",
+                                      "config.kubernetes.io/index": "1"}
+    res, out = krm(resource_list([bad], CONFIG))
+    assert res.code == 1 and out is not None
+    assert out["results"][0]["file"] == {"path": "old.yaml", "index": 1}
+
+
+def test_bad_function_config_is_an_error_result() -> None:
+    config = {**CONFIG, "data": {"namespaec": "demo"}}
+    res, out = krm(resource_list([load("agg.yaml")], config))
+    assert res.code == 1 and out is not None
+    assert "unknown setting 'namespaec' (did you mean 'namespace'?)" in (
+        out["results"][0]["message"])
+
+
+@pytest.mark.parametrize("stdin", ["", "kind: ConfigMap\n", "items: [1]\n", "[: bad",
+                                   "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+                                   "items: [1, 2]\n"])
+def test_malformed_input_writes_nothing(stdin: str) -> None:
+    res, _ = krm(stdin)
+    assert res.code == 1 and res.stdout == ""
+    assert res.stderr.startswith("dyn-gitops krm:") and "Traceback" not in res.stderr
+
+
+# ---------------------------------------------------------------------------- real kustomize
+def _kustomize(test_binaries: Any, path: Path) -> subprocess.CompletedProcess[str]:
+    kustomize = test_binaries("kustomize")["kustomize"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
+    # the exec plugin runs `dyn-gitops` from PATH: the one installed beside this Python
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run([str(kustomize), "build", "--enable-alpha-plugins", "--enable-exec",
+                           str(path)], capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.realk8s
+def test_kustomize_runs_the_sample_function(test_binaries: Any) -> None:
+    proc = _kustomize(test_binaries, SAMPLE)
+    assert proc.returncode == 0, proc.stderr
+    built = list(yaml.safe_load_all(proc.stdout))
+    expected = render_objects(SAMPLE / "vllm-agg.yaml", namespace="demo")
+    pvc = yaml.safe_load((SAMPLE / "hf-cache.yaml").read_text())
+    pvc["metadata"]["namespace"] = "demo"  # kustomize's own namespace transformer
+
+    def key(o: dict[str, Any]) -> tuple[str, str]:
+        return (o["kind"], o["metadata"]["name"])
+
+    assert sorted(without(built, OURS), key=key) == sorted(
+        without([*expected, pvc], OURS), key=key)
+    # kustomize's internal annotations never leak into the build
+    assert "config.kubernetes.io" not in proc.stdout and "config.k8s.io" not in proc.stdout
+
+
+@pytest.mark.realk8s
+def test_kustomize_fails_the_build_on_a_bad_graph(test_binaries: Any, tmp_path: Path) -> None:
+    work = tmp_path / "k"
+    shutil.copytree(SAMPLE, work)
+    dgd = work / "vllm-agg.yaml"
+    dgd.write_text(dgd.read_text().replace("replicas: 2", "replica: 2"))
+    proc = _kustomize(test_binaries, work)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert "unknown field 'replica'" in proc.stderr
