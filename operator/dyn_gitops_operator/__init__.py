@@ -1,0 +1,16 @@
+"""dyn-gitops companion controller: the runtime-only half of dyn-gitops.
+
+It never renders. It reads what the renderer put in the cluster and owns only the fields of
+the ownership table in ``docs/operator.md``: DGD and DGDSA status, ``spec.replicas`` of
+Deployments behind a scaling adapter or rendered with managed replicas, old worker
+generations during a managed rolling update, the ``nvidia.com/restartAt`` pod-template
+annotation, the namespace-scope lease and the leader-election lease.
+"""
+
+from __future__ import annotations
+
+from dyn_gitops import __version__
+
+FIELD_MANAGER = "dyn-gitops-controller"
+
+__all__ = ["FIELD_MANAGER", "__version__"]

@@ -1,0 +1,166 @@
+"""A read-only snapshot of one graph: its DGD, its Deployments and its scaling adapters.
+
+Reconcilers never trust events: each reconcile builds a fresh snapshot from the caches.
+The worker hash is recomputed from the live DGD spec with the renderer's own function,
+so the controller agrees with ``dyn-gitops render`` on which worker generation is current.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from dyn_gitops.expand import names
+from dyn_gitops.expand.podspec import dump
+from dyn_gitops.models.v1alpha1 import ServiceSpec
+from dyn_gitops_operator import objects as o
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    component_type: str
+    replicas: int
+    adapter: bool
+
+    @property
+    def worker(self) -> bool:
+        return names.is_worker(self.component_type)
+
+
+@dataclass(frozen=True)
+class RestartRequest:
+    id: str
+    strategy: Literal["Sequential", "Parallel"]
+    order: tuple[str, ...]
+
+
+@dataclass
+class Graph:
+    key: Key
+    dgd: Obj | None
+    services: dict[str, Service] = field(default_factory=dict)
+    restart: RestartRequest | None = None
+    #: current worker generation per the live DGD spec (None: no DGD or no workers)
+    worker_hash: str | None = None
+    deployments: list[Obj] = field(default_factory=list)
+    #: service name -> its DynamoGraphDeploymentScalingAdapter
+    adapters: dict[str, Obj] = field(default_factory=dict)
+
+    @property
+    def namespace(self) -> str:
+        return self.key[0]
+
+    @property
+    def name(self) -> str:
+        return self.key[1]
+
+    @property
+    def status(self) -> Obj:
+        return dict((self.dgd or {}).get("status") or {})
+
+    def deployments_of(self, service: str) -> list[Obj]:
+        return [d for d in self.deployments if o.component(d) == service]
+
+    def generations(self, service: str) -> tuple[Obj | None, list[Obj]]:
+        """(current, older) worker Deployments of ``service`` (older: oldest first)."""
+        deps = sorted((d for d in self.deployments_of(service) if o.worker_hash(d)),
+                      key=lambda d: (o.meta(d).get("creationTimestamp") or "", o.name(d)))
+        target = self.worker_hash
+        if target is None and deps:
+            target = o.worker_hash(deps[-1])  # no DGD to ask: the newest generation wins
+        current = next((d for d in deps if o.worker_hash(d) == target), None)
+        return current, [d for d in deps if d is not current]
+
+    def current_deployment(self, service: str) -> Obj | None:
+        svc = self.services.get(service)
+        if svc is not None and svc.worker:
+            return self.generations(service)[0]
+        plain = [d for d in self.deployments_of(service) if not o.worker_hash(d)]
+        wanted = names.component_name(self.name, service, None)
+        return next((d for d in plain if o.name(d) == wanted), plain[0] if plain else None)
+
+    def desired_replicas(self, service: str, current: Obj | None) -> int:
+        """Adapter value, else the rendered desired-replicas annotation, else the spec."""
+        adapter = self.adapters.get(service)
+        if adapter is not None:
+            return int((adapter.get("spec") or {}).get("replicas", 1))
+        if current is not None:
+            ann = o.desired_annotation(current)
+            if ann is not None:
+                return ann
+        svc = self.services.get(service)
+        return svc.replicas if svc is not None else 1
+
+
+class HashCache:
+    """Worker hash per (uid, generation): parsing the spec is the costly part of a reconcile."""
+
+    def __init__(self, size: int = 20000) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[tuple[str, int], str | None] = {}
+        self._size = size
+
+    def get(self, dgd: Obj) -> str | None:
+        meta = o.meta(dgd)
+        key = (str(meta.get("uid")), int(meta.get("generation") or 0))
+        with self._lock:
+            if key in self._items:
+                return self._items[key]
+        value = compute_worker_hash(dgd)
+        with self._lock:
+            if len(self._items) >= self._size:
+                self._items.clear()
+            self._items[key] = value
+        return value
+
+
+def compute_worker_hash(dgd: Obj) -> str | None:
+    """The renderer's worker hash for the live spec (None: no workers or unparseable)."""
+    services = (dgd.get("spec") or {}).get("services") or {}
+    workers: dict[str, Any] = {}
+    try:
+        for svc_name, raw in services.items():
+            spec = ServiceSpec.model_validate(raw)
+            if names.is_worker(spec.componentType):
+                workers[svc_name] = dump(spec)
+    except ValidationError as exc:
+        log.warning("cannot compute the worker hash, using the newest generation",
+                    extra={"object": f"{o.meta(dgd).get('namespace')}/{o.name(dgd)}",
+                           "error": str(exc).splitlines()[0]})
+        return None
+    return names.worker_hash(workers) if workers else None
+
+
+def parse_services(dgd: Obj) -> dict[str, Service]:
+    out: dict[str, Service] = {}
+    for svc_name, raw in ((dgd.get("spec") or {}).get("services") or {}).items():
+        raw = raw or {}
+        adapter = raw.get("scalingAdapter") or {}
+        reps = raw.get("replicas")
+        out[svc_name] = Service(
+            name=svc_name, component_type=str(raw.get("componentType") or ""),
+            replicas=1 if reps is None else int(reps),
+            adapter=bool(adapter.get("enabled")))
+    return out
+
+
+def parse_restart(dgd: Obj, services: dict[str, Service]) -> RestartRequest | None:
+    restart = (dgd.get("spec") or {}).get("restart") or {}
+    rid = restart.get("id")
+    if not rid:
+        return None
+    strategy = restart.get("strategy") or {}
+    kind: Literal["Sequential", "Parallel"] = (
+        "Parallel" if strategy.get("type") == "Parallel" else "Sequential")
+    order = tuple(strategy.get("order") or sorted(services))
+    return RestartRequest(str(rid), kind, order)

@@ -1,0 +1,237 @@
+"""The only module that talks to the API server (and the only ``kubernetes`` importer).
+
+It uses the official client for configuration, authentication and the connection pool,
+but sends raw JSON and returns plain dicts: deserialising thousands of Deployments into
+the client's model classes is slow and the controller reads a handful of fields.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from dyn_gitops_operator import FIELD_MANAGER
+from dyn_gitops_operator.errors import ApiError, GoneError, TransientError, api_error
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class WatchEvent(TypedDict):
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+    object: Obj
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None,
+             subresource: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{quote(name, safe='')}"
+        if subresource:
+            base += f"/{subresource}"
+        return base
+
+
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+DGDS = Resource("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment")
+DGDSAS = Resource("nvidia.com", "v1alpha1", "dynamographdeploymentscalingadapters",
+                  "DynamoGraphDeploymentScalingAdapter")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+
+def make_api_client(kubeconfig: str | None, pool_size: int = 16) -> Any:
+    """ApiClient from a kubeconfig file, the in-cluster service account, or ~/.kube/config."""
+    cfg = k8s.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, client_configuration=cfg)
+    else:
+        try:
+            k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=cfg)
+        except k8s_config.ConfigException:
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                client_configuration=cfg)
+    # every informer holds one long-lived watch connection, workers need the rest
+    cfg.connection_pool_maxsize = pool_size
+    return k8s.ApiClient(cfg)
+
+
+class Kube:
+    """Typed-enough verbs over raw JSON: get, list, watch, apply, update, create, delete."""
+
+    def __init__(self, api_client: Any, request_timeout: tuple[float, float] = (5.0, 30.0),
+                 field_manager: str = FIELD_MANAGER) -> None:
+        self.api = api_client
+        self.timeout = request_timeout
+        self.field_manager = field_manager
+
+    # ------------------------------------------------------------------ transport
+    def _open(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
+              body: Any = None, content_type: str = "application/json",
+              timeout: tuple[float, float] | None = None) -> Any:
+        _, url, headers, _, _ = self.api.param_serialize(
+            method, path, query_params=query or [], header_params={},
+            auth_settings=["BearerToken"])
+        headers["Accept"] = "application/json"
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body, separators=(",", ":")).encode()
+        conn, read = timeout or self.timeout
+        try:
+            return self.api.rest_client.pool_manager.request(
+                method, url, body=data, headers=headers, preload_content=False,
+                timeout=urllib3.Timeout(connect=conn, read=read), retries=False)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(0, type(exc).__name__, str(exc)) from exc
+
+    def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
+                body: Any = None, content_type: str = "application/json") -> Obj:
+        resp = self._open(method, path, query, body, content_type)
+        try:
+            raw = resp.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(0, type(exc).__name__, str(exc)) from exc
+        finally:
+            resp.release_conn()
+        if resp.status >= 300:
+            raise _error_from(resp.status, raw)
+        return json.loads(raw) if raw else {}
+
+    # ------------------------------------------------------------------ verbs
+    def get(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        return self.request("GET", res.path(namespace, name))
+
+    def list(self, res: Resource, namespace: str | None = None, *, label_selector: str = "",
+             field_selector: str = "", page_size: int = 500) -> tuple[list[Obj], str]:
+        """All items (paginated) and the list's resourceVersion."""
+        items: list[Obj] = []
+        cont = ""
+        while True:
+            query = [("limit", str(page_size))]
+            if label_selector:
+                query.append(("labelSelector", label_selector))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
+            if cont:
+                query.append(("continue", cont))
+            page = self.request("GET", res.path(namespace), query)
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue") or ""
+            if not cont:
+                return items, str(meta.get("resourceVersion", ""))
+
+    def watch(self, res: Resource, namespace: str | None, resource_version: str, *,
+              label_selector: str = "", field_selector: str = "",
+              timeout_seconds: int = 290) -> Iterator[WatchEvent]:
+        """Events after ``resource_version``; raises GoneError when it has expired."""
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"),
+                 ("resourceVersion", resource_version),
+                 ("timeoutSeconds", str(timeout_seconds))]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        resp = self._open("GET", res.path(namespace), query,
+                          timeout=(self.timeout[0], timeout_seconds + 30.0))
+        try:
+            if resp.status >= 300:
+                raise _error_from(resp.status, resp.read())
+            for line in _lines(resp):
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise api_error(int(status.get("code") or 500), status.get("reason", ""),
+                                    status.get("message", ""))
+                yield event
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(0, type(exc).__name__, str(exc)) from exc
+        finally:
+            resp.release_conn()
+
+    def apply(self, res: Resource, obj: Obj, *, subresource: str | None = None,
+              force: bool = True, dry_run: bool = False) -> Obj:
+        """Server-side apply of ``obj`` with our field manager.
+
+        ``metadata.resourceVersion`` in ``obj`` makes the apply conditional (409 when the
+        object changed since we read it).
+        """
+        meta = obj["metadata"]
+        query = [("fieldManager", self.field_manager), ("force", "true" if force else "false")]
+        if dry_run:
+            query.append(("dryRun", "All"))
+        return self.request("PATCH", res.path(meta.get("namespace"), meta["name"], subresource),
+                            query, obj, "application/apply-patch+yaml")
+
+    def create(self, res: Resource, obj: Obj) -> Obj:
+        query = [("fieldManager", self.field_manager)]
+        return self.request("POST", res.path(obj["metadata"].get("namespace")), query, obj)
+
+    def update(self, res: Resource, obj: Obj) -> Obj:
+        """PUT: optimistic concurrency through ``metadata.resourceVersion``."""
+        meta = obj["metadata"]
+        query = [("fieldManager", self.field_manager)]
+        return self.request("PUT", res.path(meta.get("namespace"), meta["name"]), query, obj)
+
+    def delete(self, res: Resource, namespace: str | None, name: str, *,
+               uid: str | None = None, resource_version: str | None = None) -> None:
+        """Delete with preconditions: never delete a different or changed object."""
+        pre: dict[str, str] = {}
+        if uid:
+            pre["uid"] = uid
+        if resource_version:
+            pre["resourceVersion"] = resource_version
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
+                "preconditions": pre}
+        self.request("DELETE", res.path(namespace, name), None, body)
+
+
+def _lines(resp: Any) -> Iterator[bytes]:
+    buf = b""
+    for chunk in resp.stream(None, decode_content=True):
+        buf += chunk
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                break
+            line, buf = buf[:nl], buf[nl + 1:]
+            if line.strip():
+                yield line
+
+
+def _error_from(status: int, raw: bytes) -> ApiError:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    if status == 410:
+        return GoneError(410, body.get("reason", "Gone"), body.get("message", ""))
+    return api_error(status, body.get("reason", ""),
+                     body.get("message", raw[:200].decode(errors="replace")))

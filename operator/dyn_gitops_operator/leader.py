@@ -1,0 +1,138 @@
+"""Leader election on a coordination.k8s.io Lease (client-go ``leaderelection`` semantics).
+
+Safety argument: a follower takes over only after it has seen the lease record unchanged
+for ``lease_duration`` on its own clock, and a leader stops acting once ``renew_deadline``
+(< lease_duration) has passed without a successful renewal, on its own clock. So two
+replicas never act at once, whatever the clock skew between them, as long as both clocks
+run at the same rate. Updates use resourceVersion preconditions: two candidates cannot
+both win the same round.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from dyn_gitops_operator.errors import ApiError, ConflictError, NotFoundError
+from dyn_gitops_operator.kube import LEASES, Kube
+from dyn_gitops_operator.leases import holder, lease_body, micro_time
+from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.settings import LeaderSettings
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class LeaderElector:
+    def __init__(self, kube: Kube, settings: LeaderSettings, namespace: str, identity: str,
+                 metrics: Metrics, on_lost: Callable[[], None]) -> None:
+        self.kube = kube
+        self.s = settings
+        self.namespace = namespace
+        self.identity = identity
+        self.metrics = metrics
+        self.on_lost = on_lost
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0                        # monotonic time it last changed
+        self._renewed_at = 0.0                         # monotonic time of our last renewal
+        self._leader = False
+        self._stop = threading.Event()
+        self.acquired = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ public
+    def is_leader(self) -> bool:
+        """True only while the last renewal is younger than the renew deadline."""
+        return self._leader and time.monotonic() - self._renewed_at < self.s.renew_deadline
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
+        self._thread.start()
+
+    def stop(self, release: bool = True) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.s.retry_period + 5)
+        if release and self._leader:
+            self._release()
+        self._leader = False
+        self.metrics.leader.set(0)
+
+    # ------------------------------------------------------------------ loop
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                ok = self._try_acquire_or_renew()
+            except ApiError as exc:
+                log.warning("leader lease update failed", extra={"error": str(exc)})
+                ok = False
+            if ok:
+                self._renewed_at = time.monotonic()
+                if not self._leader:
+                    log.info("became leader", extra={"identity": self.identity,
+                                                     "lease": self.s.lease_name})
+                    self._leader = True
+                    self.metrics.leader.set(1)
+                    self.acquired.set()
+            elif self._leader and time.monotonic() - self._renewed_at >= self.s.renew_deadline:
+                log.error("lost leadership", extra={"identity": self.identity})
+                self._leader = False
+                self.metrics.leader.set(0)
+                self.on_lost()
+                return
+            self._stop.wait(self.s.retry_period)
+
+    def _try_acquire_or_renew(self) -> bool:
+        now = micro_time(datetime.now(UTC))
+        try:
+            lease = self.kube.get(LEASES, self.namespace, self.s.lease_name)
+        except NotFoundError:
+            fresh: Obj = {"holderIdentity": self.identity, "acquireTime": now,
+                          "renewTime": now, "leaseDurationSeconds": int(self.s.lease_duration),
+                          "leaseTransitions": 0}
+            try:
+                self.kube.create(LEASES, lease_body(self.namespace, self.s.lease_name, fresh))
+            except ConflictError:
+                return False  # somebody else created it first
+            return True
+        spec: Obj = dict(lease.get("spec") or {})
+        record = (holder(lease), str(spec.get("renewTime") or ""))
+        if record != self._observed:
+            self._observed, self._observed_at = record, time.monotonic()
+        current = holder(lease)
+        if (current and current != self.identity
+                and time.monotonic() - self._observed_at < self.s.lease_duration):
+            return False  # held by someone who renewed recently enough
+        if current != self.identity:
+            spec["acquireTime"] = now
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        spec.update({"holderIdentity": self.identity, "renewTime": now,
+                     "leaseDurationSeconds": int(self.s.lease_duration)})
+        meta = lease["metadata"]
+        try:
+            self.kube.update(LEASES, lease_body(self.namespace, self.s.lease_name, spec,
+                                                resource_version=meta["resourceVersion"]))
+        except ConflictError:
+            return False
+        return True
+
+    def _release(self) -> None:
+        """Hand over at once on a clean shutdown: empty holder, 1 s duration (client-go)."""
+        try:
+            lease = self.kube.get(LEASES, self.namespace, self.s.lease_name)
+            if holder(lease) != self.identity:
+                return
+            spec = dict(lease.get("spec") or {})
+            spec.update({"holderIdentity": "", "leaseDurationSeconds": 1,
+                         "renewTime": micro_time(datetime.now(UTC))})
+            self.kube.update(LEASES, lease_body(self.namespace, self.s.lease_name, spec,
+                                                resource_version=lease["metadata"]
+                                                ["resourceVersion"]))
+            log.info("released leadership", extra={"identity": self.identity})
+        except ApiError as exc:
+            log.warning("could not release the leader lease", extra={"error": str(exc)})

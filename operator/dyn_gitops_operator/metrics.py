@@ -1,0 +1,137 @@
+"""Prometheus metrics and the /metrics, /healthz, /readyz HTTP server.
+
+Names follow controller-runtime: a common prefix, ``_total`` counters, ``_seconds``
+histograms, few labels, and every known label value pre-set to 0 so dashboards and alerts
+see a series from the first scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+log = logging.getLogger(__name__)
+
+PREFIX = "dyn_gitops_controller"
+RECONCILERS = ("scaling_adapter", "rollout", "restart", "deployments", "status")
+RESULTS = ("success", "error", "requeue", "conflict")
+DGD_STATES = ("initializing", "pending", "successful", "failed")
+ERROR_TYPES = ("not_found", "conflict", "gone", "validation", "forbidden", "unavailable",
+               "terminal", "internal")
+DURATION_BUCKETS = (.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30)
+
+
+class Metrics:
+    """All controller metrics on a private registry (several managers can share a process)."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.reconcile_total = Counter(
+            f"{PREFIX}_reconcile_total", "Reconciles per reconciler and result",
+            ["reconciler", "result"], registry=r)
+        self.reconcile_errors = Counter(
+            f"{PREFIX}_reconcile_errors_total", "Reconcile errors per reconciler and type",
+            ["reconciler", "error_type"], registry=r)
+        self.reconcile_duration = Histogram(
+            f"{PREFIX}_reconcile_duration_seconds", "Time spent in one reconciler",
+            ["reconciler"], buckets=DURATION_BUCKETS, registry=r)
+        self.graph_reconcile_duration = Histogram(
+            f"{PREFIX}_graph_reconcile_duration_seconds",
+            "Time to reconcile one graph (all reconcilers)", buckets=DURATION_BUCKETS,
+            registry=r)
+        self.dgds = Gauge(f"{PREFIX}_dgds", "DynamoGraphDeployments by status.state",
+                          ["state"], registry=r)
+        self.leader = Gauge(f"{PREFIX}_leader", "1 while this replica is the leader",
+                            registry=r)
+        self.scope_leases_held = Gauge(
+            f"{PREFIX}_scope_leases_held", "Namespace-scope leases held by this replica",
+            registry=r)
+        self.namespaces_excluded = Gauge(
+            f"{PREFIX}_namespaces_excluded",
+            "Namespaces skipped because another operator holds a live scope lease",
+            registry=r)
+        self.workqueue_depth = Gauge(f"{PREFIX}_workqueue_depth", "Keys waiting", registry=r)
+        self.workqueue_retries = Counter(f"{PREFIX}_workqueue_retries_total",
+                                         "Rate-limited requeues", registry=r)
+        self.watch_events = Counter(f"{PREFIX}_watch_events_total", "Watch events received",
+                                    ["resource", "type"], registry=r)
+        self.watch_relists = Counter(f"{PREFIX}_watch_relists_total",
+                                     "Re-lists after an expired watch (410)", ["resource"],
+                                     registry=r)
+        self.watch_errors = Counter(f"{PREFIX}_watch_errors_total",
+                                    "Failed list or watch calls", ["resource", "error_type"],
+                                    registry=r)
+        self.writes = Counter(f"{PREFIX}_writes_total", "Writes sent to the API server",
+                              ["kind", "verb"], registry=r)
+        for rec in RECONCILERS:
+            self.reconcile_duration.labels(rec)
+            for res in RESULTS:
+                self.reconcile_total.labels(rec, res)
+            for et in ERROR_TYPES:
+                self.reconcile_errors.labels(rec, et)
+        for state in DGD_STATES:
+            self.dgds.labels(state)
+
+    def value(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """Current sample value (tests and the benchmark read metrics through this)."""
+        v = self.registry.get_sample_value(name, labels or {})
+        return float(v or 0.0)
+
+
+class HealthServer:
+    """/metrics, /healthz (threads alive) and /readyz (caches synced) on one port."""
+
+    def __init__(self, address: str, metrics: Metrics, healthy: Callable[[], bool],
+                 ready: Callable[[], bool]) -> None:
+        host, _, port = address.rpartition(":")
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    ok = healthy()
+                    self._send(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n")
+                elif path == "/readyz":
+                    ok = ready()
+                    self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+                else:
+                    self._send(404, b"not found\n")
+
+            def _send(self, code: int, body: bytes, ctype: str = "text/plain") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # probes every few seconds would flood the log
+
+        self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        self._thread = threading.Thread(target=self.server.serve_forever, name="http",
+                                        daemon=True)
+        _ = owner
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,215 @@
+"""Readers for the few fields the controller uses, and the trims that keep the cache small.
+
+Pure functions over plain dicts (no API calls).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dyn_gitops import keys
+from dyn_gitops_operator import FIELD_MANAGER
+
+Obj = dict[str, Any]
+
+#: annotation prefixes worth caching (others, e.g. last-applied-configuration, are large)
+_KEPT_ANNOTATION_PREFIXES = ("dyn-gitops.io/", "nvidia.com/")
+
+
+def meta(obj: Obj) -> Obj:
+    m: Obj = obj.get("metadata") or {}
+    return m
+
+
+def labels(obj: Obj) -> dict[str, str]:
+    return meta(obj).get("labels") or {}
+
+
+def annotations_of(obj: Obj) -> dict[str, str]:
+    return meta(obj).get("annotations") or {}
+
+
+def name(obj: Obj) -> str:
+    return str(meta(obj)["name"])
+
+
+def conditions(obj: Obj) -> dict[str, Obj]:
+    return {c.get("type", ""): c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+# ------------------------------------------------------------------------ trims
+def _kept_annotations(m: Obj) -> dict[str, str]:
+    return {k: v for k, v in (m.get("annotations") or {}).items()
+            if k.startswith(_KEPT_ANNOTATION_PREFIXES)}
+
+
+def _our_fields(m: Obj) -> Obj:
+    """Our manager's Apply entry on the main resource (its fieldsV1), else {}."""
+    for entry in m.get("managedFields") or []:
+        if (entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply"
+                and not entry.get("subresource")):
+            fields: Obj = entry.get("fieldsV1") or {}
+            return fields
+    return {}
+
+
+def trim_deployment(raw: Obj) -> Obj:
+    m = meta(raw)
+    spec = raw.get("spec") or {}
+    tmpl_ann = ((spec.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    trimmed_spec: Obj = {"replicas": spec.get("replicas"), "strategy": spec.get("strategy")}
+    if spec.get("paused"):
+        trimmed_spec["paused"] = True
+    if keys.ANN_RESTART_AT in tmpl_ann:
+        trimmed_spec["restartAt"] = tmpl_ann[keys.ANN_RESTART_AT]
+    return {
+        "metadata": {
+            "name": m["name"], "namespace": m.get("namespace"), "uid": m.get("uid"),
+            "resourceVersion": m.get("resourceVersion"), "generation": m.get("generation"),
+            "creationTimestamp": m.get("creationTimestamp"), "labels": m.get("labels") or {},
+            "annotations": _kept_annotations(m), "ourFields": _our_fields(m),
+            "deletionTimestamp": m.get("deletionTimestamp"),
+        },
+        "spec": trimmed_spec,
+        "status": raw.get("status") or {},
+    }
+
+
+def trim_custom(raw: Obj) -> Obj:
+    """DGD / DGDSA: everything but managedFields and large annotations."""
+    m = meta(raw)
+    return {**raw, "metadata": {
+        k: v for k, v in m.items() if k not in ("managedFields", "annotations")
+    } | {"annotations": _kept_annotations(m)}}
+
+
+def trim_lease(raw: Obj) -> Obj:
+    m = meta(raw)
+    return {"metadata": {"name": m["name"], "namespace": m.get("namespace"),
+                         "uid": m.get("uid"), "resourceVersion": m.get("resourceVersion")},
+            "spec": raw.get("spec") or {}}
+
+
+# ------------------------------------------------------------------------ Deployments
+def replicas(dep: Obj) -> int:
+    value = (dep.get("spec") or {}).get("replicas")
+    return 1 if value is None else int(value)
+
+
+def status_count(dep: Obj, field: str) -> int:
+    return int((dep.get("status") or {}).get(field) or 0)
+
+
+def restart_at(dep: Obj) -> str | None:
+    value = (dep.get("spec") or {}).get("restartAt")
+    return None if value is None else str(value)
+
+
+def worker_hash(dep: Obj) -> str | None:
+    return labels(dep).get(keys.LABEL_WORKER_HASH)
+
+
+def component(dep: Obj) -> str | None:
+    return labels(dep).get(keys.LABEL_COMPONENT)
+
+
+def is_managed(dep: Obj) -> bool:
+    """Rendered with managed replicas: the controller sizes, drains and removes it."""
+    return annotations_of(dep).get(keys.ANN_MANAGED_REPLICAS) == "true"
+
+
+def desired_annotation(dep: Obj) -> int | None:
+    value = annotations_of(dep).get(keys.ANN_DESIRED_REPLICAS)
+    if value is None:
+        return None
+    try:
+        return max(0, int(value))
+    except ValueError:
+        return None
+
+
+def owns_replicas(dep: Obj) -> bool:
+    return "f:replicas" in (meta(dep).get("ourFields") or {}).get("f:spec", {})
+
+
+def owns_restart_at(dep: Obj) -> bool:
+    spec = (meta(dep).get("ourFields") or {}).get("f:spec", {})
+    ann = spec.get("f:template", {}).get("f:metadata", {}).get("f:annotations", {})
+    return f"f:{keys.ANN_RESTART_AT}" in ann
+
+
+def is_ready(dep: Obj) -> tuple[bool, str]:
+    """The DCD controller's ``IsDeploymentReady`` (runtime spec 6.3), with a reason."""
+    if (dep.get("spec") or {}).get("paused"):
+        return False, "paused"
+    want = replicas(dep)
+    if want == 0:
+        return True, ""
+    st = dep.get("status") or {}
+    generation = meta(dep).get("generation") or 0
+    if int(st.get("observedGeneration") or 0) < int(generation):
+        return False, "spec change not yet observed"
+    if status_count(dep, "updatedReplicas") < want:
+        return False, f"{status_count(dep, 'updatedReplicas')}/{want} updated"
+    if status_count(dep, "availableReplicas") < want:
+        return False, f"{status_count(dep, 'availableReplicas')}/{want} available"
+    if status_count(dep, "replicas") != want:
+        return False, f"{status_count(dep, 'replicas')} replicas, want {want}"
+    if conditions(dep).get("Available", {}).get("status") != "True":
+        return False, "condition Available is not True"
+    return True, ""
+
+
+def failure(dep: Obj) -> str | None:
+    """Why the Deployment controller gave up (a degraded, not merely progressing, state)."""
+    conds = conditions(dep)
+    prog = conds.get("Progressing", {})
+    if prog.get("status") == "False" and prog.get("reason") == "ProgressDeadlineExceeded":
+        return f"ProgressDeadlineExceeded: {prog.get('message', '')}".rstrip(": ")
+    rf = conds.get("ReplicaFailure", {})
+    if rf.get("status") == "True":
+        return f"ReplicaFailure: {rf.get('reason', '')} {rf.get('message', '')}".strip()
+    return None
+
+
+# ------------------------------------------------------------------------ rollout budget
+@dataclass(frozen=True)
+class Budget:
+    max_surge: int
+    max_unavailable: int
+
+
+def _scaled(value: Any, total: int, round_up: bool) -> int:
+    """intstr semantics: an int, or a percentage of ``total`` (surge up, unavailable down)."""
+    if value is None:
+        value = "25%"
+    if isinstance(value, int):
+        return max(0, value)
+    text = str(value).strip()
+    if text.endswith("%"):
+        try:
+            pct = float(text[:-1])
+        except ValueError:
+            pct = 25.0
+        exact = pct * total / 100
+        return max(0, math.ceil(exact) if round_up else math.floor(exact))
+    try:
+        return max(0, int(text))
+    except ValueError:
+        return 0
+
+
+def budget(dep: Obj, desired: int) -> Budget:
+    """Max surge / unavailable of the new generation (its rendered strategy)."""
+    ru = ((dep.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
+    surge = _scaled(ru.get("maxSurge"), desired, round_up=True)
+    unavailable = _scaled(ru.get("maxUnavailable"), desired, round_up=False)
+    if surge == 0 and unavailable == 0:
+        surge = 1  # as the operator does: a rollout must be able to move
+    return Budget(surge, unavailable)
+
+
+def is_recreate(dep: Obj) -> bool:
+    return bool(((dep.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate")

@@ -1,0 +1,54 @@
+"""What every reconciler gets, and the shape it has."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from dyn_gitops_operator.graph import Graph
+from dyn_gitops_operator.kube import Kube, Resource
+from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.plan import Plan
+
+Obj = dict[str, Any]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def timestamp(t: datetime) -> str:
+    """RFC 3339 in whole seconds, as metav1.Time serialises."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Context:
+    kube: Kube
+    metrics: Metrics
+    #: puts a write's response into the local cache so the next pass sees our own write
+    remember: Callable[[Resource, Obj], None]
+    now: Callable[[], datetime] = utc_now
+
+    def apply(self, res: Resource, obj: Obj, *, subresource: str | None = None) -> Obj:
+        out = self.kube.apply(res, obj, subresource=subresource)
+        self.metrics.writes.labels(res.kind, "apply" + (f"/{subresource}" if subresource
+                                                         else "")).inc()
+        self.remember(res, out)
+        return out
+
+    def delete(self, res: Resource, obj: Obj) -> None:
+        meta = obj["metadata"]
+        self.kube.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"),
+                         resource_version=meta.get("resourceVersion"))
+        self.metrics.writes.labels(res.kind, "delete").inc()
+
+
+class Reconciler(Protocol):
+    #: value of the ``reconciler`` metric label
+    name: str
+
+    def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
+        """Decide (into ``plan``) and write what this concern owns; raise to retry."""

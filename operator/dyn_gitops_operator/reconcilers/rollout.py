@@ -1,0 +1,175 @@
+"""Managed replicas and the managed rolling update of worker generations.
+
+Worker Deployments rendered with ``dyn-gitops.io/managed-replicas: "true"`` carry no
+``spec.replicas``: this reconciler sizes them. When the live DGD's worker hash names a new
+generation while older generations of the same service still exist, it surges the new one
+and drains the old ones within max-surge / max-unavailable (runtime spec 2.5), deletes the
+old generations once they are drained and the new one is ready, and reports
+``status.rollingUpdate``. A new generation the Deployment controller gave up on
+(ProgressDeadlineExceeded, ReplicaFailure) freezes both sides: the old one keeps serving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.graph import Graph
+from dyn_gitops_operator.kube import DEPLOYMENTS
+from dyn_gitops_operator.plan import Plan
+from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
+
+ACTIVE_PHASES = ("Pending", "InProgress", "Failed")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    old: int
+    new: int
+
+
+def size(desired: int, budget: o.Budget, *, old_spec: int, old_available: int,
+         new_spec: int, new_available: int) -> Sizes:
+    """Targets for the old (summed) and new generation (the operator's 1.2+ arithmetic)."""
+    min_available = desired - budget.max_unavailable
+    new_unavailable = max(0, new_spec - new_available)
+    max_scaled_down = max(0, old_spec + new_spec - min_available - new_unavailable)
+    old_unhealthy = max(0, old_spec - old_available)
+    surplus = max(0, old_available + new_available - min_available)
+    old_target = max(0, old_spec - min(max_scaled_down, old_unhealthy + surplus))
+    scale_up = max(0, desired + budget.max_surge - old_spec - new_spec)
+    new_target = min(desired, new_spec + scale_up)
+    return Sizes(old_target, new_target)
+
+
+def distribute(olds: list[Obj], total: int) -> dict[str, int]:
+    """Keep the newest old generations first; older ones go to zero first."""
+    out: dict[str, int] = {}
+    for dep in reversed(olds):
+        keep = min(o.replicas(dep), total)
+        out[o.name(dep)] = keep
+        total -= keep
+    return out
+
+
+def drained(dep: Obj) -> bool:
+    st = dep.get("status") or {}
+    return (o.replicas(dep) == 0 and int(st.get("replicas") or 0) == 0
+            and int(st.get("observedGeneration") or 0) >= int(o.meta(dep).get("generation") or 0))
+
+
+@dataclass
+class _Progress:
+    waiting: list[str] = field(default_factory=list)
+    rolling: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+
+
+class RolloutReconciler:
+    name = "rollout"
+
+    def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
+        progress = _Progress()
+        for service in self._worker_services(graph):
+            self._service(graph, service, plan, progress)
+        for dep in self._orphans(graph):
+            # a worker service removed from the DGD: Argo CD does not prune managed workers
+            plan.set_replicas(dep, 0)
+            progress.rolling.append(o.component(dep) or "")
+            if drained(dep):
+                plan.deletions.append(dep)
+        if graph.dgd is not None:
+            self._status(graph, plan, progress, ctx)
+
+    # ------------------------------------------------------------------ per service
+    def _service(self, graph: Graph, service: str, plan: Plan, progress: _Progress) -> None:
+        current, older = graph.generations(service)
+        olds = [d for d in older if o.is_managed(d)]
+        if current is None:
+            if olds:
+                progress.waiting.append(service)  # the new generation is not applied yet
+            return
+        desired = graph.desired_replicas(service, current)
+        managed = o.is_managed(current)
+        if not olds:
+            if managed:
+                plan.set_replicas(current, desired)
+            if o.replicas(current) == desired and o.is_ready(current)[0]:
+                progress.updated.append(service)
+            return
+        reason = o.failure(current)
+        if reason is not None:
+            progress.failed.append(f"{service}: {o.name(current)}: {reason}")
+            return  # stop the drain; the old generation keeps serving
+        progress.rolling.append(service)
+        self._step(current, olds, desired, managed, plan)
+        ready = o.replicas(current) == desired and o.is_ready(current)[0]
+        if ready and sum(o.status_count(d, "readyReplicas") for d in olds) == 0:
+            progress.updated.append(service)
+        if ready and all(drained(d) for d in olds):
+            plan.deletions.extend(olds)
+
+    def _step(self, current: Obj, olds: list[Obj], desired: int, managed: bool,
+              plan: Plan) -> None:
+        old_spec = sum(o.replicas(d) for d in olds)
+        old_avail = sum(o.status_count(d, "availableReplicas") for d in olds)
+        new_spec = o.replicas(current)
+        new_avail = o.status_count(current, "availableReplicas")
+        if o.is_recreate(current):
+            # drain first, start the new generation only when nothing old runs any more
+            targets = {o.name(d): 0 for d in olds}
+            new_target = desired if all(drained(d) for d in olds) else 0
+        else:
+            sizes = size(desired, o.budget(current, desired), old_spec=old_spec,
+                         old_available=old_avail, new_spec=new_spec, new_available=new_avail)
+            targets = distribute(olds, sizes.old)
+            new_target = sizes.new
+        for dep in olds:
+            plan.set_replicas(dep, targets[o.name(dep)])
+        if managed:
+            plan.set_replicas(current, new_target)
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _worker_services(graph: Graph) -> list[str]:
+        if graph.dgd is not None:
+            return sorted(s.name for s in graph.services.values() if s.worker)
+        return sorted({c for d in graph.deployments
+                       if o.worker_hash(d) and (c := o.component(d)) is not None})
+
+    @staticmethod
+    def _orphans(graph: Graph) -> list[Obj]:
+        if graph.dgd is None:
+            return []
+        return [d for d in graph.deployments
+                if o.worker_hash(d) and o.is_managed(d) and o.component(d) not in graph.services]
+
+    def _status(self, graph: Graph, plan: Plan, p: _Progress, ctx: Context) -> None:
+        prev: Obj = dict(graph.status.get("rollingUpdate") or {})
+        active = prev.get("phase") in ACTIVE_PHASES
+        if p.failed or p.waiting or p.rolling:
+            phase = "Failed" if p.failed else "Pending" if p.waiting else "InProgress"
+            ru: Obj = {"phase": phase,
+                       "startTime": prev.get("startTime") if active and prev.get("startTime")
+                       else timestamp(ctx.now())}
+            if p.updated:
+                ru["updatedServices"] = sorted(p.updated)
+            plan.rolling_update = ru
+            if p.failed:
+                plan.rollout_state = ("failed", "rolling_update_failed",
+                                      "Rolling update failed: " + "; ".join(sorted(p.failed)))
+            else:
+                plan.rollout_state = ("pending", "rolling_update_in_progress",
+                                      "Rolling update in progress")
+        elif active:
+            plan.rolling_update = {
+                "phase": "Completed", "startTime": prev.get("startTime"),
+                "endTime": timestamp(ctx.now()),
+                "updatedServices": sorted(s.name for s in graph.services.values() if s.worker),
+            }
+        else:
+            plan.rolling_update = prev or None
+
+
+__all__ = ["DEPLOYMENTS", "RolloutReconciler", "Sizes", "distribute", "size"]

@@ -1,0 +1,97 @@
+"""Every tunable of the controller, with its default, in one place.
+
+The command line (``__main__``) and the Helm chart only map onto these fields.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Literal
+
+Mode = Literal["cluster", "namespace"]
+
+#: the Lease the Dynamo operator's namespace-restricted mode uses (runtime spec 4.1)
+SCOPE_LEASE_NAME = "dynamo-operator-namespace-scope"
+DEFAULT_LEADER_LEASE_NAME = "dyn-gitops-controller"
+
+
+def default_identity() -> str:
+    """``<pod or host name>_<random>``: unique per process, as client-go does."""
+    host = os.environ.get("POD_NAME") or socket.gethostname()
+    return f"{host}_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class LeaderSettings:
+    enabled: bool = True
+    #: Lease name; every replica of one installation must share it
+    lease_name: str = DEFAULT_LEADER_LEASE_NAME
+    #: namespace of the Lease; empty means the controller's own (POD_NAMESPACE) or the
+    #: watched namespace in namespace mode
+    namespace: str = ""
+    #: seconds a follower waits after the last observed renewal before taking over
+    #: (controller-runtime defaults: 15 s / 10 s / 2 s)
+    lease_duration: float = 15.0
+    #: seconds the leader keeps acting without a successful renewal; must be < duration so
+    #: a leader always stops before anybody else may start
+    renew_deadline: float = 10.0
+    #: seconds between attempts to acquire or renew
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True)
+class ScopeSettings:
+    #: namespace mode: hold the scope lease; cluster mode: honour other holders' leases
+    enabled: bool = True
+    #: ``spec.leaseDurationSeconds`` written on our scope lease (runtime spec 4.1: 30 s)
+    lease_duration: int = 30
+    #: seconds between renewals (10 s); failure budget = floor(duration / interval) - 1
+    renew_interval: float = 10.0
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    mode: Mode = "cluster"
+    #: the one watched namespace in namespace mode
+    namespace: str = ""
+    kubeconfig: str | None = None
+    identity: str = field(default_factory=default_identity)
+    #: reconcile worker threads (reconciles are I/O bound: status and apply calls)
+    workers: int = 4
+    #: seconds between full re-enqueues of every known graph (drift correction)
+    resync_period: float = 300.0
+    #: server-side watch timeout; the watch is reopened from the last resourceVersion
+    watch_timeout: int = 290
+    #: seconds for one ordinary API request (connect, read)
+    request_timeout: tuple[float, float] = (5.0, 30.0)
+    #: first and largest delay of the per-key exponential retry backoff, seconds
+    backoff_base: float = 0.02
+    backoff_max: float = 60.0
+    #: ``host:port`` of /metrics, /healthz and /readyz; empty disables the server
+    http_address: str = ":8080"
+    leader: LeaderSettings = field(default_factory=LeaderSettings)
+    scope: ScopeSettings = field(default_factory=ScopeSettings)
+
+    def __post_init__(self) -> None:
+        if self.mode == "namespace" and not self.namespace:
+            raise ValueError("namespace mode needs a namespace (--namespace)")
+        if self.leader.renew_deadline >= self.leader.lease_duration:
+            raise ValueError("leader renew deadline must be shorter than the lease duration")
+        if not 0 < self.scope.renew_interval < self.scope.lease_duration:
+            raise ValueError("scope lease renew interval must be > 0 and < the duration")
+
+    @property
+    def watch_namespace(self) -> str | None:
+        """None means all namespaces."""
+        return self.namespace if self.mode == "namespace" else None
+
+    @property
+    def leader_namespace(self) -> str:
+        if self.leader.namespace:
+            return self.leader.namespace
+        if self.mode == "namespace":
+            return self.namespace
+        return os.environ.get("POD_NAMESPACE", "default")

@@ -1,0 +1,132 @@
+"""DGD status aggregation against the real kube-apiserver: healthy, progressing, degraded.
+
+The rendered sample is applied as Argo CD would (server-side apply, its own manager); the
+controller runs in-process; Deployment status is written through the status subresource
+because no kube-controller-manager runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dyn_gitops_operator.graph import compute_worker_hash
+from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
+from dyn_gitops_operator.testing import (
+    DeploymentSimulator,
+    gitops_apply,
+    render,
+    running,
+    settings_for_tests,
+    wait_for,
+)
+
+pytestmark = pytest.mark.realk8s
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+@pytest.fixture
+def k(kube: Any) -> Kube:
+    return Kube(kube)
+
+
+def status_of(k: Kube, ns: str, name: str) -> dict[str, Any]:
+    return dict(k.get(DGDS, ns, name).get("status") or {})
+
+
+def ready_cond(status: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in status.get("conditions") or [] if c["type"] == "Ready")
+
+
+def test_status_progressing_healthy_degraded(k: Kube, namespace: str) -> None:
+    gitops_apply(k, render(SAMPLES / "vllm-agg" / "input", namespace))
+    sim = DeploymentSimulator(k, namespace)
+    with running(settings_for_tests(namespace), k):
+        # nothing rolled out yet: pending, every Deployment named in the message
+        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg")).get("state") and s,
+                      what="a first status")
+        assert st["state"] == "pending"
+        cond = ready_cond(st)
+        assert (cond["status"], cond["reason"]) == ("False", "some_resources_are_not_ready")
+        assert cond["message"].startswith("Resources not ready: vllm-agg-frontend: ")
+        assert "vllm-agg-vllmdecodeworker-" in cond["message"]
+
+        # the controller sized the managed worker from the desired-replicas annotation
+        deps = {d["metadata"]["name"]: d for d in k.list(DEPLOYMENTS, namespace)[0]}
+        worker = next(n for n in deps if n.startswith("vllm-agg-vllmdecodeworker-"))
+        wait_for(lambda: k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"] == 2,
+                 what="worker scaled to 2")
+
+        # healthy
+        sim.set_status("vllm-agg-frontend")
+        sim.set_status(worker)
+        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] ==
+                      "successful" and s, what="successful")
+        cond = ready_cond(st)
+        assert (cond["status"], cond["reason"], cond["message"]) == (
+            "True", "all_resources_are_ready", "All resources are ready")
+        dgd = k.get(DGDS, namespace, "vllm-agg")
+        assert st["observedGeneration"] == dgd["metadata"]["generation"]
+        assert st["services"]["VllmDecodeWorker"] == {
+            "componentKind": "Deployment", "componentName": worker, "componentNames": [worker],
+            "replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+        assert st["services"]["Frontend"]["replicas"] == 1
+
+        # progressing: one worker pod not available any more
+        sim.set_status(worker, available=1)
+        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] ==
+                      "pending" and s, what="pending again")
+        assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
+        assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
+
+        # degraded: the Deployment controller gave up on the frontend
+        sim.set_status(worker)
+        sim.set_status("vllm-agg-frontend", available=0, failed="ReplicaSet has timed out")
+        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] ==
+                      "failed" and s, what="failed")
+        cond = ready_cond(st)
+        assert cond["reason"] == "some_resources_failed"
+        assert cond["message"].startswith(
+            "Resources failed: vllm-agg-frontend: ProgressDeadlineExceeded")
+
+        # recovery, and observedGeneration follows a spec change
+        sim.set_status("vllm-agg-frontend")
+        wait_for(lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful",
+                 what="recovered")
+        k.request("PATCH", DGDS.path(namespace, "vllm-agg"), None,
+                  {"metadata": {"labels": {"x": "y"}}, "spec": {"envs": [
+                      {"name": "A", "value": "1"}]}}, "application/merge-patch+json")
+        gen = k.get(DGDS, namespace, "vllm-agg")["metadata"]["generation"]
+        wait_for(lambda: status_of(k, namespace, "vllm-agg")["observedGeneration"] == gen,
+                 what="observedGeneration follows the spec")
+
+
+def test_missing_deployment_is_reported(k: Kube, namespace: str) -> None:
+    objs = render(SAMPLES / "vllm-agg" / "input", namespace)
+    gitops_apply(k, [o for o in objs if o["metadata"]["name"] != "vllm-agg-frontend"])
+    with running(settings_for_tests(namespace), k):
+        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg")).get("state") and s,
+                      what="a status")
+        assert st["state"] == "pending"
+        assert "vllm-agg-frontend: Deployment not found" in ready_cond(st)["message"]
+        assert "Frontend" not in st["services"]
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.iterdir()
+                                          if (p / "input").is_dir()))
+def test_worker_hash_matches_the_renderer_after_a_round_trip(k: Kube, namespace: str,
+                                                             sample: str) -> None:
+    """The controller's worker hash of the *live* DGD names the rendered generation."""
+    objs = render(SAMPLES / sample / "input", namespace)
+    dgds = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+    gitops_apply(k, dgds)
+    for dgd in dgds:
+        name = dgd["metadata"]["name"]
+        live = k.get(DGDS, namespace, name)
+        rendered = {o["metadata"]["labels"].get("nvidia.com/dynamo-worker-hash")
+                    for o in objs if o["kind"] == "Deployment"
+                    and o["metadata"]["labels"].get("nvidia.com/dynamo-graph-deployment-name")
+                    == name} - {None}
+        assert rendered == ({compute_worker_hash(live)} - {None}), name
