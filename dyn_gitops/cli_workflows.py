@@ -184,3 +184,34 @@ def krm(**values: Any) -> None:
     sys.stdout.flush()
     if not outcome.ok:
         _exit(_problems(outcome.problems, "items returned unchanged"), ExitCode.INVALID_INPUT)
+
+
+# ---------------------------------------------------------------------------- post-render
+@main.command("post-render")
+@_setting_options
+def post_render(**values: Any) -> None:
+    """Helm post-renderer: all manifests on stdin, the expanded manifests on stdout.
+
+    Helm 4: `helm install --post-renderer dyn-gitops` with the plugin in charts/helm-plugin;
+    Helm 3: `--post-renderer dyn-gitops --post-renderer-args post-render`.
+    """
+    import os
+
+    from .cli import run_render
+    from .emit import render_text
+    from .settings import ENV_PREFIX, SettingsError, resolve
+    from .source import Source
+    from .workflows import postrender
+
+    try:
+        resolved = resolve(env=dict(os.environ), env_prefixes=(ENV_PREFIX,),
+                           flags=_flags(values))
+    except SettingsError as exc:
+        _fail([f"dyn-gitops: {p}" for p in exc.problems], ExitCode.USAGE)
+    text = _read_stdin(resolved.settings.max_file_bytes)
+    files = postrender.split(text)
+    result = run_render(Source(files=files, root=postrender.STDIN), resolved)
+    if postrender.HELM_FILENAME in text:  # Helm 4: it files objects by this annotation
+        postrender.stamp(result.objects, {f.path for f in files} - {postrender.STDIN})
+    sys.stdout.write(render_text(result.objects, resolved.settings.output_format))
+    sys.stdout.flush()
