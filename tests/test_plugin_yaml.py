@@ -204,8 +204,9 @@ def test_kustomize_patch_builds_with_real_kustomize(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     docs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(proc.stdout) if d}
     pod = docs["argocd-repo-server"]["spec"]["template"]["spec"]
-    assert [c["name"] for c in pod["containers"]] == ["argocd-repo-server", "dyn-gitops"]
-    assert pod["containers"][1] == _sidecars()["kustomize"]
+    containers = {c["name"]: c for c in pod["containers"]}  # a strategic merge prepends
+    assert set(containers) == {"argocd-repo-server", "dyn-gitops"}
+    assert containers["dyn-gitops"] == _sidecars()["kustomize"]
     assert {v["name"] for v in pod["volumes"]} == {"tmp", "var-files", "plugins",
                                                    "dyn-gitops-tmp"}
     cm = docs["argocd-cm"]["data"]
