@@ -277,6 +277,21 @@ def test_bad_input_publishes_nothing(repo: Repo) -> None:
     assert repo.tip() == tip
 
 
+def test_an_empty_render_is_refused(repo: Repo) -> None:
+    """An empty tree plus Flux's prune would delete every workload."""
+    repo.hydrate("deploy")
+    tip = repo.tip()
+    shutil.rmtree(repo.path / "deploy")
+    (repo.path / "deploy").mkdir()
+    (repo.path / "deploy" / "dyn-gitops.yaml").write_text("namespace: demo\n")
+    repo.commit("delete everything")
+    res = repo.hydrate("deploy")
+    assert res.code == 1 and "refusing empty output" in res.stderr
+    assert repo.tip() == tip
+    assert repo.hydrate("deploy", "--allow-empty").code == 0
+    assert set(repo.files()) == OURS
+
+
 def test_lost_race_keeps_both_commits(repo: Repo) -> None:
     """The branch moves between building and publishing: nothing is overwritten or lost."""
     from dyn_gitops import settings as settings_mod
@@ -393,3 +408,82 @@ def test_kustomize_builds_the_hydrated_tree(repo: Repo, tmp_path: Path,
         return (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
 
     assert sorted(got, key=key) == sorted(expected, key=key)
+
+
+def test_two_ci_runners_racing_lose_nothing(tmp_path: Path) -> None:
+    """The CI sample's loop: the runner whose push is rejected rebuilds on the winner."""
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    seed = Repo(tmp_path / "seed")
+    shutil.copytree(TREE, seed.path / "deploy")
+    seed.commit("initial")
+    seed.git("push", "-q", str(origin), "main")
+    runners = []
+    for name in ("a", "b"):
+        r = Repo.__new__(Repo)
+        r.path, r.env = tmp_path / name, seed.env
+        subprocess.run(["git", "clone", "-q", str(origin), str(r.path)], check=True, env=r.env)
+        runners.append(r)
+    a, b = runners
+    agg = a.path / "deploy" / "agg.yaml"
+    agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 3"))
+    a.commit("a: scale")
+    for r in (a, b):
+        assert r.hydrate("deploy").code == 0
+    a.git("push", "-q", "origin", "rendered")
+    with pytest.raises(subprocess.CalledProcessError):
+        b.git("push", "-q", "origin", "rendered")  # not a fast-forward: rejected
+    b.git("fetch", "-q", "origin", "rendered")
+    b.git("branch", "-D", "rendered")
+    assert b.hydrate("deploy").code == 0
+    b.git("push", "-q", "origin", "rendered")
+    history = b.git("log", "--format=%H", "origin/rendered").splitlines()
+    assert a.tip() in history  # the winner's commit is kept under ours
+
+
+# ---------------------------------------------------------------------------- samples
+def _options(command: str) -> set[str]:
+    text = run_cli(command, "--help").stdout.replace(",", " ").replace("/", " ")
+    return {w for w in text.split() if w.startswith("--")}
+
+
+def test_flux_samples_watch_what_hydrate_writes() -> None:
+    flux = REPO / "samples" / "flux"
+    repo = yaml.safe_load((flux / "git" / "gitrepository.yaml").read_text())
+    kust = yaml.safe_load((flux / "git" / "flux-kustomization.yaml").read_text())
+    assert repo["spec"]["ref"]["branch"] == "rendered"  # hydrate's default --branch
+    assert kust["spec"]["sourceRef"] == {"kind": "GitRepository",
+                                         "name": repo["metadata"]["name"]}
+    oci = yaml.safe_load((flux / "oci" / "ocirepository.yaml").read_text())
+    oci_kust = yaml.safe_load((flux / "oci" / "flux-kustomization.yaml").read_text())
+    assert oci["kind"] == "OCIRepository"
+    assert oci_kust["spec"]["sourceRef"] == {"kind": "OCIRepository",
+                                             "name": oci["metadata"]["name"]}
+    for k in (kust, oci_kust):
+        assert k["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1" and k["spec"]["prune"]
+        assert k["spec"]["healthCheckExprs"][0]["kind"] == "DynamoGraphDeployment"
+
+
+def test_ci_and_pre_commit_samples_use_real_options() -> None:
+    import shlex
+
+    commands = []
+    for path in sorted((REPO / "samples" / "ci").glob("*.yaml")):
+        workflow = yaml.safe_load(path.read_text())
+        for job in workflow["jobs"].values():
+            for step in job["steps"]:
+                script = step.get("run", "").replace("\\\n", " ")
+                commands += [line.strip() for line in script.splitlines()
+                             if line.strip().startswith("dyn-gitops ")]
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    commands += [h["entry"] for h in hooks]
+    assert {c.split()[1] for c in commands} == {"hydrate", "diff", "validate"}
+    for command in commands:
+        words = shlex.split(command)
+        words = words[:next((i for i, w in enumerate(words) if w in (">", "||")), None)]
+        known = _options(words[1])
+        used = {w.split("=")[0] for w in words[2:] if w.startswith("--")}
+        assert used <= known, f"{command}: unknown options {used - known}"
+    assert {h["id"] for h in hooks} == {"dyn-gitops-validate", "dyn-gitops-hydrate"}
+    assert next(h for h in hooks if h["id"] == "dyn-gitops-hydrate")["stages"] == [
+        "post-commit"]  # it publishes HEAD: it must run after the commit exists
