@@ -6,6 +6,7 @@ the store is updated; they must be quick (they only enqueue keys).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -116,6 +117,7 @@ class Informer:
         self.resource_version = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._response: Any = None
         self._name = resource.plural
 
     def add_handler(self, handler: Handler) -> None:
@@ -128,6 +130,12 @@ class Informer:
 
     def stop(self) -> None:
         self._stop.set()
+        resp = self._response
+        if resp is not None:
+            with contextlib.suppress(Exception):
+                resp.shutdown()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
 
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -147,6 +155,8 @@ class Informer:
                 self.metrics.watch_relists.labels(self._name).inc()
                 self.resource_version = ""
             except ApiError as exc:
+                if self._stop.is_set():
+                    return  # stop() shut the connection down
                 failures += 1
                 self.metrics.watch_errors.labels(self._name, exc.error_type).inc()
                 delay = min(30.0, 0.2 * 2 ** min(failures, 8)) * (0.5 + random.random() / 2)
@@ -182,7 +192,8 @@ class Informer:
         for event in self.kube.watch(self.resource, self.namespace, self.resource_version,
                                      label_selector=self.label_selector,
                                      field_selector=self.field_selector,
-                                     timeout_seconds=self.watch_timeout):
+                                     timeout_seconds=self.watch_timeout,
+                                     on_open=self._opened):
             if self._stop.is_set():
                 return
             raw = event["object"]
@@ -199,6 +210,11 @@ class Informer:
                     self._notify(old, obj)
             if rv:
                 self.resource_version = rv
+
+    def _opened(self, resp: Any) -> None:
+        self._response = resp
+        if self._stop.is_set():
+            resp.shutdown()
 
     def _notify(self, old: Obj | None, new: Obj | None) -> None:
         for handler in self.handlers:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 from urllib.parse import quote
@@ -148,8 +148,13 @@ class Kube:
 
     def watch(self, res: Resource, namespace: str | None, resource_version: str, *,
               label_selector: str = "", field_selector: str = "",
-              timeout_seconds: int = 290) -> Iterator[WatchEvent]:
-        """Events after ``resource_version``; raises GoneError when it has expired."""
+              timeout_seconds: int = 290,
+              on_open: Callable[[Any], None] | None = None) -> Iterator[WatchEvent]:
+        """Events after ``resource_version``; raises GoneError when it has expired.
+
+        ``on_open`` receives the open response; its ``shutdown()`` ends the watch from
+        another thread (a blocked read otherwise waits for the server-side timeout).
+        """
         query = [("watch", "true"), ("allowWatchBookmarks", "true"),
                  ("resourceVersion", resource_version),
                  ("timeoutSeconds", str(timeout_seconds))]
@@ -159,6 +164,8 @@ class Kube:
             query.append(("fieldSelector", field_selector))
         resp = self._open("GET", res.path(namespace), query,
                           timeout=(self.timeout[0], timeout_seconds + 30.0))
+        if on_open is not None:
+            on_open(resp)
         try:
             if resp.status >= 300:
                 raise _error_from(resp.status, resp.read())

@@ -1,0 +1,216 @@
+"""Managed rolling update of worker generations against the real kube-apiserver.
+
+Git changes the worker spec -> the renderer names a new worker generation -> GitOps applies
+it beside the old one (old generations are never pruned by GitOps). The test plays
+kube-controller-manager: new pods become available one per step, pods of a scaled-down
+generation disappear at once (the worst case for availability). Every state observed is
+checked against max-surge / max-unavailable.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from dyn_gitops_operator import FIELD_MANAGER
+from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
+from dyn_gitops_operator.testing import (
+    DeploymentSimulator,
+    deployment_status,
+    gitops_apply,
+    render,
+    running,
+    settings_for_tests,
+    wait_for,
+)
+
+pytestmark = pytest.mark.realk8s
+WORKER = "VllmDecodeWorker"
+
+
+@pytest.fixture
+def k(kube: Any) -> Kube:
+    return Kube(kube)
+
+
+def graph(image: str, replicas: int, surge: str | None = None,
+          unavailable: str | None = None) -> dict[str, Any]:
+    worker: dict[str, Any] = {
+        "componentType": "worker", "replicas": replicas,
+        "resources": {"limits": {"gpu": "1"}},
+        "extraPodSpec": {"mainContainer": {"image": image, "command": ["python3", "-m",
+                                                                       "dynamo.vllm"]}}}
+    ann = {}
+    if surge is not None:
+        ann["nvidia.com/deployment-rolling-update-max-surge"] = surge
+    if unavailable is not None:
+        ann["nvidia.com/deployment-rolling-update-max-unavailable"] = unavailable
+    if ann:
+        worker["annotations"] = ann
+    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "roll"},
+            "spec": {"services": {
+                "Frontend": {"componentType": "frontend", "replicas": 1, "extraPodSpec": {
+                    "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"}}},
+                WORKER: worker}}}
+
+
+def workers(k: Kube, ns: str) -> dict[str, dict[str, Any]]:
+    items, _ = k.list(DEPLOYMENTS, ns, label_selector="nvidia.com/dynamo-component=" + WORKER)
+    return {d["metadata"]["name"]: d for d in items}
+
+
+def worker_name(objs: list[dict[str, Any]]) -> str:
+    return next(o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"
+                and o["metadata"]["name"].startswith("roll-vllmdecodeworker-"))
+
+
+@dataclass
+class Kcm:
+    """Deployment controller stand-in: new pods need one step each to become available."""
+
+    sim: DeploymentSimulator
+    stuck: set[str]
+    failed: set[str]
+
+    def policy(self, dep: dict[str, Any]) -> dict[str, Any] | None:
+        name = dep["metadata"]["name"]
+        spec = dep["spec"]["replicas"]
+        prev = int((dep.get("status") or {}).get("availableReplicas") or 0)
+        if name in self.failed:
+            return deployment_status(dep, available=min(prev, spec), replicas=spec,
+                                     failed="ReplicaSet has timed out progressing")
+        if name in self.stuck:
+            return deployment_status(dep, available=min(prev, spec), replicas=spec)
+        return deployment_status(dep, available=min(spec, prev + 1), replicas=spec)
+
+
+def effective(dep: dict[str, Any]) -> tuple[int, int]:
+    """(spec, pods that are surely available): a scale-down may kill available pods first."""
+    spec = dep["spec"]["replicas"]
+    avail = int((dep.get("status") or {}).get("availableReplicas") or 0)
+    return spec, min(spec, avail)
+
+
+def drive(k: Kube, ns: str, kcm: Kcm, *, desired: int, surge: int, unavailable: int,
+          until: Any, timeout: float = 40) -> list[dict[str, tuple[int, int]]]:
+    """Alternate kcm steps and observations until ``until(workers)``; check every state."""
+    seen: list[dict[str, tuple[int, int]]] = []
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        deps = workers(k, ns)
+        state = {n: effective(d) for n, d in deps.items()}
+        if not seen or state != seen[-1]:
+            seen.append(state)
+            total_spec = sum(s for s, _ in state.values())
+            total_avail = sum(a for _, a in state.values())
+            assert total_spec <= desired + surge, f"max surge exceeded: {state}"
+            assert total_avail >= desired - unavailable, f"max unavailable exceeded: {state}"
+        if until(deps):
+            return seen
+        kcm.sim.step()
+        time.sleep(0.05)
+    raise AssertionError(f"rollout did not finish: {seen[-3:]}")
+
+
+def ready_all(k: Kube, ns: str, sim: DeploymentSimulator) -> None:
+    for name in list(workers(k, ns)) + ["roll-frontend"]:
+        sim.set_status(name)
+
+
+@pytest.mark.parametrize(("desired", "surge_ann", "unav_ann", "surge", "unav"), [
+    (4, None, None, 1, 1),   # defaults: 25% / 25%
+    (3, "2", "0", 2, 0),     # never below desired, two at a time
+])
+def test_rollout_respects_budget_and_removes_old_generation(
+        k: Kube, namespace: str, desired: int, surge_ann: str | None, unav_ann: str | None,
+        surge: int, unav: int) -> None:
+    first = render([graph("img:1", desired, surge_ann, unav_ann)], namespace)
+    old = worker_name(first)
+    gitops_apply(k, first)
+    sim = DeploymentSimulator(k, namespace)
+    kcm = Kcm(sim, set(), set())
+    sim.policy = kcm.policy
+    with running(settings_for_tests(namespace), k):
+        wait_for(lambda: workers(k, namespace)[old]["spec"]["replicas"] == desired,
+                 what="first generation sized")
+        ready_all(k, namespace, sim)
+        wait_for(lambda: k.get(DGDS, namespace, "roll").get("status", {}).get("state") ==
+                 "successful", what="graph ready before the update")
+
+        second = render([graph("img:2", desired, surge_ann, unav_ann)], namespace)
+        new = worker_name(second)
+        assert new != old
+        gitops_apply(k, second)
+        st = wait_for(lambda: (s := k.get(DGDS, namespace, "roll")["status"])
+                      .get("rollingUpdate", {}).get("phase") in ("Pending", "InProgress") and s,
+                      what="rollout reported")
+        assert st["state"] == "pending"
+        seen = drive(k, namespace, kcm, desired=desired, surge=surge, unavailable=unav,
+                     until=lambda deps: old not in deps)
+        # the drain was gradual: the old generation went through intermediate sizes
+        old_sizes = [s[old][0] for s in seen if old in s]
+        assert len(set(old_sizes)) > 2, old_sizes
+        assert old_sizes == sorted(old_sizes, reverse=True)
+
+        sim.step()
+        st = wait_for(lambda: (s := k.get(DGDS, namespace, "roll")["status"])
+                      .get("rollingUpdate", {}).get("phase") == "Completed"
+                      and s["state"] == "successful" and s, what="rollout completed")
+        ru = st["rollingUpdate"]
+        assert ru["updatedServices"] == [WORKER] and ru["startTime"] <= ru["endTime"]
+        assert st["services"][WORKER]["componentNames"] == [new]
+        assert workers(k, namespace)[new]["spec"]["replicas"] == desired
+
+
+def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
+        k: Kube, namespace: str) -> None:
+    desired, surge, unav = 4, 1, 1
+    first = render([graph("img:1", desired)], namespace)
+    old = worker_name(first)
+    gitops_apply(k, first)
+    sim = DeploymentSimulator(k, namespace)
+    kcm = Kcm(sim, set(), set())
+    sim.policy = kcm.policy
+    with running(settings_for_tests(namespace), k):
+        wait_for(lambda: workers(k, namespace)[old]["spec"]["replicas"] == desired,
+                 what="first generation sized")
+        ready_all(k, namespace, sim)
+        second = render([graph("img:broken", desired)], namespace)
+        new = worker_name(second)
+        kcm.stuck.add(new)  # its pods never become ready ...
+        gitops_apply(k, second)
+        drive(k, namespace, kcm, desired=desired, surge=surge, unavailable=unav,
+              until=lambda deps: new in deps and deps[new]["spec"]["replicas"] >= 1
+              and deps[old]["spec"]["replicas"] < desired, timeout=20)
+        kcm.failed.add(new)  # ... and the Deployment controller gives up
+        st = wait_for(lambda: kcm.sim.step() >= 0 and (s := k.get(DGDS, namespace, "roll")
+                                                         ["status"])["state"] == "failed" and s,
+                      what="failure reported")
+        assert st["rollingUpdate"]["phase"] == "Failed"
+        cond = st["conditions"][0]
+        assert cond["reason"] == "rolling_update_failed"
+        assert new in cond["message"] and "ProgressDeadlineExceeded" in cond["message"]
+        frozen = {n: d["spec"]["replicas"] for n, d in workers(k, namespace).items()}
+        for _ in range(10):  # nothing moves any more, the old generation keeps serving
+            kcm.sim.step()
+            time.sleep(0.1)
+            deps = workers(k, namespace)
+            assert {n: d["spec"]["replicas"] for n, d in deps.items()} == frozen
+            assert effective(deps[old])[1] >= desired - unav
+
+        # Git reverts the worker change: the old generation is current again, the broken
+        # one is drained and deleted
+        gitops_apply(k, copy.deepcopy(first))
+        drive(k, namespace, kcm, desired=desired, surge=surge, unavailable=unav,
+              until=lambda deps: new not in deps and deps[old]["spec"]["replicas"] == desired)
+        ready_all(k, namespace, sim)
+        st = wait_for(lambda: (s := k.get(DGDS, namespace, "roll")["status"])
+                      ["state"] == "successful" and s, what="recovered")
+        assert st["rollingUpdate"]["phase"] == "Completed"
+    mf = {m["manager"] for m in k.get(DEPLOYMENTS, namespace, old)["metadata"]["managedFields"]}
+    assert FIELD_MANAGER in mf

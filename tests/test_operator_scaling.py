@@ -1,0 +1,122 @@
+"""Scaling adapters and managed replicas against the real kube-apiserver.
+
+HPA / KEDA / the Planner write the DGDSA's ``/scale`` subresource; the controller publishes
+the adapter's scale status and sets the Deployment's ``spec.replicas``. Field ownership is
+checked through ``managedFields``: the controller owns only what the table gives it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dyn_gitops_operator import FIELD_MANAGER
+from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube
+from dyn_gitops_operator.testing import (
+    GITOPS_MANAGER,
+    gitops_apply,
+    render,
+    running,
+    settings_for_tests,
+    wait_for,
+)
+
+pytestmark = pytest.mark.realk8s
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+@pytest.fixture
+def k(kube: Any) -> Kube:
+    return Kube(kube)
+
+
+def managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(manager, subresource) -> fieldsV1."""
+    return {(m["manager"], m.get("subresource", "")): m.get("fieldsV1", {})
+            for m in obj["metadata"].get("managedFields") or []}
+
+
+def scale(k: Kube, ns: str, name: str, replicas: int) -> None:
+    """What an HPA does: a merge patch of the /scale subresource, under its own manager."""
+    hpa = Kube(k.api, field_manager="horizontal-pod-autoscaler")
+    hpa.request("PATCH", DGDSAS.path(ns, name, "scale"),
+                [("fieldManager", "horizontal-pod-autoscaler")],
+                {"spec": {"replicas": replicas}}, "application/merge-patch+json")
+
+
+def replicas(k: Kube, ns: str, name: str) -> int:
+    return int(k.get(DEPLOYMENTS, ns, name)["spec"]["replicas"])
+
+
+def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> None:
+    objs = render(SAMPLES / "scaling-adapter" / "input", namespace)
+    gitops_apply(k, objs)
+    deps = {o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"}
+    decode = next(n for n in deps if n.startswith("sglang-disagg-decode-"))
+    prefill = next(n for n in deps if n.startswith("sglang-disagg-prefill-"))
+    with running(settings_for_tests(namespace), k):
+        # the adapter publishes what /scale needs, the workload follows the adapter
+        wait_for(lambda: k.get(DGDSAS, namespace, "sglang-disagg-decode")
+                 .get("status", {}).get("replicas") == 2, what="adapter status")
+        sel = k.request("GET", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"))
+        assert sel["status"] == {
+            "replicas": 2, "selector": "nvidia.com/dynamo-component=decode,"
+                                       "nvidia.com/dynamo-graph-deployment-name=sglang-disagg"}
+        wait_for(lambda: replicas(k, namespace, decode) == 2, what="decode at 2")
+        wait_for(lambda: replicas(k, namespace, prefill) == 1, what="prefill at 1 (annotation)")
+
+        # HPA scales the worker adapter and the frontend adapter
+        scale(k, namespace, "sglang-disagg-decode", 4)
+        scale(k, namespace, "sglang-disagg-frontend", 3)
+        wait_for(lambda: replicas(k, namespace, decode) == 4, what="decode scaled to 4")
+        wait_for(lambda: replicas(k, namespace, "sglang-disagg-frontend") == 3,
+                 what="frontend scaled to 3")
+        adapter = wait_for(lambda: (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))
+                           ["status"]["replicas"] == 4 and a, what="adapter status 4")
+        assert adapter["status"]["lastScaleTime"]
+        assert k.request("GET", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"))[
+            "status"]["replicas"] == 4
+        assert replicas(k, namespace, prefill) == 1  # no adapter: untouched by the scaling
+
+        # a GitOps re-sync of the Deployments does not fight the autoscaler
+        gitops_apply(k, objs, kinds=("Deployment", "DynamoGraphDeployment"))
+        assert replicas(k, namespace, decode) == 4
+        assert replicas(k, namespace, "sglang-disagg-frontend") == 3
+
+        # scale to zero is a valid request
+        scale(k, namespace, "sglang-disagg-decode", 0)
+        wait_for(lambda: replicas(k, namespace, decode) == 0, what="decode at 0")
+
+    # ownership: the controller owns spec.replicas of the workloads and the status of the
+    # custom resources, nothing else; GitOps keeps everything it rendered
+    for name in (decode, prefill, "sglang-disagg-frontend"):
+        mf = managers(k.get(DEPLOYMENTS, namespace, name))
+        assert mf[(FIELD_MANAGER, "")] == {"f:spec": {"f:replicas": {}}}, name
+        assert "f:template" in mf[(GITOPS_MANAGER, "")]["f:spec"]
+        assert "f:replicas" not in mf[(GITOPS_MANAGER, "")]["f:spec"]
+    for res, name in ((DGDS, "sglang-disagg"), (DGDSAS, "sglang-disagg-decode")):
+        mf = managers(k.get(res, namespace, name))
+        ours = {sub for (mgr, sub) in mf if mgr == FIELD_MANAGER}
+        assert ours == {"status"}, (name, mf.keys())
+        assert set(mf[(FIELD_MANAGER, "status")]) == {"f:status"}
+
+
+def test_never_touches_what_it_does_not_own(k: Kube, namespace: str) -> None:
+    """Managed replicas off: Git owns spec.replicas, the controller writes only status."""
+    objs = render(SAMPLES / "managed-replicas-off" / "input", namespace)
+    gitops_apply(k, objs)
+    before = {d["metadata"]["name"]: d["metadata"]["resourceVersion"]
+              for d in k.list(DEPLOYMENTS, namespace)[0]}
+    assert before
+    with running(settings_for_tests(namespace), k):
+        dgd_name = next(o["metadata"]["name"] for o in objs
+                        if o["kind"] == "DynamoGraphDeployment")
+        wait_for(lambda: k.get(DGDS, namespace, dgd_name).get("status", {}).get("state"),
+                 what="a DGD status")
+    after = {d["metadata"]["name"]: d for d in k.list(DEPLOYMENTS, namespace)[0]}
+    for name, rv in before.items():
+        assert after[name]["metadata"]["resourceVersion"] == rv, name
+        assert FIELD_MANAGER not in {m["manager"] for m in
+                                     after[name]["metadata"]["managedFields"]}
