@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,10 +76,19 @@ def kustomization_text(paths: list[str]) -> bytes:
     return (head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)).encode()
 
 
+def cache_text(cache: Mapping[str, Any]) -> bytes:
+    """Compact JSON, one unit per line: small, and a one-file change is a one-line diff."""
+    head = {k: v for k, v in cache.items() if k != "units"}
+    lines = [json.dumps(u, sort_keys=True, separators=(",", ":")) for u in cache.get("units", [])]
+    body = ",\n".join(lines)
+    return (json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1]
+            + ',"units":[\n' + body + "\n]}\n").encode()
+
+
 def tree_content(p: Plan, meta: bytes) -> dict[str, Output]:
     files: dict[str, Output] = dict(p.files)
     files[KUSTOMIZATION_FILE] = kustomization_text(list(p.files))
-    files[CACHE_FILE] = (json.dumps(p.cache, indent=1, sort_keys=True) + "\n").encode()
+    files[CACHE_FILE] = cache_text(p.cache)
     files[METADATA_FILE] = meta
     return files
 
