@@ -1,8 +1,8 @@
 """CLI commands for the workflows: ``hydrate``, ``diff``, ``krm``, ``post-render``.
 
-They register themselves on :data:`dyn_gitops.cli.main` (cli.py imports this module on its
-last line). Everything heavier than click is imported inside the commands, so start-up
-stays fast for the Argo CD plugin.
+They register themselves on :data:`dyn_gitops.cli.main` (cli.py imports this module, in
+one line after its own commands). Everything heavier than click is imported inside the
+commands, so start-up stays fast for the Argo CD plugin.
 
 Exit codes are the CLI's (0 ok, 1 invalid input, 2 usage, 3 internal error), plus
 ``diff``'s own (0 equal, 1 different, 2 error) and :data:`EXIT_BRANCH_MOVED` for hydrate.
@@ -135,8 +135,7 @@ def diff_cmd(path: str, base: str, head: str, fmt: str, **values: Any) -> None:
         result = diff(".", base, head, "" if path == "." else path, env=dict(os.environ),
                       flags=_flags(values))
     except RevisionError as exc:
-        _exit([str(p) for p in exc.problems]
-              + [f"dyn-gitops: {exc} ({len(exc.problems)} problems); nothing compared"], 2)
+        _exit(_problems(exc.problems, f"{exc.rev} does not render; nothing compared"), 2)
     except SettingsError as exc:
         _exit([f"dyn-gitops: {p}" for p in exc.problems], 2)
     except (FileNotFoundError, LookupError, NotADirectoryError, PermissionError) as exc:
@@ -173,7 +172,7 @@ def krm(**values: Any) -> None:
 
     env, flags = dict(os.environ), _flags(values)
     limits = fn.settings_for_reading(env, flags)
-    text = _read_stdin(limits.max_file_bytes * fn.NODES_FACTOR // 10)
+    text = _read_stdin(limits.max_file_bytes * fn.STDIN_FACTOR)
     try:
         rl = fn.parse(text, limits)
     except fn.InputError as exc:

@@ -125,7 +125,7 @@ def test_errors_exit_2_with_nothing_on_stdout(repo: Repo) -> None:
     res = diff(repo, "--base", "base", "--head", "HEAD", "deploy")
     assert res.code == 2 and res.stdout == ""
     assert "agg.yaml:" in res.stderr and "unknown field 'replica'" in res.stderr
-    assert "HEAD: does not render" in res.stderr
+    assert "1 problem found; HEAD does not render; nothing compared" in res.stderr
     res = diff(repo, "--base", "no-such-rev", "deploy")
     assert res.code == 2 and res.stdout == "" and "unknown Git revision" in res.stderr
     res = diff(repo, "--base", "base", "--discovery-backend", "zk", "deploy")

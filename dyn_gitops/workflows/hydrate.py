@@ -125,6 +125,8 @@ def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Reques
         raise HydrateUsageError(
             f"branch {req.branch} is checked out; hydrate never touches a work tree, so "
             "publish to a branch that is not checked out (e.g. --branch rendered)")
+    if src.commit is None:
+        raise HydrateUsageError("hydrate reads its input from a Git revision (--rev)")
     target = _clean(req.target_path, "--target-path")
     expected = gitstore.tip(repo, ref)
     # a fresh CI clone has only the remote-tracking branch: build on it, never beside it
@@ -135,14 +137,10 @@ def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Reques
     previous = Previous(load_cache(gitstore.read_blob(repo, old, CACHE_FILE)), old_ids.get,
                         lambda path: gitstore.read_blob(repo, old, path))
     p = plan(src, settings, previous if req.use_cache else None)
-    if src.commit is None:
-        raise HydrateUsageError("hydrate reads its input from a Git revision (--rev)")
     source = gitstore.commit_of(repo, src.commit)  # what was read, even if --rev moved since
     files = tree_content(p, metadata_text(str(source.id), req.rev, req.source_path, settings))
-    new_ids = output_ids(files)
-    old_ids.pop(METADATA_FILE, None)
     sig = gitstore.signature(repo, req.author, source)
-    if parent is not None and {k: v for k, v in new_ids.items() if k != METADATA_FILE} == old_ids:
+    if parent is not None and _same_output(output_ids(files), old_ids):
         if expected != parent:  # up to date, but the local branch does not exist yet
             gitstore.update_branch(repo, ref, parent, expected, sig=sig,
                                    message=f"dyn-gitops hydrate: from origin/{req.branch}")
@@ -155,6 +153,12 @@ def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Reques
     gitstore.update_branch(repo, ref, commit, expected, sig=sig,
                            message=f"dyn-gitops hydrate: {req.rev} ({str(source.id)[:12]})")
     return Result(commit, commit, parent, p)
+
+
+def _same_output(new: Mapping[str, str], old: Mapping[str, str]) -> bool:
+    """Equal but for the metadata: a new source commit alone is not worth a commit."""
+    return ({k: v for k, v in new.items() if k != METADATA_FILE}
+            == {k: v for k, v in old.items() if k != METADATA_FILE})
 
 
 def _message(req: Request, source: str) -> str:

@@ -26,8 +26,10 @@ INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.i
 #: items given without a path annotation are read as if from this file
 UNNAMED = "resourceList.items"
 #: a ResourceList holds every document in one: allow it many times a document's node limit
-#: (still bounding alias expansion, which grows exponentially)
+#: (still bounding alias expansion, which grows exponentially) ...
 NODES_FACTOR = 100
+#: ... and many times a file's size limit (setting max-file-bytes)
+STDIN_FACTOR = 10
 
 Obj = dict[str, Any]
 
