@@ -553,3 +553,24 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
         snapshot = dict(got)
         previous = Previous(p.cache, lambda path, s=snapshot: blob_id(s[path])
                             if path in s else None, snapshot.get)
+
+
+@pytest.mark.parametrize("cache", [
+    "not json at all", {"format": 2}, {"units": [{"files": {"agg.yaml": 1}}]},
+    "same settings, wrong shapes"])
+def test_a_damaged_cache_is_ignored(cache: Any) -> None:
+    from dyn_gitops import __version__
+    from dyn_gitops.pipeline import render
+    from dyn_gitops.settings import resolve
+    from dyn_gitops.source import read_path
+    from dyn_gitops.workflows.incremental import Previous, plan, settings_digest
+
+    src = read_path(str(TREE), max_file_bytes=1 << 20)
+    settings = resolve(file_values=src.settings_file).settings
+    if cache == "same settings, wrong shapes":
+        cache = {"format": 2, "renderer": __version__, "settings": settings_digest(settings),
+                 "units": [{"files": {"agg.yaml": "0" * 40}, "graphs": [],
+                            "objects": {"x.yaml": {"key": 1, "blob": None}}}]}
+    p = plan(src, settings, Previous(cache, lambda path: None, lambda path: None))
+    assert len(p.files) == len(render(src, settings).objects)
+    assert not p.reused

@@ -177,11 +177,28 @@ def _units_from_cache(cache: Any, digest: str) -> list[Unit]:
             CACHE_FORMAT, __version__, digest):
         return []
     try:
-        return [Unit(dict(u["files"]), list(u["graphs"]),
-                     {str(p): ObjInfo(**i) for p, i in u["objects"].items()})
+        return [Unit(_strs(u["files"]), _strs(u["graphs"]),
+                     {str(p): _info(i) for p, i in u["objects"].items()})
                 for u in cache["units"]]
     except (KeyError, TypeError, AttributeError):
         return []
+
+
+def _strs(value: Any) -> Any:
+    items = value.values() if isinstance(value, dict) else value
+    if not isinstance(value, dict | list) or not all(isinstance(v, str) for v in items):
+        raise TypeError("expected strings")
+    return value
+
+
+def _info(data: Any) -> ObjInfo:
+    info = ObjInfo(**data)
+    if not (isinstance(info.key, str) and isinstance(info.blob, str)
+            and isinstance(info.sig, str | None)):
+        raise TypeError("malformed object entry")
+    _strs(info.paths)
+    _strs(info.dgds)
+    return info
 
 
 # ---------------------------------------------------------------------------- planning
@@ -220,13 +237,14 @@ def plan(source: Source, settings: RenderSettings, previous: Previous | None = N
     bound = sum(1 + len(_DOC_MARKER.findall(f.text)) for f in source.files)
     if source.problems or bound >= settings.max_documents:
         return _full_plan(_Renderer(source, settings), digest)
-    try:
+    for prev in (previous, Previous()):  # an output edited by hand: once more, cold
         try:
-            return _plan(_Renderer(source, settings), digest, previous)
+            return _plan(_Renderer(source, settings), digest, prev)
         except _Stale:
-            return _plan(_Renderer(source, settings), digest, Previous())
-    except RenderError:
-        return _full_plan(_Renderer(source, settings), digest)  # reports every problem
+            continue
+        except RenderError:
+            break
+    return _full_plan(_Renderer(source, settings), digest)  # reports every problem
 
 
 def _plan(r: _Renderer, digest: str, previous: Previous) -> Plan:
