@@ -11,6 +11,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+# pydantic scans every installed distribution for plugins on first use (tens of ms on
+# every Argo CD refresh); the CLI process uses none.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
 import click
 
 from . import __version__
