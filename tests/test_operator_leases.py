@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import DGDS, DGDSAS, LEASES, Kube

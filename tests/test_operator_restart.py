@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 import pytest
-
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.testing import (

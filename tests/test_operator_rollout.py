@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.testing import (
@@ -118,7 +117,7 @@ def drive(k: Kube, ns: str, kcm: Kcm, *, desired: int, surge: int, unavailable: 
 
 
 def ready_all(k: Kube, ns: str, sim: DeploymentSimulator) -> None:
-    for name in list(workers(k, ns)) + ["roll-frontend"]:
+    for name in [*workers(k, ns), "roll-frontend"]:
         sim.set_status(name)
 
 

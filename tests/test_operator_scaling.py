@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube
 from dyn_gitops_operator.testing import (

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from dyn_gitops_operator.graph import compute_worker_hash
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.testing import (

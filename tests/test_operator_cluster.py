@@ -1,0 +1,193 @@
+"""Cluster-wide mode and API-server faults, on a private control plane.
+
+A cluster-wide controller would also act on every other test's namespace, and these
+tests stop and restart the API server, so they get their own etcd + kube-apiserver.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dyn_gitops_operator import FIELD_MANAGER
+from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, LEASES, Kube, make_api_client
+from dyn_gitops_operator.leases import micro_time
+from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
+from dyn_gitops_operator.testing import (
+    DeploymentSimulator,
+    gitops_apply,
+    render,
+    running,
+    settings_for_tests,
+    wait_for,
+)
+
+pytestmark = pytest.mark.realk8s
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
+
+
+class Plane:
+    """The private control plane, with a stop/start of the API server."""
+
+    def __init__(self, cp: Any) -> None:
+        self.cp = cp
+        self.args = list(cp.apiserver.args)
+        self.proc: subprocess.Popen[bytes] = cp.apiserver
+        self.extra: list[subprocess.Popen[bytes]] = []
+
+    def stop_apiserver(self) -> None:
+        # SIGKILL: a crash. (A graceful SIGTERM waits 60 s for open watches to drain.)
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def start_apiserver(self) -> None:
+        with open(self.cp.dir / "apiserver-restarted.log", "ab") as log:
+            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        self.extra.append(self.proc)
+        k = Kube(make_api_client(str(self.cp.kubeconfig)))
+        wait_for(lambda: k.request("GET", "/api/v1/namespaces/default"), timeout=60,
+                 interval=0.2, what="API server back")
+
+    def close(self) -> None:
+        for p in self.extra:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+@pytest.fixture(scope="module")
+def plane(test_binaries: Any) -> Iterator[Plane]:
+    from support.controlplane import control_plane, install_crds
+
+    from dyn_gitops.crds import crds
+
+    bins = test_binaries("etcd", "kube-apiserver")
+    with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
+        install_crds(cp.client(), crds())
+        p = Plane(cp)
+        try:
+            yield p
+        finally:
+            p.close()
+
+
+@pytest.fixture
+def pk(plane: Plane) -> Kube:
+    return Kube(make_api_client(str(plane.cp.kubeconfig)))
+
+
+def new_namespace(k: Kube, name: str) -> str:
+    k.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
+    return name
+
+
+def cluster_settings(**kw: Any) -> Any:
+    from dyn_gitops_operator.settings import LeaderSettings
+
+    # the renew deadline outlasts the outage (as the 10 s default outlasts a short one)
+    return settings_for_tests("", mode="cluster", leader=LeaderSettings(
+        namespace="default", lease_duration=20, renew_deadline=15, retry_period=0.5), **kw)
+
+
+def test_cluster_mode_leaves_a_claimed_namespace_alone_until_its_lease_expires(
+        pk: Kube) -> None:
+    claimed = new_namespace(pk, "claimed")
+    free = new_namespace(pk, "free")
+    for ns in (claimed, free):
+        gitops_apply(pk, render(SAMPLES / "vllm-agg" / "input", ns))
+    now = micro_time(datetime.now(UTC))
+    pk.create(LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                       "metadata": {"name": SCOPE_LEASE_NAME, "namespace": claimed},
+                       "spec": {"holderIdentity": "namespace-restricted-operator-1.1.0",
+                                "leaseDurationSeconds": 3, "acquireTime": now,
+                                "renewTime": now}})
+    with running(cluster_settings(), pk) as m:
+        wait_for(lambda: pk.get(DGDS, free, "vllm-agg").get("status"), what="free reconciled")
+        assert m.metrics.value("dyn_gitops_controller_namespaces_excluded") == 1
+        # the foreign operator keeps renewing: we keep out
+        for _ in range(3):
+            lease = pk.get(LEASES, claimed, SCOPE_LEASE_NAME)
+            lease["spec"]["renewTime"] = micro_time(datetime.now(UTC))
+            pk.update(LEASES, lease)
+            time.sleep(1)
+        assert not pk.get(DGDS, claimed, "vllm-agg").get("status")
+        for d in pk.list(DEPLOYMENTS, claimed)[0]:
+            assert FIELD_MANAGER not in {f["manager"] for f in d["metadata"]["managedFields"]}
+        # it stops renewing (crashed): resumed after expiry, without any event on our objects
+        stopped = time.monotonic()
+        wait_for(lambda: pk.get(DGDS, claimed, "vllm-agg").get("status"), timeout=10,
+                 what="claimed namespace resumed")
+        assert 1.5 <= time.monotonic() - stopped <= 6
+        assert m.metrics.value("dyn_gitops_controller_namespaces_excluded") == 0
+
+
+def restart_graph(restart: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"services": {
+        name: {"componentType": "worker" if name != "Frontend" else "frontend",
+               "replicas": 2, "extraPodSpec": {"mainContainer": {"image": IMAGE}}}
+        for name in ("Frontend", "a", "b")}}
+    if restart:
+        spec["restart"] = restart
+    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "faulty"}, "spec": spec}
+
+
+def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(
+        plane: Plane, pk: Kube) -> None:
+    ns = new_namespace(pk, "faults")
+    gitops_apply(pk, render([restart_graph()], ns))
+    sim = DeploymentSimulator(pk, ns)
+
+    def deps() -> dict[str, dict[str, Any]]:
+        return {d["metadata"]["labels"]["nvidia.com/dynamo-component"]: d
+                for d in pk.list(DEPLOYMENTS, ns)[0]}
+
+    def stamp(d: dict[str, Any]) -> str | None:
+        return (d["spec"]["template"]["metadata"].get("annotations") or {}).get(
+            "nvidia.com/restartAt")
+
+    with running(cluster_settings(), pk) as m:
+        wait_for(lambda: all(d["spec"]["replicas"] == 2 for d in deps().values()),
+                 what="sized")
+        for d in deps().values():
+            sim.set_status(d["metadata"]["name"], namespace=ns)
+        wait_for(lambda: pk.get(DGDS, ns, "faulty").get("status", {}).get("state") ==
+                 "successful", what="ready")
+        before = {c: d["metadata"]["generation"] for c, d in deps().items()}
+        order = ["b", "Frontend", "a"]
+        gitops_apply(pk, [o for o in render([restart_graph(
+            {"id": "fault-1", "strategy": {"type": "Sequential", "order": order}})], ns)
+            if o["kind"] == "DynamoGraphDeployment"])
+        wait_for(lambda: stamp(deps()["b"]) == "fault-1", what="first service stamped")
+
+        plane.stop_apiserver()
+        time.sleep(2)  # the controller keeps retrying against a dead server
+        assert m.healthy()
+        relists = m.metrics.value("dyn_gitops_controller_watch_relists_total",
+                                  {"resource": "deployments"})
+        plane.start_apiserver()
+
+        for service in order:
+            wait_for(lambda s=service: stamp(deps()[s]) == "fault-1", timeout=30,
+                     what=f"{service} stamped after the restart")
+            sim.set_status(deps()[service]["metadata"]["name"], namespace=ns)
+        wait_for(lambda: pk.get(DGDS, ns, "faulty")["status"].get("restart") ==
+                 {"observedID": "fault-1", "phase": "Completed"}, timeout=30,
+                 what="restart completed")
+        after = {c: d["metadata"]["generation"] for c, d in deps().items()}
+        assert {c: after[c] - before[c] for c in after} == {"a": 1, "b": 1, "Frontend": 1}
+        # resuming from the pre-restart resourceVersion failed with 410: re-listed
+        assert m.metrics.value("dyn_gitops_controller_watch_relists_total",
+                               {"resource": "deployments"}) > relists
+        assert m.healthy()

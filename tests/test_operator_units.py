@@ -1,0 +1,169 @@
+"""Pure pieces of the controller (no API server): rollout arithmetic, the work queue, the
+informer's 410 handling, lease expiry."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.errors import GoneError
+from dyn_gitops_operator.informer import Informer
+from dyn_gitops_operator.kube import DEPLOYMENTS
+from dyn_gitops_operator.leases import expired, micro_time
+from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.reconcilers.rollout import distribute, size
+from dyn_gitops_operator.workqueue import WorkQueue
+
+
+def dep(strategy: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "d"}, "spec": {"strategy": strategy}}
+
+
+@pytest.mark.parametrize(("desired", "surge", "unav", "want"), [
+    (4, None, None, (1, 1)),      # 25 % / 25 %
+    (2, None, None, (1, 0)),      # surge rounds up, unavailable down
+    (1, None, None, (1, 0)),
+    (3, 0, 0, (1, 0)),            # both zero: surge becomes 1
+    (10, "50%", "10%", (5, 1)),
+    (4, 2, 1, (2, 1)),
+])
+def test_budget(desired: int, surge: Any, unav: Any, want: tuple[int, int]) -> None:
+    ru = {k: v for k, v in (("maxSurge", surge), ("maxUnavailable", unav)) if v is not None}
+    b = o.budget(dep({"type": "RollingUpdate", "rollingUpdate": ru}), desired)
+    assert (b.max_surge, b.max_unavailable) == want
+
+
+def test_distribute_keeps_newest_old_generations_first() -> None:
+    olds = [{"metadata": {"name": n}, "spec": {"replicas": r}}
+            for n, r in (("oldest", 2), ("middle", 2), ("newest", 2))]
+    assert distribute(olds, 3) == {"newest": 2, "middle": 1, "oldest": 0}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rollout_arithmetic_respects_budget_and_terminates(seed: int) -> None:
+    """Random desired/budgets and a random Deployment controller: the budget holds at
+    every step and the rollout always finishes."""
+    rnd = random.Random(seed)
+    desired = rnd.randint(1, 12)
+    budget = o.Budget(rnd.randint(0, 3), rnd.randint(0, 3))
+    if budget.max_surge == 0 and budget.max_unavailable == 0:
+        budget = o.Budget(1, 0)
+    old_spec, old_avail, new_spec, new_avail = desired, desired, 1, 0
+    for _ in range(500):
+        s = size(desired, budget, old_spec=old_spec, old_available=old_avail,
+                 new_spec=new_spec, new_available=new_avail)
+        old_spec, new_spec = s.old, s.new
+        old_avail = min(old_avail, old_spec)              # scale-down kills available pods
+        assert old_spec + new_spec <= desired + budget.max_surge
+        assert old_avail + new_avail >= desired - budget.max_unavailable
+        new_avail = min(new_spec, new_avail + rnd.randint(0, 2))  # pods come up slowly
+        if old_spec == 0 and new_avail == desired:
+            return
+    pytest.fail(f"no progress: desired={desired} budget={budget}")
+
+
+def test_queue_deduplicates_and_requeues_keys_added_while_processing() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    assert q.get(0) == "a"
+    q.add("a")  # while "a" is processed: not handed out twice ...
+    assert q.get(0) == "b"
+    assert q.get(0.01) is None
+    q.done("a")  # ... but queued again when done
+    assert q.get(0) == "a"
+
+
+def test_queue_backoff_doubles_and_forget_resets() -> None:
+    q: WorkQueue[str] = WorkQueue(backoff_base=0.01, backoff_max=0.05)
+    delays = [q.add_rate_limited("k") for _ in range(5)]
+    assert delays[:3] == [0.01, 0.02, 0.04] and delays[3:] == [0.05, 0.05]
+    q.forget("k")
+    assert q.backoff("k") == 0.01
+    start = time.monotonic()
+    assert q.get(1) == "k"  # the delayed adds collapse into one key
+    assert time.monotonic() - start < 0.5
+
+
+def test_queue_add_after_waits() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add_after("late", 0.15)
+    q.add("now")
+    assert q.get(0) == "now"
+    start = time.monotonic()
+    assert q.get(1) == "late"
+    assert time.monotonic() - start >= 0.1
+
+
+class FakeKube:
+    """list/watch script: the first watch answers 410, the re-list shows a deletion."""
+
+    def __init__(self) -> None:
+        self.lists = [
+            ([self.obj("a", "1"), self.obj("b", "2")], "10"),
+            ([self.obj("a", "1")], "20"),
+        ]
+        self.watches = 0
+        self.watch_rvs: list[str] = []
+        self.done = threading.Event()
+        self.closed = threading.Event()
+
+    def shutdown(self) -> None:
+        """The informer's stop() ends the open watch through this (a response's method)."""
+        self.closed.set()
+
+    @staticmethod
+    def obj(name: str, rv: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
+
+    def list(self, *a: Any, **kw: Any) -> tuple[list[dict[str, Any]], str]:
+        return self.lists.pop(0)
+
+    def watch(self, res: Any, ns: Any, rv: str, **kw: Any) -> Any:
+        self.watches += 1
+        self.watch_rvs.append(rv)
+        if self.watches == 1:
+            raise GoneError(410, "Expired", "too old resource version")
+        kw["on_open"](self)
+        yield {"type": "ADDED", "object": self.obj("c", "21")}
+        self.done.set()
+        self.closed.wait(10)
+
+
+def test_informer_relists_after_410_and_reports_deletions() -> None:
+    fake = FakeKube()
+    metrics = Metrics()
+    inf = Informer(fake, DEPLOYMENTS, namespace=None, metrics=metrics)  # type: ignore[arg-type]
+    events: list[tuple[str | None, str | None]] = []
+    inf.add_handler(lambda old, new: events.append(
+        (old and old["metadata"]["name"], new and new["metadata"]["name"])))
+    inf.start()
+    assert fake.done.wait(5)
+    inf.stop()
+    assert fake.watch_rvs == ["10", "20"]  # resumed from the fresh list's version
+    assert events == [(None, "a"), (None, "b"), ("b", None), (None, "c")]
+    assert sorted(obj["metadata"]["name"] for obj in inf.store.items()) == ["a", "c"]
+    assert metrics.value("dyn_gitops_controller_watch_relists_total",
+                         {"resource": "deployments"}) == 1
+
+
+def test_lease_expiry() -> None:
+    now = datetime.now(UTC)
+    lease = {"spec": {"renewTime": micro_time(now - timedelta(seconds=5)),
+                      "leaseDurationSeconds": 10}}
+    assert not expired(lease, now)
+    assert expired(lease, now + timedelta(seconds=6))
+    assert expired({"spec": {"leaseDurationSeconds": 10}}, now)  # no renewTime: expired
+
+
+def test_stdlib_operator_is_not_shadowed() -> None:
+    import operator
+
+    assert hasattr(operator, "itemgetter")
