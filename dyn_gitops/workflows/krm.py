@@ -111,10 +111,16 @@ def _sources(items: list[Obj]) -> tuple[list[SourceFile], list[_Doc]]:
 
 
 def _doc_of(problem: Problem, docs: list[_Doc]) -> _Doc | None:
+    """The item a problem is about: by line, or (no line) by its Kind/name."""
     found = None
     for d in docs:
-        if d.file == problem.file and d.first_line <= max(problem.line, 1):
+        if d.file != problem.file:
+            continue
+        if problem.line and d.first_line <= problem.line:
             found = d
+        elif not problem.line and problem.obj == (
+                f"{d.item.get('kind')}/{(d.item.get('metadata') or {}).get('name')}"):
+            return d
     return found
 
 
