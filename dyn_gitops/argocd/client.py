@@ -3,10 +3,10 @@
 Argo CD starts one process per ``generate``. A full Python start with pydantic costs
 several hundred milliseconds, so the sidecar keeps one warm render server (see
 :mod:`.server`) and ``generate`` is a client that starts in a few milliseconds: it imports
-only ``os``, ``sys`` and ``_socket``, hands its stdout/stderr file descriptors and its
-working directory and environment to the server, and exits with the code the server's
-forked child reports. The child writes the output straight into our stdout, so nothing is
-copied and "all or nothing" holds exactly as in-process.
+only ``posix``, ``sys`` and ``_socket`` (not even ``os``), hands its stdout/stderr file
+descriptors, working directory and environment to the server, and exits with the code the
+server's forked child reports. The child writes the output straight into our stdout, so
+nothing is copied and "all or nothing" holds exactly as in-process.
 
 When no server answers, the caller renders in-process (same code) and, under Argo CD,
 starts a server in the background for the next call.
@@ -15,7 +15,7 @@ starts a server in the background for the next call.
 from __future__ import annotations
 
 import _socket
-import os
+import posix
 import sys
 
 MAGIC = b"DGC1"
@@ -24,9 +24,9 @@ DEAD_SERVER = 3  # internal error: the server's child ended without a status
 
 
 def socket_dir(environ: dict[bytes, bytes] | None = None) -> str:
-    env = os.environb if environ is None else environ
+    env = posix.environ if environ is None else environ
     tmp = env.get(b"TMPDIR", b"/tmp").decode("utf-8", "surrogateescape") or "/tmp"
-    return f"{tmp.rstrip('/') or '/'}/dyn-gitops-{os.getuid()}"
+    return f"{tmp.rstrip('/') or '/'}/dyn-gitops-{posix.getuid()}"
 
 
 def socket_path(version: str, environ: dict[bytes, bytes] | None = None) -> str:
@@ -36,10 +36,10 @@ def socket_path(version: str, environ: dict[bytes, bytes] | None = None) -> str:
 def _private(directory: str) -> bool:
     """Ours and not writable by others: only then trust a server listening there."""
     try:
-        st = os.lstat(directory)
+        st = posix.lstat(directory)
     except OSError:
         return False
-    return (st.st_mode & 0o170000 == 0o040000 and st.st_uid == os.getuid()
+    return (st.st_mode & 0o170000 == 0o040000 and st.st_uid == posix.getuid()
             and st.st_mode & 0o022 == 0)
 
 
@@ -69,7 +69,7 @@ def via_server(version: str) -> int | None:
             sock.connect(path)
         except OSError:
             return None
-        payload = encode_request(os.getcwdb(), dict(os.environb))
+        payload = encode_request(posix.getcwdb(), dict(posix.environ))
         header = MAGIC + len(payload).to_bytes(8, "big")
         fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (1, 2))
         try:
@@ -90,7 +90,7 @@ def via_server(version: str) -> int | None:
         sock.close()
     if status.strip().isdigit():
         return int(status)
-    os.write(2, b"dyn-gitops: internal error: the render server ended without an answer; "
+    posix.write(2, b"dyn-gitops: internal error: the render server ended without an answer; "
                 b"retry (Argo CD: hard refresh)\n")
     return DEAD_SERVER
 
@@ -98,22 +98,22 @@ def via_server(version: str) -> int | None:
 def start_server(python: str, version: str) -> None:
     """Start a server in the background, detached (it outlives this process)."""
     path = socket_path(version)
-    pid = os.fork()
+    pid = posix.fork()
     if pid:
-        os.waitpid(pid, 0)
+        posix.waitpid(pid, 0)
         return
     try:  # first child: new session, fork again so the server is nobody's child here
-        os.setsid()
-        if os.fork():
-            os._exit(0)
-        null = os.open("/dev/null", os.O_RDWR)
+        posix.setsid()
+        if posix.fork():
+            posix._exit(0)
+        null = posix.open("/dev/null", posix.O_RDWR)
         for fd in (0, 1, 2):  # Argo CD waits for our stdout/stderr to close: never keep them
-            os.dup2(null, fd)
-        os.closerange(3, 65536)
-        os.execv(python, [python, "-c", "from dyn_gitops.argocd.server import main; main()",
+            posix.dup2(null, fd)
+        posix.closerange(3, 65536)
+        posix.execv(python, [python, "-c", "from dyn_gitops.argocd.server import main; main()",
                           path])
     finally:
-        os._exit(127)
+        posix._exit(127)
 
 
 def launch(python: str, version: str) -> None:
@@ -122,9 +122,9 @@ def launch(python: str, version: str) -> None:
     if args == ["cmp", "generate"]:
         code = via_server(version)
         if code is not None:
-            os._exit(code)
-        if os.environ.get("ARGOCD_APP_NAME"):
+            posix._exit(code)
+        if posix.environ.get(b"ARGOCD_APP_NAME"):
             start_server(python, version)
         args = ["cmp", "generate", "--server", "off"]
-    os.execv(python, [python, "-c", "import sys; sys.argv[0] = 'dyn-gitops'; "
+    posix.execv(python, [python, "-c", "import sys; sys.argv[0] = 'dyn-gitops'; "
                       "from dyn_gitops.cli import entry; entry()", *args])
