@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,9 @@ def write_out_dir(objects: list[dict[str, Any]], out_dir: str) -> list[str]:
             raise FileExistsError(
                 f"{out_dir} exists and was not written by dyn-gitops (no {OUT_DIR_MARKER}); "
                 "refusing to replace it")
-    parent = target.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
     written = []
-    try:
+
+    def fill(tmp: Path) -> None:
         for obj in objects:
             rel = object_filename(obj)
             path = tmp / rel
@@ -72,6 +71,19 @@ def write_out_dir(objects: list[dict[str, Any]], out_dir: str) -> list[str]:
             path.write_text(to_yaml([obj]), encoding="utf-8")
             written.append(rel)
         (tmp / OUT_DIR_MARKER).write_text("written by dyn-gitops; replaced on every run\n")
+
+    replace_dir(target, fill)
+    return written
+
+
+def replace_dir(target: Path, fill: Callable[[Path], None]) -> None:
+    """Build a sibling directory with ``fill`` and swap it in by renames, so a reader sees
+    the old tree or the new one, never half of one; nothing changes if ``fill`` fails."""
+    parent = target.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+    try:
+        fill(tmp)
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=parent))
             os.rename(target, old / "x")
@@ -82,4 +94,3 @@ def write_out_dir(objects: list[dict[str, Any]], out_dir: str) -> list[str]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return written

@@ -6,11 +6,10 @@ and it is replaced only if it is empty or was written by hydrate (it holds our m
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
+from ..emit import replace_dir
 from ..settings import RenderSettings
 from ..source import Source
 from .hydrate import CACHE_FILE, METADATA_FILE, load_cache, metadata_text, tree_content
@@ -42,10 +41,8 @@ def to_dir(out_dir: str, src: Source, settings: RenderSettings, *, rev: str, sou
                             lambda rel: old[rel].read_bytes() if rel in old else None)
     p = plan(src, settings, previous)
     files = tree_content(p, metadata_text(src.commit, rev, source_path, settings))
-    parent = target.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         for rel, content in files.items():
             path = tmp / rel
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,14 +50,6 @@ def to_dir(out_dir: str, src: Source, settings: RenderSettings, *, rev: str, sou
                 shutil.copyfile(old[rel], path)  # verified: same blob id as the cache says
             else:
                 path.write_bytes(content)
-        if target.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=parent))
-            os.rename(target, trash / "x")
-            os.rename(tmp, target)
-            shutil.rmtree(trash)
-        else:
-            os.rename(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    replace_dir(target, fill)
     return p
