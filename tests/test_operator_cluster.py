@@ -6,9 +6,12 @@ tests stop and restart the API server, so they get their own etcd + kube-apiserv
 
 from __future__ import annotations
 
+import base64
+import json
 import signal
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +19,14 @@ from typing import Any
 
 import pytest
 from dyn_gitops_operator import FIELD_MANAGER
-from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, LEASES, Kube, make_api_client
+from dyn_gitops_operator.kube import (
+    DEPLOYMENTS,
+    DGDS,
+    LEASES,
+    Kube,
+    Resource,
+    make_api_client,
+)
 from dyn_gitops_operator.leases import micro_time
 from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
 from dyn_gitops_operator.testing import (
@@ -29,6 +39,7 @@ from dyn_gitops_operator.testing import (
 )
 
 pytestmark = pytest.mark.realk8s
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
 
@@ -56,6 +67,15 @@ class Plane:
         wait_for(lambda: k.request("GET", "/api/v1/namespaces/default"), timeout=60,
                  interval=0.2, what="API server back")
 
+    def compact_etcd(self) -> int:
+        """Compact etcd at its head revision: every older resourceVersion is gone (410)."""
+        url = next(a.split("=", 1)[1] for a in self.cp.etcd.args
+                   if str(a).startswith("--listen-client-urls="))
+        head = _etcd(url, "/v3/kv/range", {"key": base64.b64encode(b"/").decode()})
+        rev = int(head["header"]["revision"])
+        _etcd(url, "/v3/kv/compaction", {"revision": rev, "physical": True})
+        return rev
+
     def close(self) -> None:
         for p in self.extra:
             if p.poll() is None:
@@ -64,6 +84,13 @@ class Plane:
                     p.wait(20)
                 except subprocess.TimeoutExpired:
                     p.kill()
+
+
+def _etcd(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return dict(json.loads(r.read()))
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +198,13 @@ def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(
             if o["kind"] == "DynamoGraphDeployment"])
         wait_for(lambda: stamp(deps()["b"]) == "fault-1", what="first service stamped")
 
+        time.sleep(0.3)  # let the controller settle (it waits for "b" to be ready) ...
+        pk.create(CONFIGMAPS, {"metadata": {"name": "tick", "namespace": ns}})  # ... move on
         plane.stop_apiserver()
+        # while it is down, etcd compacts its history (every 5 min in a real cluster):
+        # the controller's resourceVersions are now expired whatever serves the watch
+        compacted = plane.compact_etcd()
+        assert int(m.deployments.resource_version) < compacted
         time.sleep(2)  # the controller keeps retrying against a dead server
         assert m.healthy()
         relists = m.metrics.value("dyn_gitops_controller_watch_relists_total",
@@ -191,3 +224,106 @@ def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(
         assert m.metrics.value("dyn_gitops_controller_watch_relists_total",
                                {"resource": "deployments"}) > relists
         assert m.healthy()
+
+
+# ------------------------------------------------------------------------------ the Helm chart
+API_PATHS: dict[str, tuple[str, str]] = {  # kind -> (group/version path prefix, plural)
+    "ServiceAccount": ("/api/v1", "serviceaccounts"),
+    "Service": ("/api/v1", "services"),
+    "ConfigMap": ("/api/v1", "configmaps"),
+    "Deployment": ("/apis/apps/v1", "deployments"),
+    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
+    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles"),
+    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings"),
+    "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions"),
+    "ServiceMonitor": ("/apis/monitoring.coreos.com/v1", "servicemonitors"),
+}
+
+
+def apply_object(k: Kube, obj: dict[str, Any], *, dry_run: bool) -> dict[str, Any]:
+    prefix, plural = API_PATHS[obj["kind"]]
+    ns = obj["metadata"].get("namespace")
+    path = f"{prefix}/namespaces/{ns}/{plural}" if ns else f"{prefix}/{plural}"
+    query = [("fieldManager", "helm"), ("force", "true")]
+    if dry_run:
+        query.append(("dryRun", "All"))
+    return k.request("PATCH", f"{path}/{obj['metadata']['name']}", query, obj,
+                     "application/apply-patch+yaml")
+
+
+@pytest.fixture(scope="module")
+def helm(test_binaries: Any) -> Path:
+    return Path(test_binaries("helm")["helm"])
+
+
+CHART_MODES = {"cluster": [], "namespace": ["controller.mode=namespace",
+                                            "controller.watchNamespace=team"]}
+
+
+@pytest.mark.parametrize("mode", sorted(CHART_MODES))
+def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
+                                             mode: str) -> None:
+    from dyn_gitops_operator.testing import helm_template
+    from support.controlplane import install_crds
+    from support.thirdparty_crds import _crd
+
+    install_crds(plane.cp.client(), [_crd("monitoring.coreos.com", "v1", "ServiceMonitor",
+                                          "servicemonitors")])
+    release_ns = new_namespace(pk, f"ops-{mode}")
+    new_namespace(pk, "team") if mode == "namespace" else None
+    objs = helm_template(helm, *CHART_MODES[mode], "metrics.serviceMonitor.enabled=true",
+                         "dashboard.enabled=true", namespace=release_ns)
+    assert {o["kind"] for o in objs} >= {"Deployment", "ServiceAccount", "Service",
+                                         "ServiceMonitor", "ConfigMap", "Role", "RoleBinding",
+                                         "CustomResourceDefinition"}
+    for obj in objs:
+        out = apply_object(pk, obj, dry_run=True)  # raises on any rejection
+        assert out["kind"] == obj["kind"]
+
+
+@pytest.mark.parametrize("mode", sorted(CHART_MODES))
+def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, helm: Path,
+                                                      mode: str) -> None:
+    """Install the chart's ServiceAccount and RBAC, then run the controller as that
+    ServiceAccount (impersonation): it converges a graph, and it cannot do more."""
+    from dyn_gitops_operator.errors import ForbiddenError
+    from dyn_gitops_operator.settings import LeaderSettings
+    from dyn_gitops_operator.testing import helm_template
+
+    release_ns = new_namespace(pk, f"rbac-{mode}")
+    work_ns = new_namespace(pk, f"work-{mode}")
+    sets = ([] if mode == "cluster" else
+            ["controller.mode=namespace", f"controller.watchNamespace={work_ns}"])
+    objs = helm_template(helm, *sets, "crds.install=false", namespace=release_ns)
+    for obj in objs:
+        if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+                           "ClusterRoleBinding"):
+            apply_object(pk, obj, dry_run=False)
+    (sa,) = [o["metadata"]["name"] for o in objs if o["kind"] == "ServiceAccount"]
+    api = make_api_client(str(plane.cp.kubeconfig))
+    api.set_default_header("Impersonate-User", f"system:serviceaccount:{release_ns}:{sa}")
+    as_sa = Kube(api)
+
+    gitops_apply(pk, render(SAMPLES / "scaling-adapter" / "input", work_ns))
+    leader = LeaderSettings(lease_name=sa, namespace=release_ns if mode == "cluster" else "",
+                            lease_duration=4, renew_deadline=3, retry_period=0.5)
+    settings = settings_for_tests(work_ns if mode == "namespace" else "", mode=mode,
+                                  leader=leader)
+    with running(settings, as_sa):
+        wait_for(lambda: pk.get(DGDS, work_ns, "sglang-disagg").get("status", {}).get(
+            "services", {}).get("decode", {}).get("componentName"), what="status written")
+        decode = pk.get(DGDS, work_ns, "sglang-disagg")["status"]["services"]["decode"]
+        assert pk.get(DEPLOYMENTS, work_ns, decode["componentName"])["spec"]["replicas"] == 2
+    with pytest.raises(ForbiddenError):  # least privilege: no create ...
+        as_sa.apply(DEPLOYMENTS, {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "x", "namespace": work_ns},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    with pytest.raises(ForbiddenError):  # ... and no write to the DGD spec (Git owns it)
+        as_sa.apply(DGDS, {"apiVersion": "nvidia.com/v1alpha1",
+                           "kind": "DynamoGraphDeployment",
+                           "metadata": {"name": "sglang-disagg", "namespace": work_ns},
+                           "spec": {"envs": []}})

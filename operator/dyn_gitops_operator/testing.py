@@ -196,3 +196,18 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20, what: str = "conditio
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}"
                          + (f" (last error: {last_exc})" if last_exc else ""))
+
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "dyn-gitops"
+
+
+def helm_template(helm: Path | str, *sets: str, namespace: str = "ops",
+                  release: str = "dg") -> list[Obj]:
+    """``helm template`` of the chart with ``--set`` pairs; the rendered objects."""
+    import subprocess
+
+    cmd = [str(helm), "template", release, str(CHART), "--namespace", namespace]
+    for s in sets:
+        cmd += ["--set", s]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [d for d in yaml.safe_load_all(out) if d]

@@ -1,0 +1,70 @@
+{{- define "dyn-gitops.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "dyn-gitops.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "dyn-gitops.controllerName" -}}
+{{- printf "%s-controller" (include "dyn-gitops.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "dyn-gitops.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "dyn-gitops.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "dyn-gitops.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dyn-gitops.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{- define "dyn-gitops.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "dyn-gitops.controllerName" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The namespace the controller watches in namespace mode. */}}
+{{- define "dyn-gitops.watchNamespace" -}}
+{{- default .Release.Namespace .Values.controller.watchNamespace }}
+{{- end }}
+
+{{/* Where the leader-election Lease lives (the controller's own namespace in cluster mode). */}}
+{{- define "dyn-gitops.leaseNamespace" -}}
+{{- if eq .Values.controller.mode "namespace" }}
+{{- include "dyn-gitops.watchNamespace" . }}
+{{- else }}
+{{- .Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/* What the controller reads and the few fields it writes (ownership table, docs/operator.md). */}}
+{{- define "dyn-gitops.workloadRules" -}}
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeployments, dynamographdeploymentscalingadapters]
+  verbs: [get, list, watch]
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeployments/status, dynamographdeploymentscalingadapters/status]
+  verbs: [get, patch]
+# patch: spec.replicas and the restartAt pod-template annotation (server-side apply);
+# delete: old worker generations after a managed rolling update. No create, no update.
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch, patch, delete]
+{{- end }}
