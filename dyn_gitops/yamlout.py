@@ -17,11 +17,21 @@ from typing import Any
 import yaml
 
 try:
-    from yaml import CSafeDumper as _Dumper
+    from yaml import CSafeDumper as _BaseDumper
 except ImportError:  # pragma: no cover
-    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
+    from yaml import SafeDumper as _BaseDumper  # type: ignore[assignment]
+
+
+class _Dumper(_BaseDumper):
+    """PyYAML's dumper for the fallback path, quoting what Go's reader would not read as a
+    string (see ``_GO_NOT_STR``)."""
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./][-A-Za-z0-9_./:=,@+]*$")
+# Go's YAML 1.1 reader (sigs.k8s.io/yaml: kubectl, Argo CD, Flux, Helm) resolves more plain
+# scalars than PyYAML: y/Y/n/N are booleans, 1e5 is a float, 0o17 / 0x1F / 0b1 integers.
+_GO_NOT_STR = re.compile(
+    r"[yYnN]|[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+"
+    r"|[-+]?0[oObBxX][0-9a-fA-F_]+")
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
 # printable and no YAML line breaks (NEL, LS, PS)
@@ -29,6 +39,16 @@ _PRINTABLE = re.compile(r"^[\x20-\x7e\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff
 
 
 _NEEDS_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?0[oObBxX][0-9a-fA-F_]+$"), list("-+0"))
 
 
 def _double_quoted(value: str) -> str:
@@ -44,6 +64,7 @@ class _Fallback(Exception):
 @lru_cache(maxsize=65536)
 def _scalar_str(value: str) -> str:
     if value and _PLAIN.fullmatch(value) and not value.endswith(":") and (
+            not _GO_NOT_STR.fullmatch(value)) and (
             _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
             == _STR_TAG):
         return value
