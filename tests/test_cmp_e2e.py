@@ -343,20 +343,6 @@ def without_source_root(manifests: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _writer_emits_go_booleans() -> bool:
-    """dyn_gitops/yamlout.py writes the string "n" plain; Go's YAML 1.1 reader (Argo CD,
-    kubectl) reads a plain n as false, so NIXL_TELEMETRY_ENABLE=n arrives as a boolean."""
-    from dyn_gitops.yamlout import dump_all
-
-    return dump_all([{"v": "n"}]).strip().endswith("v: n")
-
-
-GO_YAML_BUG = pytest.mark.xfail(
-    _writer_emits_go_booleans(), strict=True,
-    reason="yamlout writes y/n plain and Go's YAML reads booleans: reported, fix in "
-           "dyn_gitops/yamlout.py (quote y/Y/n/N, 1e5, 0o17); remove this mark with it")
-
-
 # --- acceptance ----------------------------------------------------------------------------------
 def test_plugin_configuration(sidecar: Sidecar) -> None:
     resp = sidecar.client.CheckPluginConfiguration(sidecar.stubs.empty(), timeout=30)
@@ -375,7 +361,6 @@ def test_parameters_announcement_matches_the_registry(sidecar: Sidecar, repo: Pa
     assert [a["name"] for a in got] == [s.cmp_parameter for s in REGISTRY]
 
 
-@GO_YAML_BUG
 def test_generate_returns_what_render_prints(sidecar: Sidecar, repo: Path) -> None:
     manifests = sidecar.generate(repo, repo_server_env(repo))
     assert without_source_root(manifests) == reference(repo, "--namespace", "llm-serving")
@@ -413,7 +398,6 @@ def test_invalid_dgd_is_an_error_with_file_and_line(sidecar: Sidecar, repo: Path
     assert "nothing rendered" in details
 
 
-@GO_YAML_BUG
 def test_env_and_parameters_change_the_output_as_documented(sidecar: Sidecar,
                                                             repo: Path) -> None:
     env = repo_server_env(repo, app_env={"DYN_GITOPS_DISCOVERY_BACKEND": "etcd",
