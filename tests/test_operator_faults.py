@@ -65,7 +65,8 @@ def test_conflicts_are_retried_until_the_write_lands(kube: Any, namespace: str) 
             assert stale.conflicts >= 4  # real 409s from the API server ...
             assert m.metrics.value("dyn_gitops_controller_reconcile_errors_total",
                                    {"reconciler": "status", "error_type": "conflict"}) >= 1
-            assert m.metrics.value("dyn_gitops_controller_workqueue_retries_total") >= 4
+            # parallel writes of one pass fail together and are retried together
+            assert m.metrics.value("dyn_gitops_controller_workqueue_retries_total") >= 2
     finally:
         sim.stop()
     for d in k.list(DEPLOYMENTS, namespace)[0]:  # ... and every write landed once retried

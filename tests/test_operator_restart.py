@@ -55,9 +55,8 @@ def stamps(k: Kube, ns: str) -> dict[str, tuple[str | None, int]]:
 
 
 def workers_sized(k: Kube, ns: str) -> bool:
-    """The controller took spec.replicas of both workers (1 = the default: no new generation)."""
-    return all(any(m["manager"] == FIELD_MANAGER for m in d["metadata"]["managedFields"])
-               for d in k.list(DEPLOYMENTS, ns, label_selector="nvidia.com/dynamo-worker-hash")[0])
+    """The controller has looked at the graph (the workers want 1, the default replicas)."""
+    return bool(k.get(DGDS, ns, "rs").get("status", {}).get("services"))
 
 
 def restart_status(k: Kube, ns: str) -> dict[str, Any]:

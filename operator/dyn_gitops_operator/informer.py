@@ -173,10 +173,9 @@ class Informer:
     def _relist(self) -> None:
         items, rv = self.kube.list(self.resource, self.namespace,
                                    label_selector=self.label_selector,
-                                   field_selector=self.field_selector)
+                                   field_selector=self.field_selector, transform=self.trim)
         seen = set()
-        for raw in items:
-            obj = self.trim(raw)
+        for obj in items:
             seen.add(obj_key(obj))
             old = self.store.put(obj)
             if old is None or _changed(old, obj):

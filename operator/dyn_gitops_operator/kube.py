@@ -127,8 +127,12 @@ class Kube:
         return self.request("GET", res.path(namespace, name))
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str = "",
-             field_selector: str = "", page_size: int = 500) -> tuple[list[Obj], str]:
-        """All items (paginated) and the list's resourceVersion."""
+             field_selector: str = "", page_size: int = 500,
+             transform: Callable[[Obj], Obj] | None = None) -> tuple[list[Obj], str]:
+        """All items (paginated) and the list's resourceVersion.
+
+        ``transform`` is applied page by page, so a large list never sits in memory whole.
+        """
         items: list[Obj] = []
         cont = ""
         while True:
@@ -140,8 +144,10 @@ class Kube:
             if cont:
                 query.append(("continue", cont))
             page = self.request("GET", res.path(namespace), query)
-            items.extend(page.get("items") or [])
             meta = page.get("metadata") or {}
+            raw = page.pop("items", None) or []
+            items.extend(map(transform, raw) if transform is not None else raw)
+            del page, raw  # the untrimmed page can go before the next one arrives
             cont = meta.get("continue") or ""
             if not cont:
                 return items, str(meta.get("resourceVersion", ""))

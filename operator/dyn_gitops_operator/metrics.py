@@ -25,7 +25,7 @@ from prometheus_client import (
 log = logging.getLogger(__name__)
 
 PREFIX = "dyn_gitops_controller"
-RECONCILERS = ("scaling_adapter", "rollout", "restart", "deployments", "status")
+RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status")
 RESULTS = ("success", "error", "requeue", "conflict")
 DGD_STATES = ("initializing", "pending", "successful", "failed")
 ERROR_TYPES = ("not_found", "conflict", "gone", "validation", "forbidden", "unavailable",

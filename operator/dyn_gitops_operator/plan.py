@@ -2,7 +2,7 @@
 
 Server-side apply removes a field its manager owned and no longer sends, so all the
 controller's fields of one Deployment (replicas and the restart annotation) must go out in
-one apply. Reconcilers record decisions here; ``reconcilers.deployments`` writes them.
+one apply. Reconcilers record decisions here; ``reconcilers.apply`` writes them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.kube import Resource
 
 Obj = dict[str, Any]
 
@@ -30,15 +31,27 @@ class DeploymentIntent:
                    restart_at=o.restart_at(dep) if o.owns_restart_at(dep) else None)
 
     def changed(self) -> bool:
+        """A value differs from the live one. (An equal value is not re-applied just to take
+        ownership: a field nobody else sets needs no owner, and it saves a write per
+        Deployment at start-up.)"""
         return ((self.replicas is not None and self.replicas != o.replicas(self.live))
-                or (self.restart_at is not None and self.restart_at != o.restart_at(self.live))
-                or (self.replicas is not None and not o.owns_replicas(self.live))
-                or (self.restart_at is not None and not o.owns_restart_at(self.live)))
+                or (self.restart_at is not None and self.restart_at != o.restart_at(self.live)))
+
+
+@dataclass(frozen=True)
+class Write:
+    """A server-side apply another reconciler decided on (sent by the apply step)."""
+
+    resource: Resource
+    body: Obj
+    subresource: str | None = None
 
 
 @dataclass
 class Plan:
     intents: dict[str, DeploymentIntent] = field(default_factory=dict)
+    #: other objects' writes (scaling-adapter status), sent with the Deployment applies
+    writes: list[Write] = field(default_factory=list)
     #: old worker generations to delete (uid and resourceVersion preconditions)
     deletions: list[Obj] = field(default_factory=list)
     #: DGD status sections computed by the reconcilers that own them
@@ -48,6 +61,8 @@ class Plan:
     rollout_state: tuple[str, str, str] | None = None
     #: seconds after which the graph wants another look even without events
     requeue_after: float | None = None
+    #: Deployments were written in this pass (their new state is not known yet)
+    wrote_deployments: bool = False
 
     def intent(self, dep: Obj) -> DeploymentIntent:
         dep_name = o.name(dep)

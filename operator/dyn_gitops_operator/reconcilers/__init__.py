@@ -1,12 +1,12 @@
 """One reconciler per concern, run in this order for every graph key.
 
-scaling_adapter -> rollout -> restart -> deployments (the only Deployment writer) -> status
+scaling_adapter -> rollout -> restart -> apply (sends their writes) -> status
 """
 
 from __future__ import annotations
 
+from dyn_gitops_operator.reconcilers.apply import ApplyReconciler
 from dyn_gitops_operator.reconcilers.base import Context, Reconciler
-from dyn_gitops_operator.reconcilers.deployments import DeploymentWriter
 from dyn_gitops_operator.reconcilers.restart import RestartReconciler
 from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
 from dyn_gitops_operator.reconcilers.scaling import ScalingAdapterReconciler
@@ -15,7 +15,7 @@ from dyn_gitops_operator.reconcilers.status import StatusReconciler
 
 def default_chain() -> list[Reconciler]:
     return [ScalingAdapterReconciler(), RolloutReconciler(), RestartReconciler(),
-            DeploymentWriter(), StatusReconciler()]
+            ApplyReconciler(), StatusReconciler()]
 
 
 __all__ = ["Context", "Reconciler", "default_chain"]

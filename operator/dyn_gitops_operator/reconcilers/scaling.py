@@ -13,7 +13,7 @@ from dyn_gitops import keys
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.kube import DGDSAS
-from dyn_gitops_operator.plan import Plan
+from dyn_gitops_operator.plan import Plan, Write
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
 
 
@@ -29,12 +29,12 @@ class ScalingAdapterReconciler:
     def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
         for service, adapter in sorted(graph.adapters.items()):
             wanted = int((adapter.get("spec") or {}).get("replicas", 1))
-            self._publish(graph, service, adapter, wanted, ctx)
+            self._publish(graph, service, adapter, wanted, plan, ctx)
             dep = graph.current_deployment(service)
             if dep is not None and not o.is_managed(dep):
                 plan.set_replicas(dep, wanted)
 
-    def _publish(self, graph: Graph, service: str, adapter: Obj, wanted: int,
+    def _publish(self, graph: Graph, service: str, adapter: Obj, wanted: int, plan: Plan,
                  ctx: Context) -> None:
         status = adapter.get("status") or {}
         sel = selector(graph.name, service)
@@ -44,9 +44,9 @@ class ScalingAdapterReconciler:
         last = status.get("lastScaleTime")
         new_status["lastScaleTime"] = (timestamp(ctx.now()) if status.get("replicas") != wanted
                                        or not last else last)
-        ctx.apply(DGDSAS, {
+        plan.writes.append(Write(DGDSAS, {
             "apiVersion": DGDSAS.api_version, "kind": DGDSAS.kind,
             "metadata": {"name": o.name(adapter), "namespace": graph.namespace,
                          "resourceVersion": o.meta(adapter).get("resourceVersion")},
             "status": new_status,
-        }, subresource="status")
+        }, subresource="status"))

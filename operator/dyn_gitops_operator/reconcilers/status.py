@@ -113,6 +113,8 @@ class StatusReconciler:
     def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
         if graph.dgd is None:
             return
+        if plan.wrote_deployments:
+            return  # the immediate next pass reports on what we just changed
         status = desired_status(graph, plan, ctx)
         if _comparable(status) == _comparable(graph.status):
             return
