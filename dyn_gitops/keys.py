@@ -70,6 +70,10 @@ ANN_SOURCE_DGD: Final = OUR_PREFIX + "source-dgd"
 ANN_DESIRED_REPLICAS: Final = OUR_PREFIX + "desired-replicas"
 #: set on worker Deployments so the controller knows it may scale and drain them
 ANN_MANAGED_REPLICAS: Final = OUR_PREFIX + "managed-replicas"
+#: on an emitted DGD: the worker hash its workers were rendered with. The companion
+#: controller prefers it over recomputing the hash (renderer and controller versions may
+#: differ); without it the controller recomputes with its own copy of the renderer.
+ANN_WORKER_HASH: Final = OUR_PREFIX + "worker-hash"
 LABEL_RENDERED_BY: Final = OUR_PREFIX + "rendered-by"
 #: repository path of the rendered directory (Argo CD: ARGOCD_APP_SOURCE_PATH); the
 #: paths in source-path are relative to it

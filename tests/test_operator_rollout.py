@@ -213,3 +213,59 @@ def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
         assert st["rollingUpdate"]["phase"] == "Completed"
     mf = {m["manager"] for m in k.get(DEPLOYMENTS, namespace, old)["metadata"]["managedFields"]}
     assert FIELD_MANAGER in mf
+
+
+def test_restart_requested_during_a_rollout_is_superseded(k: Kube, namespace: str) -> None:
+    first = render([graph("img:1", 2)], namespace)
+    gitops_apply(k, first)
+    sim = DeploymentSimulator(k, namespace)
+    kcm = Kcm(sim, set(), set())
+    sim.policy = kcm.policy
+    with running(settings_for_tests(namespace), k):
+        wait_for(lambda: workers(k, namespace)[worker_name(first)]["spec"]["replicas"] == 2,
+                 what="sized")
+        ready_all(k, namespace, sim)
+        second = render([graph("img:2", 2)], namespace)
+        kcm.stuck.add(worker_name(second))  # the rollout stays in progress
+        gitops_apply(k, second)
+        wait_for(lambda: k.get(DGDS, namespace, "roll")["status"].get("rollingUpdate", {})
+                 .get("phase") == "InProgress", what="rollout in progress")
+        restart = graph("img:2", 2)
+        restart["spec"]["restart"] = {"id": "during-rollout"}
+        gitops_apply(k, [o for o in render([restart], namespace)
+                         if o["kind"] == "DynamoGraphDeployment"])
+        wait_for(lambda: k.get(DGDS, namespace, "roll")["status"].get("restart") ==
+                 {"observedID": "during-rollout", "phase": "Superseded"}, what="superseded")
+        for dep in k.list(DEPLOYMENTS, namespace)[0]:
+            ann = dep["spec"]["template"]["metadata"].get("annotations") or {}
+            assert "nvidia.com/restartAt" not in ann, dep["metadata"]["name"]
+
+
+def test_worker_service_removed_from_git_is_drained_and_deleted(k: Kube,
+                                                                namespace: str) -> None:
+    with_extra = graph("img:1", 2)
+    with_extra["spec"]["services"]["Extra"] = copy.deepcopy(
+        with_extra["spec"]["services"][WORKER]) | {"replicas": 1}
+    first = render([with_extra], namespace)
+    gitops_apply(k, first)
+    extra = next(o["metadata"]["name"] for o in first if o["kind"] == "Deployment"
+                 and o["metadata"]["name"].startswith("roll-extra-"))
+    sim = DeploymentSimulator(k, namespace)
+    sim.start(0.1)
+    try:
+        with running(settings_for_tests(namespace), k):
+            wait_for(lambda: k.get(DGDS, namespace, "roll").get("status", {}).get("state") ==
+                     "successful", what="ready with Extra")
+            second = render([graph("img:1", 2)], namespace)  # Extra removed from Git
+            gitops_apply(k, second)
+            wait_for(lambda: extra not in {d["metadata"]["name"]
+                                           for d in k.list(DEPLOYMENTS, namespace)[0]},
+                     timeout=30, what="Extra drained and deleted")
+            st = wait_for(lambda: (s := k.get(DGDS, namespace, "roll")["status"])
+                          .get("rollingUpdate", {}).get("phase") == "Completed"
+                          and s["state"] == "successful" and s, what="completed")
+            assert set(st["services"]) == {"Frontend", WORKER}
+            names = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
+            assert names == {"roll-frontend", worker_name(second)}
+    finally:
+        sim.stop()

@@ -57,8 +57,9 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
     prefill = next(n for n in deps if n.startswith("sglang-disagg-prefill-"))
     with running(settings_for_tests(namespace), k):
         # the adapter publishes what /scale needs, the workload follows the adapter
-        wait_for(lambda: k.get(DGDSAS, namespace, "sglang-disagg-decode")
-                 .get("status", {}).get("replicas") == 2, what="adapter status")
+        adapter = wait_for(lambda: (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))
+                           .get("status", {}).get("replicas") == 2 and a, what="adapter status")
+        assert adapter["status"]["observedGeneration"] == adapter["metadata"]["generation"]
         sel = k.request("GET", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"))
         assert sel["status"] == {
             "replicas": 2, "selector": "nvidia.com/dynamo-component=decode,"

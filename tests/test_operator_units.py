@@ -167,3 +167,14 @@ def test_stdlib_operator_is_not_shadowed() -> None:
     import operator
 
     assert hasattr(operator, "itemgetter")
+
+
+def test_stamped_worker_hash_wins_over_recomputing() -> None:
+    from dyn_gitops_operator.graph import HashCache
+
+    dgd = {"metadata": {"name": "g", "uid": "u", "generation": 1,
+                        "annotations": {"dyn-gitops.io/worker-hash": "abcd1234"}},
+           "spec": {"services": {"w": {"componentType": "worker"}}}}
+    assert HashCache().get(dgd) == "abcd1234"
+    del dgd["metadata"]["annotations"]
+    assert HashCache().get(dgd) not in (None, "abcd1234")

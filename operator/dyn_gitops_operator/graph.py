@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from dyn_gitops import keys
 from dyn_gitops.expand import names
 from dyn_gitops.expand.podspec import dump
 from dyn_gitops.models.v1alpha1 import ServiceSpec
@@ -111,6 +112,9 @@ class HashCache:
         self._size = size
 
     def get(self, dgd: Obj) -> str | None:
+        stamped = o.annotations_of(dgd).get(keys.ANN_WORKER_HASH)
+        if stamped:
+            return stamped  # what the renderer used, whatever version it was
         meta = o.meta(dgd)
         key = (str(meta.get("uid")), int(meta.get("generation") or 0))
         with self._lock:

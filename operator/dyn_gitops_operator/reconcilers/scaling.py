@@ -38,9 +38,14 @@ class ScalingAdapterReconciler:
                  ctx: Context) -> None:
         status = adapter.get("status") or {}
         sel = selector(graph.name, service)
-        if status.get("replicas") == wanted and status.get("selector") == sel:
+        generation = o.meta(adapter).get("generation")
+        if (status.get("replicas") == wanted and status.get("selector") == sel
+                and status.get("observedGeneration") == generation):
             return
-        new_status: Obj = {"replicas": wanted, "selector": sel}
+        # observedGeneration is ours (the operator has none): the Argo CD health check
+        # reads it to tell "not yet seen by the controller" from "scaled"
+        new_status: Obj = {"replicas": wanted, "selector": sel,
+                           "observedGeneration": generation}
         last = status.get("lastScaleTime")
         new_status["lastScaleTime"] = (timestamp(ctx.now()) if status.get("replicas") != wanted
                                        or not last else last)
