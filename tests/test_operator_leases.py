@@ -108,7 +108,7 @@ class Replica:
     def metrics(self) -> dict[str, float] | None:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
-                                        timeout=1) as r:
+                                        timeout=3) as r:
                 text = r.read().decode()
         except OSError:
             return None
@@ -157,7 +157,9 @@ def test_two_replicas_never_act_at_once(k: Kube, namespace: str, control_plane: 
                  .get("state") == "successful", what="the leader reconciles")
         lease = k.get(LEASES, namespace, "dyn-gitops-controller")
         assert lease["spec"]["holderIdentity"] == leader.name
-        assert (follower.metrics() or {}).get("reconciles") == 0
+        # the follower is up (its /metrics answers) and has not reconciled anything
+        follower_metrics = wait_for(follower.metrics, what="the follower's /metrics")
+        assert follower_metrics["leader"] == 0 and follower_metrics.get("reconciles") == 0
 
         # the leader dies without a goodbye: the follower takes over once the leases expire
         killed_at = time.monotonic()

@@ -195,8 +195,8 @@ class Manager:
     def _on_dgd(self, old: Obj | None, new: Obj | None) -> None:
         if old is not None and new is not None:
             mo, mn = o.meta(old), o.meta(new)
-            if (mo.get("generation") == mn.get("generation")
-                    and mo.get("deletionTimestamp") == mn.get("deletionTimestamp")):
+            if all(mo.get(f) == mn.get(f) for f in ("generation", "deletionTimestamp",
+                                                     "annotations", "labels")):
                 return  # status-only change (mostly our own writes); resync covers drift
         self.queue.add(obj_key(new or old))  # type: ignore[arg-type]
 
