@@ -65,7 +65,10 @@ class Manager:
                  reconcilers: list[Reconciler] | None = None) -> None:
         self.s = settings
         self.metrics = metrics or Metrics()
-        self.kube = kube or Kube(make_api_client(settings.kubeconfig, settings.workers + 8),
+        # one long-lived connection per watch, one per worker and per parallel write
+        # (a full pool makes urllib3 open and drop a TLS connection per request)
+        pool = 3 * settings.workers + 16
+        self.kube = kube or Kube(make_api_client(settings.kubeconfig, pool),
                                  settings.request_timeout)
         ns = settings.watch_namespace
         common: dict[str, Any] = {"namespace": ns, "metrics": self.metrics,
