@@ -38,8 +38,8 @@ def test_chart_crds_are_the_generated_ones() -> None:
     generated = subprocess.run(  # the real `dyn-gitops crds` entry point
         [sys.executable, "-c", "from dyn_gitops.cli import entry; entry()", "crds"],
         check=True, capture_output=True, text=True)
-    assert (CHART / "files" / "crds.yaml").read_text() == generated.stdout, \
-        "refresh with: dyn-gitops crds > charts/dyn-gitops/files/crds.yaml"
+    assert (CHART / "crds" / "dyn-gitops-crds.yaml").read_text() == generated.stdout, \
+        "refresh with: dyn-gitops crds > charts/dyn-gitops/crds/dyn-gitops-crds.yaml"
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -52,16 +52,13 @@ def test_helm_lint(helm: Path, mode: str) -> None:
 
 
 def test_rendered_crds_equal_the_generated_ones(helm: Path) -> None:
+    """crds/ (Helm installs them first, skips existing ones, never deletes them)."""
     from dyn_gitops.crds import crds
 
-    rendered = {c["metadata"]["name"]: c for c in by_kind(helm_template(helm),
-                                                          "CustomResourceDefinition")}
-    for crd in crds():
-        assert rendered.pop(crd["metadata"]["name"]) == json.loads(json.dumps(crd))
-    assert not rendered
-    for crd in by_kind(helm_template(helm, "crds.keep=false"), "CustomResourceDefinition"):
-        assert "helm.sh/resource-policy" not in crd["metadata"].get("annotations", {})
-    assert not by_kind(helm_template(helm, "crds.install=false"), "CustomResourceDefinition")
+    assert not by_kind(helm_template(helm), "CustomResourceDefinition")
+    rendered = {c["metadata"]["name"]: c for c in by_kind(
+        helm_template(helm, extra=["--include-crds"]), "CustomResourceDefinition")}
+    assert rendered == {c["metadata"]["name"]: json.loads(json.dumps(c)) for c in crds()}
 
 
 def rules(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:

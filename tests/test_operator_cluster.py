@@ -264,7 +264,7 @@ CHART_MODES = {"cluster": [], "namespace": ["controller.mode=namespace",
 @pytest.mark.parametrize("mode", sorted(CHART_MODES))
 def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
                                              mode: str) -> None:
-    from dyn_gitops_operator.testing import helm_template
+    from dyn_gitops_operator.testing import CHART, helm_template
     from support.controlplane import install_crds
     from support.thirdparty_crds import _crd
 
@@ -273,13 +273,23 @@ def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
     release_ns = new_namespace(pk, f"ops-{mode}")
     new_namespace(pk, "team") if mode == "namespace" else None
     objs = helm_template(helm, *CHART_MODES[mode], "metrics.serviceMonitor.enabled=true",
-                         "dashboard.enabled=true", namespace=release_ns)
+                         "dashboard.enabled=true", namespace=release_ns,
+                         extra=["--include-crds"])
     assert {o["kind"] for o in objs} >= {"Deployment", "ServiceAccount", "Service",
                                          "ServiceMonitor", "ConfigMap", "Role", "RoleBinding",
                                          "CustomResourceDefinition"}
     for obj in objs:
         out = apply_object(pk, obj, dry_run=True)  # raises on any rejection
         assert out["kind"] == obj["kind"]
+    # and the real helm's own server-side dry run of the install
+    args = [a for s in CHART_MODES[mode] for a in ("--set", s)]
+    proc = subprocess.run(
+        [str(helm), "install", "dg", str(CHART), "--namespace", release_ns,
+         "--dry-run=server", "--kubeconfig", str(plane.cp.kubeconfig),
+         "--set", "metrics.serviceMonitor.enabled=true", "--set", "dashboard.enabled=true",
+         *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "STATUS: pending-install" in proc.stdout
 
 
 @pytest.mark.parametrize("mode", sorted(CHART_MODES))
@@ -295,7 +305,7 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
     work_ns = new_namespace(pk, f"work-{mode}")
     sets = ([] if mode == "cluster" else
             ["controller.mode=namespace", f"controller.watchNamespace={work_ns}"])
-    objs = helm_template(helm, *sets, "crds.install=false", namespace=release_ns)
+    objs = helm_template(helm, *sets, namespace=release_ns)
     for obj in objs:
         if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
                            "ClusterRoleBinding"):

@@ -202,11 +202,12 @@ CHART = Path(__file__).resolve().parents[2] / "charts" / "dyn-gitops"
 
 
 def helm_template(helm: Path | str, *sets: str, namespace: str = "ops",
-                  release: str = "dg") -> list[Obj]:
+                  release: str = "dg", extra: list[str] | None = None) -> list[Obj]:
     """``helm template`` of the chart with ``--set`` pairs; the rendered objects."""
     import subprocess
 
-    cmd = [str(helm), "template", release, str(CHART), "--namespace", namespace]
+    cmd = [str(helm), "template", release, str(CHART), "--namespace", namespace,
+           *(extra or [])]
     for s in sets:
         cmd += ["--set", s]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
