@@ -19,6 +19,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VERSIONS_FILE=$HERE/versions.env
 TOOLS=(etcd kube-apiserver helm kustomize kubeconform argocd-cmp-server)
+EXTRA_PINS=(argocd-gitops-engine)   # optional entries in versions.env that are not tools
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "build.sh: $*"; exit 2; }
@@ -68,7 +69,7 @@ while IFS= read -r line || [ -n "$line" ]; do
   [ -n "$line" ] || continue
   [[ $line == *=* ]] || die "$VERSIONS_FILE: not NAME=version: $line"
   name=${line%%=*}
-  is_tool "$name" || die "$VERSIONS_FILE: unknown tool '$name'"
+  is_tool "$name" || [[ " ${EXTRA_PINS[*]} " == *" $name "* ]] || die "$VERSIONS_FILE: unknown name '$name'"
   VERSION[$name]=${line#*=}
 done <"$VERSIONS_FILE"
 for t in "${TOOLS[@]}"; do
@@ -205,20 +206,28 @@ build_kubeconform() {
 
 build_argocd-cmp-server() {
   # Our own main (argocd-cmp-server/main.go) in a wrapper module that copies Argo CD's
-  # replace block; Argo's local replaces (./gitops-engine) are dropped, so the nested
-  # module resolves at the version Argo requires (published as gitops-engine/vX.Y.Z).
-  local ver=$1 out=$2 mod dir gomod old new
+  # replace block. Argo's go.mod also replaces its nested gitops-engine module with the
+  # local ./gitops-engine, which the argo-cd module zip does not contain: that replace is
+  # pointed at the argocd-gitops-engine pin (a pseudo-version at the Argo release commit),
+  # or dropped when there is no pin (then the version Argo requires must be published).
+  local ver=$1 out=$2 mod dir gomod old new ge=${VERSION[argocd-gitops-engine]:-}
   local -a edits=()
   mod=github.com/argoproj/argo-cd/$(cut -d. -f1 <<<"$ver")
   gomod=$(gomod_of "$mod@$ver")
   [ -n "$gomod" ] || { log "cannot download $mod@$ver"; return 1; }
   while read -r old new; do
     case $new in
-      ./*|../*) log "argocd-cmp-server: dropping Argo's local replace $old => $new" ;;
+      ./*|../*)
+        if [[ $old == */gitops-engine* && -n $ge ]]; then
+          log "argocd-cmp-server: $old => ${old%@*}@$ge (instead of Argo's $new)"
+          edits+=("-replace=$old=${old%@*}@$ge")
+        else
+          log "argocd-cmp-server: dropping Argo's local replace $old => $new"
+        fi ;;
       *) edits+=("-replace=$old=$new") ;;
     esac
   done < <(replaces_of "$gomod")
-  log "argocd-cmp-server: copying ${#edits[@]} replace directives from $mod@$ver"
+  log "argocd-cmp-server: ${#edits[@]} replace directives derived from $mod@$ver"
   dir=$(new_wrapper argocd-cmp-server)
   cp "$HERE/argocd-cmp-server/main.go" "$dir/"
   cd "$dir"
@@ -237,6 +246,17 @@ version_of() {
   esac 2>&1
 }
 
+# Sets CPU to the CPU seconds (user + sys) used so far by finished child processes.
+# `times` must run in this shell: in a pipe or $(...) a forked subshell would report 0.
+child_cpu() {
+  times >"$WORK/times"
+  CPU=$(awk 'NR == 2 {
+    t = 0
+    for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+    printf "%d\n", t
+  }' "$WORK/times")
+}
+
 # --- main -----------------------------------------------------------------------------
 
 failed=()
@@ -245,11 +265,13 @@ for tool in "${selected[@]}"; do
   ver=${VERSION[$tool]}
   bin=$BIN_DIR/$tool
   if [ -x "$bin" ]; then
-    printf '%-18s %-8s cached %5ss  %s\n' "$tool" "$ver" 0 "$bin"
+    printf '%-18s %-8s cached %5ss  cpu %5ss  %s\n' "$tool" "$ver" 0 0 "$bin"
     continue
   fi
   log "=== building $tool $ver"
   start=$SECONDS
+  child_cpu
+  cpu_start=$CPU
   partial=$BIN_DIR/.$tool.partial
   rm -f "$partial"
   set +e
@@ -263,16 +285,19 @@ for tool in "${selected[@]}"; do
   rc=$?
   set -e
   took=$((SECONDS - start))
+  child_cpu
+  cpu=$((CPU - cpu_start))
   if [ $rc -eq 0 ]; then
     mv -f "$partial" "$bin"
-    printf '%-18s %-8s built  %5ss  %s\n' "$tool" "$ver" "$took" "$bin"
+    printf '%-18s %-8s built  %5ss  cpu %5ss  %s\n' "$tool" "$ver" "$took" "$cpu" "$bin"
   else
     rm -f "$partial"
     failed+=("$tool")
-    printf '%-18s %-8s FAILED %5ss  (exit %s, see stderr)\n' "$tool" "$ver" "$took" "$rc"
+    printf '%-18s %-8s FAILED %5ss  cpu %5ss  (exit %s, see stderr)\n' "$tool" "$ver" "$took" "$cpu" "$rc"
   fi
 done
-printf '%-18s %-8s        %5ss\n' total "" "$((SECONDS - total_start))"
+child_cpu
+printf '%-18s %-8s        %5ss  cpu %5ss\n' total "" "$((SECONDS - total_start))" "$CPU"
 
 if [ ${#failed[@]} -gt 0 ]; then
   log "build.sh: FAILED: ${failed[*]}"

@@ -2,9 +2,10 @@
 // stand-alone binary, for the project's tests (built by tools/test-bins/build.sh).
 //
 // Upstream ships every Argo CD component as one multi-call binary (cmd/main.go)
-// that picks the command from argv[0]. This main does the same set-up that
-// binary does for argocd-cmp-server, so only the cmp-server closure is
-// compiled. It adds a "version" subcommand, which upstream's command lacks.
+// that picks the command from argv[0]. This main does what that binary does for
+// argocd-cmp-server (route klog through Argo's logrus logger, then run
+// cmd/argocd-cmp-server/commands), so only the cmp-server closure is compiled.
+// It adds a "version" subcommand, which upstream's command lacks.
 package main
 
 import (
@@ -16,13 +17,11 @@ import (
 
 	cmpserver "github.com/argoproj/argo-cd/v3/cmd/argocd-cmp-server/commands"
 	"github.com/argoproj/argo-cd/v3/common"
-	"github.com/argoproj/argo-cd/v3/util/grpc"
 	"github.com/argoproj/argo-cd/v3/util/log"
 )
 
 func main() {
 	klog.SetLogger(log.NewLogrusLogger(log.NewWithCurrentConfig()))
-	grpc.DisableSRVLookups()
 
 	command := cmpserver.NewCommand()
 	command.SilenceUsage = true
