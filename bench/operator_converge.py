@@ -119,6 +119,22 @@ def setup(kubeconfig: Path, graphs: int, kcm: str) -> list[str]:
     return namespaces
 
 
+def api_write_latency(kubeconfig: Path, n: int = 200) -> tuple[float, float]:
+    """Baseline: p50 / p95 ms of one sequential server-side apply on this machine now."""
+    from dyn_gitops_operator.kube import Kube, Resource, make_api_client
+
+    k = Kube(make_api_client(str(kubeconfig)))
+    cms = Resource("", "v1", "configmaps", "ConfigMap")
+    xs = []
+    for i in range(n):
+        start = time.perf_counter()
+        k.apply(cms, {"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "latency-probe", "namespace": "bench-0"},
+                      "data": {"i": str(i)}})
+        xs.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(xs), 1), round(percentile(xs, 0.95), 1)
+
+
 def kcm_process(kubeconfig: str) -> None:
     """Child: a Deployment controller stand-in (all Deployments, every namespace)."""
     from dyn_gitops_operator.kube import DEPLOYMENTS, Kube, make_api_client
@@ -276,6 +292,7 @@ def main() -> int:
     with control_plane(etcd, apiserver) as cp, tempfile.TemporaryDirectory() as tmp:
         install_crds(cp.client(), crds())
         setup(cp.kubeconfig, args.graphs, args.kcm)
+        baseline = api_write_latency(cp.kubeconfig)
         tracker = Tracker(Kube(make_api_client(str(cp.kubeconfig))))
         me = [sys.executable, __file__, "--kubeconfig", str(cp.kubeconfig)]
         kcm = (subprocess.Popen([*me, "--child", "kcm"]) if args.kcm == "process" else None)
@@ -315,6 +332,8 @@ def main() -> int:
             "first_reconcile_after_s": res["first_reconcile_after_s"],
             "writes": res["writes"], "conflicts": res["conflicts"],
             "cpus": os.cpu_count(),
+            "baseline_single_apply_p50_p95_ms": baseline,
+            "load_average_1m": round(os.getloadavg()[0], 1),
         }
         print(json.dumps(report, indent=2))
         if converge_s is None:
