@@ -124,8 +124,7 @@ def test_worker_hash_matches_the_renderer_after_a_round_trip(k: Kube, namespace:
     for dgd in dgds:
         name = dgd["metadata"]["name"]
         live = k.get(DGDS, namespace, name)
-        rendered = {o["metadata"]["labels"].get("nvidia.com/dynamo-worker-hash")
-                    for o in objs if o["kind"] == "Deployment"
-                    and o["metadata"]["labels"].get("nvidia.com/dynamo-graph-deployment-name")
-                    == name} - {None}
+        labels = [o["metadata"].get("labels") or {} for o in objs]
+        rendered = {lb.get("nvidia.com/dynamo-worker-hash") for lb in labels  # any workload
+                    if lb.get("nvidia.com/dynamo-graph-deployment-name") == name} - {None}
         assert rendered == ({compute_worker_hash(live)} - {None}), name
