@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,12 +13,15 @@ from . import keys
 from .errors import NotSupportedError, Problem, RenderError, field_path
 from .expand.graph import GraphError, expand_graph
 from .finalize import Rendered, finalize
+from .models import v1beta1
+from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
 from .settings import RenderSettings
 from .source import Document, Source, locate, parse_documents
 from .validation import validate_graph
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
+Loc = tuple[str | int, ...]
 
 
 @dataclass
@@ -96,6 +99,25 @@ def _validation_problems(doc: Document, model: type[BaseModel],
     return out
 
 
+def _same_loc(loc: Loc) -> Loc:
+    return loc
+
+
+def _read_v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> tuple[
+        DynamoGraphDeployment, Callable[[Loc], Loc]] | None:
+    """A v1beta1 DGD converted to the v1alpha1 shape, and its field-path mapping back."""
+    try:
+        beta = v1beta1.DynamoGraphDeployment.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_validation_problems(doc, v1beta1.DynamoGraphDeployment, exc))
+        return None
+    try:
+        return to_v1alpha1(beta), loc_in_v1beta1(beta)
+    except ConversionError as exc:
+        problems.extend(_problem(doc, loc, msg) for loc, msg in exc.problems)
+        return None
+
+
 def render(source: Source, settings: RenderSettings) -> RenderResult:
     """Render everything in ``source``; raise :class:`RenderError` with every problem."""
     problems = list(source.problems)
@@ -114,28 +136,36 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
             rendered.append(Rendered(data, doc.file.path, passthrough=True))
             continue
-        if api != "nvidia.com/v1alpha1":
+        if api == v1beta1.API_VERSION and kind == "DynamoGraphDeployment":
+            parsed = _read_v1beta1(doc, data, problems)
+            if parsed is None:
+                continue
+            obj, to_doc_loc = parsed
+        elif api != "nvidia.com/v1alpha1":
             problems.append(_problem(doc, ("apiVersion",),
                                      f"{api} {kind} is not yet supported (only "
-                                     "nvidia.com/v1alpha1 is rendered)"))
+                                     "nvidia.com/v1alpha1 and v1beta1 DynamoGraphDeployments "
+                                     "are rendered)"))
             continue
-        model: type[BaseModel] = (DynamoGraphDeployment if kind == "DynamoGraphDeployment"
-                                  else DynamoComponentDeployment)
-        try:
-            obj = model.model_validate(data)
-        except ValidationError as exc:
-            problems.extend(_validation_problems(doc, model, exc))
-            continue
-        if isinstance(obj, DynamoComponentDeployment):
-            problems.append(_problem(doc, ("kind",),
-                                     "a standalone DynamoComponentDeployment is validated but "
-                                     "not yet expanded; put the service in a "
-                                     "DynamoGraphDeployment"))
-            continue
-        assert isinstance(obj, DynamoGraphDeployment)
+        else:
+            model: type[BaseModel] = (DynamoGraphDeployment if kind == "DynamoGraphDeployment"
+                                      else DynamoComponentDeployment)
+            try:
+                parsed_obj = model.model_validate(data)
+            except ValidationError as exc:
+                problems.extend(_validation_problems(doc, model, exc))
+                continue
+            if isinstance(parsed_obj, DynamoComponentDeployment):
+                problems.append(_problem(doc, ("kind",),
+                                         "a standalone DynamoComponentDeployment is validated "
+                                         "but not yet expanded; put the service in a "
+                                         "DynamoGraphDeployment"))
+                continue
+            assert isinstance(parsed_obj, DynamoGraphDeployment)
+            obj, to_doc_loc = parsed_obj, _same_loc
         found = [(loc, msg) for loc, msg in validate_graph(obj)]
         if found:
-            problems.extend(_problem(doc, loc, msg) for loc, msg in found)
+            problems.extend(_problem(doc, to_doc_loc(loc), msg) for loc, msg in found)
             continue
         ns = obj.metadata.namespace or settings.namespace
         key = (ns, obj.metadata.name)
@@ -149,10 +179,11 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         try:
             children = expand_graph(obj, settings)
         except NotSupportedError as exc:
-            problems.append(_problem(doc, ("spec",), str(exc)))
+            problems.append(_problem(doc, to_doc_loc(("spec",)), str(exc)))
             continue
         except GraphError as exc:
-            problems.extend(_problem(doc, p.loc, p.message) for p in exc.problems)
+            problems.extend(_problem(doc, to_doc_loc(p.loc), p.message)
+                            for p in exc.problems)
             continue
         graphs += 1
         source_ref = f"{ns}/{obj.metadata.name}"

@@ -1,0 +1,267 @@
+"""``nvidia.com/v1beta1`` DGD -> the v1alpha1 shape the renderer expands.
+
+Section 4 of ``spec/dynamo-pod-spec.md`` in reverse, so that a v1beta1 DGD and the
+v1alpha1 DGD the operator's conversion webhook would turn into it render identically
+(and give the same worker hash): the container ``main`` goes back to the dedicated
+service fields where they can say the same thing (``env`` -> ``envs``, a trailing
+``secretRef`` -> ``envFromSecret``, cpu/memory/gpu -> ``resources``, probes, plain volume
+mounts) and stays in ``extraPodSpec.mainContainer`` otherwise. ``type: prefill|decode``
+becomes ``componentType: worker`` + ``subComponentType`` (the upstream v1alpha1 examples'
+spelling, rendered as the v1alpha1-era operator did).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from . import v1alpha1, v1beta1
+
+Loc = tuple[str | int, ...]
+MAIN = "main"
+GPU_KEY = "nvidia.com/gpu"
+PRESERVED_ALPHA_ANNOTATION = "nvidia.com/dgd-spec"
+_SPLIT_TYPES = ("prefill", "decode")
+
+# v1alpha1 service field -> where the same thing lives in a v1beta1 component
+_FIELD_HOME: dict[str, Loc] = {
+    "componentType": ("type",), "subComponentType": ("type",),
+    "extraPodSpec": ("podTemplate", "spec"), "extraPodMetadata": ("podTemplate", "metadata"),
+    "envs": ("podTemplate",), "envFromSecret": ("podTemplate",), "resources": ("podTemplate",),
+    "livenessProbe": ("podTemplate",), "readinessProbe": ("podTemplate",),
+    "volumeMounts": ("podTemplate",), "sharedMemory": ("sharedMemorySize",),
+    "gpuMemoryService": ("experimental", "gpuMemoryService"),
+    "failover": ("experimental", "failover"), "checkpoint": ("experimental", "checkpoint"),
+    "runtimeVersionOverride": ("runtimeVersion",),
+}
+
+
+class ConversionError(ValueError):
+    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(m for _, m in problems))
+
+
+def _resources(res: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(v1alpha1 ``resources``, what must stay on the container)."""
+    out: dict[str, Any] = {}
+    for side in ("requests", "limits"):
+        values = res.get(side)
+        if not values:
+            continue
+        item: dict[str, Any] = {}
+        for key, qty in values.items():
+            if key in ("cpu", "memory"):
+                item[key] = qty
+            elif key == GPU_KEY:
+                item["gpu"] = qty
+            else:
+                item.setdefault("custom", {})[key] = qty
+        out[side] = item
+    if res.get("claims"):
+        out["claims"] = res["claims"]
+    rest = {k: v for k, v in res.items() if k not in ("requests", "limits", "claims")}
+    return (out or None), rest
+
+
+def _split_main(main: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(service fields, the rest of the main container)."""
+    main = dict(main)
+    main.pop("name", None)
+    fields: dict[str, Any] = {}
+    if main.get("env"):
+        fields["envs"] = main.pop("env")
+    env_from = list(main.pop("envFrom", None) or [])
+    last = env_from[-1] if env_from else None
+    if (isinstance(last, dict) and list(last) == ["secretRef"]
+            and isinstance(last["secretRef"], dict) and list(last["secretRef"]) == ["name"]):
+        # envFromSecret is appended after mainContainer.envFrom: same order either way
+        fields["envFromSecret"] = last["secretRef"]["name"]
+        env_from.pop()
+    if env_from:
+        main["envFrom"] = env_from
+    if main.get("resources"):
+        resources, rest = _resources(main.pop("resources"))
+        if resources:
+            fields["resources"] = resources
+        if rest:
+            main["resources"] = rest
+    for probe in ("livenessProbe", "readinessProbe"):
+        if main.get(probe) is not None:
+            fields[probe] = main.pop(probe)
+    mounts = list(main.pop("volumeMounts", None) or [])
+    plain: list[dict[str, Any]] = []
+    # the dedicated mounts render after mainContainer's: only a trailing run can move
+    while mounts and set(mounts[-1]) == {"name", "mountPath"}:
+        m = mounts.pop()
+        plain.insert(0, {"name": m["name"], "mountPoint": m["mountPath"]})
+    if mounts:
+        main["volumeMounts"] = mounts
+    if plain:
+        fields["volumeMounts"] = plain
+    return fields, main
+
+
+def _sidecar(container: dict[str, Any], loc: Loc) -> dict[str, Any]:
+    extra = sorted(set(container) - {"name", "image", "args", "env", "envFrom"})
+    if extra:
+        raise ConversionError([(loc, "a frontendSidecar container with "
+                                f"{', '.join(extra)} is not yet supported (only image, args, "
+                                "env and one envFrom secretRef)")])
+    if not container.get("image"):
+        raise ConversionError([(loc, "the frontendSidecar container needs an image")])
+    out: dict[str, Any] = {"image": container["image"]}
+    if container.get("args"):
+        out["args"] = container["args"]
+    if container.get("env"):
+        out["envs"] = container["env"]
+    env_from = container.get("envFrom") or []
+    if env_from:
+        ref = env_from[0].get("secretRef") if len(env_from) == 1 else None
+        if not (isinstance(ref, dict) and list(env_from[0]) == ["secretRef"] and ref.get("name")):
+            raise ConversionError([(loc, "a frontendSidecar envFrom other than one secretRef "
+                                    "is not yet supported")])
+        out["envFromSecret"] = ref["name"]
+    return out
+
+
+def _service(c: v1beta1.Component, loc: Loc) -> dict[str, Any]:
+    problems: list[tuple[Loc, str]] = []
+    if c.roles:
+        problems.append(((*loc, "roles"), "component roles are not yet supported"))
+    if c.extraPodSpecMergeStrategy == "strategic":
+        problems.append(((*loc, "extraPodSpecMergeStrategy"),
+                         "the strategic extraPodSpec merge is not yet supported"))
+    exp = c.experimental
+    if exp is not None and exp.grove is not None:
+        problems.append(((*loc, "experimental", "grove"),
+                         "experimental.grove is not yet supported"))
+    if problems:
+        raise ConversionError(problems)
+
+    svc: dict[str, Any] = {}
+    if c.type in _SPLIT_TYPES:
+        svc["componentType"], svc["subComponentType"] = "worker", c.type
+    elif c.type:
+        svc["componentType"] = c.type
+    if c.globalDynamoNamespace:
+        svc["globalDynamoNamespace"] = True
+    for name in ("replicas", "minAvailable", "multinode", "modelRef", "eppConfig",
+                 "topologyConstraint"):
+        value = getattr(c, name)
+        if value is not None:
+            svc[name] = value.model_dump(exclude_none=True) if hasattr(
+                value, "model_dump") else value
+    if c.runtimeVersion:
+        svc["runtimeVersionOverride"] = c.runtimeVersion
+    if c.scalingAdapter is not None:
+        svc["scalingAdapter"] = {"enabled": True}
+    if c.sharedMemorySize is not None:
+        svc["sharedMemory"] = ({"disabled": True} if c.sharedMemorySize == "0"
+                               else {"size": c.sharedMemorySize})
+    if exp is not None:
+        for name in ("gpuMemoryService", "failover"):
+            value = getattr(exp, name)
+            if value is not None:
+                svc[name] = {**{k: v for k, v in value.items() if k != "enabled"},
+                             "enabled": True}
+        if exp.checkpoint is not None:
+            svc["checkpoint"] = {"enabled": True, **exp.checkpoint}
+
+    tmpl = c.podTemplate
+    meta = tmpl.metadata if tmpl else None
+    if meta is not None and (meta.labels or meta.annotations):
+        svc["extraPodMetadata"] = meta.model_dump(exclude_none=True)
+    pod: dict[str, Any] = tmpl.spec.model_dump(exclude_none=True) if tmpl and tmpl.spec else {}
+    containers = pod.pop("containers", None) or []
+    main = next((x for x in containers if x.get("name") == MAIN), None)
+    others = []
+    for i, x in enumerate(containers):
+        if x is main:
+            continue
+        if c.frontendSidecar and x.get("name") == c.frontendSidecar:
+            svc["frontendSidecar"] = _sidecar(x, (*loc, "podTemplate", "spec", "containers", i))
+            continue
+        others.append(x)
+    if c.frontendSidecar and "frontendSidecar" not in svc:
+        raise ConversionError([((*loc, "frontendSidecar"),
+                                f"no podTemplate container is named {c.frontendSidecar!r}")])
+    if main is not None:
+        fields, rest = _split_main(main)
+        svc.update(fields)
+        if rest:
+            pod["mainContainer"] = rest
+    if c.compilationCache is not None:
+        cache = c.compilationCache
+        mounts = [m for m in svc.get("volumeMounts", []) if m["name"] != cache.pvcName]
+        main_rest = pod.get("mainContainer", {})
+        if main_rest.get("volumeMounts"):
+            kept = [m for m in main_rest["volumeMounts"] if m.get("name") != cache.pvcName]
+            main_rest["volumeMounts"] = kept or None
+        mount: dict[str, Any] = {"name": cache.pvcName, "useAsCompilationCache": True}
+        if cache.mountPath:
+            mount["mountPoint"] = cache.mountPath
+        svc["volumeMounts"] = [*mounts, mount]
+    if others:
+        pod["containers"] = others
+    if pod:
+        svc["extraPodSpec"] = pod
+    return svc
+
+
+def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeployment:
+    """The v1alpha1 DGD that renders like ``dgd``; :class:`ConversionError` if none does."""
+    problems: list[tuple[Loc, str]] = []
+    if PRESERVED_ALPHA_ANNOTATION in (dgd.metadata.annotations or {}):
+        problems.append((("metadata", "annotations", PRESERVED_ALPHA_ANNOTATION),
+                         "preserved v1alpha1 fields (written by the conversion webhook) are "
+                         "not yet supported; write the DGD as v1alpha1 instead"))
+    services: dict[str, Any] = {}
+    seen: dict[str, int] = {}
+    for i, c in enumerate(dgd.spec.components or []):
+        loc: Loc = ("spec", "components", i)
+        if c.name.lower() in seen:
+            problems.append(((*loc, "name"), f"component name {c.name!r} is also used by "
+                             f"spec.components[{seen[c.name.lower()]}] (names are unique "
+                             "case-insensitively)"))
+            continue
+        seen[c.name.lower()] = i
+        try:
+            services[c.name] = _service(c, loc)
+        except ConversionError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConversionError(problems)
+    spec = dgd.spec.model_dump(exclude_none=True, exclude={"components", "env"})
+    spec["services"] = services
+    if dgd.spec.env:
+        spec["envs"] = [e.model_dump(exclude_none=True) for e in dgd.spec.env]
+    try:
+        return v1alpha1.DynamoGraphDeployment.model_validate({
+            "apiVersion": v1alpha1.API_VERSION, "kind": dgd.kind,
+            "metadata": dgd.metadata.model_dump(exclude_none=True), "spec": spec})
+    except ValidationError as exc:  # pragma: no cover - the v1beta1 model checked the values
+        raise ConversionError([(loc_in_v1beta1(dgd)(tuple(e["loc"])), e["msg"])
+                               for e in exc.errors(include_url=False)]) from None
+
+
+def loc_in_v1beta1(dgd: v1beta1.DynamoGraphDeployment) -> Callable[[Loc], Loc]:
+    """Map a field path of the converted DGD back to the v1beta1 document."""
+    index = {c.name: i for i, c in enumerate(dgd.spec.components or [])}
+
+    def convert(loc: Loc) -> Loc:
+        if loc[:2] == ("spec", "envs"):
+            return ("spec", "env", *loc[2:])
+        if len(loc) < 3 or loc[:2] != ("spec", "services") or loc[2] not in index:
+            return ("spec", "components") if loc[:2] == ("spec", "services") else loc
+        base: Loc = ("spec", "components", index[str(loc[2])])
+        if len(loc) == 3:
+            return base
+        field = str(loc[3])
+        if field in _FIELD_HOME:
+            return (*base, *_FIELD_HOME[field])
+        return (*base, *loc[3:])
+
+    return convert

@@ -1,0 +1,88 @@
+"""``nvidia.com/v1beta1`` DynamoGraphDeployment (``spec/dynamo-pod-spec.md`` section 9):
+a list of components, each with a native ``podTemplate`` whose container ``main`` carries
+the user's overrides. Converted to the v1alpha1 shape before rendering (``convert.py``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .k8s import EnvVar, ObjectMeta, PodSpecFields, Strict
+from .v1alpha1 import BackendFramework as BackendFramework
+from .v1alpha1 import (
+    EPPConfig,
+    Experimental,
+    ModelRef,
+    Multinode,
+    Restart,
+    TopologyConstraint,
+)
+
+API_VERSION = "nvidia.com/v1beta1"
+
+
+class PodTemplateMeta(Strict):
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class PodTemplate(Strict):
+    metadata: PodTemplateMeta | None = None
+    spec: PodSpecFields | None = None  # container ``main`` gets the defaults
+
+
+class CompilationCache(Strict):
+    pvcName: str
+    mountPath: str | None = None
+
+
+class ComponentExperimental(Strict):
+    gpuMemoryService: dict[str, Any] | None = None
+    failover: dict[str, Any] | None = None
+    checkpoint: dict[str, Any] | None = None
+    grove: dict[str, Any] | None = None
+
+
+class Component(Strict):
+    """One entry of ``spec.components``."""
+
+    name: str = Field(min_length=1)
+    type: str | None = None
+    runtimeVersion: str | None = None
+    globalDynamoNamespace: bool = False
+    podTemplate: PodTemplate | None = None
+    replicas: int | None = Field(default=None, ge=0)
+    minAvailable: int | None = None
+    multinode: Multinode | None = None
+    roles: list[dict[str, Any]] | None = None
+    sharedMemorySize: str | None = None
+    modelRef: ModelRef | None = None
+    scalingAdapter: dict[str, Any] | None = None  # presence = enabled
+    eppConfig: EPPConfig | None = None
+    frontendSidecar: str | None = None  # name of a podTemplate container
+    compilationCache: CompilationCache | None = None
+    topologyConstraint: TopologyConstraint | None = None
+    experimental: ComponentExperimental | None = None
+    extraPodSpecMergeStrategy: Literal["override", "strategic"] | None = None
+
+
+class GraphSpec(Strict):
+    components: list[Component] | None = Field(default=None, max_length=25)
+    env: list[EnvVar] | None = None
+    backendFramework: BackendFramework | None = None
+    annotations: dict[str, str] | None = None
+    labels: dict[str, str] | None = None
+    priorityClassName: str | None = None
+    restart: Restart | None = None
+    topologyConstraint: TopologyConstraint | None = None
+    experimental: Experimental | None = None
+    providerOverride: dict[str, Any] | None = None
+
+
+class DynamoGraphDeployment(Strict):
+    apiVersion: Literal["nvidia.com/v1beta1"]
+    kind: Literal["DynamoGraphDeployment"]
+    metadata: ObjectMeta
+    spec: GraphSpec
+    status: dict[str, Any] | None = None  # never read; tolerated on exported objects
