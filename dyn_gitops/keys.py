@@ -24,6 +24,10 @@ LABEL_MANAGED_BY_DYNAMO: Final = "nvidia.com/managed-by"
 LABEL_APP_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 LABEL_APP_COMPONENT: Final = "app.kubernetes.io/component"
 LABEL_APP_NAME: Final = "app.kubernetes.io/name"
+#: LeaderWorkerSet pod templates: leader | worker (the multinode Service selects leaders)
+LABEL_ROLE: Final = "role"
+#: LeaderWorkerSet, its pod templates and Volcano PodGroup: the DCD replica index
+LABEL_INSTANCE_ID: Final = "instance-id"
 
 # --- Dynamo annotations --------------------------------------------------------------------
 ANN_ENABLE_METRICS: Final = "nvidia.com/enable-metrics"
@@ -41,6 +45,8 @@ ANN_MAX_SURGE: Final = "nvidia.com/deployment-rolling-update-max-surge"
 ANN_MAX_UNAVAILABLE: Final = "nvidia.com/deployment-rolling-update-max-unavailable"
 ANN_DISABLE_PULL_SECRET_DISCOVERY: Final = "nvidia.com/disable-image-pull-secret-discovery"
 ANN_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
+#: Volcano gang of a LeaderWorkerSet pod (the PodGroup name)
+ANN_VOLCANO_GROUP: Final = "scheduling.k8s.io/group-name"
 
 #: DGD metadata annotations the operator copies into every component (service value wins).
 PROPAGATED_DGD_ANNOTATIONS: Final = (

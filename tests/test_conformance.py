@@ -20,24 +20,22 @@ from conftest import CONFORMANCE, CliResult
 from dyn_gitops import keys
 from dyn_gitops.cli import main
 
-V1BETA1 = "v1beta1 apiVersion (storage version of later Dynamo releases)"
-MULTINODE = "multinode nodeCount > 1 (LeaderWorkerSet / Grove path)"
 GMS = "gpuMemoryService (GPU memory service, DRA claims)"
 
 #: file -> (reason, a word the error message must contain to show it is that reason)
 EXPECTED_UNSUPPORTED: dict[str, tuple[str, str]] = {
-    "examples__backends__sglang__deploy__v1beta1__disagg.yaml": (V1BETA1, "v1beta1"),
-    "examples__backends__sglang__deploy__v1beta1__disagg_planner.yaml": (V1BETA1, "v1beta1"),
-    "examples__backends__trtllm__deploy__v1beta1__disagg-multinode.yaml": (V1BETA1, "v1beta1"),
-    "examples__backends__vllm__deploy__lora__v1beta1__agg_lora.yaml": (V1BETA1, "v1beta1"),
-    "examples__backends__vllm__deploy__v1beta1__agg.yaml": (V1BETA1, "v1beta1"),
-    "examples__backends__sglang__deploy__disagg-multinode.yaml": (MULTINODE, "multinode"),
-    "examples__backends__trtllm__deploy__disagg-multinode.yaml": (MULTINODE, "multinode"),
-    "examples__backends__vllm__deploy__disagg-multinode.yaml": (MULTINODE, "multinode"),
-    "recipes__deepseek-r1__sglang__disagg-16gpu__deploy.yaml": (MULTINODE, "multinode"),
-    "recipes__deepseek-v32-fp4__trtllm__agg-round-robin__deploy.yaml": (MULTINODE, "multinode"),
     "examples__backends__vllm__deploy__agg_gms.yaml": (GMS, "gpuMemoryService"),
     "examples__backends__vllm__deploy__agg_failover.yaml": (GMS, "gpuMemoryService"),
+}
+
+#: multinode services: rendered on the LeaderWorkerSet path (setting lws); without it, refused
+NEEDS_LWS = {
+    "examples__backends__sglang__deploy__disagg-multinode.yaml",
+    "examples__backends__trtllm__deploy__disagg-multinode.yaml",
+    "examples__backends__trtllm__deploy__v1beta1__disagg-multinode.yaml",
+    "examples__backends__vllm__deploy__disagg-multinode.yaml",
+    "recipes__deepseek-r1__sglang__disagg-16gpu__deploy.yaml",
+    "recipes__deepseek-v32-fp4__trtllm__agg-round-robin__deploy.yaml",
 }
 
 #: not a DGD: passes through unchanged
@@ -64,13 +62,13 @@ def test_corpus_is_present_and_the_lists_are_current() -> None:
     assert len(EXAMPLES) >= 40, f"conformance corpus missing or incomplete: {CONFORMANCE}"
     stale = sorted(set(EXPECTED_UNSUPPORTED) - set(EXAMPLES))
     assert not stale, f"listed as unsupported but not in the corpus: {stale}"
-    assert set(EXAMPLES) >= PASSTHROUGH_ONLY
+    assert set(EXAMPLES) >= PASSTHROUGH_ONLY | NEEDS_LWS
 
 
 @pytest.mark.parametrize("name", RENDERABLE)
 def test_example_renders(name: str) -> None:
     path = CONFORMANCE / name
-    res = invoke("render", str(path))
+    res = invoke("render", *(["--lws"] if name in NEEDS_LWS else []), str(path))
     assert res.code == 0, f"{name} must render:\n{res.stderr}"
     assert "problem" not in res.stderr, res.stderr
     out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
@@ -80,9 +78,17 @@ def test_example_renders(name: str) -> None:
         dgd_name = dgd["metadata"]["name"]
         deployments = [o for o in out if o["kind"] == "Deployment" and
                        o["metadata"]["labels"].get(keys.LABEL_GRAPH_NAME) == dgd_name]
-        services = dgd["spec"]["services"]
-        assert len(deployments) == len(services), (
+        services = dgd["spec"].get("services") or {  # v1beta1: a list of components
+            c["name"]: c for c in dgd["spec"]["components"]}
+        multinode = [n for n, s in services.items()
+                     if (s.get("multinode") or {}).get("nodeCount", 1) > 1]
+        assert (name in NEEDS_LWS) == bool(multinode), name
+        assert len(deployments) == len(services) - len(multinode), (
             f"DGD {dgd_name}: {len(services)} services but {len(deployments)} Deployments")
+        lws = {o["metadata"]["labels"][keys.LABEL_COMPONENT] for o in out
+               if o["kind"] == "LeaderWorkerSet"
+               and o["metadata"]["labels"][keys.LABEL_GRAPH_NAME] == dgd_name}
+        assert lws == set(multinode), f"DGD {dgd_name}: LeaderWorkerSets for {lws}"
         assert any(o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == dgd_name
                    for o in out), f"source DGD {dgd_name} not emitted"
     # every non-Dynamo document in the file passes through unchanged
@@ -111,3 +117,12 @@ def test_dynamo_model_passes_through_unchanged(name: str) -> None:
     assert res.code == 0, res.stderr
     out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
     assert out == documents(CONFORMANCE / name)
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS_LWS))
+def test_multinode_example_without_lws_is_a_clear_error(name: str) -> None:
+    res = invoke("render", str(CONFORMANCE / name))
+    assert res.code == 1 and res.stdout == ""
+    assert any(ln.startswith(f"{name}:") and "multinode.nodeCount" in ln
+               and "set the setting lws to true" in ln for ln in res.stderr.splitlines()), (
+        res.stderr)

@@ -565,3 +565,133 @@ def test_facts_epp_sidecar_config_keys_sorted() -> None:
 
     # PyYAML keeps the document's key order in the mappings it builds
     assert unsorted(yaml.safe_load(cm["data"]["epp-config-dynamo.yaml"])) == []
+
+
+def _without_source_path(text: str) -> str:
+    return "".join(ln for ln in text.splitlines(keepends=True)
+                   if "dyn-gitops.io/source-path:" not in ln)
+
+
+def test_facts_v1beta1_pair() -> None:
+    """A v1beta1 DGD renders byte-identically to its v1alpha1 twin (dynamo-pod-spec.md 4, 9);
+    only the source-path annotation differs (the source DGD itself is not emitted)."""
+    twin = run_cli("render", "--namespace", "demo", "--no-emit-source",
+                   str(SAMPLES / "v1beta1-pair" / "v1alpha1" / "sglang-disagg.yaml"))
+    assert twin.code == 0, twin.stderr
+    assert _without_source_path(_render("v1beta1-pair")) == _without_source_path(twin.stdout)
+    objs = objects("v1beta1-pair")
+    assert not of_kind(objs, "DynamoGraphDeployment")
+    decode = component(objs, "Deployment", "decode")
+    # type: decode renders as the v1alpha1-era operator renders worker + subComponentType
+    assert pod_labels(decode)[COMPONENT_TYPE] == "worker"
+    assert pod_labels(decode)[SUB_COMPONENT_TYPE] == "decode"
+    main = container(decode)
+    assert env(main)["DYN_COMPONENT"] == "worker"
+    assert env(main)["DYN_LOG"] == "info"  # graph env
+    assert env(main)["SGLANG_LOG_LEVEL"] == "debug"
+    assert main["envFrom"] == [{"configMapRef": {"name": "sglang-tuning"}},
+                               {"secretRef": {"name": "hf-token-secret"}}]
+    assert main["resources"] == {"requests": {"cpu": "8", "memory": "32Gi"},
+                                 "limits": {"nvidia.com/gpu": "1"}}
+    assert main["readinessProbe"] == {"httpGet": {"path": "/health", "port": "system"},
+                                      "periodSeconds": 15}
+    assert volumes(decode)["model-cache"] == {
+        "name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache"}}
+    assert volumes(decode)["shared-memory"]["emptyDir"]["sizeLimit"] == "16Gi"
+    assert pod_labels(decode)["team"] == "inference"
+
+
+def _lws(objs: list[Obj], dgd: str) -> Obj:
+    found = [o for o in objs if o["kind"] == "LeaderWorkerSet"
+             and o["metadata"]["labels"]["nvidia.com/dynamo-graph-deployment-name"] == dgd]
+    assert len(found) >= 1
+    return found[0]
+
+
+def _role(lws: Obj, role: str) -> Obj:
+    return lws["spec"]["leaderWorkerTemplate"][f"{role}Template"]  # type: ignore[no-any-return]
+
+
+def _role_main(lws: Obj, role: str) -> Obj:
+    return _role(lws, role)["spec"]["containers"][0]  # type: ignore[no-any-return]
+
+
+PROBES = {"livenessProbe", "readinessProbe", "startupProbe"}
+
+
+def test_facts_multinode_lws() -> None:
+    """LeaderWorkerSet path (dynamo-objects.md 6, dynamo-pod-spec.md 6.1, 7.2-7.4)."""
+    objs = objects("multinode-lws")
+    # sglang: replicas 2 -> two LWS + two PodGroups <dcd>-<i>; no Deployment for the worker
+    sg = sorted((o for o in objs if o["kind"] == "LeaderWorkerSet"
+                 and o["metadata"]["name"].startswith("sglang-mn-")),
+                key=lambda o: o["metadata"]["name"])
+    assert len(sg) == 2 and not [d for d in of_kind(objs, "Deployment")
+                                 if pod_labels(d).get(COMPONENT) == "decode"]
+    dcd = sg[0]["metadata"]["name"][:-2]
+    assert [o["metadata"]["name"] for o in sg] == [f"{dcd}-0", f"{dcd}-1"]
+    for i, lws in enumerate(sg):
+        assert lws["spec"]["replicas"] == 1 and lws["spec"]["startupPolicy"] == "LeaderCreated"
+        assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+        assert lws["metadata"]["labels"]["instance-id"] == str(i)
+        group = get(objs, "PodGroup", lws["metadata"]["name"])
+        assert group["spec"] == {"minMember": 2}
+        for role in ("leader", "worker"):
+            tmpl = _role(lws, role)
+            assert tmpl["metadata"]["labels"]["role"] == role
+            assert "nvidia.com/selector" not in tmpl["metadata"]["labels"]
+            assert tmpl["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == (
+                lws["metadata"]["name"])
+            assert tmpl["spec"]["schedulerName"] == "volcano"
+    leader, worker = _role_main(sg[0], "leader"), _role_main(sg[0], "worker")
+    assert leader["args"][-6:] == ["--dist-init-addr", "$(LWS_LEADER_ADDRESS):29500",
+                                   "--nnodes", "2", "--node-rank", "0"]
+    assert worker["args"][-1] == "$(LWS_WORKER_INDEX)"
+    assert PROBES <= set(leader) and not PROBES & set(worker)
+    svc = component(objs, "Service", "decode", "sglang-mn")
+    assert svc["spec"]["selector"]["role"] == "leader"
+    # vLLM TP 16 > 8 GPUs, no annotation: Ray (graph_test.go "multinode vllm")
+    ray = _lws(objs, "vllm-ray")
+    assert _role_main(ray, "leader")["args"] == [
+        "ray start --head --port=6379 && python3 -m dynamo.vllm --model Qwen/Qwen3-32B "
+        "--tensor-parallel-size 16 --distributed-executor-backend ray"]
+    assert _role_main(ray, "worker")["args"] == [
+        "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
+    # vLLM mp (annotation): flags, side-channel env, wait-for-leader init container + ConfigMap
+    mp = _lws(objs, "vllm-mp")
+    w = _role_main(mp, "worker")
+    assert w["args"][-11:] == ["--distributed-executor-backend", "mp", "--nnodes", "2",
+                               "--master-addr", "$(LWS_LEADER_ADDRESS)", "--master-port",
+                               "29500", "--node-rank", "$(LWS_WORKER_INDEX)", "--headless"]
+    assert "--headless" in w["args"] and "--headless" not in _role_main(mp, "leader")["args"]
+    assert env(w)["VLLM_NIXL_SIDE_CHANNEL_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    init = _role(mp, "worker")["spec"]["initContainers"]
+    assert [c["name"] for c in init] == ["wait-for-leader-mp"]
+    assert "initContainers" not in _role(mp, "leader")["spec"]
+    cm = get(objs, "ConfigMap", "vllm-mp-wait-leader-script")
+    assert "wait-for-leader.py" in cm["data"]
+    # vLLM data parallel across nodes: hybrid LB, worker start rank needs a shell
+    dp = _lws(objs, "vllm-dp")
+    assert "--data-parallel-size-local" in _role_main(dp, "leader")["args"]
+    dpw = _role_main(dp, "worker")
+    assert dpw["command"] == ["sh", "-c"]
+    assert dpw["args"][0].startswith("exec python3 -m dynamo.vllm ")
+    assert "--data-parallel-start-rank $(( 8 * $(LWS_WORKER_INDEX) ))" in dpw["args"][0]
+    # TRT-LLM: MPI over SSH from the secret; worker runs sshd with a TCP readiness probe
+    trt = _lws(objs, "trtllm-mn")
+    for role in ("leader", "worker"):
+        spec = _role(trt, role)["spec"]
+        assert {"name": "mpi-run-ssh-secret", "secret": {
+            "secretName": "mpi-run-ssh-secret", "defaultMode": 420}} in spec["volumes"]
+        main = spec["containers"][0]
+        assert {"name": "mpi-run-ssh-secret", "mountPath": "/ssh-pk",
+                "readOnly": True} in main["volumeMounts"]
+        assert env(main)["OMPI_MCA_orte_keep_fqdn_hostnames"] == "1"
+    tw = _role_main(trt, "worker")
+    assert set(tw) & PROBES == {"readinessProbe"}
+    assert tw["readinessProbe"]["tcpSocket"] == {"port": 2222}
+    assert "/usr/sbin/sshd -D" in tw["args"][0]
+    tl = _role_main(trt, "leader")["args"][0]
+    assert "mpirun " in tl and "-n 8 " in tl and "-x HF_TOKEN " in tl
+    assert "trtllm-llmapi-launch python3 -m dynamo.trtllm" in tl
+    assert not of_kind(objs, "Secret")  # the SSH secret is the operator's, never rendered

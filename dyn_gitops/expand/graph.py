@@ -9,7 +9,7 @@ from typing import Any
 from .. import keys
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
-from . import defaults, legacy, names, objects
+from . import defaults, legacy, lws, multinode, names, objects
 from .context import ComponentContext
 from .merge import merge_envs, merge_override
 from .podspec import ComponentError, build_pod_spec, detect_backend, dump, pod_labels
@@ -36,6 +36,14 @@ def _svc_loc(service: str, field: str = "") -> tuple[str | int, ...]:
     return tuple(loc)
 
 
+def node_count(svc: ServiceSpec) -> int:
+    return svc.multinode.nodeCount if svc.multinode is not None else 1
+
+
+def is_multinode(svc: ServiceSpec) -> bool:
+    return node_count(svc) > 1
+
+
 def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[GraphProblem]:
     """Features this version does not render, each as a clear 'not yet supported' problem."""
     out: list[GraphProblem] = []
@@ -50,10 +58,15 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
         out.append(GraphProblem(("spec", "experimental", "kvTransferPolicy"),
                                 "kvTransferPolicy is not yet supported"))
     for name, svc in sorted((dgd.spec.services or {}).items()):
-        if svc.multinode is not None and svc.multinode.nodeCount > 1:
+        if is_multinode(svc) and not settings.lws:
             out.append(GraphProblem(_svc_loc(name, "multinode.nodeCount"),
-                                    f"multinode services (nodeCount {svc.multinode.nodeCount}, "
-                                    "LeaderWorkerSet or Grove) are not yet supported"))
+                                    f"multinode services (nodeCount {node_count(svc)}) need "
+                                    "the LeaderWorkerSet path: set the setting lws to true "
+                                    "(the Grove path is not yet supported)"))
+        if is_multinode(svc) and svc.scalingAdapter is not None and svc.scalingAdapter.enabled:
+            out.append(GraphProblem(_svc_loc(name, "scalingAdapter"),
+                                    "a scaling adapter on a multinode service is not yet "
+                                    "supported (its replicas are LeaderWorkerSets)"))
         if svc.gpuMemoryService is not None and svc.gpuMemoryService.enabled:
             out.append(GraphProblem(_svc_loc(name, "gpuMemoryService"),
                                     "the GPU memory service (DRA) is not yet supported"))
@@ -174,6 +187,8 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
             out.append(objects.pvc(p, namespace))
     if graph_discovery == "kubernetes":
         out.extend(objects.discovery_rbac(dgd_name, namespace))
+    if any(is_multinode(s) for s in services.values()):
+        out.append(lws.wait_leader_config_map(dgd_name, namespace))
 
     epp_cm: tuple[str, str] | None = None
     for epp_name, epp in eps:
@@ -243,7 +258,10 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
     desired = 1 if svc.replicas is None else svc.replicas
     deploy_ann = dict(dep_ann)
     deploy_spec: dict[str, Any] = {}
-    if worker and settings.managed_replicas:
+    out: list[Obj] = []
+    if is_multinode(svc):
+        out.extend(_leader_worker_sets(ctx, labels, dep_ann, template_meta, desired))
+    elif worker and settings.managed_replicas:
         deploy_ann[keys.ANN_MANAGED_REPLICAS] = "true"
         if not has_adapter:
             deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)
@@ -253,21 +271,23 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
         deploy_ann[keys.ANN_FLUX_PRUNE] = keys.FLUX_PRUNE_DISABLED
     elif not has_adapter:
         deploy_spec["replicas"] = desired
-    deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
-    deploy_spec["strategy"] = _strategy(annotations)
-    deploy_spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
-    out: list[Obj] = [{
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": objects.meta(name, namespace, labels, deploy_ann),
-        "spec": deploy_spec,
-    }]
+    if not is_multinode(svc):
+        deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
+        deploy_spec["strategy"] = _strategy(annotations)
+        deploy_spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
+        out.append({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": objects.meta(name, namespace, labels, deploy_ann),
+            "spec": deploy_spec,
+        })
 
     if ctype == "frontend" or ctx.k8s_discovery:
         svc_labels = dict(labels)
         if ctx.k8s_discovery:
             svc_labels.update({keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
                                keys.LABEL_DISCOVERY_ENABLED: "true"})
-        out.append(objects.component_service(ctx, svc_labels, dep_ann))
+        out.append(objects.component_service(ctx, svc_labels, dep_ann,
+                                             leader_only=is_multinode(svc)))
     ingress = svc.ingress
     if ingress is None and ctype == "frontend":
         ingress = objects.default_ingress(ctx)
@@ -278,3 +298,22 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
     if has_adapter:
         out.append(objects.scaling_adapter(dgd_name, namespace, service, svc.replicas))
     return out
+
+
+def _leader_worker_sets(ctx: ComponentContext, labels: dict[str, str], annotations: dict[str, str],
+                        template_meta: dict[str, Any], replicas: int) -> list[Obj]:
+    """A multinode service: LeaderWorkerSets + PodGroups instead of a Deployment."""
+    nodes = node_count(ctx.spec)
+    single = build_pod_spec(ctx)
+    main = single["containers"][0]
+    if not (main.get("resources") or {}).get("limits", {}).get(multinode.GPU):
+        raise ComponentError("resources.limits.gpu",
+                             "a multinode service needs a GPU limit (its LeaderWorkerSet "
+                             "worker template requires one)")
+    roles = {role: multinode.role_pod(single, role, ctx.backend, nodes, ctx.annotations,
+                                      lws.wait_leader_config_map_name(ctx.dgd_name),
+                                      ctx.settings.mpi_ssh_secret)
+             for role in (multinode.LEADER, multinode.WORKER)}
+    return lws.leader_worker_sets(ctx.name, ctx.namespace, replicas, nodes, labels, annotations,
+                                  template_meta, roles[multinode.LEADER],
+                                  roles[multinode.WORKER])

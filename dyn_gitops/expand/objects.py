@@ -84,10 +84,12 @@ def pvc(p: PVC, namespace: str) -> Obj:
 
 
 def component_service(ctx: ComponentContext, labels: dict[str, str],
-                      annotations: dict[str, str]) -> Obj:
+                      annotations: dict[str, str], leader_only: bool = False) -> Obj:
     selector = {keys.LABEL_COMPONENT_TYPE: ctx.component_type,
                 keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
                 keys.LABEL_COMPONENT: ctx.service}
+    if leader_only:  # multinode: only the leader serves
+        selector[keys.LABEL_ROLE] = "leader"
     return {
         "apiVersion": "v1", "kind": "Service",
         "metadata": meta(names.normalize(ctx.name), ctx.namespace, labels, annotations),

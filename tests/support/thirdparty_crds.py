@@ -1,6 +1,6 @@
 """Minimal CRDs for third-party kinds the renderer emits (Istio VirtualService, Gateway API
-Inference Extension InferencePool): enough for the API server to accept the objects in a
-server-side dry-run; their schemas are free-form."""
+Inference Extension InferencePool, LeaderWorkerSet, Volcano PodGroup): enough for the API
+server to accept the objects in a server-side dry-run; their schemas are free-form."""
 
 from __future__ import annotations
 
@@ -29,4 +29,6 @@ def thirdparty_crds() -> list[dict[str, Any]]:
     return [
         _crd("networking.istio.io", "v1beta1", "VirtualService", "virtualservices"),
         _crd("inference.networking.k8s.io", "v1", "InferencePool", "inferencepools"),
+        _crd("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
+        _crd("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
     ]

@@ -1,0 +1,308 @@
+"""Leader and worker pod specs of a multinode service on the LeaderWorkerSet path
+(``spec/dynamo-pod-spec.md`` 7.1-7.4, ``dynamo-objects.md`` 6).
+
+The single-node pod spec is built first; each backend then rewrites the main container
+per role: flags that point every node at the leader, Ray or MPI launchers, and no
+liveness/readiness/startup probes on workers (a worker is not a Dynamo endpoint).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from .. import keys
+from .podspec import ComponentError
+
+Obj = dict[str, Any]
+
+LEADER = "leader"
+WORKER = "worker"
+# LWS addressing: kubelet expands $(VAR) from the env LWS injects into every pod
+LEADER_HOST = "$(LWS_LEADER_ADDRESS)"
+WORKER_RANK = "$(LWS_WORKER_INDEX)"
+GPU = "nvidia.com/gpu"
+
+DIST_INIT_PORT = 29500
+RAY_PORT = 6379
+DP_RPC_PORT = 13445
+SSH_PORT = 2222
+SSH_MOUNT = "/ssh-pk"
+WAIT_LEADER_VOLUME = "wait-leader-script"
+WAIT_LEADER_KEY = "wait-for-leader.py"
+WAIT_LEADER_MOUNT = "/scripts"
+WAIT_LEADER_CONTAINER = "wait-for-leader-mp"
+
+#: env every mpirun forwards besides the container's own (``-x``)
+MPI_FORWARDED_ENV = (
+    "CUDA_VISIBLE_DEVICES", "MODEL_PATH", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT",
+    "TOKENIZERS_PARALLELISM", "NCCL_DEBUG", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
+    "TENSORRT_LLM_CACHE_DIR", "HF_HOME", "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE", "PATH",
+    "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "USER", "TRTLLM_USE_UCX_KVCACHE",
+)
+
+#: our own script (the operator embeds an equivalent): exit once the leader accepts TCP
+#: connections on LEADER_PORT, so that mp workers do not race the leader's rendezvous
+WAIT_FOR_LEADER_SCRIPT = """\
+import os
+import socket
+import sys
+import time
+
+host = os.environ["LEADER_HOST"]
+port = int(os.environ.get("LEADER_PORT", "29500"))
+deadline = time.monotonic() + float(os.environ.get("LEADER_WAIT_SECONDS", "3600"))
+while True:
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            print(f"leader {host}:{port} is up", flush=True)
+            sys.exit(0)
+    except OSError as exc:
+        if time.monotonic() > deadline:
+            print(f"gave up waiting for leader {host}:{port}: {exc}", flush=True)
+            sys.exit(1)
+        print(f"waiting for leader {host}:{port}: {exc}", flush=True)
+        time.sleep(5)
+"""
+
+_PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
+_NEEDS_QUOTES = re.compile(r"[ \t\n'\"\\{}\[\]$`!]")
+
+
+def quote(token: str) -> str:
+    """``shellQuoteForBashC``: double-quote tokens the shell would split or expand."""
+    if not _NEEDS_QUOTES.search(token):
+        return token
+    escaped = re.sub(r'([\\"$`])', r"\\\1", token)
+    return f'"{escaped}"'
+
+
+def _command_line(c: Obj) -> str:
+    return " ".join(quote(t) for t in [*(c.get("command") or []), *(c.get("args") or [])])
+
+
+def is_python(command: list[str]) -> bool:
+    return bool(command) and bool(_PYTHON.match(command[0]))
+
+
+def inject_flags(c: Obj, flags: str, needs_shell: bool, framework: str) -> None:
+    """``injectFlagsIntoContainerCommand`` (dynamo-pod-spec.md 7.1)."""
+    command = list(c.get("command") or [])
+    args = list(c.get("args") or [])
+    if is_python(command):
+        if needs_shell:
+            line = _command_line(c)
+            c["command"] = ["sh", "-c"]
+            c["args"] = [f"exec {line} {flags}"]
+        else:
+            c["args"] = [*args, *flags.split()]
+        return
+    pattern = re.compile(rf"(python[0-9.]*\s+[^|&;]*{framework}[^|&;]*?)(\s|$|[|&;])")
+    for i, arg in enumerate(args):
+        m = pattern.search(arg)
+        if m is None:
+            continue
+        token = re.compile(rf"\S*{framework}\S*").search(arg, m.start(1))
+        assert token is not None  # the pattern matched the framework name
+        args[i] = f"{arg[:token.end()]} {flags}{arg[token.end():]}"
+        c["args"] = args
+        return
+
+
+def _drop_probes(c: Obj) -> None:
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        c.pop(probe, None)
+
+
+def gpu_count(c: Obj) -> int:
+    res = c.get("resources") or {}
+    for side in ("limits", "requests"):
+        value = (res.get(side) or {}).get(GPU)
+        if value is not None:
+            try:
+                return int(str(value))
+            except ValueError:
+                return 0
+    return 0
+
+
+def _arg_value(c: Obj, *flags: str) -> int | None:
+    tokens = " ".join([*(c.get("command") or []), *(c.get("args") or [])]).split()
+    for i, tok in enumerate(tokens):
+        for flag in flags:
+            if tok == flag and i + 1 < len(tokens):
+                value = tokens[i + 1]
+            elif tok.startswith(flag + "="):
+                value = tok.split("=", 1)[1]
+            else:
+                continue
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _has_flag(c: Obj, flag: str) -> bool:
+    line = " ".join([*(c.get("command") or []), *(c.get("args") or [])])
+    return re.search(rf"(^|\s){re.escape(flag)}(=|\s|$)", line) is not None
+
+
+# ------------------------------------------------------------------------------- SGLang
+def sglang(c: Obj, role: str, nodes: int) -> None:
+    rank = "0" if role == LEADER else WORKER_RANK
+    inject_flags(c, f"--dist-init-addr {LEADER_HOST}:{DIST_INIT_PORT} --nnodes {nodes} "
+                 f"--node-rank {rank}", needs_shell=False, framework="sglang")
+    if role == WORKER:
+        _drop_probes(c)
+
+
+# --------------------------------------------------------------------------------- vLLM
+def vllm_uses_mp(annotations: dict[str, str]) -> bool:
+    """mp when annotated so, or (no valid annotation) for DGDs created by operator >= 1.0.
+
+    The origin-version annotation is stamped by the operator's webhook and is absent in
+    Git, so an unannotated DGD takes Ray, as the operator does for such DGDs."""
+    value = annotations.get(keys.ANN_VLLM_EXECUTOR_BACKEND, "")
+    if value in ("mp", "ray"):
+        return value == "mp"
+    origin = annotations.get(keys.ANN_OPERATOR_ORIGIN_VERSION, "")
+    m = re.match(r"^v?(\d+)\.", origin)
+    return bool(m and int(m.group(1)) >= 1)
+
+
+def vllm(c: Obj, pod: Obj, role: str, nodes: int, annotations: dict[str, str],
+         wait_leader_cm: str) -> None:
+    gpus = gpu_count(c)
+    tp = _arg_value(c, "--tensor-parallel-size", "-tp") or 1
+    pp = _arg_value(c, "--pipeline-parallel-size", "-pp") or 1
+    dp = _arg_value(c, "--data-parallel-size", "-dp") or 1
+    if tp * pp > gpus:  # tensor/pipeline parallelism spans nodes
+        if vllm_uses_mp(annotations):
+            rank = "--node-rank 0" if role == LEADER else f"--node-rank {WORKER_RANK} --headless"
+            inject_flags(c, f"--distributed-executor-backend mp --nnodes {nodes} --master-addr "
+                         f"{LEADER_HOST} --master-port {DIST_INIT_PORT} {rank}",
+                         needs_shell=False, framework="vllm")
+            c.setdefault("env", []).append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {
+                "fieldRef": {"fieldPath": "status.podIP"}}})
+        elif role == LEADER:
+            c["args"] = [f"ray start --head --port={RAY_PORT} && {_command_line(c)} "
+                         "--distributed-executor-backend ray"]
+            c["command"] = ["/bin/sh", "-c"]
+        else:
+            c["command"] = ["/bin/sh", "-c"]
+            c["args"] = [f"ray start --address={LEADER_HOST}:{RAY_PORT} --block"]
+    elif tp * pp * dp > gpus:  # data parallelism spans nodes
+        local = gpus // (tp * pp)
+        total = dp if dp > 1 else local * nodes
+        size = "" if _has_flag(c, "--data-parallel-size") else f"--data-parallel-size {total} "
+        start = "0" if role == LEADER else f"$(( {local} * {WORKER_RANK} ))"
+        inject_flags(c, f"--data-parallel-hybrid-lb {size}--data-parallel-size-local {local} "
+                     f"--data-parallel-start-rank {start} --data-parallel-address "
+                     f"{LEADER_HOST} --data-parallel-rpc-port {DP_RPC_PORT}",
+                     needs_shell=role == WORKER, framework="vllm")
+    if role == WORKER:
+        _drop_probes(c)
+        if "--distributed-executor-backend mp" in " ".join(
+                [*(c.get("command") or []), *(c.get("args") or [])]):
+            _wait_for_leader(c, pod, wait_leader_cm)
+
+
+def _wait_for_leader(c: Obj, pod: Obj, config_map: str) -> None:
+    host = re.sub(r"\$\((\w+)\)", r"${\1}", LEADER_HOST)  # evaluated by sh, not kubelet
+    init = {
+        "name": WAIT_LEADER_CONTAINER, "image": c.get("image"),
+        "command": ["sh", "-c"],
+        "args": [f'export LEADER_HOST="{host}" LEADER_PORT="{DIST_INIT_PORT}" && '
+                 f"exec python3 {WAIT_LEADER_MOUNT}/{WAIT_LEADER_KEY}"],
+        "volumeMounts": [{"name": WAIT_LEADER_VOLUME, "mountPath": WAIT_LEADER_MOUNT,
+                          "readOnly": True}],
+    }
+    pod["initContainers"] = [*(pod.get("initContainers") or []), init]
+    pod["volumes"] = [*(pod.get("volumes") or []), {
+        "name": WAIT_LEADER_VOLUME, "configMap": {"name": config_map}}]
+
+
+# ------------------------------------------------------------------------------ TRT-LLM
+_SSH_KEYS = (
+    "mkdir -p $HOME/.ssh && cp /ssh-pk/private.key $HOME/.ssh/id_rsa && "
+    "cp /ssh-pk/private.key.pub $HOME/.ssh/id_rsa.pub && "
+    "cp /ssh-pk/private.key.pub $HOME/.ssh/authorized_keys && "
+    "chmod 700 $HOME/.ssh && chmod 600 $HOME/.ssh/id_rsa $HOME/.ssh/authorized_keys && "
+    "chmod 644 $HOME/.ssh/id_rsa.pub"
+)
+_SSH_CLIENT = (
+    f"printf 'Host *\\n  Port {SSH_PORT}\\n  StrictHostKeyChecking no\\n  "
+    "UserKnownHostsFile /dev/null\\n' > $HOME/.ssh/config && chmod 600 $HOME/.ssh/config"
+)
+_SSHD = (
+    "ssh-keygen -q -t rsa -N '' -f $HOME/.ssh/ssh_host_rsa_key && "
+    f"printf 'Port {SSH_PORT}\\nHostKey %s/.ssh/ssh_host_rsa_key\\n"
+    "AuthorizedKeysFile %s/.ssh/authorized_keys\\nPasswordAuthentication no\\n"
+    "PidFile %s/.ssh/sshd.pid\\n' $HOME $HOME $HOME > $HOME/.ssh/sshd_config && "
+    "mkdir -p /run/sshd && exec /usr/sbin/sshd -D -f $HOME/.ssh/sshd_config"
+)
+
+
+def _lws_worker_host(i: int) -> str:
+    return f'$(echo "$LWS_LEADER_ADDRESS" | sed \'s/\\./-{i}\\./\')'
+
+
+def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str) -> None:
+    pod["volumes"] = [*(pod.get("volumes") or []), {
+        "name": ssh_secret, "secret": {"secretName": ssh_secret, "defaultMode": 0o644}}]
+    c["volumeMounts"] = [*(c.get("volumeMounts") or []), {
+        "name": ssh_secret, "mountPath": SSH_MOUNT, "readOnly": True}]
+    c.setdefault("env", []).append({"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "1"})
+    if role == WORKER:
+        c.pop("livenessProbe", None)
+        c.pop("startupProbe", None)
+        c["readinessProbe"] = {"tcpSocket": {"port": SSH_PORT}, "initialDelaySeconds": 20,
+                               "periodSeconds": 20, "timeoutSeconds": 5, "failureThreshold": 10}
+        c["command"] = ["/bin/sh", "-c"]
+        c["args"] = [f"{_SSH_KEYS} && {_SSHD}"]
+        return
+    original = (_command_line(c) if is_python(list(c.get("command") or []))
+                else " ".join(c.get("args") or []))
+    workers = [_lws_worker_host(i) for i in range(1, nodes)]
+    hosts = ",".join(["$LWS_LEADER_ADDRESS", *workers])
+    # LWS: worker DNS names appear only once their pods exist; mpirun needs all of them
+    wait_dns = ("for h in " + " ".join(workers) + "; do n=0; until getent hosts \"$h\" "
+                ">/dev/null; do n=$((n+1)); [ $n -ge 150 ] && echo \"no DNS for $h\" && "
+                "exit 1; sleep 2; done; done") if workers else ""
+    env_names = sorted({*(e["name"] for e in c.get("env") or []), *MPI_FORWARDED_ENV})
+    forwarded = " ".join(f"-x {n}" for n in env_names)
+    mpirun = (
+        f'mpirun $([ "$(id -u)" = "0" ] && echo --allow-run-as-root) --oversubscribe '
+        f"-n {nodes * gpu_count(c)} -H {hosts} --mca pml ob1 --mca plm_rsh_args "
+        f'"-p {SSH_PORT} -o StrictHostKeyChecking=no -i $HOME/.ssh/id_rsa" {forwarded} '
+        f"bash -c 'trtllm-llmapi-launch {original}'"
+    )
+    c["command"] = ["/bin/sh", "-c"]
+    c["args"] = [" && ".join(p for p in (_SSH_KEYS, _SSH_CLIENT, wait_dns, mpirun) if p)]
+
+
+def check_launchable(c: Obj, role: str) -> None:
+    """The operator refuses a multinode main container without a command and args."""
+    if not c.get("command") or not c.get("args"):
+        raise ComponentError("extraPodSpec.mainContainer",
+                             f"a multinode service's main container needs both command and "
+                             f"args (the {role} command is rewritten per node)")
+
+
+def role_pod(single: Obj, role: str, backend: str, nodes: int, annotations: dict[str, str],
+             wait_leader_cm: str, ssh_secret: str) -> Obj:
+    """The ``role`` pod spec of a multinode service, from its single-node pod spec."""
+    pod = copy.deepcopy(single)
+    main = pod["containers"][0]
+    check_launchable(main, role)
+    if backend == "sglang":
+        sglang(main, role, nodes)
+    elif backend == "vllm":
+        vllm(main, pod, role, nodes, annotations, wait_leader_cm)
+    elif backend == "trtllm":
+        trtllm(main, pod, role, nodes, ssh_secret)
+    elif role == WORKER:
+        _drop_probes(main)
+    return pod
