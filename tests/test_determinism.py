@@ -23,7 +23,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import CONFORMANCE, SAMPLES, CliResult, run_cli
-from test_conformance import EXPECTED_UNSUPPORTED
+from test_conformance import NOT_RENDERED_BY_DEFAULT
 
 from dyn_gitops import keys
 from dyn_gitops.cli import main
@@ -73,7 +73,7 @@ def conformance_groups() -> list[list[str]]:
     """Renderable examples, first-fit into groups whose top-level objects do not collide."""
     groups: list[tuple[list[str], set[tuple[str, str]]]] = []
     for path in sorted(CONFORMANCE.glob("*.yaml")):
-        if path.name in EXPECTED_UNSUPPORTED:
+        if path.name in NOT_RENDERED_BY_DEFAULT:
             continue
         ids = {(d["kind"], d["metadata"]["name"])
                for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d}
@@ -120,7 +120,7 @@ def copy_settings(src: Path, dst: Path) -> None:
 def test_every_renderable_example_is_covered() -> None:
     covered = sorted(n for names in GROUPS for n in names)
     expected = sorted(p.name for p in CONFORMANCE.glob("*.yaml")
-                      if p.name not in EXPECTED_UNSUPPORTED)
+                      if p.name not in NOT_RENDERED_BY_DEFAULT)
     assert covered == expected
     assert SAMPLE_DIRS, "no samples found"
     multi = [n for n in covered

@@ -18,7 +18,7 @@ import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
 from conftest import CONFORMANCE, SAMPLES, render_objects
-from test_conformance import EXPECTED_UNSUPPORTED
+from test_conformance import NOT_RENDERED_BY_DEFAULT
 
 K8S_VERSION = "1.34.0"
 
@@ -30,7 +30,8 @@ BUILTIN_GROUPS = {
     "rbac.authorization.k8s.io", "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
 }
 #: CRD groups the renderer is expected to emit (Dynamo, Istio, Gateway API inference extension)
-CUSTOM_GROUPS = {"nvidia.com", "networking.istio.io", "inference.networking.k8s.io"}
+CUSTOM_GROUPS = {"nvidia.com", "networking.istio.io", "inference.networking.k8s.io",
+                 "leaderworkerset.x-k8s.io", "scheduling.volcano.sh"}
 
 
 def group_of(obj: dict[str, Any]) -> str:
@@ -40,7 +41,8 @@ def group_of(obj: dict[str, Any]) -> str:
 def inputs() -> list[Path]:
     """Every renderable conformance example (test_conformance pins which are not) and every
     sample input directory."""
-    return sorted(p for p in CONFORMANCE.glob("*.yaml") if p.name not in EXPECTED_UNSUPPORTED) \
+    return sorted(p for p in CONFORMANCE.glob("*.yaml")
+                  if p.name not in NOT_RENDERED_BY_DEFAULT) \
         + sorted(p for p in SAMPLES.glob("*/input") if p.is_dir())
 
 
@@ -92,6 +94,12 @@ def test_builtin_objects_validate(path: Path,
         group = group_of(obj)
         if group in BUILTIN_GROUPS:
             errors.extend(schema_errors(obj))
+        elif obj["kind"] == "LeaderWorkerSet":  # its pod templates are core/v1 pod specs
+            for role, tmpl in obj["spec"]["leaderWorkerTemplate"].items():
+                if role.endswith("Template"):
+                    errors.extend(schema_errors({"apiVersion": "v1", "kind": "Pod",
+                                                 "metadata": {"name": "x", **tmpl["metadata"]},
+                                                 "spec": tmpl["spec"]}))
         elif group not in CUSTOM_GROUPS:
             errors.append(f"{obj.get('apiVersion')} {obj.get('kind')}: neither a built-in "
                           "kind nor an expected custom resource; add a schema check for it")
