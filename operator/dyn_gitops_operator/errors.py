@@ -8,7 +8,6 @@ ControllerError
  |    +-- InvalidError       422 / 400: the request itself is wrong
  |    +-- ForbiddenError     401 / 403: RBAC
  |    +-- TransientError     429, 5xx, connection failures: retry with backoff
- +-- TerminalError           the object cannot be processed until it changes
 """
 
 from __future__ import annotations
@@ -50,12 +49,6 @@ class ForbiddenError(ApiError):
 
 class TransientError(ApiError):
     error_type = "unavailable"
-
-
-class TerminalError(ControllerError):
-    """Logged and reported in status; retried only when the object changes."""
-
-    error_type = "terminal"
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {

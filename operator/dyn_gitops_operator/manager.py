@@ -17,7 +17,7 @@ from typing import Any
 
 from dyn_gitops import keys
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.errors import ApiError, ConflictError, ControllerError
+from dyn_gitops_operator.errors import ConflictError, ControllerError
 from dyn_gitops_operator.graph import Graph, HashCache, parse_restart, parse_services
 from dyn_gitops_operator.informer import Informer, Key, Store, obj_key, strip_rv
 from dyn_gitops_operator.kube import (
@@ -355,4 +355,4 @@ def _split(g: str) -> Key:
     return ns, name
 
 
-__all__ = ["ApiError", "Manager"]
+__all__ = ["Manager"]

@@ -26,10 +26,10 @@ log = logging.getLogger(__name__)
 
 PREFIX = "dyn_gitops_controller"
 RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status")
-RESULTS = ("success", "error", "requeue", "conflict")
+RESULTS = ("success", "error", "conflict")
 DGD_STATES = ("initializing", "pending", "successful", "failed")
 ERROR_TYPES = ("not_found", "conflict", "gone", "validation", "forbidden", "unavailable",
-               "terminal", "internal")
+               "internal")
 DURATION_BUCKETS = (.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30)
 
 
@@ -96,7 +96,6 @@ class HealthServer:
     def __init__(self, address: str, metrics: Metrics, healthy: Callable[[], bool],
                  ready: Callable[[], bool]) -> None:
         host, _, port = address.rpartition(":")
-        owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -127,7 +126,6 @@ class HealthServer:
         self.port = int(self.server.server_address[1])
         self._thread = threading.Thread(target=self.server.serve_forever, name="http",
                                         daemon=True)
-        _ = owner
 
     def start(self) -> None:
         self._thread.start()

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
-from dyn_gitops_operator.kube import DEPLOYMENTS
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
 
@@ -172,4 +171,4 @@ class RolloutReconciler:
             plan.rolling_update = prev or None
 
 
-__all__ = ["DEPLOYMENTS", "RolloutReconciler", "Sizes", "distribute", "size"]
+__all__ = ["RolloutReconciler", "Sizes", "distribute", "size"]
