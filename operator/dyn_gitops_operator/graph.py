@@ -32,6 +32,8 @@ class Service:
     component_type: str
     replicas: int
     adapter: bool
+    #: rendered as LeaderWorkerSets (one per replica), not as a Deployment
+    multinode: bool = False
 
     @property
     def worker(self) -> bool:
@@ -56,6 +58,8 @@ class Graph:
     deployments: list[Obj] = field(default_factory=list)
     #: service name -> its DynamoGraphDeploymentScalingAdapter
     adapters: dict[str, Obj] = field(default_factory=dict)
+    #: LeaderWorkerSets of multinode services (read only: status)
+    lws: list[Obj] = field(default_factory=list)
 
     @property
     def namespace(self) -> str:
@@ -82,8 +86,17 @@ class Graph:
         current = next((d for d in deps if o.worker_hash(d) == target), None)
         return current, [d for d in deps if d is not current]
 
+    def current_lws(self, service: str) -> list[Obj]:
+        """The LeaderWorkerSets of the service's current generation."""
+        svc = self.services.get(service)
+        return sorted((w for w in self.lws if o.component(w) == service
+                       and (svc is None or not svc.worker
+                            or o.worker_hash(w) == self.worker_hash)), key=o.name)
+
     def current_deployment(self, service: str) -> Obj | None:
         svc = self.services.get(service)
+        if svc is not None and svc.multinode:
+            return None
         if svc is not None and svc.worker:
             return self.generations(service)[0]
         plain = [d for d in self.deployments_of(service) if not o.worker_hash(d)]
@@ -151,10 +164,11 @@ def parse_services(dgd: Obj) -> dict[str, Service]:
         raw = raw or {}
         adapter = raw.get("scalingAdapter") or {}
         reps = raw.get("replicas")
+        nodes = (raw.get("multinode") or {}).get("nodeCount") or 1
         out[svc_name] = Service(
             name=svc_name, component_type=str(raw.get("componentType") or ""),
             replicas=1 if reps is None else int(reps),
-            adapter=bool(adapter.get("enabled")))
+            adapter=bool(adapter.get("enabled")), multinode=int(nodes) > 1)
     return out
 
 

@@ -60,6 +60,7 @@ DGDS = Resource("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraph
 DGDSAS = Resource("nvidia.com", "v1alpha1", "dynamographdeploymentscalingadapters",
                   "DynamoGraphDeploymentScalingAdapter")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
 
 
 def make_api_client(kubeconfig: str | None, pool_size: int = 16) -> Any:

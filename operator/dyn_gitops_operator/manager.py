@@ -17,7 +17,13 @@ from typing import Any
 
 from dyn_gitops import keys
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.errors import ConflictError, ControllerError
+from dyn_gitops_operator.errors import (
+    ApiError,
+    ConflictError,
+    ControllerError,
+    ForbiddenError,
+    NotFoundError,
+)
 from dyn_gitops_operator.graph import Graph, HashCache, parse_restart, parse_services
 from dyn_gitops_operator.informer import Informer, Key, Store, obj_key, strip_rv
 from dyn_gitops_operator.kube import (
@@ -25,6 +31,7 @@ from dyn_gitops_operator.kube import (
     DGDS,
     DGDSAS,
     LEASES,
+    LWS,
     Kube,
     Resource,
     make_api_client,
@@ -80,6 +87,7 @@ class Manager:
         self.adapters = Informer(self.kube, DGDSAS, trim=o.trim_custom,
                                  store=Store({"graph": _graph_of_adapter}), **common)
         self.informers = [self.deployments, self.dgds, self.adapters]
+        self.lws: Informer | None = None
         self.queue: WorkQueue[Key] = WorkQueue(backoff_base=settings.backoff_base,
                                                backoff_max=settings.backoff_max)
         self.chain = reconcilers or default_chain()
@@ -127,12 +135,31 @@ class Manager:
     def start(self) -> None:
         if self.http is not None:
             self.http.start()
+        self._watch_lws_if_served()
         for inf in self.informers:
             inf.start()
         threading.Thread(target=self._start_acting, name="starter", daemon=True).start()
 
     def stop(self) -> None:
         self.stopped.set()
+
+    def _watch_lws_if_served(self) -> None:
+        """LeaderWorkerSets (multinode services) are optional: watched only when the API
+        exists and we may list it, so a cluster without LWS never blocks start-up."""
+        try:
+            self.kube.request("GET", LWS.path(self.s.watch_namespace), [("limit", "1")])
+        except (NotFoundError, ForbiddenError) as exc:
+            log.info("not watching LeaderWorkerSets", extra={"reason": str(exc)})
+            return
+        except ApiError as exc:
+            log.warning("not watching LeaderWorkerSets", extra={"reason": str(exc)})
+            return
+        self.lws = Informer(self.kube, LWS, namespace=self.s.watch_namespace,
+                            metrics=self.metrics, watch_timeout=self.s.watch_timeout,
+                            label_selector=keys.LABEL_GRAPH_NAME, trim=o.trim_lws,
+                            store=Store({"graph": _graph_of_deployment}))
+        self.lws.add_handler(self._on_deployment)
+        self.informers.append(self.lws)
 
     def shutdown(self) -> None:
         self.stopped.set()
@@ -305,6 +332,8 @@ class Manager:
         index = f"{ns}/{name}"
         g.deployments = [d for d in self.deployments.store.by_index("graph", index)
                          if not o.meta(d).get("deletionTimestamp")]
+        if self.lws is not None:
+            g.lws = self.lws.store.by_index("graph", index)
         for adapter in self.adapters.store.by_index("graph", index):
             svc = ((adapter.get("spec") or {}).get("dgdRef") or {}).get("serviceName")
             if svc:

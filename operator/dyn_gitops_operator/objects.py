@@ -85,6 +85,27 @@ def trim_custom(raw: Obj) -> Obj:
     } | {"annotations": _kept_annotations(m)}}
 
 
+def trim_lws(raw: Obj) -> Obj:
+    """LeaderWorkerSet: only what readiness needs (the templates are large)."""
+    m = meta(raw)
+    return {"metadata": {k: m.get(k) for k in ("name", "namespace", "uid", "resourceVersion",
+                                                "generation", "creationTimestamp", "labels")},
+            "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
+            "status": raw.get("status") or {}}
+
+
+def lws_ready(lws: Obj) -> tuple[bool, str]:
+    """Every group ready (``LeaderWorkerSetReady`` in the operator's words)."""
+    want = replicas(lws)
+    ready = status_count(lws, "readyReplicas")
+    if ready < want:
+        return False, f"{ready}/{want} groups ready"
+    avail = conditions(lws).get("Available")
+    if avail is not None and avail.get("status") != "True":
+        return False, "condition Available is not True"
+    return True, ""
+
+
 def trim_lease(raw: Obj) -> Obj:
     m = meta(raw)
     return {"metadata": {"name": m["name"], "namespace": m.get("namespace"),

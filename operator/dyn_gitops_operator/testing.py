@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from dyn_gitops_operator.errors import ApiError, ConflictError, NotFoundError
-from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube, Resource
+from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, LWS, Kube, Resource
 from dyn_gitops_operator.manager import Manager
 from dyn_gitops_operator.settings import OperatorSettings
 
@@ -30,7 +30,8 @@ GITOPS_MANAGER = "argocd-controller"
 KCM_MANAGER = "kube-controller-manager"
 
 KINDS: dict[str, Resource] = {"Deployment": DEPLOYMENTS, "DynamoGraphDeployment": DGDS,
-                              "DynamoGraphDeploymentScalingAdapter": DGDSAS}
+                              "DynamoGraphDeploymentScalingAdapter": DGDSAS,
+                              "LeaderWorkerSet": LWS}
 
 
 def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) -> list[Obj]:
@@ -58,7 +59,9 @@ def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) ->
     return out
 
 
-def gitops_apply(kube: Kube, objects: list[Obj], kinds: tuple[str, ...] = tuple(KINDS)) -> None:
+def gitops_apply(kube: Kube, objects: list[Obj],
+                 kinds: tuple[str, ...] = ("Deployment", "DynamoGraphDeployment",
+                                           "DynamoGraphDeploymentScalingAdapter")) -> None:
     """Server-side apply the rendered objects as the GitOps tool would (no pruning)."""
     gitops = Kube(kube.api, kube.timeout, field_manager=GITOPS_MANAGER)
     for obj in objects:

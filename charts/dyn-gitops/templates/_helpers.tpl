@@ -67,4 +67,8 @@ app.kubernetes.io/component: controller
 - apiGroups: [apps]
   resources: [deployments]
   verbs: [get, list, watch, patch, delete]
+# read only: the status of multinode services (optional API; skipped when absent)
+- apiGroups: [leaderworkerset.x-k8s.io]
+  resources: [leaderworkersets]
+  verbs: [get, list, watch]
 {{- end }}

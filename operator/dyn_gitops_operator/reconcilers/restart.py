@@ -56,6 +56,8 @@ class RestartReconciler:
     def _parallel(graph: Graph, req: RestartRequest, plan: Plan) -> list[str]:
         waiting = []
         for service in sorted(graph.services):
+            if graph.services[service].multinode:
+                continue  # LeaderWorkerSets are not restarted by this controller (docs)
             dep = graph.current_deployment(service)
             if dep is not None and o.restart_at(dep) != req.id:
                 plan.set_restart(dep, req.id)
@@ -66,8 +68,10 @@ class RestartReconciler:
     @staticmethod
     def _sequential(graph: Graph, req: RestartRequest, plan: Plan) -> list[str]:
         for service in req.order:
-            if service not in graph.services:
-                continue  # the renderer rejects unknown names; never wait on one forever
+            if service not in graph.services or graph.services[service].multinode:
+                # unknown names are rejected by the renderer; LeaderWorkerSets are not
+                # restarted by this controller (docs/operator.md): never wait on either
+                continue
             dep = graph.current_deployment(service)
             if dep is not None and o.restart_at(dep) != req.id:
                 plan.set_restart(dep, req.id)

@@ -20,9 +20,38 @@ NOT_READY_REASON = "some_resources_are_not_ready"
 FAILED_REASON = "some_resources_failed"
 
 
+def lws_status(graph: Graph, service: str) -> Obj | None:
+    sets = graph.current_lws(service)
+    if not sets:
+        return None
+    out: Obj = {"componentKind": "LeaderWorkerSet",
+                "componentNames": [o.name(w) for w in sets]}
+    for field in ("replicas", "readyReplicas", "updatedReplicas"):
+        out[field] = sum(o.status_count(w, field) for w in sets)
+    return out
+
+
+def lws_readiness(graph: Graph, service: str) -> list[str]:
+    """Not-ready descriptions: one LeaderWorkerSet per replica, each fully ready."""
+    sets = graph.current_lws(service)
+    want = graph.services[service].replicas
+    out = []
+    for lws in sets:
+        ok, why = o.lws_ready(lws)
+        if not ok:
+            out.append(f"{o.name(lws)}: {why}")
+    if len(sets) < want:
+        prefix = names.component_name(graph.name, service, graph.worker_hash
+                                      if graph.services[service].worker else None)
+        out.append(f"{prefix}: {len(sets)}/{want} LeaderWorkerSets found")
+    return out
+
+
 def service_status(graph: Graph, service: str) -> Obj | None:
-    current = graph.current_deployment(service)
     svc = graph.services[service]
+    if svc.multinode:
+        return lws_status(graph, service)
+    current = graph.current_deployment(service)
     deps = [current] if current is not None else []
     if svc.worker:
         deps += graph.generations(service)[1]
@@ -44,6 +73,9 @@ def readiness(graph: Graph, plan: Plan) -> tuple[list[str], list[str]]:
     not_ready: list[str] = []
     failed: list[str] = []
     for service in sorted(graph.services):
+        if graph.services[service].multinode:
+            not_ready.extend(lws_readiness(graph, service))
+            continue
         dep = graph.current_deployment(service)
         if dep is None:
             svc = graph.services[service]
