@@ -64,7 +64,7 @@ def render_objects(path: str | Path, **settings: Any) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------- real Kubernetes
-def _need_binaries(*names: str) -> dict[str, Path]:
+def need_binaries(*names: str) -> dict[str, Path]:
     """The named test binaries, or fail (CI) / skip (elsewhere) with the reason."""
     from support.controlplane import find_binary, missing_binary_message
 
@@ -83,7 +83,7 @@ def _need_binaries(*names: str) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def test_binaries() -> Any:
     """``test_binaries("helm", "kustomize")`` -> {name: path}; fails under CI when missing."""
-    return _need_binaries
+    return need_binaries
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +91,7 @@ def control_plane() -> Any:
     """A real etcd + kube-apiserver for the whole session (started once, stopped at exit)."""
     from support.controlplane import control_plane as start
 
-    bins = _need_binaries("etcd", "kube-apiserver")
+    bins = need_binaries("etcd", "kube-apiserver")
     with start(bins["etcd"], bins["kube-apiserver"]) as cp:
         yield cp
 
@@ -119,3 +119,11 @@ def namespace(kube: Any) -> str:
     name = f"t-{uuid.uuid4().hex[:10]}"
     k8s.CoreV1Api(kube).create_namespace({"metadata": {"name": name}})
     return name
+
+
+@pytest.fixture
+def k(kube: Any) -> Any:
+    """The companion controller's own small API client, on the test control plane."""
+    from dyn_gitops_operator.kube import Kube
+
+    return Kube(kube)

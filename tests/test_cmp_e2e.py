@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import need_binaries
 
 from dyn_gitops import keys
 from dyn_gitops.argocd import plugin
@@ -53,22 +54,7 @@ ANNOUNCED = ("name", "title", "tooltip", "itemType", "collectionType", "string")
 
 def _binary(name: str) -> Path:
     """A binary from tools/test-bins/build.sh; under CI a missing one fails, else skips."""
-    found = None
-    env = os.environ.get("DYN_GITOPS_TEST_BINS")
-    if env:
-        found = Path(env) / name
-    else:
-        proc = subprocess.run(["bash", str(REPO / "tools/test-bins/build.sh"), "--print-dir"],
-                              capture_output=True, text=True)
-        if proc.returncode == 0 and proc.stdout.strip():
-            found = Path(proc.stdout.strip().splitlines()[-1]) / name
-    if found is not None and found.is_file() and os.access(found, os.X_OK):
-        return found
-    why = (f"{name} is not built: run `bash tools/test-bins/build.sh --only {name}` "
-           "(Go and the Go module proxy)")
-    if os.environ.get("CI") == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+    return need_binaries(name)[name]
 
 
 # --- gRPC stubs ----------------------------------------------------------------------------

@@ -647,7 +647,7 @@ def test_facts_multinode_lws() -> None:
     assert leader["args"][-6:] == ["--dist-init-addr", "$(LWS_LEADER_ADDRESS):29500",
                                    "--nnodes", "2", "--node-rank", "0"]
     assert worker["args"][-1] == "$(LWS_WORKER_INDEX)"
-    assert PROBES <= set(leader) and not PROBES & set(worker)
+    assert set(leader) >= PROBES and not PROBES & set(worker)
     svc = component(objs, "Service", "decode", "sglang-mn")
     assert svc["spec"]["selector"]["role"] == "leader"
     # vLLM TP 16 > 8 GPUs, no annotation: Ray (graph_test.go "multinode vllm")

@@ -36,11 +36,6 @@ pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
-@pytest.fixture
-def k(kube: Any) -> Kube:
-    return Kube(kube)
-
-
 def foreign_lease(k: Kube, ns: str, duration: int, holder: str) -> dict[str, Any]:
     now = micro_time(datetime.now(UTC))
     return k.create(LEASES, {

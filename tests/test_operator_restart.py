@@ -25,11 +25,6 @@ RESTART_AT = "nvidia.com/restartAt"
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
 
 
-@pytest.fixture
-def k(kube: Any) -> Kube:
-    return Kube(kube)
-
-
 def graph(restart: dict[str, Any] | None = None) -> dict[str, Any]:
     def worker(sub: str) -> dict[str, Any]:
         return {"componentType": "worker", "subComponentType": sub, "replicas": 1,

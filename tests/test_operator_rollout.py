@@ -31,11 +31,6 @@ pytestmark = pytest.mark.realk8s
 WORKER = "VllmDecodeWorker"
 
 
-@pytest.fixture
-def k(kube: Any) -> Kube:
-    return Kube(kube)
-
-
 def graph(image: str, replicas: int, surge: str | None = None,
           unavailable: str | None = None) -> dict[str, Any]:
     worker: dict[str, Any] = {

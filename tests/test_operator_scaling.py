@@ -26,11 +26,6 @@ pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
-@pytest.fixture
-def k(kube: Any) -> Kube:
-    return Kube(kube)
-
-
 def managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(manager, subresource) -> fieldsV1."""
     return {(m["manager"], m.get("subresource", "")): m.get("fieldsV1", {})

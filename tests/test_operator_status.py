@@ -26,11 +26,6 @@ pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
-@pytest.fixture
-def k(kube: Any) -> Kube:
-    return Kube(kube)
-
-
 def status_of(k: Kube, ns: str, name: str) -> dict[str, Any]:
     return dict(k.get(DGDS, ns, name).get("status") or {})
 

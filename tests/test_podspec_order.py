@@ -40,7 +40,8 @@ def test_volume_mounts_keep_the_written_order(tmp_path: Path) -> None:
         ("shared-memory", "/dev/shm")]
     # every mount has a volume; missing ones are the PVC of that name
     assert [v["name"] for v in pod["volumes"]] == ["scratch", "cc", "models", "shared-memory"]
-    assert pod["volumes"][0] == {"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}}
+    assert pod["volumes"][0] == {"name": "scratch",
+                                 "persistentVolumeClaim": {"claimName": "scratch"}}
     env = {e["name"]: e.get("value") for e in main["env"]}
     assert env["VLLM_CACHE_ROOT"] == "/root/.cache/vllm"
     assert main["env"][-1]["name"] == "VLLM_CACHE_ROOT"  # backend env is appended last
