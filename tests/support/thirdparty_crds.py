@@ -1,6 +1,7 @@
 """Minimal CRDs for third-party kinds the renderer emits (Istio VirtualService, Gateway API
-Inference Extension InferencePool, LeaderWorkerSet, Volcano PodGroup): enough for the API
-server to accept the objects in a server-side dry-run; their schemas are free-form."""
+Inference Extension InferencePool, LeaderWorkerSet, Volcano PodGroup, Grove PodCliqueSet):
+enough for the API server to accept the objects in a server-side dry-run; their schemas are
+free-form."""
 
 from __future__ import annotations
 
@@ -31,4 +32,5 @@ def thirdparty_crds() -> list[dict[str, Any]]:
         _crd("inference.networking.k8s.io", "v1", "InferencePool", "inferencepools"),
         _crd("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
         _crd("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
+        _crd("grove.io", "v1alpha1", "PodCliqueSet", "podcliquesets"),
     ]
