@@ -69,6 +69,10 @@ class RenderSettings:
         False, "LeaderWorkerSet (with Volcano) is installed: multinode services use it.")
     grove: bool = _setting(
         False, "Grove is enabled: DGDs not annotated nvidia.com/enable-grove=false use it.")
+    dra: bool = _setting(
+        False, "Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+) is served: "
+        "services with gpuMemoryService get their GPUs through a ResourceClaimTemplate "
+        "(the operator refuses gpuMemoryService without it).")
     operator_release: str = _setting(
         "dynamo-platform", "Helm release name of the Dynamo platform; names the planner and "
         "EPP ClusterRoles (<release>-dynamo-operator-planner).")

@@ -220,10 +220,14 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Finding]:
         if not names.is_worker(svc.componentType):
             yield _svc(name, "gpuMemoryService"), (
                 "the GPU memory service is only for worker, prefill and decode services")
-        limits = svc.resources.limits if svc.resources else None
-        gpu = limits.gpu if limits else None
+        # the webhook reads limits.gpu, else requests.gpu
+        res = svc.resources
+        gpu = ((res.limits.gpu if res and res.limits else None)
+               or (res.requests.gpu if res and res.requests else None))
         if not gpu or not gpu.isdigit() or int(gpu) < 1:
-            yield _svc(name, "gpuMemoryService"), "the GPU memory service needs a GPU limit >= 1"
+            yield _svc(name, "gpuMemoryService"), (
+                "the GPU memory service needs a GPU count >= 1 (resources.limits.gpu, else "
+                "resources.requests.gpu)")
         if (gms.mode or "").lower() == "interpod":
             yield _svc(name, "gpuMemoryService", "mode"), "interPod mode is not supported"
     fo = svc.failover

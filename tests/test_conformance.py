@@ -1,9 +1,11 @@
 """Conformance over the upstream Dynamo examples in ``CONFORMANCE``.
 
-Every example on the single-node component path must render. The examples below use
-features the renderer does not render yet; they must fail with exit 1 and say "not yet
-supported". The list is exact: a new example, or a change in what renders, fails a test
-here, so that this list (and the product's promise that every example renders) is revisited.
+Every example must render: multinode ones with the setting lws, GPU-memory-service ones
+with the setting dra (without it each is refused with a clear error). Examples using
+features the renderer does not render yet go in ``EXPECTED_UNSUPPORTED`` (empty now); they
+must fail with exit 1 and say "not yet supported". The lists are exact: a new example, or a
+change in what renders, fails a test here, so that they (and the product's promise that
+every example renders) are revisited.
 """
 
 from __future__ import annotations
@@ -20,13 +22,9 @@ from conftest import CONFORMANCE, CliResult
 from dyn_gitops import keys
 from dyn_gitops.cli import main
 
-GMS = "gpuMemoryService (GPU memory service, DRA claims)"
-
-#: file -> (reason, a word the error message must contain to show it is that reason)
-EXPECTED_UNSUPPORTED: dict[str, tuple[str, str]] = {
-    "examples__backends__vllm__deploy__agg_gms.yaml": (GMS, "gpuMemoryService"),
-    "examples__backends__vllm__deploy__agg_failover.yaml": (GMS, "gpuMemoryService"),
-}
+#: file -> (reason, a word the error message must contain to show it is that reason);
+#: empty: every example renders
+EXPECTED_UNSUPPORTED: dict[str, tuple[str, str]] = {}
 
 #: multinode services: rendered on the LeaderWorkerSet path (setting lws); without it, refused
 NEEDS_LWS = {
@@ -38,8 +36,14 @@ NEEDS_LWS = {
     "recipes__deepseek-v32-fp4__trtllm__agg-round-robin__deploy.yaml",
 }
 
+#: gpuMemoryService (and failover): rendered with DRA (setting dra); without it, refused
+NEEDS_DRA = {
+    "examples__backends__vllm__deploy__agg_failover.yaml",
+    "examples__backends__vllm__deploy__agg_gms.yaml",
+}
+
 #: what does not render with the default settings (other test modules skip these)
-NOT_RENDERED_BY_DEFAULT = frozenset(EXPECTED_UNSUPPORTED) | NEEDS_LWS
+NOT_RENDERED_BY_DEFAULT = frozenset(EXPECTED_UNSUPPORTED) | NEEDS_LWS | NEEDS_DRA
 
 #: not a DGD: passes through unchanged
 PASSTHROUGH_ONLY = {"examples__backends__vllm__deploy__lora__lora-model.yaml"}
@@ -65,13 +69,14 @@ def test_corpus_is_present_and_the_lists_are_current() -> None:
     assert len(EXAMPLES) >= 40, f"conformance corpus missing or incomplete: {CONFORMANCE}"
     stale = sorted(set(EXPECTED_UNSUPPORTED) - set(EXAMPLES))
     assert not stale, f"listed as unsupported but not in the corpus: {stale}"
-    assert set(EXAMPLES) >= PASSTHROUGH_ONLY | NEEDS_LWS
+    assert set(EXAMPLES) >= PASSTHROUGH_ONLY | NEEDS_LWS | NEEDS_DRA
 
 
 @pytest.mark.parametrize("name", RENDERABLE)
 def test_example_renders(name: str) -> None:
     path = CONFORMANCE / name
-    res = invoke("render", *(["--lws"] if name in NEEDS_LWS else []), str(path))
+    flags = [*(["--lws"] if name in NEEDS_LWS else []), *(["--dra"] if name in NEEDS_DRA else [])]
+    res = invoke("render", *flags, str(path))
     assert res.code == 0, f"{name} must render:\n{res.stderr}"
     assert "problem" not in res.stderr, res.stderr
     out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
@@ -92,6 +97,13 @@ def test_example_renders(name: str) -> None:
                if o["kind"] == "LeaderWorkerSet"
                and o["metadata"]["labels"][keys.LABEL_GRAPH_NAME] == dgd_name}
         assert lws == set(multinode), f"DGD {dgd_name}: LeaderWorkerSets for {lws}"
+        gms = sorted(f"{dgd_name}-{n.lower()}-gpu" for n, s in services.items()
+                     if (s.get("gpuMemoryService") or {}).get("enabled"))
+        assert (name in NEEDS_DRA) == bool(gms), name
+        rcts = sorted(o["metadata"]["name"] for o in out if o["kind"] == "ResourceClaimTemplate"
+                      and (o["metadata"].get("annotations") or {}).get(
+                          keys.ANN_SOURCE_DGD, "").endswith(f"/{dgd_name}"))
+        assert rcts == gms, f"DGD {dgd_name}: ResourceClaimTemplates {rcts}, GMS services {gms}"
         assert any(o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == dgd_name
                    for o in out), f"source DGD {dgd_name} not emitted"
     # every non-Dynamo document in the file passes through unchanged
@@ -128,4 +140,13 @@ def test_multinode_example_without_lws_is_a_clear_error(name: str) -> None:
     assert res.code == 1 and res.stdout == ""
     assert any(ln.startswith(f"{name}:") and "multinode.nodeCount" in ln
                and "set the setting lws to true" in ln for ln in res.stderr.splitlines()), (
+        res.stderr)
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS_DRA))
+def test_gms_example_without_dra_is_a_clear_error(name: str) -> None:
+    res = invoke("render", str(CONFORMANCE / name))
+    assert res.code == 1 and res.stdout == ""
+    assert any(ln.startswith(f"{name}:") and ".gpuMemoryService: " in ln
+               and "set the setting dra to true" in ln for ln in res.stderr.splitlines()), (
         res.stderr)

@@ -695,3 +695,62 @@ def test_facts_multinode_lws() -> None:
     assert "mpirun " in tl and "-n 8 " in tl and "-x HF_TOKEN " in tl
     assert "trtllm-llmapi-launch python3 -m dynamo.trtllm" in tl
     assert not of_kind(objs, "Secret")  # the SSH secret is the operator's, never rendered
+
+
+def test_facts_vllm_gms() -> None:
+    """GPU Memory Service and failover (docs/reference-behaviour.md; the operator's
+    internal/dra/dra.go, internal/gms/gms.go and internal/dynamo/failover*.go)."""
+    objs = objects("vllm-gms")
+    claim = "intrapod-shared-gpu"
+    socket_mount = ("gms-shared", "/shared")
+    for dgd, gpus in (("vllm-gms", 1), ("vllm-failover", 2)):
+        rct = get(objs, "ResourceClaimTemplate", f"{dgd}-vllmworker-gpu")
+        assert rct["apiVersion"] == "resource.k8s.io/v1"
+        assert rct["spec"] == {"spec": {"devices": {"requests": [{
+            "name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                        "allocationMode": "ExactCount", "count": gpus}}]}}}
+        worker = component(objs, "Deployment", "VllmWorker", dgd)
+        spec = pod(worker)
+        assert spec["resourceClaims"] == [{"name": claim,
+                                           "resourceClaimTemplateName": f"{dgd}-vllmworker-gpu"}]
+        assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                        "effect": "NoSchedule"}]
+        assert volumes(worker)["gms-shared"] == {"name": "gms-shared", "emptyDir": {}}
+        (server,) = spec["initContainers"]
+        assert server["name"] == "gms-server" and server["restartPolicy"] == "Always"
+        assert server["command"] == ["python3", "-m", "gpu_memory_service.cli.server"]
+        assert server["image"] == spec["containers"][0]["image"]
+        assert env(server) == {"GMS_SOCKET_DIR": "/shared"}
+        assert server["resources"] == {"claims": [{"name": claim}]}
+        assert mounts(server) == [socket_mount]
+        assert server["startupProbe"] == {
+            "exec": {"command": ["test", "-f", "/shared/gms-ready"]},
+            "periodSeconds": 1, "failureThreshold": 300}
+        for c in spec["containers"]:
+            assert c["resources"] == {"claims": [{"name": claim}]}  # no nvidia.com/gpu left
+            assert socket_mount in mounts(c)
+            assert env(c)["GMS_SOCKET_DIR"] == "/shared"
+        # only GMS services change: the frontend keeps a plain pod
+        assert "resourceClaims" not in pod(component(objs, "Deployment", "Frontend", dgd))
+    assert [c["name"] for c in pod(component(objs, "Deployment", "VllmWorker", "vllm-gms"))[
+        "containers"]] == ["main"]
+    # failover: engine-0 (active) and engine-1 (standby), staggered system/vLLM ports
+    spec = pod(component(objs, "Deployment", "VllmWorker", "vllm-failover"))
+    engines = spec["containers"]
+    assert [c["name"] for c in engines] == ["engine-0", "engine-1"]
+    for i, engine in enumerate(engines):
+        e = env(engine)
+        assert engine["ports"] == [{"name": f"system-{i}", "containerPort": 9090 + i,
+                                    "protocol": "TCP"}]
+        assert engine["readinessProbe"]["httpGet"]["port"] == f"system-{i}"
+        assert (e["ENGINE_ID"], e["CONTAINER_NAME"], e["DYN_SYSTEM_PORT"]) == (
+            str(i), f"engine-{i}", str(9090 + i))
+        assert e["FAILOVER_LOCK_PATH"] == "/shared/failover.lock"
+        assert e["DYN_SYSTEM_STARTING_HEALTH_STATUS"] == "notready"
+        assert e["DYN_VLLM_GMS_SHADOW_MODE"] == "true"
+        assert (e["VLLM_NIXL_SIDE_CHANNEL_PORT"], e["DYN_VLLM_KV_EVENT_PORT"]) == (
+            str(5600 + i), str(20080 + i))
+        assert e["DYN_KUBE_DISCOVERY_MODE"] == "container"
+        assert "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS" not in e
+    assert "--master-port" not in engines[0]["args"]
+    assert engines[1]["args"][-2:] == ["--master-port", "29600"]

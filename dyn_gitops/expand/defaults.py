@@ -37,6 +37,27 @@ EPP_CONFIG_KEY: Final = "epp-config-dynamo.yaml"
 EPP_CONFIG_DIR: Final = "/etc/epp"
 EPP_CONFIG_VOLUME: Final = "epp-config"
 
+# GPU Memory Service and failover (docs/reference-behaviour.md, the operator's internal/gms,
+# internal/dra and internal/dynamo/failover*.go at the 1.1 baseline)
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+GMS_CLAIM: Final = "intrapod-shared-gpu"
+GMS_DEVICE_CLASS: Final = "gpu.nvidia.com"
+GMS_DEVICE_REQUEST: Final = "gpus"
+GMS_SERVER_CONTAINER: Final = "gms-server"
+GMS_SERVER_MODULE: Final = "gpu_memory_service.cli.server"
+GMS_VOLUME: Final = "gms-shared"
+GMS_MOUNT_PATH: Final = "/shared"
+GMS_SOCKET_DIR_ENV: Final = "GMS_SOCKET_DIR"
+GMS_READY_FILE: Final = "gms-ready"
+GMS_STARTUP_PERIOD_SECONDS: Final = 1
+GMS_STARTUP_FAILURE_THRESHOLD: Final = 300
+FAILOVER_ENGINES: Final = 2
+FAILOVER_LOCK_FILE: Final = "failover.lock"
+FAILOVER_VLLM_NIXL_SIDE_CHANNEL_PORT: Final = 5600
+FAILOVER_VLLM_KV_EVENT_PORT: Final = 20080
+FAILOVER_VLLM_MASTER_PORT: Final = 29500
+FAILOVER_VLLM_MASTER_PORT_STRIDE: Final = 100
+
 
 def _port(name: str, number: int) -> dict[str, Any]:
     return {"name": name, "containerPort": number, "protocol": "TCP"}

@@ -9,7 +9,7 @@ from typing import Any
 from .. import keys
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
-from . import defaults, legacy, lws, multinode, names, objects
+from . import defaults, gms, legacy, lws, multinode, names, objects
 from .context import ComponentContext
 from .merge import merge_envs, merge_override
 from .podspec import ComponentError, build_pod_spec, detect_backend, dump, pod_labels
@@ -67,11 +67,6 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
             out.append(GraphProblem(_svc_loc(name, "scalingAdapter"),
                                     "a scaling adapter on a multinode service is not yet "
                                     "supported (its replicas are LeaderWorkerSets)"))
-        if svc.gpuMemoryService is not None and svc.gpuMemoryService.enabled:
-            out.append(GraphProblem(_svc_loc(name, "gpuMemoryService"),
-                                    "the GPU memory service (DRA) is not yet supported"))
-        if svc.failover is not None and svc.failover.enabled:
-            out.append(GraphProblem(_svc_loc(name, "failover"), "failover is not yet supported"))
         if svc.checkpoint and svc.checkpoint.get("enabled"):
             out.append(GraphProblem(_svc_loc(name, "checkpoint"),
                                     "checkpoint/restore is not yet supported"))
@@ -185,6 +180,7 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     for p in dgd.spec.pvcs or []:
         if p.create and p.name:
             out.append(objects.pvc(p, namespace))
+    out.extend(gms.resource_claim_templates(dgd, namespace, settings))  # GMS (DRA)
     if graph_discovery == "kubernetes":
         out.extend(objects.discovery_rbac(dgd_name, namespace))
     if any(is_multinode(s) for s in services.values()):

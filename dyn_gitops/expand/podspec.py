@@ -297,6 +297,9 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     if sidecar is not None:
         containers.append(sidecar)
     pod["containers"] = containers
+    from . import gms  # step 14: GMS and failover rewrites (gms imports this module)
+
+    gms.apply(pod, ctx)
     return order_keys(pod, POD_SPEC_ORDER)
 
 
