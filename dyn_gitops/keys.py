@@ -28,6 +28,8 @@ LABEL_APP_NAME: Final = "app.kubernetes.io/name"
 LABEL_ROLE: Final = "role"
 #: LeaderWorkerSet, its pod templates and Volcano PodGroup: the DCD replica index
 LABEL_INSTANCE_ID: Final = "instance-id"
+#: Grove cliques under the Kai scheduler: the Kai queue
+LABEL_KAI_QUEUE: Final = "kai.scheduler/queue"
 
 # --- Dynamo annotations --------------------------------------------------------------------
 ANN_ENABLE_METRICS: Final = "nvidia.com/enable-metrics"
@@ -45,6 +47,8 @@ ANN_MAX_SURGE: Final = "nvidia.com/deployment-rolling-update-max-surge"
 ANN_MAX_UNAVAILABLE: Final = "nvidia.com/deployment-rolling-update-max-unavailable"
 ANN_DISABLE_PULL_SECRET_DISCOVERY: Final = "nvidia.com/disable-image-pull-secret-discovery"
 ANN_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
+#: DGD metadata: the Kai scheduler queue of its Grove cliques (default "dynamo")
+ANN_KAI_QUEUE: Final = "nvidia.com/kai-scheduler-queue"
 #: Volcano gang of a LeaderWorkerSet pod (the PodGroup name)
 ANN_VOLCANO_GROUP: Final = "scheduling.k8s.io/group-name"
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
@@ -73,6 +74,12 @@ class RenderSettings:
         False, "Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+) is served: "
         "services with gpuMemoryService get their GPUs through a ResourceClaimTemplate "
         "(the operator refuses gpuMemoryService without it).")
+    grove_termination_delay: str = _setting(
+        "15m0s", "Grove PodCliqueSet terminationDelay (operator config "
+        "orchestrators.grove.terminationDelay; Go duration such as 15m or 4h).")
+    kai_scheduler: bool = _setting(
+        False, "The Kai scheduler is enabled: Grove cliques use it, with the queue from the "
+        "DGD annotation nvidia.com/kai-scheduler-queue (default dynamo).")
     operator_release: str = _setting(
         "dynamo-platform", "Helm release name of the Dynamo platform; names the planner and "
         "EPP ClusterRoles (<release>-dynamo-operator-planner).")
@@ -162,7 +169,29 @@ class SettingSpec:
         text = "" if raw is None else str(raw)
         if self.choices is not None and text not in self.choices:
             raise ValueError(f"expected one of {', '.join(self.choices)}, found {text!r}")
-        return text
+        normalize = _NORMALIZERS.get(self.attr)
+        return normalize(text) if normalize is not None else text
+
+
+_DURATION_PART = re.compile(r"(\d+)(h|m|s)")
+
+
+def go_duration(text: str) -> str:
+    """A whole-second Go duration (``15m``, ``4h``, ``1h30m``) in Go's own spelling
+    (``15m0s``), as a ``metav1.Duration`` serializes."""
+    t = text.strip()
+    parts = _DURATION_PART.findall(t)
+    if not t or "".join(n + u for n, u in parts) != t:
+        raise ValueError(f"expected a duration such as 15m, 4h or 1h30m, found {text!r}")
+    total = sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+    h, rest = divmod(total, 3600)
+    m, sec = divmod(rest, 60)
+    if h:
+        return f"{h}h{m}m{sec}s"
+    return f"{m}m{sec}s" if m else f"{sec}s"
+
+
+_NORMALIZERS = {"grove_termination_delay": go_duration}
 
 
 def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:

@@ -51,17 +51,22 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
 
     yield from _restart_checks(dgd)
 
+    # checked whenever Grove may be used, installed or not (as the webhook does); a long
+    # DGD name is cut to fit (PCSNameForDGD), so only a long service name can fail
     grove_possible = ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
     if grove_possible:
-        for svc_name, svc in services.items():
-            budget = len(name) + len(svc_name)
-            if svc.multinode is not None and svc.multinode.nodeCount > 1:
-                budget += len(svc_name) + len("-ldr")
-            if budget > names.GROVE_NAME_BUDGET:
+        budgets = {n: names.grove_clique_budget(n, s.multinode is not None
+                                                and s.multinode.nodeCount > 1,
+                                                s.force_scaling_group)
+                   for n, s in services.items()}
+        pcs = names.pcs_name(name, list(budgets.values()))
+        for svc_name, budget in sorted(budgets.items()):
+            if len(pcs) + budget > names.GROVE_NAME_BUDGET:
                 yield _svc(svc_name), (
-                    f"DGD name and service name are too long for Grove ({budget} characters, "
-                    f"at most {names.GROVE_NAME_BUDGET}); shorten them or annotate the DGD "
-                    f"{keys.ANN_ENABLE_GROVE}: \"false\"")
+                    f"service name too long for Grove: PodCliqueSet {pcs!r} plus the "
+                    f"service's scaling-group and clique names is {len(pcs) + budget} "
+                    f"characters, at most {names.GROVE_NAME_BUDGET}; shorten it or annotate "
+                    f"the DGD {keys.ANN_ENABLE_GROVE}: \"false\"")
 
     topo_any = spec.topologyConstraint is not None or any(
         s.topologyConstraint is not None for s in services.values())
@@ -127,6 +132,10 @@ def _annotation_checks(ann: dict[str, str], loc: tuple[str | int, ...],
                                                          "disaggregatedset"):
         yield (*loc, keys.ANN_WORKLOAD_PROVIDER), (
             f"must be 'component', 'grove' or 'disaggregatedset', found {v!r}")
+    v = ann.get(keys.ANN_GROVE_UPDATE_STRATEGY)
+    if v is not None and not service_level and v not in names.GROVE_UPDATE_STRATEGIES:
+        yield (*loc, keys.ANN_GROVE_UPDATE_STRATEGY), (
+            f"must be one of {', '.join(names.GROVE_UPDATE_STRATEGIES)}, found {v!r}")
 
 
 def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Finding]:

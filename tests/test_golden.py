@@ -168,12 +168,15 @@ def test_sample_settings_and_images(sample: str) -> None:
     settings = yaml.safe_load((SAMPLES / sample / "input" / "dyn-gitops.yaml").read_text())
     assert settings["namespace"] == "demo"
     image_re = re.compile(r"^[a-z0-9.-]+(/[a-z0-9._-]+)+:[0-9][A-Za-z0-9._-]*$")
-    deployments = of_kind(objects(sample), "Deployment")
-    assert deployments
-    for d in deployments:
-        for c in pod(d)["containers"]:
+    pods = [(d["metadata"]["name"], pod(d)) for d in of_kind(objects(sample), "Deployment")]
+    pods += [(f"{p['metadata']['name']}/{c['name']}", c["spec"]["podSpec"])
+             for p in of_kind(objects(sample), "PodCliqueSet")
+             for c in p["spec"]["template"]["cliques"]]
+    assert pods
+    for name, spec in pods:
+        for c in spec["containers"]:
             assert image_re.match(c.get("image", "")), (
-                f"{d['metadata']['name']}/{c['name']}: image {c.get('image')!r} is not a "
+                f"{name}/{c['name']}: image {c.get('image')!r} is not a "
                 "concrete registry/repository:tag reference")
     assert all(o["metadata"]["namespace"] == "demo" for o in objects(sample))
 
@@ -754,3 +757,63 @@ def test_facts_vllm_gms() -> None:
         assert "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS" not in e
     assert "--master-port" not in engines[0]["args"]
     assert engines[1]["args"][-2:] == ["--master-port", "29600"]
+
+
+def _clique(objs: list[Obj], pcs: str, name: str) -> Obj:
+    found = [c for c in get(objs, "PodCliqueSet", pcs)["spec"]["template"]["cliques"]
+             if c["name"] == name]
+    assert len(found) == 1, name
+    return found[0]
+
+
+def test_facts_grove_multinode() -> None:
+    """Grove path (dynamo-objects.md 7, dynamo-pod-spec.md 6.2, 7.1-7.5)."""
+    objs = objects("grove-multinode")
+    assert not of_kind(objs, "Deployment") and not of_kind(objs, "LeaderWorkerSet")
+    assert names(objs, "PodCliqueSet") == ["trtllm-disagg-mn", "vllm-agg"]
+    trt = get(objs, "PodCliqueSet", "trtllm-disagg-mn")["spec"]
+    assert trt["replicas"] == 1
+    t = trt["template"]
+    assert [c["name"] for c in t["cliques"]] == [
+        "decode-ldr", "decode-wkr", "frontend", "prefill-ldr", "prefill-wkr"]
+    assert t["cliqueStartupType"] == "CliqueStartupTypeExplicit"  # TRT-LLM multinode
+    assert t["terminationDelay"] == "4h0m0s"  # the setting grove-termination-delay
+    assert t["headlessServiceConfig"] == {"publishNotReadyAddresses": True}
+    assert t["podCliqueScalingGroups"] == [
+        {"name": "decode", "cliqueNames": ["decode-ldr", "decode-wkr"], "replicas": 1,
+         "minAvailable": 1},
+        {"name": "prefill", "cliqueNames": ["prefill-ldr", "prefill-wkr"], "replicas": 2,
+         "minAvailable": 1}]
+    ldr, wkr = _clique(objs, "trtllm-disagg-mn", "decode-ldr"), _clique(
+        objs, "trtllm-disagg-mn", "decode-wkr")
+    assert ldr["spec"]["startsAfter"] == ["decode-wkr"]
+    assert (wkr["spec"]["replicas"], wkr["spec"]["minAvailable"]) == (2, 2)  # nodeCount 3
+    host = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-decode"
+    assert (f"-n 12 -H {host}-ldr-0.$(GROVE_HEADLESS_SERVICE),"
+            f"{host}-wkr-0.$(GROVE_HEADLESS_SERVICE),{host}-wkr-1.$(GROVE_HEADLESS_SERVICE) "
+            in ldr["spec"]["podSpec"]["containers"][0]["args"][0])
+    assert wkr["spec"]["podSpec"]["containers"][0]["readinessProbe"]["tcpSocket"] == {
+        "port": 2222}
+    for clique in (ldr, wkr):
+        # no worker hash on this path
+        assert clique["labels"]["nvidia.com/selector"] == "trtllm-disagg-mn-decode"
+        assert clique["labels"]["nvidia.com/dynamo-sub-component-type"] == "decode"
+    # vLLM mp over 2 x 8 GPUs: Grove addressing, worker rank by shell arithmetic
+    v_ldr = _clique(objs, "vllm-agg", "vllmdecodeworker-ldr")["spec"]["podSpec"]
+    v_wkr = _clique(objs, "vllm-agg", "vllmdecodeworker-wkr")["spec"]["podSpec"]
+    leader = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-vllmdecodeworker-ldr-0." \
+             "$(GROVE_HEADLESS_SERVICE)"
+    assert v_ldr["containers"][0]["args"][-8:] == [
+        "--nnodes", "2", "--master-addr", leader, "--master-port", "29500", "--node-rank", "0"]
+    assert v_wkr["containers"][0]["command"] == ["sh", "-c"]
+    assert v_wkr["containers"][0]["args"][0].endswith(
+        "--node-rank $((GROVE_PCLQ_POD_INDEX + 1)) --headless")
+    assert v_wkr["initContainers"][0]["name"] == "wait-for-leader-mp"
+    assert _clique(objs, "vllm-agg", "frontend")["spec"]["replicas"] == 2
+    # Services from the DGD controller: <dgd>-<service>, component selector, no role
+    svc = get(objs, "Service", "trtllm-disagg-mn-decode")
+    assert svc["spec"]["selector"] == {COMPONENT: "decode",
+                                       "nvidia.com/dynamo-component-type": "worker",
+                                       "nvidia.com/dynamo-namespace": "demo-trtllm-disagg-mn"}
+    assert names(objs, "ConfigMap") == ["trtllm-disagg-mn-wait-leader-script",
+                                        "vllm-agg-wait-leader-script"]

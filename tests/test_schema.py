@@ -18,9 +18,12 @@ import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
 from conftest import CONFORMANCE, SAMPLES, render_objects
-from test_conformance import NOT_RENDERED_BY_DEFAULT
+from test_conformance import NEEDS_DRA, NOT_RENDERED_BY_DEFAULT, PASSTHROUGH_ONLY
 
 K8S_VERSION = "1.34.0"
+#: Grove variant: files with no DGD have no PodCliqueSet; GMS files need DRA as elsewhere
+NOT_ON_GROVE = PASSTHROUGH_ONLY
+GROVE_EXTRA: dict[str, dict[str, Any]] = {name: {"dra": True} for name in NEEDS_DRA}
 
 #: API groups served by kube-apiserver itself ("" is the core group)
 BUILTIN_GROUPS = {
@@ -31,7 +34,7 @@ BUILTIN_GROUPS = {
 }
 #: CRD groups the renderer is expected to emit (Dynamo, Istio, Gateway API inference extension)
 CUSTOM_GROUPS = {"nvidia.com", "networking.istio.io", "inference.networking.k8s.io",
-                 "leaderworkerset.x-k8s.io", "scheduling.volcano.sh"}
+                 "leaderworkerset.x-k8s.io", "scheduling.volcano.sh", "grove.io"}
 
 
 def group_of(obj: dict[str, Any]) -> str:
@@ -84,11 +87,12 @@ def test_the_schema_version_is_shipped() -> None:
     assert K8S_VERSION in all_versions()
 
 
-@pytest.mark.parametrize("path", inputs(), ids=label)
-def test_builtin_objects_validate(path: Path,
-                                  all_objects: dict[str, list[dict[str, Any]]]) -> None:
-    objs = all_objects[label(path)]
-    assert objs, "nothing rendered"
+def _as_pod(meta: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", **meta}, "spec": spec}
+
+
+def all_errors(objs: list[dict[str, Any]]) -> list[str]:
+    """Schema problems of built-in objects and of the pod specs inside custom workloads."""
     errors: list[str] = []
     for obj in objs:
         group = group_of(obj)
@@ -97,12 +101,34 @@ def test_builtin_objects_validate(path: Path,
         elif obj["kind"] == "LeaderWorkerSet":  # its pod templates are core/v1 pod specs
             for role, tmpl in obj["spec"]["leaderWorkerTemplate"].items():
                 if role.endswith("Template"):
-                    errors.extend(schema_errors({"apiVersion": "v1", "kind": "Pod",
-                                                 "metadata": {"name": "x", **tmpl["metadata"]},
-                                                 "spec": tmpl["spec"]}))
+                    errors.extend(schema_errors(_as_pod(tmpl["metadata"], tmpl["spec"])))
+        elif obj["kind"] == "PodCliqueSet":  # so are Grove clique pod specs
+            for clique in obj["spec"]["template"]["cliques"]:
+                meta = {k: clique[k] for k in ("labels", "annotations") if k in clique}
+                errors.extend(f"clique {clique['name']}: {e}" for e in
+                              schema_errors(_as_pod(meta, clique["spec"]["podSpec"])))
         elif group not in CUSTOM_GROUPS:
             errors.append(f"{obj.get('apiVersion')} {obj.get('kind')}: neither a built-in "
                           "kind nor an expected custom resource; add a schema check for it")
+    return errors
+
+
+@pytest.mark.parametrize("path", inputs(), ids=label)
+def test_builtin_objects_validate(path: Path,
+                                  all_objects: dict[str, list[dict[str, Any]]]) -> None:
+    objs = all_objects[label(path)]
+    assert objs, "nothing rendered"
+    errors = all_errors(objs)
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in CONFORMANCE.glob("*.yaml")
+                                        if p.name not in NOT_ON_GROVE), ids=label)
+def test_grove_objects_validate(path: Path) -> None:
+    # the Grove path of every example: its Services and every clique's pod spec
+    objs = render_objects(path, grove=True, **GROVE_EXTRA.get(path.name, {}))
+    assert any(o["kind"] == "PodCliqueSet" for o in objs)
+    errors = all_errors(objs)
     assert not errors, "\n".join(errors)
 
 

@@ -28,6 +28,7 @@ class ComponentContext:
     settings: RenderSettings
     epp_config_map: tuple[str, str] | None = None  # (ConfigMap name, key) for EPP
     env_overrides: tuple[tuple[str, str], ...] = ()  # env values rewritten (legacy config)
+    grove: bool = False  # rendered as a Grove clique, not a DCD (no DCD defaults apply)
 
     @property
     def k8s_discovery(self) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 from .. import keys
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
-from . import defaults, gms, legacy, lws, multinode, names, objects
+from . import defaults, gms, grove, legacy, lws, multinode, names, objects
 from .context import ComponentContext
 from .merge import merge_envs, merge_override
 from .podspec import ComponentError, build_pod_spec, detect_backend, dump, pod_labels
@@ -47,23 +47,24 @@ def is_multinode(svc: ServiceSpec) -> bool:
 def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[GraphProblem]:
     """Features this version does not render, each as a clear 'not yet supported' problem."""
     out: list[GraphProblem] = []
-    ann = dgd.metadata.annotations or {}
-    if settings.grove and ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false":
-        out.append(GraphProblem(("metadata", "annotations"),
-                                "the Grove pathway (setting grove=true) is not yet supported; "
-                                f"annotate the DGD {keys.ANN_ENABLE_GROVE}: \"false\" or turn "
-                                "the setting off"))
+    on_grove = grove.is_grove(dgd, settings)
     exp = dgd.spec.experimental
     if exp and exp.kvTransferPolicy is not None:
         out.append(GraphProblem(("spec", "experimental", "kvTransferPolicy"),
                                 "kvTransferPolicy is not yet supported"))
     for name, svc in sorted((dgd.spec.services or {}).items()):
-        if is_multinode(svc) and not settings.lws:
+        if svc.force_scaling_group and not on_grove:
+            out.append(GraphProblem(
+                _svc_loc(name, "experimental.grove.forceScalingGroup"),
+                "forceScalingGroup is supported only on the Grove path (setting grove true "
+                f"and no {keys.ANN_ENABLE_GROVE}: \"false\")"))
+        if is_multinode(svc) and not (settings.lws or on_grove):
             out.append(GraphProblem(_svc_loc(name, "multinode.nodeCount"),
                                     f"multinode services (nodeCount {node_count(svc)}) need "
-                                    "the LeaderWorkerSet path: set the setting lws to true "
-                                    "(the Grove path is not yet supported)"))
-        if is_multinode(svc) and svc.scalingAdapter is not None and svc.scalingAdapter.enabled:
+                                    "a multinode orchestrator: set the setting lws to true "
+                                    "(LeaderWorkerSet) or the setting grove to true (Grove)"))
+        if (is_multinode(svc) and not on_grove and svc.scalingAdapter is not None
+                and svc.scalingAdapter.enabled):
             out.append(GraphProblem(_svc_loc(name, "scalingAdapter"),
                                     "a scaling adapter on a multinode service is not yet "
                                     "supported (its replicas are LeaderWorkerSets)"))
@@ -160,9 +161,11 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     meta_ann = dgd.metadata.annotations or {}
     graph_discovery = meta_ann.get(keys.ANN_DISCOVERY_BACKEND) or settings.discovery_backend
     _, backends = resolve_backends(dgd)
+    on_grove = grove.is_grove(dgd, settings)
 
     workers = {n: dump(s) for n, s in services.items() if names.is_worker(s.componentType)}
-    whash = names.worker_hash(workers) if workers else None
+    # Grove rolls pods itself: no hash-named worker generations on that path
+    whash = names.worker_hash(workers) if workers and not on_grove else None
     graph_envs = tuple(dump(dgd.spec.envs) or [])
     eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == "epp"]
 
@@ -197,14 +200,61 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
             out.append(objects.epp_config_map(dgd_name, namespace, epp_name, cfg.config))
         out.append(objects.inference_pool(dgd_name, namespace, epp_name, dyn_ns))
 
+    parts: list[grove.ServiceCliques] = []
     for service, svc in sorted(services.items()):
         try:
-            out.extend(_expand_service(dgd, service, svc, namespace, settings, backends[service],
-                                       whash, graph_envs, epp_cm))
+            if on_grove:
+                ctx = _grove_context(dgd, service, svc, namespace, settings, backends[service],
+                                     graph_envs, epp_cm, graph_discovery)
+                parts.append(grove.service_cliques(ctx, dgd))
+                out.extend(_grove_service_objects(ctx, dgd))
+            else:
+                out.extend(_expand_service(dgd, service, svc, namespace, settings,
+                                           backends[service], whash, graph_envs, epp_cm))
         except ComponentError as exc:
             problems.append(GraphProblem(_svc_loc(service, exc.field), str(exc)))
     if problems:
         raise GraphError(problems)
+    if on_grove:
+        out.append(grove.pod_clique_set(dgd, namespace, settings, parts))
+    return out
+
+
+def _grove_context(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, namespace: str,
+                   settings: RenderSettings, backend: str, graph_envs: tuple[Obj, ...],
+                   epp_cm: tuple[str, str] | None, graph_discovery: str) -> ComponentContext:
+    """A Grove clique's context: no DCD, so no worker hash and no legacy DCD rewrites; the
+    graph's discovery backend is forced into every component's annotations."""
+    dgd_name = dgd.metadata.name
+    annotations = _component_annotations(dgd, svc)
+    annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
+    return ComponentContext(
+        dgd_name=dgd_name, namespace=namespace, service=service, spec=svc,
+        component_type=svc.componentType or "",
+        dynamo_ns=names.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
+        name=names.base_name(dgd_name, service), worker_hash=None, backend=backend,
+        discovery_backend=graph_discovery,
+        container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
+        annotations=annotations, labels={}, graph_envs=tuple(merge_envs(graph_envs)),
+        settings=settings, epp_config_map=epp_cm, grove=True)
+
+
+def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> list[Obj]:
+    """What the DGD controller creates around a Grove clique (dynamo-objects.md 7.1)."""
+    svc = ctx.spec
+    out: list[Obj] = []
+    if ctx.component_type == "frontend" or ctx.k8s_discovery:
+        out.append(grove.component_service(ctx, dgd))
+    ingress = svc.ingress
+    if ingress is None and ctx.component_type == "frontend":
+        ingress = objects.default_ingress(ctx)
+    if ingress is not None:
+        out.extend(objects.ingress_objects(ctx, ingress))
+    if svc.modelRef is not None:
+        out.append(objects.model_service(svc.modelRef.name, ctx.namespace))
+    if svc.scalingAdapter is not None and svc.scalingAdapter.enabled:
+        out.append(objects.scaling_adapter(ctx.dgd_name, ctx.namespace, ctx.service,
+                                           svc.replicas))
     return out
 
 
@@ -308,7 +358,8 @@ def _leader_worker_sets(ctx: ComponentContext, labels: dict[str, str], annotatio
                              "worker template requires one)")
     roles = {role: multinode.role_pod(single, role, ctx.backend, nodes, ctx.annotations,
                                       lws.wait_leader_config_map_name(ctx.dgd_name),
-                                      ctx.settings.mpi_ssh_secret)
+                                      ctx.settings.mpi_ssh_secret,
+                                      multinode.lws_addressing(nodes))
              for role in (multinode.LEADER, multinode.WORKER)}
     return lws.leader_worker_sets(ctx.name, ctx.namespace, replicas, nodes, labels, annotations,
                                   template_meta, roles[multinode.LEADER],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from .. import keys
@@ -19,10 +20,9 @@ Obj = dict[str, Any]
 
 LEADER = "leader"
 WORKER = "worker"
-# LWS addressing: kubelet expands $(VAR) from the env LWS injects into every pod
-LEADER_HOST = "$(LWS_LEADER_ADDRESS)"
-WORKER_RANK = "$(LWS_WORKER_INDEX)"
 GPU = "nvidia.com/gpu"
+GROVE_LEADER_SUFFIX = "ldr"
+GROVE_WORKER_SUFFIX = "wkr"
 
 DIST_INIT_PORT = 29500
 RAY_PORT = 6379
@@ -41,6 +41,39 @@ MPI_FORWARDED_ENV = (
     "TENSORRT_LLM_CACHE_DIR", "HF_HOME", "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE", "PATH",
     "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "USER", "TRTLLM_USE_UCX_KVCACHE",
 )
+
+@dataclass(frozen=True)
+class Addressing:
+    """How the pods of one multinode service find each other (the operator's
+    ``MultinodeDeployer``): LeaderWorkerSet and Grove name pods differently."""
+
+    leader_host: str  # as written in command/args (kubelet expands $(VAR))
+    worker_rank: str  # this worker's node rank, 1..N-1
+    rank_needs_shell: bool  # the rank is a shell expression, so the command needs sh -c
+    mpi_hosts: tuple[str, ...]  # every node for mpirun -H, leader first
+    dns_wait: bool  # the leader waits for the workers' DNS names before mpirun
+
+
+def lws_addressing(nodes: int) -> Addressing:
+    """LWS injects LWS_LEADER_ADDRESS/LWS_WORKER_INDEX; a worker's name is the leader's
+    with ``-<index>`` before the first dot, resolvable only once that pod exists."""
+    workers = tuple(f'$(echo "$LWS_LEADER_ADDRESS" | sed \'s/\\./-{i}\\./\')'
+                    for i in range(1, nodes))
+    return Addressing(leader_host="$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)",
+                      rank_needs_shell=False, mpi_hosts=("$LWS_LEADER_ADDRESS", *workers),
+                      dns_wait=True)
+
+
+def grove_addressing(service: str, nodes: int) -> Addressing:
+    """Grove pods are ``<pcsg>-<pcsg index>-<clique>-<pod index>`` under the PCS replica's
+    headless Service; the worker clique's pod index starts at 0, so rank = index + 1."""
+    base = f"$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-{service.lower()}"
+    leader = f"{base}-{GROVE_LEADER_SUFFIX}-0.$(GROVE_HEADLESS_SERVICE)"
+    workers = tuple(f"{base}-{GROVE_WORKER_SUFFIX}-{i}.$(GROVE_HEADLESS_SERVICE)"
+                    for i in range(nodes - 1))
+    return Addressing(leader_host=leader, worker_rank="$((GROVE_PCLQ_POD_INDEX + 1))",
+                      rank_needs_shell=True, mpi_hosts=(leader, *workers), dns_wait=False)
+
 
 #: our own script (the operator embeds an equivalent): exit once the leader accepts TCP
 #: connections on LEADER_PORT, so that mp workers do not race the leader's rendezvous
@@ -150,10 +183,11 @@ def _has_flag(c: Obj, flag: str) -> bool:
 
 
 # ------------------------------------------------------------------------------- SGLang
-def sglang(c: Obj, role: str, nodes: int) -> None:
-    rank = "0" if role == LEADER else WORKER_RANK
-    inject_flags(c, f"--dist-init-addr {LEADER_HOST}:{DIST_INIT_PORT} --nnodes {nodes} "
-                 f"--node-rank {rank}", needs_shell=False, framework="sglang")
+def sglang(c: Obj, role: str, nodes: int, addr: Addressing) -> None:
+    rank = "0" if role == LEADER else addr.worker_rank
+    inject_flags(c, f"--dist-init-addr {addr.leader_host}:{DIST_INIT_PORT} --nnodes {nodes} "
+                 f"--node-rank {rank}", needs_shell=role == WORKER and addr.rank_needs_shell,
+                 framework="sglang")
     if role == WORKER:
         _drop_probes(c)
 
@@ -173,17 +207,19 @@ def vllm_uses_mp(annotations: dict[str, str]) -> bool:
 
 
 def vllm(c: Obj, pod: Obj, role: str, nodes: int, annotations: dict[str, str],
-         wait_leader_cm: str) -> None:
+         wait_leader_cm: str, addr: Addressing) -> None:
     gpus = gpu_count(c)
     tp = _arg_value(c, "--tensor-parallel-size", "-tp") or 1
     pp = _arg_value(c, "--pipeline-parallel-size", "-pp") or 1
     dp = _arg_value(c, "--data-parallel-size", "-dp") or 1
     if tp * pp > gpus:  # tensor/pipeline parallelism spans nodes
         if vllm_uses_mp(annotations):
-            rank = "--node-rank 0" if role == LEADER else f"--node-rank {WORKER_RANK} --headless"
+            rank = ("--node-rank 0" if role == LEADER
+                    else f"--node-rank {addr.worker_rank} --headless")
             inject_flags(c, f"--distributed-executor-backend mp --nnodes {nodes} --master-addr "
-                         f"{LEADER_HOST} --master-port {DIST_INIT_PORT} {rank}",
-                         needs_shell=False, framework="vllm")
+                         f"{addr.leader_host} --master-port {DIST_INIT_PORT} {rank}",
+                         needs_shell=role == WORKER and addr.rank_needs_shell,
+                         framework="vllm")
             c.setdefault("env", []).append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {
                 "fieldRef": {"fieldPath": "status.podIP"}}})
         elif role == LEADER:
@@ -192,25 +228,25 @@ def vllm(c: Obj, pod: Obj, role: str, nodes: int, annotations: dict[str, str],
             c["command"] = ["/bin/sh", "-c"]
         else:
             c["command"] = ["/bin/sh", "-c"]
-            c["args"] = [f"ray start --address={LEADER_HOST}:{RAY_PORT} --block"]
+            c["args"] = [f"ray start --address={addr.leader_host}:{RAY_PORT} --block"]
     elif tp * pp * dp > gpus:  # data parallelism spans nodes
         local = gpus // (tp * pp)
         total = dp if dp > 1 else local * nodes
         size = "" if _has_flag(c, "--data-parallel-size") else f"--data-parallel-size {total} "
-        start = "0" if role == LEADER else f"$(( {local} * {WORKER_RANK} ))"
+        start = "0" if role == LEADER else f"$(( {local} * {addr.worker_rank} ))"
         inject_flags(c, f"--data-parallel-hybrid-lb {size}--data-parallel-size-local {local} "
                      f"--data-parallel-start-rank {start} --data-parallel-address "
-                     f"{LEADER_HOST} --data-parallel-rpc-port {DP_RPC_PORT}",
+                     f"{addr.leader_host} --data-parallel-rpc-port {DP_RPC_PORT}",
                      needs_shell=role == WORKER, framework="vllm")
     if role == WORKER:
         _drop_probes(c)
         if "--distributed-executor-backend mp" in " ".join(
                 [*(c.get("command") or []), *(c.get("args") or [])]):
-            _wait_for_leader(c, pod, wait_leader_cm)
+            _wait_for_leader(c, pod, wait_leader_cm, addr.leader_host)
 
 
-def _wait_for_leader(c: Obj, pod: Obj, config_map: str) -> None:
-    host = re.sub(r"\$\((\w+)\)", r"${\1}", LEADER_HOST)  # evaluated by sh, not kubelet
+def _wait_for_leader(c: Obj, pod: Obj, config_map: str, leader_host: str) -> None:
+    host = re.sub(r"\$\((\w+)\)", r"${\1}", leader_host)  # evaluated by sh, not kubelet
     init = {
         "name": WAIT_LEADER_CONTAINER, "image": c.get("image"),
         "command": ["sh", "-c"],
@@ -245,11 +281,7 @@ _SSHD = (
 )
 
 
-def _lws_worker_host(i: int) -> str:
-    return f'$(echo "$LWS_LEADER_ADDRESS" | sed \'s/\\./-{i}\\./\')'
-
-
-def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str) -> None:
+def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addressing) -> None:
     pod["volumes"] = [*(pod.get("volumes") or []), {
         "name": ssh_secret, "secret": {"secretName": ssh_secret, "defaultMode": 0o644}}]
     c["volumeMounts"] = [*(c.get("volumeMounts") or []), {
@@ -265,12 +297,12 @@ def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str) -> None:
         return
     original = (_command_line(c) if is_python(list(c.get("command") or []))
                 else " ".join(c.get("args") or []))
-    workers = [_lws_worker_host(i) for i in range(1, nodes)]
-    hosts = ",".join(["$LWS_LEADER_ADDRESS", *workers])
+    workers = addr.mpi_hosts[1:]
+    hosts = ",".join(addr.mpi_hosts)
     # LWS: worker DNS names appear only once their pods exist; mpirun needs all of them
     wait_dns = ("for h in " + " ".join(workers) + "; do n=0; until getent hosts \"$h\" "
                 ">/dev/null; do n=$((n+1)); [ $n -ge 150 ] && echo \"no DNS for $h\" && "
-                "exit 1; sleep 2; done; done") if workers else ""
+                "exit 1; sleep 2; done; done") if workers and addr.dns_wait else ""
     env_names = sorted({*(e["name"] for e in c.get("env") or []), *MPI_FORWARDED_ENV})
     forwarded = " ".join(f"-x {n}" for n in env_names)
     mpirun = (
@@ -292,17 +324,22 @@ def check_launchable(c: Obj, role: str) -> None:
 
 
 def role_pod(single: Obj, role: str, backend: str, nodes: int, annotations: dict[str, str],
-             wait_leader_cm: str, ssh_secret: str) -> Obj:
-    """The ``role`` pod spec of a multinode service, from its single-node pod spec."""
+             wait_leader_cm: str, ssh_secret: str, addr: Addressing,
+             require_command: bool = True) -> Obj:
+    """The ``role`` pod spec of a multinode service, from its single-node pod spec.
+
+    ``require_command``: the LWS path refuses a main container without command and args
+    (the Grove path does not check)."""
     pod = copy.deepcopy(single)
     main = pod["containers"][0]
-    check_launchable(main, role)
+    if require_command:
+        check_launchable(main, role)
     if backend == "sglang":
-        sglang(main, role, nodes)
+        sglang(main, role, nodes, addr)
     elif backend == "vllm":
-        vllm(main, pod, role, nodes, annotations, wait_leader_cm)
+        vllm(main, pod, role, nodes, annotations, wait_leader_cm, addr)
     elif backend == "trtllm":
-        trtllm(main, pod, role, nodes, ssh_secret)
+        trtllm(main, pod, role, nodes, ssh_secret, addr)
     elif role == WORKER:
         _drop_probes(main)
     return pod

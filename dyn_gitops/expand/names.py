@@ -12,6 +12,8 @@ PLANNER_SERVICE_ACCOUNT = "planner-serviceaccount"
 EPP_SERVICE_ACCOUNT = "epp-serviceaccount"
 MAX_SERVICES = 25
 GROVE_NAME_BUDGET = 45
+#: accepted values of nvidia.com/grove-update-strategy (Grove's UpdateStrategyType)
+GROVE_UPDATE_STRATEGIES = ("RollingRecreate", "OnDelete")
 
 
 def is_worker(component_type: str | None) -> bool:
@@ -35,6 +37,31 @@ def component_name(dgd_name: str, service: str, worker_hash: str | None) -> str:
     """DCD / Deployment name; workers carry the worker-hash suffix."""
     base = base_name(dgd_name, service)
     return f"{base}-{worker_hash}" if worker_hash else base
+
+
+def grove_clique_budget(service: str, multinode: bool, scaling_group: bool = False) -> int:
+    """Characters one service adds to Grove's combined name: its clique name, or in a
+    scaling group (multinode, or forced) the group's name plus its longest clique name."""
+    lsvc = service.lower()
+    if multinode:
+        return len(lsvc) + len(f"{lsvc}-ldr")
+    return 2 * len(lsvc) if scaling_group else len(lsvc)
+
+
+def _fnv1a32(data: bytes) -> int:
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def pcs_name(dgd_name: str, budgets: list[int]) -> str:
+    """``PCSNameForDGD``: the DGD name, or (too long for Grove's 45-character combined
+    PCS + scaling group + clique name) a cut with a 4-hex FNV-1a suffix of the full name."""
+    budget = max(GROVE_NAME_BUDGET - max(budgets, default=0), 8)
+    if len(dgd_name) <= budget:
+        return dgd_name
+    return f"{dgd_name[:budget - 5]}-{_fnv1a32(dgd_name.encode()) & 0xFFFF:04x}"
 
 
 def model_hash(model_name: str) -> str:

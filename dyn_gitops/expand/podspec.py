@@ -244,8 +244,10 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     user_sa = user_pod.get("serviceAccountName")
     pod = merge_override(pod, user_pod)
 
-    # service account precedence (dynamo-objects.md 5.4)
-    if ctx.component_type == "planner":
+    # service account precedence (dynamo-objects.md 5.4): the DCD forces the planner's;
+    # Grove has no DCD, so the user's wins there, and nothing falls back to "default"
+    sa: str | None
+    if ctx.component_type == "planner" and not (ctx.grove and user_sa):
         sa = names.PLANNER_SERVICE_ACCOUNT
     elif user_sa:
         sa = user_sa
@@ -254,8 +256,9 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     elif ctx.k8s_discovery:
         sa = names.discovery_service_account(ctx.dgd_name)
     else:
-        sa = "default"
-    pod["serviceAccountName"] = sa
+        sa = None if ctx.grove else "default"
+    if sa is not None:
+        pod["serviceAccountName"] = sa
 
     if not user_security:
         pod["securityContext"] = {"fsGroup": defaults.DEFAULT_FS_GROUP}

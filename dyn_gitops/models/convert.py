@@ -136,8 +136,13 @@ def _service(c: v1beta1.Component, loc: Loc) -> dict[str, Any]:
                          "the strategic extraPodSpec merge is not yet supported"))
     exp = c.experimental
     if exp is not None and exp.grove is not None:
-        problems.append(((*loc, "experimental", "grove"),
-                         "experimental.grove is not yet supported"))
+        unknown = sorted(set(exp.grove) - {"forceScalingGroup"})
+        if unknown:
+            problems.append(((*loc, "experimental", "grove", unknown[0]),
+                             "only experimental.grove.forceScalingGroup is supported"))
+        elif not isinstance(exp.grove.get("forceScalingGroup", False), bool):
+            problems.append(((*loc, "experimental", "grove", "forceScalingGroup"),
+                             "must be true or false"))
     if problems:
         raise ConversionError(problems)
 
@@ -239,12 +244,17 @@ def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeplo
     if dgd.spec.env:
         spec["envs"] = [e.model_dump(exclude_none=True) for e in dgd.spec.env]
     try:
-        return v1alpha1.DynamoGraphDeployment.model_validate({
+        alpha = v1alpha1.DynamoGraphDeployment.model_validate({
             "apiVersion": v1alpha1.API_VERSION, "kind": dgd.kind,
             "metadata": dgd.metadata.model_dump(exclude_none=True), "spec": spec})
     except ValidationError as exc:  # pragma: no cover - the v1beta1 model checked the values
         raise ConversionError([(loc_in_v1beta1(dgd)(tuple(e["loc"])), e["msg"])
                                for e in exc.errors(include_url=False)]) from None
+    for c in dgd.spec.components or []:
+        grove = c.experimental.grove if c.experimental is not None else None
+        if grove and grove.get("forceScalingGroup") is True:
+            (alpha.spec.services or {})[c.name].set_force_scaling_group(True)
+    return alpha
 
 
 def loc_in_v1beta1(dgd: v1beta1.DynamoGraphDeployment) -> Callable[[Loc], Loc]:

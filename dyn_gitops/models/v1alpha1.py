@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from .k8s import Container, EnvVar, ExtraPodSpec, ObjectMeta, Quantity, Strict
 
@@ -144,6 +144,16 @@ class ServiceSpec(Strict):
     gpuMemoryService: GPUMemoryService | None = None
     failover: Failover | None = None
     runtimeVersionOverride: str | None = None
+    # v1beta1 experimental.grove.forceScalingGroup (no v1alpha1 field): set by conversion
+    _force_scaling_group: bool = PrivateAttr(default=False)
+
+    @property
+    def force_scaling_group(self) -> bool:
+        """Grove: a single-node service in its own PodCliqueScalingGroup (v1beta1 only)."""
+        return self._force_scaling_group
+
+    def set_force_scaling_group(self, value: bool) -> None:
+        self._force_scaling_group = value
 
     @property
     def main_container(self) -> Container | None:

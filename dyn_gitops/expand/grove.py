@@ -1,0 +1,218 @@
+"""The Grove path (``spec/dynamo-objects.md`` 7, ``dynamo-pod-spec.md`` 6.2 and 7): one
+PodCliqueSet per DGD instead of DCDs. A single-node service is one clique; a multinode
+service is a leader clique and a worker clique in a PodCliqueScalingGroup, which Grove
+replicates ``replicas`` times. The DGD controller itself creates the Services and
+Ingresses that the DCD controller would create on the component path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import keys
+from ..models.v1alpha1 import DynamoGraphDeployment
+from ..settings import RenderSettings, go_duration
+from . import defaults, lws, multinode, names
+from .context import ComponentContext
+from .objects import meta
+from .podspec import build_pod_spec, discovery_labels
+
+Obj = dict[str, Any]
+
+GROVE_API = "grove.io/v1alpha1"
+STARTUP_ANY_ORDER = "CliqueStartupTypeAnyOrder"
+STARTUP_EXPLICIT = "CliqueStartupTypeExplicit"
+KAI_SCHEDULER = "kai-scheduler"
+DEFAULT_KAI_QUEUE = "dynamo"
+
+
+@dataclass
+class ServiceCliques:
+    """What one service contributes to the PodCliqueSet template."""
+
+    cliques: list[Obj] = field(default_factory=list)
+    scaling_group: Obj | None = None
+    explicit_startup: bool = False  # some clique waits for others (startsAfter)
+
+
+def is_grove(dgd: DynamoGraphDeployment, settings: RenderSettings) -> bool:
+    """Grove is on and the DGD does not opt out (``nvidia.com/enable-grove: "false"``)."""
+    ann = dgd.metadata.annotations or {}
+    return settings.grove and ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
+
+
+def pcs_name(dgd: DynamoGraphDeployment) -> str:
+    budgets = [names.grove_clique_budget(n, s.multinode is not None and s.multinode.nodeCount > 1,
+                                         s.force_scaling_group)
+               for n, s in (dgd.spec.services or {}).items()]
+    return names.pcs_name(dgd.metadata.name, budgets)
+
+
+def kai_queue(dgd: DynamoGraphDeployment) -> str:
+    queue = (dgd.metadata.annotations or {}).get(keys.ANN_KAI_QUEUE, "").strip()
+    return queue or DEFAULT_KAI_QUEUE
+
+
+def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str, str]:
+    """``generateLabels``: system labels, user labels over them, then the keys a user
+    cannot override re-applied (selector and component are not among them upstream)."""
+    spec = ctx.spec
+    labels = {keys.LABEL_SELECTOR: names.base_name(ctx.dgd_name, ctx.service),
+              keys.LABEL_GRAPH_NAME: ctx.dgd_name, keys.LABEL_COMPONENT: ctx.service,
+              keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns}
+    if ctx.component_type:
+        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
+    if spec.subComponentType:
+        labels[keys.LABEL_SUB_COMPONENT_TYPE] = spec.subComponentType
+    if spec.modelRef is not None:
+        labels[keys.LABEL_BASE_MODEL_HASH] = names.model_hash(spec.modelRef.name)
+    # Grove reads the DGD's own annotation here, not the component's
+    if (dgd.metadata.annotations or {}).get(keys.ANN_ENABLE_METRICS) != "false":
+        labels[keys.LABEL_METRICS_ENABLED] = "true"
+    user = {**(dgd.spec.labels or {}), **(spec.labels or {})}
+    labels.update(user)
+    if spec.extraPodMetadata and spec.extraPodMetadata.labels:
+        labels.update(spec.extraPodMetadata.labels)
+    labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
+    if ctx.component_type:
+        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
+    labels[keys.LABEL_DYNAMO_NAMESPACE] = ctx.dynamo_ns
+    if user.get(keys.LABEL_WORKER_HASH):
+        labels[keys.LABEL_WORKER_HASH] = user[keys.LABEL_WORKER_HASH]
+    if ctx.k8s_discovery:
+        labels.update(discovery_labels())
+    if ctx.settings.kai_scheduler:
+        labels[keys.LABEL_KAI_QUEUE] = kai_queue(dgd)
+    return dict(sorted(labels.items()))
+
+
+def clique_annotations(ctx: ComponentContext) -> dict[str, str]:
+    out = dict(ctx.annotations)
+    epm = ctx.spec.extraPodMetadata
+    if epm and epm.annotations:
+        out.update(epm.annotations)
+    out.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
+    return dict(sorted(out.items()))
+
+
+def _topology(packdomain_owner: Any) -> Obj | None:
+    tc = getattr(packdomain_owner, "topologyConstraint", None)
+    if tc is None or not tc.packDomain:
+        return None
+    return {"packDomain": tc.packDomain}
+
+
+def _clique(name: str, labels: dict[str, str], annotations: dict[str, str], replicas: int,
+            min_available: int, pod: Obj, topology: Obj | None) -> Obj:
+    clique: Obj = {"name": name, "labels": labels}
+    if annotations:
+        clique["annotations"] = annotations
+    if topology is not None:
+        clique["topologyConstraint"] = topology
+    clique["spec"] = {"roleName": name, "replicas": replicas, "minAvailable": min_available,
+                      "podSpec": pod}
+    return clique
+
+
+def _with_scheduler(pod: Obj, ctx: ComponentContext) -> Obj:
+    """Kai: the cliques use its scheduler unless the user chose another one."""
+    if ctx.settings.kai_scheduler and pod.get("schedulerName") in (None, "", KAI_SCHEDULER):
+        pod = {**pod, "schedulerName": KAI_SCHEDULER}
+    return pod
+
+
+def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> ServiceCliques:
+    spec = ctx.spec
+    lsvc = ctx.service.lower()
+    labels = clique_labels(ctx, dgd)
+    annotations = clique_annotations(ctx)
+    replicas = 1 if spec.replicas is None else spec.replicas
+    nodes = spec.multinode.nodeCount if spec.multinode is not None else 1
+    single = build_pod_spec(ctx)
+    min_available = spec.minAvailable if spec.minAvailable is not None else 1
+    if nodes <= 1 and spec.force_scaling_group:
+        # one pod per clique; the scaling group's replicas carry the horizontal scale
+        return ServiceCliques(
+            cliques=[_clique(lsvc, labels, annotations, 1, 1, _with_scheduler(single, ctx),
+                             None)],
+            scaling_group=_scaling_group(lsvc, [lsvc], replicas, min_available, spec))
+    if nodes <= 1:
+        return ServiceCliques(cliques=[_clique(
+            lsvc, labels, annotations, replicas, min_available, _with_scheduler(single, ctx),
+            _topology(spec))])
+
+    addr = multinode.grove_addressing(ctx.service, nodes)
+    leader_name = f"{lsvc}-{multinode.GROVE_LEADER_SUFFIX}"
+    worker_name = f"{lsvc}-{multinode.GROVE_WORKER_SUFFIX}"
+    pods = {role: multinode.role_pod(single, role, ctx.backend, nodes, ctx.annotations,
+                                     lws.wait_leader_config_map_name(ctx.dgd_name),
+                                     ctx.settings.mpi_ssh_secret, addr, require_command=False)
+            for role in (multinode.LEADER, multinode.WORKER)}
+    leader = _clique(leader_name, labels, annotations, 1, 1,
+                     _with_scheduler(pods[multinode.LEADER], ctx), None)
+    worker = _clique(worker_name, labels, annotations, nodes - 1, nodes - 1,
+                     _with_scheduler(pods[multinode.WORKER], ctx), None)
+    out = ServiceCliques(cliques=[leader, worker])
+    # TRT-LLM: mpirun on the leader needs every worker's sshd up first
+    if ctx.backend == "trtllm":
+        leader["spec"]["startsAfter"] = [worker_name]
+        out.explicit_startup = True
+    out.scaling_group = _scaling_group(lsvc, [leader_name, worker_name], replicas,
+                                       min_available, spec)
+    return out
+
+
+def _scaling_group(name: str, cliques: list[str], replicas: int, min_available: int,
+                   spec: Any) -> Obj:
+    group: Obj = {"name": name, "cliqueNames": cliques, "replicas": replicas,
+                  "minAvailable": min_available}
+    topology = _topology(spec)  # the group's, not its cliques'
+    if topology is not None:
+        group["topologyConstraint"] = topology
+    return group
+
+
+def pod_clique_set(dgd: DynamoGraphDeployment, namespace: str, settings: RenderSettings,
+                   parts: list[ServiceCliques]) -> Obj:
+    cliques = sorted((c for p in parts for c in p.cliques), key=lambda c: str(c["name"]))
+    groups = sorted((p.scaling_group for p in parts if p.scaling_group is not None),
+                    key=lambda g: str(g["name"]))
+    template: Obj = {
+        "cliques": cliques,
+        "cliqueStartupType": (STARTUP_EXPLICIT if any(p.explicit_startup for p in parts)
+                              else STARTUP_ANY_ORDER),
+    }
+    if dgd.spec.priorityClassName:
+        template["priorityClassName"] = dgd.spec.priorityClassName
+    template["headlessServiceConfig"] = {"publishNotReadyAddresses": True}
+    topology = _topology(dgd.spec)
+    if topology is not None:
+        template["topologyConstraint"] = topology
+    delay = go_duration(settings.grove_termination_delay)
+    if delay != "0s":
+        template["terminationDelay"] = delay
+    if groups:
+        template["podCliqueScalingGroups"] = groups
+    spec: Obj = {"replicas": 1}
+    strategy = (dgd.metadata.annotations or {}).get(keys.ANN_GROVE_UPDATE_STRATEGY)
+    if strategy:
+        spec["updateStrategy"] = {"type": strategy}
+    spec["template"] = template
+    return {"apiVersion": GROVE_API, "kind": "PodCliqueSet",
+            "metadata": meta(pcs_name(dgd), namespace, dgd.spec.labels, dgd.spec.annotations),
+            "spec": spec}
+
+
+def component_service(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Obj:
+    """The Service the DGD controller creates on the Grove path: user labels (no system
+    labels, no annotations) and the component selector; it selects leader and workers."""
+    labels = {**(dgd.spec.labels or {}), **(ctx.spec.labels or {})}
+    if ctx.k8s_discovery:
+        labels.update(discovery_labels())
+    selector = {keys.LABEL_COMPONENT_TYPE: ctx.component_type,
+                keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns, keys.LABEL_COMPONENT: ctx.service}
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": meta(names.normalize(ctx.name), ctx.namespace, labels),
+            "spec": {"selector": dict(sorted(selector.items())),
+                     "ports": [defaults.service_port(ctx.component_type)]}}

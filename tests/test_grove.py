@@ -1,0 +1,435 @@
+"""The Grove path (setting grove): one PodCliqueSet per DGD, cliques and scaling groups,
+Grove addressing for multinode services, the name-length rule, and the Services and
+Ingresses the DGD controller creates on that path.
+
+Go tests ported (``spec/dynamo-pod-spec.md`` section 10): TestGenerateGrovePodCliqueSet
+(single node, multinode sglang, multinode vllm), TestGetCliqueStartupDependencies /
+TestGenerateGrovePodCliqueSet_StartsAfterDependencies, ..._ComponentMinAvailable,
+..._SingleNodeForceScalingGroup, the PCSNameForDGD table test and
+TestGenerateBasePodSpec_TRTLLMSSHMountUsesSecretVolume (Grove form).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import render_objects
+
+from dyn_gitops import keys
+from dyn_gitops.errors import RenderError
+from dyn_gitops.expand import names
+
+Obj = dict[str, Any]
+LEADER_HOST = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-worker-ldr-0.$(GROVE_HEADLESS_SERVICE)"
+NODE_RANK = "$((GROVE_PCLQ_POD_INDEX + 1))"
+
+
+def dgd(name: str, services: dict[str, Obj], *, namespace: str = "test-namespace",
+        annotations: dict[str, str] | None = None, api: str = "nvidia.com/v1alpha1",
+        **spec: Any) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": api, "kind": "DynamoGraphDeployment", "metadata": meta,
+            "spec": {**spec, "services": services}}
+
+
+def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
+    path = tmp_path / "dgd.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return render_objects(path, **{"grove": True, **settings})
+
+
+def render_error(tmp_path: Path, doc: Obj, **settings: Any) -> str:
+    with pytest.raises(RenderError) as info:
+        render(tmp_path, doc, **settings)
+    return "\n".join(str(p) for p in info.value.problems)
+
+
+def pcs(objs: list[Obj]) -> Obj:
+    found = [o for o in objs if o["kind"] == "PodCliqueSet"]
+    assert len(found) == 1, [o["kind"] for o in objs]
+    return found[0]
+
+
+def cliques(objs: list[Obj]) -> dict[str, Obj]:
+    return {c["name"]: c for c in pcs(objs)["spec"]["template"]["cliques"]}
+
+
+def main(clique: Obj) -> Obj:
+    c: Obj = clique["spec"]["podSpec"]["containers"][0]
+    assert c["name"] == "main"
+    return c
+
+
+def env(container: Obj) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
+
+
+def worker(nodes: int, command: list[str], args: list[str], gpus: str = "2",
+           replicas: int = 1, **extra: Any) -> Obj:
+    return {"componentType": "worker", "replicas": replicas,
+            "multinode": {"nodeCount": nodes},
+            "resources": {"limits": {"gpu": gpus}},
+            "extraPodSpec": {"mainContainer": {"image": "worker-image", "command": command,
+                                               "args": args}}, **extra}
+
+
+FRONTEND = {"componentType": "frontend", "replicas": 1,
+            "extraPodSpec": {"mainContainer": {"image": "frontend-image"}}}
+
+
+# ------------------------------------------------------- TestGenerateGrovePodCliqueSet
+def _single_node_graph() -> Obj:
+    return dgd("test-dynamo-graph-deployment", {
+        "Frontend": {
+            "componentType": "frontend", "subComponentType": "test-sub-component",
+            "extraPodMetadata": {"annotations": {"nvidia.com/annotation1": "annotation1"},
+                                 "labels": {"nvidia.com/label1": "label1"}},
+            "replicas": 1,
+            "livenessProbe": {"httpGet": {"path": "/health", "port": 8080}},
+            "extraPodSpec": {"terminationGracePeriodSeconds": 10,
+                             "imagePullSecrets": [{"name": "frontend-secret"}],
+                             "mainContainer": {"image": "frontend-image"}}},
+        "Planner": {
+            "componentType": "planner", "replicas": 2,
+            "volumeMounts": [{"name": "dynamo-pvc", "mountPoint": "/planner"}],
+            "extraPodSpec": {"mainContainer": {"image": "planner-image"}}}},
+        envs=[{"name": "DYNAMO_POD_GANG_SET_REPLICAS", "value": "1"}])
+
+
+def test_single_node_pod_clique_set(tmp_path: Path) -> None:
+    objs = render(tmp_path, _single_node_graph())
+    p = pcs(objs)
+    assert p["metadata"]["name"] == "test-dynamo-graph-deployment"
+    assert p["spec"]["replicas"] == 1
+    template = p["spec"]["template"]
+    assert template["cliqueStartupType"] == "CliqueStartupTypeAnyOrder"
+    assert template["headlessServiceConfig"] == {"publishNotReadyAddresses": True}
+    assert template["terminationDelay"] == "15m0s"
+    assert "podCliqueScalingGroups" not in template
+    cl = cliques(objs)
+    assert sorted(cl) == ["frontend", "planner"]
+    fe, pl = cl["frontend"], cl["planner"]
+    assert (fe["spec"]["roleName"], fe["spec"]["replicas"], fe["spec"]["minAvailable"]) == (
+        "frontend", 1, 1)
+    assert (pl["spec"]["roleName"], pl["spec"]["replicas"], pl["spec"]["minAvailable"]) == (
+        "planner", 2, 1)
+    # no DCDs, no Deployments on this path
+    assert not [o for o in objs if o["kind"] in ("Deployment", "DynamoComponentDeployment")]
+
+    labels = fe["labels"]
+    assert labels[keys.LABEL_SELECTOR] == "test-dynamo-graph-deployment-frontend"
+    assert labels[keys.LABEL_COMPONENT] == "Frontend"
+    assert labels[keys.LABEL_COMPONENT_TYPE] == "frontend"
+    assert labels[keys.LABEL_SUB_COMPONENT_TYPE] == "test-sub-component"
+    assert labels[keys.LABEL_DYNAMO_NAMESPACE] == "test-namespace-test-dynamo-graph-deployment"
+    assert labels[keys.LABEL_METRICS_ENABLED] == "true"
+    assert labels["nvidia.com/label1"] == "label1"
+    assert fe["annotations"] == {"nvidia.com/annotation1": "annotation1",
+                                 keys.ANN_DISCOVERY_BACKEND: "kubernetes"}
+
+    spec = fe["spec"]["podSpec"]
+    assert spec["terminationGracePeriodSeconds"] == 10  # extraPodSpec wins
+    assert spec["imagePullSecrets"] == [{"name": "frontend-secret"}]
+    assert spec["securityContext"] == {"fsGroup": 1000}
+    assert spec["serviceAccountName"] == "test-dynamo-graph-deployment-k8s-service-discovery"
+    c = main(fe)
+    assert c["livenessProbe"] == {"httpGet": {"path": "/health", "port": 8080}}
+    assert c["readinessProbe"]["httpGet"]["path"] == "/health"  # default kept
+    assert env(c)["DYNAMO_POD_GANG_SET_REPLICAS"] == "1"
+    assert "DYN_NAMESPACE_WORKER_SUFFIX" not in env(c)
+
+    pspec = pl["spec"]["podSpec"]
+    assert pspec["serviceAccountName"] == names.PLANNER_SERVICE_ACCOUNT
+    assert {"name": "dynamo-pvc", "persistentVolumeClaim": {"claimName": "dynamo-pvc"}} in \
+        pspec["volumes"]
+    assert {"name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}} in \
+        pspec["volumes"]
+    assert main(pl)["startupProbe"]["failureThreshold"] == 720
+
+
+def test_clique_pod_spec_is_the_component_path_pod_spec(tmp_path: Path) -> None:
+    # one pod-spec builder for both paths: only the service account fallback differs
+    graph = _single_node_graph()
+    grove_objs = render(tmp_path, graph)
+    comp = render(tmp_path, graph, grove=False)
+    for service, clique in cliques(grove_objs).items():
+        dep = next(o for o in comp if o["kind"] == "Deployment"
+                   and o["metadata"]["name"].startswith(f"test-dynamo-graph-deployment-{service}"))
+        assert clique["spec"]["podSpec"] == dep["spec"]["template"]["spec"], service
+
+
+def test_multinode_sglang(tmp_path: Path) -> None:
+    # Go: TestGenerateGrovePodCliqueSet "multinode sglang"
+    objs = render(tmp_path, dgd("sglang", {"Frontend": FRONTEND, "worker": worker(
+        3, ["python3", "-m", "dynamo.sglang"], ["--custom-flag", "custom-value"],
+        replicas=5)}))
+    cl = cliques(objs)
+    assert sorted(cl) == ["frontend", "worker-ldr", "worker-wkr"]
+    ldr, wkr = cl["worker-ldr"], cl["worker-wkr"]
+    assert (ldr["spec"]["replicas"], ldr["spec"]["minAvailable"]) == (1, 1)
+    assert (wkr["spec"]["replicas"], wkr["spec"]["minAvailable"]) == (2, 2)
+    assert main(ldr)["command"] == ["python3", "-m", "dynamo.sglang"]
+    assert main(ldr)["args"] == ["--custom-flag", "custom-value", "--dist-init-addr",
+                                 f"{LEADER_HOST}:29500", "--nnodes", "3", "--node-rank", "0"]
+    # the worker's rank is shell arithmetic: the command is wrapped in sh -c
+    assert main(wkr)["command"] == ["sh", "-c"]
+    assert main(wkr)["args"] == [
+        f"exec python3 -m dynamo.sglang --custom-flag custom-value --dist-init-addr "
+        f"{LEADER_HOST}:29500 --nnodes 3 --node-rank {NODE_RANK}"]
+    assert {"livenessProbe", "readinessProbe", "startupProbe"} <= set(main(ldr))
+    assert not {"livenessProbe", "readinessProbe", "startupProbe"} & set(main(wkr))
+    groups = pcs(objs)["spec"]["template"]["podCliqueScalingGroups"]
+    assert groups == [{"name": "worker", "cliqueNames": ["worker-ldr", "worker-wkr"],
+                       "replicas": 5, "minAvailable": 1}]
+    assert pcs(objs)["spec"]["template"]["cliqueStartupType"] == "CliqueStartupTypeAnyOrder"
+    # leader and worker cliques carry the same component labels: one Service selects both
+    assert ldr["labels"] == wkr["labels"]
+    assert ldr["labels"][keys.LABEL_SELECTOR] == "sglang-worker"
+
+
+def test_multinode_vllm_ray(tmp_path: Path) -> None:
+    # Go: TestGenerateGrovePodCliqueSet "multinode vllm": TP 4 > 2 GPUs, no origin
+    # annotation -> Ray
+    objs = render(tmp_path, dgd("vllm", {"worker": worker(
+        2, ["python3"], ["-m", "dynamo.vllm", "--tensor-parallel-size", "4"])}))
+    cl = cliques(objs)
+    assert main(cl["worker-ldr"])["command"] == ["/bin/sh", "-c"]
+    assert main(cl["worker-ldr"])["args"] == [
+        "ray start --head --port=6379 && python3 -m dynamo.vllm --tensor-parallel-size 4 "
+        "--distributed-executor-backend ray"]
+    assert main(cl["worker-wkr"])["args"] == [f"ray start --address={LEADER_HOST}:6379 --block"]
+    assert "initContainers" not in cl["worker-wkr"]["spec"]["podSpec"]
+
+
+def test_multinode_vllm_mp_waits_for_the_grove_leader(tmp_path: Path) -> None:
+    objs = render(tmp_path, dgd("vllm", {"worker": worker(
+        2, ["python3", "-m", "dynamo.vllm"], ["--tensor-parallel-size", "4"])},
+        annotations={keys.ANN_VLLM_EXECUTOR_BACKEND: "mp"}))
+    cl = cliques(objs)
+    assert main(cl["worker-ldr"])["args"][-10:] == [
+        "--distributed-executor-backend", "mp", "--nnodes", "2", "--master-addr", LEADER_HOST,
+        "--master-port", "29500", "--node-rank", "0"]
+    wkr = cl["worker-wkr"]
+    assert main(wkr)["command"] == ["sh", "-c"]
+    assert main(wkr)["args"][0].endswith(f"--node-rank {NODE_RANK} --headless")
+    init = wkr["spec"]["podSpec"]["initContainers"][0]
+    assert init["name"] == "wait-for-leader-mp"
+    # sh expands ${VAR}: kubelet only expands $(VAR) in command/args, not inside a string
+    assert ('LEADER_HOST="${GROVE_PCSG_NAME}-${GROVE_PCSG_INDEX}-worker-ldr-0.'
+            '${GROVE_HEADLESS_SERVICE}"') in init["args"][0]
+    assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == "vllm-wait-leader-script"
+               for o in objs)
+
+
+def test_multinode_trtllm_starts_leader_after_workers(tmp_path: Path) -> None:
+    # Go: TestGetCliqueStartupDependencies / ..._StartsAfterDependencies and the SSH secret
+    # volume (TestGenerateBasePodSpec_TRTLLMSSHMountUsesSecretVolume)
+    objs = render(tmp_path, dgd("trt", {"worker": worker(
+        3, ["python3", "-m", "dynamo.trtllm"], ["--model-path", "m"], gpus="4")}))
+    template = pcs(objs)["spec"]["template"]
+    assert template["cliqueStartupType"] == "CliqueStartupTypeExplicit"
+    cl = cliques(objs)
+    assert cl["worker-ldr"]["spec"]["startsAfter"] == ["worker-wkr"]
+    assert "startsAfter" not in cl["worker-wkr"]["spec"]
+    args = main(cl["worker-ldr"])["args"][0]
+    base = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-worker"
+    assert (f"-n 12 -H {base}-ldr-0.$(GROVE_HEADLESS_SERVICE),"
+            f"{base}-wkr-0.$(GROVE_HEADLESS_SERVICE),{base}-wkr-1.$(GROVE_HEADLESS_SERVICE) ") \
+        in args
+    assert "getent hosts" not in args  # Grove publishes not-ready addresses: no DNS wait
+    for clique in cl.values():
+        assert {"name": "mpi-run-ssh-secret", "secret": {
+            "secretName": "mpi-run-ssh-secret", "defaultMode": 0o644}} in \
+            clique["spec"]["podSpec"]["volumes"]
+        assert {"name": "mpi-run-ssh-secret", "mountPath": "/ssh-pk", "readOnly": True} in \
+            main(clique)["volumeMounts"]
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_multinode_vllm_and_sglang_have_no_startup_order(tmp_path: Path, backend: str) -> None:
+    objs = render(tmp_path, dgd("g", {"worker": worker(
+        2, ["python3", "-m", f"dynamo.{backend}"], ["--tp", "1"])}))
+    assert pcs(objs)["spec"]["template"]["cliqueStartupType"] == "CliqueStartupTypeAnyOrder"
+    assert not any("startsAfter" in c["spec"] for c in cliques(objs).values())
+
+
+def test_component_min_available(tmp_path: Path) -> None:
+    # Go: TestGenerateGrovePodCliqueSet_ComponentMinAvailable
+    objs = render(tmp_path, dgd("g", {
+        "Frontend": {**FRONTEND, "replicas": 4, "minAvailable": 2},
+        "worker": worker(3, ["python3", "-m", "dynamo.sglang"], ["--tp", "6"], replicas=3,
+                         minAvailable=2)}))
+    cl = cliques(objs)
+    assert (cl["frontend"]["spec"]["replicas"], cl["frontend"]["spec"]["minAvailable"]) == (4, 2)
+    # multinode cliques need every pod; the service's minAvailable goes to the group
+    assert cl["worker-wkr"]["spec"]["minAvailable"] == 2 == cl["worker-wkr"]["spec"]["replicas"]
+    group = pcs(objs)["spec"]["template"]["podCliqueScalingGroups"][0]
+    assert (group["replicas"], group["minAvailable"]) == (3, 2)
+
+
+def test_single_node_force_scaling_group(tmp_path: Path) -> None:
+    # Go: TestGenerateGrovePodCliqueSet_SingleNodeForceScalingGroup (v1beta1 only)
+    doc = {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
+           "metadata": {"name": "fsg", "namespace": "ns"},
+           "spec": {"components": [{
+               "name": "Worker", "type": "worker", "replicas": 3,
+               "experimental": {"grove": {"forceScalingGroup": True}},
+               "podTemplate": {"spec": {"containers": [{
+                   "name": "main", "image": "img",
+                   "command": ["python3", "-m", "dynamo.vllm"]}]}}}]}}
+    objs = render(tmp_path, doc)
+    cl = cliques(objs)
+    assert (cl["worker"]["spec"]["replicas"], cl["worker"]["spec"]["minAvailable"]) == (1, 1)
+    assert pcs(objs)["spec"]["template"]["podCliqueScalingGroups"] == [
+        {"name": "worker", "cliqueNames": ["worker"], "replicas": 3, "minAvailable": 1}]
+    # off the Grove path it is refused, as the webhook does
+    message = render_error(tmp_path, doc, grove=False)
+    assert "spec.components[0].experimental.grove.forceScalingGroup" in message
+    assert "only on the Grove path" in message
+
+
+# ------------------------------------------------------------------------ PCSNameForDGD
+@pytest.mark.parametrize(("dgd_name", "budgets", "want"), [
+    ("short", [len("frontend")], "short"),
+    # the section-10 example: multinode prefill/decode leave 45 - (7 + 11) = 27 characters
+    ("deepseek-v32-fp4-trtllm-dgd",
+     [names.grove_clique_budget("prefill", True), names.grove_clique_budget("decode", True),
+      names.grove_clique_budget("Frontend", False)], "deepseek-v32-fp4-trtllm-dgd"),
+    ("deepseek-v32-fp4-trtllm-dgd-x", [names.grove_clique_budget("prefill", True)], None),
+    ("a" * 60, [45], None),  # clamped to the 8-character minimum
+])
+def test_pcs_name_for_dgd(dgd_name: str, budgets: list[int], want: str | None) -> None:
+    got = names.pcs_name(dgd_name, budgets)
+    if want is not None:
+        assert got == want
+        return
+    budget = max(45 - max(budgets), 8)
+    assert len(got) == budget
+    assert got.startswith(dgd_name[:budget - 5] + "-")
+    suffix = got.rsplit("-", 1)[1]
+    assert len(suffix) == 4 and int(suffix, 16) >= 0
+    assert got == names.pcs_name(dgd_name, budgets)  # deterministic
+
+
+def test_fnv1a_suffix_matches_go() -> None:
+    # hash/fnv New32a over the bytes; FNV-1a test vectors
+    assert names._fnv1a32(b"") == 0x811C9DC5
+    assert names._fnv1a32(b"a") == 0xE40C292C
+    assert names._fnv1a32(b"foobar") == 0xBF9CF968
+
+
+def test_long_dgd_name_gets_a_truncated_pcs(tmp_path: Path) -> None:
+    name = "a-very-long-dynamo-graph-deployment-name-x"  # 42 characters
+    objs = render(tmp_path, dgd(name, {"decode": worker(
+        2, ["python3", "-m", "dynamo.sglang"], ["--tp", "4"])}))
+    pcs_name = pcs(objs)["metadata"]["name"]
+    assert len(pcs_name) == 45 - len("decode") - len("decode-ldr")
+    assert pcs_name != name
+    # everything else keeps the DGD name
+    assert cliques(objs)["decode-ldr"]["labels"][keys.LABEL_GRAPH_NAME] == name
+
+
+def test_service_name_too_long_for_grove_is_an_error(tmp_path: Path) -> None:
+    long = "s" * 20  # 20 + 24 = 44 budget: only 8 characters would be left for the PCS
+    doc = dgd("graph", {long: worker(2, ["python3", "-m", "dynamo.sglang"], ["--tp", "4"])})
+    message = render_error(tmp_path, doc)
+    assert f"spec.services.{long}" in message and "too long for Grove" in message
+    # the annotation opts the DGD out of Grove and out of the check
+    doc["metadata"]["annotations"] = {keys.ANN_ENABLE_GROVE: "false"}
+    assert render(tmp_path, doc, lws=True)
+
+
+# -------------------------------------------------------- objects around the cliques
+def test_grove_services_and_ingress(tmp_path: Path) -> None:
+    doc = dgd("g.v1", {"Frontend": {**FRONTEND, "labels": {"team": "a"},
+                                     "annotations": {"note": "x"}},
+                       "worker": worker(2, ["python3", "-m", "dynamo.sglang"], ["--tp", "4"])},
+              labels={"org": "o"})
+    objs = render(tmp_path, doc, ingress_class="nginx")
+    services = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Service"}
+    assert sorted(services) == ["g-v1-frontend", "g-v1-worker"]
+    fe = services["g-v1-frontend"]
+    # user labels + discovery labels, no system labels and no annotations on this path
+    assert fe["metadata"]["labels"] == {"org": "o", "team": "a",
+                                        keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
+                                        keys.LABEL_DISCOVERY_ENABLED: "true"}
+    assert not [a for a in fe["metadata"].get("annotations") or {}
+                if not a.startswith(keys.OUR_PREFIX)]
+    assert fe["spec"]["selector"] == {keys.LABEL_COMPONENT: "Frontend",
+                                      keys.LABEL_COMPONENT_TYPE: "frontend",
+                                      keys.LABEL_DYNAMO_NAMESPACE: "test-namespace-g-v1"}
+    # a multinode Service selects leader and workers alike (no role selector)
+    assert "role" not in services["g-v1-worker"]["spec"]["selector"]
+    ingress = next(o for o in objs if o["kind"] == "Ingress")
+    assert ingress["metadata"]["name"] == "g.v1-frontend"  # no dot replacement
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend["name"] == "g-v1-frontend"
+    # the PodCliqueSet copies only the DGD's spec labels
+    assert {k: v for k, v in pcs(objs)["metadata"]["labels"].items()
+            if not k.startswith(keys.OUR_PREFIX)} == {"org": "o"}
+
+
+def test_enable_grove_false_keeps_the_component_path(tmp_path: Path) -> None:
+    doc = dgd("g", {"Frontend": FRONTEND}, annotations={keys.ANN_ENABLE_GROVE: "False"})
+    objs = render(tmp_path, doc)
+    assert not [o for o in objs if o["kind"] == "PodCliqueSet"]
+    assert [o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"] == ["g-frontend"]
+
+
+def test_no_worker_hash_on_grove(tmp_path: Path) -> None:
+    objs = render(tmp_path, dgd("g", {"decode": {
+        "componentType": "worker",
+        "extraPodSpec": {"mainContainer": {"image": "i", "command": ["python3", "-m",
+                                                                    "dynamo.vllm"]}}}}))
+    clique = cliques(objs)["decode"]
+    assert keys.LABEL_WORKER_HASH not in clique["labels"]
+    assert "DYN_NAMESPACE_WORKER_SUFFIX" not in env(main(clique))
+    assert clique["labels"][keys.LABEL_SELECTOR] == "g-decode"
+
+
+def test_grove_labels_metrics_from_the_dgd_annotation_only(tmp_path: Path) -> None:
+    # Grove reads nvidia.com/enable-metrics on the DGD, not a service's annotation
+    doc = dgd("g", {"a": {**FRONTEND, "annotations": {keys.ANN_ENABLE_METRICS: "false"}}})
+    assert cliques(render(tmp_path, doc))["a"]["labels"][keys.LABEL_METRICS_ENABLED] == "true"
+    doc["metadata"]["annotations"] = {keys.ANN_ENABLE_METRICS: "false"}
+    assert keys.LABEL_METRICS_ENABLED not in cliques(render(tmp_path, doc))["a"]["labels"]
+
+
+def test_kai_scheduler(tmp_path: Path) -> None:
+    doc = dgd("g", {"a": FRONTEND, "b": {**FRONTEND, "extraPodSpec": {
+        "schedulerName": "my-scheduler", "mainContainer": {"image": "i"}}}},
+        annotations={keys.ANN_KAI_QUEUE: " team-queue "})
+    cl = cliques(render(tmp_path, doc, kai_scheduler=True))
+    assert cl["a"]["spec"]["podSpec"]["schedulerName"] == "kai-scheduler"
+    assert cl["a"]["labels"][keys.LABEL_KAI_QUEUE] == "team-queue"
+    assert cl["b"]["spec"]["podSpec"]["schedulerName"] == "my-scheduler"  # the user's choice
+    cl = cliques(render(tmp_path, doc))
+    assert "schedulerName" not in cl["a"]["spec"]["podSpec"]
+    assert keys.LABEL_KAI_QUEUE not in cl["a"]["labels"]
+
+
+def test_termination_delay_update_strategy_topology(tmp_path: Path) -> None:
+    doc = dgd("g", {"a": {**FRONTEND, "topologyConstraint": {"packDomain": "rack"}}},
+              annotations={keys.ANN_GROVE_UPDATE_STRATEGY: "OnDelete"},
+              priorityClassName="high",
+              topologyConstraint={"topologyProfile": "p", "packDomain": "zone"})
+    p = pcs(render(tmp_path, doc, grove_termination_delay="4h"))
+    assert p["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    t = p["spec"]["template"]
+    assert t["terminationDelay"] == "4h0m0s"
+    assert t["priorityClassName"] == "high"
+    assert t["topologyConstraint"] == {"packDomain": "zone"}
+    assert t["cliques"][0]["topologyConstraint"] == {"packDomain": "rack"}
+    doc["metadata"]["annotations"] = {keys.ANN_GROVE_UPDATE_STRATEGY: "Sometimes"}
+    assert "must be one of RollingRecreate, OnDelete" in render_error(tmp_path, doc)
+
+
+def test_restart_annotation_is_left_to_the_controller(tmp_path: Path) -> None:
+    doc = dgd("g", {"a": {**FRONTEND, "annotations": {keys.ANN_RESTART_AT: "2026-01-01"}}})
+    assert keys.ANN_RESTART_AT not in (cliques(render(tmp_path, doc))["a"].get("annotations")
+                                       or {})
