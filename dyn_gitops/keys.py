@@ -84,6 +84,8 @@ ANN_MANAGED_REPLICAS: Final = OUR_PREFIX + "managed-replicas"
 #: controller prefers it over recomputing the hash (renderer and controller versions may
 #: differ); without it the controller recomputes with its own copy of the renderer.
 ANN_WORKER_HASH: Final = OUR_PREFIX + "worker-hash"
+#: on an emitted source DGD converted to v1alpha1: the apiVersion it was written in
+ANN_SOURCE_API_VERSION: Final = OUR_PREFIX + "source-api-version"
 LABEL_RENDERED_BY: Final = OUR_PREFIX + "rendered-by"
 #: repository path of the rendered directory (Argo CD: ARGOCD_APP_SOURCE_PATH); the
 #: paths in source-path are relative to it

@@ -118,6 +118,19 @@ def _read_v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) 
         return None
 
 
+def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
+                    settings: RenderSettings) -> dict[str, Any]:
+    """The source DGD as written, or a v1beta1 one as the v1alpha1 DGD it was rendered from
+    (what the dyn-gitops CRDs serve and the controller reads)."""
+    if data.get("apiVersion") != v1beta1.API_VERSION or settings.source_api_version != "v1alpha1":
+        return data
+    alpha: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
+    meta = alpha.setdefault("metadata", {})
+    meta["annotations"] = {**(meta.get("annotations") or {}),
+                           keys.ANN_SOURCE_API_VERSION: v1beta1.API_VERSION}
+    return alpha
+
+
 def render(source: Source, settings: RenderSettings) -> RenderResult:
     """Render everything in ``source``; raise :class:`RenderError` with every problem."""
     problems = list(source.problems)
@@ -190,7 +203,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         for child in children:
             rendered.append(Rendered(child, doc.file.path, dgd=source_ref))
         if settings.emit_source:
-            rendered.append(Rendered(data, doc.file.path, dgd=source_ref, source_dgd=True))
+            rendered.append(Rendered(_source_to_emit(data, obj, settings), doc.file.path,
+                                     dgd=source_ref, source_dgd=True))
     if problems:
         raise RenderError(problems)
     objects = finalize(rendered, settings=settings, commit=source.commit, problems=problems)

@@ -51,6 +51,10 @@ class RenderSettings:
         "desired count in an annotation and mark them not to be pruned by Argo CD / Flux.")
     emit_source: bool = _setting(
         True, "Emit the source DynamoGraphDeployments beside the expanded objects.")
+    source_api_version: Literal["v1alpha1", "as-written"] = _setting(
+        "v1alpha1", "API version of an emitted nvidia.com/v1beta1 source DGD: v1alpha1 (the "
+        "version the dyn-gitops CRDs and controller serve; the same conversion the renderer "
+        "uses), or as-written (for clusters with Dynamo's own v1beta1 CRDs).")
     output_format: Literal["yaml", "json"] = _setting(
         "yaml", "Output format: a YAML stream, or a JSON List.", group="output")
     allow_empty: bool = _setting(

@@ -6,12 +6,10 @@ The settings, the lists of what is expected not to render and of what needs the 
 lws or dra all come from ``test_conformance.py``: that module stays the single place they
 are written.
 
-One named exception: the ``nvidia.com/v1beta1`` examples (``SOURCE_DGD_VERSION_NOT_SERVED``)
-are rendered with the setting emit-source false, because our generated CRD serves only
-``v1alpha1`` and the emitted source DGD (which passes through in its own apiVersion) would be
-refused as a kind the server does not serve. The test shows that this is the only object left
-out, and that it is left out for that reason; and a separate test applies the v1alpha1 DGD the
-renderer converts each of them to.
+The ``nvidia.com/v1beta1`` examples (``V1BETA1_EXAMPLES``) are rendered with the default
+settings like every other: their source DGD is emitted as the v1alpha1 DGD it converts to
+(setting source-api-version), which our CRD serves; emitted as written (v1beta1) it would
+be refused, which a test shows.
 """
 
 from __future__ import annotations
@@ -37,10 +35,8 @@ pytestmark = pytest.mark.realk8s
 DGD_KIND = "DynamoGraphDeployment"
 V1BETA1 = "nvidia.com/v1beta1"
 
-#: Named exception (see the module docstring): v1beta1 DGDs, rendered with emit-source false
-#: because our CRD (``dyn-gitops crds``) serves only nvidia.com/v1alpha1, so the source DGD,
-#: emitted unchanged as v1beta1, would be refused. Exact: checked against the corpus below.
-SOURCE_DGD_VERSION_NOT_SERVED = frozenset({
+#: the examples with a v1beta1 DGD (exact: checked against the corpus below)
+V1BETA1_EXAMPLES = frozenset({
     "examples__backends__sglang__deploy__v1beta1__disagg.yaml",
     "examples__backends__sglang__deploy__v1beta1__disagg_planner.yaml",
     "examples__backends__trtllm__deploy__v1beta1__disagg-multinode.yaml",
@@ -177,59 +173,37 @@ def _keys(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     return {(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in objects}
 
 
-def test_the_named_exception_is_exact() -> None:
-    """SOURCE_DGD_VERSION_NOT_SERVED is exactly the examples with a v1beta1 DGD."""
+def test_the_v1beta1_list_is_exact() -> None:
     v1beta1_files = {n for n in EXAMPLES if any(
         d.get("apiVersion") == V1BETA1 and d.get("kind") == DGD_KIND for d in _documents(n))}
-    assert v1beta1_files == SOURCE_DGD_VERSION_NOT_SERVED
+    assert v1beta1_files == V1BETA1_EXAMPLES
 
 
 @pytest.mark.parametrize("name", _params(EXAMPLES))
 def test_example_output_accepted_by_real_apiserver(dyn: Any, namespace: str,
                                                    name: str) -> None:
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-    settings = _component_settings(name)
-    if name in SOURCE_DGD_VERSION_NOT_SERVED:
-        # Named exception, not a skip: our CRD serves only v1alpha1, so the source DGD
-        # (emitted unchanged, as v1beta1) would be refused; render without it, and show
-        # that it is the only object left out and that the API server does not serve it.
-        assert V1BETA1.split("/")[1] not in _served_dgd_versions(), (
-            "our DGD CRD serves v1beta1 now: drop this exception and emit the source DGD")
-        objects = _render(name, namespace, emit_source=False, **settings)
-        with_source = _render(name, namespace, emit_source=True, **settings)
-        left_out = _keys(with_source) - _keys(objects)
-        assert _keys(objects) <= _keys(with_source)
-        assert left_out == {(V1BETA1, DGD_KIND, d["metadata"]["name"])
-                            for d in _documents(name) if d.get("kind") == DGD_KIND}, left_out
-        assert not any(o["kind"] == DGD_KIND for o in objects)
-        with pytest.raises(ResourceNotFoundError):
-            dyn.resources.get(api_version=V1BETA1, kind=DGD_KIND)
-    else:
-        objects = _render(name, namespace, **settings)
+    objects = _render(name, namespace, **_component_settings(name))
     assert objects, "rendered nothing"
+    dgds = {o["metadata"]["name"]: o for o in objects if o["kind"] == DGD_KIND}
+    assert {d["metadata"]["name"] for d in _documents(name) if d.get("kind") == DGD_KIND} \
+        == set(dgds), "every source DGD is emitted"
+    if name in V1BETA1_EXAMPLES:  # emitted as the v1alpha1 DGD it was rendered from
+        assert {d["apiVersion"] for d in dgds.values()} == {"nvidia.com/v1alpha1"}
     _assert_accepted(dyn, name, objects, namespace, KNOWN_REJECTIONS)
 
 
-@pytest.mark.parametrize("name", sorted(SOURCE_DGD_VERSION_NOT_SERVED))
-def test_v1beta1_source_as_v1alpha1_accepted_by_our_crd(dyn: Any, namespace: str,
-                                                        name: str) -> None:
-    """The v1alpha1-equivalent of each v1beta1 source DGD (the v1alpha1 DGD the renderer
-    converts it to and expands) is accepted by our CRD; its expanded objects are applied by
-    test_example_output_accepted_by_real_apiserver."""
-    from dyn_gitops.models import v1alpha1, v1beta1
-    from dyn_gitops.models.convert import to_v1alpha1
-
-    converted = []
-    for doc in _documents(name):
-        if doc.get("apiVersion") == V1BETA1 and doc.get("kind") == DGD_KIND:
-            alpha = to_v1alpha1(v1beta1.DynamoGraphDeployment.model_validate(doc))
-            out = alpha.model_dump(mode="json", exclude_none=True)
-            assert out["apiVersion"] == v1alpha1.API_VERSION
-            converted.append(out)
-    assert converted
-    rejected = _dry_run_apply_all(dyn, converted, namespace)
-    assert rejected == [], "\n".join(rejected)
+@pytest.mark.parametrize("name", sorted(V1BETA1_EXAMPLES))
+def test_v1beta1_source_as_written_is_not_served_by_our_crd(dyn: Any, namespace: str,
+                                                            name: str) -> None:
+    """Why source-api-version defaults to v1alpha1: our CRD does not serve v1beta1, so a
+    source DGD emitted as written is refused (clusters with Dynamo's own CRDs can use
+    as-written)."""
+    assert V1BETA1.split("/")[1] not in _served_dgd_versions()
+    objects = _render(name, namespace, source_api_version="as-written",
+                      **_component_settings(name))
+    rejected = _dry_run_apply_all(dyn, [o for o in objects if o["kind"] == DGD_KIND],
+                                  namespace)
+    assert rejected and all("does not serve this kind" in r for r in rejected), rejected
 
 
 #: the Grove variant: every example with a DGD (a file without one has no Grove path)
@@ -241,12 +215,9 @@ def test_example_grove_output_accepted_by_real_apiserver(dyn: Any, namespace: st
                                                          name: str) -> None:
     """The component path's settings plus grove (which wins over lws): a PodCliqueSet per
     DGD instead of Deployments and LeaderWorkerSets."""
-    emit_source = name not in SOURCE_DGD_VERSION_NOT_SERVED  # the same named exception
-    objects = _render(name, namespace, **{**_component_settings(name), "grove": True},
-                      emit_source=emit_source)
+    objects = _render(name, namespace, **{**_component_settings(name), "grove": True})
     assert objects, "rendered nothing"
-    if not emit_source:
-        assert not any(o["kind"] == DGD_KIND for o in objects)
+    assert any(o["kind"] == "PodCliqueSet" for o in objects)
     _assert_accepted(dyn, name, objects, namespace, {})
 
 

@@ -14,6 +14,7 @@ from the spec are ``xfail(strict=True)`` facts, so fixing them is noticed.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import functools
 import re
@@ -22,6 +23,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import SAMPLES, run_cli
+
+from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
 
 Obj = dict[str, Any]
 
@@ -575,15 +578,40 @@ def _without_source_path(text: str) -> str:
                    if "dyn-gitops.io/source-path:" not in ln)
 
 
+def _documents_except_dgds(text: str) -> list[str]:
+    return [d for d in text.split("---\n") if d and "\nkind: DynamoGraphDeployment\n" not in d]
+
+
 def test_facts_v1beta1_pair() -> None:
     """A v1beta1 DGD renders byte-identically to its v1alpha1 twin (dynamo-pod-spec.md 4, 9);
-    only the source-path annotation differs (the source DGD itself is not emitted)."""
-    twin = run_cli("render", "--namespace", "demo", "--no-emit-source",
+    only the source-path annotation differs; the source DGD is emitted as the v1alpha1 DGD
+    it converts to (setting source-api-version), equal to the twin."""
+    twin = run_cli("render", "--namespace", "demo",
                    str(SAMPLES / "v1beta1-pair" / "v1alpha1" / "sglang-disagg.yaml"))
     assert twin.code == 0, twin.stderr
-    assert _without_source_path(_render("v1beta1-pair")) == _without_source_path(twin.stdout)
+    assert _documents_except_dgds(_without_source_path(_render("v1beta1-pair"))) == \
+        _documents_except_dgds(_without_source_path(twin.stdout))
     objs = objects("v1beta1-pair")
-    assert not of_kind(objs, "DynamoGraphDeployment")
+    [emitted] = of_kind(objs, "DynamoGraphDeployment")
+    assert emitted["apiVersion"] == "nvidia.com/v1alpha1"
+    assert annotations(emitted)["dyn-gitops.io/source-api-version"] == "nvidia.com/v1beta1"
+    [written] = of_kind([yaml.safe_load(d) for d in twin.stdout.split("---\n") if d],
+                        "DynamoGraphDeployment")
+
+    def model(dgd: Obj) -> Obj:
+        dgd = copy.deepcopy(dgd)
+        dgd["metadata"]["annotations"] = {k: v for k, v in annotations(dgd).items()
+                                          if not k.startswith("dyn-gitops.io/")}
+        return DynamoGraphDeployment.model_validate(dgd).model_dump(exclude_none=True)
+
+    assert model(emitted) == model(written)
+    # as written, for clusters with Dynamo's own v1beta1 CRDs
+    as_written = run_cli("render", "--namespace", "demo", "--source-api-version", "as-written",
+                         str(SAMPLES / "v1beta1-pair" / "input" / "sglang-disagg.yaml"))
+    assert as_written.code == 0, as_written.stderr
+    [beta] = of_kind([yaml.safe_load(d) for d in as_written.stdout.split("---\n") if d],
+                     "DynamoGraphDeployment")
+    assert beta["apiVersion"] == "nvidia.com/v1beta1" and "components" in beta["spec"]
     decode = component(objs, "Deployment", "decode")
     # type: decode renders as the v1alpha1-era operator renders worker + subComponentType
     assert pod_labels(decode)[COMPONENT_TYPE] == "worker"
