@@ -220,8 +220,9 @@ def test_multinode_vllm_mp_waits_for_the_grove_leader(tmp_path: Path) -> None:
     init = wkr["spec"]["podSpec"]["initContainers"][0]
     assert init["name"] == "wait-for-leader-mp"
     # sh expands ${VAR}: kubelet only expands $(VAR) in command/args, not inside a string
+    assert init["command"][:2] == ["sh", "-c"] and "args" not in init
     assert ('LEADER_HOST="${GROVE_PCSG_NAME}-${GROVE_PCSG_INDEX}-worker-ldr-0.'
-            '${GROVE_HEADLESS_SERVICE}"') in init["args"][0]
+            '${GROVE_HEADLESS_SERVICE}"') in init["command"][2]
     assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == "vllm-wait-leader-script"
                for o in objs)
 

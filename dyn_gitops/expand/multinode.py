@@ -60,7 +60,7 @@ def lws_addressing(nodes: int) -> Addressing:
     workers = tuple(f'$(echo "$LWS_LEADER_ADDRESS" | sed \'s/\\./-{i}\\./\')'
                     for i in range(1, nodes))
     return Addressing(leader_host="$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)",
-                      rank_needs_shell=False, mpi_hosts=("$LWS_LEADER_ADDRESS", *workers),
+                      rank_needs_shell=False, mpi_hosts=("$(LWS_LEADER_ADDRESS)", *workers),
                       dns_wait=True)
 
 
@@ -99,20 +99,30 @@ while True:
         time.sleep(5)
 """
 
-_PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
+_PYTHON = re.compile(r"^(.*/)?python\d*(\.\d+)*$")
 _NEEDS_QUOTES = re.compile(r"[ \t\n'\"\\{}\[\]$`!]")
+_GO_SPACE = r"[\t\n\f\r ]"
+_GO_INT = re.compile(r"^[+-]?[0-9]+\Z")  # strconv.ParseInt(s, 10, 64)
 
 
-def quote(token: str) -> str:
-    """``shellQuoteForBashC``: double-quote tokens the shell would split or expand."""
+def quote(token: str, single_quoted: bool = False) -> str:
+    """``shellQuoteForBashC``: double-quote tokens the shell would split or expand.
+
+    ``single_quoted``: the result goes inside an outer ``'...'`` (TRT-LLM's
+    ``bash -c '...'``), so a ``'`` is also written ``'"'"'``, as the operator does. The
+    operator does that everywhere; in a plain ``sh -c`` it leaves an unterminated quote,
+    so the flag-injection and Ray wrappers keep the ``'`` as it is."""
     if not _NEEDS_QUOTES.search(token):
         return token
     escaped = re.sub(r'([\\"$`])', r"\\\1", token)
+    if single_quoted:
+        escaped = escaped.replace("'", "'\"'\"'")
     return f'"{escaped}"'
 
 
-def _command_line(c: Obj) -> str:
-    return " ".join(quote(t) for t in [*(c.get("command") or []), *(c.get("args") or [])])
+def _command_line(c: Obj, single_quoted: bool = False) -> str:
+    return " ".join(quote(t, single_quoted)
+                    for t in [*(c.get("command") or []), *(c.get("args") or [])])
 
 
 def is_python(command: list[str]) -> bool:
@@ -131,16 +141,16 @@ def inject_flags(c: Obj, flags: str, needs_shell: bool, framework: str) -> None:
         else:
             c["args"] = [*args, *flags.split()]
         return
-    pattern = re.compile(rf"(python[0-9.]*\s+[^|&;]*{framework}[^|&;]*?)(\s|$|[|&;])")
+    # Go's regexp: \s is ASCII whitespace without \v, $ is the end of the text; every match
+    # in the first arg that has one gets the flags before its delimiter (|, &, ;, space)
+    pattern = re.compile(
+        rf"(python[0-9.]*{_GO_SPACE}+[^|&;]*{framework}[^|&;]*?)({_GO_SPACE}|\Z|[|&;])")
     for i, arg in enumerate(args):
-        m = pattern.search(arg)
-        if m is None:
-            continue
-        token = re.compile(rf"\S*{framework}\S*").search(arg, m.start(1))
-        assert token is not None  # the pattern matched the framework name
-        args[i] = f"{arg[:token.end()]} {flags}{arg[token.end():]}"
-        c["args"] = args
-        return
+        injected = pattern.sub(lambda m: f"{m.group(1)} {flags}{m.group(2)}", arg)
+        if injected != arg:
+            args[i] = injected
+            c["args"] = args
+            return
 
 
 def _drop_probes(c: Obj) -> None:
@@ -148,38 +158,29 @@ def _drop_probes(c: Obj) -> None:
         c.pop(probe, None)
 
 
-def gpu_count(c: Obj) -> int:
+def gpu_count(c: Obj, sides: tuple[str, ...] = ("limits", "requests")) -> int:
+    """The main container's ``nvidia.com/gpu``: the first of ``sides`` that holds an
+    integer (vLLM reads the limit, TRT-LLM's ``getGPUsPerNode`` the request first)."""
     res = c.get("resources") or {}
-    for side in ("limits", "requests"):
-        value = (res.get(side) or {}).get(GPU)
-        if value is not None:
-            try:
-                return int(str(value))
-            except ValueError:
-                return 0
+    for side in sides:
+        value = str((res.get(side) or {}).get(GPU, ""))
+        if _GO_INT.match(value):
+            return int(value)
     return 0
 
 
-def _arg_value(c: Obj, *flags: str) -> int | None:
-    tokens = " ".join([*(c.get("command") or []), *(c.get("args") or [])]).split()
-    for i, tok in enumerate(tokens):
-        for flag in flags:
-            if tok == flag and i + 1 < len(tokens):
-                value = tokens[i + 1]
-            elif tok.startswith(flag + "="):
-                value = tok.split("=", 1)[1]
-            else:
-                continue
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+def _expanded_args(c: Obj) -> list[str]:
+    """``getExpandedArgs``: the args (not the command), each split on whitespace."""
+    return [tok for arg in c.get("args") or [] for tok in arg.split()]
 
 
-def _has_flag(c: Obj, flag: str) -> bool:
-    line = " ".join([*(c.get("command") or []), *(c.get("args") or [])])
-    return re.search(rf"(^|\s){re.escape(flag)}(=|\s|$)", line) is not None
+def _flag_value(tokens: list[str], flag: str) -> int:
+    """``getFlagValue``: the first integer following ``flag`` exactly (no ``=`` form, no
+    short alias), else 1."""
+    for i, tok in enumerate(tokens[:-1]):
+        if tok == flag and _GO_INT.match(tokens[i + 1]):
+            return int(tokens[i + 1])
+    return 1
 
 
 # ------------------------------------------------------------------------------- SGLang
@@ -198,7 +199,7 @@ def vllm_uses_mp(annotations: dict[str, str]) -> bool:
 
     The origin-version annotation is stamped by the operator's webhook and is absent in
     Git, so an unannotated DGD takes Ray, as the operator does for such DGDs."""
-    value = annotations.get(keys.ANN_VLLM_EXECUTOR_BACKEND, "")
+    value = annotations.get(keys.ANN_VLLM_EXECUTOR_BACKEND, "").lower()
     if value in ("mp", "ray"):
         return value == "mp"
     origin = annotations.get(keys.ANN_OPERATOR_ORIGIN_VERSION, "")
@@ -208,36 +209,42 @@ def vllm_uses_mp(annotations: dict[str, str]) -> bool:
 
 def vllm(c: Obj, pod: Obj, role: str, nodes: int, annotations: dict[str, str],
          wait_leader_cm: str, addr: Addressing) -> None:
-    gpus = gpu_count(c)
-    tp = _arg_value(c, "--tensor-parallel-size", "-tp") or 1
-    pp = _arg_value(c, "--pipeline-parallel-size", "-pp") or 1
-    dp = _arg_value(c, "--data-parallel-size", "-dp") or 1
-    if tp * pp > gpus:  # tensor/pipeline parallelism spans nodes
-        if vllm_uses_mp(annotations):
+    gpus = gpu_count(c, ("limits",))
+    tokens = _expanded_args(c)
+    world = _flag_value(tokens, "--tensor-parallel-size") * _flag_value(
+        tokens, "--pipeline-parallel-size")
+    dp = _flag_value(tokens, "--data-parallel-size")
+    uses_mp = vllm_uses_mp(annotations)
+    if gpus and world > gpus:  # tensor/pipeline parallelism spans nodes
+        if uses_mp:
             rank = ("--node-rank 0" if role == LEADER
                     else f"--node-rank {addr.worker_rank} --headless")
             inject_flags(c, f"--distributed-executor-backend mp --nnodes {nodes} --master-addr "
                          f"{addr.leader_host} --master-port {DIST_INIT_PORT} {rank}",
                          needs_shell=role == WORKER and addr.rank_needs_shell,
                          framework="vllm")
-            c.setdefault("env", []).append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {
-                "fieldRef": {"fieldPath": "status.podIP"}}})
         elif role == LEADER:
-            c["args"] = [f"ray start --head --port={RAY_PORT} && {_command_line(c)} "
+            command = " ".join(quote(t) for t in c.get("command") or [])
+            args = " ".join(quote(t) for t in c.get("args") or [])
+            c["args"] = [f"ray start --head --port={RAY_PORT} && {command} {args} "
                          "--distributed-executor-backend ray"]
             c["command"] = ["/bin/sh", "-c"]
         else:
             c["command"] = ["/bin/sh", "-c"]
             c["args"] = [f"ray start --address={addr.leader_host}:{RAY_PORT} --block"]
-    elif tp * pp * dp > gpus:  # data parallelism spans nodes
-        local = gpus // (tp * pp)
-        total = dp if dp > 1 else local * nodes
-        size = "" if _has_flag(c, "--data-parallel-size") else f"--data-parallel-size {total} "
+    elif gpus and world * dp > gpus:  # data parallelism spans nodes
+        local = gpus // world
+        total = dp if dp != 1 else local * nodes
+        size = ("" if "--data-parallel-size" in tokens
+                else f"--data-parallel-size {total} ")
         start = "0" if role == LEADER else f"$(( {local} * {addr.worker_rank} ))"
         inject_flags(c, f"--data-parallel-hybrid-lb {size}--data-parallel-size-local {local} "
                      f"--data-parallel-start-rank {start} --data-parallel-address "
                      f"{addr.leader_host} --data-parallel-rpc-port {DP_RPC_PORT}",
                      needs_shell=role == WORKER, framework="vllm")
+    if uses_mp:  # whichever launch was chosen, as the operator does
+        c.setdefault("env", []).append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {
+            "fieldRef": {"fieldPath": "status.podIP"}}})
     if role == WORKER:
         _drop_probes(c)
         if "--distributed-executor-backend mp" in " ".join(
@@ -249,9 +256,9 @@ def _wait_for_leader(c: Obj, pod: Obj, config_map: str, leader_host: str) -> Non
     host = re.sub(r"\$\((\w+)\)", r"${\1}", leader_host)  # evaluated by sh, not kubelet
     init = {
         "name": WAIT_LEADER_CONTAINER, "image": c.get("image"),
-        "command": ["sh", "-c"],
-        "args": [f'export LEADER_HOST="{host}" LEADER_PORT="{DIST_INIT_PORT}" && '
-                 f"exec python3 {WAIT_LEADER_MOUNT}/{WAIT_LEADER_KEY}"],
+        # all three in command, no args, as the operator writes it
+        "command": ["sh", "-c", f'export LEADER_HOST="{host}" LEADER_PORT="{DIST_INIT_PORT}" '
+                    f"&& exec python3 {WAIT_LEADER_MOUNT}/{WAIT_LEADER_KEY}"],
         "volumeMounts": [{"name": WAIT_LEADER_VOLUME, "mountPath": WAIT_LEADER_MOUNT,
                           "readOnly": True}],
     }
@@ -295,8 +302,12 @@ def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addre
         c["command"] = ["/bin/sh", "-c"]
         c["args"] = [f"{_SSH_KEYS} && {_SSHD}"]
         return
-    original = (_command_line(c) if is_python(list(c.get("command") or []))
-                else " ".join(c.get("args") or []))
+    # the original command goes inside bash -c '...': a python command quoted token by
+    # token, else a shell form's args as they are (else its command)
+    if is_python(list(c.get("command") or [])):
+        original = _command_line(c, single_quoted=True)
+    else:
+        original = " ".join(c.get("args") or c.get("command") or [])
     workers = addr.mpi_hosts[1:]
     hosts = ",".join(addr.mpi_hosts)
     # LWS: worker DNS names appear only once their pods exist; mpirun needs all of them
@@ -307,7 +318,8 @@ def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addre
     forwarded = " ".join(f"-x {n}" for n in env_names)
     mpirun = (
         f'mpirun $([ "$(id -u)" = "0" ] && echo --allow-run-as-root) --oversubscribe '
-        f"-n {nodes * gpu_count(c)} -H {hosts} --mca pml ob1 --mca plm_rsh_args "
+        f"-n {nodes * gpu_count(c, ('requests', 'limits'))} -H {hosts} --mca pml ob1 "
+        "--mca plm_rsh_args "
         f'"-p {SSH_PORT} -o StrictHostKeyChecking=no -i $HOME/.ssh/id_rsa" {forwarded} '
         f"bash -c 'trtllm-llmapi-launch {original}'"
     )
