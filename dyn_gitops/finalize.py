@@ -75,8 +75,11 @@ def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | N
             continue
         obj = copy.deepcopy(obj) if item.source_dgd else obj
         meta = obj.setdefault("metadata", {})
-        if item.source_dgd:
-            meta.setdefault("namespace", settings.namespace)
+        if item.source_dgd and "namespace" not in meta:  # right after the name
+            ordered = {k: v for k, v in meta.items() if k == "name"}
+            ordered["namespace"] = settings.namespace
+            ordered.update((k, v) for k, v in meta.items() if k != "name")
+            obj["metadata"] = meta = ordered
         ann = dict(meta.get("annotations") or {})
         ann[keys.ANN_SOURCE_PATH] = ",".join(sorted(paths))
         if commit:

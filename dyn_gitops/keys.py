@@ -84,6 +84,9 @@ ANN_MANAGED_REPLICAS: Final = OUR_PREFIX + "managed-replicas"
 #: controller prefers it over recomputing the hash (renderer and controller versions may
 #: differ); without it the controller recomputes with its own copy of the renderer.
 ANN_WORKER_HASH: Final = OUR_PREFIX + "worker-hash"
+#: on an emitted DGD rendered on the Grove path: its PodCliqueSet's name (there are no
+#: Deployments or worker generations for the controller to manage on that path)
+ANN_PODCLIQUESET: Final = OUR_PREFIX + "podcliqueset"
 #: on an emitted source DGD converted to v1alpha1: the apiVersion it was written in
 ANN_SOURCE_API_VERSION: Final = OUR_PREFIX + "source-api-version"
 LABEL_RENDERED_BY: Final = OUR_PREFIX + "rendered-by"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import keys
 from .errors import NotSupportedError, Problem, RenderError, field_path
-from .expand.graph import GraphError, expand_graph
+from .expand.graph import GraphError, expand_graph, source_markers
 from .finalize import Rendered, finalize
 from .models import v1beta1
 from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
@@ -121,14 +122,18 @@ def _read_v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) 
 def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
                     settings: RenderSettings) -> dict[str, Any]:
     """The source DGD as written, or a v1beta1 one as the v1alpha1 DGD it was rendered from
-    (what the dyn-gitops CRDs serve and the controller reads)."""
-    if data.get("apiVersion") != v1beta1.API_VERSION or settings.source_api_version != "v1alpha1":
-        return data
-    alpha: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
-    meta = alpha.setdefault("metadata", {})
-    meta["annotations"] = {**(meta.get("annotations") or {}),
-                           keys.ANN_SOURCE_API_VERSION: v1beta1.API_VERSION}
-    return alpha
+    (what the dyn-gitops CRDs serve and the controller reads); with the markers the
+    companion controller reads (worker hash, or the Grove PodCliqueSet)."""
+    stamps = source_markers(obj, settings)
+    if data.get("apiVersion") == v1beta1.API_VERSION and settings.source_api_version == "v1alpha1":
+        out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
+        stamps[keys.ANN_SOURCE_API_VERSION] = v1beta1.API_VERSION
+    else:
+        out = copy.deepcopy(data)
+    if stamps:
+        meta = out.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), **stamps}
+    return out
 
 
 def render(source: Source, settings: RenderSettings) -> RenderResult:

@@ -150,6 +150,25 @@ def _with_sync_option(current: str | None, option: str) -> str:
     return ",".join(opts)
 
 
+def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> str | None:
+    """The worker generation the workers are named with (None: no workers, or Grove, which
+    rolls pods itself)."""
+    if grove.is_grove(dgd, settings):
+        return None
+    workers = {n: dump(s) for n, s in (dgd.spec.services or {}).items()
+               if names.is_worker(s.componentType)}
+    return names.worker_hash(workers) if workers else None
+
+
+def source_markers(dgd: DynamoGraphDeployment, settings: RenderSettings) -> dict[str, str]:
+    """Annotations for the emitted DGD telling the companion controller how it was rendered
+    (the controller and the renderer may run different versions)."""
+    if grove.is_grove(dgd, settings):
+        return {keys.ANN_PODCLIQUESET: grove.pcs_name(dgd)}
+    whash = graph_worker_hash(dgd, settings)
+    return {keys.ANN_WORKER_HASH: whash} if whash else {}
+
+
 def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
     """Every object the operator creates for ``dgd``, in no particular order."""
     problems = not_supported(dgd, settings)
@@ -163,9 +182,7 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     _, backends = resolve_backends(dgd)
     on_grove = grove.is_grove(dgd, settings)
 
-    workers = {n: dump(s) for n, s in services.items() if names.is_worker(s.componentType)}
-    # Grove rolls pods itself: no hash-named worker generations on that path
-    whash = names.worker_hash(workers) if workers and not on_grove else None
+    whash = graph_worker_hash(dgd, settings)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
     eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == "epp"]
 

@@ -142,7 +142,10 @@ class HashCache:
 
 
 def compute_worker_hash(dgd: Obj) -> str | None:
-    """The renderer's worker hash for the live spec (None: no workers or unparseable)."""
+    """The renderer's worker hash for the live spec (None: no workers, rendered on the
+    Grove path, or unparseable)."""
+    if o.annotations_of(dgd).get(keys.ANN_PODCLIQUESET):
+        return None  # Grove: a PodCliqueSet, no hash-named worker generations
     services = (dgd.get("spec") or {}).get("services") or {}
     workers: dict[str, Any] = {}
     try:
