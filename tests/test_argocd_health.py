@@ -19,8 +19,12 @@ from dyn_gitops import keys
 
 REPO = Path(__file__).resolve().parent.parent
 ARGOCD = REPO / "deploy" / "argocd"
-CUSTOM = ARGOCD / "resource_customizations" / "nvidia.com"
+CUSTOMIZATIONS = ARGOCD / "resource_customizations"
+CUSTOM = CUSTOMIZATIONS / "nvidia.com"
 KINDS = ("DynamoGraphDeployment", "DynamoGraphDeploymentScalingAdapter")
+#: every kind we ship a health check for, as (group, kind): the Dynamo kinds, and Grove's
+#: PodCliqueSet (rendered on the Grove path; Argo CD has no built-in check for it)
+HEALTH_KINDS = (*(("nvidia.com", k) for k in KINDS), ("grove.io", "PodCliqueSet"))
 
 # Argo CD (util/lua) opens package, base, table and a safe os; the health script sees obj.
 _SANDBOX = """
@@ -40,40 +44,42 @@ end
 """
 
 
-def run_health(kind: str, obj: dict[str, Any]) -> tuple[str, str]:
+def run_health(kind: str, obj: dict[str, Any], group: str = "nvidia.com") -> tuple[str, str]:
     lua = lua51.LuaRuntime(unpack_returned_tuples=True)
     lua.execute('getmetatable("").__index = nil')  # no string methods, as in Argo CD
-    script = (CUSTOM / kind / "health.lua").read_text()
+    script = (CUSTOMIZATIONS / group / kind / "health.lua").read_text()
     status, message = lua.eval(_SANDBOX)(script, lua.table_from(obj, recursive=True))
     return str(status), str(message)
 
 
 def _cases() -> list[Any]:
     out = []
-    for kind in KINDS:
-        spec = yaml.safe_load((CUSTOM / kind / "health_test.yaml").read_text())
+    for group, kind in HEALTH_KINDS:
+        spec = yaml.safe_load((CUSTOMIZATIONS / group / kind / "health_test.yaml").read_text())
         for case in spec["tests"]:
-            out.append(pytest.param(kind, case, id=f"{kind}-{Path(case['inputPath']).stem}"))
+            out.append(pytest.param(group, kind, case,
+                                    id=f"{kind}-{Path(case['inputPath']).stem}"))
     return out
 
 
-@pytest.mark.parametrize(("kind", "case"), _cases())
-def test_health(kind: str, case: dict[str, Any]) -> None:
-    obj = yaml.safe_load((CUSTOM / kind / case["inputPath"]).read_text())
-    status, message = run_health(kind, obj)
+@pytest.mark.parametrize(("group", "kind", "case"), _cases())
+def test_health(group: str, kind: str, case: dict[str, Any]) -> None:
+    obj = yaml.safe_load((CUSTOMIZATIONS / group / kind / case["inputPath"]).read_text())
+    assert obj["apiVersion"].split("/")[0] == group and obj["kind"] == kind
+    status, message = run_health(kind, obj, group)
     assert (status, message) == (case["healthStatus"]["status"],
                                  case["healthStatus"]["message"])
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_cases_cover_healthy_progressing_degraded_and_stale(kind: str) -> None:
-    spec = yaml.safe_load((CUSTOM / kind / "health_test.yaml").read_text())
+@pytest.mark.parametrize(("group", "kind"), HEALTH_KINDS)
+def test_cases_cover_healthy_progressing_degraded_and_stale(group: str, kind: str) -> None:
+    spec = yaml.safe_load((CUSTOMIZATIONS / group / kind / "health_test.yaml").read_text())
     statuses = {c["healthStatus"]["status"] for c in spec["tests"]}
     assert {"Healthy", "Progressing", "Degraded"} <= statuses
     stale = [c for c in spec["tests"] if "stale" in c["inputPath"]]
     assert stale, "a case with status.observedGeneration behind metadata.generation"
     for case in stale:
-        obj = yaml.safe_load((CUSTOM / kind / case["inputPath"]).read_text())
+        obj = yaml.safe_load((CUSTOMIZATIONS / group / kind / case["inputPath"]).read_text())
         assert obj["status"]["observedGeneration"] < obj["metadata"]["generation"]
 
 
@@ -120,9 +126,21 @@ def _cm_data() -> dict[str, dict[str, str]]:
 @pytest.mark.parametrize("where", ["kustomize/argocd-cm.yaml", "helm-values.yaml configs.cm"])
 def test_argocd_cm_carries_the_tested_scripts(where: str) -> None:
     data = _cm_data()[where]
-    for kind in KINDS:
-        key = f"resource.customizations.health.nvidia.com_{kind}"
-        assert data[key] == (CUSTOM / kind / "health.lua").read_text(), f"{where}: {key}"
+    for group, kind in HEALTH_KINDS:
+        key = f"resource.customizations.health.{group}_{kind}"
+        assert data[key] == (CUSTOMIZATIONS / group / kind / "health.lua").read_text(), \
+            f"{where}: {key}"
+
+
+def test_rendered_podcliquesets_without_status_are_progressing() -> None:
+    from conftest import render_objects
+
+    objects = render_objects(REPO / "samples" / "grove-multinode" / "input")
+    sets = [o for o in objects if o["kind"] == "PodCliqueSet"]
+    assert sets
+    for obj in sets:
+        assert run_health("PodCliqueSet", obj, "grove.io") == (
+            "Progressing", "Waiting for Grove to report status")
 
 
 @pytest.mark.parametrize("where", ["kustomize/argocd-cm.yaml", "helm-values.yaml configs.cm"])
