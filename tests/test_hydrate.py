@@ -461,7 +461,54 @@ def test_flux_samples_watch_what_hydrate_writes() -> None:
                                              "name": oci["metadata"]["name"]}
     for k in (kust, oci_kust):
         assert k["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1" and k["spec"]["prune"]
-        assert k["spec"]["healthCheckExprs"][0]["kind"] == "DynamoGraphDeployment"
+        assert [e["kind"] for e in k["spec"]["healthCheckExprs"]] == [
+            "DynamoGraphDeployment", "PodCliqueSet"]
+    assert kust["spec"]["healthCheckExprs"] == oci_kust["spec"]["healthCheckExprs"]
+
+
+def _flux_health(kind: str, obj: dict[str, Any]) -> str:
+    """Flux's verdict from the sample's CEL expressions (evaluated by cel-python; Flux
+    evaluates the same CEL with cel-go): failed first, then current, else in progress."""
+    import celpy
+
+    kust = yaml.safe_load((REPO / "samples" / "flux" / "git" /
+                           "flux-kustomization.yaml").read_text())
+    (check,) = [e for e in kust["spec"]["healthCheckExprs"] if e["kind"] == kind]
+    env = celpy.Environment()
+    activation = {k: celpy.json_to_cel(v) for k, v in obj.items()}
+
+    def holds(expr: str) -> bool:
+        return bool(env.program(env.compile(expr)).evaluate(activation))
+
+    if holds(check["failed"]):
+        return "Failed"
+    return "Current" if holds(check["current"]) else "InProgress"
+
+
+@pytest.mark.parametrize(("status", "verdict"), [
+    ({}, "InProgress"),  # the controller has not written status yet
+    ({"state": "pending", "observedGeneration": 3}, "InProgress"),
+    ({"state": "successful", "observedGeneration": 2}, "InProgress"),  # older generation
+    ({"state": "successful", "observedGeneration": 3}, "Current"),
+    ({"state": "failed", "observedGeneration": 3}, "Failed"),
+])
+def test_flux_health_of_a_dgd(status: dict[str, Any], verdict: str) -> None:
+    obj = {"metadata": {"generation": 3}, "spec": {}, "status": status}
+    assert _flux_health("DynamoGraphDeployment", obj) == verdict
+
+
+@pytest.mark.parametrize(("status", "verdict"), [
+    ({}, "InProgress"),  # Grove has not written status yet
+    ({"observedGeneration": 2, "availableReplicas": 1, "updatedReplicas": 1}, "Current"),
+    ({"observedGeneration": 1, "availableReplicas": 1, "updatedReplicas": 1}, "InProgress"),
+    ({"observedGeneration": 2, "availableReplicas": 0, "updatedReplicas": 1}, "InProgress"),
+    ({"observedGeneration": 2, "availableReplicas": 1, "updatedReplicas": 0}, "InProgress"),
+    ({"observedGeneration": 2, "availableReplicas": 0, "updatedReplicas": 1, "conditions": [
+        {"type": "MinAvailableBreached", "status": "True"}]}, "Failed"),
+])
+def test_flux_health_of_a_podcliqueset(status: dict[str, Any], verdict: str) -> None:
+    obj = {"metadata": {"generation": 2}, "spec": {"replicas": 1}, "status": status}
+    assert _flux_health("PodCliqueSet", obj) == verdict
 
 
 def test_ci_and_pre_commit_samples_use_real_options() -> None:
