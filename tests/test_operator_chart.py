@@ -72,6 +72,14 @@ def rules(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
     return out
 
 
+def assert_grove_rules(got: dict[tuple[str, str], set[str]]) -> None:
+    """Grove: read PodCliques / PCSGs, scale them through /scale; the PCS is Git's."""
+    for res in ("podcliques", "podcliquescalinggroups"):
+        assert got[("grove.io", res)] == {"get", "list", "watch"}
+        assert got[("grove.io", f"{res}/scale")] == {"get", "patch"}
+    assert not {r for g, r in got if g == "grove.io" and r.startswith("podcliquesets")}
+
+
 def test_cluster_mode_rbac(helm: Path) -> None:
     objs = helm_template(helm)
     (cr,) = by_kind(objs, "ClusterRole")
@@ -80,6 +88,7 @@ def test_cluster_mode_rbac(helm: Path) -> None:
     assert got[("nvidia.com", "dynamographdeployments")] == {"get", "list", "watch"}
     assert got[("nvidia.com", "dynamographdeployments/status")] == {"get", "patch"}
     assert got[("coordination.k8s.io", "leases")] == {"get", "list", "watch"}
+    assert_grove_rules(got)
     (crb,) = by_kind(objs, "ClusterRoleBinding")
     assert crb["subjects"] == [{"kind": "ServiceAccount", "name": "dg-dyn-gitops-controller",
                                 "namespace": "ops"}]
@@ -96,6 +105,7 @@ def test_namespace_mode_rbac(helm: Path) -> None:
     (role,) = by_kind(objs, "Role")
     assert role["metadata"]["namespace"] == "team-a"
     got = rules(role)
+    assert_grove_rules(got)
     assert got[("coordination.k8s.io", "leases#dg-dyn-gitops-controller,"
                 "dynamo-operator-namespace-scope")] == {"get", "update", "delete"}
     (rb,) = by_kind(objs, "RoleBinding")

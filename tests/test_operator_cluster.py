@@ -296,10 +296,19 @@ def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
 def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, helm: Path,
                                                       mode: str) -> None:
     """Install the chart's ServiceAccount and RBAC, then run the controller as that
-    ServiceAccount (impersonation): it converges a graph, and it cannot do more."""
+    ServiceAccount (impersonation): it converges a graph (and a Grove graph: status read
+    from a PCSG, a PodClique scaled through /scale), and it cannot do more."""
     from dyn_gitops_operator.errors import ForbiddenError
+    from dyn_gitops_operator.kube import PCSGS, PODCLIQUES
     from dyn_gitops_operator.settings import LeaderSettings
-    from dyn_gitops_operator.testing import helm_template
+    from dyn_gitops_operator.testing import (
+        PODCLIQUESETS,
+        grove_children,
+        grove_status,
+        helm_template,
+    )
+    from support.controlplane import install_crds
+    from support.thirdparty_crds import grove_crds, thirdparty_crds
 
     release_ns = new_namespace(pk, f"rbac-{mode}")
     work_ns = new_namespace(pk, f"work-{mode}")
@@ -316,6 +325,17 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
     as_sa = Kube(api)
 
     gitops_apply(pk, render(SAMPLES / "scaling-adapter" / "input", work_ns))
+    # Grove installed; a Grove DGD whose Frontend clique Grove seeded at 1 (Git says 2)
+    install_crds(plane.cp.client(), [c for c in thirdparty_crds()
+                                     if c["spec"]["group"] == "grove.io"] + grove_crds())
+    grove_objs = [o for o in render(SAMPLES / "grove-multinode" / "input", work_ns)
+                  if o["metadata"]["name"] == "vllm-agg"]
+    gitops_apply(pk, grove_objs, kinds=("DynamoGraphDeployment", "PodCliqueSet"))
+    (pcs,) = [o for o in grove_objs if o["kind"] == "PodCliqueSet"]
+    for res, child in grove_children(pcs):
+        child["spec"]["replicas"] = 1
+        pk.create(res, child)
+        grove_status(pk, res, work_ns, child["metadata"]["name"])
     leader = LeaderSettings(lease_name=sa, namespace=release_ns if mode == "cluster" else "",
                             lease_duration=4, renew_deadline=3, retry_period=0.5)
     settings = settings_for_tests(work_ns if mode == "namespace" else "", mode=mode,
@@ -325,6 +345,11 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
             "services", {}).get("decode", {}).get("componentName"), what="status written")
         decode = pk.get(DGDS, work_ns, "sglang-disagg")["status"]["services"]["decode"]
         assert pk.get(DEPLOYMENTS, work_ns, decode["componentName"])["spec"]["replicas"] == 2
+        wait_for(lambda: pk.get(PODCLIQUES, work_ns, "vllm-agg-0-frontend")["spec"][
+            "replicas"] == 2, what="PodClique scaled through /scale")
+        wait_for(lambda: pk.get(DGDS, work_ns, "vllm-agg").get("status", {}).get(
+            "services", {}).get("VllmDecodeWorker", {}).get("componentKind") ==
+            "PodCliqueScalingGroup", what="Grove status written")
     with pytest.raises(ForbiddenError):  # least privilege: no create ...
         as_sa.apply(DEPLOYMENTS, {
             "apiVersion": "apps/v1", "kind": "Deployment",
@@ -337,3 +362,7 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
                            "kind": "DynamoGraphDeployment",
                            "metadata": {"name": "sglang-disagg", "namespace": work_ns},
                            "spec": {"envs": []}})
+    for res, name in ((PODCLIQUESETS, "vllm-agg"), (PODCLIQUES, "vllm-agg-0-frontend"),
+                      (PCSGS, "vllm-agg-0-vllmdecodeworker")):
+        with pytest.raises(ForbiddenError):  # Grove's objects: /scale only, never the PCS
+            as_sa.patch(res, work_ns, name, {"metadata": {"labels": {"x": "y"}}})

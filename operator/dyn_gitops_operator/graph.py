@@ -1,4 +1,5 @@
-"""A read-only snapshot of one graph: its DGD, its Deployments and its scaling adapters.
+"""A read-only snapshot of one graph: its DGD, its Deployments (or Grove objects) and its
+scaling adapters.
 
 Reconcilers never trust events: each reconcile builds a fresh snapshot from the caches.
 The worker hash is recomputed from the live DGD spec with the renderer's own function,
@@ -19,6 +20,7 @@ from dyn_gitops.expand import names
 from dyn_gitops.expand.podspec import dump
 from dyn_gitops.models.v1alpha1 import ServiceSpec
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.grove import GroveChildren
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,8 @@ class Graph:
     adapters: dict[str, Obj] = field(default_factory=dict)
     #: LeaderWorkerSets of multinode services (read only: status)
     lws: list[Obj] = field(default_factory=list)
+    #: rendered on the Grove path: its PodCliqueSet's children (no Deployments then)
+    grove: GroveChildren | None = None
 
     @property
     def namespace(self) -> str:

@@ -61,6 +61,9 @@ DGDSAS = Resource("nvidia.com", "v1alpha1", "dynamographdeploymentscalingadapter
                   "DynamoGraphDeploymentScalingAdapter")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
+#: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
+PODCLIQUES = Resource("grove.io", "v1alpha1", "podcliques", "PodClique")
+PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
 
 
 def make_api_client(kubeconfig: str | None, pool_size: int = 16) -> Any:
@@ -201,6 +204,15 @@ class Kube:
             query.append(("dryRun", "All"))
         return self.request("PATCH", res.path(meta.get("namespace"), meta["name"], subresource),
                             query, obj, "application/apply-patch+yaml")
+
+    def patch(self, res: Resource, namespace: str | None, name: str, body: Obj, *,
+              subresource: str | None = None) -> Obj:
+        """JSON merge patch with our field manager; a ``metadata.resourceVersion`` in
+        ``body`` makes it conditional (409 when the object changed). For the ``/scale``
+        subresource of a custom resource, which refuses server-side apply."""
+        query = [("fieldManager", self.field_manager)]
+        return self.request("PATCH", res.path(namespace, name, subresource), query, body,
+                            "application/merge-patch+json")
 
     def create(self, res: Resource, obj: Obj) -> Obj:
         query = [("fieldManager", self.field_manager)]

@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Any
 
 from dyn_gitops import keys
+from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.errors import (
     ApiError,
@@ -32,6 +33,8 @@ from dyn_gitops_operator.kube import (
     DGDSAS,
     LEASES,
     LWS,
+    PCSGS,
+    PODCLIQUES,
     Kube,
     Resource,
     make_api_client,
@@ -87,11 +90,15 @@ class Manager:
         self.deployments = Informer(
             self.kube, DEPLOYMENTS, label_selector=keys.LABEL_GRAPH_NAME,
             trim=o.trim_deployment, store=Store({"graph": _graph_of_deployment}), **common)
-        self.dgds = Informer(self.kube, DGDS, trim=o.trim_custom, **common)
+        # index: the Grove objects (by namespace/name) a Grove DGD's services map to
+        self.dgds = Informer(self.kube, DGDS, trim=o.trim_custom,
+                             store=Store({"grove": grove.child_keys}), **common)
         self.adapters = Informer(self.kube, DGDSAS, trim=o.trim_custom,
                                  store=Store({"graph": _graph_of_adapter}), **common)
         self.informers = [self.deployments, self.dgds, self.adapters]
         self.lws: Informer | None = None
+        self.podcliques: Informer | None = None
+        self.pcsgs: Informer | None = None
         self.queue: WorkQueue[Key] = WorkQueue(backoff_base=settings.backoff_base,
                                                backoff_max=settings.backoff_max)
         self.chain = reconcilers or default_chain()
@@ -140,6 +147,7 @@ class Manager:
         if self.http is not None:
             self.http.start()
         self._watch_lws_if_served()
+        self._watch_grove_if_served()
         for inf in self.informers:
             inf.start()
         threading.Thread(target=self._start_acting, name="starter", daemon=True).start()
@@ -147,16 +155,24 @@ class Manager:
     def stop(self) -> None:
         self.stopped.set()
 
+    def _served(self, res: Resource) -> bool:
+        """The API exists and we may list it (checked once, at start-up)."""
+        try:
+            self.kube.request("GET", res.path(self.s.watch_namespace), [("limit", "1")])
+        except (NotFoundError, ForbiddenError) as exc:
+            log.info("optional API not watched", extra={"resource": res.plural,
+                                                        "reason": str(exc)})
+            return False
+        except ApiError as exc:
+            log.warning("optional API not watched", extra={"resource": res.plural,
+                                                           "reason": str(exc)})
+            return False
+        return True
+
     def _watch_lws_if_served(self) -> None:
         """LeaderWorkerSets (multinode services) are optional: watched only when the API
         exists and we may list it, so a cluster without LWS never blocks start-up."""
-        try:
-            self.kube.request("GET", LWS.path(self.s.watch_namespace), [("limit", "1")])
-        except (NotFoundError, ForbiddenError) as exc:
-            log.info("not watching LeaderWorkerSets", extra={"reason": str(exc)})
-            return
-        except ApiError as exc:
-            log.warning("not watching LeaderWorkerSets", extra={"reason": str(exc)})
+        if not self._served(LWS):
             return
         self.lws = Informer(self.kube, LWS, namespace=self.s.watch_namespace,
                             metrics=self.metrics, watch_timeout=self.s.watch_timeout,
@@ -164,6 +180,23 @@ class Manager:
                             store=Store({"graph": _graph_of_deployment}))
         self.lws.add_handler(self._on_deployment)
         self.informers.append(self.lws)
+
+    def _watch_grove_if_served(self) -> None:
+        """PodCliques and PodCliqueScalingGroups (Grove path), optional like LWS. Grove
+        creates them without our labels for sure, so the whole kind is watched (trimmed)
+        and looked up by namespace/name."""
+        for res in (PODCLIQUES, PCSGS):
+            if not self._served(res):
+                continue
+            inf = Informer(self.kube, res, namespace=self.s.watch_namespace,
+                           metrics=self.metrics, watch_timeout=self.s.watch_timeout,
+                           trim=grove.trim)
+            inf.add_handler(self._on_grove)
+            self.informers.append(inf)
+            if res is PODCLIQUES:
+                self.podcliques = inf
+            else:
+                self.pcsgs = inf
 
     def shutdown(self) -> None:
         # One deadline for the whole shutdown: joining each thread with its own timeout,
@@ -249,6 +282,17 @@ class Manager:
         for obj in (old, new):
             for g in _graph_of_deployment(obj) if obj is not None else []:
                 self.queue.add(_split(g))
+
+    def _on_grove(self, old: Obj | None, new: Obj | None) -> None:
+        """A PodClique / PCSG changed: enqueue the DGD whose services map to its name."""
+        if old is not None and new is not None and strip_rv(old) == strip_rv(new):
+            return
+        obj = new or old
+        if obj is None:
+            return
+        child = f"{o.meta(obj).get('namespace') or ''}/{o.name(obj)}"
+        for dgd in self.dgds.store.by_index("grove", child):
+            self.queue.add(obj_key(dgd))
 
     def _on_adapter(self, old: Obj | None, new: Obj | None) -> None:
         if old is not None and new is not None and \
@@ -347,6 +391,17 @@ class Manager:
                          if not o.meta(d).get("deletionTimestamp")]
         if self.lws is not None:
             g.lws = self.lws.store.by_index("graph", index)
+        pcs = grove.pcs_name(dgd)
+        if pcs is not None:
+            g.grove = grove.GroveChildren(pcs)
+            for inf, found in ((self.podcliques, g.grove.podcliques),
+                               (self.pcsgs, g.grove.pcsgs)):
+                if inf is None:
+                    continue  # the API is not served: every service reads "not found"
+                for service in g.services:
+                    child = inf.store.get((ns, grove.component_name(pcs, service)))
+                    if child is not None and not o.meta(child).get("deletionTimestamp"):
+                        found[o.name(child)] = child
         for adapter in self.adapters.store.by_index("graph", index):
             svc = ((adapter.get("spec") or {}).get("dgdRef") or {}).get("serviceName")
             if svc:

@@ -45,12 +45,16 @@ class Write:
     resource: Resource
     body: Obj
     subresource: str | None = None
+    #: a JSON merge patch instead (the /scale subresource of a custom resource refuses
+    #: server-side apply); ``body.metadata.resourceVersion`` still makes it conditional
+    merge: bool = False
 
 
 @dataclass
 class Plan:
     intents: dict[str, DeploymentIntent] = field(default_factory=dict)
-    #: other objects' writes (scaling-adapter status), sent with the Deployment applies
+    #: other objects' writes (scaling-adapter status, Grove /scale), sent with the
+    #: Deployment applies
     writes: list[Write] = field(default_factory=list)
     #: old worker generations to delete (uid and resourceVersion preconditions)
     deletions: list[Obj] = field(default_factory=list)
@@ -61,7 +65,8 @@ class Plan:
     rollout_state: tuple[str, str, str] | None = None
     #: seconds after which the graph wants another look even without events
     requeue_after: float | None = None
-    #: Deployments were written in this pass (their new state is not known yet)
+    #: workloads (Deployments, or Grove PodCliques / PodCliqueScalingGroups through
+    #: /scale) were written in this pass: their new state is not known yet
     wrote_deployments: bool = False
 
     def intent(self, dep: Obj) -> DeploymentIntent:

@@ -3,6 +3,8 @@ would, run the controller in-process, and play kube-controller-manager for Deplo
 
 The bare kube-apiserver used in tests runs no controllers, so Deployment status never
 changes by itself: ``DeploymentSimulator`` writes it through the status subresource.
+Likewise no Grove runs: ``grove_create`` creates the PodCliques / PodCliqueScalingGroups
+Grove would create from a PodCliqueSet and ``grove_status`` writes their status.
 """
 
 from __future__ import annotations
@@ -13,12 +15,21 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from dyn_gitops_operator.errors import ApiError, ConflictError, NotFoundError
-from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, LWS, Kube, Resource
+from dyn_gitops_operator.kube import (
+    DEPLOYMENTS,
+    DGDS,
+    DGDSAS,
+    LWS,
+    PCSGS,
+    PODCLIQUES,
+    Kube,
+    Resource,
+)
 from dyn_gitops_operator.manager import Manager
 from dyn_gitops_operator.settings import OperatorSettings
 
@@ -29,9 +40,14 @@ GITOPS_MANAGER = "argocd-controller"
 #: the field manager of simulated Deployment status (what kube-controller-manager uses)
 KCM_MANAGER = "kube-controller-manager"
 
+#: the field manager of simulated Grove writes (Grove's controller name)
+GROVE_MANAGER = "grove-operator"
+#: rendered, applied by GitOps; the controller never writes it (tests only)
+PODCLIQUESETS = Resource("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
+
 KINDS: dict[str, Resource] = {"Deployment": DEPLOYMENTS, "DynamoGraphDeployment": DGDS,
                               "DynamoGraphDeploymentScalingAdapter": DGDSAS,
-                              "LeaderWorkerSet": LWS}
+                              "LeaderWorkerSet": LWS, "PodCliqueSet": PODCLIQUESETS}
 
 
 def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) -> list[Obj]:
@@ -155,6 +171,74 @@ def _same(current: Obj, wanted: Obj) -> bool:
         return {**s, "conditions": sorted((c["type"], c["status"], c.get("reason"))
                                           for c in s.get("conditions") or [])}
     return strip(current) == strip(wanted)
+
+
+# ---------------------------------------------------------------------------------- Grove
+def grove_children(pcs: Obj) -> list[tuple[Resource, Obj]]:
+    """What Grove creates for PodCliqueSet replica 0, as far as the controller reads it: a
+    PodClique ``<pcs>-0-<clique>`` per clique outside a scaling group, a
+    PodCliqueScalingGroup ``<pcs>-0-<group>`` per scaling group (labels as Grove's
+    ``GetDefaultLabelsForPodCliqueSetManagedResources``; replicas seeded from the
+    template). The PCSGs' own PodCliques are left out."""
+    meta, template = pcs["metadata"], pcs["spec"]["template"]
+    name, ns = meta["name"], meta["namespace"]
+    groups = template.get("podCliqueScalingGroups") or []
+    grouped = {c for g in groups for c in g["cliqueNames"]}
+    out: list[tuple[Resource, Obj]] = []
+
+    def obj(res: Resource, child: str, component: str, labels: dict[str, str],
+            spec: Obj) -> tuple[Resource, Obj]:
+        return res, {"apiVersion": res.api_version, "kind": res.kind, "metadata": {
+            "name": f"{name}-0-{child}", "namespace": ns, "labels": {
+                **labels, "app.kubernetes.io/managed-by": "grove-operator",
+                "app.kubernetes.io/part-of": name, "app.kubernetes.io/component": component,
+                "grove.io/podcliqueset-replica-index": "0"}}, "spec": spec}
+
+    for clique in template["cliques"]:
+        if clique["name"] not in grouped:
+            out.append(obj(PODCLIQUES, clique["name"], "pcs-podclique",
+                           clique.get("labels") or {}, dict(clique["spec"])))
+    for group in groups:
+        out.append(obj(PCSGS, group["name"], "pcs-podcliquescalinggroup", {}, {
+            "replicas": group["replicas"], "minAvailable": group.get("minAvailable", 1),
+            "cliqueNames": group["cliqueNames"]}))
+    return out
+
+
+def grove_create(kube: Kube, pcs: Obj) -> dict[str, Resource]:
+    """Create what Grove would for ``pcs`` (see ``grove_children``); name -> resource."""
+    grove = Kube(kube.api, kube.timeout, field_manager=GROVE_MANAGER)
+    out = {}
+    for res, obj in grove_children(pcs):
+        grove.create(res, obj)
+        out[obj["metadata"]["name"]] = res
+    return out
+
+
+def grove_status(kube: Kube, res: Resource, namespace: str, name: str, *,
+                 observed: int | Literal["current"] | None = "current",
+                 **counts: int) -> Obj:
+    """Write the status Grove would report. Defaults: fully ready at the desired replicas
+    (``readyReplicas`` for a PodClique, ``availableReplicas`` for a PCSG), the current
+    generation observed; ``counts`` override (e.g. ``readyReplicas=1``);
+    ``observed=None`` leaves ``observedGeneration`` out."""
+    grove = Kube(kube.api, kube.timeout, field_manager=GROVE_MANAGER)
+    for _ in range(20):
+        obj = grove.get(res, namespace, name)
+        want = int(obj["spec"].get("replicas") or 0)
+        status: Obj = {"replicas": want, "updatedReplicas": want}
+        status["availableReplicas" if res is PCSGS else "readyReplicas"] = want
+        status.update(counts)
+        if observed == "current":
+            status["observedGeneration"] = obj["metadata"]["generation"]
+        elif observed is not None:
+            status["observedGeneration"] = observed
+        try:
+            return grove.request("PUT", res.path(namespace, name, "status"),
+                                 [("fieldManager", GROVE_MANAGER)], {**obj, "status": status})
+        except ConflictError:
+            continue
+    raise RuntimeError(f"could not write status of {res.kind} {name}")
 
 
 def settings_for_tests(namespace: str, **overrides: Any) -> OperatorSettings:

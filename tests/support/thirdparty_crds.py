@@ -1,7 +1,9 @@
 """Minimal CRDs for third-party kinds the renderer emits (Istio VirtualService, Gateway API
 Inference Extension InferencePool, LeaderWorkerSet, Volcano PodGroup, Grove PodCliqueSet):
 enough for the API server to accept the objects in a server-side dry-run; their schemas are
-free-form."""
+free-form. Plus the two Grove kinds Grove itself creates from a PodCliqueSet (PodClique,
+PodCliqueScalingGroup), with the status and scale subresources the companion controller
+uses (``grove_crds``)."""
 
 from __future__ import annotations
 
@@ -33,4 +35,33 @@ def thirdparty_crds() -> list[dict[str, Any]]:
         _crd("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
         _crd("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
         _crd("grove.io", "v1alpha1", "PodCliqueSet", "podcliquesets"),
+        *grove_crds(),
+    ]
+
+
+def _scalable_crd(group: str, version: str, kind: str, plural: str,
+                  selector_path: str) -> dict[str, Any]:
+    """Free-form, but with integer replicas and the status and scale subresources (as
+    Grove's own CRDs declare them: ``+kubebuilder:subresource:scale``)."""
+    crd = _crd(group, version, kind, plural)
+    replicas = {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                "properties": {"replicas": {"type": "integer"}}}
+    version_spec = crd["spec"]["versions"][0]
+    version_spec["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                       "metadata": {"type": "object"}, "spec": replicas, "status": replicas}}
+    version_spec["subresources"] = {"status": {}, "scale": {
+        "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+        "labelSelectorPath": selector_path}}
+    return crd
+
+
+def grove_crds() -> list[dict[str, Any]]:
+    """PodClique and PodCliqueScalingGroup (grove.io/v1alpha1; selector paths as Grove's)."""
+    return [
+        _scalable_crd("grove.io", "v1alpha1", "PodClique", "podcliques",
+                      ".status.hpaPodSelector"),
+        _scalable_crd("grove.io", "v1alpha1", "PodCliqueScalingGroup",
+                      "podcliquescalinggroups", ".status.selector"),
     ]

@@ -71,4 +71,12 @@ app.kubernetes.io/component: controller
 - apiGroups: [leaderworkerset.x-k8s.io]
   resources: [leaderworkersets]
   verbs: [get, list, watch]
+# Grove path (optional API; skipped when absent): status from what Grove creates from a
+# PodCliqueSet, and their replicas through /scale (merge patch). Never the PodCliqueSet.
+- apiGroups: [grove.io]
+  resources: [podcliques, podcliquescalinggroups]
+  verbs: [get, list, watch]
+- apiGroups: [grove.io]
+  resources: [podcliques/scale, podcliquescalinggroups/scale]
+  verbs: [get, patch]
 {{- end }}

@@ -62,7 +62,8 @@ class ApplyReconciler:
     def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
         deleting = {o.name(d) for d in plan.deletions}
         calls: list[Callable[[], object]] = [
-            functools.partial(ctx.apply, w.resource, w.body, subresource=w.subresource)
+            functools.partial(ctx.patch if w.merge else ctx.apply, w.resource, w.body,
+                              subresource=w.subresource)
             for w in plan.writes]
         for dep_name, intent in sorted(plan.intents.items()):
             if dep_name in deleting or not intent.changed():

@@ -39,6 +39,16 @@ class Context:
         self.remember(res, out)
         return out
 
+    def patch(self, res: Resource, obj: Obj, *, subresource: str | None = None) -> Obj:
+        """A merge patch (not remembered: a /scale answer is not the object itself; the
+        object's watch event brings the new state)."""
+        meta = obj["metadata"]
+        out = self.kube.patch(res, meta.get("namespace"), meta["name"], obj,
+                              subresource=subresource)
+        self.metrics.writes.labels(res.kind, "patch" + (f"/{subresource}" if subresource
+                                                         else "")).inc()
+        return out
+
     def delete(self, res: Resource, obj: Obj) -> None:
         meta = obj["metadata"]
         self.kube.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"),

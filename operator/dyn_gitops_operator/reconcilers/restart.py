@@ -4,16 +4,32 @@ Parallel stamps every service at once; Sequential stamps the next service in ``o
 only when every earlier one is stamped *and* ready again. Progress is read back from the
 live Deployments (which carry the stamp) rather than from the status we wrote, so a
 restart of the controller or the API server resumes it without stamping anything twice.
+
+Not on the Grove path: the operator stamps the token into the PodCliqueSet's clique
+annotations, but the PodCliqueSet belongs to the GitOps tool (and its free-form ``cliques``
+list would be taken over whole by a server-side apply). The restart is reported as
+``phase: Failed`` with a message instead, and logged once per DGD generation.
 """
 
 from __future__ import annotations
+
+import logging
+import threading
 
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph, RestartRequest
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj
 
+log = logging.getLogger(__name__)
+
 TERMINAL = ("Completed", "Failed", "Superseded")
+
+
+def grove_unsupported(pcs: str) -> str:
+    return (f"Restart failed: not supported on the Grove path (the PodCliqueSet {pcs} "
+            "belongs to the GitOps tool; the controller does not stamp "
+            "nvidia.com/restartAt on its cliques)")
 
 
 def restarted(dep: Obj | None, restart_id: str) -> bool:
@@ -23,6 +39,11 @@ def restarted(dep: Obj | None, restart_id: str) -> bool:
 
 class RestartReconciler:
     name = "restart"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: (uid, generation) of Grove DGDs whose unsupported restart was logged
+        self._logged: set[tuple[str, int]] = set()
 
     def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
         if graph.dgd is None:
@@ -34,6 +55,11 @@ class RestartReconciler:
             return
         if prev.get("observedID") == req.id and prev.get("phase") in TERMINAL:
             plan.restart = prev
+            return
+        if graph.grove is not None:
+            message = grove_unsupported(graph.grove.pcs)
+            plan.restart = {"observedID": req.id, "phase": "Failed", "message": message}
+            self._log_once(graph, req, message)
             return
         rolling = (plan.rolling_update or {}).get("phase") in ("Pending", "InProgress")
         if rolling and not self._started(graph, req):
@@ -47,6 +73,19 @@ class RestartReconciler:
                             "inProgress": in_progress}
         else:
             plan.restart = {"observedID": req.id, "phase": "Completed"}
+
+    def _log_once(self, graph: Graph, req: RestartRequest, message: str) -> None:
+        meta = o.meta(graph.dgd or {})
+        key = (str(meta.get("uid")), int(meta.get("generation") or 0))
+        with self._lock:
+            if key in self._logged:
+                return
+            if len(self._logged) >= 10000:
+                self._logged.clear()
+            self._logged.add(key)
+        log.warning("restart not supported on the Grove path",
+                    extra={"object": f"{graph.namespace}/{graph.name}", "restart_id": req.id,
+                           "generation": key[1], "reason": message})
 
     @staticmethod
     def _started(graph: Graph, req: RestartRequest) -> bool:

@@ -7,6 +7,9 @@ and drains the old ones within max-surge / max-unavailable (runtime spec 2.5), d
 old generations once they are drained and the new one is ready, and reports
 ``status.rollingUpdate``. A new generation the Deployment controller gave up on
 (ProgressDeadlineExceeded, ReplicaFailure) freezes both sides: the old one keeps serving.
+
+Nothing to do on the Grove path: there are no worker generations, Grove rolls the pods of
+its PodCliques itself (the operator does not run a managed rollout there either).
 """
 
 from __future__ import annotations
@@ -69,6 +72,12 @@ class RolloutReconciler:
     name = "rollout"
 
     def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
+        if graph.grove is not None:
+            # keep a finished record; an active one (the DGD left the component path
+            # mid-rollout) describes Deployments that are no longer the DGD's workload
+            prev: Obj = dict(graph.status.get("rollingUpdate") or {})
+            plan.rolling_update = None if prev.get("phase") in ACTIVE_PHASES else prev or None
+            return
         progress = _Progress()
         for service in self._worker_services(graph):
             self._service(graph, service, plan, progress)

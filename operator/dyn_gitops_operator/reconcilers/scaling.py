@@ -5,11 +5,19 @@ the only source of replicas for its service. This reconciler publishes ``status.
 and ``status.selector`` (runtime spec 5.3) and sets ``spec.replicas`` of the service's
 Deployment. Managed worker Deployments are sized by the rollout reconciler instead, which
 reads the adapter as the desired count.
+
+On the Grove path there are no Deployments: the service's PodClique (or
+PodCliqueScalingGroup) ``<pcs>-0-<svc>`` is scaled through its ``/scale`` subresource, to
+the adapter's replicas, else to the DGD's explicit ``replicas``, as the operator's
+``reconcileGroveScaling`` does (Grove seeds those replicas from the PodCliqueSet only at
+creation, so a later change in Git reaches them only this way). The PodCliqueSet itself
+is never written: Git owns it.
 """
 
 from __future__ import annotations
 
 from dyn_gitops import keys
+from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.kube import DGDSAS
@@ -30,9 +38,32 @@ class ScalingAdapterReconciler:
         for service, adapter in sorted(graph.adapters.items()):
             wanted = int((adapter.get("spec") or {}).get("replicas", 1))
             self._publish(graph, service, adapter, wanted, plan, ctx)
+            if graph.grove is not None:
+                continue  # no Deployments on the Grove path: see _grove
             dep = graph.current_deployment(service)
             if dep is not None and not o.is_managed(dep):
                 plan.set_replicas(dep, wanted)
+        if graph.grove is not None:
+            self._grove(graph, graph.grove, plan)
+
+    @staticmethod
+    def _grove(graph: Graph, children: grove.GroveChildren, plan: Plan) -> None:
+        specs = ((graph.dgd or {}).get("spec") or {}).get("services") or {}
+        for service, svc in sorted(graph.services.items()):
+            adapter = graph.adapters.get(service)
+            if adapter is not None:
+                wanted = int((adapter.get("spec") or {}).get("replicas", 1))
+            elif (specs.get(service) or {}).get("replicas") is not None:
+                wanted = svc.replicas
+            else:
+                continue  # nothing asked for: the operator skips it too
+            comp = children.component(service, svc.multinode)
+            if comp.obj is None or grove.desired(comp.obj) == wanted:
+                continue  # not created by Grove yet (the operator skips it too), or done
+            plan.writes.append(Write(comp.resource, grove.scale_patch(comp, wanted),
+                                     subresource="scale", merge=True))
+            # the watch event of the scaled object triggers the next pass
+            plan.wrote_deployments = True
 
     def _publish(self, graph: Graph, service: str, adapter: Obj, wanted: int, plan: Plan,
                  ctx: Context) -> None:

@@ -1,13 +1,15 @@
 """DGD status: state, the Ready condition, per-service replicas, observedGeneration.
 
-Aggregated from the live Deployments found by their labels (runtime spec 6). The field
-names are the operator's, because the Planner, ``kubectl get dgd`` and the Argo CD health
-check read them. Written only when something changed.
+Aggregated from the live Deployments found by their labels (runtime spec 6), or on the
+Grove path from the PodCliques / PodCliqueScalingGroups named after the services
+(``grove``). The field names are the operator's, because the Planner, ``kubectl get dgd``
+and the Argo CD health check read them. Written only when something changed.
 """
 
 from __future__ import annotations
 
 from dyn_gitops.expand import names
+from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.kube import DGDS
@@ -47,8 +49,23 @@ def lws_readiness(graph: Graph, service: str) -> list[str]:
     return out
 
 
+def grove_readiness(graph: Graph, children: grove.GroveChildren) -> list[str]:
+    """The operator's one entry for the PodCliqueSet: ``<pcs>: <component>: <why>; ...``
+    (components sorted by name; the operator iterates a Go map)."""
+    reasons = []
+    comps = sorted((children.component(s, graph.services[s].multinode) for s in graph.services),
+                   key=lambda c: c.name)
+    for comp in comps:
+        ok, why = grove.readiness(comp)
+        if not ok:
+            reasons.append(f"{comp.prefix}: {why}")
+    return [f"{children.pcs}: " + "; ".join(reasons)] if reasons else []
+
+
 def service_status(graph: Graph, service: str) -> Obj | None:
     svc = graph.services[service]
+    if graph.grove is not None:
+        return grove.service_status(graph.grove.component(service, svc.multinode))
     if svc.multinode:
         return lws_status(graph, service)
     current = graph.current_deployment(service)
@@ -70,6 +87,8 @@ def service_status(graph: Graph, service: str) -> Obj | None:
 
 def readiness(graph: Graph, plan: Plan) -> tuple[list[str], list[str]]:
     """(not ready, failed) resource descriptions, sorted by name."""
+    if graph.grove is not None:
+        return grove_readiness(graph, graph.grove), []
     not_ready: list[str] = []
     failed: list[str] = []
     for service in sorted(graph.services):

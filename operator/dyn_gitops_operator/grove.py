@@ -1,0 +1,160 @@
+"""The Grove path: a DGD rendered as one PodCliqueSet (PCS), which Grove expands.
+
+The renderer stamps ``dyn-gitops.io/podcliqueset: <pcs>`` on such a DGD. Grove creates, for
+PCS replica 0, a PodClique ``<pcs>-0-<lower(service)>`` per single-node service and a
+PodCliqueScalingGroup (PCSG) of the same name per multinode service (``dynamo-objects.md``
+7.4). Neither carries our labels for sure, so they are found by namespace and name, and a
+DGD index of those names maps their events back to the graph.
+
+Readiness and the per-service status follow the Dynamo operator's
+``CheckPodCliqueReady`` / ``CheckPCSGReady`` (``internal/dynamo/grove.go``): observed
+generation caught up, then desired (``spec.replicas``) equal to ready (PodClique) or
+available (PCSG) replicas, to updated replicas and to ``status.replicas``; desired 0 is
+ready. The controller never writes the PCS (Git owns it); it scales the PodClique / PCSG
+through ``/scale``, as the operator does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dyn_gitops import keys
+from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.kube import PCSGS, PODCLIQUES, Resource
+
+Obj = dict[str, Any]
+
+#: the PCS replica whose children carry the services (the renderer emits replicas: 1)
+PCS_REPLICA = 0
+
+
+def pcs_name(dgd: Obj | None) -> str | None:
+    """The PodCliqueSet name stamped by the renderer (None: not rendered on Grove)."""
+    return o.annotations_of(dgd or {}).get(keys.ANN_PODCLIQUESET) or None
+
+
+def component_name(pcs: str, service: str) -> str:
+    """Grove's name for a service's PodClique or PCSG: ``<pcs>-<replica>-<clique>``."""
+    return f"{pcs}-{PCS_REPLICA}-{service.lower()}"
+
+
+def child_keys(dgd: Obj) -> list[str]:
+    """``namespace/name`` of every PodClique / PCSG the DGD's services map to (an index)."""
+    pcs = pcs_name(dgd)
+    if pcs is None:
+        return []
+    ns = o.meta(dgd).get("namespace") or ""
+    services = (dgd.get("spec") or {}).get("services") or {}
+    return [f"{ns}/{component_name(pcs, s)}" for s in services]
+
+
+def trim(raw: Obj) -> Obj:
+    """Only what readiness and scaling read (PodCliques carry a whole pod spec)."""
+    m = o.meta(raw)
+    st = raw.get("status") or {}
+    return {"metadata": {k: m.get(k) for k in ("name", "namespace", "uid", "resourceVersion",
+                                                "generation", "creationTimestamp",
+                                                "deletionTimestamp")},
+            "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
+            "status": {k: st[k] for k in ("observedGeneration", "replicas", "readyReplicas",
+                                          "availableReplicas", "updatedReplicas") if k in st}}
+
+
+def desired(obj: Obj) -> int:
+    """``spec.replicas`` (an int32 in Grove's types: absent reads as 0, as in Go)."""
+    return int((obj.get("spec") or {}).get("replicas") or 0)
+
+
+@dataclass(frozen=True)
+class Component:
+    """The Grove object standing for one service (``obj`` None: not found)."""
+
+    resource: Resource
+    name: str
+    obj: Obj | None
+
+    @property
+    def is_pcsg(self) -> bool:
+        return self.resource is PCSGS
+
+    @property
+    def prefix(self) -> str:
+        """How the operator names it in a not-ready message."""
+        return f"{'pcsg' if self.is_pcsg else 'podclique'}/{self.name}"
+
+
+@dataclass
+class GroveChildren:
+    """The graph's PodCliqueSet name and the Grove objects named after its services."""
+
+    pcs: str
+    podcliques: dict[str, Obj] = field(default_factory=dict)
+    pcsgs: dict[str, Obj] = field(default_factory=dict)
+
+    def component(self, service: str, multinode: bool) -> Component:
+        name = component_name(self.pcs, service)
+        if multinode:
+            return Component(PCSGS, name, self.pcsgs.get(name))
+        if name not in self.podcliques and name in self.pcsgs:
+            # a single-node service in its own scaling group (v1beta1 forceScalingGroup,
+            # which the v1alpha1 DGD the controller reads cannot express)
+            return Component(PCSGS, name, self.pcsgs[name])
+        return Component(PODCLIQUES, name, self.podcliques.get(name))
+
+
+def readiness(c: Component) -> tuple[bool, str]:
+    """``CheckPodCliqueReady`` / ``CheckPCSGReady``, with the operator's reasons."""
+    obj = c.obj
+    if obj is None:
+        return False, "resource not found"
+    st = obj.get("status") or {}
+    observed = st.get("observedGeneration")
+    if observed is None:
+        return False, "observedGeneration is nil"
+    generation = int(o.meta(obj).get("generation") or 0)
+    if int(observed) < generation:
+        return False, (f"spec not yet processed: generation={generation}, "
+                       f"observedGeneration={int(observed)}")
+    want = desired(obj)
+    if want == 0:
+        return True, ""
+    field, word = ("availableReplicas", "available") if c.is_pcsg else ("readyReplicas",
+                                                                        "ready")
+    counted = int(st.get(field) or 0)
+    if want != counted:
+        return False, f"desired={want}, {word}={counted}"
+    updated = int(st.get("updatedReplicas") or 0)
+    if want != updated:
+        return False, f"desired={want}, updated={updated}"
+    replicas = int(st.get("replicas") or 0)
+    if replicas != want:
+        return False, f"performing rolling update: desired={want}, replicas={replicas}"
+    return True, ""
+
+
+def service_status(c: Component) -> Obj | None:
+    """The DGD ``status.services`` entry (None when the object does not exist yet)."""
+    if c.obj is None:
+        return None
+    st = c.obj.get("status") or {}
+    out: Obj = {"componentKind": c.resource.kind, "componentName": c.name,
+                "componentNames": [c.name], "replicas": int(st.get("replicas") or 0),
+                "updatedReplicas": int(st.get("updatedReplicas") or 0)}
+    if c.is_pcsg:
+        out["availableReplicas"] = int(st.get("availableReplicas") or 0)
+    else:
+        out["readyReplicas"] = int(st.get("readyReplicas") or 0)
+    return out
+
+
+def scale_patch(c: Component, replicas: int) -> Obj:
+    """The /scale merge patch, conditional on the resourceVersion the decision read."""
+    obj = c.obj or {}
+    return {"metadata": {"name": c.name, "namespace": o.meta(obj).get("namespace"),
+                         "resourceVersion": o.meta(obj).get("resourceVersion")},
+            "spec": {"replicas": max(0, int(replicas))}}
+
+
+__all__ = ["Component", "GroveChildren", "child_keys", "component_name", "desired",
+           "pcs_name", "readiness", "scale_patch", "service_status", "trim"]
