@@ -190,13 +190,23 @@ def install_crds(api_client: Any, crds: list[dict[str, Any]], timeout: float = 3
     for crd in crds:
         try:
             ext.create_custom_resource_definition(crd)
+            continue
         except ApiException as exc:
             if exc.status != 409:
                 raise
+        # it exists: replace it; the apiextensions controller writes the CRD's status at the
+        # same time, so a replace can lose the race (409) and is retried on a fresh read
+        for attempt in range(10):
             current = ext.read_custom_resource_definition(crd["metadata"]["name"])
-            crd = {**crd, "metadata": {**crd["metadata"],
-                                       "resourceVersion": current.metadata.resource_version}}
-            ext.replace_custom_resource_definition(crd["metadata"]["name"], crd)
+            body = {**crd, "metadata": {**crd["metadata"],
+                                        "resourceVersion": current.metadata.resource_version}}
+            try:
+                ext.replace_custom_resource_definition(crd["metadata"]["name"], body)
+                break
+            except ApiException as exc:
+                if exc.status != 409 or attempt == 9:
+                    raise
+                time.sleep(0.1)
     end = time.monotonic() + timeout
     for crd in crds:
         name = crd["metadata"]["name"]
