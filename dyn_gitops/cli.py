@@ -96,12 +96,15 @@ def run_render(src: Any, resolved: Any) -> Any:
     from .pipeline import render
 
     try:
-        return render(src, resolved.settings)
+        result = render(src, resolved.settings)
     except RenderError as exc:
         n = len(exc.problems)
         _fail([str(p) for p in exc.problems]
               + [f"dyn-gitops: {n} problem{'s' if n != 1 else ''} found; nothing rendered"],
               ExitCode.INVALID_INPUT)
+    for warning in result.warnings:  # rendered anyway, as the operator would
+        click.echo(f"{warning} (warning)", err=True)
+    return result
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -183,6 +183,8 @@ def krm(**values: Any) -> None:
     sys.stdout.flush()
     if not outcome.ok:
         _exit(_problems(outcome.problems, "items returned unchanged"), ExitCode.INVALID_INPUT)
+    for warning in outcome.problems:  # on success: warnings (also in results)
+        click.echo(f"{warning} (warning)", err=True)
 
 
 # ---------------------------------------------------------------------------- post-render

@@ -19,7 +19,7 @@ from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
 from .settings import RenderSettings
 from .source import Document, Source, locate, parse_documents
-from .validation import validate_graph
+from .validation import validate_graph, warn_graph
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
 Loc = tuple[str | int, ...]
@@ -30,6 +30,8 @@ class RenderResult:
     objects: list[dict[str, Any]]
     graphs: int = 0  # DGDs expanded
     problems: list[Problem] = field(default_factory=list)
+    #: rendered anyway, but the API server or the workload will not like it
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def _ident(data: Any) -> str:
@@ -142,6 +144,7 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
     docs = parse_documents(source.files, max_documents=settings.max_documents,
                            max_yaml_nodes=settings.max_yaml_nodes, problems=problems)
     rendered: list[Rendered] = []
+    warnings: list[Problem] = []
     graphs = 0
     dgd_names: dict[tuple[str, str], Document] = {}
     for doc in sorted(docs, key=lambda d: (d.file.path, d.index)):
@@ -185,6 +188,7 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         if found:
             problems.extend(_problem(doc, to_doc_loc(loc), msg) for loc, msg in found)
             continue
+        warnings.extend(_problem(doc, to_doc_loc(loc), msg) for loc, msg in warn_graph(obj))
         ns = obj.metadata.namespace or settings.namespace
         key = (ns, obj.metadata.name)
         if key in dgd_names:
@@ -220,7 +224,7 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
                                    "the input renders to nothing; refusing empty output "
                                    "(an empty sync with auto-prune deletes workloads); "
                                    "pass --allow-empty if this is intended")])
-    return RenderResult(objects, graphs)
+    return RenderResult(objects, graphs, warnings=warnings)
 
 
 __all__ = ["RenderResult", "keys", "render"]

@@ -247,3 +247,14 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Finding]:
             yield _svc(name, "failover", "mode"), "failover and gpuMemoryService modes must match"
         if (fo.mode or "").lower() == "interpod":
             yield _svc(name, "failover", "mode"), "interPod mode is not supported"
+
+
+def warn_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
+    """What renders (the operator would create it too) but the API server will refuse or
+    the workload cannot run: reported as warnings, output unchanged."""
+    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
+        main = svc.main_container
+        if main is None or not main.image:
+            yield _svc(svc_name, "extraPodSpec", "mainContainer", "image"), (
+                "no image: the operator has no default image, and the API server refuses a "
+                "workload whose main container has none")

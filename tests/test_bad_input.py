@@ -346,3 +346,49 @@ def test_unknown_environment_setting_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     assert_refused(invoke("render", str(tmp_path / "nope")), "nope", code=2)
+
+
+# ------------------------------------------------------------------------------ warnings
+NO_IMAGE = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: snippet
+spec:
+  services:
+    Frontend:
+      replicas: 2
+    decode:
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.1.0
+"""
+
+
+def test_a_service_without_image_renders_with_a_warning(tmp_path: Path) -> None:
+    # the operator renders it too (no default image); the API server will refuse the
+    # Deployment, so the user hears it now, with file, line and field
+    (tmp_path / "dgd.yaml").write_text(NO_IMAGE)
+    res = run_cli("render", str(tmp_path / "dgd.yaml"))
+    assert res.code == 0, res.stderr
+    assert "kind: Deployment" in res.stdout
+    assert res.stderr.splitlines() == [
+        "dgd.yaml:7: DynamoGraphDeployment/snippet: "
+        "spec.services.Frontend.extraPodSpec.mainContainer.image: no image: the operator has "
+        "no default image, and the API server refuses a workload whose main container has "
+        "none (warning)"]
+
+
+def test_warnings_reach_krm_results(tmp_path: Path) -> None:
+    import yaml
+
+    doc = yaml.safe_load(NO_IMAGE)
+    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [doc]}
+    res = run_cli("krm", stdin=yaml.safe_dump(rl))
+    assert res.code == 0, res.stderr
+    out = yaml.safe_load(res.stdout)
+    warnings = [r for r in out["results"] if r["severity"] == "warning"]
+    assert len(warnings) == 1 and "no image" in warnings[0]["message"]
+    assert warnings[0]["field"]["path"] == "spec.services.Frontend.extraPodSpec.mainContainer.image"
+    assert "(warning)" in res.stderr

@@ -45,6 +45,11 @@ NEEDS_DRA = {
 #: what does not render with the default settings (other test modules skip these)
 NOT_RENDERED_BY_DEFAULT = frozenset(EXPECTED_UNSUPPORTED) | NEEDS_LWS | NEEDS_DRA
 
+#: rendered with warnings (file -> the fields warned about): a docs snippet whose services
+#: set no image; the API server refuses its Deployments (test_conformance_dryrun.py)
+WARNINGS = {"docs__pages__kubernetes__autoscaling.md__scaling-adapter-snippet.yaml": [
+    f"spec.services.{s}.extraPodSpec.mainContainer.image" for s in ("Frontend", "decode")]}
+
 #: not a DGD: passes through unchanged
 PASSTHROUGH_ONLY = {"examples__backends__vllm__deploy__lora__lora-model.yaml"}
 
@@ -79,6 +84,9 @@ def test_example_renders(name: str) -> None:
     res = invoke("render", *flags, str(path))
     assert res.code == 0, f"{name} must render:\n{res.stderr}"
     assert "problem" not in res.stderr, res.stderr
+    warned = sorted(ln.split(": ")[2] for ln in res.stderr.splitlines()
+                    if ln.endswith("(warning)"))
+    assert warned == WARNINGS.get(name, []), res.stderr
     out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
     assert out, "rendered nothing"
     dgds = [d for d in documents(path) if d.get("kind") == "DynamoGraphDeployment"]

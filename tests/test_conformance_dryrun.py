@@ -52,8 +52,8 @@ V1BETA1_EXAMPLES = frozenset({
 KNOWN_REJECTIONS: dict[str, tuple[str, dict[str, str]]] = {
     "docs__pages__kubernetes__autoscaling.md__scaling-adapter-snippet.yaml": (
         "a docs snippet whose services set no image: the renderer (like the operator) emits "
-        "Deployments whose main container has no image, which the API server refuses "
-        "(dyn_gitops/expand/podspec.py build_main_container; no check in validation.py)",
+        "Deployments whose main container has no image, which the API server refuses; "
+        "dyn-gitops render says so in a warning per service (validation.warn_graph)",
         {f"apps/v1 Deployment/sglang-agg-{svc}": "containers[0].image: Required value"
          for svc in ("frontend", "decode")}),
 }

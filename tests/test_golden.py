@@ -56,6 +56,7 @@ def _render(sample: str) -> str:
     assert result.code == 0, (
         f"dyn-gitops render samples/{sample}/input exited {result.code}:\n{result.stderr}")
     assert result.stdout, f"samples/{sample}: empty output"
+    assert result.stderr == "", f"samples/{sample}: warnings:\n{result.stderr}"
     return result.stdout
 
 

@@ -161,7 +161,9 @@ def run(rl: Obj, *, env: Mapping[str, str], flags: Mapping[str, Any]) -> Outcome
     info = {"message": f"dyn-gitops: expanded {result.graphs} DynamoGraphDeployments; "
                        f"{len(items)} items in, {len(result.objects)} out",
             "severity": "info"}
-    return Outcome(_answer(rl, result.objects, [info]), True)
+    warnings = [{**_result(p, docs), "severity": "warning"} for p in result.warnings]
+    return Outcome(_answer(rl, result.objects, [*warnings, info]), True,
+                   [_line(w) for w in warnings])
 
 
 def _answer(rl: Obj, items: list[Obj], results: list[Obj]) -> Obj:
