@@ -8,14 +8,18 @@ old generations once they are drained and the new one is ready, and reports
 ``status.rollingUpdate``. A new generation the Deployment controller gave up on
 (ProgressDeadlineExceeded, ReplicaFailure) freezes both sides: the old one keeps serving.
 
-Nothing to do on the Grove path: there are no worker generations, Grove rolls the pods of
-its PodCliques itself (the operator does not run a managed rollout there either).
+Nothing to roll on the Grove path: there are no worker generations, Grove rolls the pods
+of its PodCliques itself (the operator does not run a managed rollout there either). A DGD
+that moved there from the component path still has its managed worker Deployments (not
+pruned by the GitOps tool): each is drained once its service's Grove workload is ready, and
+deleted once drained, so both never run side by side for long and never both stop.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import Plan
@@ -77,6 +81,7 @@ class RolloutReconciler:
             # mid-rollout) describes Deployments that are no longer the DGD's workload
             prev: Obj = dict(graph.status.get("rollingUpdate") or {})
             plan.rolling_update = None if prev.get("phase") in ACTIVE_PHASES else prev or None
+            self._left_component_path(graph, plan)
             return
         progress = _Progress()
         for service in self._worker_services(graph):
@@ -145,6 +150,22 @@ class RolloutReconciler:
             return sorted(s.name for s in graph.services.values() if s.worker)
         return sorted({c for d in graph.deployments
                        if o.worker_hash(d) and (c := o.component(d)) is not None})
+
+    @staticmethod
+    def _left_component_path(graph: Graph, plan: Plan) -> None:
+        """Drain and delete managed worker Deployments of a DGD now rendered for Grove."""
+        assert graph.grove is not None
+        for dep in graph.deployments:
+            if not (o.worker_hash(dep) and o.is_managed(dep)):
+                continue  # only what the controller sizes; the GitOps tool prunes the rest
+            svc = graph.services.get(o.component(dep) or "")
+            if svc is not None:
+                ready, _ = grove.readiness(graph.grove.component(svc.name, svc.multinode))
+                if not ready:
+                    continue  # keep serving until Grove's pods are ready
+            plan.set_replicas(dep, 0)
+            if drained(dep):
+                plan.deletions.append(dep)
 
     @staticmethod
     def _orphans(graph: Graph) -> list[Obj]:
