@@ -264,3 +264,33 @@ def test_worker_service_removed_from_git_is_drained_and_deleted(k: Kube,
             assert names == {"roll-frontend", worker_name(second)}
     finally:
         sim.stop()
+
+
+def test_managed_workers_are_owned_by_their_dgd(k: Kube, namespace: str) -> None:
+    """A DGD removed from Git takes its Prune=false workers with it: the controller makes
+    the live DGD their owner (Kubernetes' garbage collector then deletes them with it; the
+    test control plane runs no garbage collector, so the reference itself is checked).
+    A re-sync keeps it; a graph whose DGD is not in the cluster owns nothing."""
+    objs = render([graph("img:1", 2)], namespace)
+    gitops_apply(k, objs)
+    worker = worker_name(objs)
+    with running(settings_for_tests(namespace), k):
+        uid = k.get(DGDS, namespace, "roll")["metadata"]["uid"]
+        want = [{"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+                 "name": "roll", "uid": uid}]
+        wait_for(lambda: k.get(DEPLOYMENTS, namespace, worker)["metadata"]
+                 .get("ownerReferences") == want, what="owner reference")
+        gitops_apply(k, objs)  # an Argo CD / Flux re-sync
+        time.sleep(0.5)
+        assert k.get(DEPLOYMENTS, namespace, worker)["metadata"]["ownerReferences"] == want
+        assert "ownerReferences" not in k.get(DEPLOYMENTS, namespace, "roll-frontend")[
+            "metadata"]  # not Prune=false: the GitOps tool prunes it
+
+        no_dgd = render([graph("img:1", 2) | {"metadata": {"name": "bare"}}], namespace,
+                        emit_source=False)
+        gitops_apply(k, no_dgd)
+        bare = next(o["metadata"]["name"] for o in no_dgd if o["kind"] == "Deployment"
+                    and "vllmdecodeworker" in o["metadata"]["name"])
+        wait_for(lambda: k.get(DEPLOYMENTS, namespace, bare)["spec"].get("replicas") == 2,
+                 what="the DGD-less worker is sized")
+        assert "ownerReferences" not in k.get(DEPLOYMENTS, namespace, bare)["metadata"]

@@ -84,13 +84,25 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
         scale(k, namespace, "sglang-disagg-decode", 0)
         wait_for(lambda: replicas(k, namespace, decode) == 0, what="decode at 0")
 
-    # ownership: the controller owns spec.replicas of the workloads and the status of the
-    # custom resources, nothing else; GitOps keeps everything it rendered
+    # ownership: the controller owns spec.replicas of the workloads, the owner reference
+    # to the DGD of the managed workers and the status of the custom resources, nothing
+    # else; GitOps keeps everything it rendered
+    uid = k.get(DGDS, namespace, "sglang-disagg")["metadata"]["uid"]
+    owner = {"f:metadata": {"f:ownerReferences": {f'k:{{"uid":"{uid}"}}': {}}}}
     for name in (decode, prefill, "sglang-disagg-frontend"):
-        mf = managers(k.get(DEPLOYMENTS, namespace, name))
-        # prefill wants 1, the API server's default: nothing to write, nothing owned
-        want = {} if name == prefill else {"f:spec": {"f:replicas": {}}}
+        dep = k.get(DEPLOYMENTS, namespace, name)
+        mf = managers(dep)
+        # (the managed prefill worker wants 1, the API server's default; the write that adds
+        # the owner reference carries the replicas it sizes too)
+        want = {**(owner if name != "sglang-disagg-frontend" else {}),
+                "f:spec": {"f:replicas": {}}}
         assert mf.get((FIELD_MANAGER, ""), {}) == want, name
+        if name != "sglang-disagg-frontend":  # a managed worker: the DGD owns it
+            assert dep["metadata"]["ownerReferences"] == [{
+                "apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+                "name": "sglang-disagg", "uid": uid}]
+        else:  # the GitOps tool prunes it
+            assert "ownerReferences" not in dep["metadata"]
         assert "f:template" in mf[(GITOPS_MANAGER, "")]["f:spec"]
         assert "f:replicas" not in mf[(GITOPS_MANAGER, "")]["f:spec"]
     for res, name in ((DGDS, "sglang-disagg"), (DGDSAS, "sglang-disagg-decode")):

@@ -5,6 +5,8 @@ Pure functions over plain dicts (no API calls).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +73,7 @@ def trim_deployment(raw: Obj) -> Obj:
             "creationTimestamp": m.get("creationTimestamp"), "labels": m.get("labels") or {},
             "annotations": _kept_annotations(m), "ourFields": _our_fields(m),
             "deletionTimestamp": m.get("deletionTimestamp"),
+            "ownerReferences": m.get("ownerReferences") or [],
         },
         "spec": trimmed_spec,
         "status": raw.get("status") or {},
@@ -153,6 +156,21 @@ def desired_annotation(dep: Obj) -> int | None:
 
 def owns_replicas(dep: Obj) -> bool:
     return "f:replicas" in (meta(dep).get("ourFields") or {}).get("f:spec", {})
+
+
+def owned_owner_uids(dep: Obj) -> set[str]:
+    """uids of the ownerReferences our field manager applied (a list keyed by uid)."""
+    refs = (meta(dep).get("ourFields") or {}).get("f:metadata", {}).get("f:ownerReferences", {})
+    out = set()
+    for key in refs:
+        if key.startswith("k:"):
+            with contextlib.suppress(ValueError, AttributeError):
+                out.add(str(json.loads(key[2:])["uid"]))
+    return out
+
+
+def owner_refs(dep: Obj) -> list[Obj]:
+    return list(meta(dep).get("ownerReferences") or [])
 
 
 def owns_restart_at(dep: Obj) -> bool:

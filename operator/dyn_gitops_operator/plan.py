@@ -1,8 +1,9 @@
 """What one reconcile pass intends to write, gathered from every reconciler.
 
 Server-side apply removes a field its manager owned and no longer sends, so all the
-controller's fields of one Deployment (replicas and the restart annotation) must go out in
-one apply. Reconcilers record decisions here; ``reconcilers.apply`` writes them.
+controller's fields of one Deployment (replicas, the restart annotation and the owner
+reference to the DGD) must go out in one apply. Reconcilers record decisions here;
+``reconcilers.apply`` writes them.
 """
 
 from __future__ import annotations
@@ -23,19 +24,26 @@ class DeploymentIntent:
     live: Obj
     replicas: int | None = None
     restart_at: str | None = None
+    #: ownerReference to the DGD (garbage collection when the DGD is deleted)
+    owner: Obj | None = None
 
     @classmethod
     def from_live(cls, dep: Obj) -> DeploymentIntent:
+        ours = o.owned_owner_uids(dep)
+        owner = next((r for r in o.owner_refs(dep) if r.get("uid") in ours), None)
         return cls(live=dep,
                    replicas=o.replicas(dep) if o.owns_replicas(dep) else None,
-                   restart_at=o.restart_at(dep) if o.owns_restart_at(dep) else None)
+                   restart_at=o.restart_at(dep) if o.owns_restart_at(dep) else None,
+                   owner=owner)
 
     def changed(self) -> bool:
         """A value differs from the live one. (An equal value is not re-applied just to take
         ownership: a field nobody else sets needs no owner, and it saves a write per
         Deployment at start-up.)"""
         return ((self.replicas is not None and self.replicas != o.replicas(self.live))
-                or (self.restart_at is not None and self.restart_at != o.restart_at(self.live)))
+                or (self.restart_at is not None and self.restart_at != o.restart_at(self.live))
+                or (self.owner is not None and self.owner.get("uid") not in
+                    {r.get("uid") for r in o.owner_refs(self.live)}))
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,13 @@
 """One reconciler per concern, run in this order for every graph key.
 
-scaling_adapter -> rollout -> restart -> apply (sends their writes) -> status
+scaling_adapter -> rollout -> restart -> owner -> apply (sends their writes) -> status
 """
 
 from __future__ import annotations
 
 from dyn_gitops_operator.reconcilers.apply import ApplyReconciler
 from dyn_gitops_operator.reconcilers.base import Context, Reconciler
+from dyn_gitops_operator.reconcilers.owner import OwnerReconciler
 from dyn_gitops_operator.reconcilers.restart import RestartReconciler
 from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
 from dyn_gitops_operator.reconcilers.scaling import ScalingAdapterReconciler
@@ -15,7 +16,7 @@ from dyn_gitops_operator.reconcilers.status import StatusReconciler
 
 def default_chain() -> list[Reconciler]:
     return [ScalingAdapterReconciler(), RolloutReconciler(), RestartReconciler(),
-            ApplyReconciler(), StatusReconciler()]
+            OwnerReconciler(), ApplyReconciler(), StatusReconciler()]
 
 
 __all__ = ["Context", "Reconciler", "default_chain"]

@@ -33,12 +33,12 @@ def apply_body(intent: DeploymentIntent) -> Obj:
         spec["replicas"] = intent.replicas
     if intent.restart_at is not None:
         spec["template"] = {"metadata": {"annotations": {keys.ANN_RESTART_AT: intent.restart_at}}}
-    return {
-        "apiVersion": DEPLOYMENTS.api_version, "kind": DEPLOYMENTS.kind,
-        "metadata": {"name": o.name(live), "namespace": o.meta(live).get("namespace"),
-                     "resourceVersion": o.meta(live).get("resourceVersion")},
-        "spec": spec,
-    }
+    metadata: Obj = {"name": o.name(live), "namespace": o.meta(live).get("namespace"),
+                     "resourceVersion": o.meta(live).get("resourceVersion")}
+    if intent.owner is not None:
+        metadata["ownerReferences"] = [intent.owner]
+    return {"apiVersion": DEPLOYMENTS.api_version, "kind": DEPLOYMENTS.kind,
+            "metadata": metadata, "spec": spec}
 
 
 def run_all(calls: list[Callable[[], object]]) -> None:
