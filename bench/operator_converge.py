@@ -1,6 +1,6 @@
 """Companion-controller benchmark against a real kube-apiserver (not a timed test).
 
-    python bench/operator_converge.py [--graphs 1000] [--kcm instant|process] [--workers 4]
+    python bench/operator_converge.py [--graphs 1000] [--kcm instant|process] [--workers N]
 
 Setup (not timed): a private etcd + kube-apiserver (tools/test-bins), our CRDs, and N
 DynamoGraphDeployments of 4 services each (Frontend, Planner, a decode worker behind a
@@ -267,7 +267,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--graphs", type=int, default=1000)
     p.add_argument("--kcm", choices=("instant", "process"), default="instant")
-    p.add_argument("--workers", type=int, default=4)
+    from dyn_gitops_operator.settings import OperatorSettings
+
+    # the controller's own default (one place), unless measuring another value
+    p.add_argument("--workers", type=int, default=OperatorSettings().workers)
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--child", choices=("kcm", "controller"), help=argparse.SUPPRESS)
     p.add_argument("--kubeconfig", help=argparse.SUPPRESS)
