@@ -236,6 +236,25 @@ def test_leaderworkerset_needs_its_api() -> None:
     assert apicheck.check([lws], kube_version="", api_versions="") == []  # not under Argo CD
 
 
+@pytest.mark.parametrize(("api_version", "kind", "hint"), [
+    ("grove.io/v1alpha1", "PodCliqueSet", "install Grove, or set the setting grove to false"),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup", "install Volcano (LeaderWorkerSet gangs), "
+     "or set the setting lws to false"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate", "DRA needs resource.k8s.io/v1 "
+     "(Kubernetes 1.34+) and a GPU DRA driver; or set the setting dra to false"),
+])
+def test_grove_volcano_and_dra_outputs_need_their_apis(api_version: str, kind: str,
+                                                       hint: str) -> None:
+    obj = {"apiVersion": api_version, "kind": kind,
+           "metadata": {"name": "g", "namespace": "ns", "annotations": {
+               keys.ANN_RENDERER_VERSION: __version__, keys.ANN_SOURCE_PATH: "g.yaml",
+               keys.ANN_SOURCE_DGD: "ns/g"}}}
+    (problem,) = apicheck.check([obj], kube_version="1.34", api_versions=CORE)
+    assert problem.endswith(f"(KUBE_API_VERSIONS): {hint}"), problem
+    served = f"{CORE},{api_version},{api_version}/{kind}"
+    assert apicheck.check([obj], kube_version="1.34", api_versions=served) == []
+
+
 def test_kube_version_too_old_for_native_sidecars(app: Path) -> None:
     text = (SAMPLE / "vllm-agg.yaml").read_text()
     frontend = "      extraPodSpec:\n        mainContainer:\n          image: nvcr.io/nvidia/ai-" \

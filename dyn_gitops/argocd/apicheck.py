@@ -20,6 +20,10 @@ _HINTS = {
     "nvidia.com": "install the Dynamo CRDs (dyn-gitops crds | kubectl apply --server-side -f -)",
     "leaderworkerset.x-k8s.io": "install LeaderWorkerSet, or set the setting lws to false",
     "grove.io": "install Grove, or set the setting grove to false",
+    "scheduling.volcano.sh": "install Volcano (LeaderWorkerSet gangs), or set the setting lws "
+                             "to false",
+    "resource.k8s.io": "DRA needs resource.k8s.io/v1 (Kubernetes 1.34+) and a GPU DRA driver; "
+                       "or set the setting dra to false",
     "networking.istio.io": "install Istio, or leave the setting istio-gateway empty",
     "inference.networking.k8s.io": "install the Gateway API Inference Extension CRDs",
     "inference.networking.x-k8s.io": "install the Gateway API Inference Extension CRDs",
