@@ -185,3 +185,27 @@ def test_kustomize_fails_the_build_on_a_bad_graph(test_binaries: Any, tmp_path: 
     proc = _kustomize(test_binaries, work)
     assert proc.returncode != 0 and proc.stdout == ""
     assert "unknown field 'replica'" in proc.stderr
+
+
+@pytest.mark.realk8s
+def test_kustomize_with_a_v1beta1_dgd(test_binaries: Any, tmp_path: Path) -> None:
+    """A v1beta1 DGD through the function: its source comes back as the v1alpha1 DGD it
+    renders from (setting source-api-version), and kustomize takes the changed item."""
+    work = tmp_path / "k"
+    shutil.copytree(SAMPLE, work)
+    beta = SAMPLES / "v1beta1-pair" / "input" / "sglang-disagg.yaml"
+    (work / "vllm-agg.yaml").write_text(beta.read_text())
+    proc = _kustomize(test_binaries, work)
+    assert proc.returncode == 0, proc.stderr
+    built = list(yaml.safe_load_all(proc.stdout))
+    expected = render_objects(beta, namespace="demo")
+    pvc = yaml.safe_load((SAMPLE / "hf-cache.yaml").read_text())
+    pvc["metadata"]["namespace"] = "demo"
+
+    def key(o: dict[str, Any]) -> tuple[str, str, str]:
+        return (o["apiVersion"], o["kind"], o["metadata"]["name"])
+
+    assert sorted(without(built, OURS), key=key) == sorted(
+        without([*expected, pvc], OURS), key=key)
+    (dgd,) = [o for o in built if o["kind"] == "DynamoGraphDeployment"]
+    assert dgd["apiVersion"] == "nvidia.com/v1alpha1"
