@@ -183,10 +183,27 @@ def entry() -> None:
 
 
 @main.command()
-def crds() -> None:
+@click.option("--json-schema-dir", default=None, metavar="DIR",
+              help="Write their schemas as JSON schemas for kubeconform instead, as "
+                   "DIR/<group>/<kind>_<version>.json (-schema-location "
+                   "'DIR/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json').")
+def crds(json_schema_dir: str | None) -> None:
     """Print the CustomResourceDefinitions of the Dynamo kinds (from our own models)."""
     from .crds import crds as make
+    from .crds import json_schemas
     from .emit import to_yaml
 
-    sys.stdout.write(to_yaml(make()))
+    if json_schema_dir is None:
+        sys.stdout.write(to_yaml(make()))
+        return
+    import json
+    from pathlib import Path
+
+    written = 0
+    for rel, schema in sorted(json_schemas().items()):
+        target = Path(json_schema_dir) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+        written += 1
+    click.echo(f"dyn-gitops: wrote {written} JSON schemas to {json_schema_dir}", err=True)
 main.add_command(__import__("dyn_gitops.cmp", fromlist=["cmp"]).cmp)

@@ -125,3 +125,19 @@ def crds() -> list[dict[str, Any]]:
                  {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas"},
                  _age()]),
     ]
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """Each served version's schema as a standalone JSON schema, keyed by the path
+    kubeconform's ``-schema-location '<dir>/{{ .Group }}/{{ .ResourceKind }}_{{
+    .ResourceAPIVersion }}.json'`` asks for (the CRDs-catalog layout)."""
+    out: dict[str, dict[str, Any]] = {}
+    for crd in crds():
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            if not version.get("served"):
+                continue
+            schema = dict(version["schema"]["openAPIV3Schema"])
+            path = f"{spec['group']}/{spec['names']['kind'].lower()}_{version['name']}.json"
+            out[path] = schema
+    return out
