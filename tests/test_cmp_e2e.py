@@ -397,6 +397,22 @@ def test_env_and_parameters_change_the_output_as_documented(sidecar: Sidecar,
     assert got != reference(repo, "--namespace", "team-b")
 
 
+def test_grove_parameter_renders_podcliquesets(sidecar: Sidecar, repo: Path) -> None:
+    """The Grove path through the plugin: a parameter turns it on, the output equals
+    `dyn-gitops render --grove`, and a destination without Grove is told so."""
+    env = repo_server_env(repo, parameters=[{"name": "grove", "string": "true"}])
+    got = without_source_root(sidecar.generate(repo, env))
+    assert got == reference(repo, "--namespace", "llm-serving", "--grove")
+    assert {o["kind"] for o in got} >= {"PodCliqueSet"} and "Deployment" not in {
+        o["kind"] for o in got}
+    env = repo_server_env(repo, parameters=[{"name": "grove", "string": "true"}],
+                          kube_api_versions="v1,v1/Service,v1/ServiceAccount,v1/ConfigMap,"
+                          "rbac.authorization.k8s.io/v1,nvidia.com/v1alpha1")
+    with pytest.raises(grpc.RpcError) as err:
+        sidecar.generate(repo, env)
+    assert "install Grove, or set the setting grove to false" in err.value.details()
+
+
 def test_dyn_gitops_yaml_is_below_env_and_parameters(sidecar: Sidecar, repo: Path) -> None:
     (repo / APP_PATH / "dyn-gitops.yaml").write_text("namespace: from-file\n")
     git(repo, "commit", "-qam", "settings file")
