@@ -148,7 +148,7 @@ def test_ignore_differences_for_the_companion_controller(where: str) -> None:
     data = _cm_data()[where]
     manager = keys.CONTROLLER_FIELD_MANAGER
     for gk in ("apps_Deployment", "nvidia.com_DynamoGraphDeployment",
-               "nvidia.com_DynamoGraphDeploymentScalingAdapter"):
+               "nvidia.com_DynamoGraphDeploymentScalingAdapter", "grove.io_PodCliqueSet"):
         rule = yaml.safe_load(data[f"resource.customizations.ignoreDifferences.{gk}"])
         assert rule["managedFieldsManagers"] == [manager], gk
     adapter = yaml.safe_load(data["resource.customizations.ignoreDifferences."
@@ -170,6 +170,9 @@ def test_sample_applications(name: str) -> None:
     managers = {m for rule in spec["ignoreDifferences"]
                 for m in rule.get("managedFieldsManagers", [])}
     assert managers == {keys.CONTROLLER_FIELD_MANAGER}
+    assert {(r["group"], r["kind"]) for r in spec["ignoreDifferences"]} == {
+        ("apps", "Deployment"), ("nvidia.com", "DynamoGraphDeployment"),
+        ("nvidia.com", "DynamoGraphDeploymentScalingAdapter"), ("grove.io", "PodCliqueSet")}
     cm = _cm_data()["kustomize/argocd-cm.yaml"]
     for rule in spec["ignoreDifferences"]:  # the same rules as the system-wide ones
         group = f"{rule['group']}_" if rule["group"] else ""

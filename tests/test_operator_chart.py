@@ -73,11 +73,13 @@ def rules(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
 
 
 def assert_grove_rules(got: dict[tuple[str, str], set[str]]) -> None:
-    """Grove: read PodCliques / PCSGs, scale them through /scale; the PCS is Git's."""
+    """Grove: read PodCliques / PCSGs, scale them through /scale; the PCS is Git's: read
+    (GET, only during a restart) and patched with the restartAt clique annotations only."""
     for res in ("podcliques", "podcliquescalinggroups"):
         assert got[("grove.io", res)] == {"get", "list", "watch"}
         assert got[("grove.io", f"{res}/scale")] == {"get", "patch"}
-    assert not {r for g, r in got if g == "grove.io" and r.startswith("podcliquesets")}
+    assert got[("grove.io", "podcliquesets")] == {"get", "patch"}
+    assert not {r for g, r in got if g == "grove.io" and r.startswith("podcliquesets/")}
 
 
 def test_cluster_mode_rbac(helm: Path) -> None:

@@ -350,6 +350,15 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
         wait_for(lambda: pk.get(DGDS, work_ns, "vllm-agg").get("status", {}).get(
             "services", {}).get("VllmDecodeWorker", {}).get("componentKind") ==
             "PodCliqueScalingGroup", what="Grove status written")
+        # a Grove restart: the PCS read (GET) and its clique annotations applied (patch)
+        pk.request("PATCH", DGDS.path(work_ns, "vllm-agg"), None,
+                   {"spec": {"restart": {"id": "rbac-1", "strategy": {"type": "Parallel"}}}},
+                   "application/merge-patch+json")
+        wait_for(lambda: {(c.get("annotations") or {}).get("nvidia.com/restartAt")
+                          for c in pk.get(PODCLIQUESETS, work_ns, "vllm-agg")["spec"][
+                              "template"]["cliques"]} == {"rbac-1"}, what="cliques stamped")
+        wait_for(lambda: pk.get(DGDS, work_ns, "vllm-agg").get("status", {}).get(
+            "restart", {}).get("observedID") == "rbac-1", what="restart reported")
     with pytest.raises(ForbiddenError):  # least privilege: no create ...
         as_sa.apply(DEPLOYMENTS, {
             "apiVersion": "apps/v1", "kind": "Deployment",
@@ -362,7 +371,11 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
                            "kind": "DynamoGraphDeployment",
                            "metadata": {"name": "sglang-disagg", "namespace": work_ns},
                            "spec": {"envs": []}})
-    for res, name in ((PODCLIQUESETS, "vllm-agg"), (PODCLIQUES, "vllm-agg-0-frontend"),
+    for res, name in ((PODCLIQUES, "vllm-agg-0-frontend"),
                       (PCSGS, "vllm-agg-0-vllmdecodeworker")):
-        with pytest.raises(ForbiddenError):  # Grove's objects: /scale only, never the PCS
+        with pytest.raises(ForbiddenError):  # Grove's objects: /scale only
             as_sa.patch(res, work_ns, name, {"metadata": {"labels": {"x": "y"}}})
+    with pytest.raises(ForbiddenError):  # the PCS: get and patch only (no list / watch)
+        as_sa.list(PODCLIQUESETS, work_ns)
+    with pytest.raises(ForbiddenError):  # ... and no delete
+        as_sa.delete(PODCLIQUESETS, work_ns, "vllm-agg")

@@ -1,6 +1,7 @@
 """The Grove path against the real kube-apiserver: DGD status from PodCliques and
-PodCliqueScalingGroups, scaling through their ``/scale`` subresource, restarts reported as
-unsupported, and a cluster without the Grove CRDs.
+PodCliqueScalingGroups, scaling through their ``/scale`` subresource, restarts stamped into
+the PodCliqueSet's clique annotations (refused when the CRD's ``cliques`` is an atomic list),
+and a cluster without the Grove CRDs.
 
 The rendered sample (setting ``grove``) is applied as Argo CD would (DGD, PodCliqueSet,
 adapters); no Grove runs, so the tests create the PodCliques / PCSGs Grove would create
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from dyn_gitops_operator import FIELD_MANAGER, grove
+from dyn_gitops_operator.errors import ConflictError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, PCSGS, PODCLIQUES, Kube
 from dyn_gitops_operator.testing import (
     GROVE_MANAGER,
@@ -101,6 +103,29 @@ def _comp(kind: str, spec: int, generation: int = 1, **status: int) -> grove.Com
 ])
 def test_readiness_reasons_are_the_operators(comp: grove.Component, want: str) -> None:
     assert grove.readiness(comp) == (not want, want)
+
+
+def _pcs(*entries: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    return {"metadata": {"managedFields": [
+        {"manager": m, "operation": op, "fieldsV1": {"f:spec": {"f:template": {
+            "f:cliques": cliques}}}} for m, op, cliques in entries]}}
+
+
+def test_cliques_list_type_from_managed_fields() -> None:
+    entry = {".": {}, "f:name": {}, "f:annotations": {"f:nvidia.com/restartAt": {}}}
+    as_map = {'k:{"name":"a"}': {".": {}, "f:name": {}}}
+    assert grove.cliques_map_list(_pcs(("argocd-controller", "Apply", as_map)))
+    # atomic: the GitOps manager owns the list whole
+    assert not grove.cliques_map_list(_pcs(("argocd-controller", "Apply", {})))
+    assert not grove.cliques_map_list(_pcs(("kubectl", "Update", {}),
+                                           ("argocd-controller", "Apply", as_map)))
+    # undecidable (only our own entry, or no managedFields): refused
+    assert not grove.cliques_map_list(_pcs((FIELD_MANAGER, "Apply", as_map)))
+    assert not grove.cliques_map_list({"metadata": {}})
+    assert grove.owned_restart_cliques(_pcs(
+        ("argocd-controller", "Apply", {'k:{"name":"b"}': entry}),
+        (FIELD_MANAGER, "Apply", {'k:{"name":"a"}': entry, 'k:{"name":"c"}': {
+            ".": {}, "f:name": {}}}))) == {"a"}
 
 
 # ------------------------------------------------------------------------- real API server
@@ -348,33 +373,209 @@ def test_stale_cache_scale_is_refused_not_applied(k: Kube, namespace: str) -> No
     assert spec_replicas(k, namespace, "vllm-agg-0-frontend") == 2
 
 
-def with_restart(restart_id: str) -> list[dict[str, Any]]:
+def with_restart(restart_id: str, **strategy: Any) -> list[dict[str, Any]]:
     docs = [d for d in yaml.safe_load_all((GROVE_SAMPLE / "vllm-agg.yaml").read_text()) if d]
-    docs[0]["spec"]["restart"] = {"id": restart_id}
+    docs[0]["spec"]["restart"] = {"id": restart_id, **({"strategy": strategy}
+                                                       if strategy else {})}
     return docs
 
 
-def test_restart_is_reported_unsupported(k: Kube, namespace: str,
-                                         caplog: pytest.LogCaptureFixture) -> None:
+RESTART_AT = "nvidia.com/restartAt"
+PCLQ, PCSG = "vllm-agg-0-frontend", "vllm-agg-0-vllmdecodeworker"
+CLIQUES = {"Frontend": ["frontend"],
+           "VllmDecodeWorker": ["vllmdecodeworker-ldr", "vllmdecodeworker-wkr"]}
+
+
+def stamps(k: Kube, ns: str, pcs: str = "vllm-agg") -> dict[str, str | None]:
+    live = k.get(PODCLIQUESETS, ns, pcs)
+    return {c["name"]: (c.get("annotations") or {}).get(RESTART_AT)
+            for c in live["spec"]["template"]["cliques"]}
+
+
+def pcs_observed(k: Kube, ns: str, name: str = "vllm-agg") -> None:
+    """What Grove writes once it has synced the PodCliqueSet: status.observedGeneration."""
+    grove_k = Kube(k.api, k.timeout, field_manager=GROVE_MANAGER)
+    for _ in range(20):
+        obj = grove_k.get(PODCLIQUESETS, ns, name)
+        body = {**obj, "status": {**(obj.get("status") or {}),
+                                  "observedGeneration": obj["metadata"]["generation"]}}
+        try:
+            grove_k.request("PUT", PODCLIQUESETS.path(ns, name, "status"),
+                            [("fieldManager", GROVE_MANAGER)], body)
+            return
+        except ConflictError:
+            continue
+    raise RuntimeError("could not write the PodCliqueSet status")
+
+
+def restart_status(k: Kube, ns: str) -> dict[str, Any]:
+    return dict(status_of(k, ns, "vllm-agg").get("restart") or {})
+
+
+def ready_grove_graph(k: Kube, ns: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """vllm-agg applied without a restart, Grove's children created, ready, PCS observed."""
+    docs = with_restart("unused")
+    del docs[0]["spec"]["restart"]
+    objs = render(docs, ns, grove=True)
+    gitops_apply(k, objs, kinds=APPLIED)
+    (pcs,) = [o for o in objs if o["kind"] == "PodCliqueSet"]
+    for name, res in grove_create(k, pcs).items():
+        grove_status(k, res, ns, name)
+    pcs_observed(k, ns)
+    return objs, pcs
+
+
+def stays(cond: Any, seconds: float = 3.0) -> None:
+    """``cond()`` holds for ``seconds`` (the controller polls the PCS every 2 s)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        assert cond()
+        time.sleep(0.1)
+
+
+def test_sequential_restart_follows_order_and_grove_readiness(k: Kube, namespace: str) -> None:
+    """Sequential, order [VllmDecodeWorker, Frontend]: the worker's two cliques first; the
+    Frontend only once the PCS's observedGeneration caught up AND the worker's PCSG is
+    ready again; Completed leaves every clique stamped; a GitOps re-apply keeps the stamps;
+    the controller owns only the restartAt keys."""
+    objs, pcs = ready_grove_graph(k, namespace)
+    with running(settings_for_tests(namespace), k):
+        wait_for(lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
+                 what="successful")
+        restarted = render(with_restart("r1", type="Sequential",
+                                        order=["VllmDecodeWorker", "Frontend"]),
+                           namespace, grove=True)
+        gitops_apply(k, restarted, kinds=APPLIED)
+        wait_for(lambda: restart_status(k, namespace) == {
+            "observedID": "r1", "phase": "Restarting", "inProgress": ["VllmDecodeWorker"]},
+            what="worker restarting")
+        assert stamps(k, namespace) == {"frontend": None, "vllmdecodeworker-ldr": "r1",
+                                        "vllmdecodeworker-wkr": "r1"}
+        # the PCSG still reports ready (old status), but Grove has not observed the PCS
+        stays(lambda: stamps(k, namespace)["frontend"] is None)
+        # Grove syncs: the PCSG rolls (not available), the PCS generation is observed
+        grove_status(k, PCSGS, namespace, PCSG, availableReplicas=0, updatedReplicas=0)
+        pcs_observed(k, namespace)
+        stays(lambda: stamps(k, namespace)["frontend"] is None
+              and restart_status(k, namespace)["inProgress"] == ["VllmDecodeWorker"])
+        grove_status(k, PCSGS, namespace, PCSG)  # rolled, ready again
+        wait_for(lambda: restart_status(k, namespace).get("inProgress") == ["Frontend"],
+                 what="frontend restarting")
+        assert stamps(k, namespace) == dict.fromkeys(
+            ["frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"], "r1")
+        grove_status(k, PODCLIQUES, namespace, PCLQ, readyReplicas=1, updatedReplicas=1)
+        pcs_observed(k, namespace)
+        stays(lambda: restart_status(k, namespace)["phase"] == "Restarting", 2.5)
+        grove_status(k, PODCLIQUES, namespace, PCLQ)
+        wait_for(lambda: restart_status(k, namespace) == {"observedID": "r1",
+                                                          "phase": "Completed"},
+                 what="completed")
+
+        # steady state: every clique stamped; a GitOps re-apply (SSA, another manager)
+        # neither removes the stamps nor is changed by them otherwise
+        gitops_apply(k, restarted, kinds=APPLIED)
+        live = k.get(PODCLIQUESETS, namespace, "vllm-agg")
+        assert {c["name"]: c["annotations"][RESTART_AT]
+                for c in live["spec"]["template"]["cliques"]} == dict.fromkeys(
+            ["frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"], "r1")
+        (rendered,) = [o for o in restarted if o["kind"] == "PodCliqueSet"]
+        for got, want in zip(live["spec"]["template"]["cliques"],
+                             rendered["spec"]["template"]["cliques"], strict=True):
+            ann = {a: v for a, v in got["annotations"].items() if a != RESTART_AT}
+            assert {**got, "annotations": ann} == {**want, "annotations": ann}
+            assert ann == (want.get("annotations") or {})
+        assert {k2: v for k2, v in live["spec"].items() if k2 != "template"} == {
+            k2: v for k2, v in rendered["spec"].items() if k2 != "template"}
+        stays(lambda: restart_status(k, namespace)["phase"] == "Completed", 1.0)
+
+    # managedFields: the controller owns the restartAt key of each clique, nothing else
+    (ours,) = [m for m in live["metadata"]["managedFields"] if m["manager"] == FIELD_MANAGER]
+    assert ours["operation"] == "Apply" and not ours.get("subresource")
+    entry = {".": {}, "f:annotations": {f"f:{RESTART_AT}": {}}, "f:name": {}}
+    assert ours["fieldsV1"] == {"f:spec": {"f:template": {"f:cliques": {
+        f'k:{{"name":"{c}"}}': entry
+        for c in ("frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr")}}}}
+    assert grove.owned_restart_cliques(live) == {"frontend", "vllmdecodeworker-ldr",
+                                                 "vllmdecodeworker-wkr"}
+    assert pcs["metadata"]["name"] == "vllm-agg" and objs
+
+
+def test_parallel_restart_then_sequential_keeps_the_others(k: Kube, namespace: str) -> None:
+    """Parallel stamps every clique in one write and completes when all are ready again;
+    a later Sequential restart stamps the first service and keeps the others' token."""
+    ready_grove_graph(k, namespace)
+    with running(settings_for_tests(namespace), k):
+        gitops_apply(k, render(with_restart("p1", type="Parallel"), namespace, grove=True),
+                     kinds=APPLIED)
+        wait_for(lambda: restart_status(k, namespace) == {
+            "observedID": "p1", "phase": "Restarting",
+            "inProgress": ["Frontend", "VllmDecodeWorker"]}, what="parallel restarting")
+        assert set(stamps(k, namespace).values()) == {"p1"}
+        grove_status(k, PODCLIQUES, namespace, PCLQ, readyReplicas=0)
+        pcs_observed(k, namespace)
+        wait_for(lambda: restart_status(k, namespace).get("inProgress") == ["Frontend"],
+                 what="worker ready, frontend not")
+        grove_status(k, PODCLIQUES, namespace, PCLQ)
+        wait_for(lambda: restart_status(k, namespace) == {"observedID": "p1",
+                                                          "phase": "Completed"},
+                 what="parallel completed")
+        pcs_generation = k.get(PODCLIQUESETS, namespace, "vllm-agg")["metadata"]["generation"]
+
+        gitops_apply(k, render(with_restart("s2"), namespace, grove=True), kinds=APPLIED)
+        wait_for(lambda: restart_status(k, namespace).get("inProgress") == ["Frontend"]
+                 and restart_status(k, namespace)["observedID"] == "s2", what="s2 started")
+        assert stamps(k, namespace) == {"frontend": "s2", "vllmdecodeworker-ldr": "p1",
+                                        "vllmdecodeworker-wkr": "p1"}
+        assert k.get(PODCLIQUESETS, namespace, "vllm-agg")["metadata"]["generation"] == (
+            pcs_generation + 1)
+
+
+# ------------------------------------------------------- an old Grove: cliques is atomic
+@pytest.fixture(scope="module")
+def old_grove(test_binaries: Any) -> Iterator[Kube]:
+    """A private control plane whose PodCliqueSet CRD is free-form: ``cliques`` is an
+    atomic list, which a server-side apply would take over whole."""
+    from support.controlplane import control_plane, install_crds
+    from support.thirdparty_crds import thirdparty_crds
+
+    from dyn_gitops.crds import crds
+
+    bins = test_binaries("etcd", "kube-apiserver")
+    with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
+        install_crds(cp.client(), crds() + thirdparty_crds(pcs_map_list=False))
+        kube = Kube(cp.client())
+        kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "old"}})
+        yield kube
+
+
+def test_restart_refused_when_cliques_is_an_atomic_list(
+        old_grove: Kube, caplog: pytest.LogCaptureFixture) -> None:
+    k, namespace = old_grove, "old"
     caplog.set_level(logging.WARNING, logger="dyn_gitops_operator.reconcilers.restart")
     settings = {"grove": True}
     objs = render(with_restart("r1"), namespace, **settings)
     gitops_apply(k, objs, kinds=APPLIED)
     (pcs,) = [o for o in objs if o["kind"] == "PodCliqueSet"]
+    before = k.get(PODCLIQUESETS, namespace, "vllm-agg")
+    (gitops_fields,) = [m["fieldsV1"] for m in before["metadata"]["managedFields"]]
+    assert gitops_fields["f:spec"]["f:template"]["f:cliques"] == {}  # atomic
+    assert not grove.cliques_map_list(before)
     created = grove_create(k, pcs)
 
     def logged() -> list[logging.LogRecord]:
-        return [r for r in caplog.records
-                if r.getMessage() == "restart not supported on the Grove path"]
+        return [r for r in caplog.records if r.getMessage() ==
+                "restart not supported on the Grove path: cliques is not a map list"]
 
     with running(settings_for_tests(namespace), k):
         st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg")).get("restart") and s,
                       what="restart status")
         assert st["restart"] == {
             "observedID": "r1", "phase": "Failed",
-            "message": "Restart failed: not supported on the Grove path (the PodCliqueSet "
-                       "vllm-agg belongs to the GitOps tool; the controller does not stamp "
-                       "nvidia.com/restartAt on its cliques)"}
+            "message": "Restart failed: not supported by this PodCliqueSet CRD: the cliques "
+                       "list of the PodCliqueSet vllm-agg is not a map list keyed by name "
+                       "(an older Grove?), so applying nvidia.com/restartAt to its cliques "
+                       "would replace the whole list the GitOps tool owns; the controller "
+                       "does not write it"}
         # more passes (status changes of the cliques): still one log line for generation 1
         for name, res in created.items():
             grove_status(k, res, namespace, name)
@@ -390,11 +591,12 @@ def test_restart_is_reported_unsupported(k: Kube, namespace: str,
         assert status_of(k, namespace, "vllm-agg")["restart"]["phase"] == "Failed"
         assert [r.__dict__["restart_id"] for r in logged()] == ["r1", "r2"]
 
-    # nothing stamped anywhere
+    # nothing written: the PCS is exactly what GitOps applied
     live_pcs = k.get(PODCLIQUESETS, namespace, "vllm-agg")
     assert FIELD_MANAGER not in {m for m, _, _ in managers(live_pcs)}
+    assert live_pcs["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     for clique in live_pcs["spec"]["template"]["cliques"]:
-        assert "nvidia.com/restartAt" not in (clique.get("annotations") or {})
+        assert RESTART_AT not in (clique.get("annotations") or {})
     for name, res in created.items():
         assert {m for m, _, _ in managers(k.get(res, namespace, name))} == {GROVE_MANAGER}
 

@@ -10,18 +10,24 @@ Readiness and the per-service status follow the Dynamo operator's
 ``CheckPodCliqueReady`` / ``CheckPCSGReady`` (``internal/dynamo/grove.go``): observed
 generation caught up, then desired (``spec.replicas``) equal to ready (PodClique) or
 available (PCSG) replicas, to updated replicas and to ``status.replicas``; desired 0 is
-ready. The controller never writes the PCS (Git owns it); it scales the PodClique / PCSG
-through ``/scale``, as the operator does.
+ready. The controller scales the PodClique / PCSG through ``/scale``, as the operator does.
+The PCS is Git's: the controller writes into it only the ``nvidia.com/restartAt``
+annotations of the cliques it restarts (server-side apply, see ``restart_apply``), and only
+when the CRD declares ``cliques`` a map list keyed by ``name`` (``cliques_map_list``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from dyn_gitops import keys
+from dyn_gitops.expand.multinode import GROVE_LEADER_SUFFIX, GROVE_WORKER_SUFFIX
+from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.kube import PCSGS, PODCLIQUES, Resource
+from dyn_gitops_operator.kube import PCSGS, PODCLIQUES, PODCLIQUESETS, Resource
 
 Obj = dict[str, Any]
 
@@ -156,5 +162,94 @@ def scale_patch(c: Component, replicas: int) -> Obj:
             "spec": {"replicas": max(0, int(replicas))}}
 
 
-__all__ = ["Component", "GroveChildren", "child_keys", "component_name", "desired",
-           "pcs_name", "readiness", "scale_patch", "service_status", "trim"]
+# ------------------------------------------------------------------ restarts (the PCS)
+def clique_names(service: str, multinode: bool) -> list[str]:
+    """The PCS cliques a service renders to: ``<svc>`` or ``<svc>-ldr`` + ``<svc>-wkr``."""
+    lsvc = service.lower()
+    if multinode:
+        return [f"{lsvc}-{GROVE_LEADER_SUFFIX}", f"{lsvc}-{GROVE_WORKER_SUFFIX}"]
+    return [lsvc]
+
+
+def _cliques_fields(entry: Obj) -> Obj | None:
+    """``f:spec.f:template.f:cliques`` of one managedFields entry (None: not there)."""
+    node: Any = entry.get("fieldsV1") or {}
+    for step in ("f:spec", "f:template", "f:cliques"):
+        if not isinstance(node, dict) or step not in node:
+            return None
+        node = node[step]
+    return node if isinstance(node, dict) else None
+
+
+def cliques_map_list(pcs: Obj) -> bool:
+    """The CRD merges ``spec.template.cliques`` entry by entry (``listType=map``, key
+    ``name``), read from the live object's managedFields without any CRD access: another
+    manager's fieldsV1 holds ``k:{"name":...}`` keys for a map list, ``{}`` for an atomic
+    list. Undecidable (no other manager owns the list) counts as atomic: never risk
+    replacing a list we do not own."""
+    seen_map = False
+    for entry in o.meta(pcs).get("managedFields") or []:
+        if entry.get("manager") == FIELD_MANAGER:
+            continue
+        node = _cliques_fields(entry)
+        if node is None:
+            continue
+        if not node or not any(k.startswith("k:") for k in node):
+            return False
+        seen_map = True
+    return seen_map
+
+
+def _clique_key(key: str) -> str | None:
+    if not key.startswith("k:"):
+        return None
+    with contextlib.suppress(ValueError, AttributeError, KeyError, TypeError):
+        return str(json.loads(key[2:])["name"])
+    return None
+
+
+def owned_restart_cliques(pcs: Obj) -> set[str]:
+    """Cliques whose ``nvidia.com/restartAt`` annotation our field manager applied."""
+    out: set[str] = set()
+    for entry in o.meta(pcs).get("managedFields") or []:
+        if entry.get("manager") != FIELD_MANAGER or entry.get("operation") != "Apply":
+            continue
+        for key, sub in (_cliques_fields(entry) or {}).items():
+            name = _clique_key(key)
+            ann = (sub or {}).get("f:annotations") or {} if isinstance(sub, dict) else {}
+            if name is not None and f"f:{keys.ANN_RESTART_AT}" in ann:
+                out.add(name)
+    return out
+
+
+def restart_values(pcs: Obj) -> dict[str, str | None]:
+    """clique name -> its live ``nvidia.com/restartAt`` (None: not set)."""
+    cliques = ((pcs.get("spec") or {}).get("template") or {}).get("cliques") or []
+    return {str(c.get("name")): (c.get("annotations") or {}).get(keys.ANN_RESTART_AT)
+            for c in cliques if isinstance(c, dict) and c.get("name")}
+
+
+def pcs_observed(pcs: Obj) -> bool:
+    """Grove has processed the PCS's current generation."""
+    observed = (pcs.get("status") or {}).get("observedGeneration")
+    generation = int(o.meta(pcs).get("generation") or 0)
+    return observed is not None and int(observed) >= generation
+
+
+def restart_apply(pcs: Obj, values: dict[str, str]) -> Obj:
+    """The server-side apply body: ONLY the restartAt annotation of each clique (entries
+    identified by ``name``), conditional on the resourceVersion read. Every clique the
+    controller keeps a value on must be in it (an apply drops the fields it leaves out)."""
+    meta = o.meta(pcs)
+    return {"apiVersion": PODCLIQUESETS.api_version, "kind": PODCLIQUESETS.kind,
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "resourceVersion": meta.get("resourceVersion")},
+            "spec": {"template": {"cliques": [
+                {"name": name, "annotations": {keys.ANN_RESTART_AT: value}}
+                for name, value in sorted(values.items())]}}}
+
+
+__all__ = ["Component", "GroveChildren", "child_keys", "clique_names", "cliques_map_list",
+           "component_name", "desired", "owned_restart_cliques", "pcs_name", "pcs_observed",
+           "readiness", "restart_apply", "restart_values", "scale_patch", "service_status",
+           "trim"]

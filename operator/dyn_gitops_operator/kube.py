@@ -64,6 +64,8 @@ LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWork
 #: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
 PODCLIQUES = Resource("grove.io", "v1alpha1", "podcliques", "PodClique")
 PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
+#: Git's; read (GET) and patched only for a restart: the restartAt clique annotations
+PODCLIQUESETS = Resource("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
 
 
 def make_api_client(kubeconfig: str | None, pool_size: int = 16) -> Any:

@@ -1,7 +1,9 @@
 """Minimal CRDs for third-party kinds the renderer emits (Istio VirtualService, Gateway API
 Inference Extension InferencePool, LeaderWorkerSet, Volcano PodGroup, Grove PodCliqueSet):
 enough for the API server to accept the objects in a server-side dry-run; their schemas are
-free-form. Plus the two Grove kinds Grove itself creates from a PodCliqueSet (PodClique,
+free-form, except the PodCliqueSet's by default (``podcliqueset_crd``: ``cliques`` a map list
+keyed by ``name``, as Grove's ``+listType=map``, and the status subresource). Plus the two
+Grove kinds Grove itself creates from a PodCliqueSet (PodClique,
 PodCliqueScalingGroup), with the status and scale subresources the companion controller
 uses (``grove_crds``)."""
 
@@ -28,13 +30,39 @@ def _crd(group: str, version: str, kind: str, plural: str) -> dict[str, Any]:
     }
 
 
-def thirdparty_crds() -> list[dict[str, Any]]:
+def podcliqueset_crd(map_list: bool = True) -> dict[str, Any]:
+    """The PodCliqueSet CRD. ``map_list``: structural where it matters, as Grove's own CRD
+    (``spec.template.cliques`` ``x-kubernetes-list-type: map`` keyed by ``name``, each item's
+    ``annotations`` a map of strings, everything else preserved unknown) with the status
+    subresource; otherwise free-form (``cliques`` an atomic list, as an old Grove)."""
+    crd = _crd("grove.io", "v1alpha1", "PodCliqueSet", "podcliquesets")
+    if not map_list:
+        return crd
+    free: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    clique = {**free, "required": ["name"], "properties": {
+        "name": {"type": "string"},
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    cliques = {"type": "array", "x-kubernetes-list-type": "map",
+               "x-kubernetes-list-map-keys": ["name"], "items": clique}
+    version_spec = crd["spec"]["versions"][0]
+    version_spec["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                       "metadata": {"type": "object"},
+                       "spec": {**free, "properties": {"template": {**free, "properties": {
+                           "cliques": cliques}}}},
+                       "status": free}}
+    version_spec["subresources"] = {"status": {}}
+    return crd
+
+
+def thirdparty_crds(pcs_map_list: bool = True) -> list[dict[str, Any]]:
     return [
         _crd("networking.istio.io", "v1beta1", "VirtualService", "virtualservices"),
         _crd("inference.networking.k8s.io", "v1", "InferencePool", "inferencepools"),
         _crd("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
         _crd("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
-        _crd("grove.io", "v1alpha1", "PodCliqueSet", "podcliquesets"),
+        podcliqueset_crd(pcs_map_list),
         *grove_crds(),
     ]
 

@@ -72,11 +72,17 @@ app.kubernetes.io/component: controller
   resources: [leaderworkersets]
   verbs: [get, list, watch]
 # Grove path (optional API; skipped when absent): status from what Grove creates from a
-# PodCliqueSet, and their replicas through /scale (merge patch). Never the PodCliqueSet.
+# PodCliqueSet, and their replicas through /scale (merge patch).
 - apiGroups: [grove.io]
   resources: [podcliques, podcliquescalinggroups]
   verbs: [get, list, watch]
 - apiGroups: [grove.io]
   resources: [podcliques/scale, podcliquescalinggroups/scale]
+  verbs: [get, patch]
+# the PodCliqueSet (Git's): read with a GET only while a restart is under way (not
+# watched), and patched (server-side apply) with nothing but the nvidia.com/restartAt
+# annotations of the restarted cliques. No list, watch, create, update or delete.
+- apiGroups: [grove.io]
+  resources: [podcliquesets]
   verbs: [get, patch]
 {{- end }}

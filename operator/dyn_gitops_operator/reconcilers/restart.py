@@ -5,10 +5,17 @@ only when every earlier one is stamped *and* ready again. Progress is read back 
 live Deployments (which carry the stamp) rather than from the status we wrote, so a
 restart of the controller or the API server resumes it without stamping anything twice.
 
-Not on the Grove path: the operator stamps the token into the PodCliqueSet's clique
-annotations, but the PodCliqueSet belongs to the GitOps tool (and its free-form ``cliques``
-list would be taken over whole by a server-side apply). The restart is reported as
-``phase: Failed`` with a message instead, and logged once per DGD generation.
+On the Grove path the token goes where the Dynamo operator puts it: the clique annotations
+of the PodCliqueSet (``spec.template.cliques[name].annotations``), each service's cliques
+(``<svc>``, or ``<svc>-ldr`` and ``<svc>-wkr``), and Sequential waits for the PCS's
+observedGeneration and the service's PodClique / PCSG readiness. The PCS is Git's: the
+controller reads it with a GET only while a restart is under way, and writes it with a
+server-side apply carrying nothing but those annotations (entries keyed by ``name``) and
+the resourceVersion read. That is only safe when the CRD declares ``cliques`` a map list:
+with an atomic list the apply would take over and replace the whole list. The live
+managedFields tell (``grove.cliques_map_list``); otherwise the restart is reported as
+``phase: Failed`` with a message, logged once per DGD generation, and the PCS is not
+written.
 """
 
 from __future__ import annotations
@@ -16,9 +23,12 @@ from __future__ import annotations
 import logging
 import threading
 
+from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.graph import Graph, RestartRequest
-from dyn_gitops_operator.plan import Plan
+from dyn_gitops_operator.kube import PODCLIQUESETS
+from dyn_gitops_operator.plan import Plan, Write
 from dyn_gitops_operator.reconcilers.base import Context, Obj
 
 log = logging.getLogger(__name__)
@@ -26,10 +36,15 @@ log = logging.getLogger(__name__)
 TERMINAL = ("Completed", "Failed", "Superseded")
 
 
+#: while a Grove restart waits for Grove (the PCS is read, not watched)
+GROVE_POLL = 2.0
+
+
 def grove_unsupported(pcs: str) -> str:
-    return (f"Restart failed: not supported on the Grove path (the PodCliqueSet {pcs} "
-            "belongs to the GitOps tool; the controller does not stamp "
-            "nvidia.com/restartAt on its cliques)")
+    return (f"Restart failed: not supported by this PodCliqueSet CRD: the cliques list "
+            f"of the PodCliqueSet {pcs} is not a map list keyed by name (an older Grove?), "
+            "so applying nvidia.com/restartAt to its cliques would replace the whole list "
+            "the GitOps tool owns; the controller does not write it")
 
 
 def restarted(dep: Obj | None, restart_id: str) -> bool:
@@ -57,9 +72,7 @@ class RestartReconciler:
             plan.restart = prev
             return
         if graph.grove is not None:
-            message = grove_unsupported(graph.grove.pcs)
-            plan.restart = {"observedID": req.id, "phase": "Failed", "message": message}
-            self._log_once(graph, req, message)
+            self._grove(graph, req, plan, ctx)
             return
         rolling = (plan.rolling_update or {}).get("phase") in ("Pending", "InProgress")
         if rolling and not self._started(graph, req):
@@ -74,6 +87,68 @@ class RestartReconciler:
         else:
             plan.restart = {"observedID": req.id, "phase": "Completed"}
 
+    def _grove(self, graph: Graph, req: RestartRequest, plan: Plan, ctx: Context) -> None:
+        children = graph.grove
+        assert children is not None
+        try:
+            pcs = ctx.kube.get(PODCLIQUESETS, graph.namespace, children.pcs)
+        except NotFoundError:
+            # not synced by the GitOps tool yet: nothing to stamp, look again later
+            plan.restart = {"observedID": req.id, "phase": "Pending"}
+            plan.requeue(GROVE_POLL)
+            return
+        if not grove.cliques_map_list(pcs):
+            message = grove_unsupported(children.pcs)
+            plan.restart = {"observedID": req.id, "phase": "Failed", "message": message}
+            self._log_once(graph, req, message)
+            return
+        live = grove.restart_values(pcs)
+        owned = grove.owned_restart_cliques(pcs)
+        services = {s: [c for c in grove.clique_names(s, svc.multinode) if c in live]
+                    for s, svc in graph.services.items()}
+        known = {c for cs in services.values() for c in cs}
+        # what we keep (an apply drops the fields it leaves out), then the new stamps
+        values = {c: v for c, v in live.items() if c in owned and c in known and v}
+        observed = grove.pcs_observed(pcs)
+
+        def stamped(service: str) -> bool:
+            return all(live.get(c) == req.id for c in services[service])
+
+        def done(service: str) -> bool:
+            svc = graph.services[service]
+            return (stamped(service) and observed
+                    and grove.readiness(children.component(service, svc.multinode))[0])
+
+        waiting: list[str] = []
+        if req.strategy == "Parallel":
+            for service in sorted(s for s in services if services[s]):
+                values.update(dict.fromkeys(services[service], req.id))
+                if not done(service):
+                    waiting.append(service)
+        else:
+            # unknown names are rejected by the renderer; a service without cliques in the
+            # PCS has nothing to restart. The last stamped service is the current one (the
+            # earlier ones were ready when we moved on; a stamp bumps the PCS generation,
+            # so they cannot be asked again); the next one only once it is ready again.
+            order = [s for s in req.order if services.get(s)]
+            current = max((i for i, s in enumerate(order) if stamped(s)), default=-1)
+            if current < 0 or done(order[current]):
+                current += 1
+            if current < len(order):
+                waiting = [order[current]]
+            for service in order[:current + 1]:
+                values.update(dict.fromkeys(services[service], req.id))
+        if any(live.get(c) != v for c, v in values.items()):
+            plan.writes.append(Write(PODCLIQUESETS, grove.restart_apply(pcs, values)))
+            plan.wrote_deployments = True  # report after reading our write back
+            plan.requeue(0.0)
+        if waiting:
+            plan.restart = {"observedID": req.id, "phase": "Restarting",
+                            "inProgress": waiting}
+            plan.requeue(GROVE_POLL)  # the PCS's observedGeneration brings no event
+        else:
+            plan.restart = {"observedID": req.id, "phase": "Completed"}
+
     def _log_once(self, graph: Graph, req: RestartRequest, message: str) -> None:
         meta = o.meta(graph.dgd or {})
         key = (str(meta.get("uid")), int(meta.get("generation") or 0))
@@ -83,7 +158,7 @@ class RestartReconciler:
             if len(self._logged) >= 10000:
                 self._logged.clear()
             self._logged.add(key)
-        log.warning("restart not supported on the Grove path",
+        log.warning("restart not supported on the Grove path: cliques is not a map list",
                     extra={"object": f"{graph.namespace}/{graph.name}", "restart_id": req.id,
                            "generation": key[1], "reason": message})
 

@@ -11,7 +11,7 @@ PodCliqueScalingGroup) ``<pcs>-0-<svc>`` is scaled through its ``/scale`` subres
 the adapter's replicas, else to the DGD's explicit ``replicas``, as the operator's
 ``reconcileGroveScaling`` does (Grove seeds those replicas from the PodCliqueSet only at
 creation, so a later change in Git reaches them only this way). The PodCliqueSet itself
-is never written: Git owns it.
+is not scaled: Git owns it (only a restart writes its clique annotations, ``restart``).
 """
 
 from __future__ import annotations
