@@ -530,6 +530,29 @@ def test_parallel_restart_then_sequential_keeps_the_others(k: Kube, namespace: s
             pcs_generation + 1)
 
 
+def test_a_service_removed_after_a_restart_loses_its_stamp(k: Kube, namespace: str) -> None:
+    """After a restart the controller owns each clique's name and restartAt; when Git drops
+    a service, it must let go of that clique, or the entry would outlive the GitOps tool's
+    apply (and, against the real CRD, a clique without spec refuses that apply)."""
+    ready_grove_graph(k, namespace)
+    with running(settings_for_tests(namespace), k):
+        gitops_apply(k, render(with_restart("p1", type="Parallel"), namespace, grove=True),
+                     kinds=APPLIED)
+        wait_for(lambda: set(stamps(k, namespace).values()) == {"p1"}, what="stamped")
+        pcs_observed(k, namespace)
+        wait_for(lambda: restart_status(k, namespace) == {"observedID": "p1",
+                                                          "phase": "Completed"},
+                 what="completed")
+        docs = with_restart("p1", type="Parallel")
+        del docs[0]["spec"]["services"]["Frontend"]  # removed from Git
+        gitops_apply(k, render(docs, namespace, grove=True), kinds=APPLIED)
+        wait_for(lambda: stamps(k, namespace) == {"vllmdecodeworker-ldr": "p1",
+                                                  "vllmdecodeworker-wkr": "p1"},
+                 what="the frontend clique gone, with our stamp")
+        assert grove.owned_restart_cliques(k.get(PODCLIQUESETS, namespace, "vllm-agg")) == {
+            "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"}
+
+
 # ------------------------------------------------------- an old Grove: cliques is atomic
 @pytest.fixture(scope="module")
 def old_grove(test_binaries: Any) -> Iterator[Kube]:

@@ -241,12 +241,14 @@ def restart_apply(pcs: Obj, values: dict[str, str]) -> Obj:
     identified by ``name``), conditional on the resourceVersion read. Every clique the
     controller keeps a value on must be in it (an apply drops the fields it leaves out)."""
     meta = o.meta(pcs)
-    return {"apiVersion": PODCLIQUESETS.api_version, "kind": PODCLIQUESETS.kind,
-            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
-                         "resourceVersion": meta.get("resourceVersion")},
-            "spec": {"template": {"cliques": [
-                {"name": name, "annotations": {keys.ANN_RESTART_AT: value}}
-                for name, value in sorted(values.items())]}}}
+    body: Obj = {"apiVersion": PODCLIQUESETS.api_version, "kind": PODCLIQUESETS.kind,
+                 "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                              "resourceVersion": meta.get("resourceVersion")}}
+    if values:  # nothing to keep: no spec at all, so every field we owned is released
+        body["spec"] = {"template": {"cliques": [
+            {"name": name, "annotations": {keys.ANN_RESTART_AT: value}}
+            for name, value in sorted(values.items())]}}
+    return body
 
 
 __all__ = ["Component", "GroveChildren", "child_keys", "clique_names", "cliques_map_list",

@@ -65,6 +65,12 @@ class RestartReconciler:
             return
         prev: Obj = dict(graph.status.get("restart") or {})
         req = graph.restart
+        # a restart that is over (or gone from Git) still leaves our stamps on a Grove
+        # PodCliqueSet; one in progress handles them in _grove (one write per pass)
+        over = req is None or (prev.get("observedID") == req.id
+                               and prev.get("phase") in TERMINAL)
+        if over and graph.grove is not None and prev:
+            self._grove_release_stale(graph, plan, ctx)
         if req is None:
             plan.restart = prev if prev.get("phase") in TERMINAL else None
             return
@@ -86,6 +92,28 @@ class RestartReconciler:
                             "inProgress": in_progress}
         else:
             plan.restart = {"observedID": req.id, "phase": "Completed"}
+
+    @staticmethod
+    def _grove_release_stale(graph: Graph, plan: Plan, ctx: Context) -> None:
+        """Drop our stamp from cliques whose service left the DGD. Otherwise we would keep
+        owning that clique's ``name`` and annotation, the entry would outlive the GitOps
+        tool's removal of the clique, and the real CRD (a clique needs its spec) would
+        refuse the GitOps tool's next apply."""
+        children = graph.grove
+        assert children is not None
+        try:
+            pcs = ctx.kube.get(PODCLIQUESETS, graph.namespace, children.pcs)
+        except NotFoundError:
+            return
+        owned = grove.owned_restart_cliques(pcs)
+        known = {c for s, svc in graph.services.items()
+                 for c in grove.clique_names(s, svc.multinode)}
+        if not owned - known:
+            return
+        live = grove.restart_values(pcs)
+        keep = {c: v for c, v in live.items() if c in owned and c in known and v}
+        plan.writes.append(Write(PODCLIQUESETS, grove.restart_apply(pcs, keep)))
+        plan.requeue(0.0)
 
     def _grove(self, graph: Graph, req: RestartRequest, plan: Plan, ctx: Context) -> None:
         children = graph.grove
