@@ -45,6 +45,22 @@ def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None,
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def invoke_cli(*args: str, stdin: str | None = None,
+               env: dict[str, str] | None = None) -> CliResult:
+    """The CLI in-process (fast); only the DYN_GITOPS_* variables given in ``env`` are set.
+    ``run_cli`` runs the real entry point in a subprocess."""
+    from click.testing import CliRunner
+
+    from dyn_gitops.cli import main
+
+    clean: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DYN_GITOPS_")}
+    clean.update(env or {})
+    res = CliRunner().invoke(main, list(args), input=stdin, env=clean)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise AssertionError(f"the CLI raised {res.exception!r}") from res.exception
+    return CliResult(res.exit_code, res.stdout, res.stderr)
+
+
 @pytest.fixture
 def cli() -> Any:
     return run_cli

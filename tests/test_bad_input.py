@@ -14,10 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import CliResult, run_cli
-
-from dyn_gitops.cli import main
+from conftest import CliResult, invoke_cli, run_cli
 
 GOOD_CM = """\
 apiVersion: v1
@@ -28,15 +25,6 @@ data:
   k: v
 """
 
-
-def invoke(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> CliResult:
-    """The CLI in-process (fast); ``run_cli`` runs the real entry point in a subprocess."""
-    clean: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DYN_GITOPS_")}
-    clean.update(env or {})
-    res = CliRunner().invoke(main, list(args), input=stdin, env=clean)
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise AssertionError(f"the CLI raised {res.exception!r}") from res.exception
-    return CliResult(res.exit_code, res.stdout, res.stderr)
 
 
 def write(path: Path, text: str) -> Path:
@@ -100,7 +88,7 @@ spec:
 
 def test_unknown_fields_suggest_the_right_name(tmp_path: Path) -> None:
     write(tmp_path / "dgd.yaml", UNKNOWN_FIELDS)
-    res = invoke("render", str(tmp_path))
+    res = invoke_cli("render", str(tmp_path))
     assert_refused(res)
     replicas = problem(res, "dgd.yaml", 12, "DynamoGraphDeployment/typo",
                        "spec.services.VllmWorker.replicsa")
@@ -123,7 +111,7 @@ spec:
       componentType: frontend
       replicas: -1
 """)
-    res = invoke("render", str(tmp_path))
+    res = invoke_cli("render", str(tmp_path))
     assert_refused(res)
     line = problem(res, "neg.yaml", 9, "DynamoGraphDeployment/neg",
                    "spec.services.Frontend.replicas")
@@ -143,7 +131,7 @@ spec:
     worker:
       componentType: worker
 """)
-    res = invoke("render", str(tmp_path))
+    res = invoke_cli("render", str(tmp_path))
     assert_refused(res)
     lines = [ln for ln in res.stderr.splitlines()
              if re.match(r"collide\.yaml:(7|9): DynamoGraphDeployment/clash: "
@@ -160,7 +148,7 @@ metadata:
   name: hollow
 spec: {services: {}}
 """)
-    res = invoke("render", str(tmp_path))
+    res = invoke_cli("render", str(tmp_path))
     assert_refused(res)
     problem(res, "empty-graph.yaml", 5, "DynamoGraphDeployment/hollow", "spec.services")
 
@@ -179,7 +167,7 @@ def outside_link(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_symlink_leaving_the_root_is_refused(outside_link: tuple[Path, Path]) -> None:
     root, _ = outside_link
-    res = invoke("render", str(root))
+    res = invoke_cli("render", str(root))
     assert_refused(res, "link.yaml", "outside the source root")
     assert "s3cr3t-value" not in res.stderr
 
@@ -189,20 +177,20 @@ def test_symlinked_directory_leaving_the_root_is_refused(tmp_path: Path) -> None
     write(root / "ok.yaml", GOOD_CM)
     write(tmp_path / "elsewhere" / "x.yaml", GOOD_CM.replace("fine", "elsewhere"))
     (root / "sub").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
-    res = invoke("render", str(root))
+    res = invoke_cli("render", str(root))
     assert_refused(res, "sub", "outside the source root")
 
 
 def test_oversized_file_is_refused(tmp_path: Path) -> None:
     write(tmp_path / "small.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n")
     big = write(tmp_path / "big.yaml", GOOD_CM + "  padding: " + "x" * 200 + "\n")
-    res = invoke("render", str(tmp_path), "--max-file-bytes", "100")
+    res = invoke_cli("render", str(tmp_path), "--max-file-bytes", "100")
     assert_refused(res, "big.yaml", "max-file-bytes", str(big.stat().st_size))
     assert "small.yaml" not in res.stderr
 
 
 def test_oversized_stdin_is_refused() -> None:
-    res = invoke("render", "-", "--max-file-bytes", "100", stdin=GOOD_CM * 5)
+    res = invoke_cli("render", "-", "--max-file-bytes", "100", stdin=GOOD_CM * 5)
     assert_refused(res, "max-file-bytes")
 
 
@@ -227,8 +215,8 @@ def test_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
 def test_alias_limit_is_the_setting(tmp_path: Path) -> None:
     """A modest use of aliases renders by default and is refused under a small limit."""
     write(tmp_path / "aliases.yaml", billion_laughs(levels=1))  # ~120 nodes
-    assert invoke("render", str(tmp_path)).code == 0
-    res = invoke("render", str(tmp_path), "--max-yaml-nodes", "50")
+    assert invoke_cli("render", str(tmp_path)).code == 0
+    res = invoke_cli("render", str(tmp_path), "--max-yaml-nodes", "50")
     assert_refused(res, "aliases.yaml", "max-yaml-nodes")
 
 
@@ -256,8 +244,8 @@ def test_alias_bomb_in_the_settings_file_is_refused_quickly(tmp_path: Path) -> N
 def test_too_many_documents(tmp_path: Path) -> None:
     write(tmp_path / "many.yaml", "---\n".join(
         GOOD_CM.replace("fine", f"cm{i}") for i in range(3)))
-    assert invoke("render", str(tmp_path), "--max-documents", "3").code == 0
-    res = invoke("render", str(tmp_path), "--max-documents", "2")
+    assert invoke_cli("render", str(tmp_path), "--max-documents", "3").code == 0
+    res = invoke_cli("render", str(tmp_path), "--max-documents", "2")
     assert_refused(res, "many.yaml", "max-documents")
 
 
@@ -268,10 +256,11 @@ def test_file_level_problems_carry_a_line_number(case: str, tmp_path: Path,
     that editors and CI problem matchers can parse every line."""
     if case == "symlink":
         root, _ = outside_link
-        res, name = invoke("render", str(root)), "link.yaml"
+        res, name = invoke_cli("render", str(root)), "link.yaml"
     else:
         write(tmp_path / "big" / "big.yaml", GOOD_CM * 3)
-        res, name = invoke("render", str(tmp_path / "big"), "--max-file-bytes", "100"), "big.yaml"
+        res = invoke_cli("render", str(tmp_path / "big"), "--max-file-bytes", "100")
+        name = "big.yaml"
     assert_refused(res)
     assert re.search(rf"^{re.escape(name)}:\d+: ", res.stderr, re.M), (
         f"no '{name}:<line>:' prefix in:\n{res.stderr}")
@@ -281,13 +270,13 @@ def test_file_level_problems_carry_a_line_number(case: str, tmp_path: Path,
 def test_empty_directory_is_refused(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert_refused(invoke("render", str(empty)), "allow-empty")
+    assert_refused(invoke_cli("render", str(empty)), "allow-empty")
 
 
 def test_empty_directory_allowed_explicitly(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    res = invoke("render", str(empty), "--allow-empty")
+    res = invoke_cli("render", str(empty), "--allow-empty")
     assert res.code == 0, res.stderr
     assert res.stdout.strip() == ""
     assert "Traceback" not in res.stderr
@@ -296,7 +285,7 @@ def test_empty_directory_allowed_explicitly(tmp_path: Path) -> None:
 def test_directory_of_ignored_files_is_empty(tmp_path: Path) -> None:
     write(tmp_path / "README.md", "# notes\n")
     write(tmp_path / ".hidden" / "x.yaml", GOOD_CM)
-    assert_refused(invoke("render", str(tmp_path)), "allow-empty")
+    assert_refused(invoke_cli("render", str(tmp_path)), "allow-empty")
 
 
 # ----------------------------------------------------------------------------- all at once
@@ -327,7 +316,7 @@ spec:
 
 def test_validate_reports_the_same_problems(tmp_path: Path) -> None:
     write(tmp_path / "dgd.yaml", UNKNOWN_FIELDS)
-    res = invoke("validate", str(tmp_path))
+    res = invoke_cli("validate", str(tmp_path))
     assert_refused(res, "2 problems found")
     problem(res, "dgd.yaml", 12, "DynamoGraphDeployment/typo")
 
@@ -340,12 +329,12 @@ def test_unknown_flag_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_unknown_environment_setting_is_a_usage_error(tmp_path: Path) -> None:
     write(tmp_path / "ok.yaml", GOOD_CM)
-    res = invoke("render", str(tmp_path), env={"DYN_GITOPS_NAMESPCE": "x"})
+    res = invoke_cli("render", str(tmp_path), env={"DYN_GITOPS_NAMESPCE": "x"})
     assert_refused(res, "DYN_GITOPS_NAMESPCE", "did you mean 'namespace'", code=2)
 
 
 def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
-    assert_refused(invoke("render", str(tmp_path / "nope")), "nope", code=2)
+    assert_refused(invoke_cli("render", str(tmp_path / "nope")), "nope", code=2)
 
 
 # ------------------------------------------------------------------------------ warnings

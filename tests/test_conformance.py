@@ -10,17 +10,14 @@ every example renders) are revisited.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from conftest import CONFORMANCE, CliResult
+from conftest import CONFORMANCE, invoke_cli
 
 from dyn_gitops import keys
-from dyn_gitops.cli import main
 
 #: file -> (reason, a word the error message must contain to show it is that reason);
 #: empty: every example renders
@@ -57,14 +54,6 @@ EXAMPLES = sorted(p.name for p in CONFORMANCE.glob("*.yaml"))
 RENDERABLE = [n for n in EXAMPLES if n not in EXPECTED_UNSUPPORTED]
 
 
-def invoke(*args: str) -> CliResult:
-    """The CLI in-process, with no DYN_GITOPS_* variables from the caller's environment."""
-    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DYN_GITOPS_")}
-    res = CliRunner().invoke(main, list(args), env=env)
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise AssertionError(f"the CLI raised {res.exception!r}") from res.exception
-    return CliResult(res.exit_code, res.stdout, res.stderr)
-
 
 def documents(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
@@ -81,7 +70,7 @@ def test_corpus_is_present_and_the_lists_are_current() -> None:
 def test_example_renders(name: str) -> None:
     path = CONFORMANCE / name
     flags = [*(["--lws"] if name in NEEDS_LWS else []), *(["--dra"] if name in NEEDS_DRA else [])]
-    res = invoke("render", *flags, str(path))
+    res = invoke_cli("render", *flags, str(path))
     assert res.code == 0, f"{name} must render:\n{res.stderr}"
     assert "problem" not in res.stderr, res.stderr
     warned = sorted(ln.split(": ")[2] for ln in res.stderr.splitlines()
@@ -121,7 +110,7 @@ def test_example_renders(name: str) -> None:
 
 
 def _assert_refused(name: str, reason: str, word: str) -> None:
-    res = invoke("render", str(CONFORMANCE / name))
+    res = invoke_cli("render", str(CONFORMANCE / name))
     assert res.code == 1, f"{name} ({reason}): exit {res.code}\n{res.stderr[:2000]}"
     assert res.stdout == ""
     refusals = [ln for ln in res.stderr.splitlines()
@@ -141,7 +130,7 @@ def test_listed_examples_are_refused_as_not_yet_supported() -> None:
 
 @pytest.mark.parametrize("name", sorted(PASSTHROUGH_ONLY))
 def test_dynamo_model_passes_through_unchanged(name: str) -> None:
-    res = invoke("render", str(CONFORMANCE / name))
+    res = invoke_cli("render", str(CONFORMANCE / name))
     assert res.code == 0, res.stderr
     out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
     assert out == documents(CONFORMANCE / name)
@@ -149,7 +138,7 @@ def test_dynamo_model_passes_through_unchanged(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(NEEDS_LWS))
 def test_multinode_example_without_lws_is_a_clear_error(name: str) -> None:
-    res = invoke("render", str(CONFORMANCE / name))
+    res = invoke_cli("render", str(CONFORMANCE / name))
     assert res.code == 1 and res.stdout == ""
     assert any(ln.startswith(f"{name}:") and "multinode.nodeCount" in ln
                and "set the setting lws to true" in ln for ln in res.stderr.splitlines()), (
@@ -158,7 +147,7 @@ def test_multinode_example_without_lws_is_a_clear_error(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(NEEDS_DRA))
 def test_gms_example_without_dra_is_a_clear_error(name: str) -> None:
-    res = invoke("render", str(CONFORMANCE / name))
+    res = invoke_cli("render", str(CONFORMANCE / name))
     assert res.code == 1 and res.stdout == ""
     assert any(ln.startswith(f"{name}:") and ".gpuMemoryService: " in ln
                and "set the setting dra to true" in ln for ln in res.stderr.splitlines()), (

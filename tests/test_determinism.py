@@ -12,7 +12,6 @@ the original names and the output re-emitted, then compared byte for byte.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import shutil
@@ -21,29 +20,19 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from conftest import CONFORMANCE, SAMPLES, CliResult, run_cli
+from conftest import CONFORMANCE, SAMPLES, invoke_cli, run_cli
 from test_conformance import NOT_RENDERED_BY_DEFAULT
 
 from dyn_gitops import keys
-from dyn_gitops.cli import main
 from dyn_gitops.emit import render_text
 from dyn_gitops.settings import SETTINGS_FILE
 
 FORMATS = ["yaml", "json"]
 
 
-def invoke(*args: str) -> CliResult:
-    """The CLI in-process, with no DYN_GITOPS_* variables from the caller's environment."""
-    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DYN_GITOPS_")}
-    res = CliRunner().invoke(main, list(args), env=env)
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise AssertionError(f"the CLI raised {res.exception!r}") from res.exception
-    return CliResult(res.exit_code, res.stdout, res.stderr)
-
 
 def render(path: Path, fmt: str) -> str:
-    res = invoke("render", str(path), "--output-format", fmt)
+    res = invoke_cli("render", str(path), "--output-format", fmt)
     assert res.code == 0, f"{path}:\n{res.stderr}"
     assert res.stdout
     return res.stdout

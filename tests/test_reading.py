@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from conftest import CliResult, run_cli
+from conftest import CliResult, invoke_cli, run_cli
 
 from dyn_gitops import keys
-from dyn_gitops.cli import main
 
 DGD = """\
 apiVersion: nvidia.com/v1alpha1
@@ -52,14 +50,6 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def invoke(*args: str, stdin: str | None = None) -> CliResult:
-    """The CLI in-process, with no DYN_GITOPS_* variables from the caller's environment."""
-    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DYN_GITOPS_")}
-    res = CliRunner().invoke(main, list(args), input=stdin, env=env)
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise AssertionError(f"the CLI raised {res.exception!r}") from res.exception
-    return CliResult(res.exit_code, res.stdout, res.stderr)
-
 
 def ok(res: CliResult) -> list[dict[str, Any]]:
     assert res.code == 0, res.stderr
@@ -85,13 +75,13 @@ def test_directory_tree_is_read_recursively(tmp_path: Path) -> None:
     write(tmp_path / ".hidden.yaml", cm("hiddenfile"))
     write(tmp_path / ".github" / "workflow.yaml", cm("hiddendir"))
     write(tmp_path / "sub" / ".cache" / "x.yaml", cm("nestedhidden"))
-    assert names(ok(invoke("render", str(tmp_path)))) == {"a", "b", "c", "d", "e1", "e2"}
+    assert names(ok(invoke_cli("render", str(tmp_path)))) == {"a", "b", "c", "d", "e1", "e2"}
 
 
 def test_a_single_file(tmp_path: Path) -> None:
     write(tmp_path / "one.yaml", DGD)
     write(tmp_path / "other.yaml", cm("sibling"))
-    objects = ok(invoke("render", str(tmp_path / "one.yaml")))
+    objects = ok(invoke_cli("render", str(tmp_path / "one.yaml")))
     assert "sibling" not in names(objects)
     dgd_children = [o for o in objects if o["kind"] == "Deployment"]
     assert len(dgd_children) == 2
@@ -109,8 +99,8 @@ def test_stdin(tmp_path: Path) -> None:
 
 def test_stdin_equals_the_same_file(tmp_path: Path) -> None:
     write(tmp_path / "in.yaml", DGD)
-    from_stdin = ok(invoke("render", "-", stdin=DGD))
-    from_file = ok(invoke("render", str(tmp_path / "in.yaml")))
+    from_stdin = ok(invoke_cli("render", "-", stdin=DGD))
+    from_file = ok(invoke_cli("render", str(tmp_path / "in.yaml")))
     for objs in (from_stdin, from_file):
         for o in objs:
             o.get("metadata", {}).get("annotations", {}).pop(keys.ANN_SOURCE_PATH, None)
@@ -156,7 +146,7 @@ spec:
 @pytest.mark.parametrize("fmt", ["yaml", "json"])
 def test_non_dynamo_objects_pass_through_unchanged(fmt: str, tmp_path: Path) -> None:
     write(tmp_path / "things.yaml", PASSTHROUGH)
-    res = invoke("render", str(tmp_path), "--output-format", fmt)
+    res = invoke_cli("render", str(tmp_path), "--output-format", fmt)
     assert res.code == 0, res.stderr
     out = json.loads(res.stdout)["items"] if fmt == "json" else [
         o for o in yaml.safe_load_all(res.stdout) if o is not None]
@@ -175,7 +165,7 @@ def test_pass_through_timestamps_keep_their_spelling(fmt: str, tmp_path: Path) -
     must still spell it the same way (not '2024-05-06 07:08:09+00:00')."""
     write(tmp_path / "ts.yaml", "apiVersion: example.com/v1\nkind: Event\nmetadata:\n"
           "  name: e\nspec:\n  at: 2024-05-06T07:08:09Z\n  day: 2024-05-06\n")
-    res = invoke("render", str(tmp_path), "--output-format", fmt)
+    res = invoke_cli("render", str(tmp_path), "--output-format", fmt)
     assert res.code == 0, res.stderr
     assert "2024-05-06T07:08:09Z" in res.stdout, res.stdout
     assert "2024-05-06 07:08:09" not in res.stdout, res.stdout
@@ -183,7 +173,7 @@ def test_pass_through_timestamps_keep_their_spelling(fmt: str, tmp_path: Path) -
 
 def test_pass_through_keeps_key_order(tmp_path: Path) -> None:
     write(tmp_path / "things.yaml", PASSTHROUGH)
-    out = ok(invoke("render", str(tmp_path)))
+    out = ok(invoke_cli("render", str(tmp_path)))
     widget = next(o for o in out if o["kind"] == "Widget")
     assert list(widget) == ["apiVersion", "kind", "metadata", "spec"]
     assert list(widget["spec"]) == ["quoted", "plain", "multiline", "empty", "z", "a"]
@@ -243,7 +233,7 @@ def test_rev_reads_the_revision_not_the_working_tree(repo: dict[str, Any],
     before = snapshot(root)
     monkeypatch.chdir(root)
 
-    at_a = ok(invoke("render", "--rev", repo["A"], "deploy"))
+    at_a = ok(invoke_cli("render", "--rev", repo["A"], "deploy"))
     assert state(at_a) == "A"
     assert names(at_a) == {"state"}  # neither added-in-b nor untracked
     deployments = [o for o in at_a if o["kind"] == "Deployment"]
@@ -253,10 +243,10 @@ def test_rev_reads_the_revision_not_the_working_tree(repo: dict[str, Any],
         repo["A"]}
 
     for rev in ("HEAD", "main", repo["B"][:10]):
-        at_b = ok(invoke("render", "--rev", rev, "deploy"))
+        at_b = ok(invoke_cli("render", "--rev", rev, "deploy"))
         assert state(at_b) == "B" and names(at_b) == {"state", "added-in-b"}, rev
-    assert state(ok(invoke("render", "--rev", "HEAD~1", "deploy"))) == "A"
-    assert state(ok(invoke("render", "deploy"))) == "W"  # without --rev: the working tree
+    assert state(ok(invoke_cli("render", "--rev", "HEAD~1", "deploy"))) == "A"
+    assert state(ok(invoke_cli("render", "deploy"))) == "W"  # without --rev: the working tree
 
     assert snapshot(root) == before, "--rev must not touch the working tree, index or HEAD"
 
@@ -268,13 +258,13 @@ def test_rev_through_the_real_entry_point(repo: dict[str, Any]) -> None:
 
 def test_rev_of_a_single_file(repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(repo["root"])
-    assert names(ok(invoke("render", "--rev", repo["A"], "deploy/cm.yaml"))) == {"state"}
+    assert names(ok(invoke_cli("render", "--rev", repo["A"], "deploy/cm.yaml"))) == {"state"}
 
 
 def test_unknown_rev_is_a_usage_error(repo: dict[str, Any],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(repo["root"])
-    res = invoke("render", "--rev", "no-such-branch", "deploy")
+    res = invoke_cli("render", "--rev", "no-such-branch", "deploy")
     assert res.code == 2, res.stderr
     assert res.stdout == ""
     assert "no-such-branch" in res.stderr
@@ -283,7 +273,7 @@ def test_unknown_rev_is_a_usage_error(repo: dict[str, Any],
 def test_path_missing_in_the_rev_is_a_usage_error(repo: dict[str, Any],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(repo["root"])
-    res = invoke("render", "--rev", repo["A"], "deploy/added-in-b.yaml")
+    res = invoke_cli("render", "--rev", repo["A"], "deploy/added-in-b.yaml")
     assert res.code == 2, res.stderr
     assert res.stdout == ""
     assert "added-in-b.yaml" in res.stderr
@@ -307,10 +297,10 @@ def test_out_dir_writes_one_file_per_object(tmp_path: Path) -> None:
     src = tmp_path / "src"
     write(src / "dgd.yaml", DGD)
     write(src / "cm.yaml", cm("plain"))
-    stream = ok(invoke("render", str(src)))
+    stream = ok(invoke_cli("render", str(src)))
     out = tmp_path / "out"
 
-    res = invoke("render", str(src), "--out-dir", str(out))
+    res = invoke_cli("render", str(src), "--out-dir", str(out))
     assert res.code == 0, res.stderr
     assert res.stdout == ""
     files = out_files(out)
@@ -322,7 +312,7 @@ def test_out_dir_writes_one_file_per_object(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], (
         "temporary directories left behind")
 
-    again = invoke("render", str(src), "--out-dir", str(out))
+    again = invoke_cli("render", str(src), "--out-dir", str(out))
     assert again.code == 0, again.stderr
     assert out_files(out) == files, "names and contents must be stable across runs"
 
@@ -332,16 +322,16 @@ def test_out_dir_replaces_its_own_output(tmp_path: Path) -> None:
     write(src / "a.yaml", cm("a"))
     write(src / "b.yaml", cm("b"))
     out = tmp_path / "out"
-    assert invoke("render", str(src), "--out-dir", str(out)).code == 0
+    assert invoke_cli("render", str(src), "--out-dir", str(out)).code == 0
     (src / "b.yaml").unlink()
-    assert invoke("render", str(src), "--out-dir", str(out)).code == 0
+    assert invoke_cli("render", str(src), "--out-dir", str(out)).code == 0
     assert set(out_files(out)) == {"_cluster/configmap_a.yaml"}, "stale file kept"
 
 
 def test_out_dir_may_be_an_existing_empty_dir(tmp_path: Path) -> None:
     write(tmp_path / "src" / "a.yaml", cm("a"))
     (tmp_path / "out").mkdir()
-    assert invoke("render", str(tmp_path / "src"), "--out-dir", str(tmp_path / "out")).code == 0
+    assert invoke_cli("render", str(tmp_path / "src"), "--out-dir", str(tmp_path / "out")).code == 0
     assert set(out_files(tmp_path / "out")) == {"_cluster/configmap_a.yaml"}
 
 
@@ -349,7 +339,7 @@ def test_out_dir_refuses_a_directory_it_did_not_write(tmp_path: Path) -> None:
     write(tmp_path / "src" / "a.yaml", cm("a"))
     out = tmp_path / "precious"
     keep = write(out / "notes.txt", "mine\n")
-    res = invoke("render", str(tmp_path / "src"), "--out-dir", str(out))
+    res = invoke_cli("render", str(tmp_path / "src"), "--out-dir", str(out))
     assert res.code == 2, res.stderr
     assert res.stdout == ""
     assert str(out) in res.stderr
@@ -360,6 +350,6 @@ def test_out_dir_refuses_a_directory_it_did_not_write(tmp_path: Path) -> None:
 def test_out_dir_untouched_on_bad_input(tmp_path: Path) -> None:
     write(tmp_path / "src" / "bad.yaml", "a: b: c\n")
     out = tmp_path / "out"
-    res = invoke("render", str(tmp_path / "src"), "--out-dir", str(out))
+    res = invoke_cli("render", str(tmp_path / "src"), "--out-dir", str(out))
     assert res.code == 1
     assert not out.exists()

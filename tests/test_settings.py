@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from conftest import CliResult, run_cli
+from conftest import CliResult, invoke_cli, run_cli
 
 from dyn_gitops import keys
-from dyn_gitops.cli import main
 from dyn_gitops.settings import REGISTRY
 
 DGD = """\
@@ -40,15 +37,6 @@ spec:
           image: example.com/dynamo:1.1.0
 """
 
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> CliResult:
-    """The CLI in-process; only the DYN_GITOPS_* variables given here are set."""
-    clean: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DYN_GITOPS_")}
-    clean.update(env or {})
-    res = CliRunner().invoke(main, list(args), env=clean)
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise AssertionError(f"the CLI raised {res.exception!r}") from res.exception
-    return CliResult(res.exit_code, res.stdout, res.stderr)
 
 
 def settings_table(res: CliResult) -> dict[str, tuple[str, str]]:
@@ -77,7 +65,7 @@ def settings_file(src: Path, values: dict[str, Any]) -> None:
 
 # ----------------------------------------------------------------------------- precedence
 def test_defaults(src: Path) -> None:
-    table = settings_table(invoke("settings", str(src)))
+    table = settings_table(invoke_cli("settings", str(src)))
     assert set(table) == {s.name for s in REGISTRY}
     for spec in REGISTRY:
         value, origin = table[spec.name]
@@ -92,7 +80,7 @@ def test_precedence_default_file_env_flag(src: Path) -> None:
                         "max-documents": 500})
     env = {"DYN_GITOPS_INGRESS_CLASS": "from-env", "DYN_GITOPS_OPERATOR_RELEASE": "from-env",
            "DYN_GITOPS_MANAGED_REPLICAS": "true"}
-    table = settings_table(invoke("settings", str(src), "--operator-release", "from-flag",
+    table = settings_table(invoke_cli("settings", str(src), "--operator-release", "from-flag",
                                   "--no-managed-replicas", env=env))
     assert table["discovery-backend"] == ("kubernetes", "default")
     assert table["namespace"] == ("from-file", "dyn-gitops.yaml key namespace")
@@ -116,7 +104,7 @@ def test_the_resolved_setting_is_what_renders(src: Path) -> None:
     settings_file(src, {"namespace": "from-file"})
 
     def namespaces(*args: str, env: dict[str, str] | None = None) -> set[str]:
-        res = invoke("render", str(src), *args, env=env)
+        res = invoke_cli("render", str(src), *args, env=env)
         assert res.code == 0, res.stderr
         return {o["metadata"].get("namespace") for o in yaml.safe_load_all(res.stdout)
                 if o and o["kind"] == "Deployment"}
@@ -128,7 +116,7 @@ def test_the_resolved_setting_is_what_renders(src: Path) -> None:
 
 
 def test_every_setting_has_a_flag_and_an_env_var() -> None:
-    res = invoke("render", "--help")
+    res = invoke_cli("render", "--help")
     assert res.code == 0
     for spec in REGISTRY:
         assert spec.cli_flag in res.stdout, spec.name
@@ -166,7 +154,7 @@ def test_bad_value_is_a_usage_error_naming_the_setting(command: str, where: str,
         env[f"DYN_GITOPS_{name.upper().replace('-', '_')}"] = str(value)
     else:
         settings_file(src, {name: value})
-    res = invoke(*args, env=env)
+    res = invoke_cli(*args, env=env)
     assert res.code == 2, f"exit {res.code}, stderr:\n{res.stderr}\nstdout:\n{res.stdout[:300]}"
     assert res.stdout == ""
     assert name in res.stderr, res.stderr
@@ -179,7 +167,7 @@ def test_bad_value_is_a_usage_error_naming_the_setting(command: str, where: str,
 def test_unknown_key_in_the_settings_file_is_a_usage_error(src: Path) -> None:
     """(Unknown flags and variables: test_bad_input.)"""
     settings_file(src, {"namespcae": "x"})
-    res = invoke("render", str(src))
+    res = invoke_cli("render", str(src))
     assert res.code == 2, res.stderr
     assert res.stdout == ""
     assert "dyn-gitops.yaml" in res.stderr and "namespcae" in res.stderr
@@ -191,8 +179,8 @@ def test_unknown_key_in_the_settings_file_is_a_usage_error(src: Path) -> None:
 def test_settings_command_reports_a_broken_settings_file(text: str, src: Path) -> None:
     """`settings` must not print a table of defaults while dyn-gitops.yaml is unusable."""
     (src / "dyn-gitops.yaml").write_text(text, encoding="utf-8")
-    assert invoke("render", str(src)).code == 1
-    res = invoke("settings", str(src))
+    assert invoke_cli("render", str(src)).code == 1
+    res = invoke_cli("settings", str(src))
     assert res.code in (1, 2), f"exit {res.code}; stdout:\n{res.stdout}"
     assert res.stdout == ""
     assert "dyn-gitops.yaml" in res.stderr
@@ -207,7 +195,7 @@ def test_debug_variable_is_not_a_setting(src: Path) -> None:
 
 # ----------------------------------------------------------------------------- managed-replicas
 def deployments(src: Path, *args: str) -> dict[str, dict[str, Any]]:
-    res = invoke("render", str(src), *args)
+    res = invoke_cli("render", str(src), *args)
     assert res.code == 0, res.stderr
     return {o["metadata"]["labels"][keys.LABEL_COMPONENT]: o
             for o in yaml.safe_load_all(res.stdout) if o and o["kind"] == "Deployment"}
