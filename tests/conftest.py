@@ -7,7 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -80,6 +80,14 @@ def render_objects(path: str | Path, **settings: Any) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------- real Kubernetes
+def missing_component(message: str) -> NoReturn:
+    """A real component a test needs is absent: a failure under CI (where scripts/test
+    must provide it), a skip with the reason elsewhere (e.g. a machine without Go)."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true and {message}")
+    pytest.skip(message)
+
+
 def need_binaries(*names: str) -> dict[str, Path]:
     """The named test binaries, or fail (CI) / skip (elsewhere) with the reason."""
     from support.controlplane import find_binary, missing_binary_message
@@ -88,10 +96,7 @@ def need_binaries(*names: str) -> dict[str, Path]:
     for name in names:
         path = find_binary(name)
         if path is None:
-            message = missing_binary_message(name)
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(f"CI=true and {message}")
-            pytest.skip(message)
+            missing_component(missing_binary_message(name))
         found[name] = path
     return found
 
