@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 
 from . import keys
-from .expand import names
+from .expand import grove, names
 from .models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 
 Finding = tuple[tuple[str | int, ...], str]
@@ -31,7 +31,6 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
     spec = dgd.spec
     services = spec.services or {}
     ann = dgd.metadata.annotations or {}
-    name = dgd.metadata.name
 
     if not services:
         yield ("spec", "services"), "spec.services must have at least one service"
@@ -55,12 +54,8 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
     # DGD name is cut to fit (PCSNameForDGD), so only a long service name can fail
     grove_possible = ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
     if grove_possible:
-        budgets = {n: names.grove_clique_budget(n, s.multinode is not None
-                                                and s.multinode.nodeCount > 1,
-                                                s.force_scaling_group)
-                   for n, s in services.items()}
-        pcs = names.pcs_name(name, list(budgets.values()))
-        for svc_name, budget in sorted(budgets.items()):
+        pcs = grove.pcs_name(dgd)
+        for svc_name, budget in sorted(grove.name_budgets(dgd).items()):
             if len(pcs) + budget > names.GROVE_NAME_BUDGET:
                 yield _svc(svc_name), (
                     f"service name too long for Grove: PodCliqueSet {pcs!r} plus the "

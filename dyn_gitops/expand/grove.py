@@ -42,11 +42,15 @@ def is_grove(dgd: DynamoGraphDeployment, settings: RenderSettings) -> bool:
     return settings.grove and ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
 
 
+def name_budgets(dgd: DynamoGraphDeployment) -> dict[str, int]:
+    """Service -> the characters it adds to Grove's combined PCS + group + clique name."""
+    return {n: names.grove_clique_budget(
+                n, s.multinode is not None and s.multinode.nodeCount > 1, s.force_scaling_group)
+            for n, s in (dgd.spec.services or {}).items()}
+
+
 def pcs_name(dgd: DynamoGraphDeployment) -> str:
-    budgets = [names.grove_clique_budget(n, s.multinode is not None and s.multinode.nodeCount > 1,
-                                         s.force_scaling_group)
-               for n, s in (dgd.spec.services or {}).items()]
-    return names.pcs_name(dgd.metadata.name, budgets)
+    return names.pcs_name(dgd.metadata.name, list(name_budgets(dgd).values()))
 
 
 def kai_queue(dgd: DynamoGraphDeployment) -> str:
