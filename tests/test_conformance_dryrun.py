@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CONFORMANCE, render_objects
+from support.controlplane import ensure_namespace
 from test_conformance import (
     EXAMPLES,
     EXPECTED_UNSUPPORTED,
@@ -96,17 +97,6 @@ def dyn(kube: Any) -> Any:
     return DynamicClient(kube)
 
 
-def _ensure_namespace(api_client: Any, name: str) -> None:
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name}})
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-
-
 def _reason(exc: Any) -> str:
     try:
         body = json.loads(exc.body)
@@ -125,7 +115,7 @@ def _dry_run_apply_all(dyn: Any, objects: list[dict[str, Any]], namespace: str) 
     from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
     for ns in {o["metadata"].get("namespace") for o in objects} - {None, namespace}:
-        _ensure_namespace(dyn.client, ns)  # a dry-run Namespace would not make it exist
+        ensure_namespace(dyn.client, ns)  # a dry-run Namespace would not make it exist
     ordered = sorted(objects, key=lambda o: o["kind"] not in _FIRST)  # stable otherwise
     rejected = []
     for obj in ordered:

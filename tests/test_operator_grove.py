@@ -29,6 +29,7 @@ from dyn_gitops_operator.testing import (
     gitops_apply,
     grove_create,
     grove_status,
+    hpa_scale,
     render,
     running,
     settings_for_tests,
@@ -251,14 +252,6 @@ def test_multinode_graph_counts_every_scaling_group(k: Kube, namespace: str) -> 
         k.get(PODCLIQUESETS, namespace, "trtllm-disagg-mn"))}
 
 
-def scale(k: Kube, ns: str, name: str, replicas: int) -> None:
-    """What an HPA does to the adapter: a merge patch of its /scale subresource."""
-    hpa = Kube(k.api, field_manager="horizontal-pod-autoscaler")
-    hpa.request("PATCH", DGDSAS.path(ns, name, "scale"),
-                [("fieldManager", "horizontal-pod-autoscaler")],
-                {"spec": {"replicas": replicas}}, "application/merge-patch+json")
-
-
 def spec_replicas(k: Kube, ns: str, name: str) -> int:
     return int(k.get(PODCLIQUES, ns, name)["spec"]["replicas"])
 
@@ -282,7 +275,7 @@ def test_scaling_adapter_scales_the_podclique_through_scale(k: Kube, namespace: 
         wait_for(lambda: status_of(k, namespace, "sglang-disagg").get("state") ==
                  "successful", what="successful")
 
-        scale(k, namespace, "sglang-disagg-decode", 4)
+        hpa_scale(k, namespace, "sglang-disagg-decode", 4)
         wait_for(lambda: spec_replicas(k, namespace, decode) == 4, what="decode scaled to 4")
         live = k.get(PODCLIQUES, namespace, decode)
         assert (FIELD_MANAGER, "Update", "scale") in managers(live)

@@ -16,6 +16,7 @@ from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube
 from dyn_gitops_operator.testing import (
     GITOPS_MANAGER,
     gitops_apply,
+    hpa_scale,
     render,
     running,
     settings_for_tests,
@@ -30,14 +31,6 @@ def managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(manager, subresource) -> fieldsV1."""
     return {(m["manager"], m.get("subresource", "")): m.get("fieldsV1", {})
             for m in obj["metadata"].get("managedFields") or []}
-
-
-def scale(k: Kube, ns: str, name: str, replicas: int) -> None:
-    """What an HPA does: a merge patch of the /scale subresource, under its own manager."""
-    hpa = Kube(k.api, field_manager="horizontal-pod-autoscaler")
-    hpa.request("PATCH", DGDSAS.path(ns, name, "scale"),
-                [("fieldManager", "horizontal-pod-autoscaler")],
-                {"spec": {"replicas": replicas}}, "application/merge-patch+json")
 
 
 def replicas(k: Kube, ns: str, name: str) -> int:
@@ -63,8 +56,8 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
         wait_for(lambda: replicas(k, namespace, prefill) == 1, what="prefill at 1 (annotation)")
 
         # HPA scales the worker adapter and the frontend adapter
-        scale(k, namespace, "sglang-disagg-decode", 4)
-        scale(k, namespace, "sglang-disagg-frontend", 3)
+        hpa_scale(k, namespace, "sglang-disagg-decode", 4)
+        hpa_scale(k, namespace, "sglang-disagg-frontend", 3)
         wait_for(lambda: replicas(k, namespace, decode) == 4, what="decode scaled to 4")
         wait_for(lambda: replicas(k, namespace, "sglang-disagg-frontend") == 3,
                  what="frontend scaled to 3")
@@ -81,7 +74,7 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
         assert replicas(k, namespace, "sglang-disagg-frontend") == 3
 
         # scale to zero is a valid request
-        scale(k, namespace, "sglang-disagg-decode", 0)
+        hpa_scale(k, namespace, "sglang-disagg-decode", 0)
         wait_for(lambda: replicas(k, namespace, decode) == 0, what="decode at 0")
 
     # ownership: the controller owns spec.replicas of the workloads, the owner reference

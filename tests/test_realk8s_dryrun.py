@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import SAMPLES, run_cli
+from support.controlplane import ensure_namespace
 
 pytestmark = pytest.mark.realk8s
 
@@ -25,17 +26,6 @@ def _dry_run_apply(api_client: Any, obj: dict[str, Any], namespace: str | None) 
                           field_manager="dyn-gitops-test", force_conflicts=True, dry_run="All")
 
 
-def _ensure_namespace(api_client: Any, name: str) -> None:
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name}})
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-
-
 @pytest.mark.parametrize("sample", SAMPLE_INPUTS, ids=lambda p: p.parent.name)
 def test_sample_output_accepted_by_real_apiserver(kube: Any, sample: Path) -> None:
     from kubernetes.client.exceptions import ApiException
@@ -46,7 +36,7 @@ def test_sample_output_accepted_by_real_apiserver(kube: Any, sample: Path) -> No
     assert objects
     rejected = []
     for ns in {o["metadata"].get("namespace") for o in objects} - {None}:
-        _ensure_namespace(kube, ns)
+        ensure_namespace(kube, ns)
     for obj in objects:
         try:
             _dry_run_apply(kube, obj, None)

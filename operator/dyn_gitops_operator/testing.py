@@ -42,6 +42,8 @@ KCM_MANAGER = "kube-controller-manager"
 
 #: the field manager of simulated Grove writes (Grove's controller name)
 GROVE_MANAGER = "grove-operator"
+#: the field manager of an autoscaler writing /scale
+HPA_MANAGER = "horizontal-pod-autoscaler"
 #: rendered, applied by GitOps; the controller never writes it (tests only)
 PODCLIQUESETS = Resource("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
 
@@ -239,6 +241,15 @@ def grove_status(kube: Kube, res: Resource, namespace: str, name: str, *,
         except ConflictError:
             continue
     raise RuntimeError(f"could not write status of {res.kind} {name}")
+
+
+def hpa_scale(kube: Kube, namespace: str, adapter: str, replicas: int) -> None:
+    """What an HPA does to a scaling adapter: a merge patch of its /scale subresource,
+    under its own field manager."""
+    hpa = Kube(kube.api, field_manager=HPA_MANAGER)
+    hpa.request("PATCH", DGDSAS.path(namespace, adapter, "scale"),
+                [("fieldManager", HPA_MANAGER)], {"spec": {"replicas": replicas}},
+                "application/merge-patch+json")
 
 
 def settings_for_tests(namespace: str, **overrides: Any) -> OperatorSettings:

@@ -181,6 +181,18 @@ def _wait_namespace(cp: ControlPlane, name: str, timeout: float = 30) -> None:
     raise TimeoutError(f"namespace {name} never appeared")
 
 
+def ensure_namespace(api_client: Any, name: str) -> None:
+    """Create the namespace unless it exists (a dry-run Namespace would not make it)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
 def install_crds(api_client: Any, crds: list[dict[str, Any]], timeout: float = 30) -> None:
     """Create (or replace) CRDs and wait until they are Established and served."""
     from kubernetes import client
