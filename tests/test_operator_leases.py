@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.errors import NotFoundError
-from dyn_gitops_operator.kube import DGDS, DGDSAS, LEASES, Kube
+from dyn_gitops_operator.kube import DGDS, LEASES, Kube
 from dyn_gitops_operator.leases import micro_time
 from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
 from dyn_gitops_operator.testing import (
     DeploymentSimulator,
     gitops_apply,
+    hpa_scale,
     render,
     running,
     settings_for_tests,
@@ -162,10 +163,7 @@ def test_two_replicas_never_act_at_once(k: Kube, namespace: str, control_plane: 
         wait_for(lambda: (follower.metrics() or {}).get("leader") == 1, timeout=20,
                  what="follower takes over")
         takeover = time.monotonic() - killed_at
-        Kube(k.api, field_manager="hpa").request(
-            "PATCH", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"),
-            [("fieldManager", "hpa")], {"spec": {"replicas": 3}},
-            "application/merge-patch+json")
+        hpa_scale(k, namespace, "sglang-disagg-decode", 3)
         wait_for(lambda: k.get(DGDS, namespace, "sglang-disagg")["status"]["services"]
                  ["decode"]["replicas"] == 3, timeout=20, what="the new leader acts")
         assert takeover >= 2.0  # not before the old lease could have expired
