@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import keys
 from .errors import NotSupportedError, Problem, RenderError, field_path
-from .expand.graph import GraphError, expand_graph, source_markers
+from .expand.graph import GraphError, expand_graph
 from .finalize import Rendered, finalize
 from .models import v1beta1
 from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
@@ -121,12 +121,25 @@ def _read_v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) 
         return None
 
 
+def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
+    """What the companion controller reads on the emitted DGD, taken from what was rendered:
+    the Grove PodCliqueSet's name, or the worker hash the workers are named with."""
+    for child in children:
+        if child["kind"] == "PodCliqueSet":
+            return {keys.ANN_PODCLIQUESET: child["metadata"]["name"]}
+    for child in children:
+        whash = (child["metadata"].get("labels") or {}).get(keys.LABEL_WORKER_HASH)
+        if whash:
+            return {keys.ANN_WORKER_HASH: whash}
+    return {}
+
+
 def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
-                    settings: RenderSettings) -> dict[str, Any]:
+                    children: list[dict[str, Any]], settings: RenderSettings) -> dict[str, Any]:
     """The source DGD as written, or a v1beta1 one as the v1alpha1 DGD it was rendered from
     (what the dyn-gitops CRDs serve and the controller reads); with the markers the
     companion controller reads (worker hash, or the Grove PodCliqueSet)."""
-    stamps = source_markers(obj, settings)
+    stamps = _markers(children)
     if data.get("apiVersion") == v1beta1.API_VERSION and settings.source_api_version == "v1alpha1":
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
         stamps[keys.ANN_SOURCE_API_VERSION] = v1beta1.API_VERSION
@@ -212,8 +225,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         for child in children:
             rendered.append(Rendered(child, doc.file.path, dgd=source_ref))
         if settings.emit_source:
-            rendered.append(Rendered(_source_to_emit(data, obj, settings), doc.file.path,
-                                     dgd=source_ref, source_dgd=True))
+            rendered.append(Rendered(_source_to_emit(data, obj, children, settings),
+                                     doc.file.path, dgd=source_ref, source_dgd=True))
     if problems:
         raise RenderError(problems)
     objects = finalize(rendered, settings=settings, commit=source.commit, problems=problems)

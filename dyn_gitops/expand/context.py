@@ -9,6 +9,14 @@ from ..models.v1alpha1 import ServiceSpec
 from ..settings import RenderSettings
 
 
+class ComponentError(ValueError):
+    """A problem in one service, with the field path (relative to the service) it concerns."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
 @dataclass(frozen=True)
 class ComponentContext:
     dgd_name: str

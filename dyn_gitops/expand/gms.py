@@ -25,9 +25,8 @@ from typing import Any
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
 from . import defaults
-from .context import ComponentContext
+from .context import ComponentContext, ComponentError
 from .merge import CONTAINER_ORDER, order_keys
-from .podspec import ComponentError
 
 Obj = dict[str, Any]
 

@@ -10,9 +10,9 @@ from .. import keys
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
 from . import defaults, gms, grove, legacy, lws, multinode, names, objects
-from .context import ComponentContext
+from .context import ComponentContext, ComponentError
 from .merge import merge_envs, merge_override
-from .podspec import ComponentError, build_pod_spec, detect_backend, dump, pod_labels
+from .podspec import build_pod_spec, detect_backend, dump, pod_labels
 
 Obj = dict[str, Any]
 
@@ -158,15 +158,6 @@ def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> s
     workers = {n: dump(s) for n, s in (dgd.spec.services or {}).items()
                if names.is_worker(s.componentType)}
     return names.worker_hash(workers) if workers else None
-
-
-def source_markers(dgd: DynamoGraphDeployment, settings: RenderSettings) -> dict[str, str]:
-    """Annotations for the emitted DGD telling the companion controller how it was rendered
-    (the controller and the renderer may run different versions)."""
-    if grove.is_grove(dgd, settings):
-        return {keys.ANN_PODCLIQUESET: grove.pcs_name(dgd)}
-    whash = graph_worker_hash(dgd, settings)
-    return {keys.ANN_WORKER_HASH: whash} if whash else {}
 
 
 def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:

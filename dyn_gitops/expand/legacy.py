@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 from ..models.v1alpha1 import ResourceItem, Resources, ServiceSpec
+from .context import ComponentError
 from .defaults import FRONTEND_PORT
-from .podspec import ComponentError
 
 ENV_NAME = "DYN_DEPLOYMENT_CONFIG"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import keys
-from .podspec import ComponentError
+from .context import ComponentError
 
 Obj = dict[str, Any]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from .. import keys
 from ..errors import NotSupportedError
-from . import defaults, names
-from .context import ComponentContext
+from . import defaults, gms, names
+from .context import ComponentContext, ComponentError
 from .merge import (
     CONTAINER_ORDER,
     POD_SPEC_ORDER,
@@ -28,14 +28,6 @@ from .merge import (
 )
 
 _BACKEND_RE = re.compile(r"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.(vllm|sglang|trtllm)[^|&;]*")
-
-
-class ComponentError(ValueError):
-    """A problem in one service, with the field path (relative to the service) it concerns."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(message)
 
 
 def dump(model: Any) -> Any:
@@ -300,9 +292,7 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     if sidecar is not None:
         containers.append(sidecar)
     pod["containers"] = containers
-    from . import gms  # step 14: GMS and failover rewrites (gms imports this module)
-
-    gms.apply(pod, ctx)
+    gms.apply(pod, ctx)  # step 14: GMS and failover rewrites
     return order_keys(pod, POD_SPEC_ORDER)
 
 
