@@ -102,6 +102,21 @@ class RenderSettings:
         20_000, "Most YAML documents accepted in one run.", group="limits")
     max_yaml_nodes: int = _setting(
         200_000, "Most YAML nodes one document may expand to through aliases.", group="limits")
+    max_total_yaml_nodes: int = _setting(
+        2_000_000, "Most YAML nodes all documents of one run may expand to, aliases "
+        "included (many small alias bombs add up).", group="limits")
+    max_depth: int = _setting(
+        100, "Deepest nesting of mappings and lists accepted in any YAML or JSON input, "
+        "checked before the document is built.", group="limits")
+    max_objects: int = _setting(
+        200_000, "Most objects one run may output.", group="limits")
+    max_output_bytes: int = _setting(
+        256 * 1024 * 1024, "Largest output of one run, in bytes.", group="limits")
+    max_replicas: int = _setting(
+        10_000, "Largest replicas (or min/max replicas) a service may ask for.",
+        group="limits")
+    max_node_count: int = _setting(
+        1_024, "Largest multinode.nodeCount a service may ask for.", group="limits")
 
     # -- helpers -------------------------------------------------------------------------------
     @property
