@@ -18,6 +18,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 import click
 
 from . import __version__
+from .display import printable
 from .errors import ExitCode
 from .settings import REGISTRY, SettingsError
 
@@ -49,8 +50,32 @@ def _source_options(func: F) -> F:
 
 def _fail(lines: list[str], code: ExitCode) -> NoReturn:
     for line in lines:
-        click.echo(line, err=True)
+        click.echo(printable(line), err=True)
     sys.exit(int(code))
+
+
+def write_stdout(text: str) -> None:
+    """Write the whole output and flush it; a closed pipe or a full disk exits 2 with a short
+    message instead of a traceback (or a silent exit 1 from click) at the next flush."""
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        _discard_stdout()
+        _fail([f"dyn-gitops: cannot write to stdout: {exc.strerror or exc}; "
+               "the output is incomplete"], ExitCode.USAGE)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit cannot fail again (and
+    print 'Exception ignored ... BrokenPipeError')."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # no real file descriptor (tests' captured stdout): nothing to flush at exit
 
 
 def _flags(values: dict[str, Any]) -> dict[str, Any]:
@@ -131,9 +156,7 @@ def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> No
             _fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
         click.echo(f"dyn-gitops: wrote {len(written)} objects to {out_dir}", err=True)
         return
-    text = render_text(result.objects, resolved.settings.output_format)
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    write_stdout(render_text(result.objects, resolved.settings.output_format))
 
 
 @main.command()
@@ -158,11 +181,12 @@ def settings_cmd(path: str, rev: str | None, **values: Any) -> None:
         value = getattr(resolved.settings, spec.attr)
         shown = str(value).lower() if isinstance(value, bool) else str(value)
         rows.append((spec.name, shown or '""', resolved.origins[spec.name]))
+    rows = [(name, printable(value), printable(origin)) for name, value, origin in rows]
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
-    click.echo(f"{'SETTING':<{w0}}  {'VALUE':<{w1}}  FROM")
-    for name, value, origin in rows:
-        click.echo(f"{name:<{w0}}  {value:<{w1}}  {origin}")
+    lines = [f"{'SETTING':<{w0}}  {'VALUE':<{w1}}  FROM"]
+    lines += [f"{name:<{w0}}  {value:<{w1}}  {origin}" for name, value, origin in rows]
+    write_stdout("\n".join(lines) + "\n")
 
 
 from . import cli_workflows  # noqa: E402, F401  (registers hydrate, diff, krm, post-render)
@@ -177,8 +201,9 @@ def entry() -> None:
     except BaseException as exc:
         if os.environ.get("DYN_GITOPS_DEBUG"):
             raise
-        click.echo(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} "
-                   "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)", err=True)
+        click.echo(printable(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} "
+                             "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)"),
+                   err=True)
         sys.exit(int(ExitCode.INTERNAL))
 
 
@@ -194,7 +219,7 @@ def crds(json_schema_dir: str | None) -> None:
     from .emit import to_yaml
 
     if json_schema_dir is None:
-        sys.stdout.write(to_yaml(make()))
+        write_stdout(to_yaml(make()))
         return
     import json
     from pathlib import Path

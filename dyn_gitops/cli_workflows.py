@@ -15,7 +15,8 @@ from typing import Any, NoReturn
 
 import click
 
-from .cli import _fail, _flags, _setting_options, load, main
+from .cli import _fail, _flags, _setting_options, load, main, write_stdout
+from .display import printable
 from .errors import ExitCode
 
 #: hydrate lost a race: the branch moved (or was locked) while it worked; re-run it
@@ -24,7 +25,7 @@ EXIT_BRANCH_MOVED = 4
 
 def _exit(lines: list[str], code: int) -> NoReturn:
     for line in lines:
-        click.echo(line, err=True)
+        click.echo(printable(line), err=True)
     sys.exit(code)
 
 
@@ -102,7 +103,7 @@ def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: 
         _report(result.plan, f"{branch} is up to date at {result.tip[:12]}; nothing committed")
     else:
         _report(result.plan, f"committed {result.commit[:12]} on {branch}")
-    click.echo(result.tip)
+    write_stdout(result.tip + "\n")
 
 
 def _report(p: Any, what: str) -> None:
@@ -140,8 +141,7 @@ def diff_cmd(path: str, base: str, head: str, fmt: str, **values: Any) -> None:
         _exit([f"dyn-gitops: {p}" for p in exc.problems], 2)
     except (FileNotFoundError, LookupError, NotADirectoryError, PermissionError) as exc:
         _exit([f"dyn-gitops: {exc}"], 2)
-    sys.stdout.write(report.markdown(result) if fmt == "markdown" else report.text(result))
-    sys.stdout.flush()
+    write_stdout(report.markdown(result) if fmt == "markdown" else report.text(result))
     sys.exit(0 if result.equal else 1)
 
 
@@ -178,13 +178,11 @@ def krm(**values: Any) -> None:
     except fn.InputError as exc:
         _exit([f"dyn-gitops krm: {exc}"], ExitCode.INVALID_INPUT)
     outcome = fn.run(rl, env=env, flags=flags)
-    out = fn.dump(outcome.resource_list)
-    sys.stdout.write(out)
-    sys.stdout.flush()
+    write_stdout(fn.dump(outcome.resource_list))
     if not outcome.ok:
         _exit(_problems(outcome.problems, "items returned unchanged"), ExitCode.INVALID_INPUT)
     for warning in outcome.problems:  # on success: warnings (also in results)
-        click.echo(f"{warning} (warning)", err=True)
+        click.echo(printable(f"{warning} (warning)"), err=True)
 
 
 # ---------------------------------------------------------------------------- post-render
@@ -214,5 +212,4 @@ def post_render(**values: Any) -> None:
     result = run_render(Source(files=files, root=postrender.STDIN), resolved)
     if postrender.HELM_FILENAME in text:  # Helm 4: it files objects by this annotation
         postrender.stamp(result.objects, {f.path for f in files} - {postrender.STDIN})
-    sys.stdout.write(render_text(result.objects, resolved.settings.output_format))
-    sys.stdout.flush()
+    write_stdout(render_text(result.objects, resolved.settings.output_format))

@@ -47,8 +47,9 @@ def generate(server: str) -> None:
 def parameters() -> None:
     """Print the parameter announcements (JSON), as plugin.yaml carries them."""
     from .argocd.plugin import parameters_json
+    from .cli import write_stdout
 
-    sys.stdout.write(parameters_json())
+    write_stdout(parameters_json())
 
 
 @cmp.command("plugin-yaml")
@@ -57,8 +58,9 @@ def parameters() -> None:
 def plugin_yaml(discovery: bool) -> None:
     """Print plugin.yaml (the repository's copy must equal this output)."""
     from .argocd.plugin import plugin_yaml as make
+    from .cli import write_stdout
 
-    sys.stdout.write(make(discovery=discovery))
+    write_stdout(make(discovery=discovery))
 
 
 @cmp.command()

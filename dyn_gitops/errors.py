@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from .display import printable
+
 
 class ExitCode(IntEnum):
     OK = 0
@@ -29,14 +31,15 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        # always file:line (whole-file problems point at line 1) for editors and CI matchers
+        # always file:line (whole-file problems point at line 1) for editors and CI matchers;
+        # one line, whatever the input: names with newlines or escape codes are escaped
         parts = [f"{self.file or '<input>'}:{self.line or 1}"]
         if self.obj:
             parts.append(self.obj)
         if self.field:
             parts.append(self.field)
         parts.append(self.message)
-        return ": ".join(parts)
+        return printable(": ".join(parts))
 
 
 class RenderError(Exception):

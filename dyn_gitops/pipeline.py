@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from . import keys
+from .display import describe, is_sensitive
 from .errors import NotSupportedError, Problem, RenderError, field_path
 from .expand.graph import GraphError, expand_graph
 from .finalize import Rendered, finalize
@@ -97,7 +98,8 @@ def _validation_problems(doc: Document, model: type[BaseModel],
         if err["type"] == "missing":
             msg = "required field is missing"
         elif "input" in err and err["type"] not in ("value_error",):
-            msg = f"{msg} (found {err['input']!r})"
+            secret = is_sensitive(loc, kind=_ident(doc.data).partition("/")[0], strict=True)
+            msg = f"{msg} (found {describe(err['input'], sensitive=secret)})"
         out.append(_problem(doc, loc, msg.replace("Value error, ", "")))
     return out
 

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import keys
-from ..cli import load, run_render
+from ..cli import load, run_render, write_stdout
+from ..display import printable
 from ..emit import render_text
 from ..errors import ExitCode
 from ..settings import Resolved, SettingsError, resolve
@@ -23,7 +24,7 @@ from . import apicheck, cmpenv
 
 
 def _err(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(printable(line) + "\n")
 
 
 def with_destination_namespace(resolved: Resolved, namespace: str) -> Resolved:
@@ -89,8 +90,10 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
     if not text.strip() and not settings.allow_empty:  # the pipeline refuses it too
         _err("dyn-gitops: the output is empty; refusing (set allow-empty to permit it)")
         return int(ExitCode.INVALID_INPUT)
-    sys.stdout.buffer.write(text.encode("utf-8"))
-    sys.stdout.buffer.flush()
+    try:
+        write_stdout(text)
+    except SystemExit as exc:  # stdout refused the output; write_stdout said so
+        return exc.code if isinstance(exc.code, int) else int(ExitCode.INTERNAL)
     ms = (time.perf_counter() - started) * 1000
     graphs = f"{result.graphs} DynamoGraphDeployment{'s' if result.graphs != 1 else ''}"
     _err(f"dyn-gitops: {len(objects)} objects from {graphs} in {ms:.0f} ms ({how}); "

@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema, field_validator
 
+from ..display import describe
+
 
 class Strict(BaseModel):
     """Base for every input model: unknown fields are errors, names are the JSON names."""
@@ -49,7 +51,9 @@ class EnvVar(Strict):
     def _scalar_to_str(cls, v: Any) -> Any:
         # the API server rejects non-strings; YAML authors write `value: 1` by accident
         if isinstance(v, bool | int | float):
-            raise ValueError(f"env values must be strings: quote it, found {v!r}")
+            # never the value itself: env values may be credentials (display.py)
+            raise ValueError("env values must be strings: quote it, found "
+                             f"{describe(v, sensitive=True)}")
         return v
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import keys
+from ..display import redact_tree
 from ..errors import RenderError
 from ..finalize import sort_key
 from ..pipeline import render
@@ -138,29 +139,47 @@ def _seg(key: str) -> str:
     return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{json.dumps(key)}]"
 
 
-def field_changes(before: Any, after: Any, path: str = "") -> list[FieldChange]:
-    """Every leaf that differs, with a readable path (``env[name=X].value``)."""
+def field_changes(before: Any, after: Any, path: str = "", *, kind: str | None = None,
+                  loc: tuple[str | int, ...] = (),
+                  env_name: str | None = None) -> list[FieldChange]:
+    """Every leaf that differs, with a readable path (``env[name=X].value``).
+
+    Values that may not be shown (Secret data, credentials: :mod:`dyn_gitops.display`) are
+    compared as they are but reported as ``(redacted)``; their keys stay visible.
+    ``kind``, ``loc`` (the structural path) and ``env_name`` feed that rule.
+    """
     if before == after:
         return []
     if isinstance(before, dict) and isinstance(after, dict):
         out: list[FieldChange] = []
         for k in [*before, *(k for k in after if k not in before)]:
             sub = f"{path}{_seg(str(k))}"
-            out += field_changes(before.get(k, ABSENT), after.get(k, ABSENT), sub)
+            out += field_changes(before.get(k, ABSENT), after.get(k, ABSENT), sub, kind=kind,
+                                 loc=(*loc, str(k)), env_name=env_name)
         return out
     if isinstance(before, list) and isinstance(after, list):
-        return _list_changes(before, after, path)
-    return [FieldChange(path.lstrip("."), before, after)]
+        return _list_changes(before, after, path, kind, loc, env_name)
+    return [_leaf(path, before, after, kind, loc, env_name)]
 
 
-def _list_changes(before: list[Any], after: list[Any], path: str) -> list[FieldChange]:
+def _leaf(path: str, before: Any, after: Any, kind: str | None, loc: tuple[str | int, ...],
+          env_name: str | None) -> FieldChange:
+    def shown(v: Any) -> Any:
+        return v if v is ABSENT else redact_tree(v, loc, kind=kind, env_name=env_name)
+    return FieldChange(path.lstrip("."), shown(before), shown(after))
+
+
+def _list_changes(before: list[Any], after: list[Any], path: str, kind: str | None,
+                  loc: tuple[str | int, ...], env_name: str | None) -> list[FieldChange]:
     if before and after and _named(before) and _named(after):
         a = {i["name"]: i for i in before}
         b = {i["name"]: i for i in after}
+        env_list = bool(loc) and loc[-1] in ("env", "envs")
         out: list[FieldChange] = []
-        for name in [*a, *(n for n in b if n not in a)]:
+        for n, name in enumerate([*a, *(n for n in b if n not in a)]):
             out += field_changes(a.get(name, ABSENT), b.get(name, ABSENT),
-                                 f"{path}[name={name}]")
+                                 f"{path}[name={name}]", kind=kind, loc=(*loc, n),
+                                 env_name=name if env_list else env_name)
         common_a = [n for n in a if n in b]
         common_b = [n for n in b if n in a]
         if common_a != common_b:  # order matters (env expansion, container order)
@@ -170,9 +189,10 @@ def _list_changes(before: list[Any], after: list[Any], path: str) -> list[FieldC
         out = []
         for i in range(max(len(before), len(after))):
             out += field_changes(before[i] if i < len(before) else ABSENT,
-                                 after[i] if i < len(after) else ABSENT, f"{path}[{i}]")
+                                 after[i] if i < len(after) else ABSENT, f"{path}[{i}]",
+                                 kind=kind, loc=(*loc, i), env_name=env_name)
         return out
-    return [FieldChange(path.lstrip("."), before, after)]  # scalars: args read best whole
+    return [_leaf(path, before, after, kind, loc, env_name)]  # scalars: args read best whole
 
 
 def _generation(obj: Obj) -> tuple[ObjKey, str, str] | None:
@@ -192,7 +212,7 @@ def compare(base: list[Obj], head: list[Obj]) -> tuple[list[ObjectChange], int]:
     changes: list[ObjectChange] = []
     unchanged = 0
     for k in a.keys() & b.keys():
-        fields = field_changes(a[k], b[k])
+        fields = field_changes(a[k], b[k], kind=k[1])
         if fields:
             changes.append(ObjectChange("changed", a[k], b[k], fields))
         else:
@@ -205,7 +225,8 @@ def compare(base: list[Obj], head: list[Obj]) -> tuple[list[ObjectChange], int]:
         new_key = by_generation.pop(g, None) if g is not None else None
         if new_key is not None:
             new = added.pop(new_key)
-            changes.append(ObjectChange("replaced", old, new, field_changes(old, new)))
+            changes.append(ObjectChange("replaced", old, new,
+                                        field_changes(old, new, kind=object_key(old)[1])))
         else:
             changes.append(ObjectChange("removed", old, None))
     changes += [ObjectChange("added", None, o) for o in added.values()]

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..display import printable
 from ..emit import to_yaml
 from ..errors import Problem, RenderError
 from ..pipeline import render
@@ -125,7 +126,8 @@ def _doc_of(problem: Problem, docs: list[_Doc]) -> _Doc | None:
 
 
 def _result(problem: Problem, docs: list[_Doc]) -> Obj:
-    result: Obj = {"message": problem.message, "severity": "error"}
+    # kpt and kustomize print messages and paths as they are: one visible line each
+    result: Obj = {"message": printable(problem.message), "severity": "error"}
     doc = _doc_of(problem, docs)
     if doc is not None:
         meta = doc.item.get("metadata") or {}
@@ -133,7 +135,7 @@ def _result(problem: Problem, docs: list[_Doc]) -> Obj:
                "name": meta.get("name"), "namespace": meta.get("namespace")}
         result["resourceRef"] = {k: v for k, v in ref.items() if v}
     if problem.field:
-        result["field"] = {"path": problem.field}
+        result["field"] = {"path": printable(problem.field)}
     if doc is not None and doc.file != UNNAMED:
         result["file"] = {"path": doc.file}
         index = _annotation(doc.item, INDEX_ANNOTATIONS)

@@ -1,0 +1,163 @@
+"""What may be shown of user input: the redaction rule and the escaping of control characters.
+
+Everything dyn-gitops prints that carries a string from the input (problem lines, KRM result
+messages, the ``diff`` reports) goes through here, so the rule lives in one place.
+
+**Redaction.** A value is *sensitive* when its field path
+
+* lies under ``data`` or ``stringData`` of a ``Secret``;
+* passes through a key that names a credential: it contains ``passw``, ``passphrase``,
+  ``secret``, ``token``, ``credential``, ``auth``, ``cert``, ``cookie``, ``apikey``/``api_key``
+  /``api-key``, ``accesskey`` or ``privatekey`` (any case); keys that only *refer* to a
+  credential by name do not count, so a reviewer still sees which Secret is used: keys ending
+  in ``Ref``, ``Name`` or ``Names`` (``secretKeyRef``, ``secretRef``, ``secretName``),
+  ``imagePullSecrets``, and a ``secret`` key that holds a block (a volume's ``secret``; a
+  ``secret`` key holding a value is sensitive);
+* is the ``value`` of an ``env``/``envs`` entry whose ``name`` names a credential (same
+  words: ``HF_TOKEN``, ``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``).
+
+Error messages are stricter (``strict=True``): they also never show any env value, ``args`` or
+``command``, whatever the names; a message only needs the value's type. Sensitive values are
+shown as ``(redacted)`` in ``diff`` and described by type and size in error messages
+(``found a string of 23 characters``); ``true``, ``false`` and ``null`` are always shown.
+``args``/``command`` in ``diff`` are shown (they are reviewed configuration), except the value
+of a credential-named flag (``--hf-token X``, ``--api-key=X``).
+
+**Escaping.** :func:`printable` turns control characters (C0, DEL, C1), invisible format
+characters (bidi overrides, zero-width characters), line and paragraph separators and lone
+surrogates into visible escapes (``\\n``, ``\\x1b``, ``\\u202e``), so a name cannot forge an
+extra problem line or drive the terminal. Backslashes are left as they are.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+REDACTED = "(redacted)"
+
+_CREDENTIAL = re.compile(
+    r"passw|passphrase|secret|token|credential|auth|cert|cookie|"
+    r"api[-_]?key|access[-_]?key|private[-_]?key", re.IGNORECASE)
+#: keys that hold the *name* of a Secret or key, not a credential
+_REFERENCE = re.compile(r"(ref|name|names)$|^imagePullSecrets$", re.IGNORECASE)
+_ENV_LISTS = ("env", "envs")
+_STRICT_LISTS = ("env", "envs", "args", "command")
+_INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_FLAG = re.compile(r"(--?[A-Za-z0-9][A-Za-z0-9_.-]*)(=.*)?", re.DOTALL)
+
+Loc = Sequence[str | int]
+
+
+# ---------------------------------------------------------------------------- escaping
+def _escape(ch: str) -> str:
+    if ch in _SHORT:
+        return _SHORT[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or invisible character written as a visible escape."""
+    if text.isprintable():  # fast path: the common case has nothing to escape
+        return text
+    return "".join(_escape(c) if unicodedata.category(c) in _INVISIBLE else c for c in text)
+
+
+# ---------------------------------------------------------------------------- redaction
+def names_credential(key: str) -> bool:
+    """A field or env var name that says it holds a credential (see the module rule)."""
+    return bool(_CREDENTIAL.search(key)) and not _REFERENCE.search(key)
+
+
+def is_sensitive(loc: Loc, *, kind: str | None = None, env_name: str | None = None,
+                 strict: bool = False) -> bool:
+    """Whether the value at field path ``loc`` of an object of ``kind`` may not be shown.
+
+    ``env_name`` is the ``name`` of the env entry ``loc`` points into, when known.
+    """
+    keys = [k for k in loc if isinstance(k, str)]
+    if kind == "Secret" and keys and keys[0] in ("data", "stringData"):
+        return True
+    # a ``secret`` block (volume source) holds references; a ``secret`` value is one
+    if any(names_credential(k) and (k != "secret" or i == len(keys) - 1)
+           for i, k in enumerate(keys)):
+        return True
+    for i, part in enumerate(loc):
+        if part in _STRICT_LISTS and strict:
+            return True
+        if (part in _ENV_LISTS and i + 2 < len(loc) and loc[i + 2] == "value"
+                and env_name is not None and names_credential(env_name)):
+            return True
+    return False
+
+
+def describe(value: Any, *, sensitive: bool) -> str:
+    """``value`` for an error message: shown if harmless, else its type and size only.
+
+    Mappings and lists are never shown (they can be large or hold sensitive fields).
+    """
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if sensitive:
+        if isinstance(value, str):
+            return f"a string of {len(value)} character{'s' if len(value) != 1 else ''}"
+        return "a number" if isinstance(value, int | float) else f"a {type(value).__name__}"
+    shown = repr(value)
+    if len(shown) > 80 and isinstance(value, str):  # keep the line short, quotes balanced
+        return f"{shown[:76]}...{shown[0]}"
+    return shown
+
+
+def redact_argv(argv: list[Any]) -> list[Any]:
+    """``args``/``command`` with the value of every credential-named flag redacted."""
+    out: list[Any] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next and isinstance(arg, str):
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        hide_next = False
+        m = _FLAG.fullmatch(arg) if isinstance(arg, str) else None
+        if m and names_credential(m.group(1)):
+            if m.group(2) is None:
+                hide_next = True
+                out.append(arg)
+            else:
+                out.append(f"{m.group(1)}={REDACTED}")
+            continue
+        out.append(arg)
+    return out
+
+
+def redact_tree(value: Any, loc: Loc = (), *, kind: str | None = None,
+                env_name: str | None = None) -> Any:
+    """A copy of ``value`` (found at ``loc`` in an object of ``kind``) with every sensitive
+    leaf replaced by :data:`REDACTED`; mapping keys are kept, so changed keys stay visible."""
+    if isinstance(value, dict):
+        name = value.get("name")
+        if _in_env_list(loc) and isinstance(name, str):
+            env_name = name
+        return {k: redact_tree(v, (*loc, str(k)), kind=kind, env_name=env_name)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        if loc and loc[-1] in ("args", "command"):
+            value = redact_argv(value)
+        return [redact_tree(v, (*loc, i), kind=kind, env_name=env_name)
+                for i, v in enumerate(value)]
+    if value is None or isinstance(value, bool) or value == REDACTED:
+        return value
+    return REDACTED if is_sensitive(loc, kind=kind, env_name=env_name) else value
+
+
+def _in_env_list(loc: Loc) -> bool:
+    """``loc`` is an entry of an env list (``...env[3]``)."""
+    return len(loc) >= 2 and isinstance(loc[-1], int) and loc[-2] in _ENV_LISTS
