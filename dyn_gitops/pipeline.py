@@ -37,11 +37,16 @@ class RenderResult:
 
 def _ident(data: Any) -> str:
     if isinstance(data, dict):
-        kind = data.get("kind") or "?"
+        kind = data.get("kind")
         meta = data.get("metadata")
         name = meta.get("name") if isinstance(meta, dict) else None
-        return f"{kind}/{name or '?'}"
+        # only scalars: a mapping in the wrong place may hold anything, credentials included
+        return f"{_scalar(kind)}/{_scalar(name)}"
     return ""
+
+
+def _scalar(value: Any) -> str:
+    return str(value) if isinstance(value, str | int | float) and value != "" else "?"
 
 
 def _problem(doc: Document, loc: Sequence[str | int], message: str) -> Problem:

@@ -83,6 +83,14 @@ def test_error_messages_never_echo_env_values_args_or_credentials(tmp_path: Path
         in res.stderr
 
 
+def test_a_mapping_in_the_wrong_place_is_never_echoed(tmp_path: Path) -> None:
+    (tmp_path / "g.yaml").write_text(dgd("{password: hunter2}"))
+    res = run_cli("render", str(tmp_path))
+    assert res.code == 1 and "hunter2" not in res.stderr, res.stderr
+    assert ("g.yaml:4: DynamoGraphDeployment/?: metadata.name: Input should be a valid "
+            "string (found a mapping)") in res.stderr
+
+
 def test_harmless_values_are_still_shown_in_errors(tmp_path: Path) -> None:
     (tmp_path / "g.yaml").write_text(dgd().replace("replicas: 1", "replicas: lots"))
     res = run_cli("render", str(tmp_path))
