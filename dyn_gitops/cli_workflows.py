@@ -178,11 +178,16 @@ def krm(**values: Any) -> None:
     except fn.InputError as exc:
         _exit([f"dyn-gitops krm: {exc}"], ExitCode.INVALID_INPUT)
     outcome = fn.run(rl, env=env, flags=flags)
+    # stderr first: the problems are still told when stdout then turns out to be closed
+    if not outcome.ok:
+        lines = _problems(outcome.problems, "items returned unchanged")
+    else:  # on success: warnings (also in results)
+        lines = [f"{warning} (warning)" for warning in outcome.problems]
+    for line in lines:
+        click.echo(printable(line), err=True)
     write_stdout(fn.dump(outcome.resource_list))
     if not outcome.ok:
-        _exit(_problems(outcome.problems, "items returned unchanged"), ExitCode.INVALID_INPUT)
-    for warning in outcome.problems:  # on success: warnings (also in results)
-        click.echo(printable(f"{warning} (warning)"), err=True)
+        sys.exit(int(ExitCode.INVALID_INPUT))
 
 
 # ---------------------------------------------------------------------------- post-render

@@ -341,3 +341,17 @@ def test_a_failed_write_to_stdout_exits_2_with_a_message(
                                     "the output is incomplete"), err
     assert "Traceback" not in err and "Exception ignored" not in err, err
 
+
+
+def test_krm_problems_are_still_told_when_stdout_is_closed(tmp_path: Path) -> None:
+    bad = yaml.safe_load(dgd(container="          bogus: 1\n"))
+    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [bad]}
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        code, err = _run_to(write, ["krm"], yaml.safe_dump(rl), tmp_path)
+    finally:
+        os.close(write)
+    assert code == 2, err
+    assert "mainContainer.bogus: unknown field 'bogus'" in err
+    assert err.splitlines()[-1].startswith("dyn-gitops: cannot write to stdout: Broken pipe")
