@@ -191,7 +191,10 @@ def test_markdown_hostile_value_cannot_hide_a_later_change() -> None:
             # top-level field: its YAML block lines start at column 2 (can close ```)
             _config_map("evil-added", {"b": HOSTILE}, x=HOSTILE),
             _deployment("registry/web:2.0", [{"name": "A\n```\n<!--", "value": "1"},
-                                             {"name": "A", "value": "1"}])]
+                                             {"name": "A", "value": "1"}]),
+            # hostile identities: in the summary table, above every section
+            {"apiVersion": "v1", "kind": "K|`<!--", "metadata": {"name": "n\n```",
+                                                                 "namespace": "ns|</td>"}}]
     md = report.markdown(_diff_result(base, head))
     shown = visible_lines(md)
     # the genuine image change is a visible table row of the Deployment's section ...
@@ -201,8 +204,12 @@ def test_markdown_hostile_value_cannot_hide_a_later_change() -> None:
     assert "<details><summary>~ Deployment demo/web</summary>" in shown
     # ... every <details> opened is closed by ours, nothing opens a comment, a heading or
     # a link outside code, and every row is one line
-    assert sum(ln.count("<details>") for ln in shown) == 3
-    assert sum(ln.count("</details>") for ln in shown) == 3
+    assert sum(ln.count("<details>") for ln in shown) == 4
+    assert sum(ln.count("</details>") for ln in shown) == 4
+    # the summary table: one row per object, each with its five cells
+    table = shown[shown.index("| | Kind | Namespace | Name | Fields |") + 2:]
+    table = table[:table.index("")]
+    assert len(table) == 4 and all(row.count("|") == 6 for row in table), table
     assert not any("<!--" in ln or "[LGTM]" in ln for ln in shown), md
     assert [ln for ln in shown if ln.startswith("#")] == [shown[0]]
     assert md.count("\n```yaml\n") == 0 and "\n`````yaml\n" in md  # longer than ````
@@ -217,7 +224,7 @@ def _check_with_markdown_it(md: str) -> None:
         return
     html = MarkdownIt("commonmark").enable("table").render(md)
     assert "<!--" not in html and "<h1>" not in html and "<a " not in html
-    assert html.count("<details>") == html.count("</details>") == 3
+    assert html.count("<details>") == html.count("</details>") == 4
     assert ("<td><code>&quot;registry/web:1.0&quot;</code></td>\n"
             "<td><code>&quot;registry/web:2.0&quot;</code></td>") in html
 
