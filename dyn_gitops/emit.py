@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .errors import Problem
+from .settings import RenderSettings
 from .yamlout import dump_all
 
 OUT_DIR_MARKER = ".dyn-gitops-output"
@@ -37,6 +39,23 @@ def _json_default(value: Any) -> Any:
 
 def render_text(objects: list[dict[str, Any]], output_format: str) -> str:
     return to_json(objects) if output_format == "json" else to_yaml(objects)
+
+
+def size_problem(size: int, settings: RenderSettings, where: str) -> Problem | None:
+    """Setting max-output-bytes: the whole output of one run, whatever its form."""
+    if size <= settings.max_output_bytes:
+        return None
+    return Problem(where, 0, "", "", f"the output is {size} bytes, more than the "
+                                     f"{settings.max_output_bytes} allowed (setting "
+                                     "max-output-bytes); nothing written")
+
+
+def output_size_problem(objects: list[dict[str, Any]], settings: RenderSettings,
+                        where: str) -> Problem | None:
+    """max-output-bytes for ``objects`` as the stream the settings print (one file per
+    object under --out-dir adds nothing to the YAML stream's size)."""
+    text = render_text(objects, settings.output_format)
+    return size_problem(len(text.encode("utf-8")), settings, where)
 
 
 def object_filename(obj: dict[str, Any]) -> str:

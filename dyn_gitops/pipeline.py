@@ -11,15 +11,16 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from . import keys
+from .emit import output_size_problem
 from .errors import NotSupportedError, Problem, RenderError, field_path
 from .expand.graph import GraphError, expand_graph
-from .finalize import Rendered, finalize
+from .finalize import Rendered, _identity, finalize
 from .models import v1beta1
 from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
 from .settings import RenderSettings
 from .source import Document, Source, locate, parse_documents
-from .validation import validate_graph, warn_graph
+from .validation import limit_checks, validate_graph, warn_graph
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
 Loc = tuple[str | int, ...]
@@ -160,7 +161,20 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
     warnings: list[Problem] = []
     graphs = 0
     dgd_names: dict[tuple[str, str], Document] = {}
+    outputs: set[tuple[str, str, str, str]] = set()  # what finalize will output, so far
+
+    def too_many(doc: Document, start: int) -> bool:
+        """Setting max-objects, counted as objects are made (a bomb is stopped early)."""
+        outputs.update(_identity(r.obj, settings.namespace) for r in rendered[start:])
+        if len(outputs) <= settings.max_objects:
+            return False
+        problems.append(_problem(doc, (), f"the output reaches {len(outputs)} objects here, "
+                                          f"more than the {settings.max_objects} allowed "
+                                          "(setting max-objects); nothing after it was read"))
+        return True
+
     for doc in sorted(docs, key=lambda d: (d.file.path, d.index)):
+        start = len(rendered)
         data = doc.data
         if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
             problems.append(Problem(doc.file.path, doc.line, "", "",
@@ -169,6 +183,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         api, kind = str(data["apiVersion"]), str(data["kind"])
         if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
             rendered.append(Rendered(data, doc.file.path, passthrough=True))
+            if too_many(doc, start):
+                break
             continue
         if api == v1beta1.API_VERSION and kind == "DynamoGraphDeployment":
             parsed = _read_v1beta1(doc, data, problems)
@@ -197,7 +213,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
                 continue
             assert isinstance(parsed_obj, DynamoGraphDeployment)
             obj, to_doc_loc = parsed_obj, _same_loc
-        found = [(loc, msg) for loc, msg in validate_graph(obj)]
+        found = [*limit_checks(obj, max_replicas=settings.max_replicas,
+                               max_node_count=settings.max_node_count), *validate_graph(obj)]
         if found:
             problems.extend(_problem(doc, to_doc_loc(loc), msg) for loc, msg in found)
             continue
@@ -227,6 +244,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         if settings.emit_source:
             rendered.append(Rendered(_source_to_emit(data, obj, children, settings),
                                      doc.file.path, dgd=source_ref, source_dgd=True))
+        if too_many(doc, start):
+            break
     if problems:
         raise RenderError(problems)
     objects = finalize(rendered, settings=settings, commit=source.commit, problems=problems)
@@ -237,6 +256,9 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
                                    "the input renders to nothing; refusing empty output "
                                    "(an empty sync with auto-prune deletes workloads); "
                                    "pass --allow-empty if this is intended")])
+    too_big = output_size_problem(objects, settings, source.root)
+    if too_big is not None:
+        raise RenderError([too_big])
     return RenderResult(objects, graphs, warnings=warnings)
 
 

@@ -3,9 +3,11 @@
 Contract (KRM Functions Specification v1): stdin holds a ``config.kubernetes.io/v1``
 ResourceList; ``items`` are expanded through the one pipeline (other items pass through
 unchanged, orchestrator annotations included); ``functionConfig`` may carry render settings
-(``data`` of a ConfigMap, or ``spec`` of any other kind). Problems become ``results``
-(severity error, resourceRef, field.path, file.path/index from the orchestrator's path
-annotations) and a non-zero exit; the items are then returned untouched.
+(``data`` of a ConfigMap, or ``spec`` of any other kind). It is written beside the input, so
+it may only lower a limit; the environment and flags of the process set the ceiling.
+Problems become ``results`` (severity error, resourceRef, field.path, file.path/index from
+the orchestrator's path annotations) and a non-zero exit; the items are then returned
+untouched.
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def run(rl: Obj, *, env: Mapping[str, str], flags: Mapping[str, Any]) -> Outcome
     items: list[Obj] = rl["items"]
     try:
         params = function_parameters(rl.get("functionConfig"))
-        settings = resolve(env=env, env_prefixes=(ENV_PREFIX,), parameters=params,
+        settings = resolve(env=env, env_prefixes=(ENV_PREFIX,), function_config=params,
                            flags=flags).settings
     except SettingsError as exc:
         results = [{"message": p, "severity": "error"} for p in exc.problems]
