@@ -220,13 +220,16 @@ def test_max_node_count(src: Path) -> None:
 def test_huge_counts_are_refused_before_anything_is_made(src: Path) -> None:
     """One LeaderWorkerSet per replica, one address per node: with these counts, any work per
     replica or node before the check would exhaust the machine instead of exiting 1."""
-    big = 10**15
-    text = DGD.replace("      replicas: 3\n", f"      replicas: {big}\n      multinode:\n"
-                       f"        nodeCount: {big}\n")
-    (src / "dgd.yaml").write_text(text)
-    for extra in ((), ("--grove",)):
-        res = invoke_cli("render", str(src), "--lws", *extra)
-        assert_refused(res, 1, "(setting max-replicas)", "(setting max-node-count)")
+    big = 10**30
+    alpha = DGD.replace("      replicas: 3\n", f"      replicas: {big}\n      multinode:\n"
+                        f"        nodeCount: {big}\n")
+    beta = BETA.replace("replicas: 7", f"replicas: {big}").replace("nodeCount: 6",
+                                                                   f"nodeCount: {big}")
+    for text in (alpha, beta):
+        (src / "dgd.yaml").write_text(text)
+        for extra in ((), ("--grove",)):
+            res = invoke_cli("render", str(src), "--lws", *extra)
+            assert_refused(res, 1, "(setting max-replicas)", "(setting max-node-count)")
 
 
 # ----------------------------------------------------------------------------- trust
