@@ -178,7 +178,7 @@ def krm(**values: Any) -> None:
     except fn.InputError as exc:
         _exit([f"dyn-gitops krm: {exc}"], ExitCode.INVALID_INPUT)
     outcome = fn.run(rl, env=env, flags=flags)
-    out = fn.dump(outcome.resource_list)
+    out = outcome.text
     sys.stdout.write(out)
     sys.stdout.flush()
     if not outcome.ok:
@@ -198,8 +198,8 @@ def post_render(**values: Any) -> None:
     """
     import os
 
-    from .cli import run_render
-    from .emit import render_text
+    from .cli import fail_render, run_render
+    from .emit import OutputTooLarge, render_text
     from .settings import ENV_PREFIX, SettingsError, resolve
     from .source import Source
     from .workflows import postrender
@@ -214,5 +214,10 @@ def post_render(**values: Any) -> None:
     result = run_render(Source(files=files, root=postrender.STDIN), resolved)
     if postrender.HELM_FILENAME in text:  # Helm 4: it files objects by this annotation
         postrender.stamp(result.objects, {f.path for f in files} - {postrender.STDIN})
-    sys.stdout.write(render_text(result.objects, resolved.settings.output_format))
+    try:
+        text = render_text(result.objects, resolved.settings.output_format,
+                           max_bytes=resolved.settings.max_output_bytes)
+    except OutputTooLarge as exc:
+        fail_render(exc)
+    sys.stdout.write(text)
     sys.stdout.flush()

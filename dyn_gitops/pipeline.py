@@ -11,7 +11,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from . import keys
-from .emit import output_size_problem
 from .errors import NotSupportedError, Problem, RenderError, field_path
 from .expand.graph import GraphError, expand_graph
 from .finalize import Rendered, _identity, finalize
@@ -256,9 +255,6 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
                                    "the input renders to nothing; refusing empty output "
                                    "(an empty sync with auto-prune deletes workloads); "
                                    "pass --allow-empty if this is intended")])
-    too_big = output_size_problem(objects, settings, source.root)
-    if too_big is not None:
-        raise RenderError([too_big])
     return RenderResult(objects, graphs, warnings=warnings)
 
 

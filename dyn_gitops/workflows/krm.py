@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..emit import to_yaml
+from ..emit import size_problem, to_yaml
 from ..errors import Problem, RenderError
 from ..pipeline import render
 from ..settings import ENV_PREFIX, RenderSettings, SettingsError, resolve
@@ -45,6 +45,15 @@ class Outcome:
     resource_list: Obj
     ok: bool
     problems: list[str] = field(default_factory=list)  # for stderr
+
+    @property
+    def text(self) -> str:
+        """What goes to stdout (``run`` has checked max-output-bytes on it)."""
+        if self._text is None:
+            self._text = dump(self.resource_list)
+        return self._text
+
+    _text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,8 +173,13 @@ def run(rl: Obj, *, env: Mapping[str, str], flags: Mapping[str, Any]) -> Outcome
                        f"{len(items)} items in, {len(result.objects)} out",
             "severity": "info"}
     warnings = [{**_result(p, docs), "severity": "warning"} for p in result.warnings]
-    return Outcome(_answer(rl, result.objects, [*warnings, info]), True,
-                   [_line(w) for w in warnings])
+    out = Outcome(_answer(rl, result.objects, [*warnings, info]), True,
+                  [_line(w) for w in warnings])
+    too_big = size_problem(len(out.text.encode("utf-8")), settings, "<resourceList>")
+    if too_big is not None:
+        results = [{"message": too_big.message, "severity": "error"}]
+        return Outcome(_answer(rl, items, results), False, [str(too_big)])
+    return out
 
 
 def _answer(rl: Obj, items: list[Obj], results: list[Obj]) -> Obj:
