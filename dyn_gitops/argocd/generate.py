@@ -90,7 +90,7 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
         _err("dyn-gitops: the output is empty; refusing (set allow-empty to permit it)")
         return int(ExitCode.INVALID_INPUT)
     data = text.encode("utf-8")
-    too_big = size_problem(len(data), settings, ".")  # the stamps above add to it
+    too_big = size_problem(len(data), settings, "<stdout>")  # the stamps above add to it
     if too_big is not None:
         _err(str(too_big))
         _err("dyn-gitops: 1 problem found; nothing rendered")
