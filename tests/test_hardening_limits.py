@@ -137,8 +137,8 @@ def test_max_output_bytes(src: Path, tmp_path: Path) -> None:
     # one file per object: nothing is written
     out = tmp_path / "out"
     res = invoke_cli("render", str(src), "--out-dir", str(out), "--max-output-bytes", "100")
-    assert_refused(res, 1, "max-output-bytes")
-    assert not out.exists()
+    assert_refused(res, 1, f"{out}:1: the output reaches ", "max-output-bytes")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app"]  # no stray temporary dir
 
 
 def test_max_output_bytes_through_cmp_krm_and_post_render(src: Path) -> None:
@@ -153,18 +153,27 @@ def test_max_output_bytes_through_cmp_krm_and_post_render(src: Path) -> None:
     assert_refused(res, 1, "(setting max-output-bytes)")
 
 
+def git_commit(repo: Path) -> dict[str, str]:
+    """Commit the work tree of ``repo`` (created if new); the environment to run git in."""
+    env = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(repo),
+           "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    cmds = [["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "x"]]
+    if not (repo / ".git").exists():
+        cmds.insert(0, ["init", "-q", "-b", "main"])
+    for cmd in cmds:
+        subprocess.run(["git", *cmd], cwd=repo, env=env, check=True, capture_output=True)
+    return env
+
+
 def test_max_output_bytes_and_objects_bound_the_whole_hydrated_tree(tmp_path: Path) -> None:
     """hydrate renders file by file: the limits apply to the sum."""
     repo = tmp_path / "repo"
     (repo / "deploy").mkdir(parents=True)
     for i in range(4):
         (repo / "deploy" / f"cm{i}.yaml").write_text(CM.format(i=i))
-    env = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(repo),
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
-        subprocess.run(["git", *cmd], cwd=repo, env=env, check=True, capture_output=True)
+    env = git_commit(repo)
     ok = run_cli("hydrate", "deploy", "--out-dir", str(tmp_path / "ok"), cwd=repo, env=env)
     assert ok.code == 0, ok.stderr
     one = len(next((tmp_path / "ok").rglob("configmap_cm-0.yaml")).read_bytes())
@@ -263,6 +272,23 @@ def test_the_runner_raises_the_ceiling_by_flag_or_environment(src: Path) -> None
     # ... and lowers it: the repository may then not go above the runner's value
     res = invoke_cli("render", str(src), env={"DYN_GITOPS_MAX_DOCUMENTS": "25000"})
     assert_refused(res, 2, "above the limit 25000 (environment DYN_GITOPS_MAX_DOCUMENTS)")
+
+
+def test_a_settings_file_read_from_git_cannot_raise_a_limit(tmp_path: Path) -> None:
+    """render --rev, hydrate and diff read dyn-gitops.yaml from a commit: the same rule."""
+    repo = tmp_path / "repo"
+    (repo / "deploy").mkdir(parents=True)
+    (repo / "deploy" / "dgd.yaml").write_text(DGD)
+    env = git_commit(repo)
+    settings_file(repo / "deploy", {"max-documents": 30_000})
+    git_commit(repo)
+    needle = "dyn-gitops.yaml key max-documents: setting max-documents: 30000 is above the limit"
+    for args in (["render", "deploy", "--rev", "HEAD"], ["hydrate", "deploy"],
+                 ["diff", "deploy", "--base", "HEAD~1"]):
+        assert_refused(run_cli(*args, cwd=repo, env=env), 2, needle)
+    ok = run_cli("render", "deploy", "--rev", "HEAD", "--max-documents", "30000", cwd=repo,
+                 env=env)
+    assert ok.code == 0, ok.stderr
 
 
 def test_settings_shows_the_ceiling_of_a_lowered_limit(src: Path) -> None:
