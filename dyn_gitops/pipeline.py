@@ -12,7 +12,8 @@ from pydantic import BaseModel, ValidationError
 
 from . import keys
 from .errors import NotSupportedError, Problem, RenderError, field_path
-from .expand.graph import GraphError, expand_graph
+from .expand import grove
+from .expand.graph import GraphError, expand_graph, is_multinode
 from .finalize import Rendered, _identity, finalize
 from .models import v1beta1
 from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
@@ -151,6 +152,15 @@ def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
     return out
 
 
+def _per_replica_objects(dgd: DynamoGraphDeployment, settings: RenderSettings) -> int:
+    """What the expansion makes per replica: a LeaderWorkerSet and a PodGroup for each
+    replica of a multinode service outside Grove (known before making them)."""
+    if grove.is_grove(dgd, settings):
+        return 0
+    return sum(2 * (1 if s.replicas is None else s.replicas)
+               for s in (dgd.spec.services or {}).values() if is_multinode(s))
+
+
 def render(source: Source, settings: RenderSettings) -> RenderResult:
     """Render everything in ``source``; raise :class:`RenderError` with every problem."""
     problems = list(source.problems)
@@ -169,7 +179,7 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
             return False
         problems.append(_problem(doc, (), f"the output reaches {len(outputs)} objects here, "
                                           f"more than the {settings.max_objects} allowed "
-                                          "(setting max-objects); nothing after it was read"))
+                                          "(setting max-objects); the rest was not expanded"))
         return True
 
     for doc in sorted(docs, key=lambda d: (d.file.path, d.index)):
@@ -227,6 +237,14 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
                                      f"also defined at {first.file.path}:{first.line}"))
             continue
         dgd_names[key] = doc
+        per_replica = _per_replica_objects(obj, settings)
+        if len(outputs) + per_replica > settings.max_objects:
+            before = f" with the {len(outputs)} before it" if outputs else ""
+            problems.append(_problem(doc, to_doc_loc(("spec", "services")), (
+                f"its multinode services would make {per_replica} LeaderWorkerSets and "
+                f"PodGroups (one each per replica), more than the {settings.max_objects} "
+                f"objects allowed{before} (setting max-objects); nothing was expanded")))
+            break
         try:
             children = expand_graph(obj, settings)
         except NotSupportedError as exc:

@@ -122,6 +122,21 @@ def test_max_objects_counts_what_is_output_across_files(src: Path) -> None:
     assert "cm-4" not in res.stderr  # expansion stopped there
 
 
+def test_max_objects_is_checked_before_leader_worker_sets_are_made(src: Path) -> None:
+    """A LeaderWorkerSet and a PodGroup per replica: refused before they are built."""
+    text = DGD.replace("      replicas: 3\n", "      replicas: 60\n      multinode:\n"
+                       "        nodeCount: 2\n").replace(
+        "dynamo:1.1.0\n", "dynamo:1.1.0\n          command: [python3, -m, dynamo.vllm]\n"
+        "          args: [--model, Qwen/Qwen3-0.6B]\n")
+    (src / "dgd.yaml").write_text(text)
+    assert count(invoke_cli("render", str(src), "--lws")) > 120
+    res = invoke_cli("render", str(src), "--lws", "--max-objects", "119")
+    assert_refused(res, 1, "dgd.yaml:6: DynamoGraphDeployment/limits: spec.services: its "
+                           "multinode services would make 120 LeaderWorkerSets and PodGroups "
+                           "(one each per replica), more than the 119 objects allowed (setting "
+                           "max-objects); nothing was expanded")
+
+
 def test_max_output_bytes(src: Path, tmp_path: Path) -> None:
     text = invoke_cli("render", str(src)).stdout
     size = len(text.encode())
