@@ -116,6 +116,14 @@ def load(path: str, rev: str | None, flag_values: dict[str, Any], *,
     return src, resolved
 
 
+def fail_render(exc: Any) -> NoReturn:
+    """Exit 1 with every problem of a :class:`RenderError`."""
+    n = len(exc.problems)
+    _fail([str(p) for p in exc.problems]
+          + [f"dyn-gitops: {n} problem{'s' if n != 1 else ''} found; nothing rendered"],
+          ExitCode.INVALID_INPUT)
+
+
 def run_render(src: Any, resolved: Any) -> Any:
     from .errors import RenderError
     from .pipeline import render
@@ -123,10 +131,7 @@ def run_render(src: Any, resolved: Any) -> Any:
     try:
         result = render(src, resolved.settings)
     except RenderError as exc:
-        n = len(exc.problems)
-        _fail([str(p) for p in exc.problems]
-              + [f"dyn-gitops: {n} problem{'s' if n != 1 else ''} found; nothing rendered"],
-              ExitCode.INVALID_INPUT)
+        fail_render(exc)
     for warning in result.warnings:  # rendered anyway, as the operator would
         click.echo(f"{warning} (warning)", err=True)
     return result
@@ -145,18 +150,25 @@ def main() -> None:
 @_setting_options
 def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> None:
     """Render PATH (a directory, a file, or - for stdin) to stdout."""
-    from .emit import render_text, write_out_dir
+    from .emit import OutputTooLarge, render_text, write_out_dir
 
     src, resolved = load(path, rev, values)
     result = run_render(src, resolved)
+    limit = resolved.settings.max_output_bytes
     if out_dir:
         try:
-            written = write_out_dir(result.objects, out_dir)
+            written = write_out_dir(result.objects, out_dir, max_bytes=limit)
+        except OutputTooLarge as exc:
+            fail_render(exc)
         except (FileExistsError, OSError) as exc:
             _fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
         click.echo(f"dyn-gitops: wrote {len(written)} objects to {out_dir}", err=True)
         return
-    write_stdout(render_text(result.objects, resolved.settings.output_format))
+    try:
+        text = render_text(result.objects, resolved.settings.output_format, max_bytes=limit)
+    except OutputTooLarge as exc:
+        fail_render(exc)
+    write_stdout(text)
 
 
 @main.command()

@@ -178,6 +178,7 @@ def krm(**values: Any) -> None:
     except fn.InputError as exc:
         _exit([f"dyn-gitops krm: {exc}"], ExitCode.INVALID_INPUT)
     outcome = fn.run(rl, env=env, flags=flags)
+    out = outcome.text  # size-checked in fn.run
     # stderr first: the problems are still told when stdout then turns out to be closed
     if not outcome.ok:
         lines = _problems(outcome.problems, "items returned unchanged")
@@ -185,7 +186,7 @@ def krm(**values: Any) -> None:
         lines = [f"{warning} (warning)" for warning in outcome.problems]
     for line in lines:
         click.echo(printable(line), err=True)
-    write_stdout(fn.dump(outcome.resource_list))
+    write_stdout(out)
     if not outcome.ok:
         sys.exit(int(ExitCode.INVALID_INPUT))
 
@@ -201,8 +202,8 @@ def post_render(**values: Any) -> None:
     """
     import os
 
-    from .cli import run_render
-    from .emit import render_text
+    from .cli import fail_render, run_render
+    from .emit import OutputTooLarge, render_text
     from .settings import ENV_PREFIX, SettingsError, resolve
     from .source import Source
     from .workflows import postrender
@@ -217,4 +218,9 @@ def post_render(**values: Any) -> None:
     result = run_render(Source(files=files, root=postrender.STDIN), resolved)
     if postrender.HELM_FILENAME in text:  # Helm 4: it files objects by this annotation
         postrender.stamp(result.objects, {f.path for f in files} - {postrender.STDIN})
-    write_stdout(render_text(result.objects, resolved.settings.output_format))
+    try:
+        text = render_text(result.objects, resolved.settings.output_format,
+                           max_bytes=resolved.settings.max_output_bytes)
+    except OutputTooLarge as exc:
+        fail_render(exc)
+    write_stdout(text)

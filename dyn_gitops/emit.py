@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .errors import Problem, RenderError
+from .settings import RenderSettings
 from .yamlout import dump_all
 
 OUT_DIR_MARKER = ".dyn-gitops-output"
@@ -35,8 +37,33 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-def render_text(objects: list[dict[str, Any]], output_format: str) -> str:
-    return to_json(objects) if output_format == "json" else to_yaml(objects)
+class OutputTooLarge(RenderError):
+    """Setting max-output-bytes: the output of one run is larger; nothing was written."""
+
+
+def size_problem(size: int, settings: RenderSettings, where: str) -> Problem | None:
+    """Setting max-output-bytes, checked where the output is made (measuring it anywhere
+    earlier would serialize everything twice)."""
+    return _size_problem(size, settings.max_output_bytes, where)
+
+
+def _size_problem(size: int, limit: int | None, where: str, *, so_far: bool = False
+                  ) -> Problem | None:
+    if limit is None or size <= limit:
+        return None
+    return Problem(where, 0, "", "", f"the output {'reaches' if so_far else 'is'} {size} "
+                                     f"bytes, more than the {limit} allowed (setting "
+                                     "max-output-bytes); nothing written")
+
+
+def render_text(objects: list[dict[str, Any]], output_format: str, *,
+                max_bytes: int | None = None) -> str:
+    """The stream; :class:`OutputTooLarge` if it has more than ``max_bytes`` bytes."""
+    text = to_json(objects) if output_format == "json" else to_yaml(objects)
+    too_big = _size_problem(len(text.encode("utf-8")), max_bytes, "<stdout>")
+    if too_big is not None:
+        raise OutputTooLarge([too_big])
+    return text
 
 
 def object_filename(obj: dict[str, Any]) -> str:
@@ -48,11 +75,13 @@ def object_filename(obj: dict[str, Any]) -> str:
     return f"{ns}/{kind}_{meta.get('name')}.yaml"
 
 
-def write_out_dir(objects: list[dict[str, Any]], out_dir: str) -> list[str]:
+def write_out_dir(objects: list[dict[str, Any]], out_dir: str, *,
+                  max_bytes: int | None = None) -> list[str]:
     """Replace ``out_dir`` with one file per object, atomically (rename of a sibling dir).
 
     An existing ``out_dir`` is replaced only if it is empty or was written by us (it holds
-    our marker file); anything else is refused, so no user file is ever deleted.
+    our marker file); anything else is refused, so no user file is ever deleted. More than
+    ``max_bytes`` in all is :class:`OutputTooLarge`, and nothing changes.
     """
     target = Path(out_dir)
     if target.exists():
@@ -64,11 +93,17 @@ def write_out_dir(objects: list[dict[str, Any]], out_dir: str) -> list[str]:
     written = []
 
     def fill(tmp: Path) -> None:
+        total = 0
         for obj in objects:
             rel = object_filename(obj)
             path = tmp / rel
+            data = to_yaml([obj]).encode("utf-8")
+            total += len(data)
+            too_big = _size_problem(total, max_bytes, out_dir, so_far=True)
+            if too_big is not None:
+                raise OutputTooLarge([too_big])
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(to_yaml([obj]), encoding="utf-8")
+            path.write_bytes(data)
             written.append(rel)
         (tmp / OUT_DIR_MARKER).write_text("written by dyn-gitops; replaced on every run\n")
 

@@ -13,14 +13,15 @@ from pydantic import BaseModel, ValidationError
 from . import keys
 from .display import describe, is_sensitive
 from .errors import NotSupportedError, Problem, RenderError, field_path
-from .expand.graph import GraphError, expand_graph
-from .finalize import Rendered, finalize
+from .expand import grove
+from .expand.graph import GraphError, expand_graph, is_multinode
+from .finalize import Rendered, _identity, finalize
 from .models import v1beta1
 from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
 from .settings import RenderSettings
 from .source import Document, Source, locate, parse_documents
-from .validation import validate_graph, warn_graph
+from .validation import limit_checks, validate_graph, warn_graph
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
 Loc = tuple[str | int, ...]
@@ -158,6 +159,15 @@ def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
     return out
 
 
+def _per_replica_objects(dgd: DynamoGraphDeployment, settings: RenderSettings) -> int:
+    """What the expansion makes per replica: a LeaderWorkerSet and a PodGroup for each
+    replica of a multinode service outside Grove (known before making them)."""
+    if grove.is_grove(dgd, settings):
+        return 0
+    return sum(2 * (1 if s.replicas is None else s.replicas)
+               for s in (dgd.spec.services or {}).values() if is_multinode(s))
+
+
 def render(source: Source, settings: RenderSettings) -> RenderResult:
     """Render everything in ``source``; raise :class:`RenderError` with every problem."""
     problems = list(source.problems)
@@ -167,7 +177,20 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
     warnings: list[Problem] = []
     graphs = 0
     dgd_names: dict[tuple[str, str], Document] = {}
+    outputs: set[tuple[str, str, str, str]] = set()  # what finalize will output, so far
+
+    def too_many(doc: Document, start: int) -> bool:
+        """Setting max-objects, counted as objects are made (a bomb is stopped early)."""
+        outputs.update(_identity(r.obj, settings.namespace) for r in rendered[start:])
+        if len(outputs) <= settings.max_objects:
+            return False
+        problems.append(_problem(doc, (), f"the output reaches {len(outputs)} objects here, "
+                                          f"more than the {settings.max_objects} allowed "
+                                          "(setting max-objects); the rest was not expanded"))
+        return True
+
     for doc in sorted(docs, key=lambda d: (d.file.path, d.index)):
+        start = len(rendered)
         data = doc.data
         if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
             problems.append(Problem(doc.file.path, doc.line, "", "",
@@ -176,6 +199,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         api, kind = str(data["apiVersion"]), str(data["kind"])
         if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
             rendered.append(Rendered(data, doc.file.path, passthrough=True))
+            if too_many(doc, start):
+                break
             continue
         if api == v1beta1.API_VERSION and kind == "DynamoGraphDeployment":
             parsed = _read_v1beta1(doc, data, problems)
@@ -204,7 +229,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
                 continue
             assert isinstance(parsed_obj, DynamoGraphDeployment)
             obj, to_doc_loc = parsed_obj, _same_loc
-        found = [(loc, msg) for loc, msg in validate_graph(obj)]
+        found = [*limit_checks(obj, max_replicas=settings.max_replicas,
+                               max_node_count=settings.max_node_count), *validate_graph(obj)]
         if found:
             problems.extend(_problem(doc, to_doc_loc(loc), msg) for loc, msg in found)
             continue
@@ -218,6 +244,14 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
                                      f"also defined at {first.file.path}:{first.line}"))
             continue
         dgd_names[key] = doc
+        per_replica = _per_replica_objects(obj, settings)
+        if len(outputs) + per_replica > settings.max_objects:
+            before = f" with the {len(outputs)} before it" if outputs else ""
+            problems.append(_problem(doc, to_doc_loc(("spec", "services")), (
+                f"its multinode services would make {per_replica} LeaderWorkerSets and "
+                f"PodGroups (one each per replica), more than the {settings.max_objects} "
+                f"objects allowed{before} (setting max-objects); nothing was expanded")))
+            break
         try:
             children = expand_graph(obj, settings)
         except NotSupportedError as exc:
@@ -234,6 +268,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         if settings.emit_source:
             rendered.append(Rendered(_source_to_emit(data, obj, children, settings),
                                      doc.file.path, dgd=source_ref, source_dgd=True))
+        if too_many(doc, start):
+            break
     if problems:
         raise RenderError(problems)
     objects = finalize(rendered, settings=settings, commit=source.commit, problems=problems)

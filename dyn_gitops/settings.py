@@ -13,6 +13,13 @@ CMP parameter          ``discovery-backend``
 
 Precedence, lowest first: default < ``dyn-gitops.yaml`` < environment / CMP
 parameters < CLI flags.
+
+Trust: the settings of group ``limits`` protect the renderer from its input, so only whoever
+runs the tool sets them: CLI flags and the process environment ``DYN_GITOPS_*`` (the
+*runner*). Everything that comes with the input (``dyn-gitops.yaml``, a KRM functionConfig,
+Argo CD Application parameters and ``ARGOCD_ENV_DYN_GITOPS_*``) may only lower a limit: a
+value above the runner's (its *ceiling*) is refused. :data:`RUNNER_SOURCES` is the one place
+that says which source is which.
 """
 
 from __future__ import annotations
@@ -32,8 +39,18 @@ RESERVED_ENV = frozenset({"DYN_GITOPS_DEBUG", "DYN_GITOPS_TEST_BINS",
 ARGOCD_ENV_PREFIX = "ARGOCD_ENV_"
 
 
-def _setting(default: Any, help: str, *, group: str = "render") -> Any:
-    return field(default=default, metadata={"help": help, "group": group})
+#: the largest value any limit takes (Kubernetes' int32 range): more is a typo, not a need
+LIMIT_MAX = 2**31 - 1
+#: the deepest nesting the renderer itself survives under Python's default recursion limit
+DEPTH_MAX = 200
+
+
+def _setting(default: Any, help: str, *, group: str = "render", maximum: int | None = None
+             ) -> Any:
+    meta: dict[str, Any] = {"help": help, "group": group}
+    if group == "limits":
+        meta["maximum"] = LIMIT_MAX if maximum is None else maximum
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -107,14 +124,14 @@ class RenderSettings:
         "included (many small alias bombs add up).", group="limits")
     max_depth: int = _setting(
         100, "Deepest nesting of mappings and lists accepted in any YAML or JSON input, "
-        "checked before the document is built.", group="limits")
+        "checked before the document is built.", group="limits", maximum=DEPTH_MAX)
     max_objects: int = _setting(
         200_000, "Most objects one run may output.", group="limits")
     max_output_bytes: int = _setting(
         256 * 1024 * 1024, "Largest output of one run, in bytes.", group="limits")
     max_replicas: int = _setting(
-        10_000, "Largest replicas (or min/max replicas) a service may ask for.",
-        group="limits")
+        10_000, "Largest replicas a service may ask for (also its autoscaling "
+        "minReplicas/maxReplicas).", group="limits")
     max_node_count: int = _setting(
         1_024, "Largest multinode.nodeCount a service may ask for.", group="limits")
 
@@ -137,6 +154,12 @@ class SettingSpec:
     group: str
     kind: type
     choices: tuple[str, ...] | None
+    maximum: int | None = None  # limits only: the most even the runner may set
+
+    @property
+    def is_limit(self) -> bool:
+        """A limit: only the runner may raise it (see the module docstring)."""
+        return self.group == "limits"
 
     @property
     def name(self) -> str:
@@ -182,6 +205,8 @@ class SettingSpec:
                 raise ValueError(f"expected a whole number, found {raw!r}") from None
             if value < 0:
                 raise ValueError(f"expected a number >= 0, found {value}")
+            if self.maximum is not None and not 1 <= value <= self.maximum:
+                raise ValueError(f"expected a limit from 1 to {self.maximum}, found {value}")
             return value
         if isinstance(raw, bool | list | dict):
             raise ValueError(f"expected a string, found {raw!r}")
@@ -224,7 +249,7 @@ def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:
         kind = annotation
     return SettingSpec(
         attr=f.name, default=f.default, help=f.metadata["help"], group=f.metadata["group"],
-        kind=kind, choices=choices,
+        kind=kind, choices=choices, maximum=f.metadata.get("maximum"),
     )
 
 
@@ -253,9 +278,64 @@ class Resolved:
     origins: dict[str, str]  # setting name -> where its value came from
 
 
+#: the sources of setting values, in precedence order (later wins), and whether whoever runs
+#: the tool controls them (True: may set any limit) or they come with the input (False: the
+#: repository or the Argo CD Application; may only lower a limit). The one place that says so.
+RUNNER_SOURCES: dict[str, bool] = {
+    SETTINGS_FILE: False,  # file_values: the repository
+    ENV_PREFIX: True,  # the runner's process environment (CLI, CI, the Argo CD sidecar)
+    ARGOCD_ENV_PREFIX + ENV_PREFIX: False,  # spec.source.plugin.env of the Application
+    "functionConfig": False,  # KRM: written beside the input (kustomization, Kptfile)
+    "parameter": False,  # Argo CD: spec.source.plugin.parameters of the Application
+    "flag": True,  # the command line
+}
+
+
+@dataclass(frozen=True)
+class _Value:
+    name: str
+    raw: Any
+    origin: str  # for messages and `dyn-gitops settings`
+    source: str  # a key of RUNNER_SOURCES
+
+
 def _suggest(name: str) -> str:
     close = difflib.get_close_matches(name, list(BY_NAME), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _values(file_values: Mapping[str, Any] | None, file_origin: str,
+            env: Mapping[str, str] | None, env_prefixes: tuple[str, ...],
+            function_config: Mapping[str, Any] | None, parameters: Mapping[str, str] | None,
+            flags: Mapping[str, Any] | None) -> list[_Value]:
+    """Every raw value given, lowest precedence first, each with its source."""
+    out = [_Value(str(k), raw, f"{file_origin} key {k}", SETTINGS_FILE)
+           for k, raw in (file_values or {}).items()]
+    for prefix in env_prefixes:
+        if prefix not in RUNNER_SOURCES:
+            raise ValueError(f"no trust is declared for variables {prefix}*")
+        for var, raw in sorted((env or {}).items()):
+            if var.startswith(prefix) and var.removeprefix(
+                    ARGOCD_ENV_PREFIX) not in RESERVED_ENV:
+                name = var[len(prefix):].lower().replace("_", "-")
+                out.append(_Value(name, raw, f"environment {var}", prefix))
+    out += [_Value(str(k), raw, f"functionConfig {k}", "functionConfig")
+            for k, raw in (function_config or {}).items()]
+    out += [_Value(name, raw, f"parameter {name}", "parameter")
+            for name, raw in (parameters or {}).items()]
+    out += [_Value(name, raw, f"flag --{name}", "flag")
+            for name, raw in (flags or {}).items() if raw is not None]
+    return out
+
+
+def _above_ceiling(spec: SettingSpec, value: int, origin: str, ceiling: int,
+                   ceiling_origin: str) -> str:
+    by = "the default" if ceiling_origin == "default" else ceiling_origin
+    return (f"{origin}: setting {spec.name}: {value} is above the limit {ceiling} ({by}); "
+            "settings that come with the input (dyn-gitops.yaml, KRM functionConfig, Argo CD "
+            "parameters and plugin env) may only lower a limit; whoever runs dyn-gitops "
+            f"raises it with {spec.cli_flag} or {spec.env_var} (Argo CD: in the sidecar's "
+            "environment)")
 
 
 def resolve(
@@ -264,44 +344,49 @@ def resolve(
     file_origin: str = SETTINGS_FILE,
     env: Mapping[str, str] | None = None,
     env_prefixes: tuple[str, ...] = (ENV_PREFIX,),
+    function_config: Mapping[str, Any] | None = None,
     parameters: Mapping[str, str] | None = None,
     flags: Mapping[str, Any] | None = None,
 ) -> Resolved:
     """Resolve every setting from its sources; raise :class:`SettingsError` with all problems.
 
-    ``flags`` and ``parameters`` are keyed by setting name (kebab-case). ``env`` is a whole
-    environment; only variables with one of ``env_prefixes`` are read.
+    ``file_values`` come from ``dyn-gitops.yaml``, ``function_config`` from a KRM
+    functionConfig, ``parameters`` from Argo CD Application parameters, ``flags`` from the
+    command line; all are keyed by setting name (kebab-case). ``env`` is a whole environment;
+    only variables with one of ``env_prefixes`` are read. Which of them may raise a limit is
+    :data:`RUNNER_SOURCES`; a value from any other above the runner's is a problem.
     """
     values: dict[str, Any] = {s.name: s.default for s in REGISTRY}
     origins: dict[str, str] = {s.name: "default" for s in REGISTRY}
+    ceilings: dict[str, tuple[Any, str]] = {s.name: (s.default, "default") for s in REGISTRY}
     problems: list[str] = []
-
-    def apply(name: str, raw: Any, origin: str) -> None:
-        spec = BY_NAME.get(name)
+    given: list[tuple[_Value, Any]] = []
+    for v in _values(file_values, file_origin, env, env_prefixes, function_config, parameters,
+                     flags):
+        spec = BY_NAME.get(v.name)
         if spec is None:
-            problems.append(f"{origin}: unknown setting {name!r}{_suggest(name)}")
-            return
+            problems.append(f"{v.origin}: unknown setting {v.name!r}{_suggest(v.name)}")
+            continue
         try:
-            values[name] = spec.parse(raw)
+            parsed = spec.parse(v.raw)
         except ValueError as exc:
-            problems.append(f"{origin}: setting {name}: {exc}")
-            return
-        origins[name] = origin
-
-    for key, raw in (file_values or {}).items():
-        apply(str(key), raw, f"{file_origin} key {key}")
-    for prefix in env_prefixes:
-        for var, raw in sorted((env or {}).items()):
-            if var.startswith(prefix) and var.removeprefix(
-                    ARGOCD_ENV_PREFIX) not in RESERVED_ENV:
-                name = var[len(prefix):].lower().replace("_", "-")
-                apply(name, raw, f"environment {var}")
-    for name, raw in (parameters or {}).items():
-        apply(name, raw, f"parameter {name}")
-    for name, raw in (flags or {}).items():
-        if raw is not None:
-            apply(name, raw, f"flag --{name}")
+            problems.append(f"{v.origin}: setting {v.name}: {exc}")
+            continue
+        values[v.name], origins[v.name] = parsed, v.origin
+        if RUNNER_SOURCES[v.source]:
+            ceilings[v.name] = (parsed, v.origin)
+        given.append((v, parsed))
+    for v, parsed in given:
+        spec = BY_NAME[v.name]
+        ceiling, ceiling_origin = ceilings[v.name]
+        if spec.is_limit and not RUNNER_SOURCES[v.source] and parsed > ceiling:
+            problems.append(_above_ceiling(spec, parsed, v.origin, ceiling, ceiling_origin))
     if problems:
         raise SettingsError(problems)
+    for v, _ in given:  # show the runner's ceiling beside a limit the input lowered
+        if BY_NAME[v.name].is_limit and origins[v.name] == v.origin \
+                and not RUNNER_SOURCES[v.source]:
+            ceiling, ceiling_origin = ceilings[v.name]
+            origins[v.name] = f"{v.origin} (at most {ceiling}: {ceiling_origin})"
     settings = RenderSettings(**{s.attr: values[s.name] for s in REGISTRY})
     return Resolved(settings, origins)

@@ -80,6 +80,26 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
             f"failover needs the DGD annotation {keys.ANN_KUBE_DISCOVERY_MODE}: container")
 
 
+def limit_checks(dgd: DynamoGraphDeployment, *, max_replicas: int,
+                 max_node_count: int) -> Iterator[Finding]:
+    """The runner's ceilings (settings max-replicas, max-node-count), checked before anything
+    is expanded: LeaderWorkerSets are made per replica and pod addresses per node."""
+    for name, svc in sorted((dgd.spec.services or {}).items()):
+        counts: list[tuple[tuple[str | int, ...], object]] = [(("replicas",), svc.replicas)]
+        if isinstance(svc.autoscaling, dict):
+            counts += [(("autoscaling", k), svc.autoscaling.get(k))
+                       for k in ("minReplicas", "maxReplicas")]
+        for loc, value in counts:
+            if isinstance(value, int) and not isinstance(value, bool) and value > max_replicas:
+                yield _svc(name, *loc), (f"{value} is more than the {max_replicas} replicas "
+                                         "allowed (setting max-replicas)")
+        nodes = svc.multinode.nodeCount if svc.multinode is not None else None
+        if nodes is not None and nodes > max_node_count:
+            yield _svc(name, "multinode", "nodeCount"), (
+                f"{nodes} is more than the {max_node_count} nodes allowed (setting "
+                "max-node-count)")
+
+
 def _name_checks(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
     name = dgd.metadata.name
     if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:

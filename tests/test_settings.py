@@ -84,7 +84,9 @@ def test_precedence_default_file_env_flag(src: Path) -> None:
                                   "--no-managed-replicas", env=env))
     assert table["discovery-backend"] == ("kubernetes", "default")
     assert table["namespace"] == ("from-file", "dyn-gitops.yaml key namespace")
-    assert table["max-documents"] == ("500", "dyn-gitops.yaml key max-documents")
+    # a limit the repository lowered shows the runner's ceiling beside it
+    assert table["max-documents"] == ("500", "dyn-gitops.yaml key max-documents "
+                                             "(at most 20000: default)")
     assert table["ingress-class"] == ("from-env", "environment DYN_GITOPS_INGRESS_CLASS")
     assert table["operator-release"] == ("from-flag", "flag --operator-release")
     assert table["managed-replicas"] == ("false", "flag --managed-replicas")

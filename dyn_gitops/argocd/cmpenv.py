@@ -12,6 +12,10 @@ Precedence, lowest first (the registry's rule in Argo CD's spellings):
 5. the Application's ``spec.source.plugin.parameters`` (``ARGOCD_APP_PARAMETERS``).
 
 Argo CD does not send announced defaults, so the defaults above apply whatever the UI shows.
+
+Trust: 3 is the sidecar's own configuration (whoever runs the plugin); 2, 4 and 5 come from
+the repository or the Application, so they may only lower a limit (settings group
+``limits``) below what 1 and 3 set; :data:`dyn_gitops.settings.RUNNER_SOURCES` says which.
 """
 
 from __future__ import annotations

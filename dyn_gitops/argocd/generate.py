@@ -17,7 +17,7 @@ from typing import Any
 from .. import keys
 from ..cli import load, run_render, write_stdout
 from ..display import printable
-from ..emit import render_text
+from ..emit import render_text, size_problem
 from ..errors import ExitCode
 from ..settings import Resolved, SettingsError, resolve
 from . import apicheck, cmpenv
@@ -89,6 +89,12 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
     text = render_text(objects, settings.output_format)
     if not text.strip() and not settings.allow_empty:  # the pipeline refuses it too
         _err("dyn-gitops: the output is empty; refusing (set allow-empty to permit it)")
+        return int(ExitCode.INVALID_INPUT)
+    data = text.encode("utf-8")
+    too_big = size_problem(len(data), settings, "<stdout>")  # the stamps above add to it
+    if too_big is not None:
+        _err(str(too_big))
+        _err("dyn-gitops: 1 problem found; nothing rendered")
         return int(ExitCode.INVALID_INPUT)
     try:
         write_stdout(text)

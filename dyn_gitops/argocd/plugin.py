@@ -53,6 +53,9 @@ def announcement(spec: SettingSpec) -> dict[str, Any]:
     if spec.choices:
         tooltip += f" One of: {', '.join(spec.choices)}."
     tooltip += f" Env: {spec.argocd_env.removeprefix('ARGOCD_ENV_')} in plugin.env."
+    if spec.is_limit:  # an Application may only lower it (settings.RUNNER_SOURCES)
+        tooltip += (f" Only lowers the limit: the sidecar's own {spec.env_var} (default "
+                    f"{spec.default}) is the most an Application may ask for.")
     item = {bool: "boolean", int: "number"}.get(spec.kind, "string")
     out: dict[str, Any] = {"name": spec.cmp_parameter, "title": _title(spec),
                            "tooltip": tooltip, "itemType": item, "collectionType": "string"}

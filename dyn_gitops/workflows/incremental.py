@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from .. import __version__, keys
-from ..emit import object_filename, to_yaml
+from ..emit import object_filename, size_problem, to_yaml
 from ..errors import Problem, RenderError
 from ..finalize import Rendered, finalize
 from ..pipeline import render
@@ -233,6 +233,28 @@ def plan(source: Source, settings: RenderSettings, previous: Previous | None = N
     Raises :class:`RenderError` with every problem, exactly as a full render would.
     """
     previous = previous or Previous()
+    p = _any_plan(source, settings, previous)
+    _check_totals(p, settings, previous, source.root)
+    return p
+
+
+def _check_totals(p: Plan, settings: RenderSettings, previous: Previous, root: str) -> None:
+    """max-objects and max-output-bytes for the whole tree (units are rendered apart)."""
+    problems: list[Problem] = []
+    if len(p.files) > settings.max_objects:
+        problems.append(Problem(root, 0, "", "", f"the output is {len(p.files)} objects, more "
+                                f"than the {settings.max_objects} allowed (setting "
+                                "max-objects); nothing written"))
+    size = sum(len(previous.content(path) or b"") if isinstance(out, Reused) else len(out)
+               for path, out in p.files.items())
+    too_big = size_problem(size, settings, root)
+    if too_big is not None:
+        problems.append(too_big)
+    if problems:
+        raise RenderError(problems)
+
+
+def _any_plan(source: Source, settings: RenderSettings, previous: Previous) -> Plan:
     digest = settings_digest(settings)
     bound = sum(1 + len(_DOC_MARKER.findall(f.text)) for f in source.files)
     if source.problems or bound >= settings.max_documents:

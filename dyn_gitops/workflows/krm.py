@@ -3,9 +3,11 @@
 Contract (KRM Functions Specification v1): stdin holds a ``config.kubernetes.io/v1``
 ResourceList; ``items`` are expanded through the one pipeline (other items pass through
 unchanged, orchestrator annotations included); ``functionConfig`` may carry render settings
-(``data`` of a ConfigMap, or ``spec`` of any other kind). Problems become ``results``
-(severity error, resourceRef, field.path, file.path/index from the orchestrator's path
-annotations) and a non-zero exit; the items are then returned untouched.
+(``data`` of a ConfigMap, or ``spec`` of any other kind). It is written beside the input, so
+it may only lower a limit; the environment and flags of the process set the ceiling.
+Problems become ``results`` (severity error, resourceRef, field.path, file.path/index from
+the orchestrator's path annotations) and a non-zero exit; the items are then returned
+untouched.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..display import printable
-from ..emit import to_yaml
+from ..emit import size_problem, to_yaml
 from ..errors import Problem, RenderError
 from ..pipeline import render
 from ..settings import ENV_PREFIX, RenderSettings, SettingsError, resolve
@@ -44,6 +46,15 @@ class Outcome:
     resource_list: Obj
     ok: bool
     problems: list[str] = field(default_factory=list)  # for stderr
+
+    @property
+    def text(self) -> str:
+        """What goes to stdout (``run`` has checked max-output-bytes on it)."""
+        if self._text is None:
+            self._text = dump(self.resource_list)
+        return self._text
+
+    _text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,7 @@ def run(rl: Obj, *, env: Mapping[str, str], flags: Mapping[str, Any]) -> Outcome
     items: list[Obj] = rl["items"]
     try:
         params = function_parameters(rl.get("functionConfig"))
-        settings = resolve(env=env, env_prefixes=(ENV_PREFIX,), parameters=params,
+        settings = resolve(env=env, env_prefixes=(ENV_PREFIX,), function_config=params,
                            flags=flags).settings
     except SettingsError as exc:
         results = [{"message": p, "severity": "error"} for p in exc.problems]
@@ -164,8 +175,13 @@ def run(rl: Obj, *, env: Mapping[str, str], flags: Mapping[str, Any]) -> Outcome
                        f"{len(items)} items in, {len(result.objects)} out",
             "severity": "info"}
     warnings = [{**_result(p, docs), "severity": "warning"} for p in result.warnings]
-    return Outcome(_answer(rl, result.objects, [*warnings, info]), True,
-                   [_line(w) for w in warnings])
+    out = Outcome(_answer(rl, result.objects, [*warnings, info]), True,
+                  [_line(w) for w in warnings])
+    too_big = size_problem(len(out.text.encode("utf-8")), settings, "<resourceList>")
+    if too_big is not None:
+        results = [{"message": too_big.message, "severity": "error"}]
+        return Outcome(_answer(rl, items, results), False, [str(too_big)])
+    return out
 
 
 def _answer(rl: Obj, items: list[Obj], results: list[Obj]) -> Obj:
