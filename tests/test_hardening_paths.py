@@ -24,7 +24,7 @@ import yaml
 from conftest import SAMPLES, invoke_cli, run_cli
 
 from dyn_gitops import emit, objpath
-from dyn_gitops.workflows.incremental import CACHE_FORMAT
+from dyn_gitops.workflows.incremental import CACHE_FORMAT, blob_id
 
 PROBLEM = re.compile(r"^[^:\n]+\.yaml:\d+: .+?/.*?: (metadata\.name|metadata\.namespace|"
                      r"apiVersion|kind): .+$")
@@ -323,8 +323,9 @@ def test_symlinked_or_file_out_dir_is_refused(tmp_path: Path, hydrate: bool) -> 
     assert (tmp_path / "link").is_symlink() and not any(elsewhere.iterdir())
 
 
-def test_a_tampered_cache_cannot_name_paths_outside(tmp_path: Path) -> None:
-    """hydrate --out-dir reads back the cache it wrote; paths in it are not trusted."""
+def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
+    """hydrate reads back the cache it wrote (people can edit it): only paths of the shape
+    objpath produces are trusted, else the run is cold."""
     repo = tmp_path / "repo"
     shutil.copytree(SAMPLES / "vllm-agg" / "input", repo / "deploy")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
@@ -337,8 +338,12 @@ def test_a_tampered_cache_cannot_name_paths_outside(tmp_path: Path) -> None:
     cache_path = out / ".dyn-gitops" / "cache.json"
     cache = json.loads(cache_path.read_text())
     assert cache["format"] == CACHE_FORMAT
-    cache["units"] = [{"files": {"vllm-agg.yaml": "0" * 40}, "graphs": [],
-                       "objects": {"../../evil.yaml": {"key": "k", "blob": "0" * 40}}}]
+    # a unit that claims the real input, and as its output a file of the last run that is
+    # no object: reusing it would publish whatever the cache says instead of the render
+    source_id = blob_id((repo / "deploy" / "vllm-agg.yaml").read_bytes())
+    kust_id = blob_id((out / "kustomization.yaml").read_bytes())
+    cache["units"] = [{"files": {"vllm-agg.yaml": source_id}, "graphs": [],
+                       "objects": {"kustomization.yaml": {"key": "k", "blob": kust_id}}}]
     cache_path.write_text(json.dumps(cache))
     before = tree(tmp_path)
     res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
@@ -374,3 +379,35 @@ def test_identity_rule_edges() -> None:
     assert objpath.name_problem("", "Namespace", "a.b") is not None  # a label, not a subdomain
     assert objpath.name_problem("example.com", "Widget", "Any:Thing") is None  # path segment
     assert objpath.name_problem("example.com", "Widget", "a\nb") is not None
+
+
+def test_hydrate_finds_a_case_collision_across_files_with_a_warm_cache(tmp_path: Path) -> None:
+    """Input files are rendered apart and reused from the cache; objects in different files
+    that would share a file on a case-insensitive disk are still found (as render does)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(SAMPLES / "vllm-agg" / "input", repo / "deploy")
+    (repo / "deploy" / "a.yaml").write_text(role("Reader"))
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
+    env = {"HOME": str(tmp_path)}
+    out = tmp_path / "out"
+    for where in (["--branch", "rendered"], ["--out-dir", str(out)]):
+        res = run_cli("hydrate", "deploy", "--rev", "HEAD", *where, cwd=repo, env=env)
+        assert res.code == 0, res.stderr
+    (repo / "deploy" / "b.yaml").write_text(role("reader"))
+    for args in (["add", "-A"], ["commit", "-q", "-m", "y"]):
+        subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
+    tip = subprocess.run(["git", "rev-parse", "rendered"], cwd=repo, capture_output=True,
+                         text=True, check=True).stdout
+    before = tree(tmp_path)
+    for where in (["--branch", "rendered"], ["--out-dir", str(out)]):
+        res = run_cli("hydrate", "deploy", "--rev", "HEAD", *where, cwd=repo, env=env)
+        assert res.code == 1 and res.stdout == "", res.stderr
+        assert re.search(r"^b\.yaml:\d+: ClusterRole/reader: metadata\.name: writes the same "
+                         r"output file as ClusterRole/Reader from a\.yaml", res.stderr, re.M) \
+            or re.search(r"^a\.yaml:\d+: ClusterRole/Reader: metadata\.name: writes the same "
+                         r"output file as ClusterRole/reader from b\.yaml", res.stderr, re.M), \
+            res.stderr
+        assert tree(tmp_path) == before
+    assert subprocess.run(["git", "rev-parse", "rendered"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout == tip
