@@ -108,7 +108,8 @@ def replace_dir(target: Path, fill: Callable[[Path], None]) -> None:
 
     Nothing changes if ``fill`` or a rename fails, and no ``.<name>.*`` sibling is left
     behind, whatever happens (an exception, Ctrl-C): the old tree is renamed back when the
-    new one cannot take its place, and both temporary directories are removed at the end.
+    new one cannot take its place, and both temporary directories are removed at the end
+    (unless the old tree could not even be renamed back: then it stays where it is).
     """
     target = checked_target(target)
     parent = target.parent
@@ -128,6 +129,8 @@ def replace_dir(target: Path, fill: Callable[[Path], None]) -> None:
         else:
             os.rename(tmp, target)
     finally:
-        for leftover in (tmp, old):
-            if leftover is not None and leftover.exists():
-                shutil.rmtree(leftover, ignore_errors=True)
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        # the old tree is kept only if it could not be put back (never lose it)
+        if old is not None and not ((old / "x").exists() and not os.path.lexists(target)):
+            shutil.rmtree(old, ignore_errors=True)

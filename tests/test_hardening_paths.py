@@ -287,6 +287,29 @@ def test_a_failing_swap_puts_the_old_tree_back(tmp_path: Path,
     assert _siblings(tmp_path) == listing
 
 
+def test_the_old_tree_is_never_deleted_when_it_cannot_be_put_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "out"
+    emit.write_out_dir([yaml.safe_load(cm("old", "demo"))], str(target))
+    real_rename: Callable[..., None] = os.rename
+    calls: list[str] = []
+
+    def rename(src: object, dst: object) -> None:
+        calls.append(str(dst))
+        if len(calls) >= 2:  # the new tree into place, and the way back
+            raise OSError("disk on fire")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(emit.os, "rename", rename)
+    with pytest.raises(OSError, match="disk on fire"):
+        emit.write_out_dir([yaml.safe_load(cm("new", "demo"))], str(target))
+    monkeypatch.undo()
+    kept = [p for p in tmp_path.iterdir() if p.name.startswith(".out.old.")]
+    assert len(kept) == 1 and (kept[0] / "x" / "demo" / "configmap_old.yaml").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")
+                and not p.name.startswith(".out.old.")]
+
+
 def test_success_leaves_only_the_target(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.yaml").write_text(cm("a", "demo"))
