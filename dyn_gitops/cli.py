@@ -151,6 +151,7 @@ def main() -> None:
 def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> None:
     """Render PATH (a directory, a file, or - for stdin) to stdout."""
     from .emit import OutputTooLarge, render_text, write_out_dir
+    from .objpath import PathError
 
     src, resolved = load(path, rev, values)
     result = run_render(src, resolved)
@@ -160,6 +161,8 @@ def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> No
             written = write_out_dir(result.objects, out_dir, max_bytes=limit)
         except OutputTooLarge as exc:
             fail_render(exc)
+        except PathError as exc:  # an object without a file name (only generateName)
+            _fail([f"dyn-gitops: {exc}; nothing written"], ExitCode.INVALID_INPUT)
         except (FileExistsError, OSError) as exc:
             _fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
         click.echo(f"dyn-gitops: wrote {len(written)} objects to {out_dir}", err=True)

@@ -6,9 +6,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from . import __version__, keys
+from . import __version__, keys, objpath
 from .errors import Problem
 from .settings import RenderSettings
+from .source import Document, locate
 
 # Helm's install order: dependencies before dependents, so a plain `kubectl apply` works too.
 KIND_ORDER = (
@@ -31,18 +32,24 @@ class Rendered:
     dgd: str | None = None  # "ns/name" of the DGD it came from
     passthrough: bool = False
     source_dgd: bool = False
+    doc: Document | None = None  # the document it comes from (the DGD, for its children)
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
 
 
 def sort_key(obj: dict[str, Any]) -> tuple[int, str, str, str, str]:
     kind = str(obj.get("kind", ""))
-    meta = obj.get("metadata") or {}
+    meta = _meta(obj)
     return (_KIND_RANK.get(kind, len(KIND_ORDER)), kind if kind not in _KIND_RANK else "",
             str(meta.get("namespace") or ""), str(meta.get("name") or ""),
             str(obj.get("apiVersion", "")))
 
 
 def _identity(obj: dict[str, Any], default_ns: str) -> tuple[str, str, str, str]:
-    meta = obj.get("metadata") or {}
+    meta = _meta(obj)
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
     return (group, str(obj.get("kind")), str(meta.get("namespace") or default_ns),
             str(meta.get("name")))
@@ -69,9 +76,11 @@ def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | N
         merged[ident] = (item.obj, {item.path}, item)
         dgds[ident] = {item.dgd} if item.dgd else set()
     out = []
+    emitted: list[tuple[dict[str, Any], Rendered]] = []
     for ident, (obj, paths, item) in merged.items():
         if item.passthrough:
             out.append(obj)
+            emitted.append((obj, item))
             continue
         obj = copy.deepcopy(obj) if item.source_dgd else obj
         meta = obj.setdefault("metadata", {})
@@ -89,5 +98,49 @@ def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | N
             ann[keys.ANN_SOURCE_DGD] = ",".join(sorted(dgds[ident]))
         meta["annotations"] = dict(sorted(ann.items()))
         out.append(obj)
+        emitted.append((obj, item))
+    for obj, item in emitted:
+        _check_identity(obj, item, problems)
+    _check_paths(emitted, problems)
     out.sort(key=sort_key)
     return out
+
+
+def _where(item: Rendered, field: str) -> tuple[str, int]:
+    """The source file and line of ``field`` (for a DGD's child: the DGD's own field)."""
+    return item.path, (locate(item.doc, field.split(".")) if item.doc is not None else 0)
+
+
+def _label(obj: dict[str, Any]) -> str:
+    return f"{obj.get('kind') or '?'}/{_meta(obj).get('name') or '?'}"
+
+
+def _check_identity(obj: dict[str, Any], item: Rendered, problems: list[Problem]) -> None:
+    """What the API server would refuse in the object's identity is an input error, for
+    every output (a stream too): the same names are file names under --out-dir/hydrate."""
+    for field, message in objpath.object_problems(obj):
+        label = _label(obj)
+        if field == "metadata.namespace" and item.dgd and not item.passthrough:
+            label = f"DynamoGraphDeployment/{item.dgd.rpartition('/')[2]}"  # once, not per child
+        problem = Problem(*_where(item, field), label, field, message)
+        if problem not in problems:
+            problems.append(problem)
+
+
+def _check_paths(emitted: list[tuple[dict[str, Any], Rendered]],
+                 problems: list[Problem]) -> None:
+    """Two objects that would share one output file (also on a case-insensitive file
+    system) are refused whatever the output, so every output format agrees."""
+    seen: dict[str, tuple[str, dict[str, Any], Rendered]] = {}
+    for obj, item in emitted:
+        try:
+            rel = objpath.relpath(obj)
+        except objpath.PathError:
+            continue  # reported by _check_identity, or a generateName object (a stream only)
+        first = seen.setdefault(objpath.fold(rel), (rel, obj, item))
+        if first[1] is obj:
+            continue
+        problems.append(Problem(*_where(item, "metadata.name"), _label(obj), "metadata.name",
+                                f"writes the same output file as {_label(first[1])} from "
+                                f"{first[2].path} ({first[0]}; file names are compared "
+                                "without case)"))

@@ -198,7 +198,7 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
             continue
         api, kind = str(data["apiVersion"]), str(data["kind"])
         if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
-            rendered.append(Rendered(data, doc.file.path, passthrough=True))
+            rendered.append(Rendered(data, doc.file.path, passthrough=True, doc=doc))
             if too_many(doc, start):
                 break
             continue
@@ -264,10 +264,11 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         graphs += 1
         source_ref = f"{ns}/{obj.metadata.name}"
         for child in children:
-            rendered.append(Rendered(child, doc.file.path, dgd=source_ref))
+            rendered.append(Rendered(child, doc.file.path, dgd=source_ref, doc=doc))
         if settings.emit_source:
             rendered.append(Rendered(_source_to_emit(data, obj, children, settings),
-                                     doc.file.path, dgd=source_ref, source_dgd=True))
+                                     doc.file.path, dgd=source_ref, source_dgd=True,
+                                     doc=doc))
         if too_many(doc, start):
             break
     if problems:

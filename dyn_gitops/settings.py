@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
+from .objpath import dns_label
+
 SETTINGS_FILE = "dyn-gitops.yaml"
 ENV_PREFIX = "DYN_GITOPS_"
 #: variables with our prefix that are not render settings (debugging, test tooling)
@@ -235,7 +237,16 @@ def go_duration(text: str) -> str:
     return f"{m}m{sec}s" if m else f"{sec}s"
 
 
-_NORMALIZERS = {"grove_termination_delay": go_duration}
+def namespace_name(text: str) -> str:
+    """A namespace as the API server accepts it (a DNS-1123 label); it names output
+    directories too, so it is checked whatever the source."""
+    why = dns_label(text)
+    if why:
+        raise ValueError(f"not a valid namespace: {why}")
+    return text
+
+
+_NORMALIZERS = {"grove_termination_delay": go_duration, "namespace": namespace_name}
 
 
 def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:

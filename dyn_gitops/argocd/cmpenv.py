@@ -73,13 +73,19 @@ def read(environ: Mapping[str, str]) -> CmpInputs:
                     f"environment {var}: not read: name the plugin env entry "
                     f"{ENV_PREFIX}{rest} (Argo CD passes it as {APP_ENV_PREFIX}{rest})")
     parameters = parse_parameters(environ.get("ARGOCD_APP_PARAMETERS", ""), problems)
+    namespace = environ.get("ARGOCD_APP_NAMESPACE", "").strip()
+    if namespace:  # the same rule as the namespace setting, whatever its source
+        try:
+            BY_NAME["namespace"].parse(namespace)
+        except ValueError as exc:
+            problems.append(f"environment ARGOCD_APP_NAMESPACE: {exc}")
     if problems:
         raise CmpEnvError(problems)
     raw_path = environ.get("ARGOCD_APP_SOURCE_PATH", "").strip()
     return CmpInputs(
         settings_env=settings_env,
         parameters=parameters,
-        namespace=environ.get("ARGOCD_APP_NAMESPACE", "").strip(),
+        namespace=namespace,
         revision=environ.get("ARGOCD_APP_REVISION", "").strip(),
         source_path=posixpath.normpath(raw_path) if raw_path else "",
         kube_version=environ.get("KUBE_VERSION", "").strip(),

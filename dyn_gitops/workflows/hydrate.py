@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from .. import __version__
+from .. import __version__, objpath
 from ..settings import REGISTRY, RenderSettings
 from ..source import Source
 from . import gitstore
@@ -86,6 +86,11 @@ def cache_text(cache: Mapping[str, Any]) -> bytes:
 
 
 def tree_content(p: Plan, meta: bytes) -> dict[str, Output]:
+    """Every file of the published tree; object paths are checked once more (the one path
+    rule of :mod:`dyn_gitops.objpath`), so nothing can land beside or outside the tree."""
+    bad = [rel for rel in p.files if not objpath.is_object_path(rel)]
+    if bad:
+        raise objpath.PathError(f"unsafe output path {bad[0]!r}")
     files: dict[str, Output] = dict(p.files)
     files[KUSTOMIZATION_FILE] = kustomization_text(list(p.files))
     files[CACHE_FILE] = cache_text(p.cache)

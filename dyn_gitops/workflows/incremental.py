@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
-from .. import __version__, keys
-from ..emit import object_filename, size_problem, to_yaml
+from .. import __version__, keys, objpath
+from ..emit import size_problem, to_yaml
 from ..errors import Problem, RenderError
 from ..finalize import Rendered, finalize
 from ..pipeline import render
@@ -120,7 +120,9 @@ def _coarse_key(obj: Obj, default_ns: str) -> str:
     of kind): a false match only renders two units together, a missed one would be wrong."""
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or default_ns
-    return _hash(f"{str(obj.get('kind', '')).lower()}/{ns}/{meta.get('name')}")
+    # folded as file names are compared (objpath.fold): objects that would share a file on
+    # a case-insensitive disk are rendered together, and finalize reports them
+    return _hash(objpath.fold(f"{obj.get('kind', '')!s}/{ns}/{meta.get('name')}"))
 
 
 def _annotations(obj: Obj) -> dict[str, Any]:
@@ -140,11 +142,7 @@ def _unit(files: list[SourceFile], objects: list[Obj], default_ns: str) -> Unit:
     graphs: set[str] = set()
     infos: dict[str, ObjInfo] = {}
     rendered: dict[str, Obj] = {}
-    for obj in objects:
-        path = object_filename(obj)
-        if path in rendered:
-            raise RenderError([Problem(files[0].path, 0, "", "",
-                                       f"two objects map to the same output file {path}")])
+    for path, obj in _assign(objects, files[0].path).items():
         ann = _annotations(obj)
         dgds = [d for d in str(ann.get(keys.ANN_SOURCE_DGD, "")).split(",") if d]
         graphs.update(dgds)
@@ -157,6 +155,14 @@ def _unit(files: list[SourceFile], objects: list[Obj], default_ns: str) -> Unit:
         rendered[path] = obj
     return Unit({f.path: blob_id(f.text.encode()) for f in files}, sorted(graphs), infos,
                 rendered)
+
+
+def _assign(objects: list[Obj], where: str) -> dict[str, Obj]:
+    """Objects by output path (finalize has refused what would clash; checked again)."""
+    try:
+        return objpath.assign(objects)
+    except objpath.PathError as exc:
+        raise RenderError([Problem(where, 0, "", "", str(exc))]) from None
 
 
 def _text(obj: Obj) -> bytes:
@@ -177,11 +183,15 @@ def _units_from_cache(cache: Any, digest: str) -> list[Unit]:
             CACHE_FORMAT, __version__, digest):
         return []
     try:
-        return [Unit(_strs(u["files"]), _strs(u["graphs"]),
-                     {str(p): _info(i) for p, i in u["objects"].items()})
-                for u in cache["units"]]
+        units = [Unit(_strs(u["files"]), _strs(u["graphs"]),
+                      {str(p): _info(i) for p, i in u["objects"].items()})
+                 for u in cache["units"]]
     except (KeyError, TypeError, AttributeError):
         return []
+    # output paths written by someone else: only the shape objpath produces is trusted
+    if not all(objpath.is_object_path(p) for u in units for p in u.objects):
+        return []
+    return units
 
 
 def _strs(value: Any) -> Any:
@@ -283,6 +293,9 @@ def _plan(r: _Renderer, digest: str, previous: Previous) -> Plan:
              for g in _clashing(units)]
     units.sort(key=lambda u: sorted(u.files))  # stable cache, stable diffs
     files = _outputs(units, previous, r.settings)
+    folded = {objpath.fold(p) for p in files}
+    if len(folded) != len(files):  # units rendered apart clash on a file: render it all
+        raise RenderError([])
     if not files and not r.settings.allow_empty:
         r.full()  # raises the pipeline's own "renders to nothing" problem
     cache = {"format": CACHE_FORMAT, "renderer": __version__, "settings": digest,
@@ -371,13 +384,8 @@ def _merge(path: str, units: list[Unit], previous: Previous, settings: RenderSet
 
 
 def _full_plan(r: _Renderer, digest: str) -> Plan:
-    files: dict[str, Output] = {}
-    for obj in r.full():
-        path = object_filename(obj)
-        if path in files:
-            raise RenderError([Problem(r.source.root, 0, "", "",
-                                       f"two objects map to the same output file {path}")])
-        files[path] = _text(obj)
+    files: dict[str, Output] = {path: _text(obj)
+                                for path, obj in _assign(r.full(), r.source.root).items()}
     # no per-unit identities are known: the next run starts cold
     cache = {"format": CACHE_FORMAT, "renderer": __version__, "settings": digest, "units": []}
     return Plan(files, cache, len(files), sorted(r.by_path), full=True)

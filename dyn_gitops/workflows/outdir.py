@@ -6,10 +6,9 @@ and it is replaced only if it is empty or was written by hydrate (it holds our m
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from ..emit import replace_dir
+from ..emit import checked_target, replace_dir, write_new
 from ..settings import RenderSettings
 from ..source import Source
 from .hydrate import CACHE_FILE, METADATA_FILE, load_cache, metadata_text, tree_content
@@ -17,10 +16,9 @@ from .incremental import Plan, Previous, Reused, blob_id, plan
 
 
 def _previous(target: Path) -> dict[str, Path]:
+    """The files of the last run (regular files only; links are never read)."""
     if not target.exists():
         return {}
-    if not target.is_dir():
-        raise FileExistsError(f"{target} exists and is not a directory")
     files = {p.relative_to(target).as_posix(): p for p in sorted(target.rglob("*"))
              if p.is_file() and not p.is_symlink()}
     if files and METADATA_FILE not in files:
@@ -31,7 +29,7 @@ def _previous(target: Path) -> dict[str, Path]:
 
 def to_dir(out_dir: str, src: Source, settings: RenderSettings, *, rev: str, source_path: str,
            use_cache: bool = True) -> Plan:
-    target = Path(out_dir)
+    target = checked_target(out_dir)  # no link followed, no file replaced
     old = _previous(target)
     previous = None
     if use_cache and old:
@@ -44,12 +42,9 @@ def to_dir(out_dir: str, src: Source, settings: RenderSettings, *, rev: str, sou
 
     def fill(tmp: Path) -> None:
         for rel, content in files.items():
-            path = tmp / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, Reused):
-                shutil.copyfile(old[rel], path)  # verified: same blob id as the cache says
-            else:
-                path.write_bytes(content)
+            # Reused: verified, the same blob id as the cache says
+            write_new(tmp, rel, old[rel].read_bytes() if isinstance(content, Reused)
+                      else content)
 
     replace_dir(target, fill)
     return p
