@@ -138,6 +138,15 @@ def test_a_valid_author_is_used(repo: Repo) -> None:
         "CI Bot|ci@example.com|CI Bot")
 
 
+def test_an_unusable_configured_identity_is_a_usage_error(repo: Repo) -> None:
+    repo.git("config", "user.name", "A <b>")
+    repo.git("config", "user.email", "a@example.com")
+    res = repo.hydrate("deploy")
+    assert res.code == 2 and "user.name" in res.stderr and "--author" in res.stderr
+    assert repo.tip() is None
+    assert repo.hydrate("deploy", "--author", "CI <ci@example.com>").code == 0
+
+
 # ---------------------------------------------------------------------------- reading a revision
 def _render(r: Repo, *args: str) -> tuple[int, str, str]:
     res = run_cli("render", "--rev", "HEAD", "deploy", *args, cwd=r.path)

@@ -238,13 +238,24 @@ class Identity:
 
 def signature(repo: pygit2.Repository, who: Identity | None, when: pygit2.Commit
               ) -> pygit2.Signature:
-    """Signature dated like the source commit, so the same input gives the same commit id."""
+    """Signature dated like the source commit, so the same input gives the same commit id.
+
+    ValueError when the identity (given, or user.name/user.email) is not one git accepts.
+    """
     if who is None:
         try:
             default = repo.default_signature
             who = Identity(default.name, default.email)
-        except (KeyError, pygit2.GitError):
+        except pygit2.InvalidError as exc:  # configured, but not an identity git accepts
+            raise ValueError(f"user.name/user.email of the Git configuration: {exc}; "
+                             "pass --author 'Name <email>'") from None
+        except (KeyError, pygit2.GitError):  # not configured
             who = Identity("dyn-gitops", "dyn-gitops@localhost")
+        try:
+            who.check()
+        except ValueError as exc:
+            raise ValueError(f"user.name/user.email of the Git configuration: {exc}; "
+                             "pass --author 'Name <email>'") from None
     return pygit2.Signature(who.name, who.email, when.commit_time, when.commit_time_offset)
 
 

@@ -179,13 +179,16 @@ def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Reques
     old = gitstore.subtree(repo, parent_tree, target)
     source = gitstore.commit_of(repo, src.commit)  # what was read, even if --rev moved since
     _check_rewind(repo, req, old, str(source.id))
+    try:
+        sig = gitstore.signature(repo, req.author, source)
+    except ValueError as exc:
+        raise HydrateUsageError(str(exc)) from None
     old_ids = dict(gitstore.walk_blobs(repo, old))
     cache = gitstore.read_blob(repo, old, CACHE_FILE, limit=CACHE_MAX_BYTES)
     previous = Previous(load_cache(cache), old_ids.get,
                         lambda path: gitstore.read_blob(repo, old, path))
     p = plan(src, settings, previous if req.use_cache else None)
     files = tree_content(p, metadata_text(str(source.id), req.rev, req.source_path, settings))
-    sig = gitstore.signature(repo, req.author, source)
     if parent is not None and _same_output(output_ids(files), old_ids):
         if expected != parent:  # up to date, but the local branch does not exist yet
             gitstore.update_branch(repo, ref, parent, expected, sig=sig,
