@@ -147,10 +147,12 @@ def _check_rewind(repo: Any, req: Request, old: Any, source: str) -> None:
             "fetch the history (git fetch --unshallow, or fetch-depth: 0 in CI), or pass "
             "--allow-rewind to publish it anyway")
     if not ok:
+        shallow = (" (or the history between them is cut off: this is a shallow clone)"
+                   if repo.is_shallow else "")
         raise Rewind(
             f"{where} was last rendered from {last}; {source} ({req.rev}) does not descend "
-            "from it (an older or rewritten commit), so publishing it would roll the "
-            "branch back; nothing committed. Pass --allow-rewind if that is intended")
+            f"from it (an older or rewritten commit){shallow}, so publishing it would roll "
+            "the branch back; nothing committed. Pass --allow-rewind if that is intended")
 
 
 # ---------------------------------------------------------------------------- to a branch
