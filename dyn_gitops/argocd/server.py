@@ -346,7 +346,12 @@ class _Loop:
         cwd, env = decode_request(bytes(p.body))
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # out of processes or memory: this request fails, not the server
+            _log(f"cannot fork for a request: {exc}")
+            p.close()
+            return
         if pid == 0:
             fds, p.fds = p.fds, []
             conn = p.conn
