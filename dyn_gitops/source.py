@@ -261,10 +261,10 @@ def _walk_tree(repo: Any, tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
 def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, root: str,
               limit: int, src: Source) -> None:
     """Read one file of the revision into ``src`` (or a problem), sizes checked first."""
-    wanted = rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE
-    if not wanted:
-        return
     repo_rel = posixpath.join(root, rel) if root else rel
+    if not (rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE):
+        _check_dir_link(repo, full_tree, repo_rel, entry, root, rel, src)
+        return
     found = _follow_links(repo, full_tree, repo_rel, entry, root, rel, src)
     if found is None:
         return
@@ -284,6 +284,30 @@ def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, ro
         src.settings_file = _parse_settings_text(data.decode("utf-8", "replace"), src)
         return
     src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
+
+
+def _check_dir_link(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str,
+                    rel: str, src: Source) -> None:
+    """A link to a directory of the repository outside the source root is refused, as a
+    directory tree refuses it (its files would otherwise be silently missing)."""
+    import pygit2
+
+    if entry.filemode != pygit2.enums.FileMode.LINK:
+        return
+    _kind, size = repo.odb.read_header(entry.id)
+    if size > _LINK_MAX_BYTES:
+        return  # not a path; nothing is read through it
+    target = repo[entry.id].data.decode("utf-8", "replace")
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
+    if not root or resolved == root or resolved.startswith(root + "/"):
+        return
+    try:
+        is_dir = full_tree[resolved].type_str == "tree"
+    except (KeyError, ValueError):
+        is_dir = False  # outside the repository: a file or a directory, nobody can tell
+    if is_dir:
+        src.problems.append(Problem(
+            rel, 0, "", "", f"symlink leads outside the source root (to {target}); refused"))
 
 
 def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str, rel: str,

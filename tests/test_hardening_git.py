@@ -199,6 +199,22 @@ def test_symlink_chains_loops_and_long_targets(repo: Repo) -> None:
     assert "one.yaml:" in err  # read through the link: the same graph twice
 
 
+def test_a_directory_link_out_of_the_source_root_is_refused(repo: Repo) -> None:
+    (repo.path / "common").mkdir()
+    (repo.path / "deploy" / "agg.yaml").rename(repo.path / "common" / "agg.yaml")
+    repo.commit("agg moved out of deploy/")
+    (repo.path / "README.md").write_text("app\n")
+    (repo.path / "deploy" / "common").symlink_to("../common")
+    (repo.path / "deploy" / "README").symlink_to("../README.md")  # a file: not read, fine
+    repo.commit("links")
+    code, out, err = _render(repo)
+    assert code == 1 and out == ""
+    assert "common:" in err and "outside the source root" in err
+    assert "README" not in err
+    checkout = run_cli("render", "deploy", cwd=repo.path)  # the work tree agrees
+    assert checkout.code == 1 and "outside the source root" in checkout.stderr
+
+
 def test_a_chain_of_links_inside_the_root_is_followed(repo: Repo) -> None:
     (repo.path / "deploy" / "agg.yaml").rename(repo.path / "deploy" / "agg.txt")
     repo.commit("agg hidden from the reader")
