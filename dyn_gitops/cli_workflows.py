@@ -130,7 +130,8 @@ def _report(p: Any, what: str) -> None:
 def diff_cmd(path: str, base: str, head: str, fmt: str, **values: Any) -> None:
     """Render PATH at two revisions and show what changes in the workloads, field by field.
 
-    Exit code 0: no differences; 1: differences; 2: an error (nothing on stdout).
+    Exit code 0: no differences; 1: differences; 2: an error (nothing on stdout), such as
+    a PATH that exists in neither revision (in one of them: all added or all removed).
     """
     import os
 
