@@ -40,10 +40,10 @@ def _author(value: str | None) -> Any:
         return None
     from .workflows.gitstore import Identity
 
-    name, sep, rest = value.partition("<")
-    if not sep or not rest.endswith(">") or not name.strip():
-        raise click.BadParameter("expected 'Name <email>'", param_hint="--author")
-    return Identity(name.strip(), rest[:-1].strip())
+    try:
+        return Identity.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--author") from None
 
 
 # ---------------------------------------------------------------------------- hydrate
@@ -65,13 +65,20 @@ def _author(value: str | None) -> Any:
                    "user.email, else dyn-gitops).")
 @click.option("--no-cache", is_flag=True,
               help="Render every input file again instead of reusing unchanged outputs.")
+@click.option("--allow-rewind", is_flag=True,
+              help="Publish even if REV does not descend from the commit the branch was last "
+                   "rendered from (a rollback, or history rewritten on purpose).")
 @_setting_options
 def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: str,
-            message: str | None, author: str | None, no_cache: bool, **values: Any) -> None:
+            message: str | None, author: str | None, no_cache: bool, allow_rewind: bool,
+            **values: Any) -> None:
     """Render PATH at a commit and publish the result as a commit on a branch.
 
-    Prints the branch tip (the new commit, or the unchanged tip) on stdout. Exit code 4
-    means the branch moved while hydrate worked: nothing was lost, run it again.
+    Prints the branch tip (the new commit, or the unchanged tip) on stdout. Exit codes:
+    0 published or up to date; 1 invalid input; 2 usage, including a rewind: the branch
+    was last rendered from a commit that REV does not descend from (older, or on rewritten
+    history; both commit ids are printed; --allow-rewind publishes it anyway); 4 the
+    branch moved while hydrate worked: nothing was lost, run it again.
     """
     from .errors import RenderError
     from .workflows import gitstore
@@ -91,7 +98,7 @@ def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: 
             return
         req = hyd.Request(rev=rev, source_path=source_path, branch=branch,
                           target_path=target_path, message=message, author=who,
-                          use_cache=not no_cache)
+                          use_cache=not no_cache, allow_rewind=allow_rewind)
         result = hyd.to_branch(".", src, resolved.settings, req)
     except RenderError as exc:
         _fail(_problems(exc.problems, "nothing hydrated"), ExitCode.INVALID_INPUT)
@@ -124,7 +131,8 @@ def _report(p: Any, what: str) -> None:
 def diff_cmd(path: str, base: str, head: str, fmt: str, **values: Any) -> None:
     """Render PATH at two revisions and show what changes in the workloads, field by field.
 
-    Exit code 0: no differences; 1: differences; 2: an error (nothing on stdout).
+    Exit code 0: no differences; 1: differences; 2: an error (nothing on stdout), such as
+    a PATH that exists in neither revision (in one of them: all added or all removed).
     """
     import os
 

@@ -184,8 +184,21 @@ def _decode(rel: str, data: bytes, problems: list[Problem]) -> str:
 
 
 # ---------------------------------------------------------------------------- Git
+# A symlink's blob is its target path: longer than PATH_MAX is not a path. Chains of links
+# are followed as the kernel does, up to its limit (ELOOP after 40).
+_LINK_MAX_BYTES = 4096
+_LINK_MAX_HOPS = 40
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+
+
 def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> Source:
-    """Read the tree of ``rev`` below ``subpath`` straight from the object store."""
+    """Read the tree of ``rev`` below ``subpath`` straight from the object store.
+
+    Every blob's size is read from its object header before the blob itself, so a huge
+    blob costs nothing. Submodules and Git LFS pointers are problems: the object store
+    holds neither the submodule's files nor the LFS file, and rendering without them
+    would silently drop objects.
+    """
     import pygit2  # imported here: only Git reads pay for it
 
     found = pygit2.discover_repository(repo_path)
@@ -211,64 +224,132 @@ def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> 
             obj = tree[rel_root]
         except KeyError:
             raise FileNotFoundError(f"{rel_root}: not in revision {rev}") from None
+        if obj.filemode == pygit2.enums.FileMode.COMMIT:
+            src.problems.append(_submodule(posixpath.basename(rel_root)))
+            return src
         if obj.type_str == "blob":  # a single file
             _git_blob(repo, tree, rel_root, posixpath.basename(rel_root), obj, "", max_file_bytes,
                       src)
             return src
         tree = repo[obj.id]
     for rel, entry in _walk_tree(repo, tree, ""):
+        if entry.filemode == pygit2.enums.FileMode.COMMIT:
+            src.problems.append(_submodule(rel))
+            continue
         _git_blob(repo, commit.tree, rel_root, rel, entry, rel_root, max_file_bytes, src)
     return src
 
 
+def _submodule(rel: str) -> Problem:
+    return Problem(rel, 0, "", "", "is a Git submodule, whose files are not in this "
+                   "repository's object store, so its objects would be missing; render the "
+                   "submodule's repository on its own, or copy its manifests into this one")
+
+
 def _walk_tree(repo: Any, tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    """Every blob and submodule (gitlink) entry below ``tree``, hidden entries skipped."""
     for entry in sorted(tree, key=lambda e: e.name):
         if entry.name.startswith("."):
             continue
         rel = f"{prefix}{entry.name}"
         if entry.type_str == "tree":
             yield from _walk_tree(repo, repo[entry.id], rel + "/")
-        elif entry.type_str == "blob":
+        elif entry.type_str in ("blob", "commit"):
             yield rel, entry
 
 
 def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, root: str,
               limit: int, src: Source) -> None:
+    """Read one file of the revision into ``src`` (or a problem), sizes checked first."""
+    repo_rel = posixpath.join(root, rel) if root else rel
+    if not (rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE):
+        _check_dir_link(repo, full_tree, repo_rel, entry, root, rel, src)
+        return
+    found = _follow_links(repo, full_tree, repo_rel, entry, root, rel, src)
+    if found is None:
+        return
+    cap = _SETTINGS_FILE_MAX_BYTES if rel == SETTINGS_FILE else limit
+    _kind, size = repo.odb.read_header(found.id)
+    if size > cap:
+        src.problems.append(_too_big(rel, size, cap))
+        return
+    data = repo[found.id].data
+    if data.startswith(_LFS_POINTER):
+        src.problems.append(Problem(
+            rel, 0, "", "", "is a Git LFS pointer, not the file: LFS keeps the content "
+            "outside the object store that dyn-gitops reads; store manifests in Git itself "
+            "(remove their pattern from .gitattributes and commit the files again)"))
+        return
+    if rel == SETTINGS_FILE:
+        src.settings_file = _parse_settings_text(data.decode("utf-8", "replace"), src)
+        return
+    src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
+
+
+def _check_dir_link(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str,
+                    rel: str, src: Source) -> None:
+    """A link to a directory of the repository outside the source root is refused, as a
+    directory tree refuses it (its files would otherwise be silently missing)."""
     import pygit2
 
-    blob = repo[entry.id]
-    if entry.filemode == pygit2.enums.FileMode.LINK:
-        target = blob.data.decode("utf-8", "replace")
-        repo_rel = posixpath.join(root, rel) if root else rel
+    if entry.filemode != pygit2.enums.FileMode.LINK:
+        return
+    _kind, size = repo.odb.read_header(entry.id)
+    if size > _LINK_MAX_BYTES:
+        return  # not a path; nothing is read through it
+    target = repo[entry.id].data.decode("utf-8", "replace")
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
+    if not root or resolved == root or resolved.startswith(root + "/"):
+        return
+    try:
+        is_dir = full_tree[resolved].type_str == "tree"
+    except (KeyError, ValueError):
+        is_dir = False  # outside the repository: a file or a directory, nobody can tell
+    if is_dir:
+        src.problems.append(Problem(
+            rel, 0, "", "", f"symlink leads outside the source root (to {target}); refused"))
+
+
+def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str, rel: str,
+                  src: Source) -> Any:
+    """The blob entry ``entry`` stands for (through symlinks), or None with a problem.
+
+    Links are resolved inside the revision as a checkout would, but never to a path
+    outside the source root; their targets are size-checked before they are read.
+    """
+    import pygit2
+
+    seen: set[str] = set()
+    while entry.filemode == pygit2.enums.FileMode.LINK:
+        if len(seen) >= _LINK_MAX_HOPS or repo_rel in seen:
+            src.problems.append(Problem(rel, 0, "", "", "symlink loop (or more than "
+                                        f"{_LINK_MAX_HOPS} links in a chain); refused"))
+            return None
+        seen.add(repo_rel)
+        _kind, size = repo.odb.read_header(entry.id)
+        if size > _LINK_MAX_BYTES:
+            src.problems.append(Problem(rel, 0, "", "", f"symlink target is {size} bytes, over "
+                                        f"the limit of {_LINK_MAX_BYTES}; refused"))
+            return None
+        target = repo[entry.id].data.decode("utf-8", "replace")
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
         inside = (not target.startswith("/") and not resolved.startswith("../")
                   and resolved != ".." and (not root or resolved == root
                                             or resolved.startswith(root + "/")))
         if not inside:
-            if rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE:
-                src.problems.append(Problem(
-                    rel, 0, "", "",
-                    f"symlink leads outside the source root (to {target}); refused"))
-            return
+            src.problems.append(Problem(
+                rel, 0, "", "", f"symlink leads outside the source root (to {target}); refused"))
+            return None
         try:
-            obj = full_tree[resolved]
+            entry = full_tree[resolved]
         except KeyError:
-            return  # dangling link: nothing to read, as on a checkout
-        if obj.type_str != "blob":
-            return
-        blob = repo[obj.id]
-    if rel == SETTINGS_FILE:
-        if blob.size > _SETTINGS_FILE_MAX_BYTES:
-            src.problems.append(_too_big(SETTINGS_FILE, blob.size, _SETTINGS_FILE_MAX_BYTES))
-        else:
-            src.settings_file = _parse_settings_text(blob.data.decode("utf-8", "replace"), src)
-        return
-    if not rel.endswith(MANIFEST_SUFFIXES):
-        return
-    if blob.size > limit:
-        src.problems.append(_too_big(rel, blob.size, limit))
-        return
-    src.files.append(SourceFile(rel, _decode(rel, blob.data, src.problems)))
+            src.problems.append(Problem(rel, 0, "", "", f"dangling symlink (to {target}): "
+                                        "nothing in the revision at that path"))
+            return None
+        repo_rel = resolved
+    if entry.type_str != "blob":
+        return None  # a link to a directory: read as the directory itself is (or not)
+    return entry
 
 
 # ---------------------------------------------------------------------------- YAML

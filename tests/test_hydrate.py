@@ -425,9 +425,9 @@ def test_two_ci_runners_racing_lose_nothing(tmp_path: Path) -> None:
         subprocess.run(["git", "clone", "-q", str(origin), str(r.path)], check=True, env=r.env)
         runners.append(r)
     a, b = runners
-    agg = a.path / "deploy" / "agg.yaml"
+    agg = b.path / "deploy" / "agg.yaml"  # b renders the newer commit (a rewind is refused)
     agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 3"))
-    a.commit("a: scale")
+    b.commit("b: scale")
     for r in (a, b):
         assert r.hydrate("deploy").code == 0
     a.git("push", "-q", "origin", "rendered")

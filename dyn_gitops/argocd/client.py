@@ -110,8 +110,10 @@ def start_server(python: str, version: str) -> None:
         for fd in (0, 1, 2):  # Argo CD waits for our stdout/stderr to close: never keep them
             posix.dup2(null, fd)
         posix.closerange(3, 65536)
-        posix.execv(python, [python, "-c", "from dyn_gitops.argocd.server import main; main()",
-                          path])
+        posix.chdir("/")  # never in the application directory: Argo CD deletes it
+        # -P: nothing imported from the working directory (a repository's files)
+        posix.execv(python, [python, "-P", "-c",
+                             "from dyn_gitops.argocd.server import main; main()", path])
     finally:
         posix._exit(127)
 
@@ -126,5 +128,5 @@ def launch(python: str, version: str) -> None:
         if posix.environ.get(b"ARGOCD_APP_NAME"):
             start_server(python, version)
         args = ["cmp", "generate", "--server", "off"]
-    posix.execv(python, [python, "-c", "import sys; sys.argv[0] = 'dyn-gitops'; "
+    posix.execv(python, [python, "-P", "-c", "import sys; sys.argv[0] = 'dyn-gitops'; "
                       "from dyn_gitops.cli import entry; entry()", *args])

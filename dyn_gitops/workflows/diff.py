@@ -101,14 +101,10 @@ def render_revision(repo_path: str, rev: str, subpath: str, *, env: Mapping[str,
     try:
         src = read_git(repo_path, rev, subpath, max_file_bytes=pre.settings.max_file_bytes)
     except FileNotFoundError:
-        from . import gitstore
-
-        repo = gitstore.open_repo(repo_path)
-        found = gitstore.commit_of(repo, rev)
-        rel = gitstore.repo_relative(repo, os.path.join(repo_path, subpath))
-        if gitstore.exists(repo, found, rel):
+        commit, found = _lookup(repo_path, rev, subpath)
+        if found:
             raise
-        return str(found.id), []  # an app that is new (or deleted) in this revision
+        return commit, []  # an app that is new (or deleted) in this revision
     resolved = resolve(file_values=src.settings_file, env=env, env_prefixes=(ENV_PREFIX,),
                        flags=flags)
     commit = src.commit or ""
@@ -119,6 +115,16 @@ def render_revision(repo_path: str, rev: str, subpath: str, *, env: Mapping[str,
         return commit, render(src, settings).objects
     except RenderError as exc:
         raise RevisionError(rev, "does not render", exc.problems) from None
+
+
+def _lookup(repo_path: str, rev: str, subpath: str) -> tuple[str, bool]:
+    """(commit id of ``rev``, whether ``subpath`` exists in it)."""
+    from . import gitstore
+
+    repo = gitstore.open_repo(repo_path)
+    found = gitstore.commit_of(repo, rev)
+    rel = gitstore.repo_relative(repo, os.path.join(repo_path, subpath))
+    return str(found.id), gitstore.exists(repo, found, rel)
 
 
 # ---------------------------------------------------------------------------- comparing
@@ -236,6 +242,9 @@ def compare(base: list[Obj], head: list[Obj]) -> tuple[list[ObjectChange], int]:
 
 def diff(repo_path: str, base: str, head: str, subpath: str, *, env: Mapping[str, str],
          flags: Mapping[str, Any]) -> DiffResult:
+    if subpath and not any(_lookup(repo_path, rev, subpath)[1] for rev in (base, head)):
+        raise FileNotFoundError(f"{subpath}: in neither {base} nor {head}; nothing to compare "
+                                "(a path added or removed is fine, but it must exist in one)")
     base_commit, before = render_revision(repo_path, base, subpath, env=env, flags=flags)
     head_commit, after = render_revision(repo_path, head, subpath, env=env, flags=flags)
     changes, unchanged = compare(before, after)

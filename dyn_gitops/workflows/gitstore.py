@@ -60,7 +60,31 @@ def commit_of(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
 
 
 def valid_branch(name: str) -> bool:
-    return bool(name) and pygit2.reference_is_valid_name(f"refs/heads/{name}")
+    """As ``git check-ref-format --branch``: libgit2's ref rules (no ``..``, ``@{``, space,
+    control characters or ``~^:?*[\\``, no ``.lock`` or ``/`` or ``.`` at the end, no
+    component starting with ``.``), plus git's own refusals for branches: no leading ``-``
+    (it would read as an option) and not ``HEAD`` or ``@`` (they name revisions)."""
+    return (bool(name) and not name.startswith("-") and name not in ("HEAD", "@")
+            and pygit2.reference_is_valid_name(f"refs/heads/{name}"))
+
+
+def valid_path(path: str) -> bool:
+    """A directory of a tree, held to the same rules as a branch name: every component is
+    a plain name (no ``.`` or ``..``, none hidden, nothing git or a shell would misread)."""
+    return bool(path) and not path.startswith("-") and pygit2.reference_is_valid_name(
+        f"refs/heads/{path}")
+
+
+def descends(repo: pygit2.Repository, new: str, old: str) -> bool | None:
+    """Whether commit ``new`` is ``old`` or has it in its history; None when ``old`` is not
+    in this repository (a shallow clone, or a commit never fetched here)."""
+    if new == old:
+        return True
+    try:
+        repo[old].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    return bool(repo.descendant_of(new, old))
 
 
 def tree_of(repo: pygit2.Repository, commit: str | None) -> pygit2.Tree | None:
@@ -126,14 +150,21 @@ def walk_blobs(repo: pygit2.Repository, tree: pygit2.Tree | None,
             yield path, str(entry.id)
 
 
-def read_blob(repo: pygit2.Repository, tree: pygit2.Tree | None, path: str) -> bytes | None:
+def read_blob(repo: pygit2.Repository, tree: pygit2.Tree | None, path: str, *,
+              limit: int | None = None) -> bytes | None:
+    """The blob at ``path``; None when absent, not a blob, or (checked from the object
+    header, before reading it) larger than ``limit`` bytes."""
     if tree is None:
         return None
     try:
-        obj = repo[tree[path].id]
-    except KeyError:
+        oid = tree[path].id
+        kind, size = repo.odb.read_header(oid)
+    except (KeyError, ValueError, pygit2.GitError):
         return None
-    return obj.data if isinstance(obj, pygit2.Blob) else None
+    if kind != pygit2.enums.ObjectType.BLOB or (limit is not None and size > limit):
+        return None
+    blob = repo[oid]
+    return blob.data if isinstance(blob, pygit2.Blob) else None
 
 
 def write_files(repo: pygit2.Repository, files: Mapping[str, bytes | str]) -> str:
@@ -183,16 +214,48 @@ class Identity:
     name: str
     email: str
 
+    @classmethod
+    def parse(cls, value: str) -> Identity:
+        """``Name <email>`` as git reads it; ValueError says what is wrong."""
+        name, sep, rest = value.partition("<")
+        email, sep2, tail = rest.partition(">")
+        if not sep or not sep2 or tail.strip():
+            raise ValueError(f"expected 'Name <email>', got {value!r}")
+        who = cls(name.strip(" "), email.strip(" "))  # a line break is refused, not trimmed
+        who.check()
+        return who
+
+    def check(self) -> None:
+        """Git refuses an empty name and a name or email holding ``<``, ``>`` or a line
+        break; control characters (terminal escapes, NUL) are refused as well."""
+        for what, text in (("name", self.name), ("email", self.email)):
+            if not text:
+                raise ValueError(f"the {what} is empty")
+            bad = sorted({c for c in text if c in "<>" or ord(c) < 0x20 or ord(c) == 0x7F})
+            if bad:
+                raise ValueError(f"the {what} may not contain {', '.join(map(repr, bad))}")
+
 
 def signature(repo: pygit2.Repository, who: Identity | None, when: pygit2.Commit
               ) -> pygit2.Signature:
-    """Signature dated like the source commit, so the same input gives the same commit id."""
+    """Signature dated like the source commit, so the same input gives the same commit id.
+
+    ValueError when the identity (given, or user.name/user.email) is not one git accepts.
+    """
     if who is None:
         try:
             default = repo.default_signature
             who = Identity(default.name, default.email)
-        except (KeyError, pygit2.GitError):
+        except pygit2.InvalidError as exc:  # configured, but not an identity git accepts
+            raise ValueError(f"user.name/user.email of the Git configuration: {exc}; "
+                             "pass --author 'Name <email>'") from None
+        except (KeyError, pygit2.GitError):  # not configured
             who = Identity("dyn-gitops", "dyn-gitops@localhost")
+        try:
+            who.check()
+        except ValueError as exc:
+            raise ValueError(f"user.name/user.email of the Git configuration: {exc}; "
+                             "pass --author 'Name <email>'") from None
     return pygit2.Signature(who.name, who.email, when.commit_time, when.commit_time_offset)
 
 

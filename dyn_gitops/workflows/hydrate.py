@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +35,20 @@ CACHE_FILE = f"{META_DIR}/cache.json"
 KUSTOMIZATION_FILE = "kustomization.yaml"
 
 
+#: what is read back from the branch before it is trusted (checked before reading)
+METADATA_MAX_BYTES = 64 * 1024
+CACHE_MAX_BYTES = 64 * 1024 * 1024
+# the source commit line of metadata_text(); read with a pattern, never by parsing YAML
+# that anyone who can push to the branch may have replaced
+_SOURCE_COMMIT = re.compile(rb"^source:\n  commit: '?([0-9a-f]{40}|[0-9a-f]{64})'?$", re.M)
+
+
 class HydrateUsageError(ValueError):
     """The request cannot be carried out as asked (bad branch, checked-out branch, ...)."""
+
+
+class Rewind(HydrateUsageError):
+    """The branch was rendered from a commit that the requested one does not descend from."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,7 @@ class Request:
     message: str | None = None
     author: gitstore.Identity | None = None
     use_cache: bool = True
+    allow_rewind: bool = False  # publish even if the source is not a descendant of the last
 
 
 @dataclass
@@ -108,10 +122,42 @@ def load_cache(data: bytes | None) -> Any:
 
 
 def _clean(path: str, what: str) -> str:
-    parts = [p for p in path.strip("/").split("/") if p not in ("", ".")]
-    if any(p == ".." for p in parts):
-        raise HydrateUsageError(f"{what} {path!r} may not contain '..'")
-    return "/".join(parts)
+    """A directory of the branch: relative, trailing ``/`` allowed, else git's ref rules."""
+    clean = path.rstrip("/")
+    if clean and not gitstore.valid_path(clean):
+        raise HydrateUsageError(
+            f"{what} {path!r} is not a valid directory of a branch: use plain names joined "
+            "by '/' (no '..', no component starting with '.', no leading '/' or '-', no "
+            "space, control character or any of ~^:?*[\\, no '@{', no '.lock' ending)")
+    return clean
+
+
+def last_source(repo: Any, old: Any) -> str | None:
+    """The source commit the branch's ``target_path`` was last rendered from, if recorded."""
+    meta = gitstore.read_blob(repo, old, METADATA_FILE, limit=METADATA_MAX_BYTES)
+    found = _SOURCE_COMMIT.search(meta) if meta else None
+    return found.group(1).decode() if found else None
+
+
+def _check_rewind(repo: Any, req: Request, old: Any, source: str) -> None:
+    last = last_source(repo, old)
+    if last is None or req.allow_rewind:
+        return
+    where = f"{req.branch}:{req.target_path or '.'}"
+    ok = gitstore.descends(repo, source, last)
+    if ok is None:
+        raise Rewind(
+            f"{where} was last rendered from {last}, which is not in this repository (a "
+            f"shallow clone?), so {source} ({req.rev}) cannot be shown to descend from it; "
+            "fetch the history (git fetch --unshallow, or fetch-depth: 0 in CI), or pass "
+            "--allow-rewind to publish it anyway")
+    if not ok:
+        shallow = (" (or the history between them is cut off: this is a shallow clone)"
+                   if repo.is_shallow else "")
+        raise Rewind(
+            f"{where} was last rendered from {last}; {source} ({req.rev}) does not descend "
+            f"from it (an older or rewritten commit){shallow}, so publishing it would roll "
+            "the branch back; nothing committed. Pass --allow-rewind if that is intended")
 
 
 # ---------------------------------------------------------------------------- to a branch
@@ -138,13 +184,18 @@ def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Reques
     parent = expected or gitstore.tip(repo, f"refs/remotes/origin/{req.branch}")
     parent_tree = gitstore.tree_of(repo, parent)
     old = gitstore.subtree(repo, parent_tree, target)
+    source = gitstore.commit_of(repo, src.commit)  # what was read, even if --rev moved since
+    _check_rewind(repo, req, old, str(source.id))
+    try:
+        sig = gitstore.signature(repo, req.author, source)
+    except ValueError as exc:
+        raise HydrateUsageError(str(exc)) from None
     old_ids = dict(gitstore.walk_blobs(repo, old))
-    previous = Previous(load_cache(gitstore.read_blob(repo, old, CACHE_FILE)), old_ids.get,
+    cache = gitstore.read_blob(repo, old, CACHE_FILE, limit=CACHE_MAX_BYTES)
+    previous = Previous(load_cache(cache), old_ids.get,
                         lambda path: gitstore.read_blob(repo, old, path))
     p = plan(src, settings, previous if req.use_cache else None)
-    source = gitstore.commit_of(repo, src.commit)  # what was read, even if --rev moved since
     files = tree_content(p, metadata_text(str(source.id), req.rev, req.source_path, settings))
-    sig = gitstore.signature(repo, req.author, source)
     if parent is not None and _same_output(output_ids(files), old_ids):
         if expected != parent:  # up to date, but the local branch does not exist yet
             gitstore.update_branch(repo, ref, parent, expected, sig=sig,
