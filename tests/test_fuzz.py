@@ -274,7 +274,6 @@ def check_contract(box: Sandbox, cli: Callable[..., CliResult], extra: tuple[str
     to_dir = cli("render", str(box.inp), "--out-dir", str(box.out), *extra)
     problems = _problems(to_dir, settings_fuzzed)
     assert not problems, f"--out-dir: {problems}; stderr: {to_dir.stderr[-3000:]}"
-    assert to_dir.code == first.code, f"--out-dir exit {to_dir.code} != stream {first.code}"
     assert box.listing() == before, f"written outside --out-dir: {box.listing() - before}"
     if to_dir.code != 0:
         assert not box.out.exists() or not any(box.out.iterdir()), \
