@@ -495,16 +495,18 @@ def test_warm_generate_through_the_launcher_equals_the_cold_one(tmp_path: Path) 
                               timeout=120)
         assert cold.returncode == 0, cold.stderr
         assert "apiVersion:" in cold.stdout
-        deadline = time.monotonic() + 120  # a hang guard: the server starts in background
-        while not list(tmp.glob("dyn-gitops-*/render-*.sock.pid")):
-            assert time.monotonic() < deadline, "the warm render server never started"
+        # the server starts in the background; until it listens, generate falls back to
+        # in-process (same answer): poll until one is served warm, a hang guard only
+        deadline = time.monotonic() + 120
+        served_warm = 0
+        while served_warm < 2:
+            assert time.monotonic() < deadline, "never served by the warm render server"
+            res = subprocess.run(gen_cmd, cwd=app, env=env, capture_output=True, text=True,
+                                 timeout=120)
+            assert res.returncode == 0, res.stderr
+            assert res.stdout == cold.stdout
+            served_warm += "(warm server)" in res.stderr
             time.sleep(0.1)
-        for _ in range(3):
-            warm = subprocess.run(gen_cmd, cwd=app, env=env, capture_output=True, text=True,
-                                  timeout=120)
-            assert warm.returncode == 0, warm.stderr
-            assert "(warm server)" in warm.stderr
-            assert warm.stdout == cold.stdout
     finally:
         _stop_render_server(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
