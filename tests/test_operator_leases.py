@@ -133,6 +133,45 @@ class Observation:
         return None if m is None else m.get(key, 0.0)
 
 
+def read_metrics(port: int) -> dict[str, float] | None:
+    """The leader gauge and the reconcile count, or None on any failure to read them
+    (refused, reset, truncated reply, half-written line: all transient or a dead process,
+    never a reason to stop sampling)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith("dyn_gitops_controller_leader "):
+                out["leader"] = float(line.split()[1])
+            elif line.startswith("dyn_gitops_controller_reconcile_total{"):
+                out["reconciles"] = out.get("reconciles", 0) + float(line.split()[1])
+    except (OSError, http.client.HTTPException, ValueError, IndexError):
+        return None
+    return out if "leader" in out else None
+
+
+def test_a_truncated_metrics_reply_is_a_missed_sample_not_a_crash() -> None:
+    """What killed the sampler on a loaded machine: http.client.IncompleteRead."""
+    import socket
+
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+
+        def truncate() -> None:
+            conn, _ = srv.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+                             b"dyn_gitops_controller_leader 1.0\n")  # then hang up
+
+        t = threading.Thread(target=truncate, daemon=True)
+        t.start()
+        assert read_metrics(srv.getsockname()[1]) is None
+        t.join(HANG_GUARD)
+
+
 class Replica:
     def __init__(self, kubeconfig: Path, namespace: str, name: str, log_dir: Path) -> None:
         from support.controlplane import free_port
@@ -152,22 +191,7 @@ class Replica:
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
 
     def metrics(self) -> dict[str, float] | None:
-        """The leader gauge and the reconcile count, or None on any failure to read them
-        (refused, reset, truncated reply, half-written line: all transient or a dead
-        process, never a reason to stop sampling)."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
-                                        timeout=5) as r:
-                text = r.read().decode()
-            out: dict[str, float] = {}
-            for line in text.splitlines():
-                if line.startswith("dyn_gitops_controller_leader "):
-                    out["leader"] = float(line.split()[1])
-                elif line.startswith("dyn_gitops_controller_reconcile_total{"):
-                    out["reconciles"] = out.get("reconciles", 0) + float(line.split()[1])
-        except (OSError, http.client.HTTPException, ValueError, IndexError):
-            return None
-        return out if "leader" in out else None
+        return read_metrics(self.port)
 
     def read(self) -> Read:
         start = time.monotonic()
