@@ -236,6 +236,11 @@ def _start_sidecar(stubs: Stubs, config: Path, workdir: Path) -> Iterator[Sideca
         _stop_render_server(tmp)
 
 
+def _server_log(tmp: Path) -> str:
+    return "".join(p.read_text(errors="replace")[-3000:]
+                   for p in tmp.glob("dyn-gitops-*/render-*.sock.log")) or "(none)"
+
+
 def _stop_render_server(tmp: Path) -> None:
     """The warm render server the sidecar started: remove its socket; it exits by itself."""
     for pid_file in tmp.glob("dyn-gitops-*/render-*.sock.pid"):
@@ -500,12 +505,13 @@ def test_warm_generate_through_the_launcher_equals_the_cold_one(tmp_path: Path) 
         deadline = time.monotonic() + 120
         served_warm = 0
         while served_warm < 2:
-            assert time.monotonic() < deadline, "never served by the warm render server"
             res = subprocess.run(gen_cmd, cwd=app, env=env, capture_output=True, text=True,
                                  timeout=120)
-            assert res.returncode == 0, res.stderr
-            assert res.stdout == cold.stdout
+            why = f"stderr: {res.stderr}\nserver log: {_server_log(tmp)}"
+            assert res.returncode == 0, why
+            assert res.stdout == cold.stdout, why
             served_warm += "(warm server)" in res.stderr
+            assert time.monotonic() < deadline, f"never served warm; {why}"
             time.sleep(0.1)
     finally:
         _stop_render_server(tmp)
