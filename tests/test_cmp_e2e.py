@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -235,6 +234,11 @@ def _start_sidecar(stubs: Stubs, config: Path, workdir: Path) -> Iterator[Sideca
             child.kill()
             child.wait()
         _stop_render_server(tmp)
+
+
+def _server_log(tmp: Path) -> str:
+    return "".join(p.read_text(errors="replace")[-3000:]
+                   for p in tmp.glob("dyn-gitops-*/render-*.sock.log")) or "(none)"
 
 
 def _stop_render_server(tmp: Path) -> None:
@@ -470,11 +474,11 @@ def test_discovery_variant_matches_only_dynamo_applications(stubs: Stubs, repo: 
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-# --- benchmark -----------------------------------------------------------------------------------
-def test_benchmark_warm_generate_against_kustomize_build(tmp_path: Path, capsys: Any) -> None:
-    """Whole-process time of one warm `generate` (the image's launcher and render server)
-    for a one-DGD application, against `kustomize build` of the same output, same run."""
-    kustomize = _binary("kustomize")
+# --- warm generate through the launcher ---------------------------------------------------------
+def test_warm_generate_through_the_launcher_equals_the_cold_one(tmp_path: Path) -> None:
+    """The image's launcher: the first `generate` renders in-process and starts the warm
+    server, later ones are served warm, byte for byte the same answer. (Its speed against
+    `kustomize build` is measured by bench/warm_generate_vs_kustomize.py, not asserted.)"""
     app = tmp_path / "app"
     app.mkdir()
     shutil.copy(SAMPLE / "vllm-agg.yaml", app)
@@ -490,44 +494,25 @@ def test_benchmark_warm_generate_against_kustomize_build(tmp_path: Path, capsys:
            "ARGOCD_APP_NAME": "llm", "ARGOCD_APP_NAMESPACE": "llm-serving",
            "ARGOCD_APP_REVISION": "0" * SHA_LEN, "ARGOCD_APP_SOURCE_PATH": APP_PATH,
            "KUBE_VERSION": "1.31.4"}
+    gen_cmd = [str(launcher), "cmp", "generate"]
     try:
-        cold = subprocess.run([str(launcher), "cmp", "generate"], cwd=app, env=env,
-                              capture_output=True, text=True, timeout=120)
+        cold = subprocess.run(gen_cmd, cwd=app, env=env, capture_output=True, text=True,
+                              timeout=120)
         assert cold.returncode == 0, cold.stderr
-        for _ in range(300):
-            if list(tmp.glob("dyn-gitops-*/render-*.sock.pid")):
-                break
+        assert "apiVersion:" in cold.stdout
+        # the server starts in the background; until it listens, generate falls back to
+        # in-process (same answer): poll until one is served warm, a hang guard only
+        deadline = time.monotonic() + 120
+        served_warm = 0
+        while served_warm < 2:
+            res = subprocess.run(gen_cmd, cwd=app, env=env, capture_output=True, text=True,
+                                 timeout=120)
+            why = f"stderr: {res.stderr}\nserver log: {_server_log(tmp)}"
+            assert res.returncode == 0, why
+            assert res.stdout == cold.stdout, why
+            served_warm += "(warm server)" in res.stderr
+            assert time.monotonic() < deadline, f"never served warm; {why}"
             time.sleep(0.1)
-        kdir = tmp_path / "kustomize"
-        kdir.mkdir()
-        (kdir / "rendered.yaml").write_text(cold.stdout)
-        (kdir / "kustomization.yaml").write_text("resources:\n- rendered.yaml\n")
-
-        def timed(cmd: list[str], cwd: Path) -> float:
-            start = time.perf_counter()
-            res = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, timeout=120)
-            took = time.perf_counter() - start
-            assert res.returncode == 0, res.stderr
-            return took
-
-        gen_cmd, k_cmd = [str(launcher), "cmp", "generate"], [str(kustomize), "build", "."]
-        for _ in range(3):  # warm both (page cache, the render server's first fork)
-            timed(gen_cmd, app)
-            timed(k_cmd, kdir)
-        gen, kus = [], []
-        for _ in range(25):  # interleaved: both see the same machine load
-            gen.append(timed(gen_cmd, app))
-            kus.append(timed(k_cmd, kdir))
-        warm = subprocess.run(gen_cmd, cwd=app, env=env, capture_output=True, text=True)
-        assert "(warm server)" in warm.stderr
-        assert warm.stdout == cold.stdout  # the benchmarked answer is the real one
     finally:
         _stop_render_server(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
-    g, k = statistics.median(gen), statistics.median(kus)
-    with capsys.disabled():
-        print(f"\nbenchmark (median of 25, {len(cold.stdout)} bytes, "
-              f"{cold.stdout.count('apiVersion:')} objects): warm generate {g * 1000:.1f} ms, "
-              f"kustomize build {k * 1000:.1f} ms, ratio {g / k:.2f} (target <= 1.0); "
-              f"min {min(gen) * 1000:.1f} / {min(kus) * 1000:.1f} ms")
-    assert g / k <= 1.0

@@ -6,6 +6,7 @@ and samples both /metrics endpoints all along: they must never both lead or both
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
@@ -13,7 +14,9 @@ import sys
 import threading
 import time
 import urllib.request
-from datetime import UTC, datetime
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ import pytest
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import DGDS, LEASES, Kube
-from dyn_gitops_operator.leases import micro_time
+from dyn_gitops_operator.leases import micro_time, parse_time
 from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
 from dyn_gitops_operator.testing import (
     DeploymentSimulator,
@@ -35,6 +38,13 @@ from dyn_gitops_operator.testing import (
 
 pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+HANG_GUARD = 120.0  # seconds; only against a hang, never reached on a healthy run
+LEASE_DURATION, RENEW_DEADLINE = 5.0, 3.0
+#: a leader stops acting RENEW_DEADLINE after it started its last renewal; the next one
+#: starts LEASE_DURATION after that renewal at the earliest: leaderships are this far apart
+LEADERSHIP_GAP = LEASE_DURATION - RENEW_DEADLINE
+#: observations of both replicas the sampler must collect per phase (not a time window)
+OBSERVATIONS = 40
 
 
 def foreign_lease(k: Kube, ns: str, duration: int, holder: str) -> dict[str, Any]:
@@ -55,7 +65,7 @@ def test_namespace_mode_holds_renews_and_releases_the_scope_lease(k: Kube,
         assert spec["leaseDurationSeconds"] == 6
         first = spec["renewTime"]
         wait_for(lambda: k.get(LEASES, namespace, SCOPE_LEASE_NAME)["spec"]["renewTime"]
-                 > first, timeout=5, what="a renewal (interval 2 s)")
+                 > first, timeout=HANG_GUARD, what="a renewal (interval 2 s)")
         assert m.metrics.value("dyn_gitops_controller_scope_leases_held") == 1
     with pytest.raises(NotFoundError):  # released on clean shutdown
         k.get(LEASES, namespace, SCOPE_LEASE_NAME)
@@ -63,27 +73,105 @@ def test_namespace_mode_holds_renews_and_releases_the_scope_lease(k: Kube,
 
 def test_namespace_mode_waits_for_a_live_foreign_scope_lease(k: Kube, namespace: str) -> None:
     gitops_apply(k, render(SAMPLES / "vllm-agg" / "input", namespace))
-    foreign_lease(k, namespace, 3, "namespace-restricted-operator-1.1.0")
+    duration = 4
     start = time.monotonic()
+    foreign_lease(k, namespace, duration, "namespace-restricted-operator-1.1.0")
     from dyn_gitops_operator.manager import Manager
 
     m = Manager(settings_for_tests(namespace), kube=k)
     m.start()
     try:
-        time.sleep(1.5)
-        assert not m.acting()
-        assert not k.get(DGDS, namespace, "vllm-agg").get("status")
-        wait_for(m.acting, timeout=10, what="acting after the foreign lease expired")
-        assert time.monotonic() - start >= 3
+        # poll while the foreign lease is certainly live (its renewTime was taken after
+        # ``start``): the manager must neither act nor write; a loaded machine only makes
+        # this window shorter, never the checks wrong
+        while True:
+            acting = m.acting()
+            status = k.get(DGDS, namespace, "vllm-agg").get("status")
+            if time.monotonic() - start >= duration:
+                break
+            assert not acting and not status, "acted while a live foreign lease held the scope"
+            time.sleep(0.1)
+        wait_for(m.acting, timeout=HANG_GUARD, what="acting after the foreign lease expired")
+        assert time.monotonic() - start >= duration
         lease = k.get(LEASES, namespace, SCOPE_LEASE_NAME)
         assert lease["spec"]["holderIdentity"].startswith("dyn-gitops-controller-")
-        wait_for(lambda: k.get(DGDS, namespace, "vllm-agg").get("status"), what="status")
+        wait_for(lambda: k.get(DGDS, namespace, "vllm-agg").get("status"), timeout=HANG_GUARD,
+                 what="status")
     finally:
         m.stop()
         m.shutdown()
 
 
 # ------------------------------------------------------------------------------ leader election
+
+
+@dataclass(frozen=True)
+class Read:
+    """One /metrics read: monotonic time before and after it, and what it said (None:
+    no answer, e.g. a dead process or a transient error)."""
+    start: float
+    end: float
+    metrics: dict[str, float] | None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Both replicas read at (nearly) the same moment."""
+    reads: dict[str, Read]
+
+    def conclusive(self) -> bool:
+        """Both answered within a window shorter than the gap between two leaderships, so
+        two reads of ``leader 1`` here mean two leaders at once, not a handover."""
+        if any(r.metrics is None for r in self.reads.values()):
+            return False
+        span = (max(r.end for r in self.reads.values())
+                - min(r.start for r in self.reads.values()))
+        return span < LEADERSHIP_GAP
+
+    def value(self, name: str, key: str) -> float | None:
+        m = self.reads[name].metrics
+        return None if m is None else m.get(key, 0.0)
+
+
+def read_metrics(port: int) -> dict[str, float] | None:
+    """The leader gauge and the reconcile count, or None on any failure to read them
+    (refused, reset, truncated reply, half-written line: all transient or a dead process,
+    never a reason to stop sampling)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith("dyn_gitops_controller_leader "):
+                out["leader"] = float(line.split()[1])
+            elif line.startswith("dyn_gitops_controller_reconcile_total{"):
+                out["reconciles"] = out.get("reconciles", 0) + float(line.split()[1])
+    except (OSError, http.client.HTTPException, ValueError, IndexError):
+        return None
+    return out if "leader" in out else None
+
+
+def test_a_truncated_metrics_reply_is_a_missed_sample_not_a_crash() -> None:
+    """What killed the sampler on a loaded machine: http.client.IncompleteRead."""
+    import socket
+
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+
+        def truncate() -> None:
+            conn, _ = srv.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+                             b"dyn_gitops_controller_leader 1.0\n")  # then hang up
+
+        t = threading.Thread(target=truncate, daemon=True)
+        t.start()
+        assert read_metrics(srv.getsockname()[1]) is None
+        t.join(HANG_GUARD)
+
+
 class Replica:
     def __init__(self, kubeconfig: Path, namespace: str, name: str, log_dir: Path) -> None:
         from support.controlplane import free_port
@@ -96,33 +184,66 @@ class Replica:
             [sys.executable, "-m", "dyn_gitops_operator", "--mode", "namespace",
              "--namespace", namespace, "--kubeconfig", str(kubeconfig),
              "--identity", name, "--http-address", f"127.0.0.1:{self.port}",
-             "--leader-lease-duration", "3", "--leader-renew-deadline", "2",
+             "--leader-lease-duration", str(LEASE_DURATION),
+             "--leader-renew-deadline", str(RENEW_DEADLINE),
              "--leader-retry-period", "0.3", "--scope-lease-duration", "3",
              "--scope-lease-renew-interval", "1", "--workers", "2"],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
 
     def metrics(self) -> dict[str, float] | None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
-                                        timeout=3) as r:
-                text = r.read().decode()
-        except OSError:
-            return None
-        out: dict[str, float] = {}
-        for line in text.splitlines():
-            if line.startswith("dyn_gitops_controller_leader "):
-                out["leader"] = float(line.split()[1])
-            elif line.startswith("dyn_gitops_controller_reconcile_total{"):
-                out["reconciles"] = out.get("reconciles", 0) + float(line.split()[1])
-        return out
+        return read_metrics(self.port)
+
+    def read(self) -> Read:
+        start = time.monotonic()
+        got = self.metrics()
+        return Read(start, time.monotonic(), got)
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            return self.proc.wait(20)
+            return self.proc.wait(60)
         finally:
             self.log.close()
+
+
+class Sampler:
+    """Reads both replicas at once, again and again, until stopped. Survives anything a
+    single read can raise; the test waits for a number of observations, not for time."""
+
+    def __init__(self, replicas: dict[str, Replica]) -> None:
+        self.replicas = replicas
+        self.observations: list[Observation] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=len(replicas))
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                futures = {n: self._pool.submit(r.read) for n, r in self.replicas.items()}
+                self.observations.append(Observation({n: f.result()
+                                                      for n, f in futures.items()}))
+            except Exception as exc:  # keep sampling: one bad read proves nothing
+                self.errors.append(repr(exc))
+            self._stop.wait(0.05)
+
+    def conclusive_since(self, index: int) -> int:
+        return sum(o.conclusive() for o in self.observations[index:])
+
+    def wait_for_observations(self, since: int, what: str) -> None:
+        wait_for(lambda: self.conclusive_since(since) >= OBSERVATIONS, timeout=HANG_GUARD,
+                 what=f"{OBSERVATIONS} observations of both replicas {what}")
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(HANG_GUARD)
+        self._pool.shutdown(wait=True)
 
 
 def test_two_replicas_never_act_at_once(k: Kube, namespace: str, control_plane: Any,
@@ -134,56 +255,116 @@ def test_two_replicas_never_act_at_once(k: Kube, namespace: str, control_plane: 
     a = Replica(control_plane.kubeconfig, namespace, "replica-a", tmp_path)
     b = Replica(control_plane.kubeconfig, namespace, "replica-b", tmp_path)
     replicas = {"replica-a": a, "replica-b": b}
-    samples: list[dict[str, dict[str, float] | None]] = []
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            samples.append({r.name: r.metrics() for r in replicas.values()})
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler = Sampler(replicas)
     try:
-        leader = wait_for(lambda: next((r for r in replicas.values()
-                                        if (r.metrics() or {}).get("leader") == 1), None),
-                          timeout=30, what="a leader")
-        follower = b if leader is a else a
-        wait_for(lambda: k.get(DGDS, namespace, "sglang-disagg").get("status", {})
-                 .get("state") == "successful", what="the leader reconciles")
-        lease = k.get(LEASES, namespace, "dyn-gitops-controller")
-        assert lease["spec"]["holderIdentity"] == leader.name
-        # the follower is up (its /metrics answers) and has not reconciled anything
-        follower_metrics = wait_for(follower.metrics, what="the follower's /metrics")
-        assert follower_metrics["leader"] == 0 and follower_metrics.get("reconciles") == 0
+        with sampler:
+            leader = wait_for(lambda: next((r for r in replicas.values()
+                                            if (r.metrics() or {}).get("leader") == 1), None),
+                              timeout=HANG_GUARD, what="a leader")
+            follower = b if leader is a else a
+            wait_for(lambda: k.get(DGDS, namespace, "sglang-disagg").get("status", {})
+                     .get("state") == "successful", timeout=HANG_GUARD,
+                     what="the leader reconciles")
+            lease = k.get(LEASES, namespace, "dyn-gitops-controller")
+            assert lease["spec"]["holderIdentity"] == leader.name
+            # both alive, observed together many times: the follower never acts
+            sampler.wait_for_observations(0, "while both are alive")
+            follower_metrics = wait_for(follower.metrics, timeout=HANG_GUARD,
+                                        what="the follower's /metrics")
+            assert follower_metrics["leader"] == 0
+            assert follower_metrics.get("reconciles", 0) == 0
 
-        # the leader dies without a goodbye: the follower takes over once the leases expire
-        killed_at = time.monotonic()
-        leader.stop(signal.SIGKILL)
-        wait_for(lambda: (follower.metrics() or {}).get("leader") == 1, timeout=20,
-                 what="follower takes over")
-        takeover = time.monotonic() - killed_at
-        hpa_scale(k, namespace, "sglang-disagg-decode", 3)
-        wait_for(lambda: k.get(DGDS, namespace, "sglang-disagg")["status"]["services"]
-                 ["decode"]["replicas"] == 3, timeout=20, what="the new leader acts")
-        assert takeover >= 2.0  # not before the old lease could have expired
+            # the leader dies without a goodbye: the follower takes over once the lease
+            # record it last saw is LEASE_DURATION old, never earlier
+            last_renewal = parse_time(k.get(LEASES, namespace, "dyn-gitops-controller")
+                                      ["spec"]["renewTime"])
+            assert last_renewal is not None
+            leader.stop(signal.SIGKILL)
+            wait_for(lambda: (follower.metrics() or {}).get("leader") == 1,
+                     timeout=HANG_GUARD, what="follower takes over")
+            took_over = datetime.now(UTC)
+            assert took_over >= last_renewal + timedelta(seconds=LEASE_DURATION)
+            after_takeover = len(sampler.observations)
+            hpa_scale(k, namespace, "sglang-disagg-decode", 3)
+            wait_for(lambda: k.get(DGDS, namespace, "sglang-disagg")["status"]["services"]
+                     ["decode"]["replicas"] == 3, timeout=HANG_GUARD, what="the new leader acts")
+            # the dead replica does not answer: wait for observations of the survivor
+            wait_for(lambda: sum(o.reads[follower.name].metrics is not None
+                                 for o in sampler.observations[after_takeover:])
+                     >= OBSERVATIONS, timeout=HANG_GUARD,
+                     what=f"{OBSERVATIONS} observations of the new leader")
         assert follower.stop(signal.SIGTERM) == 0
         lease = k.get(LEASES, namespace, "dyn-gitops-controller")
         assert lease["spec"]["holderIdentity"] == ""  # released on clean shutdown
         with pytest.raises(NotFoundError):
             k.get(LEASES, namespace, SCOPE_LEASE_NAME)
     finally:
-        stop.set()
-        sampler.join()
         sim.stop()
         for r in replicas.values():
             r.stop(signal.SIGKILL)
-    both = [s for s in samples if all((m or {}).get("leader") == 1 for m in s.values())]
+    observations = sampler.observations
+    both = [o for o in observations if o.conclusive()
+            and o.value(a.name, "leader") == 1 and o.value(b.name, "leader") == 1]
     assert not both, f"two leaders at once: {both[:3]}"
-    acting = [s for s in samples if s["replica-a"] and s["replica-b"]
-              and s["replica-a"].get("reconciles") and s["replica-b"].get("reconciles")]
-    assert not acting, "both replicas reconciled while both were alive"
-    assert len(samples) > 50
+    # a process that ever reconciled was the leader then; it leads until it dies (SIGKILL),
+    # so both answering with reconciles means the follower acted while the leader lived
+    acting = [o for o in observations
+              if o.value(a.name, "reconciles") and o.value(b.name, "reconciles")]
+    assert not acting, f"both replicas reconciled while both were alive: {acting[:3]}"
+    assert sum(o.value(follower.name, "leader") == 1 for o in observations) > 0
     dgd = k.get(DGDS, namespace, "sglang-disagg")
     assert {m["manager"] for m in dgd["metadata"]["managedFields"]
             if m.get("subresource") == "status"} == {FIELD_MANAGER}
+
+
+class SlowReplies(Kube):
+    """The real API client, whose lease updates answer ``delay`` seconds late once armed
+    (the update is applied at once; only the reply is late, as on a loaded machine)."""
+
+    def __init__(self, inner: Kube) -> None:
+        super().__init__(inner.api, inner.timeout)
+        self.delay = 0.0
+        self.slow_replies = 0
+
+    def update(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
+        out = super().update(res, obj)
+        if self.delay:
+            time.sleep(self.delay)
+            self.slow_replies += 1
+        return out
+
+
+def test_a_late_renewal_reply_does_not_stretch_leadership(k: Kube, namespace: str) -> None:
+    """The follower may take over LEASE_DURATION after the renewal reached the API server;
+    the leader must stop RENEW_DEADLINE after it *sent* it, however late the reply."""
+    from dyn_gitops_operator.leader import LeaderElector
+    from dyn_gitops_operator.metrics import Metrics
+    from dyn_gitops_operator.settings import LeaderSettings
+
+    slow = SlowReplies(k)
+    metrics = Metrics()
+    elector = LeaderElector(slow, LeaderSettings(lease_name="slow", lease_duration=4,
+                                                 renew_deadline=2, retry_period=0.2),
+                            namespace, "slow-leader", metrics, on_lost=lambda: None)
+    elector.start()
+    try:
+        wait_for(elector.acquired.is_set, timeout=HANG_GUARD, what="leadership")
+        slow.delay = 2.5  # > renew deadline: every renewal from now on answers too late
+        wait_for(lambda: slow.slow_replies >= 2, timeout=HANG_GUARD, what="late replies")
+        # every renewal succeeded, but each was sent more than RENEW_DEADLINE ago when
+        # its reply came: the leader is not acting, and /metrics says so
+        assert not elector.is_leader()
+        assert scrape(metrics, "dyn_gitops_controller_leader") == 0
+    finally:
+        slow.delay = 0
+        elector.stop()
+    assert scrape(metrics, "dyn_gitops_controller_leader") == 0
+
+
+def scrape(metrics: Any, name: str) -> float:
+    from prometheus_client import generate_latest
+
+    for line in generate_latest(metrics.registry).decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not exported")

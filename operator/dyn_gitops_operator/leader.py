@@ -2,10 +2,12 @@
 
 Safety argument: a follower takes over only after it has seen the lease record unchanged
 for ``lease_duration`` on its own clock, and a leader stops acting once ``renew_deadline``
-(< lease_duration) has passed without a successful renewal, on its own clock. So two
-replicas never act at once, whatever the clock skew between them, as long as both clocks
-run at the same rate. Updates use resourceVersion preconditions: two candidates cannot
-both win the same round.
+(< lease_duration) has passed since it *started* its last successful renewal, on its own
+clock (counting from the reply instead would let a slow reply stretch the leadership past
+the moment the follower may take over). So two replicas never act at once, and leaderships
+are at least ``lease_duration - renew_deadline`` apart, whatever the clock skew between
+them, as long as both clocks run at the same rate. Updates use resourceVersion
+preconditions: two candidates cannot both win the same round.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ class LeaderElector:
         self.on_lost = on_lost
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0                        # monotonic time it last changed
-        self._renewed_at = 0.0                         # monotonic time of our last renewal
+        self._renewed_at = 0.0      # monotonic time our last successful renewal was started
         self._leader = False
         self._stop = threading.Event()
         self.acquired = threading.Event()
         self._thread: threading.Thread | None = None
+        # read at scrape time, so /metrics never reports a leadership that has lapsed
+        metrics.leader.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
     # ------------------------------------------------------------------ public
     def is_leader(self) -> bool:
@@ -58,31 +62,31 @@ class LeaderElector:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.s.retry_period + 5)
-        if release and self._leader:
+        was_leader, self._leader = self._leader, False  # stop acting before handing over
+        if release and was_leader:
             self._release()
-        self._leader = False
-        self.metrics.leader.set(0)
 
     # ------------------------------------------------------------------ loop
     def _run(self) -> None:
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 ok = self._try_acquire_or_renew()
             except ApiError as exc:
                 log.warning("leader lease update failed", extra={"error": str(exc)})
                 ok = False
+            if self._stop.is_set():
+                return  # stopping: never (re)gain leadership after stop() gave it up
             if ok:
-                self._renewed_at = time.monotonic()
+                self._renewed_at = started
                 if not self._leader:
                     log.info("became leader", extra={"identity": self.identity,
                                                      "lease": self.s.lease_name})
                     self._leader = True
-                    self.metrics.leader.set(1)
                     self.acquired.set()
             elif self._leader and time.monotonic() - self._renewed_at >= self.s.renew_deadline:
                 log.error("lost leadership", extra={"identity": self.identity})
                 self._leader = False
-                self.metrics.leader.set(0)
                 self.on_lost()
                 return
             self._stop.wait(self.s.retry_period)
