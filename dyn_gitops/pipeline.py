@@ -155,7 +155,9 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
     """Render everything in ``source``; raise :class:`RenderError` with every problem."""
     problems = list(source.problems)
     docs = parse_documents(source.files, max_documents=settings.max_documents,
-                           max_yaml_nodes=settings.max_yaml_nodes, problems=problems)
+                           max_yaml_nodes=settings.max_yaml_nodes,
+                           max_total_yaml_nodes=settings.max_total_yaml_nodes,
+                           max_depth=settings.max_depth, problems=problems)
     rendered: list[Rendered] = []
     warnings: list[Problem] = []
     graphs = 0
