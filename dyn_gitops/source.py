@@ -7,6 +7,7 @@ limit, runs have a document limit, and YAML aliases may not expand past a node l
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
@@ -72,7 +73,12 @@ def _within(path: str, root: str) -> bool:
 
 
 def read_path(path: str, *, max_file_bytes: int) -> Source:
-    """Read a directory tree (recursively, hidden entries skipped) or a single file."""
+    """Read a directory tree (recursively, hidden entries skipped) or a single file.
+
+    Every entry that cannot be read is a problem (never silently skipped): unreadable files
+    and directories, symlink loops, dangling symlinks, FIFOs and devices (never opened for
+    reading, so nothing blocks), symlinks that leave the root.
+    """
     if path == "-":
         import sys
 
@@ -84,16 +90,24 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
             src.files.append(SourceFile("-", _decode("-", data, src.problems)))
         return src
     p = Path(path)
-    if not p.exists():
+    if not os.path.lexists(p):
         raise FileNotFoundError(path)
-    if p.is_file():
+    if not p.is_dir():
         src = Source(files=[], root=str(p))
-        _read_one(p, p.name, max_file_bytes, src)
+        data = _read_bytes(str(p), p.name, max_file_bytes, src.problems)
+        if data is not None:
+            src.files.append(SourceFile(p.name, _decode(p.name, data, src.problems)))
         return src
     root = os.path.realpath(p)
     src = Source(files=[], root=str(p))
     seen_dirs: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+
+    def unreadable(exc: OSError) -> None:
+        rel = _posix(os.path.relpath(exc.filename or root, root))
+        src.problems.append(Problem(rel, 0, "", "",
+                                    f"cannot read the directory ({_os_reason(exc)})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
         real_dir = os.path.realpath(dirpath)
         rel_dir = os.path.relpath(dirpath, root)
         if not _within(real_dir, root):
@@ -110,19 +124,21 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
-            full = os.path.join(dirpath, name)
             rel = _posix(os.path.normpath(os.path.join(rel_dir, name)))
-            if rel == SETTINGS_FILE:
-                src.settings_file = _read_settings_file(full, src)
+            if rel != SETTINGS_FILE and not name.endswith(MANIFEST_SUFFIXES):
                 continue
-            if not name.endswith(MANIFEST_SUFFIXES):
-                continue
+            full = os.path.join(dirpath, name)
             real = os.path.realpath(full)
             if not _within(real, root):
                 src.problems.append(Problem(
                     rel, 0, "", "", f"symlink leads outside the source root (to {real}); refused"))
                 continue
-            _read_one(Path(full), rel, max_file_bytes, src)
+            if rel == SETTINGS_FILE:
+                src.settings_file = _read_settings_file(full, src)
+                continue
+            data = _read_bytes(full, rel, max_file_bytes, src.problems)
+            if data is not None:
+                src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
     return src
 
 
@@ -130,14 +146,42 @@ def _posix(p: str) -> str:
     return p.replace(os.sep, "/")
 
 
-def _read_one(p: Path, rel: str, limit: int, src: Source) -> None:
-    st = p.stat()
-    if not stat.S_ISREG(st.st_mode):
-        return
-    if st.st_size > limit:
-        src.problems.append(_too_big(rel, st.st_size, limit))
-        return
-    src.files.append(SourceFile(rel, _decode(rel, p.read_bytes(), src.problems)))
+_OS_REASONS = {errno.ELOOP: "a symlink loop", errno.ENOENT: "a dangling symlink",
+               errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+
+
+def _os_reason(exc: OSError) -> str:
+    return _OS_REASONS.get(exc.errno or 0) or exc.strerror or type(exc).__name__
+
+
+def _read_bytes(full: str, rel: str, limit: int, problems: list[Problem],
+                what: str = "max-file-bytes") -> bytes | None:
+    """A regular file's bytes, at most ``limit``; anything else is a problem."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        problems.append(Problem(rel, 0, "", "", f"cannot read the file ({_os_reason(exc)})"))
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            problems.append(Problem(rel, 0, "", "", "not a regular file (a FIFO, socket or "
+                                                    "device); refused"))
+            return None
+        if st.st_size > limit:
+            problems.append(_too_big(rel, st.st_size, limit, setting=what))
+            return None
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            problems.append(Problem(rel, 0, "", "",
+                                    f"cannot read the file ({_os_reason(exc)})"))
+            return None
+    if len(data) > limit:  # grew while being read
+        problems.append(_too_big(rel, len(data), limit, at_least=True, setting=what))
+        return None
+    return data
 
 
 # The settings file is read before the settings (and their limits) are known.
@@ -147,11 +191,11 @@ _SETTINGS_FILE_MAX_DEPTH = 10
 
 
 def _read_settings_file(full: str, src: Source) -> dict[str, Any] | None:
-    data = Path(full).read_bytes()
-    if len(data) > _SETTINGS_FILE_MAX_BYTES:
-        src.problems.append(_too_big(SETTINGS_FILE, len(data), _SETTINGS_FILE_MAX_BYTES))
+    data = _read_bytes(full, SETTINGS_FILE, _SETTINGS_FILE_MAX_BYTES, src.problems,
+                       what="a fixed bound for " + SETTINGS_FILE)
+    if data is None:
         return None
-    return _parse_settings_text(data.decode("utf-8", errors="replace"), src)
+    return _parse_settings_text(_decode(SETTINGS_FILE, data, src.problems), src)
 
 
 def _parse_settings_text(text: str, src: Source) -> dict[str, Any] | None:
@@ -172,10 +216,12 @@ def _parse_settings_text(text: str, src: Source) -> dict[str, Any] | None:
     return data
 
 
-def _too_big(rel: str, size: int, limit: int, *, at_least: bool = False) -> Problem:
+def _too_big(rel: str, size: int, limit: int, *, at_least: bool = False,
+             setting: str = "max-file-bytes") -> Problem:
     more = "more than " if at_least else ""
+    where = f"setting {setting}" if setting == "max-file-bytes" else setting
     return Problem(rel, 0, "", "", f"file is {more}{size} bytes, over the limit of {limit} "
-                   "(setting max-file-bytes)")
+                   f"({where})")
 
 
 def _decode(rel: str, data: bytes, problems: list[Problem]) -> str:
