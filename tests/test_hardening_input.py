@@ -190,17 +190,13 @@ def test_non_list_containers_and_v1beta1_resources(tmp_path: Path) -> None:
     service.setdefault("extraPodSpec", {})["containers"] = {"name": "x"}
     path = write(tmp_path, "graph.yaml", yaml.safe_dump(obj, sort_keys=False))
     refused(run_cli("validate", str(path)), f"spec.services.{name}.extraPodSpec.containers:")
-    beta = (SAMPLES / "v1beta1" / "input").glob("*.yaml")
-    for sample in beta:
-        doc = yaml.safe_load(sample.read_text())
-        if doc.get("kind") != "DynamoGraphDeployment":
-            continue
-        comp = doc["spec"]["components"][0]
-        spec = comp.setdefault("podTemplate", {}).setdefault("spec", {})
-        spec["containers"] = [{"name": "main", "resources": {"requests": ["x"]}}]
-        path = write(tmp_path, "beta.yaml", yaml.safe_dump(doc, sort_keys=False))
-        refused(run_cli("validate", str(path)), "podTemplate.spec.containers[0].resources")
-        break
+    text = (SAMPLES / "v1beta1-pair" / "input" / "sglang-disagg.yaml").read_text()
+    doc = next(d for d in yaml.safe_load_all(text) if d and d["apiVersion"].endswith("v1beta1"))
+    spec = doc["spec"]["components"][1]["podTemplate"]["spec"]
+    spec["containers"][0]["resources"] = {"requests": ["x"]}
+    path = write(tmp_path, "beta.yaml", yaml.safe_dump(doc, sort_keys=False))
+    refused(run_cli("validate", str(path)),
+            "spec.components[1].podTemplate.spec.containers[0].resources.requests:")
 
 
 # ---------------------------------------------------------------------------- file system
