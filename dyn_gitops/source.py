@@ -324,7 +324,7 @@ def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, ro
 # ---------------------------------------------------------------------------- YAML
 #: nesting accepted whatever the settings say: deeper data would exhaust the recursion of
 #: the code that builds, validates and writes it
-DEPTH_CEILING = 500
+DEPTH_CEILING = 250
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_STATS = (1, 0)
 

@@ -69,6 +69,9 @@ def test_max_depth_setting_bounds_nesting(tmp_path: Path) -> None:
     refused(run_cli("validate", "--max-depth", "10", str(path)),
             "cm.yaml:7: YAML nested more than 10 levels deep (setting max-depth)")
     assert run_cli("validate", str(path)).code == 0  # the default (100) allows it
+    deeper = write(tmp_path, "deeper.yaml", "x: " + "[" * 300 + "]" * 300 + "\n")
+    refused(run_cli("validate", "--max-depth", "100000", str(deeper)),  # a ceiling of its own
+            "deeper.yaml:1: YAML nested more than 250 levels deep")
 
 
 def test_deep_nesting_through_aliases_is_refused(tmp_path: Path) -> None:
