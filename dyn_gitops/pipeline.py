@@ -19,7 +19,7 @@ from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
 from .settings import RenderSettings
 from .source import Document, Source, locate, parse_documents
-from .validation import validate_graph, warn_graph
+from .validation import object_shape, validate_graph, warn_graph
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
 Loc = tuple[str | int, ...]
@@ -167,6 +167,10 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
             problems.append(Problem(doc.file.path, doc.line, "", "",
                                     "not a Kubernetes object (needs apiVersion and kind)"))
+            continue
+        shape = list(object_shape(data))
+        if shape:
+            problems.extend(_problem(doc, loc, msg) for loc, msg in shape)
             continue
         api, kind = str(data["apiVersion"]), str(data["kind"])
         if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):

@@ -550,7 +550,8 @@ def _construct(loader: Any, node: yaml.Node, path: str, problems: list[Problem])
     """The document's data, or None (with problems) when it is not plain JSON data."""
     try:
         data = loader.construct_document(node)
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+    except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError,
+            RecursionError) as exc:
         # e.g. "!foo x", "!!int abc", "!!float x", an integer with too many digits
         line, message = _unreadable(node, exc)
         problems.append(Problem(path, line, "", "", message))

@@ -160,6 +160,23 @@ def test_values_json_cannot_carry_are_problems_with_their_place(tmp_path: Path) 
     assert all(PROBLEM_LINE.match(line) for line in problem_lines(res.stderr))
 
 
+def test_objects_are_shaped_before_anything_reads_them(tmp_path: Path) -> None:
+    docs = ["apiVersion: v1\nkind: ConfigMap\nmetadata: just-a-string\n",
+            "apiVersion: v1\nkind: [ConfigMap]\nmetadata:\n  name: b\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels: [x]\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n  annotations:\n"
+            "    a: 1\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e\ndata:\n"
+            "  a: !!timestamp not-a-date\n"]
+    path = write(tmp_path, "shapes.yaml", "---\n".join(docs))
+    res = run_cli("validate", str(path))
+    refused(res, "shapes.yaml:3: ConfigMap/?: metadata: expected a mapping",
+            "shapes.yaml:6: ['ConfigMap']/b: kind: expected a string",
+            "shapes.yaml:14: ConfigMap/c: metadata.labels: expected a mapping",
+            "shapes.yaml:21: ConfigMap/d: metadata.annotations.a: expected a string",
+            "shapes.yaml:28: value tagged !!timestamp cannot be read")
+
+
 # ---------------------------------------------------------------------------- pod spec shapes
 def test_wrong_types_in_a_pod_spec_are_reported_with_their_field_path(tmp_path: Path) -> None:
     obj = dgd()
