@@ -21,7 +21,7 @@ from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
 from .settings import RenderSettings
 from .source import Document, Source, locate, parse_documents
-from .validation import limit_checks, validate_graph, warn_graph
+from .validation import limit_checks, object_shape, validate_graph, warn_graph
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
 Loc = tuple[str | int, ...]
@@ -172,7 +172,9 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
     """Render everything in ``source``; raise :class:`RenderError` with every problem."""
     problems = list(source.problems)
     docs = parse_documents(source.files, max_documents=settings.max_documents,
-                           max_yaml_nodes=settings.max_yaml_nodes, problems=problems)
+                           max_yaml_nodes=settings.max_yaml_nodes,
+                           max_total_yaml_nodes=settings.max_total_yaml_nodes,
+                           max_depth=settings.max_depth, problems=problems)
     rendered: list[Rendered] = []
     warnings: list[Problem] = []
     graphs = 0
@@ -195,6 +197,10 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
             problems.append(Problem(doc.file.path, doc.line, "", "",
                                     "not a Kubernetes object (needs apiVersion and kind)"))
+            continue
+        shape = list(object_shape(data))
+        if shape:
+            problems.extend(_problem(doc, loc, msg) for loc, msg in shape)
             continue
         api, kind = str(data["apiVersion"]), str(data["kind"])
         if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):

@@ -7,8 +7,10 @@ limit, runs have a document limit, and YAML aliases may not expand past a node l
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import ComposerError
 
-from .errors import Problem, RenderError
+from .errors import Problem, RenderError, field_path
 from .settings import SETTINGS_FILE
 
 try:  # libyaml when present: several times faster
@@ -70,7 +73,12 @@ def _within(path: str, root: str) -> bool:
 
 
 def read_path(path: str, *, max_file_bytes: int) -> Source:
-    """Read a directory tree (recursively, hidden entries skipped) or a single file."""
+    """Read a directory tree (recursively, hidden entries skipped) or a single file.
+
+    Every entry that cannot be read is a problem (never silently skipped): unreadable files
+    and directories, symlink loops, dangling symlinks, FIFOs and devices (never opened for
+    reading, so nothing blocks), symlinks that leave the root.
+    """
     if path == "-":
         import sys
 
@@ -82,16 +90,24 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
             src.files.append(SourceFile("-", _decode("-", data, src.problems)))
         return src
     p = Path(path)
-    if not p.exists():
+    if not os.path.lexists(p):
         raise FileNotFoundError(path)
-    if p.is_file():
+    if not p.is_dir():
         src = Source(files=[], root=str(p))
-        _read_one(p, p.name, max_file_bytes, src)
+        data = _read_bytes(str(p), p.name, max_file_bytes, src.problems)
+        if data is not None:
+            src.files.append(SourceFile(p.name, _decode(p.name, data, src.problems)))
         return src
     root = os.path.realpath(p)
     src = Source(files=[], root=str(p))
     seen_dirs: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+
+    def unreadable(exc: OSError) -> None:
+        rel = _posix(os.path.relpath(exc.filename or root, root))
+        src.problems.append(Problem(rel, 0, "", "",
+                                    f"cannot read the directory ({_os_reason(exc)})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
         real_dir = os.path.realpath(dirpath)
         rel_dir = os.path.relpath(dirpath, root)
         if not _within(real_dir, root):
@@ -108,19 +124,21 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
-            full = os.path.join(dirpath, name)
             rel = _posix(os.path.normpath(os.path.join(rel_dir, name)))
-            if rel == SETTINGS_FILE:
-                src.settings_file = _read_settings_file(full, src)
+            if rel != SETTINGS_FILE and not name.endswith(MANIFEST_SUFFIXES):
                 continue
-            if not name.endswith(MANIFEST_SUFFIXES):
-                continue
+            full = os.path.join(dirpath, name)
             real = os.path.realpath(full)
             if not _within(real, root):
                 src.problems.append(Problem(
                     rel, 0, "", "", f"symlink leads outside the source root (to {real}); refused"))
                 continue
-            _read_one(Path(full), rel, max_file_bytes, src)
+            if rel == SETTINGS_FILE:
+                src.settings_file = _read_settings_file(full, src)
+                continue
+            data = _read_bytes(full, rel, max_file_bytes, src.problems)
+            if data is not None:
+                src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
     return src
 
 
@@ -128,33 +146,63 @@ def _posix(p: str) -> str:
     return p.replace(os.sep, "/")
 
 
-def _read_one(p: Path, rel: str, limit: int, src: Source) -> None:
-    st = p.stat()
-    if not stat.S_ISREG(st.st_mode):
-        return
-    if st.st_size > limit:
-        src.problems.append(_too_big(rel, st.st_size, limit))
-        return
-    src.files.append(SourceFile(rel, _decode(rel, p.read_bytes(), src.problems)))
+_OS_REASONS = {errno.ELOOP: "a symlink loop", errno.ENOENT: "a dangling symlink",
+               errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+
+
+def _os_reason(exc: OSError) -> str:
+    return _OS_REASONS.get(exc.errno or 0) or exc.strerror or type(exc).__name__
+
+
+def _read_bytes(full: str, rel: str, limit: int, problems: list[Problem],
+                what: str = "max-file-bytes") -> bytes | None:
+    """A regular file's bytes, at most ``limit``; anything else is a problem."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        problems.append(Problem(rel, 0, "", "", f"cannot read the file ({_os_reason(exc)})"))
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            problems.append(Problem(rel, 0, "", "", "not a regular file (a FIFO, socket or "
+                                                    "device); refused"))
+            return None
+        if st.st_size > limit:
+            problems.append(_too_big(rel, st.st_size, limit, setting=what))
+            return None
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            problems.append(Problem(rel, 0, "", "",
+                                    f"cannot read the file ({_os_reason(exc)})"))
+            return None
+    if len(data) > limit:  # grew while being read
+        problems.append(_too_big(rel, len(data), limit, at_least=True, setting=what))
+        return None
+    return data
 
 
 # The settings file is read before the settings (and their limits) are known.
 _SETTINGS_FILE_MAX_BYTES = 64 * 1024
 _SETTINGS_FILE_MAX_NODES = 1_000
+_SETTINGS_FILE_MAX_DEPTH = 10
 
 
 def _read_settings_file(full: str, src: Source) -> dict[str, Any] | None:
-    data = Path(full).read_bytes()
-    if len(data) > _SETTINGS_FILE_MAX_BYTES:
-        src.problems.append(_too_big(SETTINGS_FILE, len(data), _SETTINGS_FILE_MAX_BYTES))
+    data = _read_bytes(full, SETTINGS_FILE, _SETTINGS_FILE_MAX_BYTES, src.problems,
+                       what="a fixed bound for " + SETTINGS_FILE)
+    if data is None:
         return None
-    return _parse_settings_text(data.decode("utf-8", errors="replace"), src)
+    return _parse_settings_text(_decode(SETTINGS_FILE, data, src.problems), src)
 
 
 def _parse_settings_text(text: str, src: Source) -> dict[str, Any] | None:
     problems: list[Problem] = []
     docs = parse_documents([SourceFile(SETTINGS_FILE, text)], max_documents=1,
-                           max_yaml_nodes=_SETTINGS_FILE_MAX_NODES, problems=problems)
+                           max_yaml_nodes=_SETTINGS_FILE_MAX_NODES,
+                           max_depth=_SETTINGS_FILE_MAX_DEPTH, problems=problems)
     if problems:
         src.problems.extend(problems)
         return None
@@ -168,10 +216,12 @@ def _parse_settings_text(text: str, src: Source) -> dict[str, Any] | None:
     return data
 
 
-def _too_big(rel: str, size: int, limit: int, *, at_least: bool = False) -> Problem:
+def _too_big(rel: str, size: int, limit: int, *, at_least: bool = False,
+             setting: str = "max-file-bytes") -> Problem:
     more = "more than " if at_least else ""
+    where = f"setting {setting}" if setting == "max-file-bytes" else setting
     return Problem(rel, 0, "", "", f"file is {more}{size} bytes, over the limit of {limit} "
-                   "(setting max-file-bytes)")
+                   f"({where})")
 
 
 def _decode(rel: str, data: bytes, problems: list[Problem]) -> str:
@@ -353,101 +403,349 @@ def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: st
 
 
 # ---------------------------------------------------------------------------- YAML
+#: nesting accepted whatever the settings say: deeper data would exhaust the recursion of
+#: the code that builds, validates and writes it
+DEPTH_CEILING = 250
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_SCALAR_STATS = (1, 0)
+
+
+class _InputTooBig(Exception):
+    """A document breaks a limit: the line and the problem to report."""
+
+    def __init__(self, line: int | None, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass
+class _Composed:
+    """One YAML document composed from the event stream: its node (None when refused)."""
+
+    index: int
+    line: int
+    node: yaml.Node | None
+    problems: list[tuple[int, str]]  # (line, message): refused, or duplicate keys
+    size: int = 0  # nodes, aliases counted as what they expand to
+
+
+class _Composer:
+    """Builds YAML nodes from libyaml's event stream with an explicit stack.
+
+    libyaml's own composer recurses once per nesting level (deep input crashes the
+    process); here nothing recurses, nesting is bounded before anything is built, and the
+    size of every node (aliases expanded) is known without expanding anything.
+    """
+
+    def __init__(self, loader: Any, max_depth: int, max_nodes: int) -> None:
+        self.loader = loader
+        self.max_depth = min(max_depth, DEPTH_CEILING)
+        self.max_nodes = max_nodes
+        #: id(collection) -> (size with aliases expanded, nesting depth below it)
+        self.stats: dict[int, tuple[int, int]] = {}
+
+    def documents(self) -> Iterator[_Composed]:
+        loader = self.loader
+        index = 0
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.DocumentStartEvent):
+                mark: Any = event.start_mark
+                yield self._document(index, mark.line + 1)
+                index += 1
+
+    def _document(self, index: int, line: int) -> _Composed:
+        doc = _Composed(index, line, None, [])
+        try:
+            doc.node, doc.size = self._compose(doc)
+        except _InputTooBig as exc:
+            doc.problems.append((exc.line or line, str(exc)))
+            self._skip_document()
+        self.stats.clear()
+        return doc
+
+    def _skip_document(self) -> None:
+        while not isinstance(self.loader.get_event(), yaml.DocumentEndEvent):
+            pass
+
+    def _compose(self, doc: _Composed) -> tuple[yaml.Node, int]:
+        loader = self.loader
+        resolve = loader.resolve
+        anchors: dict[str, yaml.Node] = {}
+        open_ids: set[int] = set()
+        # stack of [collection node, pending mapping key or None]
+        stack: list[list[Any]] = []
+        root: yaml.Node | None = None
+        while True:
+            event = loader.get_event()
+            kind = type(event)
+            node: yaml.Node
+            if kind is yaml.ScalarEvent:  # the common case first
+                tag = event.tag
+                if tag is None or tag == "!":
+                    tag = resolve(yaml.ScalarNode, event.value, event.implicit)
+                start: Any = event.start_mark  # libyaml's marks, typed apart from PyYAML's
+                node = yaml.ScalarNode(tag, event.value, start, event.end_mark,
+                                       style=event.style)
+                if event.anchor is not None:
+                    anchors[event.anchor] = node  # a later anchor of a name wins (YAML 1.2)
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                self._check_depth(len(stack) + 1, event)
+                tag = event.tag
+                node_kind = yaml.MappingNode if kind is yaml.MappingStartEvent else \
+                    yaml.SequenceNode
+                if tag is None or tag == "!":
+                    tag = resolve(node_kind, None, True)
+                start = event.start_mark
+                coll = node_kind(tag, [], start, None, flow_style=event.flow_style)
+                if event.anchor is not None:
+                    anchors[event.anchor] = coll
+                    open_ids.add(id(coll))
+                stack.append([coll, None])
+                continue
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                node = stack.pop()[0]
+                node.end_mark = event.end_mark
+                open_ids.discard(id(node))
+                self._finish(node, doc)
+            elif kind is yaml.AliasEvent:
+                start = event.start_mark
+                if event.anchor not in anchors:
+                    raise ComposerError(
+                        None, None, f"found undefined alias {event.anchor!r}", start)
+                node = anchors[event.anchor]
+                if id(node) in open_ids:
+                    raise ComposerError(
+                        None, None, f"alias {event.anchor!r} refers to a node that contains "
+                        "it (a recursive structure)", start)
+                self._check_depth(len(stack) + self._stats(node)[1], event)
+            else:  # DocumentEndEvent: libyaml sends nothing else inside a document
+                assert root is not None
+                return root, self._stats(root)[0]
+            if not stack:
+                root = node
+                if self._stats(root)[0] > self.max_nodes:
+                    raise _InputTooBig(None, self._too_many(self._stats(root)[0]))
+                continue
+            top = stack[-1]
+            parent = top[0]
+            if type(parent) is yaml.SequenceNode:
+                parent.value.append(node)
+            elif top[1] is None:
+                top[1] = node
+            else:
+                parent.value.append((top[1], node))
+                top[1] = None
+
+    def _stats(self, node: yaml.Node) -> tuple[int, int]:
+        """(expanded size, height) of a finished node; a scalar's is (1, 0)."""
+        return self.stats.get(id(node), _SCALAR_STATS)
+
+    def _check_depth(self, depth: int, event: Any) -> None:
+        if depth > self.max_depth:
+            raise _InputTooBig(event.start_mark.line + 1,
+                               f"YAML nested more than {self.max_depth} levels deep "
+                               "(setting max-depth)")
+
+    def _too_many(self, total: int) -> str:
+        return (f"document expands to more than {self.max_nodes} YAML nodes through aliases "
+                f"(at least {total}; setting max-yaml-nodes)")
+
+    def _finish(self, node: yaml.Node, doc: _Composed) -> None:
+        """Size and height of a finished collection; duplicate keys reported."""
+        children: list[yaml.Node]
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+            seen: set[str] = set()
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG:
+                    if key.value in seen:
+                        doc.problems.append((key.start_mark.line + 1,
+                                             f"duplicate key {key.value!r}"))
+                    seen.add(key.value)
+        else:
+            children = node.value
+        size, height = 1, 0
+        stats = self.stats
+        for child in children:
+            csize, cheight = stats.get(id(child), _SCALAR_STATS)
+            size += csize
+            height = max(height, cheight)
+        if size > self.max_nodes:
+            raise _InputTooBig(None, self._too_many(size))
+        stats[id(node)] = (size, height + 1)
+
+
+def _yaml_problem(path: str, exc: yaml.YAMLError) -> Problem:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else 0
+    what = getattr(exc, "problem", None) or str(exc)
+    ctx = getattr(exc, "context", None)
+    return Problem(path, line, "", "", f"malformed YAML: {what}" + (f" ({ctx})" if ctx else ""))
+
+
 def parse_documents(files: Sequence[SourceFile], *, max_documents: int, max_yaml_nodes: int,
-                    problems: list[Problem]) -> list[Document]:
-    """Parse every file into documents; problems are appended, never raised."""
+                    problems: list[Problem], max_depth: int,
+                    max_total_yaml_nodes: int | None = None) -> list[Document]:
+    """Parse every file into documents; problems are appended, never raised.
+
+    Limits: nesting (``max_depth``), nodes per document and per call, aliases expanded
+    (``max_yaml_nodes``, ``max_total_yaml_nodes``), documents per call.
+    """
     docs: list[Document] = []
+    budget = max_total_yaml_nodes if max_total_yaml_nodes is not None else max_yaml_nodes
+    used = 0
     for f in files:
         if not f.text.strip():
             continue
         loader = _Loader(f.text)
-        index = 0
         try:
-            while loader.check_node():
-                node = loader.get_node()
-                if node is None:
-                    break
-                line = node.start_mark.line + 1
-                if len(docs) >= max_documents:
-                    problems.append(Problem(f.path, line, "", "",
+            for composed in _Composer(loader, max_depth, max_yaml_nodes).documents():
+                if composed.node is not None and len(docs) >= max_documents:
+                    problems.append(Problem(f.path, composed.line, "", "",
                                             f"more than {max_documents} documents in this run "
                                             "(setting max-documents)"))
                     return docs
-                if not _check_nodes(node, f, line, max_yaml_nodes, problems):
-                    index += 1
+                problems.extend(Problem(f.path, line, "", "", msg)
+                                for line, msg in composed.problems)
+                if composed.problems or composed.node is None:
                     continue
-                data = loader.construct_document(node)
+                used += composed.size
+                if used > budget:
+                    problems.append(Problem(
+                        f.path, composed.line, "", "",
+                        f"the documents read so far expand to more than {budget} YAML nodes "
+                        "through aliases (setting max-total-yaml-nodes)"))
+                    return docs
+                data = _construct(loader, composed.node, f.path, problems)
                 if data is not None:
-                    docs.append(Document(f, index, line, data))
-                index += 1
+                    docs.append(Document(f, composed.index, composed.line, data))
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            line = mark.line + 1 if mark is not None else 0
-            what = getattr(exc, "problem", None) or str(exc)
-            ctx = getattr(exc, "context", None)
-            problems.append(Problem(f.path, line, "", "",
-                                    f"malformed YAML: {what}" + (f" ({ctx})" if ctx else "")))
+            problems.append(_yaml_problem(f.path, exc))
         finally:
             loader.dispose()
     return docs
 
 
-def _check_nodes(root: yaml.Node, f: SourceFile, line: int, limit: int,
-                 problems: list[Problem]) -> bool:
-    """Duplicate keys and alias expansion; False when the document must not be constructed."""
-    sizes: dict[int, int] = {}
-    ok = True
-
-    def size(node: yaml.Node, depth: int) -> int:
-        nonlocal ok
-        key = id(node)
-        if key in sizes:  # an alias (or a shared anchor): counted again, as it would expand
-            return sizes[key]
-        if depth > 200:
-            raise _TooDeep
-        total = 1
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode):
-                    if k.value in seen and k.value != "<<":
-                        problems.append(Problem(f.path, k.start_mark.line + 1, "", "",
-                                                f"duplicate key {k.value!r}"))
-                        ok = False
-                    seen.add(k.value)
-                total += size(k, depth + 1) + size(v, depth + 1)
-        elif isinstance(node, yaml.SequenceNode):
-            for v in node.value:
-                total += size(v, depth + 1)
-        sizes[key] = total
-        return total
-
+def _construct(loader: Any, node: yaml.Node, path: str, problems: list[Problem]) -> Any:
+    """The document's data, or None (with problems) when it is not plain JSON data."""
     try:
-        total = size(root, 0)
-    except _TooDeep:
-        problems.append(Problem(f.path, line, "", "", "YAML nested more than 200 levels deep"))
-        return False
-    if total > limit:
-        problems.append(Problem(
-            f.path, line, "", "",
-            f"document expands to {total} YAML nodes through aliases, over the limit of "
-            f"{limit} (setting max-yaml-nodes)"))
-        return False
-    return ok
+        data = loader.construct_document(node)
+    except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError,
+            RecursionError) as exc:
+        # e.g. "!foo x", "!!int abc", "!!float x", an integer with too many digits
+        line, message = _unreadable(node, exc)
+        problems.append(Problem(path, line, "", "", message))
+        loader.state_generators = []
+        loader.constructed_objects = {}
+        loader.recursive_objects = {}
+        return None
+    found = not_json(data)
+    if found:
+        problems.extend(Problem(path, _line_at(node, loc), "", field_path(loc), msg)
+                        for loc, msg in found)
+        return None
+    return data
 
 
-class _TooDeep(Exception):
-    pass
+def _unreadable(node: yaml.Node, exc: BaseException) -> tuple[int, str]:
+    """Where and why a document cannot be built; the value itself is not repeated (it may
+    be a secret)."""
+    if isinstance(exc, RecursionError):
+        return int(node.start_mark.line) + 1, "nested too deeply (merge keys)"
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        line = exc.problem_mark.line + 1
+        if exc.problem and "constructor for the tag" in exc.problem:
+            return line, f"unknown YAML tag {_short_tag(exc.problem)}"
+        return line, f"cannot read a value: {exc.problem}"
+    bad = _failed_scalar(node)
+    if bad is None:
+        return int(node.start_mark.line) + 1, f"cannot read a value ({type(exc).__name__})"
+    why = "too many digits" if "digits" in str(exc) else "not a valid value for its tag"
+    return int(bad.start_mark.line) + 1, f"value tagged {_short_tag(bad.tag)} cannot be " \
+                                         f"read ({why})"
 
 
-def locate(doc: Document, loc: Sequence[str | int]) -> int:
-    """Line of the deepest node along ``loc`` in ``doc`` (re-parsed: errors are rare)."""
-    try:
-        nodes = list(yaml.compose_all(doc.file.text, Loader=_Loader))
-        node: yaml.Node | None = nodes[doc.index]
-    except (yaml.YAMLError, IndexError):
-        return doc.line
-    line = doc.line
+def _short_tag(text: str) -> str:
+    return text.replace("tag:yaml.org,2002:", "!!").removeprefix(
+        "could not determine a constructor for the tag ")
+
+
+def _failed_scalar(node: yaml.Node) -> yaml.Node | None:
+    """The first scalar whose tag cannot be built from its text."""
+    stack = [node]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, yaml.ScalarNode):
+            try:
+                _Loader.yaml_constructors.get(n.tag, _fail)(_PROBE, n)
+            except Exception:  # any failure marks the culprit
+                return n
+        elif isinstance(n, yaml.MappingNode):
+            stack.extend(x for pair in reversed(n.value) for x in reversed(pair))
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(reversed(n.value))
+    return None
+
+
+def _fail(_loader: Any, _node: Any) -> Any:
+    raise ValueError("no constructor")
+
+
+_PROBE = yaml.SafeLoader("")
+
+
+def _line_at(node: yaml.Node, loc: Sequence[str | int]) -> int:
+    return _walk_nodes(node, loc)[1]
+
+
+def not_json(data: Any, max_problems: int = 20) -> list[tuple[tuple[str | int, ...], str]]:
+    """Where ``data`` holds something JSON (and so Kubernetes) cannot: non-string keys,
+    bytes, sets, dates, pairs, NaN or infinity. Walks without recursion."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    while stack and len(found) < max_problems:
+        loc, value = stack.pop()
+        if isinstance(value, dict):
+            for k, v in reversed(list(value.items())):
+                if not isinstance(k, str):
+                    found.append((loc, f"mapping key {k!r} is {_what(k)}, not a string; "
+                                       "quote it"))
+                    continue
+                stack.append(((*loc, k), v))
+        elif isinstance(value, list):
+            stack.extend(((*loc, i), v) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                found.append((loc, "NaN and infinity are not numbers JSON (and so Kubernetes) "
+                                   "can carry"))
+        elif value is not None and not isinstance(value, str | int):
+            found.append((loc, f"{_what(value)} is not a JSON value (strings, numbers, "
+                               "booleans, null, lists and mappings only)"))
+    return found
+
+
+def _what(value: Any) -> str:
+    names = {bytes: "binary data (!!binary)", set: "a set (!!set)", tuple: "a pair"}
+    for kind, name in names.items():
+        if isinstance(value, kind):
+            return name
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
+def _walk_nodes(node: yaml.Node | None, loc: Sequence[str | int]) -> tuple[bool, int]:
+    """Follow ``loc`` down ``node``: (reached the end, line of the deepest node found)."""
+    line = node.start_mark.line + 1 if node is not None else 0
     for part in loc:
         if isinstance(node, yaml.MappingNode) and isinstance(part, str):
             nxt = None
@@ -457,16 +755,64 @@ def locate(doc: Document, loc: Sequence[str | int]) -> int:
                     nxt = v
                     break
             if nxt is None:
-                return line
+                return False, line
             node = nxt
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
             if part >= len(node.value):
-                return line
+                return False, line
             node = node.value[part]
             line = node.start_mark.line + 1
         else:
-            return line
-    return line
+            return False, line
+    return True, line
+
+
+def locate(doc: Document, loc: Sequence[str | int]) -> int:
+    """Line of the deepest node along ``loc`` in ``doc`` (re-parsed: errors are rare)."""
+    loader = _Loader(doc.file.text)
+    try:
+        for composed in _Composer(loader, DEPTH_CEILING, 2**62).documents():
+            if composed.index == doc.index:
+                if composed.node is None:
+                    return doc.line
+                line = _walk_nodes(composed.node, loc)[1]
+                return line or doc.line
+    except yaml.YAMLError:
+        pass
+    finally:
+        loader.dispose()
+    return doc.line
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_loads_bounded(text: str | bytes, *, max_depth: int) -> Any:
+    """``json.loads`` with the nesting checked first (the decoder recurses once per level);
+    raises ValueError for anything that is not JSON within the bound."""
+    import json
+
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth = 0
+    limit = min(max_depth, DEPTH_CEILING)
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > limit:
+            raise ValueError(f"nested more than {limit} levels deep")
+    return json.loads(text)
+
+
+def load_bounded(text: str, *, max_depth: int, max_nodes: int, what: str) -> Any:
+    """One YAML (or JSON) document from a small input outside a file (an annotation, an
+    environment variable); raises ValueError with the problem."""
+    problems: list[Problem] = []
+    docs = parse_documents([SourceFile(what, text)], max_documents=1, max_yaml_nodes=max_nodes,
+                           max_depth=max_depth, problems=problems)
+    if problems:
+        raise ValueError("; ".join(str(p) for p in problems))
+    return docs[0].data if docs else None
 
 
 def raise_if(problems: list[Problem]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from . import keys
 from .expand import grove, names
@@ -273,3 +274,31 @@ def warn_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
             yield _svc(svc_name, "extraPodSpec", "mainContainer", "image"), (
                 "no image: the operator has no default image, and the API server refuses a "
                 "workload whose main container has none")
+
+
+def object_shape(data: dict[str, Any]) -> Iterator[Finding]:
+    """What every object must be shaped like before anything reads it (pass-through ones
+    included): apiVersion and kind strings, metadata a mapping whose name and namespace are
+    strings and whose labels and annotations map strings to strings."""
+    for key in ("apiVersion", "kind"):
+        if not isinstance(data.get(key), str):
+            yield (key,), "expected a string"
+    meta = data.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        yield ("metadata",), "expected a mapping"
+        return
+    for key in ("name", "namespace", "generateName"):
+        if key in meta and not isinstance(meta[key], str):
+            yield ("metadata", key), "expected a string"
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            yield ("metadata", key), "expected a mapping of strings to strings"
+            continue
+        for k, v in value.items():
+            if not isinstance(v, str):
+                yield ("metadata", key, k), "expected a string: quote it"

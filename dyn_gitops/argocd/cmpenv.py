@@ -20,18 +20,21 @@ the repository or the Application, so they may only lower a limit (settings grou
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..settings import ARGOCD_ENV_PREFIX, BY_NAME, ENV_PREFIX
+from ..source import json_loads_bounded
 
 #: what the plugin reads from ``spec.source.plugin.env`` (Argo CD adds ARGOCD_ENV_)
 APP_ENV_PREFIX = ARGOCD_ENV_PREFIX + ENV_PREFIX
 #: environment variables of settings, in the order resolve() applies them (later wins)
 ENV_PREFIXES = (ENV_PREFIX, APP_ENV_PREFIX)
+#: a list of objects whose values are strings (or, refused, arrays and maps of strings);
+#: read before any setting is known, so the bound is fixed
+PARAMETERS_MAX_DEPTH = 8
 
 
 class CmpEnvError(ValueError):
@@ -103,7 +106,7 @@ def parse_parameters(raw: str, problems: list[str]) -> dict[str, str]:
     if not raw.strip() or raw.strip() == "null":  # Argo CD sends "null" for no parameters
         return {}
     try:
-        data: Any = json.loads(raw)
+        data: Any = json_loads_bounded(raw, max_depth=PARAMETERS_MAX_DEPTH)
     except ValueError as exc:
         problems.append(f"{where}: not valid JSON ({exc})")
         return {}

@@ -11,10 +11,14 @@ import json
 from typing import Any
 
 from ..models.v1alpha1 import ResourceItem, Resources, ServiceSpec
+from ..settings import RenderSettings
+from ..source import json_loads_bounded
 from .context import ComponentError
 from .defaults import FRONTEND_PORT
 
 ENV_NAME = "DYN_DEPLOYMENT_CONFIG"
+#: the JSON in that variable nests no deeper than a document may
+CONFIG_MAX_DEPTH: int = RenderSettings.max_depth
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -34,8 +38,8 @@ def apply(service: str, svc: ServiceSpec, component_type: str,
     if raw is None:
         return svc, {}
     try:
-        config = json.loads(raw)
-    except json.JSONDecodeError as exc:
+        config = json_loads_bounded(raw, max_depth=CONFIG_MAX_DEPTH)
+    except ValueError as exc:
         raise ComponentError("envs", f"{ENV_NAME} is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
         raise ComponentError("envs", f"{ENV_NAME} must be a JSON object keyed by service")

@@ -1,7 +1,8 @@
 """Kubernetes core types as they appear inside Dynamo resources.
 
-Only the field *names* are checked (an unknown name is a typo the API server would
-silently prune); values stay as written and pass through to the rendered objects.
+Field *names* are checked (an unknown name is a typo the API server would silently prune),
+and the *shapes* the renderer reads (names of containers, volumes and mounts, resources,
+probe handlers); values stay as written and pass through to the rendered objects.
 """
 
 from __future__ import annotations
@@ -9,7 +10,20 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    TypeAdapter,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    WrapValidator,
+    field_validator,
+    model_validator,
+    with_config,
+)
+from typing_extensions import TypedDict
 
 from ..display import describe
 
@@ -41,6 +55,80 @@ Quantity = Annotated[str, BeforeValidator(_quantity),
                      WithJsonSchema({"x-kubernetes-int-or-string": True})]
 
 
+#: the schema of a free-form object: the CRDs stay as they were when only names were checked
+_OBJECT_SCHEMA = WithJsonSchema(TypeAdapter(dict[str, Any]).json_schema())
+
+
+def _named(value: dict[str, Any]) -> dict[str, Any]:
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("needs a name (a non-empty string)")
+    return value
+
+
+#: a list entry the renderer finds by name (volume, volume mount, port-less container ...)
+Named = Annotated[dict[str, Any], AfterValidator(_named), _OBJECT_SCHEMA]
+
+
+def _quantity_as_written(value: Any) -> Any:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(
+            f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {_kind(value)}")
+    _quantity(value)
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", dict: "a mapping", bool: "a boolean", type(None): "null"}.get(
+        type(value), type(value).__name__)
+
+
+def _whole(value: Any) -> Any:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"expected a whole number, found {_kind(value)}")
+    return value
+
+
+_QuantityAsWritten = Annotated[Any, AfterValidator(_quantity_as_written)]
+_Whole = Annotated[Any, AfterValidator(_whole)]
+
+
+def _as_written(value: Any, check: ValidatorFunctionWrapHandler) -> Any:
+    """Checked by the typed shape, kept as written (key order and all)."""
+    check(value)
+    return value
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _ResourceRequirements(TypedDict, total=False):
+    limits: dict[str, _QuantityAsWritten] | None
+    requests: dict[str, _QuantityAsWritten] | None
+    claims: list[Named] | None
+
+
+#: core/v1 ResourceRequirements, checked, kept as written
+ResourceRequirements = Annotated[_ResourceRequirements, WrapValidator(_as_written),
+                                 _OBJECT_SCHEMA]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class _Probe(TypedDict, total=False):
+    exec: dict[str, Any] | None
+    httpGet: dict[str, Any] | None
+    tcpSocket: dict[str, Any] | None
+    grpc: dict[str, Any] | None
+    initialDelaySeconds: _Whole
+    timeoutSeconds: _Whole
+    periodSeconds: _Whole
+    successThreshold: _Whole
+    failureThreshold: _Whole
+    terminationGracePeriodSeconds: _Whole
+
+
+#: core/v1 Probe: one handler (a mapping) and whole numbers, kept as written
+Probe = Annotated[_Probe, WrapValidator(_as_written), _OBJECT_SCHEMA]
+
+
 class EnvVar(Strict):
     name: str
     value: str | None = None
@@ -66,15 +154,15 @@ class Container(Strict):
     ports: list[dict[str, Any]] | None = None
     envFrom: list[dict[str, Any]] | None = None
     env: list[EnvVar] | None = None
-    resources: dict[str, Any] | None = None
+    resources: ResourceRequirements | None = None
     resizePolicy: list[dict[str, Any]] | None = None
     restartPolicy: str | None = None
     restartPolicyRules: list[dict[str, Any]] | None = None
-    volumeMounts: list[dict[str, Any]] | None = None
+    volumeMounts: list[Named] | None = None
     volumeDevices: list[dict[str, Any]] | None = None
-    livenessProbe: dict[str, Any] | None = None
-    readinessProbe: dict[str, Any] | None = None
-    startupProbe: dict[str, Any] | None = None
+    livenessProbe: Probe | None = None
+    readinessProbe: Probe | None = None
+    startupProbe: Probe | None = None
     lifecycle: dict[str, Any] | None = None
     terminationMessagePath: str | None = None
     terminationMessagePolicy: str | None = None
@@ -85,12 +173,30 @@ class Container(Strict):
     tty: bool | None = None
 
 
+class NamedContainer(Container):
+    """A container of a pod spec (every one but the partial ``mainContainer``)."""
+
+    @field_validator("name", mode="after")
+    @classmethod
+    def _not_empty(cls, v: str | None) -> str | None:
+        if not v:
+            raise ValueError("needs a name (a non-empty string)")
+        return v
+
+    @model_validator(mode="after")
+    def _has_name(self) -> NamedContainer:
+        # checked here, not by typing the field, so that the CRD schema stays as it was
+        if self.name is None:
+            raise ValueError("a container needs a name")
+        return self
+
+
 class PodSpecFields(Strict):
     """Every core/v1 PodSpec field (Kubernetes 1.34), values passed through."""
 
-    volumes: list[dict[str, Any]] | None = None
-    initContainers: list[Container] | None = None
-    containers: list[Container] | None = None
+    volumes: list[Named] | None = None
+    initContainers: list[NamedContainer] | None = None
+    containers: list[NamedContainer] | None = None
     ephemeralContainers: list[dict[str, Any]] | None = None
     restartPolicy: str | None = None
     terminationGracePeriodSeconds: int | None = None

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
-from .k8s import Container, EnvVar, ExtraPodSpec, ObjectMeta, Quantity, Strict
+from .k8s import Container, EnvVar, ExtraPodSpec, ObjectMeta, Probe, Quantity, Strict
 
 GROUP = "nvidia.com"
 VERSION = "v1alpha1"
@@ -131,8 +131,8 @@ class ServiceSpec(Strict):
     sharedMemory: SharedMemory | None = None
     extraPodMetadata: ExtraPodMetadata | None = None
     extraPodSpec: ExtraPodSpec | None = None
-    livenessProbe: dict[str, Any] | None = None
-    readinessProbe: dict[str, Any] | None = None
+    livenessProbe: Probe | None = None
+    readinessProbe: Probe | None = None
     replicas: int | None = None
     minAvailable: int | None = None
     multinode: Multinode | None = None

@@ -33,6 +33,8 @@ UNNAMED = "resourceList.items"
 NODES_FACTOR = 100
 #: ... and many times a file's size limit (setting max-file-bytes)
 STDIN_FACTOR = 10
+#: the ResourceList and its items list nest every object two levels deeper
+LIST_DEPTH = 2
 
 Obj = dict[str, Any]
 
@@ -68,7 +70,8 @@ def parse(text: str, settings: RenderSettings) -> Obj:
     problems: list[Problem] = []
     docs = parse_documents([SourceFile("<stdin>", text)], max_documents=2,
                            max_yaml_nodes=settings.max_yaml_nodes * NODES_FACTOR,
-                           problems=problems)
+                           max_total_yaml_nodes=settings.max_total_yaml_nodes,
+                           max_depth=settings.max_depth + LIST_DEPTH, problems=problems)
     if problems:
         raise InputError("; ".join(str(p) for p in problems))
     if len(docs) != 1 or not isinstance(docs[0].data, dict):

@@ -14,10 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
 from .. import keys
-from ..source import SourceFile
+from ..source import SourceFile, load_bounded
 
 STDIN = "-"
 HELM_FILENAME = "postrenderer.helm.sh/postrender-filename"
@@ -30,9 +28,9 @@ def _source_of(chunk: list[str]) -> str | None:
     """The template of a document: Helm 4's annotation, else a ``# Source:`` comment."""
     found = _ANNOTATION.search("".join(chunk))
     if found:
-        try:
-            value = yaml.safe_load(found.group(1))
-        except yaml.YAMLError:
+        try:  # one line of text: a scalar, or a flow collection that is refused
+            value = load_bounded(found.group(1), max_depth=1, max_nodes=1, what=HELM_FILENAME)
+        except ValueError:
             value = None
         if isinstance(value, str) and value:
             return value
