@@ -413,9 +413,12 @@ _SCALAR_STATS = (1, 0)
 class _InputTooBig(Exception):
     """A document breaks a limit: the line and the problem to report."""
 
-    def __init__(self, line: int | None, message: str) -> None:
+    def __init__(self, line: int | None, message: str, *, stop: bool = False) -> None:
         super().__init__(message)
         self.line = line
+        #: stop reading the file: skipping the rest of a too-deep document would make libyaml
+        #: scan all of it, and its scanner slows down with every open flow bracket
+        self.stop = stop
 
 
 @dataclass
@@ -427,6 +430,7 @@ class _Composed:
     node: yaml.Node | None
     problems: list[tuple[int, str]]  # (line, message): refused, or duplicate keys
     size: int = 0  # nodes, aliases counted as what they expand to
+    stop: bool = False  # nothing after this document is read
 
 
 class _Composer:
@@ -451,7 +455,10 @@ class _Composer:
             event = loader.get_event()
             if isinstance(event, yaml.DocumentStartEvent):
                 mark: Any = event.start_mark
-                yield self._document(index, mark.line + 1)
+                composed = self._document(index, mark.line + 1)
+                yield composed
+                if composed.stop:
+                    return
                 index += 1
 
     def _document(self, index: int, line: int) -> _Composed:
@@ -460,7 +467,11 @@ class _Composer:
             doc.node, doc.size = self._compose(doc)
         except _InputTooBig as exc:
             doc.problems.append((exc.line or line, str(exc)))
-            self._skip_document()
+            if exc.stop:
+                doc.stop = True
+                doc.problems.append((exc.line or line, "the rest of this file is not read"))
+            else:
+                self._skip_document()
         self.stats.clear()
         return doc
 
@@ -545,7 +556,7 @@ class _Composer:
         if depth > self.max_depth:
             raise _InputTooBig(event.start_mark.line + 1,
                                f"YAML nested more than {self.max_depth} levels deep "
-                               "(setting max-depth)")
+                               "(setting max-depth)", stop=True)
 
     def _too_many(self, total: int) -> str:
         return (f"document expands to more than {self.max_nodes} YAML nodes through aliases "
