@@ -363,3 +363,18 @@ def test_krm_problems_are_still_told_when_stdout_is_closed(tmp_path: Path) -> No
     assert code == 2, err
     assert "mainContainer.bogus: unknown field 'bogus'" in err
     assert err.splitlines()[-1].startswith("dyn-gitops: cannot write to stdout: Broken pipe")
+
+
+def test_argocd_parameters_of_the_wrong_shape_are_not_echoed() -> None:
+    """A parameter given the wrong shape may still hold a credential (a NATS or etcd URL
+    with a password): the problem names the parameter and the shape, never the value."""
+    from dyn_gitops.argocd import cmpenv
+
+    problems: list[str] = []
+    raw = json.dumps([{"name": "nats-address", "string": 31415926535},
+                      {"string": "nats://user:hunter2@nats:4222"}])
+    assert cmpenv.parse_parameters(raw, problems) == {}
+    assert problems == [
+        "parameter nats-address: expected a string, found a number",
+        "ARGOCD_APP_PARAMETERS[1]: expected an object with a name, found a mapping"]
+    assert not any("hunter2" in p or "31415926535" in p for p in problems)

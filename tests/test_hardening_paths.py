@@ -376,6 +376,25 @@ def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
     assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == clean
 
 
+def test_a_deeply_nested_cache_starts_cold(tmp_path: Path) -> None:
+    """The cache read back from the branch or directory is bounded like any input: a cache
+    nested past what json.loads can recurse through is ignored (a cold run), not a crash."""
+    repo = tmp_path / "repo"
+    shutil.copytree(SAMPLES / "vllm-agg" / "input", repo / "deploy")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
+    out = tmp_path / "out"
+    env = {"HOME": str(tmp_path)}
+    assert run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
+                   env=env).code == 0
+    clean = {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()}
+    (out / ".dyn-gitops" / "cache.json").write_text("[" * 200_000 + "]" * 200_000)
+    res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
+                  env=env)
+    assert res.code == 0, res.stderr
+    assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == clean
+
+
 # ---------------------------------------------------------------------------- the rule
 def test_the_path_rule_is_one_function() -> None:
     obj = yaml.safe_load(cm("a", "demo", kind="Widget", api="example.com/v1"))

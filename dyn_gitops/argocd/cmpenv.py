@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..display import describe
 from ..settings import ARGOCD_ENV_PREFIX, BY_NAME, ENV_PREFIX
 from ..source import json_loads_bounded
 
@@ -119,7 +120,8 @@ def parse_parameters(raw: str, problems: list[str]) -> dict[str, str]:
     for i, item in enumerate(data):
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str) or not name:
-            problems.append(f"{where}[{i}]: expected an object with a name, found {item!r}")
+            problems.append(f"{where}[{i}]: expected an object with a name, found "
+                            f"{describe(item, sensitive=True)}")
             continue
         assert isinstance(item, dict)
         if name in seen:
@@ -136,7 +138,8 @@ def parse_parameters(raw: str, problems: list[str]) -> dict[str, str]:
             if value is None:
                 continue
             if not isinstance(value, str):
-                problems.append(f"parameter {name}: expected a string, found {value!r}")
+                problems.append(f"parameter {name}: expected a string, found "
+                                f"{describe(value, sensitive=True)}")
                 continue
             out[name] = value
     return out

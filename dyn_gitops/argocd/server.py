@@ -161,8 +161,10 @@ def _child(conn: socket.socket, fds: list[int], cwd: bytes, env: dict[bytes, byt
             import traceback
 
             traceback.print_exc()
-        sys.stderr.write(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} "
-                         "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)\n")
+        from ..display import printable
+
+        sys.stderr.write(printable(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} ")
+                         + "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)\n")
         code = 3
     finally:
         try:

@@ -25,7 +25,7 @@ import yaml
 
 from .. import __version__, objpath
 from ..settings import REGISTRY, RenderSettings
-from ..source import Source
+from ..source import Source, json_loads_bounded
 from . import gitstore
 from .incremental import Output, Plan, Previous, Reused, output_ids, plan
 
@@ -112,13 +112,17 @@ def tree_content(p: Plan, meta: bytes) -> dict[str, Output]:
     return files
 
 
+#: the cache is ours but read back from a branch anyone with push rights can write
+CACHE_MAX_DEPTH = 16
+
+
 def load_cache(data: bytes | None) -> Any:
     if data is None:
         return None
     try:
-        return json.loads(data)
+        return json_loads_bounded(data, max_depth=CACHE_MAX_DEPTH)
     except ValueError:
-        return None  # unreadable: start cold
+        return None  # unreadable or too deep: start cold
 
 
 def _clean(path: str, what: str) -> str:

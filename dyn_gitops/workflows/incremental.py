@@ -30,15 +30,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from .. import __version__, keys, objpath
 from ..emit import size_problem, to_yaml
 from ..errors import Problem, RenderError
 from ..finalize import Rendered, finalize
 from ..pipeline import render
 from ..settings import RenderSettings
-from ..source import Source, SourceFile
+from ..source import Source, SourceFile, load_bounded
 
 CACHE_FORMAT = 2
 _DOC_MARKER = re.compile(r"^(---|\.\.\.)(\s|$)", re.MULTILINE)
@@ -364,9 +362,11 @@ def _merge(path: str, units: list[Unit], previous: Previous, settings: RenderSet
     """The shared object as the full render's finalize would write it."""
     base = next((strip(u.rendered[path]) for u in units if u.rendered is not None), None)
     if base is None:  # no contributor rendered this run: the previous output, unstamped
-        try:
-            base = strip(yaml.safe_load(previous.content(path) or b""))
-        except (yaml.YAMLError, KeyError, TypeError, AttributeError):
+        try:  # read back from the branch: bounded like any input
+            text = (previous.content(path) or b"").decode("utf-8")
+            base = strip(load_bounded(text, max_depth=settings.max_depth,
+                                      max_nodes=settings.max_yaml_nodes, what=path))
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise _Stale(path) from None
         if _hash(json.dumps(base, sort_keys=True, default=str)) != units[0].objects[path].sig:
             raise _Stale(path)
