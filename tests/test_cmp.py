@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CliResult, run_cli
+from support.render_server import exited, short_tmpdir, wait_for_server
 
 from dyn_gitops import __version__, keys
 from dyn_gitops.argocd import apicheck, cmpenv
@@ -283,34 +282,8 @@ def test_api_versions_parsing() -> None:
 # --- the warm render server ---------------------------------------------------------------
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
-    """A short TMPDIR (a Unix socket path must stay under 108 bytes); stops our server."""
-    d = Path(tempfile.mkdtemp(prefix="dgc"))
-    try:
+    with short_tmpdir("dgc") as d:
         yield d
-    finally:
-        for pid_file in d.glob("dyn-gitops-*/render-*.sock.pid"):
-            pid = int(pid_file.read_text())
-            sock = pid_file.with_suffix("")
-            sock.unlink(missing_ok=True)  # the server exits when its socket goes
-            for _ in range(50):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.1)
-            else:
-                os.kill(pid, signal.SIGTERM)
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def _wait_for_server(tmp: Path) -> Path:
-    sock = tmp / f"dyn-gitops-{os.getuid()}" / f"render-{__version__}.sock"
-    for _ in range(300):
-        if sock.exists() and sock.with_suffix(".sock.pid").exists():
-            return sock
-        time.sleep(0.1)
-    log = sock.with_suffix(".sock.log")
-    raise AssertionError(f"no render server: {log.read_text() if log.exists() else 'no log'}")
 
 
 def test_warm_server_answers_exactly_as_in_process(app: Path, short_tmp: Path) -> None:
@@ -319,7 +292,7 @@ def test_warm_server_answers_exactly_as_in_process(app: Path, short_tmp: Path) -
     first = generate(app, env)  # no server yet: in-process, and one is started
     assert first.code == 0, first.stderr
     assert "(in-process)" in first.stderr
-    _wait_for_server(short_tmp)
+    wait_for_server(short_tmp)
     warm = generate(app, env)
     assert warm.code == 0, warm.stderr
     assert "(warm server)" in warm.stderr
@@ -347,7 +320,7 @@ def test_launcher_and_concurrent_requests(app: Path, short_tmp: Path, tmp_path: 
 
     cold = run()  # in-process through the full CLI, and a server is started
     assert cold.returncode == 0, cold.stderr
-    _wait_for_server(short_tmp)
+    wait_for_server(short_tmp)
     with ThreadPoolExecutor(max_workers=6) as pool:
         results = list(pool.map(lambda _: run(), range(12)))
     for res in results:
@@ -359,17 +332,10 @@ def test_launcher_and_concurrent_requests(app: Path, short_tmp: Path, tmp_path: 
 def test_server_stops_when_its_socket_is_removed(app: Path, short_tmp: Path) -> None:
     env = {"TMPDIR": str(short_tmp), "ARGOCD_APP_NAME": "llm"}
     assert generate(app, env).code == 0
-    sock = _wait_for_server(short_tmp)
+    sock = wait_for_server(short_tmp)
     pid = int(sock.with_suffix(".sock.pid").read_text())
     sock.unlink()
-    for _ in range(1200):  # a hang guard (120 s), not a speed requirement
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError("the server did not stop")
+    assert exited(pid), "the server did not stop"
     res = generate(app, {"TMPDIR": str(short_tmp)})  # no server: still answers, in-process
     assert res.code == 0 and "(in-process)" in res.stderr
 

@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import missing_component, need_binaries
+from support.render_server import stop_servers
 
 from dyn_gitops import keys
 from dyn_gitops.argocd import plugin
@@ -233,27 +234,12 @@ def _start_sidecar(stubs: Stubs, config: Path, workdir: Path) -> Iterator[Sideca
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-        _stop_render_server(tmp)
+        stop_servers(tmp)
 
 
 def _server_log(tmp: Path) -> str:
     return "".join(p.read_text(errors="replace")[-3000:]
                    for p in tmp.glob("dyn-gitops-*/render-*.sock.log")) or "(none)"
-
-
-def _stop_render_server(tmp: Path) -> None:
-    """The warm render server the sidecar started: remove its socket; it exits by itself."""
-    for pid_file in tmp.glob("dyn-gitops-*/render-*.sock.pid"):
-        pid = int(pid_file.read_text())
-        pid_file.with_suffix("").unlink(missing_ok=True)
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(pid, signal.SIGTERM)
 
 
 @pytest.fixture(scope="module")
@@ -514,5 +500,5 @@ def test_warm_generate_through_the_launcher_equals_the_cold_one(tmp_path: Path) 
             assert time.monotonic() < deadline, f"never served warm; {why}"
             time.sleep(0.1)
     finally:
-        _stop_render_server(tmp)
+        stop_servers(tmp)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -15,33 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CliResult, invoke_cli, run_cli
+from conftest import CliResult, invoke_cli, resource_list, run_cli, small_dgd
 
 from dyn_gitops.settings import DEPTH_MAX, LIMIT_MAX, REGISTRY, SettingsError, resolve
 
-DGD = """\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: limits
-spec:
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 2
-      extraPodSpec:
-        mainContainer:
-          image: example.com/dynamo:1.1.0
-    VllmWorker:
-      componentType: worker
-      replicas: 3
-      resources:
-        limits:
-          gpu: "1"
-      extraPodSpec:
-        mainContainer:
-          image: example.com/dynamo:1.1.0
-"""
+DGD = small_dgd("limits")
 
 BETA = """\
 apiVersion: nvidia.com/v1beta1
@@ -351,13 +329,6 @@ def test_argo_cd_application_env_and_parameters_can_lower_a_limit(src: Path) -> 
     res = cmp_generate(src, {"ARGOCD_APP_PARAMETERS": parameters(max_replicas="2")})
     assert_refused(res, 1, "spec.services.VllmWorker.replicas: 3 is more than the 2")
 
-
-def resource_list(items: list[dict[str, Any]], config: dict[str, Any] | None = None) -> str:
-    rl: dict[str, Any] = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
-                          "items": items}
-    if config is not None:
-        rl["functionConfig"] = config
-    return yaml.safe_dump(rl, sort_keys=False)
 
 
 def function_config(**values: str) -> dict[str, Any]:

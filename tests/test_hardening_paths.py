@@ -346,9 +346,8 @@ def test_symlinked_or_file_out_dir_is_refused(tmp_path: Path, hydrate: bool) -> 
     assert (tmp_path / "link").is_symlink() and not any(elsewhere.iterdir())
 
 
-def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
-    """hydrate reads back the cache it wrote (people can edit it): only paths of the shape
-    objpath produces are trusted, else the run is cold."""
+def _hydrated_sample(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A repository holding the vllm-agg sample, hydrated once into ``out``."""
     repo = tmp_path / "repo"
     shutil.copytree(SAMPLES / "vllm-agg" / "input", repo / "deploy")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
@@ -357,7 +356,18 @@ def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path)}
     assert run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
                    env=env).code == 0
-    clean = {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()}
+    return repo, out, env
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()}
+
+
+def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
+    """hydrate reads back the cache it wrote (people can edit it): only paths of the shape
+    objpath produces are trusted, else the run is cold."""
+    repo, out, env = _hydrated_sample(tmp_path)
+    clean = _files(out)
     cache_path = out / ".dyn-gitops" / "cache.json"
     cache = json.loads(cache_path.read_text())
     assert cache["format"] == CACHE_FORMAT
@@ -373,26 +383,19 @@ def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
                   env=env)
     assert res.code == 0, res.stderr
     assert tree(tmp_path) == before
-    assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == clean
+    assert _files(out) == clean
 
 
 def test_a_deeply_nested_cache_starts_cold(tmp_path: Path) -> None:
     """The cache read back from the branch or directory is bounded like any input: a cache
     nested past what json.loads can recurse through is ignored (a cold run), not a crash."""
-    repo = tmp_path / "repo"
-    shutil.copytree(SAMPLES / "vllm-agg" / "input", repo / "deploy")
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
-        subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
-    out = tmp_path / "out"
-    env = {"HOME": str(tmp_path)}
-    assert run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
-                   env=env).code == 0
-    clean = {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()}
+    repo, out, env = _hydrated_sample(tmp_path)
+    clean = _files(out)
     (out / ".dyn-gitops" / "cache.json").write_text("[" * 200_000 + "]" * 200_000)
     res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
                   env=env)
     assert res.code == 0, res.stderr
-    assert {p: (out / p).read_bytes() for p in tree(out) if (out / p).is_file()} == clean
+    assert _files(out) == clean
 
 
 # ---------------------------------------------------------------------------- the rule

@@ -11,11 +11,9 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -23,47 +21,17 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, CliResult, run_cli
+from support.render_server import HANG_GUARD_S, short_tmpdir, socket_path, wait_for_server
 
-from dyn_gitops import __version__
 from dyn_gitops.argocd.client import MAGIC
 
 SAMPLE = REPO / "samples" / "vllm-agg" / "input" / "vllm-agg.yaml"
-HANG_GUARD_S = 120  # only so that a broken server fails the test instead of hanging it
 
 
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
-    """A short TMPDIR (a Unix socket path must stay under 108 bytes); stops our server."""
-    d = Path(tempfile.mkdtemp(prefix="dgh"))
-    try:
+    with short_tmpdir("dgh") as d:
         yield d
-    finally:
-        for pid_file in d.glob("dyn-gitops-*/render-*.sock.pid"):
-            pid = int(pid_file.read_text())
-            pid_file.with_suffix("").unlink(missing_ok=True)  # the server exits on that
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.1)
-            else:
-                os.kill(pid, signal.SIGTERM)
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def _socket(tmp: Path) -> Path:
-    return tmp / f"dyn-gitops-{os.getuid()}" / f"render-{__version__}.sock"
-
-
-def _wait_for_server(tmp: Path) -> Path:
-    sock = _socket(tmp)
-    for _ in range(600):
-        if sock.exists() and sock.with_suffix(".sock.pid").exists():
-            return sock
-        time.sleep(0.1)
-    log = sock.with_suffix(".sock.log")
-    raise AssertionError(f"no render server: {log.read_text() if log.exists() else 'no log'}")
 
 
 def _app(where: Path) -> Path:
@@ -82,7 +50,7 @@ def _start_server_in_deleted_dir(tmp: Path, start: Path) -> None:
     """The server process starts with a working directory that is already gone (Argo CD
     removes the app directory while the server it caused to start is still warming up)."""
     start.mkdir()
-    sock = _socket(tmp)
+    sock = socket_path(tmp)
     server = (f"{shlex.quote(sys.executable)} -c "
               "'from dyn_gitops.argocd.server import main; main()' "
               f"{shlex.quote(str(sock))}")
@@ -97,7 +65,7 @@ def test_server_survives_its_start_directory_being_deleted(short_tmp: Path,
     expected = _generate(_app(tmp_path / "cold"), short_tmp, "--server", "off")
     assert expected.code == 0, expected.stderr
     _start_server_in_deleted_dir(short_tmp, tmp_path / "start")
-    _wait_for_server(short_tmp)
+    wait_for_server(short_tmp)
     for n in range(2):  # each request from a new directory, deleted after it, as Argo CD does
         app = _app(tmp_path / f"app{n}")
         res = _generate(app, short_tmp)
@@ -128,7 +96,7 @@ def test_the_launcher_never_imports_from_the_app_directory(short_tmp: Path,
 
     cold = generate(first)
     assert cold.returncode == 0, cold.stderr
-    sock = _wait_for_server(short_tmp)
+    sock = wait_for_server(short_tmp)
     pid = int(sock.with_suffix(".sock.pid").read_text())
     assert os.readlink(f"/proc/{pid}/cwd") == "/"
     shutil.rmtree(first)
@@ -181,7 +149,7 @@ def test_stuck_clients_do_not_block_others_and_are_dropped(short_tmp: Path,
                                                            tmp_path: Path) -> None:
     app = _app(tmp_path / "app")
     assert _generate(app, short_tmp).code == 0  # starts the server
-    sock = _wait_for_server(short_tmp)
+    sock = wait_for_server(short_tmp)
     stuck = _Stuck(sock)
     try:
         time.sleep(1)  # the stuck connections are accepted before the real request

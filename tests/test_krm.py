@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, SAMPLES, render_objects, run_cli
+from conftest import REPO, SAMPLES, render_objects, resource_list, run_cli
 
 TREE = REPO / "tests" / "data" / "workflows" / "tree"
 SAMPLE = SAMPLES / "kustomize-krm"
@@ -35,13 +35,6 @@ def annotate(obj: dict[str, Any], path: str, index: int) -> dict[str, Any]:
         "internal.config.kubernetes.io/index": str(index), "config.k8s.io/id": "7"}
     return obj
 
-
-def resource_list(items: list[dict[str, Any]], config: dict[str, Any] | None = None) -> str:
-    rl: dict[str, Any] = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
-                          "items": items}
-    if config is not None:
-        rl["functionConfig"] = config
-    return yaml.safe_dump(rl, sort_keys=False)
 
 
 def krm(stdin: str, *args: str) -> tuple[Any, dict[str, Any] | None]:

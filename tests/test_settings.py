@@ -8,34 +8,12 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CliResult, invoke_cli, run_cli
+from conftest import CliResult, invoke_cli, run_cli, small_dgd
 
 from dyn_gitops import keys
 from dyn_gitops.settings import REGISTRY
 
-DGD = """\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: knobs
-spec:
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 2
-      extraPodSpec:
-        mainContainer:
-          image: example.com/dynamo:1.1.0
-    VllmWorker:
-      componentType: worker
-      replicas: 3
-      resources:
-        limits:
-          gpu: "1"
-      extraPodSpec:
-        mainContainer:
-          image: example.com/dynamo:1.1.0
-"""
+DGD = small_dgd("knobs")
 
 
 
