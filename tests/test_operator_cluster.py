@@ -316,7 +316,9 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
     work_ns = new_namespace(pk, f"work-{mode}")
     sets = ([] if mode == "cluster" else
             ["controller.mode=namespace", f"controller.watchNamespace={work_ns}"])
-    objs = helm_template(helm, *sets, namespace=release_ns)
+    # a release name of its own: the cluster-scoped RBAC applied here stays in the shared
+    # control plane, where it would clash with another test's `helm install dg` (any order)
+    objs = helm_template(helm, *sets, namespace=release_ns, release=f"rbac-{mode}")
     for obj in objs:
         if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
                            "ClusterRoleBinding"):
