@@ -239,9 +239,14 @@ def test_oversized_blobs_are_refused_before_they_are_read(repo: Repo, name: str,
         f.truncate(size)  # sparse zeros: cheap on disk, and Git compresses them to little
     repo.commit("huge")
     path.unlink()
-    probe = ("import resource, sys; from dyn_gitops.cli import entry\n"
+    # the child's own peak RSS: ru_maxrss would carry the parent's (pytest's, which grows
+    # with the tests run before) across fork and exec, so reset VmHWM first and read it after
+    probe = ("import sys\n"
+             "with open('/proc/self/clear_refs', 'w') as f:\n    f.write('5')\n"
+             "from dyn_gitops.cli import entry\n"
              "try:\n    entry()\nfinally:\n"
-             "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
+             "    print([line.split()[1] for line in open('/proc/self/status')\n"
+             "           if line.startswith('VmHWM:')][0], file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe, "render", "--rev", "HEAD", "deploy",
                            "--max-file-bytes", "1048576"],
                           cwd=repo.path, capture_output=True, text=True, timeout=300)
