@@ -642,9 +642,9 @@ def _construct(loader: Any, node: yaml.Node, path: str, problems: list[Problem])
     """The document's data, or None (with problems) when it is not plain JSON data."""
     try:
         data = loader.construct_document(node)
-    except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError,
-            RecursionError) as exc:
-        # e.g. "!foo x", "!!int abc", "!!float x", an integer with too many digits
+    except Exception as exc:  # PyYAML's constructors applied to hostile
+        # input fail in many ways ("!foo x", "!!int abc", "!!float x", an integer with too
+        # many digits, an empty "!!int" -> IndexError): each is the input's fault, never ours
         line, message = _unreadable(node, exc)
         problems.append(Problem(path, line, "", "", message))
         loader.state_generators = []

@@ -157,7 +157,8 @@ def test_values_json_cannot_carry_are_problems_with_their_place(tmp_path: Path) 
             head.format(5) + "  a: .nan\n",
             head.format(6) + "  1: x\n",
             head.format(7) + "  a: " + "9" * 5_000 + "\n",
-            head.format(8) + "  a: !!timestamp 2001-12-14\n"]
+            head.format(8) + "  a: !!timestamp 2001-12-14\n",
+            head.format(9) + "  a: !!int \n"]  # empty: PyYAML's constructor raises IndexError
     path = write(tmp_path, "values.yaml", "---\n".join(docs))
     res = run_cli("validate", str(path))
     refused(res,
@@ -169,7 +170,8 @@ def test_values_json_cannot_carry_are_problems_with_their_place(tmp_path: Path) 
             "values.yaml:41: data.a: NaN and infinity are not numbers",
             "values.yaml:47: data: mapping key 1 is a number, not a string",
             "values.yaml:55: value tagged !!int cannot be read (too many digits)",
-            "values.yaml:62: data.a: a date is not a JSON value")
+            "values.yaml:62: data.a: a date is not a JSON value",
+            "values.yaml:69: value tagged !!int cannot be read")
     assert "9999" not in res.stderr  # values are not echoed
     assert all(PROBLEM_LINE.match(line) for line in problem_lines(res.stderr))
 
