@@ -100,12 +100,17 @@ def test_max_objects_counts_what_is_output_across_files(src: Path) -> None:
     assert "cm-4" not in res.stderr  # expansion stopped there
 
 
-def test_max_objects_is_checked_before_leader_worker_sets_are_made(src: Path) -> None:
-    """A LeaderWorkerSet and a PodGroup per replica: refused before they are built."""
-    text = DGD.replace("      replicas: 3\n", "      replicas: 60\n      multinode:\n"
-                       "        nodeCount: 2\n").replace(
+def multinode_dgd(*, replicas: int, node_count: int) -> str:
+    """DGD with its worker multinode (vLLM, so the renderer knows how to launch it)."""
+    return DGD.replace("      replicas: 3\n", f"      replicas: {replicas}\n      multinode:\n"
+                       f"        nodeCount: {node_count}\n").replace(
         "dynamo:1.1.0\n", "dynamo:1.1.0\n          command: [python3, -m, dynamo.vllm]\n"
         "          args: [--model, Qwen/Qwen3-0.6B]\n")
+
+
+def test_max_objects_is_checked_before_leader_worker_sets_are_made(src: Path) -> None:
+    """A LeaderWorkerSet and a PodGroup per replica: refused before they are built."""
+    text = multinode_dgd(replicas=60, node_count=2)
     (src / "dgd.yaml").write_text(text)
     assert count(invoke_cli("render", str(src), "--lws")) > 120
     res = invoke_cli("render", str(src), "--lws", "--max-objects", "119")
@@ -207,10 +212,7 @@ def test_max_replicas_and_node_count_in_v1beta1(src: Path) -> None:
 
 
 def test_max_node_count(src: Path) -> None:
-    text = DGD.replace("      replicas: 3\n", "      replicas: 3\n      multinode:\n"
-                       "        nodeCount: 4\n").replace(
-        "dynamo:1.1.0\n", "dynamo:1.1.0\n          command: [python3, -m, dynamo.vllm]\n"
-        "          args: [--model, Qwen/Qwen3-0.6B]\n")
+    text = multinode_dgd(replicas=3, node_count=4)
     (src / "dgd.yaml").write_text(text)
     assert invoke_cli("render", str(src), "--lws", "--max-node-count", "4").code == 0
     res = invoke_cli("render", str(src), "--lws", "--max-node-count", "3")

@@ -264,22 +264,28 @@ def test_a_failing_fill_changes_nothing_and_leaves_no_temp_dir(
                 if (target / p).is_file()} == before
 
 
+def _fail_renames(monkeypatch: pytest.MonkeyPatch, failing: set[int]) -> None:
+    """``os.rename`` in emit fails ("disk on fire") on the calls numbered in ``failing``."""
+    real_rename: Callable[..., None] = os.rename
+    calls = 0
+
+    def rename(src: object, dst: object) -> None:
+        nonlocal calls
+        calls += 1
+        if calls in failing:
+            raise OSError("disk on fire")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(emit.os, "rename", rename)
+
+
 def test_a_failing_swap_puts_the_old_tree_back(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "out"
     emit.write_out_dir([yaml.safe_load(cm("old", "demo"))], str(target))
     old_files = tree(target)
     listing = _siblings(tmp_path)
-    real_rename: Callable[..., None] = os.rename
-    calls: list[str] = []
-
-    def rename(src: object, dst: object) -> None:
-        calls.append(str(dst))
-        if len(calls) == 2:  # the new tree into place
-            raise OSError("disk on fire")
-        real_rename(src, dst)
-
-    monkeypatch.setattr(emit.os, "rename", rename)
+    _fail_renames(monkeypatch, {2})  # the new tree into place
     with pytest.raises(OSError, match="disk on fire"):
         emit.write_out_dir([yaml.safe_load(cm("new", "demo"))], str(target))
     monkeypatch.undo()
@@ -291,16 +297,7 @@ def test_the_old_tree_is_never_deleted_when_it_cannot_be_put_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "out"
     emit.write_out_dir([yaml.safe_load(cm("old", "demo"))], str(target))
-    real_rename: Callable[..., None] = os.rename
-    calls: list[str] = []
-
-    def rename(src: object, dst: object) -> None:
-        calls.append(str(dst))
-        if len(calls) >= 2:  # the new tree into place, and the way back
-            raise OSError("disk on fire")
-        real_rename(src, dst)
-
-    monkeypatch.setattr(emit.os, "rename", rename)
+    _fail_renames(monkeypatch, {2, 3})  # the new tree into place, and the way back
     with pytest.raises(OSError, match="disk on fire"):
         emit.write_out_dir([yaml.safe_load(cm("new", "demo"))], str(target))
     monkeypatch.undo()
