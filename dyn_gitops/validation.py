@@ -10,8 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from . import keys
-from .expand import grove, names
+from . import keys, naming
 from .models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 
 Finding = tuple[tuple[str | int, ...], str]
@@ -35,8 +34,8 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
 
     if not services:
         yield ("spec", "services"), "spec.services must have at least one service"
-    if len(services) > names.MAX_SERVICES:
-        yield ("spec", "services"), (f"at most {names.MAX_SERVICES} services are allowed, "
+    if len(services) > naming.MAX_SERVICES:
+        yield ("spec", "services"), (f"at most {naming.MAX_SERVICES} services are allowed, "
                                      f"found {len(services)}")
     yield from _name_checks(dgd)
     yield from _annotation_checks(ann, ("metadata", "annotations"))
@@ -55,13 +54,13 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
     # DGD name is cut to fit (PCSNameForDGD), so only a long service name can fail
     grove_possible = ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
     if grove_possible:
-        pcs = grove.pcs_name(dgd)
-        for svc_name, budget in sorted(grove.name_budgets(dgd).items()):
-            if len(pcs) + budget > names.GROVE_NAME_BUDGET:
+        pcs = naming.dgd_pcs_name(dgd)
+        for svc_name, budget in sorted(naming.grove_name_budgets(dgd).items()):
+            if len(pcs) + budget > naming.GROVE_NAME_BUDGET:
                 yield _svc(svc_name), (
                     f"service name too long for Grove: PodCliqueSet {pcs!r} plus the "
                     f"service's scaling-group and clique names is {len(pcs) + budget} "
-                    f"characters, at most {names.GROVE_NAME_BUDGET}; shorten it or annotate "
+                    f"characters, at most {naming.GROVE_NAME_BUDGET}; shorten it or annotate "
                     f"the DGD {keys.ANN_ENABLE_GROVE}: \"false\"")
 
     topo_any = spec.topologyConstraint is not None or any(
@@ -111,21 +110,21 @@ def _name_checks(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
         lower = svc_name.lower()
         if lower in seen:
             yield _svc(svc_name), (f"service names {seen[lower]!r} and {svc_name!r} collide: "
-                                   f"both become {names.base_name(name, svc_name)!r}")
+                                   f"both become {naming.base_name(name, svc_name)!r}")
             continue
         seen[lower] = svc_name
         if not _DNS_SUBDOMAIN.match(lower):
             yield _svc(svc_name), (f"service name {svc_name!r} does not make a valid Kubernetes "
                                    "name (letters, digits, '-' and '.')")
             continue
-        service_name = names.normalize(names.base_name(name, svc_name))
-        if names.is_worker(svc.componentType):
+        service_name = naming.normalize(naming.base_name(name, svc_name))
+        if naming.is_worker(svc.componentType):
             service_name += "-" + "0" * (_WORKER_HASH_LEN - 1)
         if len(service_name) > 63:
             yield _svc(svc_name), (
                 f"the component Service name would be {len(service_name)} characters "
-                f"('{names.base_name(name, svc_name)}"
-                f"{'-<hash8>' if names.is_worker(svc.componentType) else ''}'), "
+                f"('{naming.base_name(name, svc_name)}"
+                f"{'-<hash8>' if naming.is_worker(svc.componentType) else ''}'), "
                 "over the 63-character limit; shorten the DGD or service name")
 
 
@@ -149,9 +148,9 @@ def _annotation_checks(ann: dict[str, str], loc: tuple[str | int, ...],
         yield (*loc, keys.ANN_WORKLOAD_PROVIDER), (
             f"must be 'component', 'grove' or 'disaggregatedset', found {v!r}")
     v = ann.get(keys.ANN_GROVE_UPDATE_STRATEGY)
-    if v is not None and not service_level and v not in names.GROVE_UPDATE_STRATEGIES:
+    if v is not None and not service_level and v not in naming.GROVE_UPDATE_STRATEGIES:
         yield (*loc, keys.ANN_GROVE_UPDATE_STRATEGY), (
-            f"must be one of {', '.join(names.GROVE_UPDATE_STRATEGIES)}, found {v!r}")
+            f"must be one of {', '.join(naming.GROVE_UPDATE_STRATEGIES)}, found {v!r}")
 
 
 def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Finding]:
@@ -227,7 +226,7 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Finding]:
             if c.name == "sidecar-frontend":
                 yield _svc(name, "extraPodSpec", "containers", i, "name"), (
                     "a container named sidecar-frontend already exists; frontendSidecar adds it")
-    if svc.componentType == "epp":
+    if svc.componentType == naming.EPP:
         if svc.multinode is not None and svc.multinode.nodeCount > 1:
             yield _svc(name, "multinode"), "an EPP service cannot be multinode"
         if svc.replicas is not None and svc.replicas != 1:
@@ -242,7 +241,7 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Finding]:
             yield _svc(name, "eppConfig", "configMapRef", "name"), "name is required"
     gms = svc.gpuMemoryService
     if gms is not None and gms.enabled:
-        if not names.is_worker(svc.componentType):
+        if not naming.is_worker(svc.componentType):
             yield _svc(name, "gpuMemoryService"), (
                 "the GPU memory service is only for worker, prefill and decode services")
         # the webhook reads limits.gpu, else requests.gpu

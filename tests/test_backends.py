@@ -26,7 +26,7 @@ import pytest
 import yaml
 from conftest import render_objects
 
-from dyn_gitops import keys
+from dyn_gitops import keys, naming
 from dyn_gitops.expand import lws, multinode
 from dyn_gitops.expand.multinode import LEADER, WORKER, Addressing
 
@@ -61,7 +61,7 @@ def container(command: list[str] | None = None, args: list[str] | None = None,
     if args is not None:
         c["args"] = list(args)
     if gpus is not None:
-        c["resources"] = {"limits": {multinode.GPU: gpus}}
+        c["resources"] = {"limits": {naming.GPU_RESOURCE: gpus}}
     return c
 
 
@@ -590,7 +590,7 @@ def test_shell_quote_in_leader_command() -> None:
     json_arg = '{"load_format": "DUMMY", "tensor_parallel_size": 8}'
     c = container(["python3", "-m", "dynamo.trtllm"],
                   ["--model-path", "deepseek-ai/DeepSeek-R1", "--override-engine-args", json_arg])
-    c["resources"] = {"requests": {multinode.GPU: "4"}}
+    c["resources"] = {"requests": {naming.GPU_RESOURCE: "4"}}
     trt_pod(c, LEADER, 2, grove(2, "dec"))
     line = launch_line(c)
     assert ('--override-engine-args "{\\"load_format\\": \\"DUMMY\\", '
@@ -601,7 +601,7 @@ def test_shell_quote_in_leader_command() -> None:
 def test_trtllm_leader_grove() -> None:
     # Go: TestTRTLLMBackend_UpdateContainer "Multinode leader with GPU resources"
     c = with_probes({"name": "main", "args": ["python3", "--model", "test"],
-                     "resources": {"requests": {multinode.GPU: "2"}}})
+                     "resources": {"requests": {naming.GPU_RESOURCE: "2"}}})
     trt_pod(c, LEADER, 3, grove(3))
     assert c["volumeMounts"] == [SSH_MOUNT]
     assert c["env"] == [OMPI_ENV]
@@ -634,7 +634,7 @@ def test_trtllm_worker() -> None:
 def test_trtllm_leader_lws_waits_for_worker_dns() -> None:
     # Go: TestTRTLLMBackend_UpdateContainer "Multinode leader with LWS deployment"
     c = with_probes({"name": "main", "args": ["python3", "--model", "test"],
-                     "resources": {"limits": {multinode.GPU: "1"}}})
+                     "resources": {"limits": {naming.GPU_RESOURCE: "1"}}})
     trt_pod(c, LEADER, 2, lws_addr(2))
     assert c["volumeMounts"] == [SSH_MOUNT] and c["env"] == [OMPI_ENV]
     assert launch_line(c) == mpirun(2, f"$(LWS_LEADER_ADDRESS),{LWS_WORKER_1}",
@@ -726,7 +726,7 @@ def test_trtllm_leader_command(nodes: int, addr: Addressing, command: list[str] 
                                x_list: str) -> None:
     c = container(command, args, env=copy.deepcopy(env))
     if resources:
-        c["resources"] = {side: {multinode.GPU: v} for side, v in resources.items()}
+        c["resources"] = {side: {naming.GPU_RESOURCE: v} for side, v in resources.items()}
     trt_pod(c, LEADER, nodes, addr)
     assert launch_line(c) == mpirun(n, hosts, launch, x_list)
     assert ("getent hosts" in c["args"][0]) is addr.dns_wait
@@ -744,13 +744,13 @@ def test_trtllm_leader_shell_command_without_args_launches_its_command() -> None
 @pytest.mark.parametrize(("resources", "gpus"), [
     pytest.param(None, 0, id="No resources - default to 0"),
     pytest.param({}, 0, id="Empty resources - default to 0"),
-    pytest.param({"requests": {multinode.GPU: "2"}}, 2, id="GPU in requests"),
-    pytest.param({"limits": {multinode.GPU: "4"}}, 4, id="GPU in limits"),
-    pytest.param({"requests": {multinode.GPU: "3"}, "limits": {multinode.GPU: "8"}}, 3,
+    pytest.param({"requests": {naming.GPU_RESOURCE: "2"}}, 2, id="GPU in requests"),
+    pytest.param({"limits": {naming.GPU_RESOURCE: "4"}}, 4, id="GPU in limits"),
+    pytest.param({"requests": {naming.GPU_RESOURCE: "3"}, "limits": {naming.GPU_RESOURCE: "8"}}, 3,
                  id="GPU in both requests and limits - requests takes precedence"),
-    pytest.param({"requests": {multinode.GPU: "invalid"}}, 0,
+    pytest.param({"requests": {naming.GPU_RESOURCE: "invalid"}}, 0,
                  id="Invalid GPU value - default to 0"),
-    pytest.param({"requests": {multinode.GPU: ""}}, 0, id="Empty GPU string - default to 0"),
+    pytest.param({"requests": {naming.GPU_RESOURCE: ""}}, 0, id="Empty GPU string - default to 0"),
 ])
 def test_trtllm_gpus_per_node(resources: Obj | None, gpus: int) -> None:
     c = container(["python3"], ["-m", "dynamo.trtllm"])

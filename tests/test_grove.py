@@ -18,9 +18,8 @@ import pytest
 import yaml
 from conftest import render_objects
 
-from dyn_gitops import keys
+from dyn_gitops import keys, naming
 from dyn_gitops.errors import RenderError
-from dyn_gitops.expand import names
 
 Obj = dict[str, Any]
 LEADER_HOST = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-worker-ldr-0.$(GROVE_HEADLESS_SERVICE)"
@@ -144,7 +143,7 @@ def test_single_node_pod_clique_set(tmp_path: Path) -> None:
     assert "DYN_NAMESPACE_WORKER_SUFFIX" not in env(c)
 
     pspec = pl["spec"]["podSpec"]
-    assert pspec["serviceAccountName"] == names.PLANNER_SERVICE_ACCOUNT
+    assert pspec["serviceAccountName"] == naming.PLANNER_SERVICE_ACCOUNT
     assert {"name": "dynamo-pvc", "persistentVolumeClaim": {"claimName": "dynamo-pvc"}} in \
         pspec["volumes"]
     assert {"name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}} in \
@@ -299,13 +298,13 @@ def test_single_node_force_scaling_group(tmp_path: Path) -> None:
     ("short", [len("frontend")], "short"),
     # the section-10 example: multinode prefill/decode leave 45 - (7 + 11) = 27 characters
     ("deepseek-v32-fp4-trtllm-dgd",
-     [names.grove_clique_budget("prefill", True), names.grove_clique_budget("decode", True),
-      names.grove_clique_budget("Frontend", False)], "deepseek-v32-fp4-trtllm-dgd"),
-    ("deepseek-v32-fp4-trtllm-dgd-x", [names.grove_clique_budget("prefill", True)], None),
+     [naming.grove_clique_budget("prefill", True), naming.grove_clique_budget("decode", True),
+      naming.grove_clique_budget("Frontend", False)], "deepseek-v32-fp4-trtllm-dgd"),
+    ("deepseek-v32-fp4-trtllm-dgd-x", [naming.grove_clique_budget("prefill", True)], None),
     ("a" * 60, [45], None),  # clamped to the 8-character minimum
 ])
 def test_pcs_name_for_dgd(dgd_name: str, budgets: list[int], want: str | None) -> None:
-    got = names.pcs_name(dgd_name, budgets)
+    got = naming.pcs_name(dgd_name, budgets)
     if want is not None:
         assert got == want
         return
@@ -314,14 +313,14 @@ def test_pcs_name_for_dgd(dgd_name: str, budgets: list[int], want: str | None) -
     assert got.startswith(dgd_name[:budget - 5] + "-")
     suffix = got.rsplit("-", 1)[1]
     assert len(suffix) == 4 and int(suffix, 16) >= 0
-    assert got == names.pcs_name(dgd_name, budgets)  # deterministic
+    assert got == naming.pcs_name(dgd_name, budgets)  # deterministic
 
 
 def test_fnv1a_suffix_matches_go() -> None:
     # hash/fnv New32a over the bytes; FNV-1a test vectors
-    assert names._fnv1a32(b"") == 0x811C9DC5
-    assert names._fnv1a32(b"a") == 0xE40C292C
-    assert names._fnv1a32(b"foobar") == 0xBF9CF968
+    assert naming._fnv1a32(b"") == 0x811C9DC5
+    assert naming._fnv1a32(b"a") == 0xE40C292C
+    assert naming._fnv1a32(b"foobar") == 0xBF9CF968
 
 
 def test_long_dgd_name_gets_a_truncated_pcs(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from . import names
+from .. import naming
 
 MAIN_CONTAINER: Final = "main"
 SIDECAR_FRONTEND: Final = "sidecar-frontend"
@@ -29,8 +29,6 @@ SHARED_MEMORY_VOLUME: Final = "shared-memory"
 SHARED_MEMORY_PATH: Final = "/dev/shm"
 SHARED_MEMORY_SIZE: Final = "8Gi"
 VLLM_COMPILATION_CACHE_PATH: Final = "/root/.cache/vllm"
-DEFAULT_MAX_SURGE: Final = "25%"
-DEFAULT_MAX_UNAVAILABLE: Final = "25%"
 DEFAULT_INGRESS_HOST_SUFFIX: Final = "local"
 INFERENCE_POOL_GROUP: Final = "inference.networking.k8s.io"
 EPP_CONFIG_KEY: Final = "epp-config-dynamo.yaml"
@@ -39,7 +37,6 @@ EPP_CONFIG_VOLUME: Final = "epp-config"
 
 # GPU Memory Service and failover (docs/reference-behaviour.md, the operator's internal/gms,
 # internal/dra and internal/dynamo/failover*.go at the 1.1 baseline)
-GPU_RESOURCE: Final = "nvidia.com/gpu"
 GMS_CLAIM: Final = "intrapod-shared-gpu"
 GMS_DEVICE_CLASS: Final = "gpu.nvidia.com"
 GMS_DEVICE_REQUEST: Final = "gpus"
@@ -193,21 +190,21 @@ def epp_volumes(config_map: str, key: str) -> list[dict[str, Any]]:
 def type_container(component_type: str, *, dynamo_ns: str, worker_hash: str | None,
                    pool_name: str, pool_namespace: str) -> dict[str, Any]:
     """Per-type defaults of the main container (command, args, ports, probes, env)."""
-    if component_type == "frontend":
+    if component_type == naming.FRONTEND:
         return frontend_container(dynamo_ns)
-    if names.is_worker(component_type):
+    if naming.is_worker(component_type):
         return worker_container(worker_hash)
-    if component_type == "planner":
+    if component_type == naming.PLANNER:
         return planner_container()
-    if component_type == "epp":
+    if component_type == naming.EPP:
         return epp_container(pool_name, pool_namespace)
     return {"command": ["/bin/sh", "-c"], "env": []}
 
 
 def service_port(component_type: str) -> dict[str, Any]:
-    if component_type == "frontend":
+    if component_type == naming.FRONTEND:
         return {"name": "http", "port": FRONTEND_PORT, "targetPort": "http", "protocol": "TCP"}
-    if component_type == "epp":
+    if component_type == naming.EPP:
         return {"name": "grpc", "port": EPP_GRPC_PORT, "targetPort": EPP_GRPC_PORT,
                 "protocol": "TCP", "appProtocol": "http2"}
     return {"name": "system", "port": SYSTEM_PORT, "targetPort": "system", "protocol": "TCP"}

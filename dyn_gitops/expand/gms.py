@@ -22,6 +22,7 @@ import copy
 import re
 from typing import Any
 
+from .. import naming
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
 from . import defaults
@@ -121,7 +122,7 @@ def _apply_claim(pod: Obj, containers: list[Obj], template: str) -> None:
     resources = dict(main.get("resources") or {})
     for side in ("limits", "requests"):
         if side in resources:
-            rest = {k: v for k, v in resources[side].items() if k != defaults.GPU_RESOURCE}
+            rest = {k: v for k, v in resources[side].items() if k != naming.GPU_RESOURCE}
             if rest:
                 resources[side] = rest
             else:
@@ -130,7 +131,7 @@ def _apply_claim(pod: Obj, containers: list[Obj], template: str) -> None:
     main["resources"] = order_keys(resources, ("limits", "requests", "claims"))
     containers[0] = order_keys(main, CONTAINER_ORDER)
     pod["tolerations"] = [*(pod.get("tolerations") or []), {
-        "key": defaults.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+        "key": naming.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
     pod["resourceClaims"] = [*(pod.get("resourceClaims") or []), {
         "name": defaults.GMS_CLAIM, "resourceClaimTemplateName": template}]
 

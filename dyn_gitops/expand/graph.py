@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import keys
+from .. import keys, naming
+from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
-from . import defaults, gms, grove, legacy, lws, multinode, names, objects
+from . import defaults, gms, grove, legacy, lws, multinode, objects
 from .context import ComponentContext, ComponentError
 from .merge import merge_envs, merge_override
-from .podspec import build_pod_spec, detect_backend, dump, pod_labels
+from .podspec import build_pod_spec, detect_backend, pod_labels
 
 Obj = dict[str, Any]
 
@@ -89,7 +90,7 @@ def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, 
     detected: dict[str, str] = {}
     for name, svc in sorted((dgd.spec.services or {}).items()):
         ctype = svc.componentType or ""
-        if not names.is_worker(ctype):
+        if not naming.is_worker(ctype):
             continue
         try:
             found = detect_backend(_effective_command(svc, ctype))
@@ -113,7 +114,7 @@ def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, 
     graph = explicit or (frameworks.pop() if frameworks else None)
     per_service = {}
     for name, svc in (dgd.spec.services or {}).items():
-        if names.is_worker(svc.componentType or ""):
+        if naming.is_worker(svc.componentType or ""):
             per_service[name] = detected.get(name) or explicit or "noop"
         else:
             per_service[name] = "noop"
@@ -137,9 +138,9 @@ def _strategy(annotations: dict[str, str]) -> dict[str, Any]:
 
     return {"type": "RollingUpdate", "rollingUpdate": {
         "maxSurge": int_or_percent(annotations.get(keys.ANN_MAX_SURGE,
-                                                   defaults.DEFAULT_MAX_SURGE)),
+                                                   naming.DEFAULT_ROLLOUT_PERCENT)),
         "maxUnavailable": int_or_percent(annotations.get(keys.ANN_MAX_UNAVAILABLE,
-                                                         defaults.DEFAULT_MAX_UNAVAILABLE)),
+                                                         naming.DEFAULT_ROLLOUT_PERCENT)),
     }}
 
 
@@ -156,8 +157,8 @@ def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> s
     if grove.is_grove(dgd, settings):
         return None
     workers = {n: dump(s) for n, s in (dgd.spec.services or {}).items()
-               if names.is_worker(s.componentType)}
-    return names.worker_hash(workers) if workers else None
+               if naming.is_worker(s.componentType)}
+    return naming.worker_hash(workers) if workers else None
 
 
 def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
@@ -169,25 +170,25 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     namespace = dgd.metadata.namespace or settings.namespace
     services = dgd.spec.services or {}
     meta_ann = dgd.metadata.annotations or {}
-    graph_discovery = meta_ann.get(keys.ANN_DISCOVERY_BACKEND) or settings.discovery_backend
+    graph_discovery = naming.discovery_backend(meta_ann, settings.discovery_backend)
     _, backends = resolve_backends(dgd)
     on_grove = grove.is_grove(dgd, settings)
 
     whash = graph_worker_hash(dgd, settings)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
-    eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == "epp"]
+    eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == naming.EPP]
 
     out: list[Obj] = []
     problems = []
     # DGD-level objects (dynamo-objects.md 5.1)
     if settings.planner_rbac:
-        out.append(objects.service_account(names.PLANNER_SERVICE_ACCOUNT, namespace))
+        out.append(objects.service_account(naming.PLANNER_SERVICE_ACCOUNT, namespace))
         out.append(objects.cluster_role_binding_for_sa(
-            names.PLANNER_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-planner"))
+            naming.PLANNER_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-planner"))
         if eps:
-            out.append(objects.service_account(names.EPP_SERVICE_ACCOUNT, namespace))
+            out.append(objects.service_account(naming.EPP_SERVICE_ACCOUNT, namespace))
             out.append(objects.cluster_role_binding_for_sa(
-                names.EPP_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-epp"))
+                naming.EPP_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-epp"))
     for p in dgd.spec.pvcs or []:
         if p.create and p.name:
             out.append(objects.pvc(p, namespace))
@@ -200,7 +201,7 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     epp_cm: tuple[str, str] | None = None
     for epp_name, epp in eps:
         cfg = epp.eppConfig
-        dyn_ns = names.dynamo_namespace(epp.globalDynamoNamespace, namespace, dgd_name)
+        dyn_ns = naming.dynamo_namespace(epp.globalDynamoNamespace, namespace, dgd_name)
         if cfg is not None and cfg.configMapRef is not None:
             epp_cm = (str(cfg.configMapRef.name),
                       cfg.configMapRef.key or defaults.EPP_CONFIG_KEY)
@@ -239,8 +240,8 @@ def _grove_context(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, n
     return ComponentContext(
         dgd_name=dgd_name, namespace=namespace, service=service, spec=svc,
         component_type=svc.componentType or "",
-        dynamo_ns=names.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
-        name=names.base_name(dgd_name, service), worker_hash=None, backend=backend,
+        dynamo_ns=naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
+        name=naming.base_name(dgd_name, service), worker_hash=None, backend=backend,
         discovery_backend=graph_discovery,
         container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
         annotations=annotations, labels={}, graph_envs=tuple(merge_envs(graph_envs)),
@@ -251,10 +252,10 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
     """What the DGD controller creates around a Grove clique (dynamo-objects.md 7.1)."""
     svc = ctx.spec
     out: list[Obj] = []
-    if ctx.component_type == "frontend" or ctx.k8s_discovery:
+    if ctx.component_type == naming.FRONTEND or ctx.k8s_discovery:
         out.append(grove.component_service(ctx, dgd))
     ingress = svc.ingress
-    if ingress is None and ctx.component_type == "frontend":
+    if ingress is None and ctx.component_type == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
     if ingress is not None:
         out.extend(objects.ingress_objects(ctx, ingress))
@@ -271,19 +272,19 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
                     graph_envs: tuple[Obj, ...], epp_cm: tuple[str, str] | None) -> list[Obj]:
     dgd_name = dgd.metadata.name
     ctype = svc.componentType or ""
-    worker = names.is_worker(ctype)
+    worker = naming.is_worker(ctype)
     svc, env_overrides = legacy.apply(service, svc, ctype,
                                       merge_envs(graph_envs, dump(svc.envs) or []))
     annotations = _component_annotations(dgd, svc)
-    dyn_ns = names.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
-    name = names.component_name(dgd_name, service, whash if worker else None)
+    dyn_ns = naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
+    name = naming.component_name(dgd_name, service, whash if worker else None)
     labels = dict(dgd.spec.labels or {})
     labels.update(svc.labels or {})
     labels.update({keys.LABEL_COMPONENT: service, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns,
                    keys.LABEL_GRAPH_NAME: dgd_name})
     if worker and whash:
         labels[keys.LABEL_WORKER_HASH] = whash
-    discovery = annotations.get(keys.ANN_DISCOVERY_BACKEND) or settings.discovery_backend
+    discovery = naming.discovery_backend(annotations, settings.discovery_backend)
     ctx = ComponentContext(
         dgd_name=dgd_name, namespace=namespace, service=service, spec=svc, component_type=ctype,
         dynamo_ns=dyn_ns, name=name, worker_hash=whash if worker else None, backend=backend,
@@ -294,7 +295,7 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
         env_overrides=tuple(sorted(env_overrides.items())))
 
     if svc.modelRef is not None:
-        labels[keys.LABEL_BASE_MODEL_HASH] = names.model_hash(svc.modelRef.name)
+        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(svc.modelRef.name)
     dep_ann = dict(annotations)
     if svc.extraPodMetadata and svc.extraPodMetadata.annotations:
         dep_ann.update(svc.extraPodMetadata.annotations)
@@ -335,7 +336,7 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
             "spec": deploy_spec,
         })
 
-    if ctype == "frontend" or ctx.k8s_discovery:
+    if ctype == naming.FRONTEND or ctx.k8s_discovery:
         svc_labels = dict(labels)
         if ctx.k8s_discovery:
             svc_labels.update({keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
@@ -343,7 +344,7 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
         out.append(objects.component_service(ctx, svc_labels, dep_ann,
                                              leader_only=is_multinode(svc)))
     ingress = svc.ingress
-    if ingress is None and ctype == "frontend":
+    if ingress is None and ctype == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
     if ingress is not None:
         out.extend(objects.ingress_objects(ctx, ingress))
@@ -360,7 +361,7 @@ def _leader_worker_sets(ctx: ComponentContext, labels: dict[str, str], annotatio
     nodes = node_count(ctx.spec)
     single = build_pod_spec(ctx)
     main = single["containers"][0]
-    if not (main.get("resources") or {}).get("limits", {}).get(multinode.GPU):
+    if not (main.get("resources") or {}).get("limits", {}).get(naming.GPU_RESOURCE):
         raise ComponentError("resources.limits.gpu",
                              "a multinode service needs a GPU limit (its LeaderWorkerSet "
                              "worker template requires one)")

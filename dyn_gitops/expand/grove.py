@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import keys
+from .. import keys, naming
 from ..models.v1alpha1 import DynamoGraphDeployment
 from ..settings import RenderSettings, go_duration
-from . import defaults, lws, multinode, names
+from . import defaults, lws, multinode
 from .context import ComponentContext
 from .objects import meta
 from .podspec import build_pod_spec, discovery_labels
@@ -42,17 +42,6 @@ def is_grove(dgd: DynamoGraphDeployment, settings: RenderSettings) -> bool:
     return settings.grove and ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
 
 
-def name_budgets(dgd: DynamoGraphDeployment) -> dict[str, int]:
-    """Service -> the characters it adds to Grove's combined PCS + group + clique name."""
-    return {n: names.grove_clique_budget(
-                n, s.multinode is not None and s.multinode.nodeCount > 1, s.force_scaling_group)
-            for n, s in (dgd.spec.services or {}).items()}
-
-
-def pcs_name(dgd: DynamoGraphDeployment) -> str:
-    return names.pcs_name(dgd.metadata.name, list(name_budgets(dgd).values()))
-
-
 def kai_queue(dgd: DynamoGraphDeployment) -> str:
     queue = (dgd.metadata.annotations or {}).get(keys.ANN_KAI_QUEUE, "").strip()
     return queue or DEFAULT_KAI_QUEUE
@@ -62,7 +51,7 @@ def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str
     """``generateLabels``: system labels, user labels over them, then the keys a user
     cannot override re-applied (selector and component are not among them upstream)."""
     spec = ctx.spec
-    labels = {keys.LABEL_SELECTOR: names.base_name(ctx.dgd_name, ctx.service),
+    labels = {keys.LABEL_SELECTOR: naming.base_name(ctx.dgd_name, ctx.service),
               keys.LABEL_GRAPH_NAME: ctx.dgd_name, keys.LABEL_COMPONENT: ctx.service,
               keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns}
     if ctx.component_type:
@@ -70,7 +59,7 @@ def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str
     if spec.subComponentType:
         labels[keys.LABEL_SUB_COMPONENT_TYPE] = spec.subComponentType
     if spec.modelRef is not None:
-        labels[keys.LABEL_BASE_MODEL_HASH] = names.model_hash(spec.modelRef.name)
+        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(spec.modelRef.name)
     # Grove reads the DGD's own annotation here, not the component's
     if (dgd.metadata.annotations or {}).get(keys.ANN_ENABLE_METRICS) != "false":
         labels[keys.LABEL_METRICS_ENABLED] = "true"
@@ -147,8 +136,7 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
             _topology(spec))])
 
     addr = multinode.grove_addressing(ctx.service, nodes)
-    leader_name = f"{lsvc}-{multinode.GROVE_LEADER_SUFFIX}"
-    worker_name = f"{lsvc}-{multinode.GROVE_WORKER_SUFFIX}"
+    leader_name, worker_name = naming.clique_names(ctx.service, multinode=True)
     pods = {role: multinode.role_pod(single, role, ctx.backend, nodes, ctx.annotations,
                                      lws.wait_leader_config_map_name(ctx.dgd_name),
                                      ctx.settings.mpi_ssh_secret, addr, require_command=False)
@@ -204,7 +192,8 @@ def pod_clique_set(dgd: DynamoGraphDeployment, namespace: str, settings: RenderS
         spec["updateStrategy"] = {"type": strategy}
     spec["template"] = template
     return {"apiVersion": GROVE_API, "kind": "PodCliqueSet",
-            "metadata": meta(pcs_name(dgd), namespace, dgd.spec.labels, dgd.spec.annotations),
+            "metadata": meta(naming.dgd_pcs_name(dgd), namespace, dgd.spec.labels,
+                             dgd.spec.annotations),
             "spec": spec}
 
 
@@ -217,6 +206,6 @@ def component_service(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Obj:
     selector = {keys.LABEL_COMPONENT_TYPE: ctx.component_type,
                 keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns, keys.LABEL_COMPONENT: ctx.service}
     return {"apiVersion": "v1", "kind": "Service",
-            "metadata": meta(names.normalize(ctx.name), ctx.namespace, labels),
+            "metadata": meta(naming.normalize(ctx.name), ctx.namespace, labels),
             "spec": {"selector": dict(sorted(selector.items())),
                      "ports": [defaults.service_port(ctx.component_type)]}}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import naming
 from ..models.v1alpha1 import ResourceItem, Resources, ServiceSpec
 from ..settings import RenderSettings
 from ..source import json_loads_bounded
@@ -44,7 +45,7 @@ def apply(service: str, svc: ServiceSpec, component_type: str,
     if not isinstance(config, dict):
         raise ComponentError("envs", f"{ENV_NAME} must be a JSON object keyed by service")
     overrides: dict[str, str] = {}
-    if component_type == "frontend":
+    if component_type == naming.FRONTEND:
         entry = config.get(service)
         if not isinstance(entry, dict):
             entry = config.get("frontend")

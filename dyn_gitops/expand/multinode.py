@@ -13,16 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import keys
+from .. import keys, naming
 from .context import ComponentError
 
 Obj = dict[str, Any]
 
 LEADER = "leader"
 WORKER = "worker"
-GPU = "nvidia.com/gpu"
-GROVE_LEADER_SUFFIX = "ldr"
-GROVE_WORKER_SUFFIX = "wkr"
 
 DIST_INIT_PORT = 29500
 RAY_PORT = 6379
@@ -67,9 +64,10 @@ def lws_addressing(nodes: int) -> Addressing:
 def grove_addressing(service: str, nodes: int) -> Addressing:
     """Grove pods are ``<pcsg>-<pcsg index>-<clique>-<pod index>`` under the PCS replica's
     headless Service; the worker clique's pod index starts at 0, so rank = index + 1."""
-    base = f"$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-{service.lower()}"
-    leader = f"{base}-{GROVE_LEADER_SUFFIX}-0.$(GROVE_HEADLESS_SERVICE)"
-    workers = tuple(f"{base}-{GROVE_WORKER_SUFFIX}-{i}.$(GROVE_HEADLESS_SERVICE)"
+    base = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)"
+    leader_clique, worker_clique = naming.clique_names(service, multinode=True)
+    leader = f"{base}-{leader_clique}-0.$(GROVE_HEADLESS_SERVICE)"
+    workers = tuple(f"{base}-{worker_clique}-{i}.$(GROVE_HEADLESS_SERVICE)"
                     for i in range(nodes - 1))
     return Addressing(leader_host=leader, worker_rank="$((GROVE_PCLQ_POD_INDEX + 1))",
                       rank_needs_shell=True, mpi_hosts=(leader, *workers), dns_wait=False)
@@ -163,7 +161,7 @@ def gpu_count(c: Obj, sides: tuple[str, ...] = ("limits", "requests")) -> int:
     integer (vLLM reads the limit, TRT-LLM's ``getGPUsPerNode`` the request first)."""
     res = c.get("resources") or {}
     for side in sides:
-        value = str((res.get(side) or {}).get(GPU, ""))
+        value = str((res.get(side) or {}).get(naming.GPU_RESOURCE, ""))
         if _GO_INT.match(value):
             return int(value)
     return 0

@@ -6,9 +6,9 @@ from typing import Any
 
 import yaml
 
-from .. import keys
+from .. import keys, naming
 from ..models.v1alpha1 import PVC, Ingress
-from . import defaults, names
+from . import defaults
 from .context import ComponentContext
 
 Obj = dict[str, Any]
@@ -49,7 +49,7 @@ def cluster_role_binding_for_sa(sa: str, namespace: str, cluster_role: str) -> O
 
 
 def discovery_rbac(dgd_name: str, namespace: str) -> list[Obj]:
-    sa = names.discovery_service_account(dgd_name)
+    sa = naming.discovery_service_account(dgd_name)
     role, binding = f"{sa}-role", f"{sa}-binding"
     labels = {keys.LABEL_GRAPH_NAME: dgd_name}
     return [
@@ -92,7 +92,7 @@ def component_service(ctx: ComponentContext, labels: dict[str, str],
         selector[keys.LABEL_ROLE] = "leader"
     return {
         "apiVersion": "v1", "kind": "Service",
-        "metadata": meta(names.normalize(ctx.name), ctx.namespace, labels, annotations),
+        "metadata": meta(naming.normalize(ctx.name), ctx.namespace, labels, annotations),
         "spec": {"selector": dict(sorted(selector.items())),
                  "ports": [defaults.service_port(ctx.component_type)]},
     }
@@ -116,7 +116,7 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
         return []
     host = (f"{ingress.hostPrefix or ''}{ingress.host or ''}."
             f"{ingress.hostSuffix or defaults.DEFAULT_INGRESS_HOST_SUFFIX}")
-    backend = names.normalize(ctx.name)
+    backend = naming.normalize(ctx.name)
     out: list[Obj] = []
     if ingress.ingressControllerClassName:
         spec: dict[str, Any] = {
@@ -145,10 +145,10 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
 
 
 def model_service(model_name: str, namespace: str) -> Obj:
-    h = names.model_hash(model_name)
+    h = naming.model_hash(model_name)
     return {
         "apiVersion": "v1", "kind": "Service",
-        "metadata": meta(names.model_service_name(model_name), namespace,
+        "metadata": meta(naming.model_service_name(model_name), namespace,
                          {keys.LABEL_BASE_MODEL_HASH: h,
                           keys.LABEL_MANAGED_BY_DYNAMO: "dynamo-operator"},
                          {keys.ANN_BASE_MODEL: model_name}),
@@ -162,7 +162,7 @@ def model_service(model_name: str, namespace: str) -> Obj:
 def scaling_adapter(dgd_name: str, namespace: str, service: str, replicas: int | None) -> Obj:
     return {
         "apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeploymentScalingAdapter",
-        "metadata": meta(names.base_name(dgd_name, service), namespace,
+        "metadata": meta(naming.base_name(dgd_name, service), namespace,
                          {keys.LABEL_GRAPH_NAME: dgd_name, keys.LABEL_COMPONENT: service}),
         "spec": {"replicas": 1 if replicas is None else replicas,
                  "dgdRef": {"name": dgd_name, "serviceName": service}},
@@ -180,7 +180,7 @@ def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str
     text = yaml.dump(body, Dumper=Dumper, sort_keys=True, default_flow_style=False)
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": meta(names.epp_configmap_name(dgd_name), namespace, _epp_labels(
+        "metadata": meta(naming.epp_configmap_name(dgd_name), namespace, _epp_labels(
             dgd_name, service)),
         "data": {defaults.EPP_CONFIG_KEY: text},
     }
@@ -188,20 +188,20 @@ def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str
 
 def _epp_labels(dgd_name: str, service: str) -> dict[str, str]:
     return {keys.LABEL_GRAPH_NAME: dgd_name, keys.LABEL_COMPONENT: service,
-            keys.LABEL_COMPONENT_TYPE: "epp"}
+            keys.LABEL_COMPONENT_TYPE: naming.EPP}
 
 
 def inference_pool(dgd_name: str, namespace: str, service: str, dynamo_ns: str) -> Obj:
     return {
         "apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
-        "metadata": meta(names.inference_pool_name(dgd_name), namespace,
+        "metadata": meta(naming.inference_pool_name(dgd_name), namespace,
                          _epp_labels(dgd_name, service)),
         "spec": {
             "targetPorts": [{"number": defaults.FRONTEND_PORT}],
-            "selector": {"matchLabels": {keys.LABEL_COMPONENT_TYPE: "worker",
+            "selector": {"matchLabels": {keys.LABEL_COMPONENT_TYPE: naming.WORKER,
                                          keys.LABEL_DYNAMO_NAMESPACE: dynamo_ns}},
             "endpointPickerRef": {"kind": "Service",
-                                  "name": names.base_name(dgd_name, service),
+                                  "name": naming.base_name(dgd_name, service),
                                   "port": {"number": defaults.EPP_GRPC_PORT}},
         },
     }

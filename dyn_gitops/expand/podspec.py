@@ -13,9 +13,10 @@ import copy
 import re
 from typing import Any
 
-from .. import keys
+from .. import keys, naming
 from ..errors import NotSupportedError
-from . import defaults, gms, names
+from ..models.dump import dump
+from . import defaults, gms
 from .context import ComponentContext, ComponentError
 from .merge import (
     CONTAINER_ORDER,
@@ -28,15 +29,6 @@ from .merge import (
 )
 
 _BACKEND_RE = re.compile(r"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.(vllm|sglang|trtllm)[^|&;]*")
-
-
-def dump(model: Any) -> Any:
-    """A model (or list of models) as plain JSON-shaped data, unset fields left out."""
-    if model is None:
-        return None
-    if isinstance(model, list):
-        return [dump(m) for m in model]
-    return model.model_dump(exclude_none=True)
 
 
 def detect_backend(container: dict[str, Any]) -> str | None:
@@ -69,7 +61,7 @@ def _resources(ctx: ComponentContext, base: dict[str, Any]) -> dict[str, Any]:
         if item.memory is not None:
             values["memory"] = item.memory
         if item.gpu is not None:
-            values[item.gpuType or "nvidia.com/gpu"] = item.gpu
+            values[item.gpuType or naming.GPU_RESOURCE] = item.gpu
         for key, qty in (item.custom or {}).items():
             values[key] = qty
         if values:  # top-level fields beat mainContainer ones, key by key
@@ -99,7 +91,7 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     spec = ctx.spec
     base = defaults.type_container(
         ctx.component_type, dynamo_ns=ctx.dynamo_ns, worker_hash=ctx.worker_hash,
-        pool_name=names.inference_pool_name(ctx.dgd_name), pool_namespace=ctx.namespace)
+        pool_name=naming.inference_pool_name(ctx.dgd_name), pool_namespace=ctx.namespace)
     base_env = merge_envs(
         defaults.common_env(dynamo_ns=ctx.dynamo_ns, component_type=ctx.component_type,
                             dgd_name=ctx.dgd_name, dgd_namespace=ctx.namespace,
@@ -191,7 +183,7 @@ def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | No
         return None
     base = defaults.frontend_container(ctx.dynamo_ns)
     env = merge_envs(
-        defaults.common_env(dynamo_ns=ctx.dynamo_ns, component_type="frontend",
+        defaults.common_env(dynamo_ns=ctx.dynamo_ns, component_type=naming.FRONTEND,
                             dgd_name=ctx.dgd_name, dgd_namespace=ctx.namespace,
                             discovery_backend=ctx.discovery_backend,
                             container_discovery=ctx.container_discovery,
@@ -227,9 +219,9 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
         "restartPolicy": "Always",
         "terminationGracePeriodSeconds": defaults.TERMINATION_GRACE_SECONDS,
     }
-    if ctx.component_type == "epp":
+    if ctx.component_type == naming.EPP:
         pod["terminationGracePeriodSeconds"] = defaults.EPP_TERMINATION_GRACE_SECONDS
-        cm, key = ctx.epp_config_map or (names.epp_configmap_name(ctx.dgd_name),
+        cm, key = ctx.epp_config_map or (naming.epp_configmap_name(ctx.dgd_name),
                                          defaults.EPP_CONFIG_KEY)
         pod["volumes"] = defaults.epp_volumes(cm, key)
     user_security = "securityContext" in user_pod
@@ -239,14 +231,14 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     # service account precedence (dynamo-objects.md 5.4): the DCD forces the planner's;
     # Grove has no DCD, so the user's wins there, and nothing falls back to "default"
     sa: str | None
-    if ctx.component_type == "planner" and not (ctx.grove and user_sa):
-        sa = names.PLANNER_SERVICE_ACCOUNT
+    if ctx.component_type == naming.PLANNER and not (ctx.grove and user_sa):
+        sa = naming.PLANNER_SERVICE_ACCOUNT
     elif user_sa:
         sa = user_sa
-    elif ctx.component_type == "epp":
-        sa = names.EPP_SERVICE_ACCOUNT
+    elif ctx.component_type == naming.EPP:
+        sa = naming.EPP_SERVICE_ACCOUNT
     elif ctx.k8s_discovery:
-        sa = names.discovery_service_account(ctx.dgd_name)
+        sa = naming.discovery_service_account(ctx.dgd_name)
     else:
         sa = None if ctx.grove else "default"
     if sa is not None:

@@ -17,13 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .. import naming
 from . import v1alpha1, v1beta1
 
 Loc = tuple[str | int, ...]
 MAIN = "main"
-GPU_KEY = "nvidia.com/gpu"
 PRESERVED_ALPHA_ANNOTATION = "nvidia.com/dgd-spec"
-_SPLIT_TYPES = ("prefill", "decode")
+_SPLIT_TYPES = (naming.PREFILL, naming.DECODE)
 
 # v1alpha1 service field -> where the same thing lives in a v1beta1 component
 _FIELD_HOME: dict[str, Loc] = {
@@ -55,7 +55,7 @@ def _resources(res: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, An
         for key, qty in values.items():
             if key in ("cpu", "memory"):
                 item[key] = qty
-            elif key == GPU_KEY:
+            elif key == naming.GPU_RESOURCE:
                 item["gpu"] = qty
             else:
                 item.setdefault("custom", {})[key] = qty
@@ -148,7 +148,7 @@ def _service(c: v1beta1.Component, loc: Loc) -> dict[str, Any]:
 
     svc: dict[str, Any] = {}
     if c.type in _SPLIT_TYPES:
-        svc["componentType"], svc["subComponentType"] = "worker", c.type
+        svc["componentType"], svc["subComponentType"] = naming.WORKER, c.type
     elif c.type:
         svc["componentType"] = c.type
     if c.globalDynamoNamespace:

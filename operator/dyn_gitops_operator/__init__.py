@@ -10,7 +10,6 @@ annotation, the namespace-scope lease and the leader-election lease.
 from __future__ import annotations
 
 from dyn_gitops import __version__
-
-FIELD_MANAGER = "dyn-gitops-controller"
+from dyn_gitops.keys import CONTROLLER_FIELD_MANAGER as FIELD_MANAGER
 
 __all__ = ["FIELD_MANAGER", "__version__"]

@@ -15,9 +15,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from dyn_gitops import keys
-from dyn_gitops.expand import names
-from dyn_gitops.expand.podspec import dump
+from dyn_gitops import keys, naming
+from dyn_gitops.models.dump import dump
 from dyn_gitops.models.v1alpha1 import ServiceSpec
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.grove import GroveChildren
@@ -39,7 +38,7 @@ class Service:
 
     @property
     def worker(self) -> bool:
-        return names.is_worker(self.component_type)
+        return naming.is_worker(self.component_type)
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,7 @@ class Graph:
         if svc is not None and svc.worker:
             return self.generations(service)[0]
         plain = [d for d in self.deployments_of(service) if not o.worker_hash(d)]
-        wanted = names.component_name(self.name, service, None)
+        wanted = naming.component_name(self.name, service, None)
         return next((d for d in plain if o.name(d) == wanted), plain[0] if plain else None)
 
     def desired_replicas(self, service: str, current: Obj | None) -> int:
@@ -155,14 +154,14 @@ def compute_worker_hash(dgd: Obj) -> str | None:
     try:
         for svc_name, raw in services.items():
             spec = ServiceSpec.model_validate(raw)
-            if names.is_worker(spec.componentType):
+            if naming.is_worker(spec.componentType):
                 workers[svc_name] = dump(spec)
     except ValidationError as exc:
         log.warning("cannot compute the worker hash, using the newest generation",
                     extra={"object": f"{o.meta(dgd).get('namespace')}/{o.name(dgd)}",
                            "error": str(exc).splitlines()[0]})
         return None
-    return names.worker_hash(workers) if workers else None
+    return naming.worker_hash(workers) if workers else None
 
 
 def parse_services(dgd: Obj) -> dict[str, Service]:

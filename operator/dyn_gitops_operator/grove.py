@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dyn_gitops import keys
-from dyn_gitops.expand.multinode import GROVE_LEADER_SUFFIX, GROVE_WORKER_SUFFIX
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.kube import PCSGS, PODCLIQUES, PODCLIQUESETS, Resource
@@ -163,14 +162,6 @@ def scale_patch(c: Component, replicas: int) -> Obj:
 
 
 # ------------------------------------------------------------------ restarts (the PCS)
-def clique_names(service: str, multinode: bool) -> list[str]:
-    """The PCS cliques a service renders to: ``<svc>`` or ``<svc>-ldr`` + ``<svc>-wkr``."""
-    lsvc = service.lower()
-    if multinode:
-        return [f"{lsvc}-{GROVE_LEADER_SUFFIX}", f"{lsvc}-{GROVE_WORKER_SUFFIX}"]
-    return [lsvc]
-
-
 def _cliques_fields(entry: Obj) -> Obj | None:
     """``f:spec.f:template.f:cliques`` of one managedFields entry (None: not there)."""
     node: Any = entry.get("fieldsV1") or {}
@@ -251,7 +242,7 @@ def restart_apply(pcs: Obj, values: dict[str, str]) -> Obj:
     return body
 
 
-__all__ = ["Component", "GroveChildren", "child_keys", "clique_names", "cliques_map_list",
+__all__ = ["Component", "GroveChildren", "child_keys", "cliques_map_list",
            "component_name", "desired", "owned_restart_cliques", "pcs_name", "pcs_observed",
            "readiness", "restart_apply", "restart_values", "scale_patch", "service_status",
            "trim"]

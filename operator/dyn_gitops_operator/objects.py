@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dyn_gitops import keys
+from dyn_gitops import keys, naming
 from dyn_gitops_operator import FIELD_MANAGER
 
 Obj = dict[str, Any]
@@ -223,15 +223,15 @@ class Budget:
 def _scaled(value: Any, total: int, round_up: bool) -> int:
     """intstr semantics: an int, or a percentage of ``total`` (surge up, unavailable down)."""
     if value is None:
-        value = "25%"
+        value = naming.DEFAULT_ROLLOUT_PERCENT
     if isinstance(value, int):
         return max(0, value)
     text = str(value).strip()
     if text.endswith("%"):
         try:
             pct = float(text[:-1])
-        except ValueError:
-            pct = 25.0
+        except ValueError:  # unparsable: the default, as for an unset value
+            return _scaled(None, total, round_up)
         exact = pct * total / 100
         return max(0, math.ceil(exact) if round_up else math.floor(exact))
     try:

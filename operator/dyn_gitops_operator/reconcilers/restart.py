@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from dyn_gitops import naming
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.errors import NotFoundError
@@ -107,7 +108,7 @@ class RestartReconciler:
             return
         owned = grove.owned_restart_cliques(pcs)
         known = {c for s, svc in graph.services.items()
-                 for c in grove.clique_names(s, svc.multinode)}
+                 for c in naming.clique_names(s, svc.multinode)}
         if not owned - known:
             return
         live = grove.restart_values(pcs)
@@ -132,7 +133,7 @@ class RestartReconciler:
             return
         live = grove.restart_values(pcs)
         owned = grove.owned_restart_cliques(pcs)
-        services = {s: [c for c in grove.clique_names(s, svc.multinode) if c in live]
+        services = {s: [c for c in naming.clique_names(s, svc.multinode) if c in live]
                     for s, svc in graph.services.items()}
         known = {c for cs in services.values() for c in cs}
         # what we keep (an apply drops the fields it leaves out), then the new stamps

@@ -8,7 +8,7 @@ and the Argo CD health check read them. Written only when something changed.
 
 from __future__ import annotations
 
-from dyn_gitops.expand import names
+from dyn_gitops import naming
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
@@ -43,7 +43,7 @@ def lws_readiness(graph: Graph, service: str) -> list[str]:
         if not ok:
             out.append(f"{o.name(lws)}: {why}")
     if len(sets) < want:
-        prefix = names.component_name(graph.name, service, graph.worker_hash
+        prefix = naming.component_name(graph.name, service, graph.worker_hash
                                       if graph.services[service].worker else None)
         out.append(f"{prefix}: {len(sets)}/{want} LeaderWorkerSets found")
     return out
@@ -98,7 +98,7 @@ def readiness(graph: Graph, plan: Plan) -> tuple[list[str], list[str]]:
         dep = graph.current_deployment(service)
         if dep is None:
             svc = graph.services[service]
-            wanted = names.component_name(graph.name, service,
+            wanted = naming.component_name(graph.name, service,
                                           graph.worker_hash if svc.worker else None)
             not_ready.append(f"{wanted}: Deployment not found")
             continue

@@ -1,12 +1,42 @@
-"""Derived names and values (``spec/dynamo-objects.md`` section 3)."""
+"""Names, component types and shared constants of the rendered objects
+(``spec/dynamo-objects.md`` section 3), defined once for every layer.
+
+This module sits below ``expand/``: validation, the expansion and the companion
+controller all read names and constants from here (labels and annotations are in
+:mod:`dyn_gitops.keys`). It imports nothing of the project but the models' types.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
-WORKER_TYPES = frozenset({"worker", "prefill", "decode"})
+from . import keys
+
+if TYPE_CHECKING:
+    from .models.v1alpha1 import DynamoGraphDeployment
+
+# ------------------------------------------------------------------- component types
+FRONTEND: Final = "frontend"
+PLANNER: Final = "planner"
+WORKER: Final = "worker"
+PREFILL: Final = "prefill"
+DECODE: Final = "decode"
+EPP: Final = "epp"
+WORKER_TYPES = frozenset({WORKER, PREFILL, DECODE})
+
+# ------------------------------------------------------------------- resources, rollout
+#: the GPU resource key of a container's limits/requests (and a service's default gpuType)
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+#: a Deployment's default maxSurge / maxUnavailable (Kubernetes' own default)
+DEFAULT_ROLLOUT_PERCENT: Final = "25%"
+
+# ------------------------------------------------------------------- Grove cliques
+#: multinode cliques of a Grove PodCliqueSet: ``<svc>-ldr`` and ``<svc>-wkr``
+GROVE_LEADER_SUFFIX: Final = "ldr"
+GROVE_WORKER_SUFFIX: Final = "wkr"
 GLOBAL_DYNAMO_NAMESPACE = "dynamo"
 PLANNER_SERVICE_ACCOUNT = "planner-serviceaccount"
 EPP_SERVICE_ACCOUNT = "epp-serviceaccount"
@@ -18,6 +48,13 @@ GROVE_UPDATE_STRATEGIES = ("RollingRecreate", "OnDelete")
 
 def is_worker(component_type: str | None) -> bool:
     return component_type in WORKER_TYPES
+
+
+def discovery_backend(annotations: Mapping[str, str] | None, default: str) -> str:
+    """The effective discovery backend: the ``nvidia.com/dynamo-discovery-backend``
+    annotation (of the DGD, or of the service where the operator reads it there), else the
+    ``discovery-backend`` setting."""
+    return (annotations or {}).get(keys.ANN_DISCOVERY_BACKEND) or default
 
 
 def normalize(name: str) -> str:
@@ -39,13 +76,34 @@ def component_name(dgd_name: str, service: str, worker_hash: str | None) -> str:
     return f"{base}-{worker_hash}" if worker_hash else base
 
 
+def clique_names(service: str, multinode: bool) -> list[str]:
+    """The PodCliqueSet cliques a service renders to: ``<svc>``, or for a multinode service
+    its leader and worker cliques ``<svc>-ldr`` and ``<svc>-wkr``."""
+    lsvc = service.lower()
+    if multinode:
+        return [f"{lsvc}-{GROVE_LEADER_SUFFIX}", f"{lsvc}-{GROVE_WORKER_SUFFIX}"]
+    return [lsvc]
+
+
 def grove_clique_budget(service: str, multinode: bool, scaling_group: bool = False) -> int:
     """Characters one service adds to Grove's combined name: its clique name, or in a
     scaling group (multinode, or forced) the group's name plus its longest clique name."""
     lsvc = service.lower()
     if multinode:
-        return len(lsvc) + len(f"{lsvc}-ldr")
+        return len(lsvc) + max(len(c) for c in clique_names(service, multinode=True))
     return 2 * len(lsvc) if scaling_group else len(lsvc)
+
+
+def grove_name_budgets(dgd: DynamoGraphDeployment) -> dict[str, int]:
+    """Service -> the characters it adds to Grove's combined PCS + group + clique name."""
+    return {n: grove_clique_budget(
+                n, s.multinode is not None and s.multinode.nodeCount > 1, s.force_scaling_group)
+            for n, s in (dgd.spec.services or {}).items()}
+
+
+def dgd_pcs_name(dgd: DynamoGraphDeployment) -> str:
+    """The PodCliqueSet name of a DGD on the Grove path."""
+    return pcs_name(dgd.metadata.name, list(grove_name_budgets(dgd).values()))
 
 
 def _fnv1a32(data: bytes) -> int:
