@@ -1,7 +1,9 @@
-"""Problems a person can act on, and the exit codes of the CLI.
+"""Problems a person can act on, the render side's errors, and the exit codes of the CLI.
 
 A :class:`Problem` is one finding (file, line, object, field, message); a
-:class:`RenderError` carries every problem found in one run.
+:class:`RenderError` carries every problem found in one run. Every error the render side
+raises on purpose derives from :class:`DynGitopsError` and names its exit code, so each
+entry point (CLI, Argo CD plugin, KRM function, post-renderer) ends the same way.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import ClassVar
 
 from .display import printable
 
@@ -42,15 +45,47 @@ class Problem:
         return printable(": ".join(parts))
 
 
-class RenderError(Exception):
+class DynGitopsError(Exception):
+    """Root of the render side's errors: the exit code it ends a run with, and the lines
+    a person reads (already free of secrets)."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.INVALID_INPUT
+
+    def lines(self) -> list[str]:
+        return [f"dyn-gitops: {self}"]
+
+
+class UsageError(DynGitopsError):
+    """The run cannot start as asked: a setting, a path, a revision, an option (exit 2)."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str = "", problems: Iterable[str] = ()) -> None:
+        self.problems: list[str] = list(problems) or [message]
+        super().__init__(message or "; ".join(self.problems))
+
+    def lines(self) -> list[str]:
+        return [f"dyn-gitops: {p}" for p in self.problems]
+
+
+class RenderError(DynGitopsError):
     """Raised with every problem found; the CLI prints them and exits 1."""
 
-    def __init__(self, problems: Iterable[Problem]) -> None:
+    exit_code = ExitCode.INVALID_INPUT
+
+    def __init__(self, problems: Iterable[Problem], summary: str | None = None) -> None:
         self.problems: list[Problem] = sorted(set(problems))
+        #: the closing line instead of "N problems found; <what>" (None: that one)
+        self.summary = summary
         super().__init__("\n".join(str(p) for p in self.problems))
 
+    def lines(self, what: str = "nothing rendered") -> list[str]:
+        n = len(self.problems)
+        closing = self.summary or f"{n} problem{'s' if n != 1 else ''} found; {what}"
+        return [str(p) for p in self.problems] + [f"dyn-gitops: {closing}"]
 
-class NotSupportedError(Exception):
+
+class NotSupportedError(DynGitopsError):
     """A feature the renderer knows about but does not render yet (multinode, Grove, ...)."""
 
 
