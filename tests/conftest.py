@@ -68,15 +68,11 @@ def cli() -> Any:
 
 def render_objects(path: str | Path, **settings: Any) -> list[dict[str, Any]]:
     """Render in-process and return the objects (raises RenderError on bad input)."""
-    from dyn_gitops import settings as settings_mod
-    from dyn_gitops.pipeline import render
-    from dyn_gitops.source import read_path
+    from dyn_gitops import context
 
     flags = {k.replace("_", "-"): v for k, v in settings.items()}
-    pre = settings_mod.resolve(flags=flags)
-    src = read_path(str(path), max_file_bytes=pre.settings.max_file_bytes)
-    resolved = settings_mod.resolve(file_values=src.settings_file, flags=flags)
-    return render(src, resolved.settings).objects
+    ctx = context.open_path(str(path), runner=context.Runner(flags=flags))
+    return context.render(ctx).objects
 
 
 # ---------------------------------------------------------------------------- real Kubernetes

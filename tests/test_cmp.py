@@ -363,7 +363,7 @@ def test_cli_start_up_imports_no_renderer() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     loaded = eval(out)
-    assert "dyn_gitops.cmp" in loaded
+    assert "dyn_gitops.cli.cmp" in loaded
     assert not [m for m in loaded if m.startswith(("pydantic", "dyn_gitops.argocd",
                                                    "dyn_gitops.pipeline"))]
 

@@ -187,10 +187,11 @@ def test_objects_match_by_group_kind_namespace_and_name() -> None:
 
 
 def test_markdown_stays_under_the_comment_limit(repo: Repo) -> None:
+    from dyn_gitops.context import Runner
     from dyn_gitops.workflows import report
     from dyn_gitops.workflows.diff import diff as run_diff
 
-    result = run_diff(str(repo.path), "base", "head", "deploy", env={}, flags={})
+    result = run_diff(str(repo.path), "base", "head", "deploy", runner=Runner())
     full = report.markdown(result)
     short = report.markdown(result, limit=4000)
     assert len(short) <= 4000 < len(full)

@@ -14,25 +14,30 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .. import keys
-from ..cli import load, run_render, write_stdout
+from .. import context, keys
 from ..display import printable
 from ..emit import render_text, size_problem
-from ..errors import ExitCode
+from ..errors import DynGitopsError, ExitCode, RenderError
 from ..settings import Resolved, SettingsError, resolve
+from ..stdio import write_stdout
 from . import apicheck, cmpenv
+
+_WHAT = "nothing rendered"
 
 
 def _err(line: str) -> None:
     sys.stderr.write(printable(line) + "\n")
 
 
-def with_destination_namespace(resolved: Resolved, namespace: str) -> Resolved:
+def with_destination_namespace(ctx: context.RenderContext,
+                               namespace: str) -> context.RenderContext:
     """The destination namespace replaces the registry default, nothing set explicitly."""
+    resolved = ctx.resolved
     if not namespace or resolved.origins.get("namespace") != "default":
-        return resolved
-    return Resolved(dataclasses.replace(resolved.settings, namespace=namespace),
-                    {**resolved.origins, "namespace": "ARGOCD_APP_NAMESPACE"})
+        return ctx
+    return dataclasses.replace(ctx, resolved=Resolved(
+        dataclasses.replace(resolved.settings, namespace=namespace),
+        {**resolved.origins, "namespace": "ARGOCD_APP_NAMESPACE"}))
 
 
 def stamp_source_root(objects: list[dict[str, Any]], source_path: str) -> None:
@@ -64,15 +69,20 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
         for problem in exc.problems + _settings_problems(environ):
             _err(f"dyn-gitops: {problem}")
         return int(ExitCode.USAGE)
+    runner = context.Runner(env=inputs.settings_env, env_prefixes=cmpenv.ENV_PREFIXES,
+                            parameters=inputs.parameters)
     try:
-        src, resolved = load(".", None, {}, env=inputs.settings_env,
-                             env_prefixes=cmpenv.ENV_PREFIXES, parameters=inputs.parameters)
-        resolved = with_destination_namespace(resolved, inputs.namespace)
-        if inputs.revision and src.commit is None:
-            src.commit = inputs.revision  # provenance: dyn-gitops.io/source-commit
-        result = run_render(src, resolved)
-    except SystemExit as exc:  # load/run_render have printed every problem
-        return exc.code if isinstance(exc.code, int) else int(ExitCode.INTERNAL)
+        ctx = with_destination_namespace(context.open_path(".", runner=runner),
+                                         inputs.namespace)
+        if inputs.revision and ctx.source.commit is None:
+            ctx.source.commit = inputs.revision  # provenance: dyn-gitops.io/source-commit
+        result = context.render(ctx)
+    except DynGitopsError as exc:
+        for line in exc.lines(_WHAT) if isinstance(exc, RenderError) else exc.lines():
+            _err(line)
+        return int(exc.exit_code)
+    for warning in result.warnings:  # rendered anyway, as the operator would
+        _err(f"{warning} (warning)")
     objects = result.objects
     if inputs.source_path:
         stamp_source_root(objects, inputs.source_path)
@@ -85,7 +95,7 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
         _err(f"dyn-gitops: {n} problem{'s' if n != 1 else ''} with the destination cluster; "
              "nothing rendered")
         return int(ExitCode.INVALID_INPUT)
-    settings = resolved.settings
+    settings = ctx.settings
     text = render_text(objects, settings.output_format)
     if not text.strip() and not settings.allow_empty:  # the pipeline refuses it too
         _err("dyn-gitops: the output is empty; refusing (set allow-empty to permit it)")
@@ -98,8 +108,10 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
         return int(ExitCode.INVALID_INPUT)
     try:
         write_stdout(text)
-    except SystemExit as exc:  # stdout refused the output; write_stdout said so
-        return exc.code if isinstance(exc.code, int) else int(ExitCode.INTERNAL)
+    except DynGitopsError as exc:  # stdout refused the output
+        for line in exc.lines():
+            _err(line)
+        return int(exc.exit_code)
     ms = (time.perf_counter() - started) * 1000
     graphs = f"{result.graphs} DynamoGraphDeployment{'s' if result.graphs != 1 else ''}"
     _err(f"dyn-gitops: {len(objects)} objects from {graphs} in {ms:.0f} ms ({how}); "

@@ -12,17 +12,14 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .. import keys
+from .. import context, keys
+from ..context import Runner
 from ..display import redact_tree
 from ..errors import RenderError
 from ..finalize import sort_key
-from ..pipeline import render
-from ..settings import ENV_PREFIX, resolve
-from ..source import read_git
 
 Obj = dict[str, Any]
 ObjKey = tuple[str, str, str, str]  # group, kind, namespace, name
@@ -91,28 +88,26 @@ class RevisionError(Exception):
 
 
 # ---------------------------------------------------------------------------- rendering
-def render_revision(repo_path: str, rev: str, subpath: str, *, env: Mapping[str, str],
-                    flags: Mapping[str, Any]) -> tuple[str, list[Obj]]:
+def render_revision(repo_path: str, rev: str, subpath: str, *,
+                    runner: Runner) -> tuple[str, list[Obj]]:
     """(commit, objects) of ``subpath`` at ``rev``; a path missing there renders to nothing.
 
     Each revision uses its own ``dyn-gitops.yaml``, under the same environment and flags.
     """
-    pre = resolve(env=env, env_prefixes=(ENV_PREFIX,), flags=flags)
     try:
-        src = read_git(repo_path, rev, subpath, max_file_bytes=pre.settings.max_file_bytes)
-    except FileNotFoundError:
+        ctx = context.open_path(subpath or ".", rev, runner=runner, repo=repo_path)
+    except context.PathNotFound:
         commit, found = _lookup(repo_path, rev, subpath)
         if found:
             raise
         return commit, []  # an app that is new (or deleted) in this revision
-    resolved = resolve(file_values=src.settings_file, env=env, env_prefixes=(ENV_PREFIX,),
-                       flags=flags)
-    commit = src.commit or ""
+    except RenderError as exc:  # its dyn-gitops.yaml is unusable
+        raise RevisionError(rev, "does not render", exc.problems) from None
+    commit = ctx.source.commit or ""
     # no commit stamp: it would differ on every object; empty is a state like any other
-    src = dataclasses.replace(src, commit=None)
-    settings = dataclasses.replace(resolved.settings, allow_empty=True)
+    ctx = dataclasses.replace(ctx, source=dataclasses.replace(ctx.source, commit=None))
     try:
-        return commit, render(src, settings).objects
+        return commit, context.render(ctx.with_settings(allow_empty=True)).objects
     except RenderError as exc:
         raise RevisionError(rev, "does not render", exc.problems) from None
 
@@ -240,13 +235,12 @@ def compare(base: list[Obj], head: list[Obj]) -> tuple[list[ObjectChange], int]:
     return changes, unchanged
 
 
-def diff(repo_path: str, base: str, head: str, subpath: str, *, env: Mapping[str, str],
-         flags: Mapping[str, Any]) -> DiffResult:
+def diff(repo_path: str, base: str, head: str, subpath: str, *, runner: Runner) -> DiffResult:
     if subpath and not any(_lookup(repo_path, rev, subpath)[1] for rev in (base, head)):
-        raise FileNotFoundError(f"{subpath}: in neither {base} nor {head}; nothing to compare "
+        raise context.PathNotFound(f"{subpath}: in neither {base} nor {head}; nothing to compare "
                                 "(a path added or removed is fine, but it must exist in one)")
-    base_commit, before = render_revision(repo_path, base, subpath, env=env, flags=flags)
-    head_commit, after = render_revision(repo_path, head, subpath, env=env, flags=flags)
+    base_commit, before = render_revision(repo_path, base, subpath, runner=runner)
+    head_commit, after = render_revision(repo_path, head, subpath, runner=runner)
     changes, unchanged = compare(before, after)
     return DiffResult(Side(base, base_commit, len(before)), Side(head, head_commit, len(after)),
                       subpath or ".", changes, unchanged)

@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import context
+from ..context import Runner
 from ..display import printable
 from ..emit import size_problem, to_yaml
-from ..errors import Problem, RenderError
-from ..pipeline import render
-from ..settings import ENV_PREFIX, RenderSettings, SettingsError, resolve
+from ..errors import Problem, RenderError, UsageError
+from ..settings import RenderSettings, SettingsError
 from ..source import Source, SourceFile, parse_documents
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
@@ -158,19 +159,20 @@ def _result(problem: Problem, docs: list[_Doc]) -> Obj:
     return result
 
 
-def run(rl: Obj, *, env: Mapping[str, str], flags: Mapping[str, Any]) -> Outcome:
+def run(rl: Obj, *, runner: Runner) -> Outcome:
     """Expand the DGDs among ``rl['items']``; never raises for bad input."""
     items: list[Obj] = rl["items"]
-    try:
-        params = function_parameters(rl.get("functionConfig"))
-        settings = resolve(env=env, env_prefixes=(ENV_PREFIX,), function_config=params,
-                           flags=flags).settings
-    except SettingsError as exc:
-        results = [{"message": p, "severity": "error"} for p in exc.problems]
-        return Outcome(_answer(rl, items, results), False, exc.problems)
     files, docs = _sources(items)
     try:
-        result = render(Source(files=files, root="<resourceList>"), settings)
+        params = function_parameters(rl.get("functionConfig"))
+        ctx = context.open_source(Source(files=files, root="<resourceList>"), runner=runner,
+                                  function_config=params)
+    except (SettingsError, UsageError) as exc:
+        results = [{"message": p, "severity": "error"} for p in exc.problems]
+        return Outcome(_answer(rl, items, results), False, list(exc.problems))
+    settings = ctx.settings
+    try:
+        result = context.render(ctx)
     except RenderError as exc:
         results = [_result(p, docs) for p in exc.problems]
         return Outcome(_answer(rl, items, results), False, [_line(r) for r in results])
@@ -214,10 +216,9 @@ def dump(rl: Obj) -> str:
     return to_yaml([rl]).removeprefix("---\n")
 
 
-def settings_for_reading(env: Mapping[str, str], flags: Mapping[str, Any]) -> RenderSettings:
+def settings_for_reading(runner: Runner) -> RenderSettings:
     """Limits for reading stdin, before the functionConfig is known."""
     try:
-        return resolve(env=env, env_prefixes=(ENV_PREFIX,), flags=flags).settings
-    except SettingsError:
+        return runner.settings().settings
+    except UsageError:
         return RenderSettings()  # reported once the functionConfig is read
-

@@ -11,6 +11,9 @@ import sys
 
 import click
 
+from ..stdio import write_stdout
+from .outcome import reported
+
 
 @click.group()
 def cmp() -> None:
@@ -29,8 +32,8 @@ def generate(server: str) -> None:
     ARGOCD_APP_PARAMETERS (settings), ARGOCD_APP_REVISION and ARGOCD_APP_SOURCE_PATH
     (provenance), KUBE_VERSION and KUBE_API_VERSIONS (checked against the output).
     """
-    from . import __version__
-    from .argocd import client
+    from .. import __version__
+    from ..argocd import client
 
     if server == "auto":
         code = client.via_server(__version__)
@@ -38,7 +41,7 @@ def generate(server: str) -> None:
             sys.exit(code)
         if os.environ.get("ARGOCD_APP_NAME"):
             client.start_server(sys.executable, __version__)
-    from .argocd.generate import run
+    from ..argocd.generate import run
 
     sys.exit(run(dict(os.environ)))
 
@@ -46,10 +49,10 @@ def generate(server: str) -> None:
 @cmp.command()
 def parameters() -> None:
     """Print the parameter announcements (JSON), as plugin.yaml carries them."""
-    from .argocd.plugin import parameters_json
-    from .cli import write_stdout
+    from ..argocd.plugin import parameters_json
 
-    write_stdout(parameters_json())
+    with reported():
+        write_stdout(parameters_json())
 
 
 @cmp.command("plugin-yaml")
@@ -57,10 +60,10 @@ def parameters() -> None:
               help="The opt-in variant that also matches Applications without a plugin name.")
 def plugin_yaml(discovery: bool) -> None:
     """Print plugin.yaml (the repository's copy must equal this output)."""
-    from .argocd.plugin import plugin_yaml as make
-    from .cli import write_stdout
+    from ..argocd.plugin import plugin_yaml as make
 
-    write_stdout(make(discovery=discovery))
+    with reported():
+        write_stdout(make(discovery=discovery))
 
 
 @cmp.command()
@@ -71,8 +74,8 @@ def plugin_yaml(discovery: bool) -> None:
               help="Exit after this long without a request (0: never).")
 def serve(socket_path: str | None, idle_timeout: float) -> None:
     """Run the warm render server in the foreground (generate starts one by itself)."""
-    from . import __version__
-    from .argocd import client, server
+    from .. import __version__
+    from ..argocd import client, server
 
     sys.exit(server.serve(socket_path or client.socket_path(__version__),
                           idle_timeout=idle_timeout))
@@ -88,9 +91,10 @@ def install_launcher(dest: str) -> None:
     """
     from pathlib import Path
 
-    from . import __version__
+    from .. import __file__ as package_init
+    from .. import __version__
 
-    parent = str(Path(__file__).resolve().parent.parent)
+    parent = str(Path(package_init).resolve().parent.parent)  # the directory holding dyn_gitops
     python = sys.executable
     text = (f"#!{python} -IS\n"
             "# dyn-gitops launcher for the Argo CD sidecar (written by `dyn-gitops cmp "

@@ -1,0 +1,109 @@
+"""``hydrate``: render a path at a commit and publish it as a commit on a branch (or a
+directory, for ``flux push artifact``).
+
+Exit codes are the CLI's (0 ok, 1 invalid input, 2 usage, 3 internal error), plus
+:data:`EXIT_BRANCH_MOVED`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .. import context
+from ..errors import ExitCode
+from ..stdio import write_stdout
+from .options import runner, setting_options
+from .outcome import fail, fail_with, reported
+
+#: hydrate lost a race: the branch moved (or was locked) while it worked; re-run it
+EXIT_BRANCH_MOVED = 4
+
+
+def _author(value: str | None) -> Any:
+    if value is None:
+        return None
+    from ..workflows.gitstore import Identity
+
+    try:
+        return Identity.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--author") from None
+
+
+@click.command()
+@click.argument("path", default=".", required=False)
+@click.option("--rev", default="HEAD", show_default=True, metavar="REV",
+              help="Render PATH as of this Git revision (read from the object store).")
+@click.option("--branch", default="rendered", show_default=True,
+              help="Branch that receives the rendered tree (created if missing). It is "
+                   "never checked out, and only ever fast-forwarded.")
+@click.option("--out-dir", default=None, metavar="DIR",
+              help="Write the rendered tree to DIR instead of committing it "
+                   "(for `flux push artifact`).")
+@click.option("--target-path", default="", metavar="DIR",
+              help="Replace only this directory of the branch (several apps, one branch).")
+@click.option("-m", "--message", default=None, help="Subject line of the commit.")
+@click.option("--author", default=None, metavar="'NAME <EMAIL>'",
+              help="Author and committer (default: the repository's user.name and "
+                   "user.email, else dyn-gitops).")
+@click.option("--no-cache", is_flag=True,
+              help="Render every input file again instead of reusing unchanged outputs.")
+@click.option("--allow-rewind", is_flag=True,
+              help="Publish even if REV does not descend from the commit the branch was last "
+                   "rendered from (a rollback, or history rewritten on purpose).")
+@setting_options
+def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: str,
+            message: str | None, author: str | None, no_cache: bool, allow_rewind: bool,
+            **values: Any) -> None:
+    """Render PATH at a commit and publish the result as a commit on a branch.
+
+    Prints the branch tip (the new commit, or the unchanged tip) on stdout. Exit codes:
+    0 published or up to date; 1 invalid input; 2 usage, including a rewind: the branch
+    was last rendered from a commit that REV does not descend from (older, or on rewritten
+    history; both commit ids are printed; --allow-rewind publishes it anyway); 4 the
+    branch moved while hydrate worked: nothing was lost, run it again.
+    """
+    from ..errors import RenderError
+    from ..workflows import gitstore
+    from ..workflows import hydrate as hyd
+
+    who = _author(author)
+    with reported("nothing hydrated"):
+        ctx = context.open_path(path, rev, runner=runner(values))
+    src, settings = ctx.source, ctx.settings
+    try:
+        repo = gitstore.open_repo(".")
+        source_path = gitstore.repo_relative(repo, path)
+        if out_dir:
+            from ..workflows.outdir import to_dir
+
+            p = to_dir(out_dir, src, settings, rev=rev, source_path=source_path,
+                       use_cache=not no_cache)
+            _report(p, f"wrote {out_dir}")
+            return
+        req = hyd.Request(rev=rev, source_path=source_path, branch=branch,
+                          target_path=target_path, message=message, author=who,
+                          use_cache=not no_cache, allow_rewind=allow_rewind)
+        result = hyd.to_branch(".", src, settings, req)
+    except RenderError as exc:
+        fail_with(exc, "nothing hydrated")
+    except gitstore.BranchMoved as exc:
+        fail([f"dyn-gitops: {exc}"], EXIT_BRANCH_MOVED)
+    except (hyd.HydrateUsageError, FileExistsError, FileNotFoundError, LookupError) as exc:
+        fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
+    if result.commit is None:
+        _report(result.plan, f"{branch} is up to date at {result.tip[:12]}; nothing committed")
+    else:
+        _report(result.plan, f"committed {result.commit[:12]} on {branch}")
+    with reported():
+        write_stdout(result.tip + "\n")
+
+
+def _report(p: Any, what: str) -> None:
+    how = ("full render" if p.full else
+           f"{len(p.rendered)} input files rendered, {len(p.reused)} reused")
+    click.echo(f"dyn-gitops: {what}: {p.objects} objects ({how})", err=True)
+
+

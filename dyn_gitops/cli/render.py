@@ -1,0 +1,103 @@
+"""``render``, ``validate``, ``settings`` and ``crds``: the commands on a path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .. import context
+from ..display import printable
+from ..errors import ExitCode
+from ..settings import REGISTRY
+from ..stdio import write_stdout
+from .options import runner, setting_options, source_options
+from .outcome import fail, reported, warn
+
+
+@click.command()
+@source_options
+@click.option("--out-dir", default=None, metavar="DIR",
+              help="Write one file per object under DIR instead of printing a stream.")
+@setting_options
+def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> None:
+    """Render PATH (a directory, a file, or - for stdin) to stdout."""
+    from ..emit import render_text, write_out_dir
+    from ..objpath import PathError
+
+    with reported():
+        ctx = context.open_path(path, rev, runner=runner(values))
+        result = context.render(ctx)
+        warn(result.warnings)
+        limit = ctx.settings.max_output_bytes
+        if out_dir:
+            try:
+                written = write_out_dir(result.objects, out_dir, max_bytes=limit)
+            except PathError as exc:  # an object without a file name (only generateName)
+                fail([f"dyn-gitops: {exc}; nothing written"], ExitCode.INVALID_INPUT)
+            except (FileExistsError, OSError) as exc:
+                fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
+            click.echo(f"dyn-gitops: wrote {len(written)} objects to {out_dir}", err=True)
+            return
+        write_stdout(render_text(result.objects, ctx.settings.output_format, max_bytes=limit))
+
+
+@click.command()
+@source_options
+@setting_options
+def validate(path: str, rev: str | None, **values: Any) -> None:
+    """Check PATH and report every problem; print nothing else."""
+    with reported():
+        ctx = context.open_path(path, rev, runner=runner(values))
+        result = context.render(ctx)
+    warn(result.warnings)
+    click.echo(f"dyn-gitops: {len(ctx.source.files)} files, {result.graphs} "
+               f"DynamoGraphDeployments, {len(result.objects)} objects: valid", err=True)
+
+
+@click.command("settings")
+@source_options
+@setting_options
+def settings_cmd(path: str, rev: str | None, **values: Any) -> None:
+    """Print every render setting, its value, and where the value came from."""
+    with reported():
+        resolved = context.open_path(path, rev, runner=runner(values)).resolved
+    rows = []
+    for spec in REGISTRY:
+        value = getattr(resolved.settings, spec.attr)
+        shown = str(value).lower() if isinstance(value, bool) else str(value)
+        rows.append((spec.name, shown or '""', resolved.origins[spec.name]))
+    rows = [(name, printable(value), printable(origin)) for name, value, origin in rows]
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    lines = [f"{'SETTING':<{w0}}  {'VALUE':<{w1}}  FROM"]
+    lines += [f"{name:<{w0}}  {value:<{w1}}  {origin}" for name, value, origin in rows]
+    with reported():
+        write_stdout("\n".join(lines) + "\n")
+
+
+@click.command()
+@click.option("--json-schema-dir", default=None, metavar="DIR",
+              help="Write their schemas as JSON schemas for kubeconform instead, as "
+                   "DIR/<group>/<kind>_<version>.json (-schema-location "
+                   "'DIR/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json').")
+def crds(json_schema_dir: str | None) -> None:
+    """Print the CustomResourceDefinitions of the Dynamo kinds (from our own models)."""
+    from ..crds import crds as make
+    from ..crds import json_schemas
+    from ..emit import to_yaml
+
+    if json_schema_dir is None:
+        with reported():
+            write_stdout(to_yaml(make()))
+        return
+    import json
+    from pathlib import Path
+
+    written = 0
+    for rel, schema in sorted(json_schemas().items()):
+        target = Path(json_schema_dir) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+        written += 1
+    click.echo(f"dyn-gitops: wrote {written} JSON schemas to {json_schema_dir}", err=True)

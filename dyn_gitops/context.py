@@ -1,0 +1,107 @@
+"""The render context: the settings resolved and the source read, once per run.
+
+Every entry point (the CLI, the Argo CD plugin and its warm server, diff, hydrate, the KRM
+function, the Helm post-renderer, tests) gets its input here, in the same two steps: the
+limits that bound reading come from the runner's own sources (flags, environment), then the
+repository's ``dyn-gitops.yaml`` joins them once it is read. Nothing here prints or exits:
+failures are :class:`~dyn_gitops.errors.UsageError` (exit 2) or
+:class:`~dyn_gitops.errors.RenderError` (exit 1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import RenderError, UsageError
+from .settings import ENV_PREFIX, SETTINGS_FILE, RenderSettings, Resolved, SettingsError, resolve
+
+if TYPE_CHECKING:
+    from .pipeline import RenderResult
+    from .source import Source
+
+
+class PathNotFound(UsageError):
+    """The path to render is not there (in the directory, or at the revision)."""
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What one run renders, and with which settings (and where each value came from)."""
+
+    source: Source
+    resolved: Resolved
+
+    @property
+    def settings(self) -> RenderSettings:
+        return self.resolved.settings
+
+    def with_settings(self, **changes: Any) -> RenderContext:
+        """The same run with some settings replaced (their origin stays as resolved)."""
+        return RenderContext(self.source,
+                             Resolved(dataclasses.replace(self.settings, **changes),
+                                      self.resolved.origins))
+
+
+@dataclass(frozen=True)
+class Runner:
+    """The setting sources of whoever runs the tool, and of the Argo CD Application."""
+
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    env_prefixes: tuple[str, ...] = (ENV_PREFIX,)
+    flags: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    parameters: Mapping[str, str] | None = None
+
+    def settings(self, *, file_values: Mapping[str, Any] | None = None,
+                 function_config: Mapping[str, Any] | None = None) -> Resolved:
+        """Every setting resolved from these sources and the input's own; raises
+        :class:`UsageError` with every settings problem."""
+        try:
+            return resolve(file_values=file_values, env=self.env,
+                           env_prefixes=self.env_prefixes, function_config=function_config,
+                           parameters=self.parameters, flags=self.flags)
+        except SettingsError as exc:
+            raise UsageError(problems=exc.problems) from None
+
+
+def open_path(path: str = ".", rev: str | None = None, *, runner: Runner,
+              repo: str = ".") -> RenderContext:
+    """Read ``path`` (a directory, a file, or ``-`` for stdin; with ``rev``: from the Git
+    object store of ``repo``, no checkout) and resolve the settings with its
+    ``dyn-gitops.yaml``."""
+    from . import source as source_mod
+
+    limit = runner.settings().settings.max_file_bytes
+    try:
+        if rev is not None:
+            src = source_mod.read_git(repo, rev, path if path != "." else "",
+                                      max_file_bytes=limit)
+        else:
+            src = source_mod.read_path(path, max_file_bytes=limit)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise PathNotFound(str(exc)) from None
+    except (LookupError, PermissionError) as exc:  # a bad revision, an unreadable root
+        raise UsageError(str(exc)) from None
+    broken = [p for p in src.problems if p.file == SETTINGS_FILE]
+    if broken:
+        raise RenderError(broken, summary=f"{SETTINGS_FILE} is unusable; nothing done")
+    return RenderContext(src, runner.settings(file_values=src.settings_file))
+
+
+def open_source(source: Source, *, runner: Runner,
+                function_config: Mapping[str, Any] | None = None) -> RenderContext:
+    """A source that came whole (stdin of the post-renderer, a KRM ResourceList): no
+    ``dyn-gitops.yaml``; a KRM functionConfig may carry settings."""
+    return RenderContext(source, runner.settings(function_config=function_config))
+
+
+def render(ctx: RenderContext) -> RenderResult:
+    """Run the pipeline on the context; raises :class:`RenderError` with every problem."""
+    from .pipeline import render as run_pipeline
+
+    return run_pipeline(ctx.source, ctx.settings)
+
+
+__all__ = ["PathNotFound", "RenderContext", "Runner", "open_path", "open_source", "render"]
