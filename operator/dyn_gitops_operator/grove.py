@@ -27,7 +27,7 @@ from dyn_gitops import keys
 from dyn_gitops.expand.multinode import GROVE_LEADER_SUFFIX, GROVE_WORKER_SUFFIX
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.kube import PCSGS, PODCLIQUES, PODCLIQUESETS, Resource
+from dyn_gitops_operator.resources import PCSGS, PODCLIQUES, PODCLIQUESETS, Resource
 
 Obj = dict[str, Any]
 
