@@ -147,7 +147,7 @@ class Informer:
         while not self._stop.is_set():
             try:
                 if not self.resource_version:
-                    self._relist()
+                    self.relist()
                 self._watch()
                 failures = 0
             except GoneError:
@@ -171,7 +171,9 @@ class Informer:
                 self.resource_version = ""
                 self._stop.wait(1.0)
 
-    def _relist(self) -> None:
+    def relist(self) -> None:
+        """List into the store (handlers see the differences) and mark it synced; the
+        informer thread does this at start and after a 410, tests to fill a cache by hand."""
         items, rv = self.kube.list(self.resource, self.namespace,
                                    label_selector=self.label_selector,
                                    field_selector=self.field_selector, transform=self.trim)
