@@ -187,7 +187,8 @@ class FakeApiServer:
             out["metadata"] = meta
         return out
 
-    def _changed(self, old: Obj, new: Obj, rules: KindRules) -> set[Path]:
+    @staticmethod
+    def _changed(old: Obj, new: Obj, rules: KindRules) -> set[Path]:
         """Paths an update set to a new value (and keyed items it added)."""
         return {p for p in field_paths(new, rules.lists)
                 if (value_at(old, p) is MISSING if p[-1].startswith("k:")
@@ -299,6 +300,9 @@ class FakeApiServer:
     def watch(self, res: Resource, namespace: str | None, resource_version: str,
               label_selector: str, field_selector: str, timeout_seconds: int,
               on_open: Callable[[Any], None] | None) -> Iterator[WatchEvent]:
+        """Events after ``resource_version`` until ``timeout_seconds`` or the handle's
+        shutdown. ("" or "0" start at the current state without replaying it as ADDED
+        events, as the real server would: informers always watch from their list.)"""
         self.kind(res)
         labels, fields = label_matcher(label_selector), field_matcher(field_selector)
 
