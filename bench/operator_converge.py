@@ -79,7 +79,8 @@ def ready_status(dep: dict[str, Any], replicas: int, generation: int) -> dict[st
 
 def setup(kubeconfig: Path, graphs: int, kcm: str) -> list[str]:
     from dyn_gitops_operator.kube import DEPLOYMENTS, Kube, make_api_client
-    from dyn_gitops_operator.testing import GITOPS_MANAGER, KINDS, render
+    from dyn_gitops_operator.testing import GITOPS_MANAGER, KINDS
+    from support.rendering import render
 
     k = Kube(make_api_client(str(kubeconfig), 32))
     gitops = Kube(k.api, field_manager=GITOPS_MANAGER)

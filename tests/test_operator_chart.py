@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 from dyn_gitops_operator.metrics import Metrics
-from dyn_gitops_operator.testing import CHART, helm_template
+from dyn_gitops_operator.testing import helm_template
 
+CHART = Path(__file__).resolve().parent.parent / "charts" / "dyn-gitops"
 MODES = {"cluster": [], "namespace": ["controller.mode=namespace",
                                       "controller.watchNamespace=team-a"]}
 EXTRAS = ["metrics.serviceMonitor.enabled=true", "dashboard.enabled=true"]
@@ -55,9 +56,9 @@ def test_rendered_crds_equal_the_generated_ones(helm: Path) -> None:
     """crds/ (Helm installs them first, skips existing ones, never deletes them)."""
     from dyn_gitops.crds import crds
 
-    assert not by_kind(helm_template(helm), "CustomResourceDefinition")
+    assert not by_kind(helm_template(helm, CHART), "CustomResourceDefinition")
     rendered = {c["metadata"]["name"]: c for c in by_kind(
-        helm_template(helm, extra=["--include-crds"]), "CustomResourceDefinition")}
+        helm_template(helm, CHART, extra=["--include-crds"]), "CustomResourceDefinition")}
     assert rendered == {c["metadata"]["name"]: json.loads(json.dumps(c)) for c in crds()}
 
 
@@ -83,7 +84,7 @@ def assert_grove_rules(got: dict[tuple[str, str], set[str]]) -> None:
 
 
 def test_cluster_mode_rbac(helm: Path) -> None:
-    objs = helm_template(helm)
+    objs = helm_template(helm, CHART)
     (cr,) = by_kind(objs, "ClusterRole")
     got = rules(cr)
     assert got[("apps", "deployments")] == {"get", "list", "watch", "patch", "delete"}
@@ -102,7 +103,7 @@ def test_cluster_mode_rbac(helm: Path) -> None:
 
 
 def test_namespace_mode_rbac(helm: Path) -> None:
-    objs = helm_template(helm, *MODES["namespace"])
+    objs = helm_template(helm, CHART, *MODES["namespace"])
     assert not by_kind(objs, "ClusterRole") and not by_kind(objs, "ClusterRoleBinding")
     (role,) = by_kind(objs, "Role")
     assert role["metadata"]["namespace"] == "team-a"
@@ -121,8 +122,8 @@ def test_namespace_mode_rbac(helm: Path) -> None:
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_least_privilege(helm: Path, mode: str) -> None:
-    for role in by_kind(helm_template(helm, *MODES[mode]), "ClusterRole") + \
-            by_kind(helm_template(helm, *MODES[mode]), "Role"):
+    for role in by_kind(helm_template(helm, CHART, *MODES[mode]), "ClusterRole") + \
+            by_kind(helm_template(helm, CHART, *MODES[mode]), "Role"):
         for r in role["rules"]:
             assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"]
             assert not {"create", "update"} & set(r["verbs"]) or r["resources"] == ["leases"]
@@ -130,7 +131,7 @@ def test_least_privilege(helm: Path, mode: str) -> None:
 
 
 def test_deployment_is_hardened(helm: Path) -> None:
-    (dep,) = by_kind(helm_template(helm), "Deployment")
+    (dep,) = by_kind(helm_template(helm, CHART), "Deployment")
     pod = dep["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -150,11 +151,11 @@ def test_deployment_is_hardened(helm: Path) -> None:
 
 
 def test_optional_objects(helm: Path) -> None:
-    plain = helm_template(helm)
+    plain = helm_template(helm, CHART)
     assert not by_kind(plain, "ServiceMonitor") and not by_kind(plain, "ConfigMap")
     (svc,) = by_kind(plain, "Service")
     assert svc["spec"]["ports"][0]["port"] == 8080
-    objs = helm_template(helm, *EXTRAS, "dashboard.namespace=monitoring")
+    objs = helm_template(helm, CHART, *EXTRAS, "dashboard.namespace=monitoring")
     (sm,) = by_kind(objs, "ServiceMonitor")
     assert sm["spec"]["endpoints"][0]["path"] == "/metrics"
     (cm,) = by_kind(objs, "ConfigMap")
@@ -172,7 +173,7 @@ def test_optional_objects(helm: Path) -> None:
 ])
 def test_bad_values_are_refused(helm: Path, bad: list[str]) -> None:
     with pytest.raises(subprocess.CalledProcessError):
-        helm_template(helm, *bad)
+        helm_template(helm, CHART, *bad)
 
 
 def test_dashboard_queries_only_exported_metrics() -> None:

@@ -32,15 +32,16 @@ from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
 from dyn_gitops_operator.testing import (
     DeploymentSimulator,
     gitops_apply,
-    render,
     running,
     settings_for_tests,
     wait_for,
 )
+from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+CHART = Path(__file__).resolve().parent.parent / "charts" / "dyn-gitops"
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
 
 
@@ -266,7 +267,7 @@ CHART_MODES = {"cluster": [], "namespace": ["controller.mode=namespace",
 @pytest.mark.parametrize("mode", sorted(CHART_MODES))
 def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
                                              mode: str) -> None:
-    from dyn_gitops_operator.testing import CHART, helm_template
+    from dyn_gitops_operator.testing import helm_template
     from support.controlplane import install_crds
     from support.thirdparty_crds import _crd
 
@@ -274,9 +275,9 @@ def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
                                           "servicemonitors")])
     release_ns = new_namespace(pk, f"ops-{mode}")
     new_namespace(pk, "team") if mode == "namespace" else None
-    objs = helm_template(helm, *CHART_MODES[mode], "metrics.serviceMonitor.enabled=true",
-                         "dashboard.enabled=true", namespace=release_ns,
-                         extra=["--include-crds"])
+    objs = helm_template(helm, CHART, *CHART_MODES[mode],
+                         "metrics.serviceMonitor.enabled=true", "dashboard.enabled=true",
+                         namespace=release_ns, extra=["--include-crds"])
     assert {o["kind"] for o in objs} >= {"Deployment", "ServiceAccount", "Service",
                                          "ServiceMonitor", "ConfigMap", "Role", "RoleBinding",
                                          "CustomResourceDefinition"}
@@ -318,7 +319,7 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
             ["controller.mode=namespace", f"controller.watchNamespace={work_ns}"])
     # a release name of its own: the cluster-scoped RBAC applied here stays in the shared
     # control plane, where it would clash with another test's `helm install dg` (any order)
-    objs = helm_template(helm, *sets, namespace=release_ns, release=f"rbac-{mode}")
+    objs = helm_template(helm, CHART, *sets, namespace=release_ns, release=f"rbac-{mode}")
     for obj in objs:
         if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
                            "ClusterRoleBinding"):

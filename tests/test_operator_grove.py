@@ -30,11 +30,11 @@ from dyn_gitops_operator.testing import (
     grove_create,
     grove_status,
     hpa_scale,
-    render,
     running,
     settings_for_tests,
     wait_for,
 )
+from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -13,12 +13,12 @@ from dyn_gitops_operator.metrics import RECONCILERS
 from dyn_gitops_operator.testing import (
     DeploymentSimulator,
     gitops_apply,
-    render,
     running,
     settings_for_tests,
     wait_for,
 )
 from prometheus_client.parser import text_string_to_metric_families
+from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -14,11 +14,11 @@ from dyn_gitops_operator.testing import (
     GITOPS_MANAGER,
     DeploymentSimulator,
     gitops_apply,
-    render,
     running,
     settings_for_tests,
     wait_for,
 )
+from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
 RESTART_AT = "nvidia.com/restartAt"

@@ -21,11 +21,11 @@ from dyn_gitops_operator.testing import (
     DeploymentSimulator,
     deployment_status,
     gitops_apply,
-    render,
     running,
     settings_for_tests,
     wait_for,
 )
+from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
 WORKER = "VllmDecodeWorker"

@@ -17,11 +17,11 @@ from dyn_gitops_operator.testing import (
     GITOPS_MANAGER,
     gitops_apply,
     hpa_scale,
-    render,
     running,
     settings_for_tests,
     wait_for,
 )
+from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

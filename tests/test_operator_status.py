@@ -17,11 +17,11 @@ from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.testing import (
     DeploymentSimulator,
     gitops_apply,
-    render,
     running,
     settings_for_tests,
     wait_for,
 )
+from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -26,7 +26,7 @@ from typing import Any
 from dyn_gitops import keys
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.kube import PCSGS, PODCLIQUES, PODCLIQUESETS, Resource
+from dyn_gitops_operator.resources import PCSGS, PODCLIQUES, PODCLIQUESETS, Resource
 
 Obj = dict[str, Any]
 

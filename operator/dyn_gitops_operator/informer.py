@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dyn_gitops_operator.errors import ApiError, ForbiddenError, GoneError
-from dyn_gitops_operator.kube import Kube, Obj, Resource
+from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.resources import Obj, Resource
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class Store:
 class Informer:
     """Keeps ``store`` equal to the server's view of one resource (optionally filtered)."""
 
-    def __init__(self, kube: Kube, resource: Resource, *, namespace: str | None,
+    def __init__(self, kube: KubeApi, resource: Resource, *, namespace: str | None,
                  metrics: Metrics, label_selector: str = "", field_selector: str = "",
                  trim: Trim | None = None, store: Store | None = None,
                  watch_timeout: int = 290) -> None:
@@ -146,7 +147,7 @@ class Informer:
         while not self._stop.is_set():
             try:
                 if not self.resource_version:
-                    self._relist()
+                    self.relist()
                 self._watch()
                 failures = 0
             except GoneError:
@@ -170,7 +171,9 @@ class Informer:
                 self.resource_version = ""
                 self._stop.wait(1.0)
 
-    def _relist(self) -> None:
+    def relist(self) -> None:
+        """List into the store (handlers see the differences) and mark it synced; the
+        informer thread does this at start and after a 410, tests to fill a cache by hand."""
         items, rv = self.kube.list(self.resource, self.namespace,
                                    label_selector=self.label_selector,
                                    field_selector=self.field_selector, transform=self.trim)

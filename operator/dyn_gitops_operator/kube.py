@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
-from urllib.parse import quote
+from typing import Any
 
 import urllib3
 from kubernetes import client as k8s
@@ -20,52 +18,22 @@ from kubernetes import config as k8s_config
 
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.errors import ApiError, GoneError, TransientError, api_error
+from dyn_gitops_operator.kubeapi import KubeApi
+from dyn_gitops_operator.resources import (
+    DEPLOYMENTS,
+    DGDS,
+    DGDSAS,
+    LEASES,
+    LWS,
+    PCSGS,
+    PODCLIQUES,
+    PODCLIQUESETS,
+    Obj,
+    Resource,
+    WatchEvent,
+)
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
-
-
-class WatchEvent(TypedDict):
-    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
-    object: Obj
-
-
-@dataclass(frozen=True)
-class Resource:
-    group: str
-    version: str
-    plural: str
-    kind: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str | None = None, name: str | None = None,
-             subresource: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{quote(name, safe='')}"
-        if subresource:
-            base += f"/{subresource}"
-        return base
-
-
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
-DGDS = Resource("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment")
-DGDSAS = Resource("nvidia.com", "v1alpha1", "dynamographdeploymentscalingadapters",
-                  "DynamoGraphDeploymentScalingAdapter")
-LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
-LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
-#: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
-PODCLIQUES = Resource("grove.io", "v1alpha1", "podcliques", "PodClique")
-PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
-#: Git's; read (GET) and patched only for a restart: the restartAt clique annotations
-PODCLIQUESETS = Resource("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
 
 
 def make_api_client(kubeconfig: str | None, pool_size: int = 16) -> Any:
@@ -158,6 +126,11 @@ class Kube:
             if not cont:
                 return items, str(meta.get("resourceVersion", ""))
 
+    def check_listable(self, res: Resource, namespace: str | None) -> None:
+        """One item of a list: NotFoundError when the API is not served, ForbiddenError
+        when we may not list it."""
+        self.request("GET", res.path(namespace), [("limit", "1")])
+
     def watch(self, res: Resource, namespace: str | None, resource_version: str, *,
               label_selector: str = "", field_selector: str = "",
               timeout_seconds: int = 290,
@@ -239,6 +212,10 @@ class Kube:
         self.request("DELETE", res.path(namespace, name), None, body)
 
 
+def _satisfies_protocol(kube: Kube) -> KubeApi:
+    return kube  # mypy checks here that Kube implements every KubeApi verb
+
+
 def _lines(resp: Any) -> Iterator[bytes]:
     buf = b""
     for chunk in resp.stream(None, decode_content=True):
@@ -263,3 +240,7 @@ def _error_from(status: int, raw: bytes) -> ApiError:
         return GoneError(410, body.get("reason", "Gone"), body.get("message", ""))
     return api_error(status, body.get("reason", ""),
                      body.get("message", raw[:200].decode(errors="replace")))
+
+
+__all__ = ["DEPLOYMENTS", "DGDS", "DGDSAS", "LEASES", "LWS", "PCSGS", "PODCLIQUES",
+           "PODCLIQUESETS", "Kube", "Obj", "Resource", "WatchEvent", "make_api_client"]

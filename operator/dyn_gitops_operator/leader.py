@@ -20,9 +20,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dyn_gitops_operator.errors import ApiError, ConflictError, NotFoundError
-from dyn_gitops_operator.kube import LEASES, Kube
+from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.leases import holder, lease_body, micro_time
 from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.resources import LEASES
 from dyn_gitops_operator.settings import LeaderSettings
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ Obj = dict[str, Any]
 
 
 class LeaderElector:
-    def __init__(self, kube: Kube, settings: LeaderSettings, namespace: str, identity: str,
+    def __init__(self, kube: KubeApi, settings: LeaderSettings, namespace: str, identity: str,
                  metrics: Metrics, on_lost: Callable[[], None]) -> None:
         self.kube = kube
         self.s = settings

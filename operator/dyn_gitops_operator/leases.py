@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dyn_gitops_operator.kube import LEASES
+from dyn_gitops_operator.resources import LEASES
 
 Obj = dict[str, Any]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.kube import Resource
+from dyn_gitops_operator.resources import Resource
 
 Obj = dict[str, Any]
 

@@ -21,9 +21,10 @@ from typing import Any
 from dyn_gitops_operator import __version__
 from dyn_gitops_operator.errors import ApiError, ConflictError, NotFoundError
 from dyn_gitops_operator.informer import Store
-from dyn_gitops_operator.kube import LEASES, Kube
+from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.leases import expired, expires_at, holder, lease_body, micro_time
 from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.resources import LEASES
 from dyn_gitops_operator.settings import SCOPE_LEASE_NAME, ScopeSettings
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def holder_identity(identity: str) -> str:
 
 
 class ScopeLeaseHolder:
-    def __init__(self, kube: Kube, settings: ScopeSettings, namespace: str, identity: str,
+    def __init__(self, kube: KubeApi, settings: ScopeSettings, namespace: str, identity: str,
                  metrics: Metrics, on_lost: Callable[[], None], clock: Clock = _utc_now) -> None:
         self.kube = kube
         self.s = settings

@@ -1,5 +1,7 @@
-"""Helpers for tests and the benchmark (like ``kopf.testing``): render, apply as GitOps
-would, run the controller in-process, and play kube-controller-manager for Deployments.
+"""Helpers for tests and the benchmark (like ``kopf.testing``): apply rendered objects as
+GitOps would, run the controller in-process, and play kube-controller-manager for
+Deployments. Rendering is the caller's business (the tests use ``tests/support/rendering``):
+this package never imports the render pipeline.
 
 The bare kube-apiserver used in tests runs no controllers, so Deployment status never
 changes by itself: ``DeploymentSimulator`` writes it through the status subresource.
@@ -10,7 +12,7 @@ Grove would create from a PodCliqueSet and ``grove_status`` writes their status.
 from __future__ import annotations
 
 import contextlib
-import tempfile
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,9 +29,11 @@ from dyn_gitops_operator.kube import (
     LWS,
     PCSGS,
     PODCLIQUES,
+    PODCLIQUESETS,
     Kube,
     Resource,
 )
+from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.manager import Manager
 from dyn_gitops_operator.settings import OperatorSettings
 
@@ -44,37 +48,10 @@ KCM_MANAGER = "kube-controller-manager"
 GROVE_MANAGER = "grove-operator"
 #: the field manager of an autoscaler writing /scale
 HPA_MANAGER = "horizontal-pod-autoscaler"
-#: rendered, applied by GitOps; the controller never writes it (tests only)
-PODCLIQUESETS = Resource("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
 
 KINDS: dict[str, Resource] = {"Deployment": DEPLOYMENTS, "DynamoGraphDeployment": DGDS,
                               "DynamoGraphDeploymentScalingAdapter": DGDSAS,
                               "LeaderWorkerSet": LWS, "PodCliqueSet": PODCLIQUESETS}
-
-
-def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) -> list[Obj]:
-    """Render DGDs (dicts, or a sample directory) with the real renderer."""
-    from dyn_gitops import settings as settings_mod
-    from dyn_gitops.pipeline import render as render_pipeline
-    from dyn_gitops.source import read_path
-
-    flags = {k.replace("_", "-"): v for k, v in {"namespace": namespace, **settings}.items()}
-    with tempfile.TemporaryDirectory() as tmp:
-        if isinstance(dgd_docs, list):
-            (Path(tmp) / "graph.yaml").write_text(yaml.safe_dump_all(dgd_docs))
-            path = tmp
-        else:
-            path = str(dgd_docs)
-        pre = settings_mod.resolve(flags=flags)
-        src = read_path(path, max_file_bytes=pre.settings.max_file_bytes)
-        resolved = settings_mod.resolve(file_values=src.settings_file, flags=flags)
-        objs = render_pipeline(src, resolved.settings).objects
-    out = []
-    for obj in objs:
-        obj = dict(obj)
-        obj["metadata"] = {**obj["metadata"], "namespace": namespace}
-        out.append(obj)
-    return out
 
 
 def gitops_apply(kube: Kube, objects: list[Obj],
@@ -266,7 +243,7 @@ def settings_for_tests(namespace: str, **overrides: Any) -> OperatorSettings:
 
 
 @contextlib.contextmanager
-def running(settings: OperatorSettings, kube: Kube, timeout: float = 30,
+def running(settings: OperatorSettings, kube: KubeApi, timeout: float = 30,
             **kw: Any) -> Iterator[Manager]:
     """An in-process controller that is acting when the block starts."""
     manager = Manager(settings, kube=kube, **kw)
@@ -296,15 +273,11 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20, what: str = "conditio
                          + (f" (last error: {last_exc})" if last_exc else ""))
 
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "dyn-gitops"
-
-
-def helm_template(helm: Path | str, *sets: str, namespace: str = "ops",
+def helm_template(helm: Path | str, chart: Path | str, *sets: str, namespace: str = "ops",
                   release: str = "dg", extra: list[str] | None = None) -> list[Obj]:
-    """``helm template`` of the chart with ``--set`` pairs; the rendered objects."""
-    import subprocess
-
-    cmd = [str(helm), "template", release, str(CHART), "--namespace", namespace,
+    """``helm template`` of ``chart`` (the repository's ``charts/dyn-gitops``) with
+    ``--set`` pairs; the rendered objects."""
+    cmd = [str(helm), "template", release, str(chart), "--namespace", namespace,
            *(extra or [])]
     for s in sets:
         cmd += ["--set", s]

@@ -19,9 +19,9 @@ from dyn_gitops import keys
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.errors import ControllerError, NotFoundError
 from dyn_gitops_operator.graph import Graph
-from dyn_gitops_operator.kube import DEPLOYMENTS
 from dyn_gitops_operator.plan import DeploymentIntent, Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj
+from dyn_gitops_operator.resources import DEPLOYMENTS
 
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="write")
 

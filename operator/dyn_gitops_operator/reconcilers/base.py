@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from dyn_gitops_operator.graph import Graph
-from dyn_gitops_operator.kube import Kube, Resource
+from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.plan import Plan
+from dyn_gitops_operator.resources import Resource
 
 Obj = dict[str, Any]
 
@@ -26,7 +27,7 @@ def timestamp(t: datetime) -> str:
 
 @dataclass
 class Context:
-    kube: Kube
+    kube: KubeApi
     metrics: Metrics
     #: puts a write's response into the local cache so the next pass sees our own write
     remember: Callable[[Resource, Obj], None]

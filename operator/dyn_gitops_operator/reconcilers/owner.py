@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
-from dyn_gitops_operator.kube import DGDS
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context
+from dyn_gitops_operator.resources import DGDS
 
 
 class OwnerReconciler:

@@ -28,9 +28,9 @@ from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.graph import Graph, RestartRequest
-from dyn_gitops_operator.kube import PODCLIQUESETS
 from dyn_gitops_operator.plan import Plan, Write
 from dyn_gitops_operator.reconcilers.base import Context, Obj
+from dyn_gitops_operator.resources import PODCLIQUESETS
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from dyn_gitops import keys
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
-from dyn_gitops_operator.kube import DGDSAS
 from dyn_gitops_operator.plan import Plan, Write
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
+from dyn_gitops_operator.resources import DGDSAS
 
 
 def selector(dgd_name: str, service: str) -> str:

@@ -12,9 +12,9 @@ from dyn_gitops import naming
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
-from dyn_gitops_operator.kube import DGDS
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
+from dyn_gitops_operator.resources import DGDS
 
 READY_REASON = "all_resources_are_ready"
 NOT_READY_REASON = "some_resources_are_not_ready"

@@ -1,0 +1,153 @@
+"""Start-up, health and shutdown of the controller.
+
+Start-up: serve /healthz -> fill the caches -> become leader -> (namespace mode) hold the
+scope lease -> enqueue every graph -> run the workers. Losing the leadership or the scope
+lease stops the controller with a failure (exit code 1: the pod restarts and competes
+again); a clean stop hands both leases over.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Protocol
+
+from dyn_gitops_operator.informer import Informer
+from dyn_gitops_operator.kubeapi import KubeApi
+from dyn_gitops_operator.leader import LeaderElector
+from dyn_gitops_operator.metrics import HealthServer, Metrics
+from dyn_gitops_operator.scope import ScopeExclusions, ScopeLeaseHolder
+from dyn_gitops_operator.settings import OperatorSettings
+from dyn_gitops_operator.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+#: how long a clean shutdown may wait for workers and watches (leases are released too)
+SHUTDOWN_BUDGET_SECONDS = 8.0
+
+
+class Work(Protocol):
+    """What runs once the controller may act (``controller_loop.ControllerLoop``)."""
+
+    def enqueue_all(self, namespace: str | None = None) -> None: ...
+
+    def worker(self) -> None: ...
+
+    def ticker(self, stopped: threading.Event) -> None: ...
+
+
+class Lifecycle:
+    def __init__(self, settings: OperatorSettings, kube: KubeApi, metrics: Metrics,
+                 informers: list[Informer], queue: WorkQueue[tuple[str, str]],
+                 exclusions: ScopeExclusions | None = None) -> None:
+        self.s = settings
+        #: the caches' list itself: informers of optional APIs join it at start-up
+        self.informers = informers
+        self.queue = queue
+        self.exclusions = exclusions
+        self.stopped = threading.Event()
+        self.failure: str | None = None
+        self._acting = False
+        self._workers: list[threading.Thread] = []
+        self.scope_holder: ScopeLeaseHolder | None = None
+        if settings.scope.enabled and settings.mode == "namespace":
+            self.scope_holder = ScopeLeaseHolder(
+                kube, settings.scope, settings.namespace, settings.identity, metrics,
+                on_lost=lambda: self.fail("scope lease lost"))
+        self.elector: LeaderElector | None = None
+        if settings.leader.enabled:
+            self.elector = LeaderElector(
+                kube, settings.leader, settings.leader_namespace, settings.identity, metrics,
+                on_lost=lambda: self.fail("leadership lost"))
+        self.http: HealthServer | None = None
+        if settings.http_address:
+            self.http = HealthServer(settings.http_address, metrics, self.healthy, self.ready)
+
+    # ------------------------------------------------------------------ start
+    def serve_health(self) -> None:
+        if self.http is not None:
+            self.http.start()
+
+    def start(self, work: Work) -> None:
+        """Start the informers, and ``work`` once caches and leases allow (a thread)."""
+        for inf in self.informers:
+            inf.start()
+        threading.Thread(target=self._start_acting, args=(work,), name="starter",
+                         daemon=True).start()
+
+    def _start_acting(self, work: Work) -> None:
+        for inf in self.informers:
+            while not inf.synced.wait(0.5):
+                if self.stopped.is_set():
+                    return
+        if self.elector is not None:
+            self.elector.start()
+            while not self.elector.acquired.wait(0.2):
+                if self.stopped.is_set():
+                    return
+        if self.scope_holder is not None:
+            if not self.scope_holder.acquire(self.stopped):
+                return
+            self.scope_holder.start_renewing()
+        if self.exclusions is not None:
+            self.exclusions.refresh()
+        self._acting = True
+        work.enqueue_all()
+        for i in range(self.s.workers):
+            t = threading.Thread(target=work.worker, name=f"worker-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+        threading.Thread(target=work.ticker, args=(self.stopped,), name="ticker",
+                         daemon=True).start()
+        log.info("controller started", extra={"mode": self.s.mode,
+                                              "namespace": self.s.namespace or "*"})
+
+    # ------------------------------------------------------------------ stop
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def fail(self, why: str) -> None:
+        self.failure = why
+        self._acting = False
+        self.stopped.set()
+
+    def shutdown(self) -> None:
+        # One deadline for the whole shutdown: joining each thread with its own timeout,
+        # one after the other, took more than 20 s on a loaded machine. Every thread is a
+        # daemon, so whatever is still running at the deadline ends with the process.
+        deadline = time.monotonic() + SHUTDOWN_BUDGET_SECONDS
+        self.stopped.set()
+        self.queue.shutdown()
+        for t in self._workers:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        # leases first: handing them over promptly matters more than a tidy watch close
+        if self.scope_holder is not None:
+            self.scope_holder.stop(release=self.failure is None)
+        if self.elector is not None:
+            self.elector.stop(release=self.failure is None)
+        stoppers = [threading.Thread(target=inf.stop, name="informer-stop", daemon=True)
+                    for inf in self.informers]
+        for s in stoppers:
+            s.start()
+        for s in stoppers:
+            s.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self.http is not None:
+            self.http.stop()
+
+    # ------------------------------------------------------------------ health
+    def healthy(self) -> bool:
+        return self.failure is None and all(i.alive() for i in self.informers)
+
+    def ready(self) -> bool:
+        return self.healthy() and all(i.synced.is_set() for i in self.informers)
+
+    def acting(self) -> bool:
+        if not self._acting or self.stopped.is_set():
+            return False
+        if self.elector is not None and not self.elector.is_leader():
+            return False
+        return self.scope_holder is None or self.scope_holder.held
+
+
+__all__ = ["SHUTDOWN_BUDGET_SECONDS", "Lifecycle", "Work"]

@@ -1,0 +1,58 @@
+"""The API resources the controller reads and writes, and the shape of a watch event.
+
+Plain data without any client, so the ``KubeApi`` protocol, its fake and the reconcilers
+name resources without importing the ``kubernetes`` package (only ``kube`` does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+from urllib.parse import quote
+
+Obj = dict[str, Any]
+
+
+class WatchEvent(TypedDict):
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+    object: Obj
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None,
+             subresource: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{quote(name, safe='')}"
+        if subresource:
+            base += f"/{subresource}"
+        return base
+
+
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+DGDS = Resource("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment")
+DGDSAS = Resource("nvidia.com", "v1alpha1", "dynamographdeploymentscalingadapters",
+                  "DynamoGraphDeploymentScalingAdapter")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
+#: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
+PODCLIQUES = Resource("grove.io", "v1alpha1", "podcliques", "PodClique")
+PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
+#: Git's; read (GET) and patched only for a restart: the restartAt clique annotations
+PODCLIQUESETS = Resource("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
+
+__all__ = ["DEPLOYMENTS", "DGDS", "DGDSAS", "LEASES", "LWS", "PCSGS", "PODCLIQUES",
+           "PODCLIQUESETS", "Obj", "Resource", "WatchEvent"]

@@ -1,0 +1,70 @@
+"""The whole controller (Manager: informers with watches, leader election, the scope lease,
+workers) on the fake API server: the KubeApi protocol is all it needs, and the fake's
+watch drives it like the real one does. Seconds, not minutes: no etcd, no apiserver."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from dyn_gitops_operator.fakekube import FakeKube
+from dyn_gitops_operator.resources import DEPLOYMENTS, DGDS, LEASES, PCSGS, PODCLIQUES
+from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
+from dyn_gitops_operator.testing import (
+    GITOPS_MANAGER,
+    KCM_MANAGER,
+    KINDS,
+    deployment_status,
+    running,
+    settings_for_tests,
+    wait_for,
+)
+from support.rendering import render
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def test_the_controller_converges_on_the_fake_server() -> None:
+    kube = FakeKube()
+    gitops, kcm = kube.as_manager(GITOPS_MANAGER), kube.as_manager(KCM_MANAGER)
+    for obj in render(SAMPLES / "vllm-agg" / "input", "ns"):
+        if obj["kind"] in ("Deployment", "DynamoGraphDeployment"):
+            gitops.apply(KINDS[obj["kind"]], obj)
+    stop = threading.Event()
+
+    def controller_manager() -> None:  # every Deployment rolls out at once
+        while not stop.wait(0.05):
+            for dep in kube.list(DEPLOYMENTS, "ns")[0]:
+                status = deployment_status(dep)
+                if dep.get("status") != status:
+                    kcm.update(DEPLOYMENTS, {**dep, "status": status}, subresource="status")
+
+    sim = threading.Thread(target=controller_manager, daemon=True)
+    sim.start()
+    try:
+        with running(settings_for_tests("ns"), kube) as m:
+            wait_for(lambda: kube.get(DGDS, "ns", "vllm-agg").get("status", {}).get(
+                "state") == "successful", what="converged")
+            assert m.healthy() and m.ready()
+            leases = {lease["metadata"]["name"] for lease in kube.list(LEASES, "ns")[0]}
+            assert leases == {SCOPE_LEASE_NAME, "dyn-gitops-controller"}
+            # a spec change arrives through the DGD watch
+            gitops.patch(DGDS, "ns", "vllm-agg", {"spec": {"envs": [{"name": "A",
+                                                                     "value": "1"}]}})
+            wait_for(lambda: kube.get(DGDS, "ns", "vllm-agg")["status"][
+                "observedGeneration"] == 2, what="observedGeneration follows")
+    finally:
+        stop.set()
+        sim.join(5)
+    # a clean stop hands the scope lease over (deleted) and releases the leadership
+    assert SCOPE_LEASE_NAME not in {lease["metadata"]["name"]
+                                    for lease in kube.list(LEASES, "ns")[0]}
+
+
+def test_optional_apis_that_are_not_served_are_not_watched() -> None:
+    kube = FakeKube(served=[DEPLOYMENTS, DGDS, KINDS["DynamoGraphDeploymentScalingAdapter"],
+                            LEASES])
+    with running(settings_for_tests("ns"), kube) as m:
+        assert m.lws is None and m.podcliques is None and m.pcsgs is None
+        assert m.healthy() and m.ready()
+    assert PODCLIQUES not in kube.server.served and PCSGS not in kube.server.served

@@ -1,0 +1,241 @@
+"""RolloutReconciler on the fake API server (the real-server scenarios:
+test_operator_rollout.py): managed workers sized, a new worker generation surged in and the
+old one drained within max-surge / max-unavailable (25 % / 25 % by default), old
+generations deleted once drained, a failed generation freezing both sides, a Git revert, a
+removed worker service, Recreate."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
+from dyn_gitops_operator.testing import deployment_status
+from support.fakecluster import FakeCluster
+from support.rendering import render
+
+WORKER = "VllmDecodeWorker"
+Obj = dict[str, Any]
+
+
+def graph(image: str, replicas: int, surge: str | None = None,
+          unavailable: str | None = None) -> Obj:
+    worker: Obj = {
+        "componentType": "worker", "replicas": replicas,
+        "resources": {"limits": {"gpu": "1"}},
+        "extraPodSpec": {"mainContainer": {"image": image, "command": ["python3", "-m",
+                                                                       "dynamo.vllm"]}}}
+    ann = {}
+    if surge is not None:
+        ann["nvidia.com/deployment-rolling-update-max-surge"] = surge
+    if unavailable is not None:
+        ann["nvidia.com/deployment-rolling-update-max-unavailable"] = unavailable
+    if ann:
+        worker["annotations"] = ann
+    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "roll"},
+            "spec": {"services": {
+                "Frontend": {"componentType": "frontend", "replicas": 1, "extraPodSpec": {
+                    "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"}}},
+                WORKER: worker}}}
+
+
+def worker_name(objs: list[Obj]) -> str:
+    return next(o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"
+                and o["metadata"]["name"].startswith("roll-vllmdecodeworker-"))
+
+
+@dataclass
+class Kcm:
+    """Deployment controller stand-in: a new pod needs one step to become available, a
+    scaled-down pod is gone at once (the worst case for availability)."""
+
+    stuck: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+
+    def policy(self, dep: Obj) -> Obj:
+        name = dep["metadata"]["name"]
+        spec = dep["spec"]["replicas"]
+        prev = int((dep.get("status") or {}).get("availableReplicas") or 0)
+        if name in self.failed:
+            return deployment_status(dep, available=min(prev, spec), replicas=spec,
+                                     failed="ReplicaSet has timed out progressing")
+        if name in self.stuck:
+            return deployment_status(dep, available=min(prev, spec), replicas=spec)
+        return deployment_status(dep, available=min(spec, prev + 1), replicas=spec)
+
+
+def effective(dep: Obj) -> tuple[int, int]:
+    spec = dep["spec"]["replicas"]
+    return spec, min(spec, int((dep.get("status") or {}).get("availableReplicas") or 0))
+
+
+State = dict[str, tuple[int, int]]
+
+
+def drive(c: FakeCluster, kcm: Kcm, *, desired: int, surge: int, unavailable: int,
+          until: Callable[[dict[str, Obj]], bool], steps: int = 60) -> list[State]:
+    """Controller passes and kcm steps in turn until ``until``; every state in the budget."""
+    seen: list[State] = []
+    for _ in range(steps):
+        c.converge("roll")
+        deps = c.deployments(WORKER)
+        state = {n: effective(d) for n, d in deps.items()}
+        if not seen or state != seen[-1]:
+            seen.append(state)
+            assert sum(s for s, _ in state.values()) <= desired + surge, state
+            assert sum(a for _, a in state.values()) >= desired - unavailable, state
+        if until(deps):
+            return seen
+        c.kcm_step(kcm.policy)
+    raise AssertionError(f"rollout did not finish: {seen[-3:]}")
+
+
+def settled(c: FakeCluster, objs: list[Obj], kcm: Kcm) -> None:
+    """First generation applied, sized, every pod ready, the graph successful."""
+    c.apply(objs)
+    for _ in range(10):
+        c.converge("roll")
+        if not c.kcm_step(kcm.policy):
+            break
+    c.converge("roll")
+    assert c.status("roll")["state"] == "successful"
+
+
+@pytest.mark.parametrize(("desired", "surge_ann", "unav_ann", "surge", "unav", "first"), [
+    (4, None, None, 1, 1, {"old": 3, "new": 1}),   # defaults: 25 % / 25 %
+    (3, "2", "0", 2, 0, {"old": 3, "new": 2}),     # never below desired, two at a time
+])
+def test_rollout_respects_budget_and_removes_old_generation(
+        desired: int, surge_ann: str | None, unav_ann: str | None, surge: int, unav: int,
+        first: dict[str, int]) -> None:
+    c, kcm = FakeCluster(), Kcm()
+    objs = render([graph("img:1", desired, surge_ann, unav_ann)], c.ns)
+    old = worker_name(objs)
+    settled(c, objs, kcm)
+    assert c.replicas(old) == desired
+
+    second = render([graph("img:2", desired, surge_ann, unav_ann)], c.ns)
+    new = worker_name(second)
+    assert new != old
+    c.advance(10)
+    c.apply(second)
+    c.reconcile("roll")
+    # the first step of the budget arithmetic (the new generation was created at 1)
+    assert {"old": c.replicas(old), "new": c.replicas(new)} == first
+    c.converge("roll")
+    st = c.status("roll")
+    assert (st["state"], st["rollingUpdate"]["phase"]) == ("pending", "InProgress")
+    assert st["rollingUpdate"]["startTime"] == "2025-06-01T00:00:10Z"
+
+    c.advance(10)
+    seen = drive(c, kcm, desired=desired, surge=surge, unavailable=unav,
+                 until=lambda deps: old not in deps)
+    old_sizes = [s[old][0] for s in seen if old in s]
+    assert len(set(old_sizes)) > 2 and old_sizes == sorted(old_sizes, reverse=True)
+
+    c.advance(10)
+    c.kcm_step(kcm.policy)
+    c.converge("roll")
+    st = c.status("roll")
+    assert (st["state"], st["rollingUpdate"]) == ("successful", {
+        "phase": "Completed", "startTime": "2025-06-01T00:00:10Z",
+        "endTime": "2025-06-01T00:00:20Z", "updatedServices": [WORKER]})
+    assert st["services"][WORKER]["componentNames"] == [new]
+    assert c.replicas(new) == desired
+
+
+def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back() -> None:
+    c, kcm = FakeCluster(), Kcm()
+    first = render([graph("img:1", 4)], c.ns)
+    old = worker_name(first)
+    settled(c, first, kcm)
+    second = render([graph("img:broken", 4)], c.ns)
+    new = worker_name(second)
+    kcm.stuck.add(new)  # its pods never become ready ...
+    c.apply(second)
+    drive(c, kcm, desired=4, surge=1, unavailable=1,
+          until=lambda deps: new in deps and deps[old]["spec"]["replicas"] < 4)
+    kcm.failed.add(new)  # ... and the Deployment controller gives up
+    c.kcm_step(kcm.policy)
+    c.converge("roll")
+    st = c.status("roll")
+    assert (st["state"], st["rollingUpdate"]["phase"]) == ("failed", "Failed")
+    cond = st["conditions"][0]
+    assert cond["reason"] == "rolling_update_failed"
+    assert new in cond["message"] and "ProgressDeadlineExceeded" in cond["message"]
+    frozen = {n: d["spec"]["replicas"] for n, d in c.deployments(WORKER).items()}
+    for _ in range(5):  # nothing moves any more, the old generation keeps serving
+        c.kcm_step(kcm.policy)
+        c.converge("roll")
+        deps = c.deployments(WORKER)
+        assert {n: d["spec"]["replicas"] for n, d in deps.items()} == frozen
+        assert effective(deps[old])[1] >= 3
+
+    c.apply(copy.deepcopy(first))  # Git reverts: the broken generation is drained, deleted
+    drive(c, kcm, desired=4, surge=1, unavailable=1,
+          until=lambda deps: new not in deps and deps[old]["spec"]["replicas"] == 4)
+    c.kcm_step(kcm.policy)
+    c.converge("roll")
+    st = c.status("roll")
+    assert (st["state"], st["rollingUpdate"]["phase"]) == ("successful", "Completed")
+
+
+def test_worker_service_removed_from_git_is_drained_and_deleted() -> None:
+    c, kcm = FakeCluster(), Kcm()
+    with_extra = graph("img:1", 2)
+    with_extra["spec"]["services"]["Extra"] = copy.deepcopy(
+        with_extra["spec"]["services"][WORKER]) | {"replicas": 1}
+    first = render([with_extra], c.ns)
+    extra = next(o["metadata"]["name"] for o in first if o["kind"] == "Deployment"
+                 and o["metadata"]["name"].startswith("roll-extra-"))
+    settled(c, first, kcm)
+    second = render([graph("img:1", 2)], c.ns)
+    c.apply(second)  # Extra removed from Git (GitOps does not prune managed workers)
+    c.reconcile("roll")
+    assert c.replicas(extra) == 0  # drained first (its pods still run) ...
+    c.converge("roll")
+    assert extra in c.deployments()
+    c.kcm_step(kcm.policy)
+    c.converge("roll")
+    assert extra not in c.deployments()  # ... deleted once drained
+    for _ in range(20):  # (the worker hash covers every worker: the worker rolls too)
+        st = c.status("roll")
+        if st["state"] == "successful" and st["rollingUpdate"]["phase"] == "Completed":
+            break
+        c.kcm_step(kcm.policy)
+        c.converge("roll")
+    assert set(st["services"]) == {"Frontend", WORKER}
+    assert set(c.deployments()) == {"roll-frontend", worker_name(second)}
+    assert st["rollingUpdate"]["updatedServices"] == [WORKER]
+
+
+def test_recreate_drains_first_then_starts_the_new_generation() -> None:
+    c, kcm = FakeCluster(), Kcm()
+    first = render([graph("img:1", 2)], c.ns)
+    old = worker_name(first)
+    settled(c, first, kcm)
+    second = render([graph("img:2", 2)], c.ns)
+    new = worker_name(second)
+    for o in second:
+        if o["metadata"]["name"] == new:
+            o["spec"]["strategy"] = {"type": "Recreate"}
+    c.apply(second)
+    c.converge("roll")
+    assert (c.replicas(old), c.replicas(new)) == (0, 0)  # old pods still running
+    c.kcm_step(kcm.policy)
+    c.converge("roll")
+    assert c.replicas(new) == 2  # nothing old runs any more
+    drive(c, kcm, desired=2, surge=0, unavailable=2, until=lambda deps: old not in deps)
+
+
+def test_the_decision_sizes_managed_workers_only() -> None:
+    c = FakeCluster()
+    c.apply(render([graph("img:1", 3)], c.ns))
+    plan = c.plan("roll", RolloutReconciler())
+    worker = next(n for n in c.deployments() if n.startswith("roll-vllmdecodeworker-"))
+    assert {n: i.replicas for n, i in plan.intents.items()} == {worker: 3}
+    assert plan.rolling_update is None and plan.rollout_state is None

@@ -1,0 +1,178 @@
+"""StatusReconciler on the fake API server (the real-server scenarios:
+test_operator_status.py): DGD state, the Ready condition and its reasons, per-service
+replicas, observedGeneration; written only when something changed."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dyn_gitops_operator import FIELD_MANAGER
+from dyn_gitops_operator.plan import Plan
+from dyn_gitops_operator.reconcilers.status import StatusReconciler
+from dyn_gitops_operator.resources import DGDS, LWS
+from support.fakecluster import FakeCluster
+from support.rendering import render
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def ready_cond(status: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in status.get("conditions") or [] if c["type"] == "Ready")
+
+
+@pytest.fixture
+def agg() -> tuple[FakeCluster, str]:
+    """vllm-agg applied by GitOps and reconciled once: the managed worker is sized."""
+    c = FakeCluster()
+    c.apply(render(SAMPLES / "vllm-agg" / "input", c.ns))
+    c.converge("vllm-agg")
+    worker = next(n for n in c.deployments() if n.startswith("vllm-agg-vllmdecodeworker-"))
+    return c, worker
+
+
+def test_pending_healthy_degraded_recovered(agg: tuple[FakeCluster, str]) -> None:
+    c, worker = agg
+    st = c.status("vllm-agg")
+    assert st["state"] == "pending"
+    cond = ready_cond(st)
+    assert (cond["status"], cond["reason"]) == ("False", "some_resources_are_not_ready")
+    assert cond["message"] == (f"Resources not ready: vllm-agg-frontend: spec change not yet "
+                               f"observed; {worker}: spec change not yet observed")
+    assert c.replicas(worker) == 2  # sized from the desired-replicas annotation
+
+    c.set_status("vllm-agg-frontend")
+    c.set_status(worker)
+    c.converge("vllm-agg")
+    st = c.status("vllm-agg")
+    cond = ready_cond(st)
+    assert (st["state"], cond["status"], cond["reason"], cond["message"]) == (
+        "successful", "True", "all_resources_are_ready", "All resources are ready")
+    assert st["observedGeneration"] == cond["observedGeneration"] == c.dgd("vllm-agg")[
+        "metadata"]["generation"]
+    assert st["services"]["VllmDecodeWorker"] == {
+        "componentKind": "Deployment", "componentName": worker, "componentNames": [worker],
+        "replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+    assert st["services"]["Frontend"]["replicas"] == 1
+
+    c.set_status(worker, available=1)
+    c.converge("vllm-agg")
+    st = c.status("vllm-agg")
+    assert st["state"] == "pending"
+    assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
+    assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
+
+    c.set_status(worker)
+    c.set_status("vllm-agg-frontend", available=0, failed="ReplicaSet has timed out")
+    c.converge("vllm-agg")
+    st = c.status("vllm-agg")
+    assert (st["state"], ready_cond(st)["reason"]) == ("failed", "some_resources_failed")
+    assert ready_cond(st)["message"].startswith(
+        "Resources failed: vllm-agg-frontend: ProgressDeadlineExceeded")
+
+    c.set_status("vllm-agg-frontend")
+    c.converge("vllm-agg")
+    assert c.status("vllm-agg")["state"] == "successful"
+    c.gitops.patch(DGDS, c.ns, "vllm-agg", {"spec": {"envs": [{"name": "A", "value": "1"}]}})
+    c.converge("vllm-agg")
+    assert c.status("vllm-agg")["observedGeneration"] == 2
+
+
+def test_status_is_written_only_when_it_changes(agg: tuple[FakeCluster, str]) -> None:
+    c, worker = agg
+    c.set_status("vllm-agg-frontend")
+    c.set_status(worker)
+    c.converge("vllm-agg")
+    assert ready_cond(c.status("vllm-agg"))["lastTransitionTime"] == "2025-06-01T00:00:00Z"
+    before = c.writes()
+    for _ in range(3):
+        c.advance(60)
+        c.reconcile("vllm-agg")
+    assert c.writes() == before  # nothing changed: not even a new timestamp is written
+
+    c.advance(60)  # 00:04: Ready turns False
+    c.set_status(worker, available=1)
+    c.converge("vllm-agg")
+    assert ready_cond(c.status("vllm-agg"))["lastTransitionTime"] == "2025-06-01T00:04:00Z"
+    c.advance(60)  # 00:05: still False, another message: the transition time stays
+    c.set_status("vllm-agg-frontend", available=0)
+    c.converge("vllm-agg")
+    cond = ready_cond(c.status("vllm-agg"))
+    assert "vllm-agg-frontend" in cond["message"]
+    assert cond["lastTransitionTime"] == "2025-06-01T00:04:00Z"
+    c.advance(60)  # 00:06: True again
+    c.set_status("vllm-agg-frontend")
+    c.set_status(worker)
+    c.converge("vllm-agg")
+    assert ready_cond(c.status("vllm-agg"))["lastTransitionTime"] == "2025-06-01T00:06:00Z"
+
+
+def test_only_the_status_subresource_is_written(agg: tuple[FakeCluster, str]) -> None:
+    c, _ = agg
+    dgd = c.dgd("vllm-agg")
+    ours = [m for m in dgd["metadata"]["managedFields"] if m["manager"] == FIELD_MANAGER]
+    assert [(m["operation"], m.get("subresource")) for m in ours] == [("Apply", "status")]
+    assert set(ours[0]["fieldsV1"]) == {"f:status"}
+    assert dgd["metadata"]["generation"] == 1
+
+
+def test_no_status_while_workloads_were_just_written() -> None:
+    """A pass that wrote a Deployment reports only after reading it back (next pass)."""
+    c = FakeCluster()
+    c.apply(render(SAMPLES / "vllm-agg" / "input", c.ns))
+    assert c.reconcile("vllm-agg") == 0.0  # sized the worker, asks for another look
+    assert c.status("vllm-agg") == {}
+    c.reconcile("vllm-agg")
+    assert c.status("vllm-agg")["state"] == "pending"
+
+
+def test_missing_deployment_is_reported() -> None:
+    c = FakeCluster()
+    c.apply([o for o in render(SAMPLES / "vllm-agg" / "input", c.ns)
+             if o["metadata"]["name"] != "vllm-agg-frontend"])
+    c.converge("vllm-agg")
+    st = c.status("vllm-agg")
+    assert st["state"] == "pending"
+    assert "vllm-agg-frontend: Deployment not found" in ready_cond(st)["message"]
+    assert "Frontend" not in st["services"]
+
+
+def test_multinode_services_report_their_leaderworkersets() -> None:
+    c = FakeCluster()
+    objs = render(SAMPLES / "multinode-lws" / "input", c.ns)
+    mine = [o for o in objs if (o["metadata"].get("labels") or {}).get(
+        "nvidia.com/dynamo-graph-deployment-name") == "sglang-mn" or
+        (o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == "sglang-mn")]
+    c.apply(mine, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
+    sets = sorted(o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet")
+    c.set_status("sglang-mn-frontend")
+    c.converge("sglang-mn")
+    st = c.status("sglang-mn")
+    assert st["state"] == "pending"
+    assert ready_cond(st)["message"] == (
+        f"Resources not ready: {sets[0]}: 0/1 groups ready; {sets[1]}: 0/1 groups ready")
+    for name in sets:
+        lws = c.kube.get(LWS, c.ns, name)
+        c.kcm.update(LWS, {**lws, "status": {
+            "replicas": 1, "readyReplicas": 1, "updatedReplicas": 1,
+            "conditions": [{"type": "Available", "status": "True"}]}}, subresource="status")
+    c.converge("sglang-mn")
+    st = c.status("sglang-mn")
+    assert st["state"] == "successful"
+    assert st["services"]["decode"] == {
+        "componentKind": "LeaderWorkerSet", "componentNames": sets, "replicas": 2,
+        "readyReplicas": 2, "updatedReplicas": 2}
+    for name in sets:  # read only
+        assert FIELD_MANAGER not in {m["manager"] for m in c.kube.get(LWS, c.ns, name)[
+            "metadata"]["managedFields"]}
+
+
+def test_a_graph_without_its_dgd_gets_no_status(agg: tuple[FakeCluster, str]) -> None:
+    c, _ = agg
+    graph = copy.copy(c.snapshot("vllm-agg"))
+    graph.dgd = None  # e.g. rendered with emit-source off
+    before = c.writes()
+    StatusReconciler().reconcile(graph, Plan(), c.loop.ctx)
+    assert c.writes() == before
