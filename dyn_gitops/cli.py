@@ -86,8 +86,8 @@ def load(path: str, rev: str | None, flag_values: dict[str, Any], *,
          env: dict[str, str] | None = None, env_prefixes: tuple[str, ...] | None = None,
          parameters: dict[str, str] | None = None) -> tuple[Any, Any]:
     """Resolve settings and read the source; errors leave through :func:`_fail`."""
+    from . import read as source_mod
     from . import settings as settings_mod
-    from . import source as source_mod
 
     env = dict(os.environ) if env is None else env
     prefixes = env_prefixes or (settings_mod.ENV_PREFIX,)

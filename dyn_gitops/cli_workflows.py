@@ -212,8 +212,8 @@ def post_render(**values: Any) -> None:
 
     from .cli import fail_render, run_render
     from .emit import OutputTooLarge, render_text
+    from .read import Source
     from .settings import ENV_PREFIX, SettingsError, resolve
-    from .source import Source
     from .workflows import postrender
 
     try:

@@ -8,8 +8,8 @@ from typing import Any
 
 from . import __version__, keys, objpath
 from .errors import Problem
+from .parse import Document, locate
 from .settings import RenderSettings
-from .source import Document, locate
 
 # Helm's install order: dependencies before dependents, so a plain `kubectl apply` works too.
 KIND_ORDER = (

@@ -19,8 +19,9 @@ from .finalize import Rendered, _identity, finalize
 from .models import v1beta1
 from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
+from .parse import Document, locate, parse_documents
+from .read import Source
 from .settings import RenderSettings
-from .source import Document, Source, locate, parse_documents
 from .validation import limit_checks, object_shape, validate_graph, warn_graph
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")

@@ -70,7 +70,7 @@ def render_objects(path: str | Path, **settings: Any) -> list[dict[str, Any]]:
     """Render in-process and return the objects (raises RenderError on bad input)."""
     from dyn_gitops import settings as settings_mod
     from dyn_gitops.pipeline import render
-    from dyn_gitops.source import read_path
+    from dyn_gitops.read import read_path
 
     flags = {k.replace("_", "-"): v for k, v in settings.items()}
     pre = settings_mod.resolve(flags=flags)

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..display import describe
+from ..parse import json_loads_bounded
 from ..settings import ARGOCD_ENV_PREFIX, BY_NAME, ENV_PREFIX
-from ..source import json_loads_bounded
 
 #: what the plugin reads from ``spec.source.plugin.env`` (Argo CD adds ARGOCD_ENV_)
 APP_ENV_PREFIX = ARGOCD_ENV_PREFIX + ENV_PREFIX

@@ -12,8 +12,8 @@ from typing import Any
 
 from .. import naming
 from ..models.v1alpha1 import ResourceItem, Resources, ServiceSpec
+from ..parse import json_loads_bounded
 from ..settings import RenderSettings
-from ..source import json_loads_bounded
 from .context import ComponentError
 from .defaults import FRONTEND_PORT
 

@@ -21,8 +21,8 @@ from ..display import redact_tree
 from ..errors import RenderError
 from ..finalize import sort_key
 from ..pipeline import render
+from ..read import read_git
 from ..settings import ENV_PREFIX, resolve
-from ..source import read_git
 
 Obj = dict[str, Any]
 ObjKey = tuple[str, str, str, str]  # group, kind, namespace, name

@@ -24,8 +24,9 @@ from typing import Any
 import yaml
 
 from .. import __version__, objpath
+from ..parse import json_loads_bounded
+from ..read import Source
 from ..settings import REGISTRY, RenderSettings
-from ..source import Source, json_loads_bounded
 from . import gitstore
 from .incremental import Output, Plan, Previous, Reused, output_ids, plan
 

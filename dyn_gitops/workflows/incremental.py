@@ -34,9 +34,10 @@ from .. import __version__, keys, objpath
 from ..emit import size_problem, to_yaml
 from ..errors import Problem, RenderError
 from ..finalize import Rendered, finalize
+from ..parse import load_bounded
 from ..pipeline import render
+from ..read import Source, SourceFile
 from ..settings import RenderSettings
-from ..source import Source, SourceFile, load_bounded
 
 CACHE_FORMAT = 2
 _DOC_MARKER = re.compile(r"^(---|\.\.\.)(\s|$)", re.MULTILINE)

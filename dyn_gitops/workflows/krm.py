@@ -19,9 +19,10 @@ from typing import Any
 from ..display import printable
 from ..emit import size_problem, to_yaml
 from ..errors import Problem, RenderError
+from ..parse import parse_documents
 from ..pipeline import render
+from ..read import Source, SourceFile
 from ..settings import ENV_PREFIX, RenderSettings, SettingsError, resolve
-from ..source import Source, SourceFile, parse_documents
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")

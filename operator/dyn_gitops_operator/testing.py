@@ -56,7 +56,7 @@ def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) ->
     """Render DGDs (dicts, or a sample directory) with the real renderer."""
     from dyn_gitops import settings as settings_mod
     from dyn_gitops.pipeline import render as render_pipeline
-    from dyn_gitops.source import read_path
+    from dyn_gitops.read import read_path
 
     flags = {k.replace("_", "-"): v for k, v in {"namespace": namespace, **settings}.items()}
     with tempfile.TemporaryDirectory() as tmp:
