@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from .display import printable
 
@@ -23,20 +23,48 @@ class ExitCode(IntEnum):
     INTERNAL = 3
 
 
-@dataclass(frozen=True, order=True)
-class Problem:
-    """One thing wrong with the input, formatted ``file:line: Kind/name: field: message``."""
+#: where a field is: ``("spec", "services", "Frontend", "envs", 0)``
+FieldPath = tuple[str | int, ...]
+Severity = Literal["error", "warning"]
 
-    file: str
-    line: int
-    obj: str  # "Kind/name", or "" when the document has no identity yet
-    field: str  # dotted field path, or ""
-    message: str
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing found in the input, shown as ``file:line: Kind/name: field.path: message``.
+
+    Every stage reports what it finds as Problems. A stage that sees only an object (the
+    rules, the expansion, the v1beta1 conversion) sets ``path`` alone, from the root of the
+    object's document; the stage that holds the document fills in the file, the line and the
+    object (:func:`dyn_gitops.parse.located`).
+    """
+
+    file: str = ""
+    #: 1-based; 0: the whole file (shown as line 1); None: not about a line (none is shown)
+    line: int | None = 0
+    obj: str = ""  # "Kind/name", or "" when the document has no identity yet
+    path: FieldPath = ()
+    message: str = ""
+    severity: Severity = "error"  # a warning: rendered anyway, as the operator would
+
+    @classmethod
+    def at(cls, path: FieldPath, message: str, *, severity: Severity = "error") -> Problem:
+        """A problem with the field at ``path``, not located yet."""
+        return cls(path=path, message=message, severity=severity)
+
+    @property
+    def field(self) -> str:
+        """The field path as shown: ``spec.services.Frontend.envs[0]``."""
+        return field_path(self.path)
+
+    def sort_key(self) -> tuple[str, int, str, str, str]:
+        """The order problems are listed in (a path mixes strings and numbers: it is compared
+        as it is shown)."""
+        return (self.file, self.line or 0, self.obj, self.field, self.message)
 
     def __str__(self) -> str:
         # always file:line (whole-file problems point at line 1) for editors and CI matchers;
         # one line, whatever the input: names with newlines or escape codes are escaped
-        parts = [f"{self.file or '<input>'}:{self.line or 1}"]
+        parts = [self.file if self.line is None else f"{self.file or '<input>'}:{self.line or 1}"]
         if self.obj:
             parts.append(self.obj)
         if self.field:
@@ -74,7 +102,9 @@ class RenderError(DynGitopsError):
     exit_code = ExitCode.INVALID_INPUT
 
     def __init__(self, problems: Iterable[Problem], summary: str | None = None) -> None:
-        self.problems: list[Problem] = sorted(set(problems))
+        # once each, in a stable order: two problems that read the same are one
+        unique = {p.sort_key(): p for p in problems}
+        self.problems: list[Problem] = [unique[k] for k in sorted(unique)]
         #: the closing line instead of "N problems found; <what>" (None: that one)
         self.summary = summary
         super().__init__("\n".join(str(p) for p in self.problems))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
 
-from .errors import Problem, field_path
+from .errors import FieldPath, Problem
 from .read import SourceFile
 
 try:  # libyaml when present: several times faster
@@ -234,7 +234,7 @@ def _yaml_problem(path: str, exc: yaml.YAMLError) -> Problem:
     line = mark.line + 1 if mark is not None else 0
     what = getattr(exc, "problem", None) or str(exc)
     ctx = getattr(exc, "context", None)
-    return Problem(path, line, "", "", f"malformed YAML: {what}" + (f" ({ctx})" if ctx else ""))
+    return Problem(path, line, message=f"malformed YAML: {what}" + (f" ({ctx})" if ctx else ""))
 
 
 def parse_documents(files: Sequence[SourceFile], *, max_documents: int, max_yaml_nodes: int,
@@ -255,20 +255,20 @@ def parse_documents(files: Sequence[SourceFile], *, max_documents: int, max_yaml
         try:
             for composed in _Composer(loader, max_depth, max_yaml_nodes).documents():
                 if composed.node is not None and len(docs) >= max_documents:
-                    problems.append(Problem(f.path, composed.line, "", "",
-                                            f"more than {max_documents} documents in this run "
-                                            "(setting max-documents)"))
+                    problems.append(Problem(f.path, composed.line, message=(
+                        f"more than {max_documents} documents in this run "
+                        "(setting max-documents)")))
                     return docs
-                problems.extend(Problem(f.path, line, "", "", msg)
+                problems.extend(Problem(f.path, line, message=msg)
                                 for line, msg in composed.problems)
                 if composed.problems or composed.node is None:
                     continue
                 used += composed.size
                 if used > budget:
                     problems.append(Problem(
-                        f.path, composed.line, "", "",
-                        f"the documents read so far expand to more than {budget} YAML nodes "
-                        "through aliases (setting max-total-yaml-nodes)"))
+                        f.path, composed.line, message=(
+                            f"the documents read so far expand to more than {budget} YAML "
+                            "nodes through aliases (setting max-total-yaml-nodes)")))
                     return docs
                 data = _construct(loader, composed.node, f.path, problems)
                 if data is not None:
@@ -288,15 +288,14 @@ def _construct(loader: Any, node: yaml.Node, path: str, problems: list[Problem])
         # input fail in many ways ("!foo x", "!!int abc", "!!float x", an integer with too
         # many digits, an empty "!!int" -> IndexError): each is the input's fault, never ours
         line, message = _unreadable(node, exc)
-        problems.append(Problem(path, line, "", "", message))
+        problems.append(Problem(path, line, message=message))
         loader.state_generators = []
         loader.constructed_objects = {}
         loader.recursive_objects = {}
         return None
     found = not_json(data)
     if found:
-        problems.extend(Problem(path, _line_at(node, loc), "", field_path(loc), msg)
-                        for loc, msg in found)
+        problems.extend(replace(p, file=path, line=_line_at(node, p.path)) for p in found)
         return None
     return data
 
@@ -356,29 +355,29 @@ def _line_at(node: yaml.Node, loc: Sequence[str | int]) -> int:
     return _walk_nodes(node, loc)[1]
 
 
-def not_json(data: Any, max_problems: int = 20) -> list[tuple[tuple[str | int, ...], str]]:
+def not_json(data: Any, max_problems: int = 20) -> list[Problem]:
     """Where ``data`` holds something JSON (and so Kubernetes) cannot: non-string keys,
     bytes, sets, dates, pairs, NaN or infinity. Walks without recursion."""
-    found: list[tuple[tuple[str | int, ...], str]] = []
-    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    found: list[Problem] = []
+    stack: list[tuple[FieldPath, Any]] = [((), data)]
     while stack and len(found) < max_problems:
         loc, value = stack.pop()
         if isinstance(value, dict):
             for k, v in reversed(list(value.items())):
                 if not isinstance(k, str):
-                    found.append((loc, f"mapping key {k!r} is {_what(k)}, not a string; "
-                                       "quote it"))
+                    found.append(Problem.at(loc, f"mapping key {k!r} is {_what(k)}, not a "
+                                                 "string; quote it"))
                     continue
                 stack.append(((*loc, k), v))
         elif isinstance(value, list):
             stack.extend(((*loc, i), v) for i, v in reversed(list(enumerate(value))))
         elif isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")):
-                found.append((loc, "NaN and infinity are not numbers JSON (and so Kubernetes) "
-                                   "can carry"))
+                found.append(Problem.at(loc, "NaN and infinity are not numbers JSON (and so "
+                                             "Kubernetes) can carry"))
         elif value is not None and not isinstance(value, str | int):
-            found.append((loc, f"{_what(value)} is not a JSON value (strings, numbers, "
-                               "booleans, null, lists and mappings only)"))
+            found.append(Problem.at(loc, f"{_what(value)} is not a JSON value (strings, "
+                                         "numbers, booleans, null, lists and mappings only)"))
     return found
 
 
@@ -418,6 +417,27 @@ def _walk_nodes(node: yaml.Node | None, loc: Sequence[str | int]) -> tuple[bool,
         else:
             return False, line
     return True, line
+
+
+def located(doc: Document, problem: Problem) -> Problem:
+    """``problem``, whose path is from the root of ``doc``, with the file, line and object."""
+    return replace(problem, file=doc.file.path, line=locate(doc, problem.path),
+                   obj=object_label(doc.data))
+
+
+def object_label(data: Any) -> str:
+    """``Kind/name`` of a document's object ("?" for what is missing), or "" for no object."""
+    if isinstance(data, dict):
+        kind = data.get("kind")
+        meta = data.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        # only scalars: a mapping in the wrong place may hold anything, credentials included
+        return f"{_scalar(kind)}/{_scalar(name)}"
+    return ""
+
+
+def _scalar(value: Any) -> str:
+    return str(value) if isinstance(value, str | int | float) and value != "" else "?"
 
 
 def locate(doc: Document, loc: Sequence[str | int]) -> int:

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from . import keys
 from .display import describe, is_sensitive
-from .errors import NotSupportedError, Problem, RenderError, field_path
+from .errors import NotSupportedError, Problem, RenderError
 from .expand import grove
-from .expand.graph import GraphError, expand_graph, is_multinode
+from .expand.graph import expand_graph, is_multinode
 from .finalize import Rendered, _identity, finalize
 from .models import v1beta1
-from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
+from .models.convert import loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
-from .parse import Document, locate, parse_documents
+from .parse import Document, located, object_label, parse_documents
 from .read import Source
 from .settings import RenderSettings
 from .validation import limit_checks, object_shape, validate_graph, warn_graph
@@ -37,22 +37,13 @@ class RenderResult:
     warnings: list[Problem] = field(default_factory=list)
 
 
-def _ident(data: Any) -> str:
-    if isinstance(data, dict):
-        kind = data.get("kind")
-        meta = data.get("metadata")
-        name = meta.get("name") if isinstance(meta, dict) else None
-        # only scalars: a mapping in the wrong place may hold anything, credentials included
-        return f"{_scalar(kind)}/{_scalar(name)}"
-    return ""
-
-
-def _scalar(value: Any) -> str:
-    return str(value) if isinstance(value, str | int | float) and value != "" else "?"
-
-
 def _problem(doc: Document, loc: Sequence[str | int], message: str) -> Problem:
-    return Problem(doc.file.path, locate(doc, loc), _ident(doc.data), field_path(loc), message)
+    return located(doc, Problem.at(tuple(loc), message))
+
+
+def _in_doc(doc: Document, to_doc_loc: Callable[[Loc], Loc], found: Iterable[Problem]
+            ) -> list[Problem]:
+    return [located(doc, replace(p, path=to_doc_loc(p.path))) for p in found]
 
 
 def _model_at(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseModel] | None:
@@ -105,7 +96,8 @@ def _validation_problems(doc: Document, model: type[BaseModel],
         if err["type"] == "missing":
             msg = "required field is missing"
         elif "input" in err and err["type"] not in ("value_error",):
-            secret = is_sensitive(loc, kind=_ident(doc.data).partition("/")[0], strict=True)
+            secret = is_sensitive(loc, kind=object_label(doc.data).partition("/")[0],
+                                  strict=True)
             msg = f"{msg} (found {describe(err['input'], sensitive=secret)})"
         out.append(_problem(doc, loc, msg.replace("Value error, ", "")))
     return out
@@ -125,8 +117,8 @@ def _read_v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) 
         return None
     try:
         return to_v1alpha1(beta), loc_in_v1beta1(beta)
-    except ConversionError as exc:
-        problems.extend(_problem(doc, loc, msg) for loc, msg in exc.problems)
+    except RenderError as exc:
+        problems.extend(located(doc, p) for p in exc.problems)
         return None
 
 
@@ -196,12 +188,12 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         start = len(rendered)
         data = doc.data
         if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
-            problems.append(Problem(doc.file.path, doc.line, "", "",
+            problems.append(Problem(doc.file.path, doc.line, message=
                                     "not a Kubernetes object (needs apiVersion and kind)"))
             continue
         shape = list(object_shape(data))
         if shape:
-            problems.extend(_problem(doc, loc, msg) for loc, msg in shape)
+            problems.extend(located(doc, p) for p in shape)
             continue
         api, kind = str(data["apiVersion"]), str(data["kind"])
         if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
@@ -239,9 +231,9 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         found = [*limit_checks(obj, max_replicas=settings.max_replicas,
                                max_node_count=settings.max_node_count), *validate_graph(obj)]
         if found:
-            problems.extend(_problem(doc, to_doc_loc(loc), msg) for loc, msg in found)
+            problems.extend(_in_doc(doc, to_doc_loc, found))
             continue
-        warnings.extend(_problem(doc, to_doc_loc(loc), msg) for loc, msg in warn_graph(obj))
+        warnings.extend(_in_doc(doc, to_doc_loc, warn_graph(obj)))
         ns = obj.metadata.namespace or settings.namespace
         key = (ns, obj.metadata.name)
         if key in dgd_names:
@@ -264,9 +256,8 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         except NotSupportedError as exc:
             problems.append(_problem(doc, to_doc_loc(("spec",)), str(exc)))
             continue
-        except GraphError as exc:
-            problems.extend(_problem(doc, to_doc_loc(p.loc), p.message)
-                            for p in exc.problems)
+        except RenderError as exc:
+            problems.extend(_in_doc(doc, to_doc_loc, exc.problems))
             continue
         graphs += 1
         source_ref = f"{ns}/{obj.metadata.name}"
@@ -284,7 +275,7 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
     if problems:
         raise RenderError(problems)
     if not objects and not settings.allow_empty:
-        raise RenderError([Problem(source.root, 0, "", "",
+        raise RenderError([Problem(source.root, 0, message=
                                    "the input renders to nothing; refusing empty output "
                                    "(an empty sync with auto-prune deletes workloads); "
                                    "pass --allow-empty if this is intended")])

@@ -76,16 +76,16 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
 
     def unreadable(exc: OSError) -> None:
         rel = _posix(os.path.relpath(exc.filename or root, root))
-        src.problems.append(Problem(rel, 0, "", "",
-                                    f"cannot read the directory ({_os_reason(exc)})"))
+        src.problems.append(Problem(
+            rel, message=f"cannot read the directory ({_os_reason(exc)})"))
 
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
         real_dir = os.path.realpath(dirpath)
         rel_dir = os.path.relpath(dirpath, root)
         if not _within(real_dir, root):
             src.problems.append(Problem(
-                _posix(rel_dir), 0, "", "",
-                f"symlink leads outside the source root (to {real_dir}); refused"))
+                _posix(rel_dir),
+                message=f"symlink leads outside the source root (to {real_dir}); refused"))
             dirnames[:] = []
             continue
         if real_dir in seen_dirs:  # symlink loop
@@ -103,7 +103,7 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
             real = os.path.realpath(full)
             if not _within(real, root):
                 src.problems.append(Problem(
-                    rel, 0, "", "", f"symlink leads outside the source root (to {real}); refused"))
+                    rel, 0, message=f"symlink leads outside the source root (to {real}); refused"))
                 continue
             if rel == SETTINGS_FILE:
                 src.settings_file = _read_settings_file(full, src)
@@ -133,12 +133,12 @@ def _read_bytes(full: str, rel: str, limit: int, problems: list[Problem],
         # O_NONBLOCK: opening a FIFO must not wait for a writer
         fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        problems.append(Problem(rel, 0, "", "", f"cannot read the file ({_os_reason(exc)})"))
+        problems.append(Problem(rel, 0, message=f"cannot read the file ({_os_reason(exc)})"))
         return None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            problems.append(Problem(rel, 0, "", "", "not a regular file (a FIFO, socket or "
+            problems.append(Problem(rel, 0, message="not a regular file (a FIFO, socket or "
                                                     "device); refused"))
             return None
         if st.st_size > limit:
@@ -147,8 +147,7 @@ def _read_bytes(full: str, rel: str, limit: int, problems: list[Problem],
         try:
             data = f.read(limit + 1)
         except OSError as exc:
-            problems.append(Problem(rel, 0, "", "",
-                                    f"cannot read the file ({_os_reason(exc)})"))
+            problems.append(Problem(rel, message=f"cannot read the file ({_os_reason(exc)})"))
             return None
     if len(data) > limit:  # grew while being read
         problems.append(_too_big(rel, len(data), limit, at_least=True, setting=what))
@@ -184,8 +183,8 @@ def _parse_settings_text(text: str, src: Source) -> dict[str, Any] | None:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        src.problems.append(Problem(SETTINGS_FILE, 1, "", "",
-                                    "expected a mapping of setting names to values"))
+        src.problems.append(Problem(SETTINGS_FILE, 1,
+                                    message="expected a mapping of setting names to values"))
         return None
     return data
 
@@ -194,7 +193,7 @@ def _too_big(rel: str, size: int, limit: int, *, at_least: bool = False,
              setting: str = "max-file-bytes") -> Problem:
     more = "more than " if at_least else ""
     where = f"setting {setting}" if setting == "max-file-bytes" else setting
-    return Problem(rel, 0, "", "", f"file is {more}{size} bytes, over the limit of {limit} "
+    return Problem(rel, 0, message=f"file is {more}{size} bytes, over the limit of {limit} "
                    f"({where})")
 
 
@@ -202,8 +201,8 @@ def _decode(rel: str, data: bytes, problems: list[Problem]) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        problems.append(Problem(rel, 0, "", "",
-                                f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+        problems.append(Problem(
+            rel, message=f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
         return ""
 
 
@@ -265,7 +264,7 @@ def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> 
 
 
 def _submodule(rel: str) -> Problem:
-    return Problem(rel, 0, "", "", "is a Git submodule, whose files are not in this "
+    return Problem(rel, 0, message="is a Git submodule, whose files are not in this "
                    "repository's object store, so its objects would be missing; render the "
                    "submodule's repository on its own, or copy its manifests into this one")
 
@@ -300,7 +299,7 @@ def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, ro
     data = repo[found.id].data
     if data.startswith(_LFS_POINTER):
         src.problems.append(Problem(
-            rel, 0, "", "", "is a Git LFS pointer, not the file: LFS keeps the content "
+            rel, 0, message="is a Git LFS pointer, not the file: LFS keeps the content "
             "outside the object store that dyn-gitops reads; store manifests in Git itself "
             "(remove their pattern from .gitattributes and commit the files again)"))
         return
@@ -331,7 +330,7 @@ def _check_dir_link(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: 
         is_dir = False  # outside the repository: a file or a directory, nobody can tell
     if is_dir:
         src.problems.append(Problem(
-            rel, 0, "", "", f"symlink leads outside the source root (to {target}); refused"))
+            rel, 0, message=f"symlink leads outside the source root (to {target}); refused"))
 
 
 def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str, rel: str,
@@ -346,13 +345,13 @@ def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: st
     seen: set[str] = set()
     while entry.filemode == pygit2.enums.FileMode.LINK:
         if len(seen) >= _LINK_MAX_HOPS or repo_rel in seen:
-            src.problems.append(Problem(rel, 0, "", "", "symlink loop (or more than "
+            src.problems.append(Problem(rel, 0, message="symlink loop (or more than "
                                         f"{_LINK_MAX_HOPS} links in a chain); refused"))
             return None
         seen.add(repo_rel)
         _kind, size = repo.odb.read_header(entry.id)
         if size > _LINK_MAX_BYTES:
-            src.problems.append(Problem(rel, 0, "", "", f"symlink target is {size} bytes, over "
+            src.problems.append(Problem(rel, 0, message=f"symlink target is {size} bytes, over "
                                         f"the limit of {_LINK_MAX_BYTES}; refused"))
             return None
         target = repo[entry.id].data.decode("utf-8", "replace")
@@ -362,12 +361,12 @@ def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: st
                                             or resolved.startswith(root + "/")))
         if not inside:
             src.problems.append(Problem(
-                rel, 0, "", "", f"symlink leads outside the source root (to {target}); refused"))
+                rel, 0, message=f"symlink leads outside the source root (to {target}); refused"))
             return None
         try:
             entry = full_tree[resolved]
         except KeyError:
-            src.problems.append(Problem(rel, 0, "", "", f"dangling symlink (to {target}): "
+            src.problems.append(Problem(rel, 0, message=f"dangling symlink (to {target}): "
                                         "nothing in the revision at that path"))
             return None
         repo_rel = resolved

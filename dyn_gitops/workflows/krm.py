@@ -5,7 +5,7 @@ ResourceList; ``items`` are expanded through the one pipeline (other items pass 
 unchanged, orchestrator annotations included); ``functionConfig`` may carry render settings
 (``data`` of a ConfigMap, or ``spec`` of any other kind). It is written beside the input, so
 it may only lower a limit; the environment and flags of the process set the ceiling.
-Problems become ``results`` (severity error, resourceRef, field.path, file.path/index from
+Problems become ``results`` (their severity, resourceRef, field.path, file.path/index from
 the orchestrator's path annotations) and a non-zero exit; the items are then returned
 untouched.
 """
@@ -142,7 +142,7 @@ def _doc_of(problem: Problem, docs: list[_Doc]) -> _Doc | None:
 
 def _result(problem: Problem, docs: list[_Doc]) -> Obj:
     # kpt and kustomize print messages and paths as they are: one visible line each
-    result: Obj = {"message": printable(problem.message), "severity": "error"}
+    result: Obj = {"message": printable(problem.message), "severity": problem.severity}
     doc = _doc_of(problem, docs)
     if doc is not None:
         meta = doc.item.get("metadata") or {}
@@ -178,7 +178,7 @@ def run(rl: Obj, *, env: Mapping[str, str], flags: Mapping[str, Any]) -> Outcome
     info = {"message": f"dyn-gitops: expanded {result.graphs} DynamoGraphDeployments; "
                        f"{len(items)} items in, {len(result.objects)} out",
             "severity": "info"}
-    warnings = [{**_result(p, docs), "severity": "warning"} for p in result.warnings]
+    warnings = [_result(p, docs) for p in result.warnings]
     out = Outcome(_answer(rl, result.objects, [*warnings, info]), True,
                   [_line(w) for w in warnings])
     too_big = size_problem(len(out.text.encode("utf-8")), settings, "<resourceList>")
