@@ -48,7 +48,7 @@ def sort_key(obj: dict[str, Any]) -> tuple[int, str, str, str, str]:
             str(obj.get("apiVersion", "")))
 
 
-def _identity(obj: dict[str, Any], default_ns: str) -> tuple[str, str, str, str]:
+def identity(obj: dict[str, Any], default_ns: str) -> tuple[str, str, str, str]:
     meta = _meta(obj)
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
     return (group, str(obj.get("kind")), str(meta.get("namespace") or default_ns),
@@ -60,7 +60,7 @@ def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | N
     merged: dict[tuple[str, str, str, str], tuple[dict[str, Any], set[str], Rendered]] = {}
     dgds: dict[tuple[str, str, str, str], set[str]] = {}
     for item in items:
-        ident = _identity(item.obj, settings.namespace)
+        ident = identity(item.obj, settings.namespace)
         if ident in merged:
             existing, paths, first = merged[ident]
             if existing == item.obj and not item.passthrough and not first.passthrough:

@@ -16,7 +16,8 @@ import yaml
 from yaml.composer import ComposerError
 
 from .errors import FieldPath, Problem
-from .read import SourceFile
+from .read import Source, SourceFile
+from .settings import RenderSettings
 
 try:  # libyaml when present: several times faster
     from yaml import CSafeLoader as _BaseLoader
@@ -235,6 +236,16 @@ def _yaml_problem(path: str, exc: yaml.YAMLError) -> Problem:
     what = getattr(exc, "problem", None) or str(exc)
     ctx = getattr(exc, "context", None)
     return Problem(path, line, message=f"malformed YAML: {what}" + (f" ({ctx})" if ctx else ""))
+
+
+def parse(source: Source, settings: RenderSettings, problems: list[Problem]) -> list[Document]:
+    """The parse stage: every document of ``source`` in (file, position) order, within the
+    limits of ``settings``; problems are appended."""
+    docs = parse_documents(source.files, max_documents=settings.max_documents,
+                           max_yaml_nodes=settings.max_yaml_nodes,
+                           max_total_yaml_nodes=settings.max_total_yaml_nodes,
+                           max_depth=settings.max_depth, problems=problems)
+    return sorted(docs, key=lambda d: (d.file.path, d.index))
 
 
 def parse_documents(files: Sequence[SourceFile], *, max_documents: int, max_yaml_nodes: int,

@@ -1,5 +1,7 @@
-"""The Dynamo admission webhook's stateless rules (``spec/dynamo-runtime.md`` 7.1), plus
-the name checks that the expansion needs (derived names must be valid Kubernetes names).
+"""The rules of the validate stage: the Dynamo admission webhook's stateless rules
+(``spec/dynamo-runtime.md`` 7.1), the name checks that the expansion needs (derived names
+must be valid Kubernetes names), the runner's limits, the shape every object must have, and
+what renders but is reported as a warning.
 
 Each rule yields a :class:`~dyn_gitops.errors.Problem` whose path is that of the field in
 the DGD (the validate stage locates it in the document); nothing here raises.
