@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     INVALID_INPUT = 1
     USAGE = 2
     INTERNAL = 3
+    BRANCH_MOVED = 4  # hydrate: the branch moved while hydrating; run it again
 
 
 #: where a field is: ``("spec", "services", "Frontend", "envs", 0)``

@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import Problem
+from .errors import DynGitopsError, Problem
 
 CLUSTER_DIR = "_cluster"  # not a DNS label (underscore), so no namespace can collide with it
 SUFFIX = ".yaml"
@@ -48,7 +48,7 @@ _SUBDOMAIN_GROUPS = frozenset({
     "scheduling.volcano.sh", "networking.istio.io", "monitoring.coreos.com"})
 
 
-class PathError(ValueError):
+class PathError(DynGitopsError):
     """An object cannot be written to a file (bad component, or two objects on one file)."""
 
 

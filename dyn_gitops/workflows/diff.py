@@ -12,13 +12,13 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import keys
 from ..display import redact_tree
-from ..errors import RenderError
+from ..errors import ExitCode, Problem, RenderError
 from ..finalize import sort_key
 from ..pipeline import render
 from ..read import read_git
@@ -82,12 +82,18 @@ class DiffResult:
         return sum(1 for c in self.changes if c.status == status)
 
 
-class RevisionError(Exception):
-    """A revision could not be rendered; carries the problems, or a reason."""
+class RevisionError(RenderError):
+    """A revision does not render: its problems. ``diff`` ends with exit code 2 on it, as on
+    every error (1 means that the revisions differ)."""
 
-    def __init__(self, rev: str, message: str, problems: list[Any] | None = None) -> None:
-        self.rev, self.problems = rev, problems or []
-        super().__init__(f"{rev}: {message}")
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, rev: str, problems: Iterable[Problem]) -> None:
+        self.rev = rev
+        super().__init__(problems)
+
+    def lines(self, what: str = "") -> list[str]:
+        return super().lines(what or f"{self.rev} does not render; nothing compared")
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -114,7 +120,7 @@ def render_revision(repo_path: str, rev: str, subpath: str, *, env: Mapping[str,
     try:
         return commit, render(src, settings).objects
     except RenderError as exc:
-        raise RevisionError(rev, "does not render", exc.problems) from None
+        raise RevisionError(rev, exc.problems) from None
 
 
 def _lookup(repo_path: str, rev: str, subpath: str) -> tuple[str, bool]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..display import printable
 from ..emit import size_problem, to_yaml
-from ..errors import Problem, RenderError
+from ..errors import DynGitopsError, Problem, RenderError
 from ..parse import parse_documents
 from ..pipeline import render
 from ..read import Source, SourceFile
@@ -40,8 +40,11 @@ LIST_DEPTH = 2
 Obj = dict[str, Any]
 
 
-class InputError(Exception):
+class InputError(DynGitopsError):
     """stdin is not a ResourceList; there is nothing to answer with but stderr."""
+
+    def lines(self) -> list[str]:
+        return [f"dyn-gitops krm: {self}"]
 
 
 @dataclass
