@@ -63,8 +63,9 @@ class Problem:
         return (self.file, self.line or 0, self.obj, self.field, self.message)
 
     def __str__(self) -> str:
-        # always file:line (whole-file problems point at line 1) for editors and CI matchers;
-        # one line, whatever the input: names with newlines or escape codes are escaped
+        # file:line (whole-file problems point at line 1) for editors and CI matchers, the
+        # file alone for a problem about no line (the output's); one line, whatever the
+        # input: names with newlines or escape codes are escaped
         parts = [self.file if self.line is None else f"{self.file or '<input>'}:{self.line or 1}"]
         if self.obj:
             parts.append(self.obj)
@@ -98,7 +99,11 @@ class UsageError(DynGitopsError):
 
 
 class RenderError(DynGitopsError):
-    """Raised with every problem found; the CLI prints them and exits 1."""
+    """Raised with every problem found; the CLI prints them and exits 1.
+
+    Code that sees only an object (the expansion of a DGD, the v1beta1 conversion) raises it
+    with problems not located yet (paths only); the stage that holds the document catches it
+    and locates them."""
 
     exit_code = ExitCode.INVALID_INPUT
 

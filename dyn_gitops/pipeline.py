@@ -12,16 +12,17 @@ what comes after it is neither validated nor expanded.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Problem, RenderError
-from .expand.stage import expand
+from .expand.stage import Expanded, expand
 from .finalize import finalize
-from .parse import parse
+from .parse import Document, parse
 from .read import Source
 from .settings import RenderSettings
-from .validate import validate
+from .validate import Validated, validate
 
 Objects = list[dict[str, Any]]
 
@@ -37,12 +38,13 @@ class RenderResult:
 
 def render(source: Source, settings: RenderSettings) -> RenderResult:
     """Render everything in ``source``; raise :class:`RenderError` with every problem."""
-    problems = list(source.problems)
-    docs = parse(source, settings, problems)
-    expanded = expand(validate(docs, settings, problems), settings, problems)
+    problems: list[Problem] = list(source.problems)  # every stage appends to it
+    docs: list[Document] = parse(source, settings, problems)
+    valid: Iterator[Validated] = validate(docs, settings, problems)  # as expand asks
+    expanded: Expanded = expand(valid, settings, problems)
     _raise_errors(problems)
-    objects = finalize(expanded.rendered, settings=settings, commit=source.commit,
-                       problems=problems)
+    objects: Objects = finalize(expanded.rendered, settings=settings, commit=source.commit,
+                                problems=problems)
     _raise_errors(problems)
     if not objects and not settings.allow_empty:
         raise RenderError([Problem(source.root, 0, message=(
