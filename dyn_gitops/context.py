@@ -20,7 +20,7 @@ from .settings import ENV_PREFIX, SETTINGS_FILE, RenderSettings, Resolved, Setti
 
 if TYPE_CHECKING:
     from .pipeline import RenderResult
-    from .source import Source
+    from .read import Source
 
 
 class PathNotFound(UsageError):
@@ -71,7 +71,8 @@ def open_path(path: str = ".", rev: str | None = None, *, runner: Runner,
     """Read ``path`` (a directory, a file, or ``-`` for stdin; with ``rev``: from the Git
     object store of ``repo``, no checkout) and resolve the settings with its
     ``dyn-gitops.yaml``."""
-    from . import source as source_mod
+    from . import read as source_mod
+    from .parse import settings_values
 
     limit = runner.settings().settings.max_file_bytes
     try:
@@ -84,10 +85,11 @@ def open_path(path: str = ".", rev: str | None = None, *, runner: Runner,
         raise PathNotFound(str(exc)) from None
     except (LookupError, PermissionError) as exc:  # a bad revision, an unreadable root
         raise UsageError(str(exc)) from None
+    values = settings_values(src)
     broken = [p for p in src.problems if p.file == SETTINGS_FILE]
     if broken:
         raise RenderError(broken, summary=f"{SETTINGS_FILE} is unusable; nothing done")
-    return RenderContext(src, runner.settings(file_values=src.settings_file))
+    return RenderContext(src, runner.settings(file_values=values))
 
 
 def open_source(source: Source, *, runner: Runner,

@@ -52,7 +52,7 @@ def _size_problem(size: int, limit: int | None, where: str, *, so_far: bool = Fa
                   ) -> Problem | None:
     if limit is None or size <= limit:
         return None
-    return Problem(where, 0, "", "", f"the output {'reaches' if so_far else 'is'} {size} "
+    return Problem(where, 0, message=f"the output {'reaches' if so_far else 'is'} {size} "
                                      f"bytes, more than the {limit} allowed (setting "
                                      "max-output-bytes); nothing written")
 

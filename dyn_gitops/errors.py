@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from .display import printable
 
@@ -21,22 +21,52 @@ class ExitCode(IntEnum):
     INVALID_INPUT = 1
     USAGE = 2
     INTERNAL = 3
+    BRANCH_MOVED = 4  # hydrate: the branch moved while hydrating; run it again
 
 
-@dataclass(frozen=True, order=True)
+#: where a field is: ``("spec", "services", "Frontend", "envs", 0)``
+FieldPath = tuple[str | int, ...]
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
 class Problem:
-    """One thing wrong with the input, formatted ``file:line: Kind/name: field: message``."""
+    """One thing found in the input, shown as ``file:line: Kind/name: field.path: message``.
 
-    file: str
-    line: int
-    obj: str  # "Kind/name", or "" when the document has no identity yet
-    field: str  # dotted field path, or ""
-    message: str
+    Every stage reports what it finds as Problems. A stage that sees only an object (the
+    rules, the expansion, the v1beta1 conversion) sets ``path`` alone, from the root of the
+    object's document; the stage that holds the document fills in the file, the line and the
+    object (:func:`dyn_gitops.parse.located`).
+    """
+
+    file: str = ""
+    #: 1-based; 0: the whole file (shown as line 1); None: not about a line (none is shown)
+    line: int | None = 0
+    obj: str = ""  # "Kind/name", or "" when the document has no identity yet
+    path: FieldPath = ()
+    message: str = ""
+    severity: Severity = "error"  # a warning: rendered anyway, as the operator would
+
+    @classmethod
+    def at(cls, path: FieldPath, message: str, *, severity: Severity = "error") -> Problem:
+        """A problem with the field at ``path``, not located yet."""
+        return cls(path=path, message=message, severity=severity)
+
+    @property
+    def field(self) -> str:
+        """The field path as shown: ``spec.services.Frontend.envs[0]``."""
+        return field_path(self.path)
+
+    def sort_key(self) -> tuple[str, int, str, str, str]:
+        """The order problems are listed in (a path mixes strings and numbers: it is compared
+        as it is shown)."""
+        return (self.file, self.line or 0, self.obj, self.field, self.message)
 
     def __str__(self) -> str:
-        # always file:line (whole-file problems point at line 1) for editors and CI matchers;
-        # one line, whatever the input: names with newlines or escape codes are escaped
-        parts = [f"{self.file or '<input>'}:{self.line or 1}"]
+        # file:line (whole-file problems point at line 1) for editors and CI matchers, the
+        # file alone for a problem about no line (the output's); one line, whatever the
+        # input: names with newlines or escape codes are escaped
+        parts = [self.file if self.line is None else f"{self.file or '<input>'}:{self.line or 1}"]
         if self.obj:
             parts.append(self.obj)
         if self.field:
@@ -69,12 +99,18 @@ class UsageError(DynGitopsError):
 
 
 class RenderError(DynGitopsError):
-    """Raised with every problem found; the CLI prints them and exits 1."""
+    """Raised with every problem found; the CLI prints them and exits 1.
+
+    Code that sees only an object (the expansion of a DGD, the v1beta1 conversion) raises it
+    with problems not located yet (paths only); the stage that holds the document catches it
+    and locates them."""
 
     exit_code = ExitCode.INVALID_INPUT
 
     def __init__(self, problems: Iterable[Problem], summary: str | None = None) -> None:
-        self.problems: list[Problem] = sorted(set(problems))
+        # once each, in a stable order: two problems that read the same are one
+        unique = {p.sort_key(): p for p in problems}
+        self.problems: list[Problem] = [unique[k] for k in sorted(unique)]
         #: the closing line instead of "N problems found; <what>" (None: that one)
         self.summary = summary
         super().__init__("\n".join(str(p) for p in self.problems))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from . import __version__, keys, objpath
 from .errors import Problem
+from .expand.stage import Rendered, identity
+from .parse import locate
 from .settings import RenderSettings
-from .source import Document, locate
 
 # Helm's install order: dependencies before dependents, so a plain `kubectl apply` works too.
 KIND_ORDER = (
@@ -25,16 +26,6 @@ KIND_ORDER = (
 _KIND_RANK = {k: i for i, k in enumerate(KIND_ORDER)}
 
 
-@dataclass
-class Rendered:
-    obj: dict[str, Any]
-    path: str  # source file
-    dgd: str | None = None  # "ns/name" of the DGD it came from
-    passthrough: bool = False
-    source_dgd: bool = False
-    doc: Document | None = None  # the document it comes from (the DGD, for its children)
-
-
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
@@ -48,19 +39,12 @@ def sort_key(obj: dict[str, Any]) -> tuple[int, str, str, str, str]:
             str(obj.get("apiVersion", "")))
 
 
-def _identity(obj: dict[str, Any], default_ns: str) -> tuple[str, str, str, str]:
-    meta = _meta(obj)
-    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-    return (group, str(obj.get("kind")), str(meta.get("namespace") or default_ns),
-            str(meta.get("name")))
-
-
 def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | None,
              problems: list[Problem]) -> list[dict[str, Any]]:
     merged: dict[tuple[str, str, str, str], tuple[dict[str, Any], set[str], Rendered]] = {}
     dgds: dict[tuple[str, str, str, str], set[str]] = {}
     for item in items:
-        ident = _identity(item.obj, settings.namespace)
+        ident = identity(item.obj, settings.namespace)
         if ident in merged:
             existing, paths, first = merged[ident]
             if existing == item.obj and not item.passthrough and not first.passthrough:
@@ -69,9 +53,10 @@ def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | N
                     dgds[ident].add(item.dgd)
                 continue
             problems.append(Problem(
-                item.path, 0, f"{ident[1]}/{ident[3]}", "",
-                f"object {ident[1]} {ident[2]}/{ident[3]} is produced twice (also by "
-                f"{first.path}{' for ' + first.dgd if first.dgd else ''}) with different content"))
+                item.path, 0, f"{ident[1]}/{ident[3]}", message=(
+                    f"object {ident[1]} {ident[2]}/{ident[3]} is produced twice (also by "
+                    f"{first.path}{' for ' + first.dgd if first.dgd else ''}) with different "
+                    "content")))
             continue
         merged[ident] = (item.obj, {item.path}, item)
         dgds[ident] = {item.dgd} if item.dgd else set()
@@ -106,9 +91,11 @@ def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | N
     return out
 
 
-def _where(item: Rendered, field: str) -> tuple[str, int]:
-    """The source file and line of ``field`` (for a DGD's child: the DGD's own field)."""
-    return item.path, (locate(item.doc, field.split(".")) if item.doc is not None else 0)
+def _located(problem: Problem, item: Rendered, label: str) -> Problem:
+    """``problem`` (a field of the output object) in the source file, on the line of the same
+    field of the document the object comes from (for a DGD's child: the DGD's own field)."""
+    line = locate(item.doc, problem.path) if item.doc is not None else 0
+    return replace(problem, file=item.path, line=line, obj=label)
 
 
 def _label(obj: dict[str, Any]) -> str:
@@ -118,11 +105,11 @@ def _label(obj: dict[str, Any]) -> str:
 def _check_identity(obj: dict[str, Any], item: Rendered, problems: list[Problem]) -> None:
     """What the API server would refuse in the object's identity is an input error, for
     every output (a stream too): the same names are file names under --out-dir/hydrate."""
-    for field, message in objpath.object_problems(obj):
+    for found in objpath.object_problems(obj):
         label = _label(obj)
-        if field == "metadata.namespace" and item.dgd and not item.passthrough:
+        if found.path == ("metadata", "namespace") and item.dgd and not item.passthrough:
             label = f"DynamoGraphDeployment/{item.dgd.rpartition('/')[2]}"  # once, not per child
-        problem = Problem(*_where(item, field), label, field, message)
+        problem = _located(found, item, label)
         if problem not in problems:
             problems.append(problem)
 
@@ -140,7 +127,6 @@ def _check_paths(emitted: list[tuple[dict[str, Any], Rendered]],
         first = seen.setdefault(objpath.fold(rel), (rel, obj, item))
         if first[1] is obj:
             continue
-        problems.append(Problem(*_where(item, "metadata.name"), _label(obj), "metadata.name",
-                                f"writes the same output file as {_label(first[1])} from "
-                                f"{first[2].path} ({first[0]}; file names are compared "
-                                "without case)"))
+        problems.append(_located(Problem.at(("metadata", "name"), (
+            f"writes the same output file as {_label(first[1])} from {first[2].path} "
+            f"({first[0]}; file names are compared without case)")), item, _label(obj)))

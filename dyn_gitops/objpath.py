@@ -16,6 +16,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from .errors import DynGitopsError, Problem
+
 CLUSTER_DIR = "_cluster"  # not a DNS label (underscore), so no namespace can collide with it
 SUFFIX = ".yaml"
 MAX_FILE_NAME = 255  # bytes; NAME_MAX of every common file system
@@ -46,7 +48,7 @@ _SUBDOMAIN_GROUPS = frozenset({
     "scheduling.volcano.sh", "networking.istio.io", "monitoring.coreos.com"})
 
 
-class PathError(ValueError):
+class PathError(DynGitopsError):
     """An object cannot be written to a file (bad component, or two objects on one file)."""
 
 
@@ -112,27 +114,28 @@ def name_problem(group: str, kind: str, name: str) -> str | None:
     return _subdomain(name)
 
 
-def type_problem(api_version: str, kind: str) -> tuple[str, str] | None:
-    """(field, message) when apiVersion or kind cannot be a Kubernetes type, or None."""
+def type_problem(api_version: str, kind: str) -> Problem | None:
+    """What is wrong when apiVersion or kind cannot be a Kubernetes type, or None."""
     if len(kind) > LABEL_MAX or not _KIND.fullmatch(kind):
-        return "kind", (f"{kind[:80]!r} is not a kind: letters, digits and '-', starting with "
-                        f"a letter, at most {LABEL_MAX} characters")
+        return Problem.at(("kind",), f"{kind[:80]!r} is not a kind: letters, digits and '-', "
+                                     f"starting with a letter, at most {LABEL_MAX} characters")
     group, _, version = api_version.rpartition("/")
     bad = (_dns1035(version) if "/" not in group else "has more than one '/'") \
         or (_subdomain(group) if group or "/" in api_version else None)
     if bad:
-        return "apiVersion", f"{api_version[:80]!r} is not a group/version: {bad}"
+        return Problem.at(("apiVersion",), f"{api_version[:80]!r} is not a group/version: {bad}")
     return None
 
 
-def object_problems(obj: dict[str, Any]) -> list[tuple[str, str]]:
-    """(field path, message) for every part of ``obj``'s identity the API server would
-    refuse: apiVersion, kind, metadata.namespace (a DNS-1123 label, when set) and
-    metadata.name (the kind's rule; an object with only generateName is left alone: it can
-    be streamed, not written to a file)."""
+def object_problems(obj: dict[str, Any]) -> list[Problem]:
+    """Every part of ``obj``'s identity the API server would refuse (paths from the object):
+    apiVersion, kind, metadata.namespace (a DNS-1123 label, when set) and metadata.name (the
+    kind's rule; an object with only generateName is left alone: it can be streamed, not
+    written to a file)."""
     api, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api, str) or not isinstance(kind, str):
-        return [("kind" if isinstance(api, str) else "apiVersion", "must be a string")]
+        return [Problem.at(("kind",) if isinstance(api, str) else ("apiVersion",),
+                           "must be a string")]
     bad_type = type_problem(api, kind)
     if bad_type:
         return [bad_type]
@@ -140,21 +143,21 @@ def object_problems(obj: dict[str, Any]) -> list[tuple[str, str]]:
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
-        return [("metadata", "must be a mapping")]
-    out = []
+        return [Problem.at(("metadata",), "must be a mapping")]
+    out: list[Problem] = []
     ns = meta.get("namespace")
     if ns not in (None, ""):  # empty: unset, as kubectl and the API server take it
         why = dns_label(ns) if isinstance(ns, str) else "must be a string"
         if why:
-            out.append(("metadata.namespace", why))
+            out.append(Problem.at(("metadata", "namespace"), why))
     name = meta.get("name")
     if name is None and meta.get("generateName") is None:
-        out.append(("metadata.name", "required field is missing"))
+        out.append(Problem.at(("metadata", "name"), "required field is missing"))
     elif name is not None:
         why = (name_problem(api.rpartition("/")[0], kind, name) if isinstance(name, str)
                else "must be a string")
         if why:
-            out.append(("metadata.name", why))
+            out.append(Problem.at(("metadata", "name"), why))
     return out
 
 
@@ -166,10 +169,11 @@ def relpath(obj: dict[str, Any]) -> str:
     found = object_problems(obj)
     meta = obj.get("metadata") or {}
     if not found and meta.get("name") is None:
-        found = [("metadata.name", "an object with only generateName has no file name")]
+        found = [Problem.at(("metadata", "name"),
+                            "an object with only generateName has no file name")]
     if found:
         what = f"{obj.get('kind')}/{meta.get('name') or meta.get('generateName')}"
-        raise PathError(f"{what}: " + "; ".join(f"{f}: {m}" for f, m in found))
+        raise PathError(f"{what}: " + "; ".join(f"{p.field}: {p.message}" for p in found))
     group = str(obj["apiVersion"]).rpartition("/")[0]
     stem = str(obj["kind"]).lower() + (f".{group}" if group else "") + f"_{meta['name']}"
     if len((stem + SUFFIX).encode()) > MAX_FILE_NAME:

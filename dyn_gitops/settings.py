@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
+from .errors import UsageError
 from .objpath import dns_label
 
 SETTINGS_FILE = "dyn-gitops.yaml"
@@ -275,12 +276,11 @@ REGISTRY: tuple[SettingSpec, ...] = tuple(_spec_of(f) for f in dataclasses.field
 BY_NAME: dict[str, SettingSpec] = {s.name: s for s in REGISTRY}
 
 
-class SettingsError(ValueError):
+class SettingsError(UsageError):
     """A bad setting value or an unknown setting name; carries every problem."""
 
     def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(problems))
+        super().__init__("\n".join(problems), problems)
 
 
 @dataclass(frozen=True)

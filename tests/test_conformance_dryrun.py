@@ -54,7 +54,7 @@ KNOWN_REJECTIONS: dict[str, tuple[str, dict[str, str]]] = {
     "docs__pages__kubernetes__autoscaling.md__scaling-adapter-snippet.yaml": (
         "a docs snippet whose services set no image: the renderer (like the operator) emits "
         "Deployments whose main container has no image, which the API server refuses; "
-        "dyn-gitops render says so in a warning per service (validation.warn_graph)",
+        "dyn-gitops render says so in a warning per service (rules.warn_graph)",
         {f"apps/v1 Deployment/sglang-agg-{svc}": "containers[0].image: Required value"
          for svc in ("frontend", "decode")}),
 }

@@ -285,8 +285,8 @@ def run_unprivileged(*args: str) -> CliResult:
         return run_cli(*args)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     # the interpreter and the sources may sit where nobody cannot read: load them first
-    code = ("import encodings.utf_8_sig, dyn_gitops.cli, dyn_gitops.pipeline, "
-            "dyn_gitops.source, dyn_gitops.emit, dyn_gitops.context\n" + UNPRIVILEGED)
+    code = ("import encodings.utf_8_sig, dyn_gitops.cli, dyn_gitops.pipeline, dyn_gitops.read, "
+            "dyn_gitops.parse, dyn_gitops.emit, dyn_gitops.context\n" + UNPRIVILEGED)
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
                           text=True, env=env, timeout=120)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)

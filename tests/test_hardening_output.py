@@ -239,7 +239,7 @@ def test_markdown_inline_code_cannot_be_closed() -> None:
 
 # ---------------------------------------------------------------------------- 5: one line each
 def test_problem_lines_escape_newlines_and_terminal_codes() -> None:
-    p = Problem(f"a\nb{ESC}\udcff.yaml", 3, "Kind/n\r\u202e", "f\x00\U000e0001",
+    p = Problem(f"a\nb{ESC}\udcff.yaml", 3, "Kind/n\r\u202e", ("f\x00\U000e0001",),
                 "bad\x9b31m\nforged: line")
     shown = str(p)
     assert shown == ("a\\nb\\x1b[31m\\udcff.yaml:3: Kind/n\\r\\u202e: f\\x00\\U000e0001: "

@@ -295,7 +295,8 @@ def test_an_empty_render_is_refused(repo: Repo) -> None:
 def test_lost_race_keeps_both_commits(repo: Repo) -> None:
     """The branch moves between building and publishing: nothing is overwritten or lost."""
     from dyn_gitops import settings as settings_mod
-    from dyn_gitops.source import read_git
+    from dyn_gitops.parse import settings_values
+    from dyn_gitops.read import read_git
     from dyn_gitops.workflows import gitstore, hydrate
 
     repo.hydrate("deploy")
@@ -303,7 +304,7 @@ def test_lost_race_keeps_both_commits(repo: Repo) -> None:
     agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 4"))
     repo.commit("scale")
     src = read_git(str(repo.path), "HEAD", "deploy", max_file_bytes=1 << 20)
-    settings = settings_mod.resolve(file_values=src.settings_file).settings
+    settings = settings_mod.resolve(file_values=settings_values(src)).settings
     rival = repo.git("commit-tree", "-p", "rendered", "-m", "someone else",
                      "rendered^{tree}")
 
@@ -545,8 +546,8 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
     from dyn_gitops.emit import object_filename, to_yaml
     from dyn_gitops.errors import RenderError
     from dyn_gitops.pipeline import render
+    from dyn_gitops.read import Source, SourceFile
     from dyn_gitops.settings import resolve
-    from dyn_gitops.source import Source, SourceFile
     from dyn_gitops.workflows.incremental import Previous, Reused, plan
 
     base = {p.relative_to(TREE).as_posix(): p.read_text() for p in sorted(TREE.rglob("*.yaml"))
@@ -607,13 +608,14 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
     "same settings, wrong shapes"])
 def test_a_damaged_cache_is_ignored(cache: Any) -> None:
     from dyn_gitops import __version__
+    from dyn_gitops.parse import settings_values
     from dyn_gitops.pipeline import render
+    from dyn_gitops.read import read_path
     from dyn_gitops.settings import resolve
-    from dyn_gitops.source import read_path
     from dyn_gitops.workflows.incremental import Previous, plan, settings_digest
 
     src = read_path(str(TREE), max_file_bytes=1 << 20)
-    settings = resolve(file_values=src.settings_file).settings
+    settings = resolve(file_values=settings_values(src)).settings
     if cache == "same settings, wrong shapes":
         cache = {"format": 2, "renderer": __version__, "settings": settings_digest(settings),
                  "units": [{"files": {"agg.yaml": "0" * 40}, "graphs": [],

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from .. import keys
+from ..errors import Problem
 
 _HINTS = {
     "nvidia.com": "install the Dynamo CRDs (dyn-gitops crds | kubectl apply --server-side -f -)",
@@ -78,14 +80,20 @@ def _ours(obj: dict[str, Any]) -> bool:
     return keys.ANN_RENDERER_VERSION in ann
 
 
-def _origin(obj: dict[str, Any]) -> str:
+def _origin(obj: dict[str, Any]) -> Problem:
+    """Where an object we rendered comes from: its source files, and its DGD if it has one
+    (no line: the output knows none)."""
     meta = obj.get("metadata") or {}
     ann = meta.get("annotations") or {}
     path = str(ann.get(keys.ANN_SOURCE_PATH, "?"))
     dgd = ann.get(keys.ANN_SOURCE_DGD)
     if dgd is None and obj.get("kind") == "DynamoGraphDeployment":
         dgd = f"{meta.get('namespace')}/{meta.get('name')}"
-    return f"{path}: DynamoGraphDeployment {dgd}" if dgd else path
+    return Problem(path, None, f"DynamoGraphDeployment {dgd}" if dgd else "")
+
+
+def _shown(origin: Problem) -> str:
+    return f"{origin.file}: {origin.obj}" if origin.obj else origin.file
 
 
 def _crd_served(objects: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
@@ -103,12 +111,19 @@ def _crd_served(objects: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
 
 def check(objects: list[dict[str, Any]], *, kube_version: str,
           api_versions: str) -> list[str]:
-    """Every problem, one line each; empty when the cluster has what the output needs."""
-    problems: list[str] = []
+    """Every problem of :func:`problems`, one line each."""
+    return [str(p) for p in problems(objects, kube_version=kube_version,
+                                     api_versions=api_versions)]
+
+
+def problems(objects: list[dict[str, Any]], *, kube_version: str,
+             api_versions: str) -> list[Problem]:
+    """Every problem; empty when the cluster has what the output needs."""
+    found: list[Problem] = []
     if api_versions.strip():
         gvs, kinds = parse_api_versions(api_versions)
         in_output = _crd_served(objects)
-        missing: dict[tuple[str, str, str], list[str]] = {}
+        missing: dict[tuple[Problem, str, str], list[str]] = {}
         for obj in objects:
             if not _ours(obj):
                 continue
@@ -118,11 +133,13 @@ def check(objects: list[dict[str, Any]], *, kube_version: str,
                 continue
             name = str((obj.get("metadata") or {}).get("name", "?"))
             missing.setdefault((_origin(obj), gv, kind), []).append(name)
-        for (origin, gv, kind), names in sorted(missing.items()):
+        for (origin, gv, kind), names in sorted(missing.items(),
+                                                key=lambda m: (_shown(m[0][0]), *m[0][1:])):
             shown = ", ".join(sorted(names)[:3]) + (" ..." if len(names) > 3 else "")
             hint = _HINTS.get(gv.rpartition("/")[0], "install the API that serves it")
-            problems.append(f"{origin}: renders {kind} {shown} ({gv}), which the destination "
-                            f"cluster does not serve (KUBE_API_VERSIONS): {hint}")
+            found.append(replace(origin, message=(
+                f"renders {kind} {shown} ({gv}), which the destination cluster does not serve "
+                f"(KUBE_API_VERSIONS): {hint}")))
     have = parse_kube_version(kube_version) if kube_version else None
     if have is not None:
         for need, what, uses in FEATURES:
@@ -131,8 +148,8 @@ def check(objects: list[dict[str, Any]], *, kube_version: str,
                         and not str(obj.get("apiVersion", "")).startswith("nvidia.com/")
                         and uses(obj)):
                     meta = obj.get("metadata") or {}
-                    problems.append(
-                        f"{_origin(obj)}: {obj.get('kind')} {meta.get('name')} uses {what}, "
-                        f"which needs Kubernetes {need[0]}.{need[1]} or newer; the destination "
-                        f"cluster runs {kube_version} (KUBE_VERSION)")
-    return problems
+                    found.append(replace(_origin(obj), message=(
+                        f"{obj.get('kind')} {meta.get('name')} uses {what}, which needs "
+                        f"Kubernetes {need[0]}.{need[1]} or newer; the destination cluster runs "
+                        f"{kube_version} (KUBE_VERSION)")))
+    return found

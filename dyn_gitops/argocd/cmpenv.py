@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..display import describe
+from ..errors import UsageError
+from ..parse import json_loads_bounded
 from ..settings import ARGOCD_ENV_PREFIX, BY_NAME, ENV_PREFIX
-from ..source import json_loads_bounded
 
 #: what the plugin reads from ``spec.source.plugin.env`` (Argo CD adds ARGOCD_ENV_)
 APP_ENV_PREFIX = ARGOCD_ENV_PREFIX + ENV_PREFIX
@@ -38,12 +39,11 @@ ENV_PREFIXES = (ENV_PREFIX, APP_ENV_PREFIX)
 PARAMETERS_MAX_DEPTH = 8
 
 
-class CmpEnvError(ValueError):
+class CmpEnvError(UsageError):
     """The CMP environment cannot be used; carries every problem found."""
 
     def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(problems))
+        super().__init__("\n".join(problems), problems)
 
 
 @dataclass(frozen=True)

@@ -86,12 +86,12 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
     objects = result.objects
     if inputs.source_path:
         stamp_source_root(objects, inputs.source_path)
-    problems = apicheck.check(objects, kube_version=inputs.kube_version,
+    found = apicheck.problems(objects, kube_version=inputs.kube_version,
                               api_versions=inputs.kube_api_versions)
-    if problems:
-        for problem in problems:
-            _err(problem)
-        n = len(problems)
+    if found:
+        for finding in found:
+            _err(str(finding))
+        n = len(found)
         _err(f"dyn-gitops: {n} problem{'s' if n != 1 else ''} with the destination cluster; "
              "nothing rendered")
         return int(ExitCode.INVALID_INPUT)

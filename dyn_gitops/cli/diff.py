@@ -13,7 +13,7 @@ import click
 from ..errors import DynGitopsError
 from ..stdio import write_stdout
 from .options import runner, setting_options
-from .outcome import fail, problem_lines
+from .outcome import fail
 
 #: diff's exit code for any error (1 means "different")
 EXIT_ERROR = 2
@@ -34,15 +34,12 @@ def diff_cmd(path: str, base: str, head: str, fmt: str, **values: Any) -> None:
     a PATH that exists in neither revision (in one of them: all added or all removed).
     """
     from ..workflows import report
-    from ..workflows.diff import RevisionError, diff
+    from ..workflows.diff import diff
 
     try:
         result = diff(".", base, head, "" if path == "." else path, runner=runner(values))
         write_stdout(report.markdown(result) if fmt == "markdown" else report.text(result))
-    except RevisionError as exc:
-        fail(problem_lines(exc.problems, f"{exc.rev} does not render; nothing compared"),
-             EXIT_ERROR)
-    except DynGitopsError as exc:
+    except DynGitopsError as exc:  # a revision that does not render too (RevisionError)
         fail(exc.lines(), EXIT_ERROR)
     except (FileNotFoundError, LookupError, NotADirectoryError, PermissionError) as exc:
         fail([f"dyn-gitops: {exc}"], EXIT_ERROR)

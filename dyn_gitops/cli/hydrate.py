@@ -2,7 +2,7 @@
 directory, for ``flux push artifact``).
 
 Exit codes are the CLI's (0 ok, 1 invalid input, 2 usage, 3 internal error), plus
-:data:`EXIT_BRANCH_MOVED`.
+4 (:attr:`~dyn_gitops.errors.ExitCode.BRANCH_MOVED`): the branch moved while hydrate worked.
 """
 
 from __future__ import annotations
@@ -12,13 +12,10 @@ from typing import Any
 import click
 
 from .. import context
-from ..errors import ExitCode
+from ..errors import DynGitopsError, ExitCode
 from ..stdio import write_stdout
 from .options import runner, setting_options
 from .outcome import fail, fail_with, reported
-
-#: hydrate lost a race: the branch moved (or was locked) while it worked; re-run it
-EXIT_BRANCH_MOVED = 4
 
 
 def _author(value: str | None) -> Any:
@@ -65,7 +62,6 @@ def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: 
     history; both commit ids are printed; --allow-rewind publishes it anyway); 4 the
     branch moved while hydrate worked: nothing was lost, run it again.
     """
-    from ..errors import RenderError
     from ..workflows import gitstore
     from ..workflows import hydrate as hyd
 
@@ -87,11 +83,9 @@ def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: 
                           target_path=target_path, message=message, author=who,
                           use_cache=not no_cache, allow_rewind=allow_rewind)
         result = hyd.to_branch(".", src, settings, req)
-    except RenderError as exc:
+    except DynGitopsError as exc:  # BranchMoved exits 4: run it again
         fail_with(exc, "nothing hydrated")
-    except gitstore.BranchMoved as exc:
-        fail([f"dyn-gitops: {exc}"], EXIT_BRANCH_MOVED)
-    except (hyd.HydrateUsageError, FileExistsError, FileNotFoundError, LookupError) as exc:
+    except (FileExistsError, FileNotFoundError, LookupError) as exc:
         fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
     if result.commit is None:
         _report(result.plan, f"{branch} is up to date at {result.tip[:12]}; nothing committed")

@@ -68,7 +68,7 @@ def post_render(**values: Any) -> None:
     Helm 3: `--post-renderer dyn-gitops --post-renderer-args post-render`.
     """
     from ..emit import render_text
-    from ..source import Source
+    from ..read import Source
     from ..workflows import postrender
 
     run_by = runner(values)

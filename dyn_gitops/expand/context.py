@@ -5,15 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import DynGitopsError, FieldPath
 from ..models.v1alpha1 import ServiceSpec
 from ..settings import RenderSettings
 
 
-class ComponentError(ValueError):
-    """A problem in one service, with the field path (relative to the service) it concerns."""
+class ComponentError(DynGitopsError):
+    """A problem in one service: the path of the field from the service, and what is wrong
+    (the expansion places it under ``spec.services.<name>``)."""
 
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
+    def __init__(self, path: FieldPath, message: str) -> None:
+        self.path = path
         super().__init__(message)
 
 

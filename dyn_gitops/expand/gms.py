@@ -86,26 +86,26 @@ def apply(pod: Obj, ctx: ComponentContext) -> None:
     """
     spec = ctx.spec
     if failover_enabled(spec) and not gms_enabled(spec):
-        raise ComponentError("failover", "failover requires gpuMemoryService.enabled")
+        raise ComponentError(("failover",), "failover requires gpuMemoryService.enabled")
     if not gms_enabled(spec):
         return
     nodes = spec.multinode.nodeCount if spec.multinode is not None else 1
     if nodes > 1:
-        raise ComponentError("gpuMemoryService",
+        raise ComponentError(("gpuMemoryService",),
                              "gpuMemoryService on a multinode service is not yet supported "
                              "(the operator applies it to each leader and worker template)")
     if not ctx.settings.dra:
-        raise ComponentError("gpuMemoryService",
+        raise ComponentError(("gpuMemoryService",),
                              "gpuMemoryService needs Dynamic Resource Allocation (the "
                              "resource.k8s.io/v1 API); the operator refuses it without DRA: "
                              "set the setting dra to true if the cluster serves it")
     if gpu_count(spec) < 1:
-        raise ComponentError("gpuMemoryService",
+        raise ComponentError(("gpuMemoryService",),
                              "gpuMemoryService needs a GPU count >= 1 (resources.limits.gpu "
                              "or resources.requests.gpu)")
     if failover_enabled(spec) and ctx.backend != "vllm":
-        raise ComponentError("failover", "failover is supported only for vLLM workers "
-                                         f"(backend: {ctx.backend})")
+        raise ComponentError(("failover",), "failover is supported only for vLLM workers "
+                                            f"(backend: {ctx.backend})")
 
     containers: list[Obj] = pod["containers"]
     _apply_claim(pod, containers, claim_template_name(ctx.dgd_name, ctx.service))

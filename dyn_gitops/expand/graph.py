@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .. import keys, naming
+from ..errors import FieldPath, Problem, RenderError
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
@@ -18,23 +18,8 @@ from .podspec import build_pod_spec, detect_backend, pod_labels
 Obj = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class GraphProblem:
-    loc: tuple[str | int, ...]  # field path from the document root
-    message: str
-
-
-class GraphError(Exception):
-    def __init__(self, problems: list[GraphProblem]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(p.message for p in problems))
-
-
-def _svc_loc(service: str, field: str = "") -> tuple[str | int, ...]:
-    loc: list[str | int] = ["spec", "services", service]
-    for part in filter(None, field.replace("[", ".[").split(".")):
-        loc.append(int(part[1:-1]) if part.startswith("[") else part)
-    return tuple(loc)
+def _svc(service: str, *rest: str | int) -> FieldPath:
+    return ("spec", "services", service, *rest)
 
 
 def node_count(svc: ServiceSpec) -> int:
@@ -45,33 +30,33 @@ def is_multinode(svc: ServiceSpec) -> bool:
     return node_count(svc) > 1
 
 
-def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[GraphProblem]:
+def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:
     """Features this version does not render, each as a clear 'not yet supported' problem."""
-    out: list[GraphProblem] = []
+    out: list[Problem] = []
     on_grove = grove.is_grove(dgd, settings)
     exp = dgd.spec.experimental
     if exp and exp.kvTransferPolicy is not None:
-        out.append(GraphProblem(("spec", "experimental", "kvTransferPolicy"),
-                                "kvTransferPolicy is not yet supported"))
+        out.append(Problem.at(("spec", "experimental", "kvTransferPolicy"),
+                              "kvTransferPolicy is not yet supported"))
     for name, svc in sorted((dgd.spec.services or {}).items()):
         if svc.force_scaling_group and not on_grove:
-            out.append(GraphProblem(
-                _svc_loc(name, "experimental.grove.forceScalingGroup"),
+            out.append(Problem.at(
+                _svc(name, "experimental", "grove", "forceScalingGroup"),
                 "forceScalingGroup is supported only on the Grove path (setting grove true "
                 f"and no {keys.ANN_ENABLE_GROVE}: \"false\")"))
         if is_multinode(svc) and not (settings.lws or on_grove):
-            out.append(GraphProblem(_svc_loc(name, "multinode.nodeCount"),
-                                    f"multinode services (nodeCount {node_count(svc)}) need "
-                                    "a multinode orchestrator: set the setting lws to true "
-                                    "(LeaderWorkerSet) or the setting grove to true (Grove)"))
+            out.append(Problem.at(_svc(name, "multinode", "nodeCount"),
+                                  f"multinode services (nodeCount {node_count(svc)}) need "
+                                  "a multinode orchestrator: set the setting lws to true "
+                                  "(LeaderWorkerSet) or the setting grove to true (Grove)"))
         if (is_multinode(svc) and not on_grove and svc.scalingAdapter is not None
                 and svc.scalingAdapter.enabled):
-            out.append(GraphProblem(_svc_loc(name, "scalingAdapter"),
-                                    "a scaling adapter on a multinode service is not yet "
-                                    "supported (its replicas are LeaderWorkerSets)"))
+            out.append(Problem.at(_svc(name, "scalingAdapter"),
+                                  "a scaling adapter on a multinode service is not yet "
+                                  "supported (its replicas are LeaderWorkerSets)"))
         if svc.checkpoint and svc.checkpoint.get("enabled"):
-            out.append(GraphProblem(_svc_loc(name, "checkpoint"),
-                                    "checkpoint/restore is not yet supported"))
+            out.append(Problem.at(_svc(name, "checkpoint"),
+                                  "checkpoint/restore is not yet supported"))
     return out
 
 
@@ -86,7 +71,7 @@ def _effective_command(spec: ServiceSpec, component_type: str) -> dict[str, Any]
 def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, str]]:
     """The graph framework and each worker's backend (detected > explicit > noop)."""
     explicit = dgd.spec.backendFramework
-    problems: list[GraphProblem] = []
+    problems: list[Problem] = []
     detected: dict[str, str] = {}
     for name, svc in sorted((dgd.spec.services or {}).items()):
         ctype = svc.componentType or ""
@@ -95,22 +80,22 @@ def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, 
         try:
             found = detect_backend(_effective_command(svc, ctype))
         except ComponentError as exc:
-            problems.append(GraphProblem(_svc_loc(name, exc.field), str(exc)))
+            problems.append(Problem.at(_svc(name, *exc.path), str(exc)))
             continue
         if found is None:
             continue
         if explicit and found != explicit:
-            problems.append(GraphProblem(
-                _svc_loc(name, "extraPodSpec.mainContainer"),
+            problems.append(Problem.at(
+                _svc(name, "extraPodSpec", "mainContainer"),
                 f"command runs dynamo.{found} but spec.backendFramework is {explicit!r}"))
         detected[name] = found
     frameworks = set(detected.values())
     if not explicit and len(frameworks) > 1:
-        problems.append(GraphProblem(("spec", "services"),
-                                     "workers run different backends "
-                                     f"({', '.join(sorted(frameworks))}); one graph has one"))
+        problems.append(Problem.at(("spec", "services"),
+                                   "workers run different backends "
+                                   f"({', '.join(sorted(frameworks))}); one graph has one"))
     if problems:
-        raise GraphError(problems)
+        raise RenderError(problems)
     graph = explicit or (frameworks.pop() if frameworks else None)
     per_service = {}
     for name, svc in (dgd.spec.services or {}).items():
@@ -162,10 +147,11 @@ def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> s
 
 
 def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
-    """Every object the operator creates for ``dgd``, in no particular order."""
+    """Every object the operator creates for ``dgd``, in no particular order; raises
+    :class:`RenderError` with problems not located yet (their paths are the DGD's fields)."""
     problems = not_supported(dgd, settings)
     if problems:
-        raise GraphError(problems)
+        raise RenderError(problems)
     dgd_name = dgd.metadata.name
     namespace = dgd.metadata.namespace or settings.namespace
     services = dgd.spec.services or {}
@@ -221,9 +207,9 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
                 out.extend(_expand_service(dgd, service, svc, namespace, settings,
                                            backends[service], whash, graph_envs, epp_cm))
         except ComponentError as exc:
-            problems.append(GraphProblem(_svc_loc(service, exc.field), str(exc)))
+            problems.append(Problem.at(_svc(service, *exc.path), str(exc)))
     if problems:
-        raise GraphError(problems)
+        raise RenderError(problems)
     if on_grove:
         out.append(grove.pod_clique_set(dgd, namespace, settings, parts))
     return out
@@ -362,9 +348,9 @@ def _leader_worker_sets(ctx: ComponentContext, labels: dict[str, str], annotatio
     single = build_pod_spec(ctx)
     main = single["containers"][0]
     if not (main.get("resources") or {}).get("limits", {}).get(naming.GPU_RESOURCE):
-        raise ComponentError("resources.limits.gpu",
-                             "a multinode service needs a GPU limit (its LeaderWorkerSet "
-                             "worker template requires one)")
+        raise ComponentError(("resources", "limits", "gpu"),
+                                     "a multinode service needs a GPU limit (its LeaderWorkerSet "
+                                     "worker template requires one)")
     roles = {role: multinode.role_pod(single, role, ctx.backend, nodes, ctx.annotations,
                                       lws.wait_leader_config_map_name(ctx.dgd_name),
                                       ctx.settings.mpi_ssh_secret,

@@ -12,8 +12,8 @@ from typing import Any
 
 from .. import naming
 from ..models.v1alpha1 import ResourceItem, Resources, ServiceSpec
+from ..parse import json_loads_bounded
 from ..settings import RenderSettings
-from ..source import json_loads_bounded
 from .context import ComponentError
 from .defaults import FRONTEND_PORT
 
@@ -41,9 +41,9 @@ def apply(service: str, svc: ServiceSpec, component_type: str,
     try:
         config = json_loads_bounded(raw, max_depth=CONFIG_MAX_DEPTH)
     except ValueError as exc:
-        raise ComponentError("envs", f"{ENV_NAME} is not valid JSON: {exc}") from None
+        raise ComponentError(("envs",), f"{ENV_NAME} is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
-        raise ComponentError("envs", f"{ENV_NAME} must be a JSON object keyed by service")
+        raise ComponentError(("envs",), f"{ENV_NAME} must be a JSON object keyed by service")
     overrides: dict[str, str] = {}
     if component_type == naming.FRONTEND:
         entry = config.get(service)

@@ -36,7 +36,7 @@ def detect_backend(container: dict[str, Any]) -> str | None:
     line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
     found = {m.group(1) for m in _BACKEND_RE.finditer(line)}
     if len(found) > 1:
-        raise ComponentError("extraPodSpec.mainContainer",
+        raise ComponentError(("extraPodSpec", "mainContainer"),
                              f"command runs several Dynamo backends ({', '.join(sorted(found))})")
     return found.pop() if found else None
 
@@ -80,7 +80,7 @@ def _compilation_cache(ctx: ComponentContext) -> tuple[str, str] | None:
                     path = defaults.VLLM_COMPILATION_CACHE_PATH
                 else:
                     raise ComponentError(
-                        f"volumeMounts[{i}].mountPoint",
+                        ("volumeMounts", i, "mountPoint"),
                         f"a compilation cache needs a mountPoint for backend {ctx.backend!r} "
                         "(only vLLM has a default)")
             return vm.name, path

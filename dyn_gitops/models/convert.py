@@ -18,15 +18,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import naming
+from ..errors import FieldPath, Problem, RenderError
 from . import v1alpha1, v1beta1
 
-Loc = tuple[str | int, ...]
 MAIN = "main"
 PRESERVED_ALPHA_ANNOTATION = "nvidia.com/dgd-spec"
 _SPLIT_TYPES = (naming.PREFILL, naming.DECODE)
 
 # v1alpha1 service field -> where the same thing lives in a v1beta1 component
-_FIELD_HOME: dict[str, Loc] = {
+_FIELD_HOME: dict[str, FieldPath] = {
     "componentType": ("type",), "subComponentType": ("type",),
     "extraPodSpec": ("podTemplate", "spec"), "extraPodMetadata": ("podTemplate", "metadata"),
     "envs": ("podTemplate",), "envFromSecret": ("podTemplate",), "resources": ("podTemplate",),
@@ -36,12 +36,6 @@ _FIELD_HOME: dict[str, Loc] = {
     "failover": ("experimental", "failover"), "checkpoint": ("experimental", "checkpoint"),
     "runtimeVersionOverride": ("runtimeVersion",),
 }
-
-
-class ConversionError(ValueError):
-    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(m for _, m in problems))
 
 
 def _resources(res: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
@@ -104,14 +98,14 @@ def _split_main(main: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return fields, main
 
 
-def _sidecar(container: dict[str, Any], loc: Loc) -> dict[str, Any]:
+def _sidecar(container: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
     extra = sorted(set(container) - {"name", "image", "args", "env", "envFrom"})
     if extra:
-        raise ConversionError([(loc, "a frontendSidecar container with "
-                                f"{', '.join(extra)} is not yet supported (only image, args, "
-                                "env and one envFrom secretRef)")])
+        raise RenderError([Problem.at(loc, "a frontendSidecar container with "
+                                      f"{', '.join(extra)} is not yet supported (only image, "
+                                      "args, env and one envFrom secretRef)")])
     if not container.get("image"):
-        raise ConversionError([(loc, "the frontendSidecar container needs an image")])
+        raise RenderError([Problem.at(loc, "the frontendSidecar container needs an image")])
     out: dict[str, Any] = {"image": container["image"]}
     if container.get("args"):
         out["args"] = container["args"]
@@ -121,30 +115,30 @@ def _sidecar(container: dict[str, Any], loc: Loc) -> dict[str, Any]:
     if env_from:
         ref = env_from[0].get("secretRef") if len(env_from) == 1 else None
         if not (isinstance(ref, dict) and list(env_from[0]) == ["secretRef"] and ref.get("name")):
-            raise ConversionError([(loc, "a frontendSidecar envFrom other than one secretRef "
-                                    "is not yet supported")])
+            raise RenderError([Problem.at(loc, "a frontendSidecar envFrom other than one "
+                                          "secretRef is not yet supported")])
         out["envFromSecret"] = ref["name"]
     return out
 
 
-def _service(c: v1beta1.Component, loc: Loc) -> dict[str, Any]:
-    problems: list[tuple[Loc, str]] = []
+def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
+    problems: list[Problem] = []
     if c.roles:
-        problems.append(((*loc, "roles"), "component roles are not yet supported"))
+        problems.append(Problem.at((*loc, "roles"), "component roles are not yet supported"))
     if c.extraPodSpecMergeStrategy == "strategic":
-        problems.append(((*loc, "extraPodSpecMergeStrategy"),
-                         "the strategic extraPodSpec merge is not yet supported"))
+        problems.append(Problem.at((*loc, "extraPodSpecMergeStrategy"),
+                                   "the strategic extraPodSpec merge is not yet supported"))
     exp = c.experimental
     if exp is not None and exp.grove is not None:
         unknown = sorted(set(exp.grove) - {"forceScalingGroup"})
         if unknown:
-            problems.append(((*loc, "experimental", "grove", unknown[0]),
-                             "only experimental.grove.forceScalingGroup is supported"))
+            problems.append(Problem.at((*loc, "experimental", "grove", unknown[0]),
+                                       "only experimental.grove.forceScalingGroup is supported"))
         elif not isinstance(exp.grove.get("forceScalingGroup", False), bool):
-            problems.append(((*loc, "experimental", "grove", "forceScalingGroup"),
-                             "must be true or false"))
+            problems.append(Problem.at((*loc, "experimental", "grove", "forceScalingGroup"),
+                                       "must be true or false"))
     if problems:
-        raise ConversionError(problems)
+        raise RenderError(problems)
 
     svc: dict[str, Any] = {}
     if c.type in _SPLIT_TYPES:
@@ -191,8 +185,8 @@ def _service(c: v1beta1.Component, loc: Loc) -> dict[str, Any]:
             continue
         others.append(x)
     if c.frontendSidecar and "frontendSidecar" not in svc:
-        raise ConversionError([((*loc, "frontendSidecar"),
-                                f"no podTemplate container is named {c.frontendSidecar!r}")])
+        raise RenderError([Problem.at((*loc, "frontendSidecar"),
+                                      f"no podTemplate container is named {c.frontendSidecar!r}")])
     if main is not None:
         fields, rest = _split_main(main)
         svc.update(fields)
@@ -217,28 +211,30 @@ def _service(c: v1beta1.Component, loc: Loc) -> dict[str, Any]:
 
 
 def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeployment:
-    """The v1alpha1 DGD that renders like ``dgd``; :class:`ConversionError` if none does."""
-    problems: list[tuple[Loc, str]] = []
+    """The v1alpha1 DGD that renders like ``dgd``; else :class:`RenderError` with problems
+    not located yet (their paths are those of the v1beta1 document)."""
+    problems: list[Problem] = []
     if PRESERVED_ALPHA_ANNOTATION in (dgd.metadata.annotations or {}):
-        problems.append((("metadata", "annotations", PRESERVED_ALPHA_ANNOTATION),
-                         "preserved v1alpha1 fields (written by the conversion webhook) are "
-                         "not yet supported; write the DGD as v1alpha1 instead"))
+        problems.append(Problem.at(("metadata", "annotations", PRESERVED_ALPHA_ANNOTATION),
+                                   "preserved v1alpha1 fields (written by the conversion "
+                                   "webhook) are not yet supported; write the DGD as v1alpha1 "
+                                   "instead"))
     services: dict[str, Any] = {}
     seen: dict[str, int] = {}
     for i, c in enumerate(dgd.spec.components or []):
-        loc: Loc = ("spec", "components", i)
+        loc: FieldPath = ("spec", "components", i)
         if c.name.lower() in seen:
-            problems.append(((*loc, "name"), f"component name {c.name!r} is also used by "
-                             f"spec.components[{seen[c.name.lower()]}] (names are unique "
-                             "case-insensitively)"))
+            problems.append(Problem.at((*loc, "name"), f"component name {c.name!r} is also used "
+                                       f"by spec.components[{seen[c.name.lower()]}] (names are "
+                                       "unique case-insensitively)"))
             continue
         seen[c.name.lower()] = i
         try:
             services[c.name] = _service(c, loc)
-        except ConversionError as exc:
+        except RenderError as exc:
             problems.extend(exc.problems)
     if problems:
-        raise ConversionError(problems)
+        raise RenderError(problems)
     spec = dgd.spec.model_dump(exclude_none=True, exclude={"components", "env"})
     spec["services"] = services
     if dgd.spec.env:
@@ -248,8 +244,8 @@ def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeplo
             "apiVersion": v1alpha1.API_VERSION, "kind": dgd.kind,
             "metadata": dgd.metadata.model_dump(exclude_none=True), "spec": spec})
     except ValidationError as exc:  # pragma: no cover - the v1beta1 model checked the values
-        raise ConversionError([(loc_in_v1beta1(dgd)(tuple(e["loc"])), e["msg"])
-                               for e in exc.errors(include_url=False)]) from None
+        raise RenderError([Problem.at(loc_in_v1beta1(dgd)(tuple(e["loc"])), e["msg"])
+                           for e in exc.errors(include_url=False)]) from None
     for c in dgd.spec.components or []:
         grove = c.experimental.grove if c.experimental is not None else None
         if grove and grove.get("forceScalingGroup") is True:
@@ -257,16 +253,16 @@ def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeplo
     return alpha
 
 
-def loc_in_v1beta1(dgd: v1beta1.DynamoGraphDeployment) -> Callable[[Loc], Loc]:
+def loc_in_v1beta1(dgd: v1beta1.DynamoGraphDeployment) -> Callable[[FieldPath], FieldPath]:
     """Map a field path of the converted DGD back to the v1beta1 document."""
     index = {c.name: i for i, c in enumerate(dgd.spec.components or [])}
 
-    def convert(loc: Loc) -> Loc:
+    def convert(loc: FieldPath) -> FieldPath:
         if loc[:2] == ("spec", "envs"):
             return ("spec", "env", *loc[2:])
         if len(loc) < 3 or loc[:2] != ("spec", "services") or loc[2] not in index:
             return ("spec", "components") if loc[:2] == ("spec", "services") else loc
-        base: Loc = ("spec", "components", index[str(loc[2])])
+        base: FieldPath = ("spec", "components", index[str(loc[2])])
         if len(loc) == 3:
             return base
         field = str(loc[3])

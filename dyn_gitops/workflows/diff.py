@@ -12,13 +12,14 @@ import dataclasses
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import context, keys
 from ..context import Runner
 from ..display import redact_tree
-from ..errors import RenderError
+from ..errors import ExitCode, Problem, RenderError
 from ..finalize import sort_key
 
 Obj = dict[str, Any]
@@ -79,12 +80,19 @@ class DiffResult:
         return sum(1 for c in self.changes if c.status == status)
 
 
-class RevisionError(Exception):
-    """A revision could not be rendered; carries the problems, or a reason."""
+class RevisionError(RenderError):
+    """A revision does not render: its problems. ``diff`` ends with exit code 2 on it, as on
+    every error (1 means that the revisions differ)."""
 
-    def __init__(self, rev: str, message: str, problems: list[Any] | None = None) -> None:
-        self.rev, self.problems = rev, problems or []
-        super().__init__(f"{rev}: {message}")
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, rev: str, problems: Iterable[Problem]) -> None:
+        self.rev = rev
+        super().__init__(problems)
+
+    def lines(self, what: str = "") -> list[str]:
+        """Always closed by what diff did (``what`` of the caller does not apply)."""
+        return super().lines(f"{self.rev} does not render; nothing compared")
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -102,14 +110,14 @@ def render_revision(repo_path: str, rev: str, subpath: str, *,
             raise
         return commit, []  # an app that is new (or deleted) in this revision
     except RenderError as exc:  # its dyn-gitops.yaml is unusable
-        raise RevisionError(rev, "does not render", exc.problems) from None
+        raise RevisionError(rev, exc.problems) from None
     commit = ctx.source.commit or ""
     # no commit stamp: it would differ on every object; empty is a state like any other
     ctx = dataclasses.replace(ctx, source=dataclasses.replace(ctx.source, commit=None))
     try:
         return commit, context.render(ctx.with_settings(allow_empty=True)).objects
     except RenderError as exc:
-        raise RevisionError(rev, "does not render", exc.problems) from None
+        raise RevisionError(rev, exc.problems) from None
 
 
 def _lookup(repo_path: str, rev: str, subpath: str) -> tuple[str, bool]:

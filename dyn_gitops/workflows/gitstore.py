@@ -14,12 +14,16 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import FileMode
 
+from ..errors import DynGitopsError, ExitCode
+
 BLOB = FileMode.BLOB
 TREE = FileMode.TREE
 
 
-class BranchMoved(Exception):
+class BranchMoved(DynGitopsError):
     """The branch changed (or was locked) between reading it and updating it."""
+
+    exit_code = ExitCode.BRANCH_MOVED
 
     def __init__(self, branch: str, expected: str | None, found: str | None, commit: str,
                  reason: str = "") -> None:

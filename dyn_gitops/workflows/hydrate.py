@@ -24,8 +24,10 @@ from typing import Any
 import yaml
 
 from .. import __version__, objpath
+from ..errors import UsageError
+from ..parse import json_loads_bounded
+from ..read import Source
 from ..settings import REGISTRY, RenderSettings
-from ..source import Source, json_loads_bounded
 from . import gitstore
 from .incremental import Output, Plan, Previous, Reused, output_ids, plan
 
@@ -43,7 +45,7 @@ CACHE_MAX_BYTES = 64 * 1024 * 1024
 _SOURCE_COMMIT = re.compile(rb"^source:\n  commit: '?([0-9a-f]{40}|[0-9a-f]{64})'?$", re.M)
 
 
-class HydrateUsageError(ValueError):
+class HydrateUsageError(UsageError):
     """The request cannot be carried out as asked (bad branch, checked-out branch, ...)."""
 
 

@@ -33,10 +33,12 @@ from typing import Any
 from .. import __version__, keys, objpath
 from ..emit import size_problem, to_yaml
 from ..errors import Problem, RenderError
-from ..finalize import Rendered, finalize
+from ..expand.stage import Rendered
+from ..finalize import finalize
+from ..parse import load_bounded
 from ..pipeline import render
+from ..read import Source, SourceFile
 from ..settings import RenderSettings
-from ..source import Source, SourceFile, load_bounded
 
 CACHE_FORMAT = 2
 _DOC_MARKER = re.compile(r"^(---|\.\.\.)(\s|$)", re.MULTILINE)
@@ -160,7 +162,7 @@ def _assign(objects: list[Obj], where: str) -> dict[str, Obj]:
     try:
         return objpath.assign(objects)
     except objpath.PathError as exc:
-        raise RenderError([Problem(where, 0, "", "", str(exc))]) from None
+        raise RenderError([Problem(where, 0, message=str(exc))]) from None
 
 
 def _text(obj: Obj) -> bytes:
@@ -250,7 +252,7 @@ def _check_totals(p: Plan, settings: RenderSettings, previous: Previous, root: s
     """max-objects and max-output-bytes for the whole tree (units are rendered apart)."""
     problems: list[Problem] = []
     if len(p.files) > settings.max_objects:
-        problems.append(Problem(root, 0, "", "", f"the output is {len(p.files)} objects, more "
+        problems.append(Problem(root, 0, message=f"the output is {len(p.files)} objects, more "
                                 f"than the {settings.max_objects} allowed (setting "
                                 "max-objects); nothing written"))
     size = sum(len(previous.content(path) or b"") if isinstance(out, Reused) else len(out)

@@ -5,7 +5,7 @@ ResourceList; ``items`` are expanded through the one pipeline (other items pass 
 unchanged, orchestrator annotations included); ``functionConfig`` may carry render settings
 (``data`` of a ConfigMap, or ``spec`` of any other kind). It is written beside the input, so
 it may only lower a limit; the environment and flags of the process set the ceiling.
-Problems become ``results`` (severity error, resourceRef, field.path, file.path/index from
+Problems become ``results`` (their severity, resourceRef, field.path, file.path/index from
 the orchestrator's path annotations) and a non-zero exit; the items are then returned
 untouched.
 """
@@ -20,9 +20,10 @@ from .. import context
 from ..context import Runner
 from ..display import printable
 from ..emit import size_problem, to_yaml
-from ..errors import Problem, RenderError, UsageError
+from ..errors import DynGitopsError, Problem, RenderError, UsageError
+from ..parse import parse_documents
+from ..read import Source, SourceFile
 from ..settings import RenderSettings, SettingsError
-from ..source import Source, SourceFile, parse_documents
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
@@ -40,8 +41,11 @@ LIST_DEPTH = 2
 Obj = dict[str, Any]
 
 
-class InputError(Exception):
+class InputError(DynGitopsError):
     """stdin is not a ResourceList; there is nothing to answer with but stderr."""
+
+    def lines(self) -> list[str]:
+        return [f"dyn-gitops krm: {self}"]
 
 
 @dataclass
@@ -142,7 +146,7 @@ def _doc_of(problem: Problem, docs: list[_Doc]) -> _Doc | None:
 
 def _result(problem: Problem, docs: list[_Doc]) -> Obj:
     # kpt and kustomize print messages and paths as they are: one visible line each
-    result: Obj = {"message": printable(problem.message), "severity": "error"}
+    result: Obj = {"message": printable(problem.message), "severity": problem.severity}
     doc = _doc_of(problem, docs)
     if doc is not None:
         meta = doc.item.get("metadata") or {}
@@ -167,7 +171,7 @@ def run(rl: Obj, *, runner: Runner) -> Outcome:
         params = function_parameters(rl.get("functionConfig"))
         ctx = context.open_source(Source(files=files, root="<resourceList>"), runner=runner,
                                   function_config=params)
-    except (SettingsError, UsageError) as exc:
+    except UsageError as exc:  # SettingsError is one
         results = [{"message": p, "severity": "error"} for p in exc.problems]
         return Outcome(_answer(rl, items, results), False, list(exc.problems))
     settings = ctx.settings
@@ -179,7 +183,7 @@ def run(rl: Obj, *, runner: Runner) -> Outcome:
     info = {"message": f"dyn-gitops: expanded {result.graphs} DynamoGraphDeployments; "
                        f"{len(items)} items in, {len(result.objects)} out",
             "severity": "info"}
-    warnings = [{**_result(p, docs), "severity": "warning"} for p in result.warnings]
+    warnings = [_result(p, docs) for p in result.warnings]
     out = Outcome(_answer(rl, result.objects, [*warnings, info]), True,
                   [_line(w) for w in warnings])
     too_big = size_problem(len(out.text.encode("utf-8")), settings, "<resourceList>")

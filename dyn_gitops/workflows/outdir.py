@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..emit import checked_target, replace_dir, write_new
+from ..read import Source
 from ..settings import RenderSettings
-from ..source import Source
 from .hydrate import CACHE_FILE, METADATA_FILE, load_cache, metadata_text, tree_content
 from .incremental import Plan, Previous, Reused, blob_id, plan
 

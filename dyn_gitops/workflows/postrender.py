@@ -15,7 +15,8 @@ import re
 from typing import Any
 
 from .. import keys
-from ..source import SourceFile, load_bounded
+from ..parse import load_bounded
+from ..read import SourceFile
 
 STDIN = "-"
 HELM_FILENAME = "postrenderer.helm.sh/postrender-filename"

@@ -16,9 +16,7 @@ Obj = dict[str, Any]
 def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) -> list[Obj]:
     """Render DGDs (dicts, or a sample directory) into ``namespace``; ``settings`` are
     render settings by their Python names (``emit_source=False``, ``grove=True``)."""
-    from dyn_gitops import settings as settings_mod
-    from dyn_gitops.pipeline import render as render_pipeline
-    from dyn_gitops.source import read_path
+    from dyn_gitops import context
 
     flags = {k.replace("_", "-"): v for k, v in {"namespace": namespace, **settings}.items()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -27,8 +25,6 @@ def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) ->
             path = tmp
         else:
             path = str(dgd_docs)
-        pre = settings_mod.resolve(flags=flags)
-        src = read_path(path, max_file_bytes=pre.settings.max_file_bytes)
-        resolved = settings_mod.resolve(file_values=src.settings_file, flags=flags)
-        objs = render_pipeline(src, resolved.settings).objects
+        ctx = context.open_path(path, runner=context.Runner(flags=flags))
+        objs = context.render(ctx).objects
     return [{**obj, "metadata": {**obj["metadata"], "namespace": namespace}} for obj in objs]

@@ -1,0 +1,168 @@
+"""The expand stage: validated documents -> what they render to (:class:`Rendered`).
+
+An object passed through is itself. A DynamoGraphDeployment is every object the Dynamo
+operator would create for it (:mod:`.graph`), plus the DGD itself as emitted (setting
+emit-source) with the markers the companion controller reads. The setting max-objects is
+counted while expanding, so an expansion bomb is stopped before it is made.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import keys
+from ..errors import NotSupportedError, Problem, RenderError
+from ..models import v1beta1
+from ..models.v1alpha1 import DynamoGraphDeployment
+from ..parse import Document, located
+from ..settings import RenderSettings
+from ..validate import Validated
+from . import grove
+from .graph import expand_graph, is_multinode
+
+
+@dataclass
+class Rendered:
+    """One object the expansion made (or passed through), and where it comes from."""
+
+    obj: dict[str, Any]
+    path: str  # source file
+    dgd: str | None = None  # "ns/name" of the DGD it came from
+    passthrough: bool = False
+    source_dgd: bool = False
+    doc: Document | None = None  # the document it comes from (the DGD, for its children)
+
+
+def identity(obj: dict[str, Any], default_ns: str) -> tuple[str, str, str, str]:
+    """(group, kind, namespace, name): what the API server tells objects apart by."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return (group, str(obj.get("kind")), str(meta.get("namespace") or default_ns),
+            str(meta.get("name")))
+
+
+@dataclass
+class Expanded:
+    rendered: list[Rendered] = field(default_factory=list)
+    graphs: int = 0  # DGDs expanded
+
+
+def expand(items: Iterable[Validated], settings: RenderSettings,
+           problems: list[Problem]) -> Expanded:
+    """Expand every item, in order, until the output is over the setting max-objects (what
+    is after that is not expanded); problems are appended."""
+    out = Expanded()
+    budget = _Budget(settings)
+    for item in items:
+        over = budget.refuse(item)
+        if over is None:
+            try:
+                made = expand_one(item, settings)
+            except RenderError as exc:
+                problems.extend(exc.problems)
+                continue
+            out.rendered.extend(made)
+            if item.dgd is not None:
+                out.graphs += 1
+            over = budget.spend(item, made)
+        if over is not None:
+            problems.append(over)
+            break
+    return out
+
+
+def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
+    """What one validated document renders to; :class:`RenderError` with the problems
+    located in its document."""
+    doc, dgd = item.doc, item.dgd
+    if dgd is None:
+        return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
+    try:
+        children = expand_graph(dgd, settings)
+    except NotSupportedError as exc:
+        raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
+    except RenderError as exc:  # its paths are the model's fields
+        raise RenderError([item.located(p) for p in exc.problems]) from None
+    ref = f"{dgd.metadata.namespace or settings.namespace}/{dgd.metadata.name}"
+    out = [Rendered(child, doc.file.path, dgd=ref, doc=doc) for child in children]
+    if settings.emit_source:
+        out.append(Rendered(_source_to_emit(doc.data, dgd, children, settings), doc.file.path,
+                            dgd=ref, source_dgd=True, doc=doc))
+    return out
+
+
+class _Budget:
+    """Setting max-objects, counted as objects are made: what finalize will output (an
+    object several graphs share counts once)."""
+
+    def __init__(self, settings: RenderSettings) -> None:
+        self.settings = settings
+        self.outputs: set[tuple[str, str, str, str]] = set()
+
+    def refuse(self, item: Validated) -> Problem | None:
+        """Before expanding a DGD: the objects its multinode services make per replica are
+        known up front (a replica count is cheap to write and costly to expand)."""
+        if item.dgd is None:
+            return None
+        limit = self.settings.max_objects
+        per_replica = _per_replica_objects(item.dgd, self.settings)
+        if len(self.outputs) + per_replica <= limit:
+            return None
+        before = f" with the {len(self.outputs)} before it" if self.outputs else ""
+        return item.located(Problem.at(("spec", "services"), (
+            f"its multinode services would make {per_replica} LeaderWorkerSets and "
+            f"PodGroups (one each per replica), more than the {limit} objects "
+            f"allowed{before} (setting max-objects); nothing was expanded")))
+
+    def spend(self, item: Validated, made: list[Rendered]) -> Problem | None:
+        """After expanding: a problem if the output is now over the limit."""
+        self.outputs.update(identity(r.obj, self.settings.namespace) for r in made)
+        limit = self.settings.max_objects
+        if len(self.outputs) <= limit:
+            return None
+        return located(item.doc, Problem.at((), (
+            f"the output reaches {len(self.outputs)} objects here, more than the {limit} "
+            "allowed (setting max-objects); the rest was not expanded")))
+
+
+def _per_replica_objects(dgd: DynamoGraphDeployment, settings: RenderSettings) -> int:
+    """What the expansion makes per replica: a LeaderWorkerSet and a PodGroup for each
+    replica of a multinode service outside Grove (known before making them)."""
+    if grove.is_grove(dgd, settings):
+        return 0
+    return sum(2 * (1 if s.replicas is None else s.replicas)
+               for s in (dgd.spec.services or {}).values() if is_multinode(s))
+
+
+def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
+    """What the companion controller reads on the emitted DGD, taken from what was rendered:
+    the Grove PodCliqueSet's name, or the worker hash the workers are named with."""
+    for child in children:
+        if child["kind"] == "PodCliqueSet":
+            return {keys.ANN_PODCLIQUESET: child["metadata"]["name"]}
+    for child in children:
+        whash = (child["metadata"].get("labels") or {}).get(keys.LABEL_WORKER_HASH)
+        if whash:
+            return {keys.ANN_WORKER_HASH: whash}
+    return {}
+
+
+def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
+                    children: list[dict[str, Any]], settings: RenderSettings) -> dict[str, Any]:
+    """The source DGD as written, or a v1beta1 one as the v1alpha1 DGD it was rendered from
+    (what the dyn-gitops CRDs serve and the controller reads); with the markers the
+    companion controller reads (worker hash, or the Grove PodCliqueSet)."""
+    stamps = _markers(children)
+    if data.get("apiVersion") == v1beta1.API_VERSION and settings.source_api_version == "v1alpha1":
+        out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
+        stamps[keys.ANN_SOURCE_API_VERSION] = v1beta1.API_VERSION
+    else:
+        out = copy.deepcopy(data)
+    if stamps:
+        meta = out.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), **stamps}
+    return out

@@ -1,0 +1,354 @@
+"""Read: a directory tree, a file, stdin, or a Git revision (no checkout), into a Source.
+
+Everything returned is text plus where it came from; nothing here knows about Dynamo (or YAML,
+but for the optional dyn-gitops.yaml at the root). Hostile input is bounded: symlinks may not
+leave the source root, and files have a size limit.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem
+from .settings import SETTINGS_FILE
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # posix path relative to the source root ("-" for stdin)
+    text: str
+
+
+@dataclass
+class Source:
+    """What was read: the files, plus what is known of their origin."""
+
+    files: list[SourceFile]
+    root: str  # display name of the root (directory, "-" or "<repo>@<rev>")
+    commit: str | None = None  # Git commit id when read from a revision
+    #: dyn-gitops.yaml at the root, as read (the context parses it: parse.settings_values)
+    settings_file: SourceFile | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- file system
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def read_path(path: str, *, max_file_bytes: int) -> Source:
+    """Read a directory tree (recursively, hidden entries skipped) or a single file.
+
+    Every entry that cannot be read is a problem (never silently skipped): unreadable files
+    and directories, symlink loops, dangling symlinks, FIFOs and devices (never opened for
+    reading, so nothing blocks), symlinks that leave the root.
+    """
+    if path == "-":
+        import sys
+
+        data = sys.stdin.buffer.read(max_file_bytes + 1)
+        src = Source(files=[], root="-")
+        if len(data) > max_file_bytes:
+            src.problems.append(_too_big("-", len(data), max_file_bytes, at_least=True))
+        else:
+            src.files.append(SourceFile("-", _decode("-", data, src.problems)))
+        return src
+    p = Path(path)
+    if not os.path.lexists(p):
+        raise FileNotFoundError(path)
+    if not p.is_dir():
+        src = Source(files=[], root=str(p))
+        data = _read_bytes(str(p), p.name, max_file_bytes, src.problems)
+        if data is not None:
+            src.files.append(SourceFile(p.name, _decode(p.name, data, src.problems)))
+        return src
+    root = os.path.realpath(p)
+    src = Source(files=[], root=str(p))
+    seen_dirs: set[str] = set()
+
+    def unreadable(exc: OSError) -> None:
+        rel = _posix(os.path.relpath(exc.filename or root, root))
+        src.problems.append(Problem(
+            rel, message=f"cannot read the directory ({_os_reason(exc)})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
+        real_dir = os.path.realpath(dirpath)
+        rel_dir = os.path.relpath(dirpath, root)
+        if not _within(real_dir, root):
+            src.problems.append(Problem(
+                _posix(rel_dir),
+                message=f"symlink leads outside the source root (to {real_dir}); refused"))
+            dirnames[:] = []
+            continue
+        if real_dir in seen_dirs:  # symlink loop
+            dirnames[:] = []
+            continue
+        seen_dirs.add(real_dir)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            rel = _posix(os.path.normpath(os.path.join(rel_dir, name)))
+            if rel != SETTINGS_FILE and not name.endswith(MANIFEST_SUFFIXES):
+                continue
+            full = os.path.join(dirpath, name)
+            real = os.path.realpath(full)
+            if not _within(real, root):
+                src.problems.append(Problem(
+                    rel, 0, message=f"symlink leads outside the source root (to {real}); refused"))
+                continue
+            if rel == SETTINGS_FILE:
+                src.settings_file = _read_settings_file(full, src)
+                continue
+            data = _read_bytes(full, rel, max_file_bytes, src.problems)
+            if data is not None:
+                src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
+    return src
+
+
+def _posix(p: str) -> str:
+    return p.replace(os.sep, "/")
+
+
+_OS_REASONS = {errno.ELOOP: "a symlink loop", errno.ENOENT: "a dangling symlink",
+               errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+
+
+def _os_reason(exc: OSError) -> str:
+    return _OS_REASONS.get(exc.errno or 0) or exc.strerror or type(exc).__name__
+
+
+def _read_bytes(full: str, rel: str, limit: int, problems: list[Problem],
+                what: str = "max-file-bytes") -> bytes | None:
+    """A regular file's bytes, at most ``limit``; anything else is a problem."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        problems.append(Problem(rel, 0, message=f"cannot read the file ({_os_reason(exc)})"))
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            problems.append(Problem(rel, 0, message="not a regular file (a FIFO, socket or "
+                                                    "device); refused"))
+            return None
+        if st.st_size > limit:
+            problems.append(_too_big(rel, st.st_size, limit, setting=what))
+            return None
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            problems.append(Problem(rel, message=f"cannot read the file ({_os_reason(exc)})"))
+            return None
+    if len(data) > limit:  # grew while being read
+        problems.append(_too_big(rel, len(data), limit, at_least=True, setting=what))
+        return None
+    return data
+
+
+# The settings file is read before the settings (and their limits) are known.
+SETTINGS_FILE_MAX_BYTES = 64 * 1024
+
+
+def _read_settings_file(full: str, src: Source) -> SourceFile | None:
+    data = _read_bytes(full, SETTINGS_FILE, SETTINGS_FILE_MAX_BYTES, src.problems,
+                       what="a fixed bound for " + SETTINGS_FILE)
+    if data is None:
+        return None
+    return SourceFile(SETTINGS_FILE, _decode(SETTINGS_FILE, data, src.problems))
+
+
+def _too_big(rel: str, size: int, limit: int, *, at_least: bool = False,
+             setting: str = "max-file-bytes") -> Problem:
+    more = "more than " if at_least else ""
+    where = f"setting {setting}" if setting == "max-file-bytes" else setting
+    return Problem(rel, 0, message=f"file is {more}{size} bytes, over the limit of {limit} "
+                   f"({where})")
+
+
+def _decode(rel: str, data: bytes, problems: list[Problem]) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(
+            rel, message=f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+        return ""
+
+
+# ---------------------------------------------------------------------------- Git
+# A symlink's blob is its target path: longer than PATH_MAX is not a path. Chains of links
+# are followed as the kernel does, up to its limit (ELOOP after 40).
+_LINK_MAX_BYTES = 4096
+_LINK_MAX_HOPS = 40
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+
+
+def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> Source:
+    """Read the tree of ``rev`` below ``subpath`` straight from the object store.
+
+    Every blob's size is read from its object header before the blob itself, so a huge
+    blob costs nothing. Submodules and Git LFS pointers are problems: the object store
+    holds neither the submodule's files nor the LFS file, and rendering without them
+    would silently drop objects.
+    """
+    import pygit2  # imported here: only Git reads pay for it
+
+    found = pygit2.discover_repository(repo_path)
+    if found is None:
+        raise FileNotFoundError(f"{repo_path}: not inside a Git repository")
+    repo = pygit2.Repository(found)
+    try:
+        commit = repo.revparse_single(rev).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        raise LookupError(f"unknown Git revision {rev!r}: {exc}") from None
+    workdir = repo.workdir or os.path.dirname(found.rstrip("/"))
+    # subpath is relative to the current directory; make it relative to the repo root
+    abs_sub = os.path.realpath(os.path.join(repo_path, subpath)) if subpath else os.path.realpath(
+        repo_path)
+    rel_root = os.path.relpath(abs_sub, os.path.realpath(workdir))
+    rel_root = "" if rel_root == "." else _posix(rel_root)
+    if rel_root.startswith(".."):
+        raise FileNotFoundError(f"{subpath}: outside the repository {workdir}")
+    tree: Any = commit.tree
+    src = Source(files=[], root=f"{rel_root or '.'}@{rev}", commit=str(commit.id))
+    if rel_root:
+        try:
+            obj = tree[rel_root]
+        except KeyError:
+            raise FileNotFoundError(f"{rel_root}: not in revision {rev}") from None
+        if obj.filemode == pygit2.enums.FileMode.COMMIT:
+            src.problems.append(_submodule(posixpath.basename(rel_root)))
+            return src
+        if obj.type_str == "blob":  # a single file
+            _git_blob(repo, tree, rel_root, posixpath.basename(rel_root), obj, "", max_file_bytes,
+                      src)
+            return src
+        tree = repo[obj.id]
+    for rel, entry in _walk_tree(repo, tree, ""):
+        if entry.filemode == pygit2.enums.FileMode.COMMIT:
+            src.problems.append(_submodule(rel))
+            continue
+        _git_blob(repo, commit.tree, rel_root, rel, entry, rel_root, max_file_bytes, src)
+    return src
+
+
+def _submodule(rel: str) -> Problem:
+    return Problem(rel, 0, message="is a Git submodule, whose files are not in this "
+                   "repository's object store, so its objects would be missing; render the "
+                   "submodule's repository on its own, or copy its manifests into this one")
+
+
+def _walk_tree(repo: Any, tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    """Every blob and submodule (gitlink) entry below ``tree``, hidden entries skipped."""
+    for entry in sorted(tree, key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
+        rel = f"{prefix}{entry.name}"
+        if entry.type_str == "tree":
+            yield from _walk_tree(repo, repo[entry.id], rel + "/")
+        elif entry.type_str in ("blob", "commit"):
+            yield rel, entry
+
+
+def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, root: str,
+              limit: int, src: Source) -> None:
+    """Read one file of the revision into ``src`` (or a problem), sizes checked first."""
+    repo_rel = posixpath.join(root, rel) if root else rel
+    if not (rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE):
+        _check_dir_link(repo, full_tree, repo_rel, entry, root, rel, src)
+        return
+    found = _follow_links(repo, full_tree, repo_rel, entry, root, rel, src)
+    if found is None:
+        return
+    cap = SETTINGS_FILE_MAX_BYTES if rel == SETTINGS_FILE else limit
+    _kind, size = repo.odb.read_header(found.id)
+    if size > cap:
+        src.problems.append(_too_big(rel, size, cap))
+        return
+    data = repo[found.id].data
+    if data.startswith(_LFS_POINTER):
+        src.problems.append(Problem(
+            rel, 0, message="is a Git LFS pointer, not the file: LFS keeps the content "
+            "outside the object store that dyn-gitops reads; store manifests in Git itself "
+            "(remove their pattern from .gitattributes and commit the files again)"))
+        return
+    if rel == SETTINGS_FILE:
+        src.settings_file = SourceFile(SETTINGS_FILE, data.decode("utf-8", "replace"))
+        return
+    src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
+
+
+def _check_dir_link(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str,
+                    rel: str, src: Source) -> None:
+    """A link to a directory of the repository outside the source root is refused, as a
+    directory tree refuses it (its files would otherwise be silently missing)."""
+    import pygit2
+
+    if entry.filemode != pygit2.enums.FileMode.LINK:
+        return
+    _kind, size = repo.odb.read_header(entry.id)
+    if size > _LINK_MAX_BYTES:
+        return  # not a path; nothing is read through it
+    target = repo[entry.id].data.decode("utf-8", "replace")
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
+    if not root or resolved == root or resolved.startswith(root + "/"):
+        return
+    try:
+        is_dir = full_tree[resolved].type_str == "tree"
+    except (KeyError, ValueError):
+        is_dir = False  # outside the repository: a file or a directory, nobody can tell
+    if is_dir:
+        src.problems.append(Problem(
+            rel, 0, message=f"symlink leads outside the source root (to {target}); refused"))
+
+
+def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str, rel: str,
+                  src: Source) -> Any:
+    """The blob entry ``entry`` stands for (through symlinks), or None with a problem.
+
+    Links are resolved inside the revision as a checkout would, but never to a path
+    outside the source root; their targets are size-checked before they are read.
+    """
+    import pygit2
+
+    seen: set[str] = set()
+    while entry.filemode == pygit2.enums.FileMode.LINK:
+        if len(seen) >= _LINK_MAX_HOPS or repo_rel in seen:
+            src.problems.append(Problem(rel, 0, message="symlink loop (or more than "
+                                        f"{_LINK_MAX_HOPS} links in a chain); refused"))
+            return None
+        seen.add(repo_rel)
+        _kind, size = repo.odb.read_header(entry.id)
+        if size > _LINK_MAX_BYTES:
+            src.problems.append(Problem(rel, 0, message=f"symlink target is {size} bytes, over "
+                                        f"the limit of {_LINK_MAX_BYTES}; refused"))
+            return None
+        target = repo[entry.id].data.decode("utf-8", "replace")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
+        inside = (not target.startswith("/") and not resolved.startswith("../")
+                  and resolved != ".." and (not root or resolved == root
+                                            or resolved.startswith(root + "/")))
+        if not inside:
+            src.problems.append(Problem(
+                rel, 0, message=f"symlink leads outside the source root (to {target}); refused"))
+            return None
+        try:
+            entry = full_tree[resolved]
+        except KeyError:
+            src.problems.append(Problem(rel, 0, message=f"dangling symlink (to {target}): "
+                                        "nothing in the revision at that path"))
+            return None
+        repo_rel = resolved
+    if entry.type_str != "blob":
+        return None  # a link to a directory: read as the directory itself is (or not)
+    return entry

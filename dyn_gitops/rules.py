@@ -1,0 +1,326 @@
+"""The rules of the validate stage: the Dynamo admission webhook's stateless rules
+(``spec/dynamo-runtime.md`` 7.1), the name checks that the expansion needs (derived names
+must be valid Kubernetes names), the runner's limits, the shape every object must have, and
+what renders but is reported as a warning.
+
+Each rule yields a :class:`~dyn_gitops.errors.Problem` whose path is that of the field in
+the DGD (the validate stage locates it in the document); nothing here raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from . import keys, naming
+from .errors import FieldPath, Problem
+from .models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+
+_SEMVER = re.compile(
+    r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_TOPOLOGY_DOMAIN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_WORKER_HASH_LEN = 9  # "-" + 8 hex
+
+
+def _svc(name: str, *rest: str | int) -> FieldPath:
+    return ("spec", "services", name, *rest)
+
+
+def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+    spec = dgd.spec
+    services = spec.services or {}
+    ann = dgd.metadata.annotations or {}
+
+    if not services:
+        yield Problem.at(("spec", "services"), "spec.services must have at least one service")
+    if len(services) > naming.MAX_SERVICES:
+        yield Problem.at(("spec", "services"),
+                         f"at most {naming.MAX_SERVICES} services are allowed, "
+                         f"found {len(services)}")
+    yield from _name_checks(dgd)
+    yield from _annotation_checks(ann, ("metadata", "annotations"))
+
+    for i, p in enumerate(spec.pvcs or []):
+        if not p.name:
+            yield Problem.at(("spec", "pvcs", i, "name"), f"spec.pvcs[{i}].name is required")
+        if p.create:
+            for field in ("storageClass", "size", "volumeAccessMode"):
+                if not getattr(p, field):
+                    yield Problem.at(("spec", "pvcs", i, field), "required when create is true")
+
+    yield from _restart_checks(dgd)
+
+    # checked whenever Grove may be used, installed or not (as the webhook does); a long
+    # DGD name is cut to fit (PCSNameForDGD), so only a long service name can fail
+    grove_possible = ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
+    if grove_possible:
+        pcs = naming.dgd_pcs_name(dgd)
+        for svc_name, budget in sorted(naming.grove_name_budgets(dgd).items()):
+            if len(pcs) + budget > naming.GROVE_NAME_BUDGET:
+                yield Problem.at(_svc(svc_name),
+                                 f"service name too long for Grove: PodCliqueSet {pcs!r} plus the "
+                                 f"service's scaling-group and clique names is "
+                                 f"{len(pcs) + budget} characters, at most "
+                                 f"{naming.GROVE_NAME_BUDGET}; shorten it or annotate the DGD "
+                                 f"{keys.ANN_ENABLE_GROVE}: \"false\"")
+
+    topo_any = spec.topologyConstraint is not None or any(
+        s.topologyConstraint is not None for s in services.values())
+    if topo_any:
+        yield from _topology_checks(dgd)
+
+    failover_any = False
+    for svc_name, svc in sorted(services.items()):
+        yield from _service_checks(svc_name, svc)
+        yield from _annotation_checks(svc.annotations or {}, _svc(svc_name, "annotations"),
+                                      service_level=True)
+        if svc.failover is not None and svc.failover.enabled:
+            failover_any = True
+    if failover_any and ann.get(keys.ANN_KUBE_DISCOVERY_MODE) != "container":
+        yield Problem.at(("metadata", "annotations"),
+                         f"failover needs the DGD annotation {keys.ANN_KUBE_DISCOVERY_MODE}: "
+                         "container")
+
+
+def limit_checks(dgd: DynamoGraphDeployment, *, max_replicas: int,
+                 max_node_count: int) -> Iterator[Problem]:
+    """The runner's ceilings (settings max-replicas, max-node-count), checked before anything
+    is expanded: LeaderWorkerSets are made per replica and pod addresses per node."""
+    for name, svc in sorted((dgd.spec.services or {}).items()):
+        counts: list[tuple[FieldPath, object]] = [(("replicas",), svc.replicas)]
+        if isinstance(svc.autoscaling, dict):
+            counts += [(("autoscaling", k), svc.autoscaling.get(k))
+                       for k in ("minReplicas", "maxReplicas")]
+        for loc, value in counts:
+            if isinstance(value, int) and not isinstance(value, bool) and value > max_replicas:
+                yield Problem.at(_svc(name, *loc),
+                                 f"{value} is more than the {max_replicas} replicas "
+                                 "allowed (setting max-replicas)")
+        nodes = svc.multinode.nodeCount if svc.multinode is not None else None
+        if nodes is not None and nodes > max_node_count:
+            yield Problem.at(_svc(name, "multinode", "nodeCount"),
+                             f"{nodes} is more than the {max_node_count} nodes allowed (setting "
+                             "max-node-count)")
+
+
+def _name_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+    name = dgd.metadata.name
+    if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
+        yield Problem.at(("metadata", "name"),
+                         f"must be a lowercase DNS-1123 subdomain, found {name!r}")
+        return
+    seen: dict[str, str] = {}
+    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
+        lower = svc_name.lower()
+        if lower in seen:
+            yield Problem.at(_svc(svc_name),
+                             f"service names {seen[lower]!r} and {svc_name!r} collide: "
+                             f"both become {naming.base_name(name, svc_name)!r}")
+            continue
+        seen[lower] = svc_name
+        if not _DNS_SUBDOMAIN.match(lower):
+            yield Problem.at(_svc(svc_name),
+                             f"service name {svc_name!r} does not make a valid Kubernetes "
+                             "name (letters, digits, '-' and '.')")
+            continue
+        service_name = naming.normalize(naming.base_name(name, svc_name))
+        if naming.is_worker(svc.componentType):
+            service_name += "-" + "0" * (_WORKER_HASH_LEN - 1)
+        if len(service_name) > 63:
+            yield Problem.at(_svc(svc_name),
+                             f"the component Service name would be {len(service_name)} characters "
+                             f"('{naming.base_name(name, svc_name)}"
+                             f"{'-<hash8>' if naming.is_worker(svc.componentType) else ''}'), "
+                             "over the 63-character limit; shorten the DGD or service name")
+
+
+def _annotation_checks(ann: dict[str, str], loc: FieldPath,
+                       service_level: bool = False) -> Iterator[Problem]:
+    v = ann.get(keys.ANN_OPERATOR_ORIGIN_VERSION)
+    if v is not None and not service_level and not _SEMVER.match(v):
+        yield Problem.at((*loc, keys.ANN_OPERATOR_ORIGIN_VERSION),
+                         f"must be a semantic version, found {v!r}")
+    v = ann.get(keys.ANN_VLLM_EXECUTOR_BACKEND)
+    if v is not None and v.lower() not in ("mp", "ray"):
+        yield Problem.at((*loc, keys.ANN_VLLM_EXECUTOR_BACKEND),
+                         f"must be 'mp' or 'ray', found {v!r}")
+    v = ann.get(keys.ANN_KUBE_DISCOVERY_MODE)
+    if v is not None and not service_level and v not in ("pod", "container"):
+        yield Problem.at((*loc, keys.ANN_KUBE_DISCOVERY_MODE),
+                         f"must be 'pod' or 'container', found {v!r}")
+    v = ann.get(keys.ANN_DISCOVERY_BACKEND)
+    if v and v not in ("kubernetes", "etcd"):  # empty means unset, as for the operator
+        yield Problem.at((*loc, keys.ANN_DISCOVERY_BACKEND),
+                         f"must be 'kubernetes' or 'etcd', found {v!r}")
+    v = ann.get(keys.ANN_WORKLOAD_PROVIDER)
+    if v is not None and not service_level and v not in ("component", "grove",
+                                                         "disaggregatedset"):
+        yield Problem.at((*loc, keys.ANN_WORKLOAD_PROVIDER),
+                         f"must be 'component', 'grove' or 'disaggregatedset', found {v!r}")
+    v = ann.get(keys.ANN_GROVE_UPDATE_STRATEGY)
+    if v is not None and not service_level and v not in naming.GROVE_UPDATE_STRATEGIES:
+        yield Problem.at((*loc, keys.ANN_GROVE_UPDATE_STRATEGY),
+                         f"must be one of {', '.join(naming.GROVE_UPDATE_STRATEGIES)}, found {v!r}")
+
+
+def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+    restart = dgd.spec.restart
+    if restart is None:
+        return
+    loc = ("spec", "restart")
+    if not restart.id:
+        yield Problem.at((*loc, "id"), "spec.restart.id is required")
+    strategy = restart.strategy
+    if strategy is None or strategy.order is None:
+        return
+    order = strategy.order
+    if strategy.type == "Parallel":
+        yield Problem.at((*loc, "strategy", "order"),
+                         "order is not allowed with the Parallel strategy")
+        return
+    services = dgd.spec.services or {}
+    if len(set(order)) != len(order):
+        yield Problem.at((*loc, "strategy", "order"), "order must not repeat a service")
+    for i, s in enumerate(order):
+        if s not in services:
+            yield Problem.at((*loc, "strategy", "order", i), f"contains unknown service: {s}")
+    if len(set(order)) != len(services):
+        yield Problem.at((*loc, "strategy", "order"),
+                         f"must list every service once ({len(services)} services, "
+                         f"{len(set(order))} listed)")
+
+
+def _topology_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+    tc = dgd.spec.topologyConstraint
+    if tc is None or not (tc.topologyProfile or tc.clusterTopologyName):
+        yield Problem.at(("spec", "topologyConstraint"),
+                         "topologyProfile is required when any topology constraint is set")
+    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
+        stc = svc.topologyConstraint
+        if stc is None:
+            if tc is None or not tc.packDomain:
+                yield Problem.at(_svc(svc_name, "topologyConstraint"),
+                                 "required for every service when spec.topologyConstraint has "
+                                 "no packDomain")
+            continue
+        if not stc.packDomain:
+            yield Problem.at(_svc(svc_name, "topologyConstraint", "packDomain"),
+                             "packDomain is required")
+    for where, c in [(("spec", "topologyConstraint"), tc)] + [
+            (_svc(n, "topologyConstraint"), s.topologyConstraint)
+            for n, s in sorted((dgd.spec.services or {}).items())]:
+        if c is not None and c.packDomain and not _TOPOLOGY_DOMAIN.match(c.packDomain):
+            yield Problem.at((*where, "packDomain"),
+                             f"must match {_TOPOLOGY_DOMAIN.pattern}, found {c.packDomain!r}")
+
+
+def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
+    if svc.replicas is not None and svc.replicas < 0:
+        yield Problem.at(_svc(name, "replicas"), f"must be >= 0, found {svc.replicas}")
+    if svc.minAvailable is not None and svc.minAvailable < 0:
+        yield Problem.at(_svc(name, "minAvailable"), f"must be >= 0, found {svc.minAvailable}")
+    if svc.ingress is not None and svc.ingress.enabled and not svc.ingress.host:
+        yield Problem.at(_svc(name, "ingress", "host"),
+                         "ingress.host is required when ingress is enabled")
+    for i, vm in enumerate(svc.volumeMounts or []):
+        if not vm.name:
+            yield Problem.at(_svc(name, "volumeMounts", i, "name"), "name is required")
+        if not vm.mountPoint and not vm.useAsCompilationCache:
+            yield Problem.at(_svc(name, "volumeMounts", i, "mountPoint"),
+                             "mountPoint is required unless useAsCompilationCache is true")
+    shm = svc.sharedMemory
+    if shm is not None:
+        if shm.disabled and shm.size:
+            yield Problem.at(_svc(name, "sharedMemory"), "size cannot be set when disabled is true")
+        if not shm.disabled and not shm.size:
+            yield Problem.at(_svc(name, "sharedMemory", "size"),
+                             "size is required unless disabled is true")
+    eps = svc.extraPodSpec
+    if svc.frontendSidecar is not None and eps is not None:
+        for i, c in enumerate(eps.containers or []):
+            if c.name == "sidecar-frontend":
+                yield Problem.at(_svc(name, "extraPodSpec", "containers", i, "name"),
+                                 "a container named sidecar-frontend already exists; "
+                                 "frontendSidecar adds it")
+    if svc.componentType == naming.EPP:
+        if svc.multinode is not None and svc.multinode.nodeCount > 1:
+            yield Problem.at(_svc(name, "multinode"), "an EPP service cannot be multinode")
+        if svc.replicas is not None and svc.replicas != 1:
+            yield Problem.at(_svc(name, "replicas"),
+                             f"an EPP service must have exactly 1 replica, found {svc.replicas}")
+        cfg = svc.eppConfig
+        if cfg is None:
+            yield Problem.at(_svc(name, "eppConfig"), "eppConfig is required for an EPP service")
+        elif (cfg.configMapRef is None) == (cfg.config is None):
+            yield Problem.at(_svc(name, "eppConfig"), "set exactly one of configMapRef and config")
+        elif cfg.configMapRef is not None and not cfg.configMapRef.name:
+            yield Problem.at(_svc(name, "eppConfig", "configMapRef", "name"), "name is required")
+    gms = svc.gpuMemoryService
+    if gms is not None and gms.enabled:
+        if not naming.is_worker(svc.componentType):
+            yield Problem.at(_svc(name, "gpuMemoryService"),
+                             "the GPU memory service is only for worker, prefill and decode "
+                             "services")
+        # the webhook reads limits.gpu, else requests.gpu
+        res = svc.resources
+        gpu = ((res.limits.gpu if res and res.limits else None)
+               or (res.requests.gpu if res and res.requests else None))
+        if not gpu or not gpu.isdigit() or int(gpu) < 1:
+            yield Problem.at(_svc(name, "gpuMemoryService"),
+                             "the GPU memory service needs a GPU count >= 1 "
+                             "(resources.limits.gpu, else resources.requests.gpu)")
+        if (gms.mode or "").lower() == "interpod":
+            yield Problem.at(_svc(name, "gpuMemoryService", "mode"),
+                             "interPod mode is not supported")
+    fo = svc.failover
+    if fo is not None and fo.enabled:
+        if gms is None or not gms.enabled:
+            yield Problem.at(_svc(name, "failover"), "failover requires gpuMemoryService.enabled")
+        elif (fo.mode or "intraPod") != (gms.mode or "intraPod"):
+            yield Problem.at(_svc(name, "failover", "mode"),
+                             "failover and gpuMemoryService modes must match")
+        if (fo.mode or "").lower() == "interpod":
+            yield Problem.at(_svc(name, "failover", "mode"), "interPod mode is not supported")
+
+
+def warn_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+    """What renders (the operator would create it too) but the API server will refuse or
+    the workload cannot run: reported as warnings, output unchanged."""
+    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
+        main = svc.main_container
+        if main is None or not main.image:
+            yield Problem.at(_svc(svc_name, "extraPodSpec", "mainContainer", "image"),
+                             "no image: the operator has no default image, and the API server "
+                             "refuses a workload whose main container has none",
+                             severity="warning")
+
+
+def object_shape(data: dict[str, Any]) -> Iterator[Problem]:
+    """What every object must be shaped like before anything reads it (pass-through ones
+    included): apiVersion and kind strings, metadata a mapping whose name and namespace are
+    strings and whose labels and annotations map strings to strings."""
+    for key in ("apiVersion", "kind"):
+        if not isinstance(data.get(key), str):
+            yield Problem.at((key,), "expected a string")
+    meta = data.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        yield Problem.at(("metadata",), "expected a mapping")
+        return
+    for key in ("name", "namespace", "generateName"):
+        if key in meta and not isinstance(meta[key], str):
+            yield Problem.at(("metadata", key), "expected a string")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            yield Problem.at(("metadata", key), "expected a mapping of strings to strings")
+            continue
+        for k, v in value.items():
+            if not isinstance(v, str):
+                yield Problem.at(("metadata", key, k), "expected a string: quote it")

@@ -1,0 +1,196 @@
+"""Validate: each parsed document becomes a :class:`Validated` item, or problems.
+
+An object that is not a Dynamo kind is passed through as written (its shape checked only). A
+DynamoGraphDeployment becomes its typed model: ``nvidia.com/v1alpha1`` as written,
+``v1beta1`` converted to the v1alpha1 shape (with the mapping of field paths back to the
+document), checked by the pydantic models ("did you mean" for unknown fields), the rules of
+:mod:`dyn_gitops.rules` and the runner's limits; two DGDs may not share a namespace and name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .display import describe, is_sensitive
+from .errors import FieldPath, Problem, RenderError
+from .models import v1beta1
+from .models.convert import loc_in_v1beta1, to_v1alpha1
+from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
+from .parse import Document, located, object_label
+from .rules import limit_checks, object_shape, validate_graph, warn_graph
+from .settings import RenderSettings
+
+DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
+
+
+def same_path(path: FieldPath) -> FieldPath:
+    return path
+
+
+@dataclass(frozen=True)
+class Validated:
+    """A document that may be expanded: a DGD's model, or (``dgd`` None) an object to pass
+    through as written."""
+
+    doc: Document
+    dgd: DynamoGraphDeployment | None = None
+    #: a field path of the model -> the same field in the document (they differ for v1beta1)
+    to_doc_path: Callable[[FieldPath], FieldPath] = same_path
+
+    def located(self, problem: Problem) -> Problem:
+        """``problem``, whose path is a field of the model, in the document."""
+        return located(self.doc, replace(problem, path=self.to_doc_path(problem.path)))
+
+
+def validate(docs: Iterable[Document], settings: RenderSettings,
+             problems: list[Problem]) -> Iterator[Validated]:
+    """The validate stage, one document at a time (what the expansion does not reach, once
+    it has stopped, is not validated either); problems and warnings are appended."""
+    names: dict[tuple[str, str], Document] = {}
+    for doc in docs:
+        item = _validated(doc, settings, problems)
+        if item is None:
+            continue
+        if item.dgd is not None:
+            ns = item.dgd.metadata.namespace or settings.namespace
+            first = names.setdefault((ns, item.dgd.metadata.name), doc)
+            if first is not doc:
+                problems.append(located(doc, Problem.at(("metadata", "name"), (
+                    f"DynamoGraphDeployment {ns}/{item.dgd.metadata.name} is also defined "
+                    f"at {first.file.path}:{first.line}"))))
+                continue
+        yield item
+
+
+def _validated(doc: Document, settings: RenderSettings,
+               problems: list[Problem]) -> Validated | None:
+    data = doc.data
+    if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
+        problems.append(Problem(doc.file.path, doc.line,
+                                message="not a Kubernetes object (needs apiVersion and kind)"))
+        return None
+    shape = [located(doc, p) for p in object_shape(data)]
+    if shape:
+        problems.extend(shape)
+        return None
+    api, kind = str(data["apiVersion"]), str(data["kind"])
+    if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
+        return Validated(doc)
+    typed = _typed(doc, data, api, kind, problems)
+    if typed is None:
+        return None
+    dgd, to_doc_path = typed
+    item = Validated(doc, dgd, to_doc_path)
+    found = [*limit_checks(dgd, max_replicas=settings.max_replicas,
+                           max_node_count=settings.max_node_count), *validate_graph(dgd)]
+    if found:
+        problems.extend(item.located(p) for p in found)
+        return None
+    problems.extend(item.located(p) for p in warn_graph(dgd))
+    return item
+
+
+Typed = tuple[DynamoGraphDeployment, Callable[[FieldPath], FieldPath]]
+
+
+def _typed(doc: Document, data: dict[str, Any], api: str, kind: str,
+           problems: list[Problem]) -> Typed | None:
+    """The DGD's model by apiVersion and kind, and the mapping of its field paths back to
+    the document."""
+    if api == v1beta1.API_VERSION and kind == "DynamoGraphDeployment":
+        return _v1beta1(doc, data, problems)
+    if api != "nvidia.com/v1alpha1":
+        problems.append(located(doc, Problem.at(("apiVersion",), (
+            f"{api} {kind} is not yet supported (only nvidia.com/v1alpha1 and v1beta1 "
+            "DynamoGraphDeployments are rendered)"))))
+        return None
+    model: type[BaseModel] = (DynamoGraphDeployment if kind == "DynamoGraphDeployment"
+                              else DynamoComponentDeployment)
+    try:
+        parsed = model.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_validation_problems(doc, model, exc))
+        return None
+    if isinstance(parsed, DynamoComponentDeployment):
+        problems.append(located(doc, Problem.at(("kind",), (
+            "a standalone DynamoComponentDeployment is validated but not yet expanded; put "
+            "the service in a DynamoGraphDeployment"))))
+        return None
+    assert isinstance(parsed, DynamoGraphDeployment)
+    return parsed, same_path
+
+
+def _v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Typed | None:
+    """A v1beta1 DGD converted to the v1alpha1 shape, and its field-path mapping back."""
+    try:
+        beta = v1beta1.DynamoGraphDeployment.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_validation_problems(doc, v1beta1.DynamoGraphDeployment, exc))
+        return None
+    try:
+        return to_v1alpha1(beta), loc_in_v1beta1(beta)
+    except RenderError as exc:  # paths of the v1beta1 document already
+        problems.extend(located(doc, p) for p in exc.problems)
+        return None
+
+
+def _validation_problems(doc: Document, model: type[BaseModel],
+                         exc: ValidationError) -> list[Problem]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        if err["type"] == "extra_forbidden":
+            parent = _model_at(model, loc[:-1])
+            hint = ""
+            if parent is not None:
+                close = difflib.get_close_matches(str(loc[-1]), list(parent.model_fields), n=1)
+                if close:
+                    hint = f" (did you mean {close[0]!r}?)"
+            out.append(located(doc, Problem.at(loc, f"unknown field {loc[-1]!r}{hint}")))
+            continue
+        msg = err["msg"]
+        if err["type"] == "missing":
+            msg = "required field is missing"
+        elif "input" in err and err["type"] not in ("value_error",):
+            secret = is_sensitive(loc, kind=object_label(doc.data).partition("/")[0],
+                                  strict=True)
+            msg = f"{msg} (found {describe(err['input'], sensitive=secret)})"
+        out.append(located(doc, Problem.at(loc, msg.replace("Value error, ", ""))))
+    return out
+
+
+def _model_at(model: type[BaseModel], loc: FieldPath) -> type[BaseModel] | None:
+    """The model class that holds the field at ``loc`` (for 'did you mean')."""
+    current: Any = model
+    for part in loc:
+        while True:  # unwrap Optional / list / dict down to a model class
+            origin = typing.get_origin(current)
+            if origin in (typing.Union, types.UnionType):
+                args = [a for a in typing.get_args(current) if a is not type(None)]
+                current = args[0] if args else None
+                continue
+            break
+        if isinstance(part, int) or typing.get_origin(current) in (list, dict):
+            if typing.get_origin(current) in (list, dict):
+                current = typing.get_args(current)[-1]
+                continue
+            return None
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            f = current.model_fields.get(part)
+            if f is None:
+                # a dict key (e.g. a service name) addressed by string
+                return None
+            current = f.annotation
+        else:
+            return None
+    while typing.get_origin(current) is not None:
+        args = [a for a in typing.get_args(current) if a is not type(None)]
+        current = args[-1] if args else None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
