@@ -132,6 +132,22 @@ def test_bad_function_config_is_an_error_result() -> None:
         out["results"][0]["message"])
 
 
+def test_items_with_metadata_of_the_wrong_shape_are_results() -> None:
+    """An item whose metadata (or its name, or annotations) has the wrong shape is a
+    problem of that item, exit 1; it was an internal error (exit 3)."""
+    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": "oops"},
+             {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": {"token": "s3cr3t"}, "annotations": [1]}}]
+    res, out = krm(resource_list(items, CONFIG))
+    assert res.code == 1 and out is not None and out["items"] == items
+    assert [(r["field"]["path"], r["resourceRef"]) for r in out["results"]] == [
+        ("metadata", {"apiVersion": "v1", "kind": "ConfigMap"}),
+        ("metadata.name", {"apiVersion": "v1", "kind": "ConfigMap"}),
+        ("metadata.annotations", {"apiVersion": "v1", "kind": "ConfigMap"})]
+    assert "ConfigMap/?: metadata: expected a mapping" in res.stderr
+    assert "s3cr3t" not in res.stderr and "Traceback" not in res.stderr
+
+
 @pytest.mark.parametrize("stdin", ["", "kind: ConfigMap\n", "items: [1]\n", "[: bad",
                                    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
                                    "items: [1, 2]\n"])

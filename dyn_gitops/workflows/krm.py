@@ -109,7 +109,10 @@ def function_parameters(config: Any) -> dict[str, Any]:
 
 
 def _annotation(item: Obj, names: tuple[str, ...]) -> str | None:
-    ann = (item.get("metadata") or {}).get("annotations") or {}
+    meta = item.get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(ann, dict):  # a wrong shape is the pipeline's to report, not ours
+        return None
     for name in names:
         if isinstance(ann.get(name), str):
             return str(ann[name])
@@ -149,10 +152,12 @@ def _result(problem: Problem, docs: list[_Doc]) -> Obj:
     result: Obj = {"message": printable(problem.message), "severity": problem.severity}
     doc = _doc_of(problem, docs)
     if doc is not None:
-        meta = doc.item.get("metadata") or {}
+        meta = doc.item.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
         ref = {"apiVersion": doc.item.get("apiVersion"), "kind": doc.item.get("kind"),
                "name": meta.get("name"), "namespace": meta.get("namespace")}
-        result["resourceRef"] = {k: v for k, v in ref.items() if v}
+        # only strings: a wrong shape there may hold anything, a credential included
+        result["resourceRef"] = {k: v for k, v in ref.items() if v and isinstance(v, str)}
     if problem.field:
         result["field"] = {"path": printable(problem.field)}
     if doc is not None and doc.file != UNNAMED:
@@ -210,7 +215,7 @@ def _line(result: Obj) -> str:
     ref = result.get("resourceRef") or {}
     parts = [where or "<resourceList>"]
     if ref:
-        parts.append(f"{ref.get('kind')}/{ref.get('name')}")
+        parts.append(f"{ref.get('kind') or '?'}/{ref.get('name') or '?'}")
     if result.get("field"):
         parts.append(result["field"]["path"])
     return ": ".join([*parts, result["message"]])
