@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,9 +15,8 @@ from .errors import NotSupportedError, Problem, RenderError, field_path
 from .expand import grove
 from .expand.graph import GraphError, expand_graph, is_multinode
 from .finalize import Rendered, _identity, finalize
-from .models import v1beta1
-from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
+from .models.versions import V1BETA1
 from .settings import RenderSettings
 from .source import Document, Source, locate, parse_documents
 from .validation import limit_checks, object_shape, validate_graph, warn_graph
@@ -88,6 +86,8 @@ def _model_at(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseMode
 
 def _validation_problems(doc: Document, model: type[BaseModel],
                          exc: ValidationError) -> list[Problem]:
+    import difflib  # only for an error (its import costs a render ~1 ms)
+
     out = []
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
@@ -117,6 +117,10 @@ def _same_loc(loc: Loc) -> Loc:
 def _read_v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> tuple[
         DynamoGraphDeployment, Callable[[Loc], Loc]] | None:
     """A v1beta1 DGD converted to the v1alpha1 shape, and its field-path mapping back."""
+    # imported (and built) only when a v1beta1 DGD is present
+    from .models import v1beta1
+    from .models.convert import ConversionError, loc_in_v1beta1, to_v1alpha1
+
     try:
         beta = v1beta1.DynamoGraphDeployment.model_validate(data)
     except ValidationError as exc:
@@ -148,9 +152,9 @@ def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
     (what the dyn-gitops CRDs serve and the controller reads); with the markers the
     companion controller reads (worker hash, or the Grove PodCliqueSet)."""
     stamps = _markers(children)
-    if data.get("apiVersion") == v1beta1.API_VERSION and settings.source_api_version == "v1alpha1":
+    if data.get("apiVersion") == V1BETA1 and settings.source_api_version == "v1alpha1":
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
-        stamps[keys.ANN_SOURCE_API_VERSION] = v1beta1.API_VERSION
+        stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
     else:
         out = copy.deepcopy(data)
     if stamps:
@@ -208,7 +212,7 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
             if too_many(doc, start):
                 break
             continue
-        if api == v1beta1.API_VERSION and kind == "DynamoGraphDeployment":
+        if api == V1BETA1 and kind == "DynamoGraphDeployment":
             parsed = _read_v1beta1(doc, data, problems)
             if parsed is None:
                 continue
