@@ -7,10 +7,11 @@
 Each graph has 4 services (frontend, planner, prefill and decode workers). kustomize is the
 peer: a Go program doing comparable work (read YAML, build objects, write YAML) on the
 rendered output. Figures are medians over --repeat runs; CPU is the child's user + sys time
-and RSS its ru_maxrss (both from os.wait4). render runs as ``sys.executable -c`` (the real
-interpreter, not a pyenv shim, which adds ~0.06 s of bash) with its bytecode cached, as a
-pip-installed package has it: a warm-up run writes it under a private PYTHONPYCACHEPREFIX,
-also when PYTHONDONTWRITEBYTECODE is set (else every run would compile the sources).
+and RSS its ru_maxrss (both from os.wait4). render is what the console script runs
+(pyproject.toml) as ``sys.executable -c``: the real interpreter, not a pyenv shim (which
+adds ~0.06 s of bash), with its bytecode cached as a pip-installed package has it (a
+warm-up run writes it under a private PYTHONPYCACHEPREFIX, also when
+PYTHONDONTWRITEBYTECODE is set; else every run would compile the sources).
 Targets (from the render-engine issue): ratio <= 1.5 at 1 DGD (stretch 1.0), <= 1.0 at
 1,000, peak RSS <= 300 MB at 1,000, time growing linearly; start-up (issue 12): CPU at
 1 DGD <= 0.12 s.
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import NamedTuple
 
@@ -134,6 +136,14 @@ def measure(cmd: list[str], timeout: float | None = None,
     return Run(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 
 
+def console_script() -> str:
+    """What the installed ``dyn-gitops`` runs (pyproject.toml), as ``python -c`` code."""
+    with (REPO / "pyproject.toml").open("rb") as f:
+        target = tomllib.load(f)["project"]["scripts"]["dyn-gitops"]
+    module, func = target.split(":")
+    return f"from {module} import {func}; {func}()"
+
+
 def render_env(tmp: str) -> dict[str, str]:
     """The environment of the render runs: bytecode cached under ``tmp`` (see the module
     docstring)."""
@@ -151,7 +161,7 @@ def main() -> None:
                     help="stop a kustomize run after this many seconds and report a bound")
     args = ap.parse_args()
     kustomize = find_kustomize(args.kustomize)
-    render_cmd = [sys.executable, "-c", "from dyn_gitops.cli import entry; entry()"]
+    render_cmd = [sys.executable, "-c", console_script()]
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="dyn-gitops-bench-") as tmp:

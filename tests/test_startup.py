@@ -14,8 +14,8 @@ from typing import Any
 
 from conftest import SAMPLES
 
-#: runs the real entry point; at exit (entry always ends in SystemExit) it writes what the
-#: process imported and which of our models had a schema built
+#: runs what the console script runs; at exit (atexit handlers run, see oneshot.py) it
+#: writes what the process imported and which of our models had a schema built
 _PROBE = """
 import atexit, json, sys
 
@@ -33,8 +33,8 @@ def _report():
         json.dump({"modules": sorted(sys.modules), "built": sorted(built)}, out)
 
 atexit.register(_report)
-from dyn_gitops.cli import entry
-entry()
+from dyn_gitops.oneshot import main
+main()
 """
 
 
@@ -96,3 +96,46 @@ def test_settings_annotations_are_not_postponed() -> None:
         "discovery-backend": ("kubernetes", "etcd"),
         "source-api-version": ("v1alpha1", "as-written"),
         "output-format": ("yaml", "json")}
+
+
+def _oneshot(body: str) -> subprocess.CompletedProcess[str]:
+    code = ("import atexit, sys\nfrom dyn_gitops import oneshot\n"
+            f"try:\n    {body}\nexcept SystemExit as exc:\n    oneshot.finish(exc)\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_a_one_shot_exit_keeps_the_status_output_and_atexit_handlers() -> None:
+    proc = _oneshot("atexit.register(print, 'bye', file=sys.stderr); "
+                    "sys.stdout.write('x' * 3_000_000); sys.exit(4)")
+    assert (proc.returncode, len(proc.stdout), proc.stderr) == (4, 3_000_000, "bye\n")
+    assert _oneshot("sys.exit()").returncode == 0
+
+
+def test_a_one_shot_exit_with_a_message_is_the_interpreters() -> None:
+    proc = _oneshot("sys.exit('dyn-gitops: no')")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "dyn-gitops: no\n")
+
+
+def test_a_render_runs_without_the_cyclic_collector(tmp_path: Path) -> None:
+    """A one-shot process (oneshot.py); the warm render server turns it back on."""
+    report = tmp_path / "gc.txt"
+    probe = ("import atexit, gc, sys\nREPORT = sys.argv.pop(1)\n"
+             "atexit.register(lambda: open(REPORT, 'w').write(str(gc.isenabled())))\n"
+             "from dyn_gitops.oneshot import main\nmain()\n")
+    proc = subprocess.run([sys.executable, "-c", probe, str(report), "render",
+                           str(SAMPLES / "vllm-disagg" / "input")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert report.read_text() == "False"
+
+
+def test_the_warm_render_server_collects_again(tmp_path: Path) -> None:
+    """`dyn-gitops cmp serve` runs through the one-shot entry, but lives on."""
+    code = ("import gc, sys; gc.disable()\nfrom dyn_gitops.argocd import server\n"
+            "code = server.serve(sys.argv[1])\nprint(code, gc.isenabled())\n")
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # the socket's directory cannot be made: serve returns at once
+    proc = subprocess.run([sys.executable, "-c", code, str(blocked / "dir" / "render.sock")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "2 True\n", proc.stderr
