@@ -139,3 +139,16 @@ def test_the_warm_render_server_collects_again(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code, str(blocked / "dir" / "render.sock")],
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout == "2 True\n", proc.stderr
+
+
+def test_the_printable_check_is_the_original_character_class() -> None:
+    """yamlout names the characters outside the class (cheap to compile): the same set."""
+    import re
+
+    from dyn_gitops.yamlout import _printable
+
+    original = re.compile(r"^[\x20-\x7e\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]*$")
+    assert [hex(c) for c in range(0x110000)
+            if _printable(chr(c)) != bool(original.fullmatch(chr(c)))] == []
+    for text in ("", "plain", "two\nlines", "caf\u00e9 \u20ac", "tab\t", "nel\x85", "\U0001f600"):
+        assert _printable(text) == bool(original.fullmatch(text)), text
