@@ -27,7 +27,7 @@ from render_vs_kustomize import find_kustomize
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "vllm-agg" / "input" / "vllm-agg.yaml"
-ENTRY = [sys.executable, "-c", "from dyn_gitops.cli import entry; entry()"]
+ENTRY = [sys.executable, "-c", "from dyn_gitops.oneshot import main; main()"]
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:

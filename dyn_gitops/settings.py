@@ -22,10 +22,7 @@ value above the runner's (its *ceiling*) is refused. :data:`RUNNER_SOURCES` is t
 that says which source is which.
 """
 
-from __future__ import annotations
-
 import dataclasses
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -251,27 +248,24 @@ _NORMALIZERS = {"grove_termination_delay": go_duration, "namespace": namespace_n
 
 
 def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:
-    annotation = f.type if not isinstance(f.type, str) else _ANNOTATIONS[f.name]
+    # the annotation itself, not its text: this module does not postpone annotations, so
+    # that the registry is built without evaluating 32 strings on every start
+    annotation = f.type
     choices: tuple[str, ...] | None = None
     kind: type
     if get_origin(annotation) is Literal:
         choices = tuple(str(a) for a in get_args(annotation))
         kind = str
-    else:
+    elif isinstance(annotation, type):
         kind = annotation
+    else:  # a string: annotations are postponed again (from __future__ import annotations)
+        raise TypeError(f"setting {f.name}: annotation {annotation!r} is not a type")
     return SettingSpec(
         attr=f.name, default=f.default, help=f.metadata["help"], group=f.metadata["group"],
         kind=kind, choices=choices, maximum=f.metadata.get("maximum"),
     )
 
 
-def _resolve_annotations() -> dict[str, Any]:
-    import typing
-
-    return typing.get_type_hints(RenderSettings)
-
-
-_ANNOTATIONS = _resolve_annotations()
 REGISTRY: tuple[SettingSpec, ...] = tuple(_spec_of(f) for f in dataclasses.fields(RenderSettings))
 BY_NAME: dict[str, SettingSpec] = {s.name: s for s in REGISTRY}
 
@@ -311,6 +305,8 @@ class _Value:
 
 
 def _suggest(name: str) -> str:
+    import difflib  # only for a typo (its import costs every start ~1 ms)
+
     close = difflib.get_close_matches(name, list(BY_NAME), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

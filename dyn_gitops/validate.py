@@ -9,7 +9,6 @@ document), checked by the pydantic models ("did you mean" for unknown fields), t
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
@@ -20,9 +19,8 @@ from pydantic import BaseModel, ValidationError
 
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem, RenderError
-from .models import v1beta1
-from .models.convert import loc_in_v1beta1, to_v1alpha1
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
+from .models.versions import V1BETA1
 from .parse import Document, located, object_label
 from .rules import limit_checks, object_shape, validate_graph, warn_graph
 from .settings import RenderSettings
@@ -104,7 +102,7 @@ def _typed(doc: Document, data: dict[str, Any], api: str, kind: str,
            problems: list[Problem]) -> Typed | None:
     """The DGD's model by apiVersion and kind, and the mapping of its field paths back to
     the document."""
-    if api == v1beta1.API_VERSION and kind == "DynamoGraphDeployment":
+    if api == V1BETA1 and kind == "DynamoGraphDeployment":
         return _v1beta1(doc, data, problems)
     if api != "nvidia.com/v1alpha1":
         problems.append(located(doc, Problem.at(("apiVersion",), (
@@ -129,6 +127,10 @@ def _typed(doc: Document, data: dict[str, Any], api: str, kind: str,
 
 def _v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Typed | None:
     """A v1beta1 DGD converted to the v1alpha1 shape, and its field-path mapping back."""
+    # imported (and their models built) only when a v1beta1 DGD is present
+    from .models import v1beta1
+    from .models.convert import loc_in_v1beta1, to_v1alpha1
+
     try:
         beta = v1beta1.DynamoGraphDeployment.model_validate(data)
     except ValidationError as exc:
@@ -150,6 +152,8 @@ def _validation_problems(doc: Document, model: type[BaseModel],
             parent = _model_at(model, loc[:-1])
             hint = ""
             if parent is not None:
+                import difflib  # only for a did-you-mean (its import costs every run ~1 ms)
+
                 close = difflib.get_close_matches(str(loc[-1]), list(parent.model_fields), n=1)
                 if close:
                     hint = f" (did you mean {close[0]!r}?)"

@@ -34,8 +34,15 @@ _GO_NOT_STR = re.compile(
     r"|[-+]?0[oObBxX][0-9a-fA-F_]+")
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
-# printable and no YAML line breaks (NEL, LS, PS)
-_PRINTABLE = re.compile(r"^[\x20-\x7e\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]*$")
+# printable and no YAML line breaks (NEL, LS, PS): x20-x7e, a0-2027, 202a-d7ff, e000-fefe,
+# ff00-fffd. Written as the characters outside that set: re compiles a class of few short
+# ranges at once, but spends milliseconds of every start mapping long ones char by char.
+_NOT_PRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+                            r"\U00010000-\U0010ffff]")
+
+
+def _printable(value: str) -> bool:
+    return _NOT_PRINTABLE.search(value) is None
 
 
 _NEEDS_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
@@ -68,7 +75,7 @@ def _scalar_str(value: str) -> str:
             _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
             == _STR_TAG):
         return value
-    if _PRINTABLE.fullmatch(value):
+    if _printable(value):
         return "'" + value.replace("'", "''") + "'"
     return _double_quoted(value)
 
@@ -96,7 +103,7 @@ def _scalar(value: Any) -> str:
 
 def _block(value: str, indent: str) -> str | None:
     """A literal block for a multi-line string, when it round-trips exactly."""
-    if not _PRINTABLE.fullmatch(value.replace("\n", "")) or value.startswith((" ", "\n")):
+    if not _printable(value.replace("\n", "")) or value.startswith((" ", "\n")):
         return None
     lines = value.split("\n")
     if any(line != line.rstrip(" ") for line in lines) or "\t" in value:

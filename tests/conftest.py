@@ -40,7 +40,7 @@ def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None,
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     full_env.update(env or {})
     proc = subprocess.run(
-        [sys.executable, "-c", "from dyn_gitops.cli import entry; entry()", *args],
+        [sys.executable, "-c", "from dyn_gitops.oneshot import main; main()", *args],
         input=stdin, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=120)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 

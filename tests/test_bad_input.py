@@ -227,7 +227,7 @@ def test_alias_bomb_in_the_settings_file_is_refused_quickly(tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     try:  # 10**9 nodes: expanding them would outlast this hang guard on any machine
         proc = subprocess.run(
-            [sys.executable, "-c", "from dyn_gitops.cli import entry; entry()", "render",
+            [sys.executable, "-c", "from dyn_gitops.oneshot import main; main()", "render",
              str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
     except subprocess.TimeoutExpired:
         pytest.fail("an alias bomb in dyn-gitops.yaml was still being expanded after 120s")

@@ -202,7 +202,7 @@ def _start_sidecar(stubs: Stubs, config: Path, workdir: Path) -> Iterator[Sideca
     for d in (sockets, tmp, bindir):
         d.mkdir()
     # the image's dyn-gitops: the launcher written by `dyn-gitops cmp install-launcher`
-    proc = subprocess.run([sys.executable, "-c", "from dyn_gitops.cli import entry; entry()",
+    proc = subprocess.run([sys.executable, "-c", "from dyn_gitops.oneshot import main; main()",
                            "cmp", "install-launcher", str(bindir / "dyn-gitops")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -306,7 +306,7 @@ def repo_server_env(repo: Path, *, namespace: str = "llm-serving",
 def reference(repo: Path, *flags: str) -> list[dict[str, Any]]:
     """What `dyn-gitops render` prints for the same commit, path and settings."""
     sha = git(repo, "rev-parse", "HEAD")
-    proc = subprocess.run([sys.executable, "-c", "from dyn_gitops.cli import entry; entry()",
+    proc = subprocess.run([sys.executable, "-c", "from dyn_gitops.oneshot import main; main()",
                            "render", "--rev", sha, APP_PATH, *flags], cwd=repo,
                           capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items()
@@ -471,7 +471,7 @@ def test_warm_generate_through_the_launcher_equals_the_cold_one(tmp_path: Path) 
     bindir = tmp_path / "bin"
     bindir.mkdir()
     launcher = bindir / "dyn-gitops"
-    proc = subprocess.run([sys.executable, "-c", "from dyn_gitops.cli import entry; entry()",
+    proc = subprocess.run([sys.executable, "-c", "from dyn_gitops.oneshot import main; main()",
                            "cmp", "install-launcher", str(launcher)], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr

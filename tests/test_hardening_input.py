@@ -271,9 +271,9 @@ def test_settings_file_gets_the_checks_of_a_manifest(tmp_path: Path) -> None:
 UNPRIVILEGED = """
 import os, sys
 os.setgroups([]); os.setgid(65534); os.setuid(65534)
-from dyn_gitops.cli import entry
+from dyn_gitops.oneshot import main
 sys.argv = ["dyn-gitops", *sys.argv[1:]]
-entry()
+main()
 """
 
 
@@ -286,7 +286,8 @@ def run_unprivileged(*args: str) -> CliResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     # the interpreter and the sources may sit where nobody cannot read: load them first
     code = ("import encodings.utf_8_sig, dyn_gitops.cli, dyn_gitops.pipeline, dyn_gitops.read, "
-            "dyn_gitops.parse, dyn_gitops.emit, dyn_gitops.context\n" + UNPRIVILEGED)
+            "dyn_gitops.parse, dyn_gitops.emit, dyn_gitops.context, dyn_gitops.oneshot\n"
+            + UNPRIVILEGED)
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
                           text=True, env=env, timeout=120)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)

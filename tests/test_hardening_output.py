@@ -317,7 +317,7 @@ COMMANDS: dict[str, tuple[list[str], str | None, bool]] = {
 def _run_to(stdout: int, args: list[str], stdin: str | None, cwd: Path) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DYN_GITOPS_", "ARGOCD_"))}
     env["TMPDIR"] = "/nonexistent"  # cmp generate: no warm server
-    proc = subprocess.run([sys.executable, "-c", "from dyn_gitops.cli import entry; entry()",
+    proc = subprocess.run([sys.executable, "-c", "from dyn_gitops.oneshot import main; main()",
                            *args], input=(stdin or "").encode(), stdout=stdout,
                           stderr=subprocess.PIPE, cwd=cwd, env=env, timeout=120)
     return proc.returncode, proc.stderr.decode()

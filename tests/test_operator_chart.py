@@ -37,7 +37,7 @@ def by_kind(objs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 def test_chart_crds_are_the_generated_ones() -> None:
     generated = subprocess.run(  # the real `dyn-gitops crds` entry point
-        [sys.executable, "-c", "from dyn_gitops.cli import entry; entry()", "crds"],
+        [sys.executable, "-c", "from dyn_gitops.oneshot import main; main()", "crds"],
         check=True, capture_output=True, text=True)
     assert (CHART / "crds" / "dyn-gitops-crds.yaml").read_text() == generated.stdout, \
         "refresh with: dyn-gitops crds > charts/dyn-gitops/crds/dyn-gitops-crds.yaml"

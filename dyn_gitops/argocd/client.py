@@ -129,4 +129,4 @@ def launch(python: str, version: str) -> None:
             start_server(python, version)
         args = ["cmp", "generate", "--server", "off"]
     posix.execv(python, [python, "-P", "-c", "import sys; sys.argv[0] = 'dyn-gitops'; "
-                      "from dyn_gitops.cli import entry; entry()", *args])
+                      "from dyn_gitops.oneshot import main; main()", *args])

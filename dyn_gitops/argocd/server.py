@@ -213,6 +213,7 @@ def _prepare_dir(directory: str) -> None:
 
 def serve(path: str, *, idle_timeout: float = 0.0) -> int:
     """Serve until told to stop; return the process exit code."""
+    gc.enable()  # `cmp serve`: paused by the console script (oneshot.py); a server lives on
     path = os.path.abspath(path)
     os.chdir("/")  # the start directory may be deleted at any time (Argo CD does)
     _no_relative_imports()

@@ -15,8 +15,8 @@ from typing import Any
 
 from .. import keys
 from ..errors import NotSupportedError, Problem, RenderError
-from ..models import v1beta1
 from ..models.v1alpha1 import DynamoGraphDeployment
+from ..models.versions import V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
 from ..validate import Validated
@@ -157,9 +157,9 @@ def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
     (what the dyn-gitops CRDs serve and the controller reads); with the markers the
     companion controller reads (worker hash, or the Grove PodCliqueSet)."""
     stamps = _markers(children)
-    if data.get("apiVersion") == v1beta1.API_VERSION and settings.source_api_version == "v1alpha1":
+    if data.get("apiVersion") == V1BETA1 and settings.source_api_version == "v1alpha1":
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
-        stamps[keys.ANN_SOURCE_API_VERSION] = v1beta1.API_VERSION
+        stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
     else:
         out = copy.deepcopy(data)
     if stamps:

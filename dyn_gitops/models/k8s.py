@@ -5,8 +5,6 @@ and the *shapes* the renderer reads (names of containers, volumes and mounts, re
 probe handlers); values stay as written and pass through to the rendered objects.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any
 
@@ -15,7 +13,6 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    TypeAdapter,
     ValidatorFunctionWrapHandler,
     WithJsonSchema,
     WrapValidator,
@@ -31,7 +28,8 @@ from ..display import describe
 class Strict(BaseModel):
     """Base for every input model: unknown fields are errors, names are the JSON names."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # built on first use, not at import: a run needs few of these (see v1alpha1.py)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 _QUANTITY = re.compile(
@@ -56,7 +54,9 @@ Quantity = Annotated[str, BeforeValidator(_quantity),
 
 
 #: the schema of a free-form object: the CRDs stay as they were when only names were checked
-_OBJECT_SCHEMA = WithJsonSchema(TypeAdapter(dict[str, Any]).json_schema())
+#: (what pydantic gives ``dict[str, Any]``, written out: asking it costs every import ~2 ms)
+OBJECT_SCHEMA: dict[str, Any] = {"additionalProperties": True, "type": "object"}
+_OBJECT_SCHEMA = WithJsonSchema(OBJECT_SCHEMA)
 
 
 def _named(value: dict[str, Any]) -> dict[str, Any]:
@@ -184,7 +184,7 @@ class NamedContainer(Container):
         return v
 
     @model_validator(mode="after")
-    def _has_name(self) -> NamedContainer:
+    def _has_name(self) -> "NamedContainer":
         # checked here, not by typing the field, so that the CRD schema stays as it was
         if self.name is None:
             raise ValueError("a container needs a name")
@@ -246,7 +246,7 @@ class ExtraPodSpec(PodSpecFields):
 class ObjectMeta(BaseModel):
     """Metadata of an input object: read leniently, every field passes through."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     name: str
     namespace: str | None = None

@@ -1,17 +1,16 @@
 """``nvidia.com/v1alpha1`` DynamoGraphDeployment and DynamoComponentDeployment (the
 field names of ``spec/dynamo-pod-spec.md`` section 1)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
 from .k8s import Container, EnvVar, ExtraPodSpec, ObjectMeta, Probe, Quantity, Strict
+from .versions import GROUP as GROUP
+from .versions import V1ALPHA1
 
-GROUP = "nvidia.com"
 VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
+API_VERSION = V1ALPHA1
 
 BackendFramework = Literal["sglang", "vllm", "trtllm"]
 
@@ -244,6 +243,15 @@ class DynamoComponentDeployment(Strict):
     spec: ComponentSpec
     status: dict[str, Any] | None = None
 
+
+#: what rendering a DGD validates and dumps on its own, innermost first: built here, each
+#: from the schemas built before it (built on first use instead, each would build its nested
+#: models again); every other model is built on its first use
+PREBUILT: tuple[type[Strict], ...] = (
+    EnvVar, Container, ExtraPodSpec, ServiceSpec, DynamoGraphDeployment)
+for _model in PREBUILT:
+    _model.model_rebuild()
+del _model
 
 __all__ = [
     "API_VERSION",

@@ -2,11 +2,9 @@
 a list of components, each with a native ``podTemplate`` whose container ``main`` carries
 the user's overrides. Converted to the v1alpha1 shape before rendering (``convert.py``)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from .k8s import EnvVar, ObjectMeta, PodSpecFields, Strict
 from .v1alpha1 import BackendFramework as BackendFramework
@@ -18,8 +16,9 @@ from .v1alpha1 import (
     Restart,
     TopologyConstraint,
 )
+from .versions import V1BETA1
 
-API_VERSION = "nvidia.com/v1beta1"
+API_VERSION = V1BETA1
 
 
 class PodTemplateMeta(Strict):
@@ -86,3 +85,12 @@ class DynamoGraphDeployment(Strict):
     metadata: ObjectMeta
     spec: GraphSpec
     status: dict[str, Any] | None = None  # never read; tolerated on exported objects
+
+
+#: what converting a v1beta1 DGD validates and dumps on its own, innermost first (see
+#: ``v1alpha1.PREBUILT``)
+PREBUILT: tuple[type[BaseModel], ...] = (
+    ObjectMeta, PodSpecFields, PodTemplateMeta, GraphSpec, DynamoGraphDeployment)
+for _model in PREBUILT:
+    _model.model_rebuild()
+del _model
