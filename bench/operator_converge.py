@@ -47,34 +47,52 @@ IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
 def graph(i: int) -> dict[str, Any]:
     def main(**kw: Any) -> dict[str, Any]:
         return {"mainContainer": {"image": IMAGE, **kw}}
+
     worker_args = ["-m", "dynamo.vllm", "--model", f"Qwen/Qwen3-0.6B-{i}"]
     return {
-        "apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
         "metadata": {"name": f"g{i:04d}"},
-        "spec": {"services": {
-            "Frontend": {"componentType": "frontend", "replicas": 1, "extraPodSpec": main()},
-            "Planner": {"componentType": "planner", "replicas": 1,
-                        "extraPodSpec": main(command=["python3", "-m", "planner_sla"])},
-            "VllmDecodeWorker": {
-                "componentType": "worker", "subComponentType": "decode", "replicas": 2,
-                "scalingAdapter": {"enabled": True}, "resources": {"limits": {"gpu": "1"}},
-                "extraPodSpec": main(command=["python3"], args=worker_args)},
-            "VllmPrefillWorker": {
-                "componentType": "worker", "subComponentType": "prefill", "replicas": 1,
-                "resources": {"limits": {"gpu": "1"}},
-                "extraPodSpec": main(command=["python3"], args=worker_args)},
-        }},
+        "spec": {
+            "services": {
+                "Frontend": {"componentType": "frontend", "replicas": 1, "extraPodSpec": main()},
+                "Planner": {
+                    "componentType": "planner",
+                    "replicas": 1,
+                    "extraPodSpec": main(command=["python3", "-m", "planner_sla"]),
+                },
+                "VllmDecodeWorker": {
+                    "componentType": "worker",
+                    "subComponentType": "decode",
+                    "replicas": 2,
+                    "scalingAdapter": {"enabled": True},
+                    "resources": {"limits": {"gpu": "1"}},
+                    "extraPodSpec": main(command=["python3"], args=worker_args),
+                },
+                "VllmPrefillWorker": {
+                    "componentType": "worker",
+                    "subComponentType": "prefill",
+                    "replicas": 1,
+                    "resources": {"limits": {"gpu": "1"}},
+                    "extraPodSpec": main(command=["python3"], args=worker_args),
+                },
+            }
+        },
     }
 
 
 def ready_status(dep: dict[str, Any], replicas: int, generation: int) -> dict[str, Any]:
-    return {"observedGeneration": generation, "replicas": replicas,
-            "updatedReplicas": replicas, "readyReplicas": replicas,
-            "availableReplicas": replicas,
-            "conditions": [{"type": "Available", "status": "True",
-                            "reason": "MinimumReplicasAvailable"},
-                           {"type": "Progressing", "status": "True",
-                            "reason": "NewReplicaSetAvailable"}]}
+    return {
+        "observedGeneration": generation,
+        "replicas": replicas,
+        "updatedReplicas": replicas,
+        "readyReplicas": replicas,
+        "availableReplicas": replicas,
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+        ],
+    }
 
 
 def setup(kubeconfig: Path, graphs: int, kcm: str) -> list[str]:
@@ -104,14 +122,24 @@ def setup(kubeconfig: Path, graphs: int, kcm: str) -> list[str]:
         ann = obj["metadata"].get("annotations") or {}
         managed = ann.get("dyn-gitops.io/managed-replicas") == "true"
         spec = obj["spec"].get("replicas")
-        want = spec if spec is not None else (
-            int(ann["dyn-gitops.io/desired-replicas"]) if "dyn-gitops.io/desired-replicas" in ann
-            else 2 if managed else 1)  # the decode worker: its adapter says 2
+        want = (
+            spec
+            if spec is not None
+            else (
+                int(ann["dyn-gitops.io/desired-replicas"])
+                if "dyn-gitops.io/desired-replicas" in ann
+                else 2
+                if managed
+                else 1
+            )
+        )  # the decode worker: its adapter says 2
         gen = live["metadata"]["generation"] + (1 if want != live["spec"]["replicas"] else 0)
-        k.request("PUT", DEPLOYMENTS.path(live["metadata"]["namespace"],
-                                          live["metadata"]["name"], "status"),
-                  [("fieldManager", "kube-controller-manager")],
-                  {**live, "status": ready_status(live, want, gen)})
+        k.request(
+            "PUT",
+            DEPLOYMENTS.path(live["metadata"]["namespace"], live["metadata"]["name"], "status"),
+            [("fieldManager", "kube-controller-manager")],
+            {**live, "status": ready_status(live, want, gen)},
+        )
 
     t0 = time.monotonic()
     with ThreadPoolExecutor(16) as pool:
@@ -129,9 +157,15 @@ def api_write_latency(kubeconfig: Path, n: int = 200) -> tuple[float, float]:
     xs = []
     for i in range(n):
         start = time.perf_counter()
-        k.apply(cms, {"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "latency-probe", "namespace": "bench-0"},
-                      "data": {"i": str(i)}})
+        k.apply(
+            cms,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "latency-probe", "namespace": "bench-0"},
+                "data": {"i": str(i)},
+            },
+        )
         xs.append((time.perf_counter() - start) * 1000)
     return round(statistics.median(xs), 1), round(percentile(xs, 0.95), 1)
 
@@ -152,10 +186,12 @@ def kcm_process(kubeconfig: str) -> None:
         if st.get("observedGeneration") == gen and st.get("availableReplicas") == want:
             return
         with contextlib.suppress(Exception):  # a newer version comes through the watch
-            k.request("PUT", DEPLOYMENTS.path(dep["metadata"]["namespace"],
-                                              dep["metadata"]["name"], "status"),
-                      [("fieldManager", KCM_MANAGER)],
-                      {**dep, "status": ready_status(dep, want, gen)})
+            k.request(
+                "PUT",
+                DEPLOYMENTS.path(dep["metadata"]["namespace"], dep["metadata"]["name"], "status"),
+                [("fieldManager", KCM_MANAGER)],
+                {**dep, "status": ready_status(dep, want, gen)},
+            )
 
     items, _ = k.list(DEPLOYMENTS, None)
     for dep in items:
@@ -176,8 +212,7 @@ def controller_process(kubeconfig: str, out: str, workers: int) -> None:
     from dyn_gitops_operator.metrics import RECONCILERS
     from dyn_gitops_operator.settings import OperatorSettings
 
-    manager = Manager(OperatorSettings(kubeconfig=kubeconfig, workers=workers,
-                                       http_address=""))
+    manager = Manager(OperatorSettings(kubeconfig=kubeconfig, workers=workers, http_address=""))
     durations: list[float] = []
     first: list[float] = []
     inner = manager.reconcile
@@ -201,26 +236,51 @@ def controller_process(kubeconfig: str, out: str, workers: int) -> None:
     manager.run()
     m = manager.metrics
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    Path(out).write_text(json.dumps({
-        "durations": durations,
-        "first_reconcile_after_s": round(first[0] - started, 2) if first else None,
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "writes": {f"{kind} {verb}": m.value("dyn_gitops_controller_writes_total",
-                                              {"kind": kind, "verb": verb})
-                   for kind, verb in (("Deployment", "apply"),
-                                      ("DynamoGraphDeployment", "apply/status"),
-                                      ("DynamoGraphDeploymentScalingAdapter", "apply/status"))},
-        "per_reconciler_mean_ms": {
-            r: round(1000 * m.value("dyn_gitops_controller_reconcile_duration_seconds_sum",
-                                    {"reconciler": r})
-                     / max(1.0, m.value("dyn_gitops_controller_reconcile_duration_seconds_count",
-                                        {"reconciler": r})), 2)
-            for r in RECONCILERS},
-        "conflicts": sum(m.value("dyn_gitops_controller_reconcile_errors_total",
-                                 {"reconciler": r, "error_type": "conflict"})
-                         for r in RECONCILERS),
-    }))
+    Path(out).write_text(
+        json.dumps(
+            {
+                "durations": durations,
+                "first_reconcile_after_s": round(first[0] - started, 2) if first else None,
+                "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "writes": {
+                    f"{kind} {verb}": m.value(
+                        "dyn_gitops_controller_writes_total", {"kind": kind, "verb": verb}
+                    )
+                    for kind, verb in (
+                        ("Deployment", "apply"),
+                        ("DynamoGraphDeployment", "apply/status"),
+                        ("DynamoGraphDeploymentScalingAdapter", "apply/status"),
+                    )
+                },
+                "per_reconciler_mean_ms": {
+                    r: round(
+                        1000
+                        * m.value(
+                            "dyn_gitops_controller_reconcile_duration_seconds_sum",
+                            {"reconciler": r},
+                        )
+                        / max(
+                            1.0,
+                            m.value(
+                                "dyn_gitops_controller_reconcile_duration_seconds_count",
+                                {"reconciler": r},
+                            ),
+                        ),
+                        2,
+                    )
+                    for r in RECONCILERS
+                },
+                "conflicts": sum(
+                    m.value(
+                        "dyn_gitops_controller_reconcile_errors_total",
+                        {"reconciler": r, "error_type": "conflict"},
+                    )
+                    for r in RECONCILERS
+                ),
+            }
+        )
+    )
 
 
 class Tracker:
@@ -233,8 +293,11 @@ class Tracker:
 
         def dgd_ok(d: dict[str, Any]) -> dict[str, Any]:
             st = d.get("status") or {}
-            ok = (st.get("state") == "successful" and len(st.get("services") or {}) == 4
-                  and st.get("observedGeneration") == d["metadata"]["generation"])
+            ok = (
+                st.get("state") == "successful"
+                and len(st.get("services") or {}) == 4
+                and st.get("observedGeneration") == d["metadata"]["generation"]
+            )
             return {"metadata": d["metadata"] | {"managedFields": None}, "ok": ok}
 
         def adapter_ok(a: dict[str, Any]) -> dict[str, Any]:
@@ -242,16 +305,16 @@ class Tracker:
             ok = st.get("replicas") == a["spec"]["replicas"] and bool(st.get("selector"))
             return {"metadata": a["metadata"] | {"managedFields": None}, "ok": ok}
 
-        self.informers = [Informer(k, DGDS, namespace=None, metrics=Metrics(), trim=dgd_ok),
-                          Informer(k, DGDSAS, namespace=None, metrics=Metrics(),
-                                   trim=adapter_ok)]
+        self.informers = [
+            Informer(k, DGDS, namespace=None, metrics=Metrics(), trim=dgd_ok),
+            Informer(k, DGDSAS, namespace=None, metrics=Metrics(), trim=adapter_ok),
+        ]
         for inf in self.informers:
             inf.start()
             inf.synced.wait(60)
 
     def counts(self) -> tuple[int, int]:
-        dgds, adapters = (sum(1 for o in inf.store.items() if o["ok"])
-                          for inf in self.informers)
+        dgds, adapters = (sum(1 for o in inf.store.items() if o["ok"]) for inf in self.informers)
         return dgds, adapters
 
     def stop(self) -> None:
@@ -299,12 +362,13 @@ def main() -> int:
         baseline = api_write_latency(cp.kubeconfig)
         tracker = Tracker(Kube(make_api_client(str(cp.kubeconfig))))
         me = [sys.executable, __file__, "--kubeconfig", str(cp.kubeconfig)]
-        kcm = (subprocess.Popen([*me, "--child", "kcm"]) if args.kcm == "process" else None)
+        kcm = subprocess.Popen([*me, "--child", "kcm"]) if args.kcm == "process" else None
         out = Path(tmp) / "controller.json"
         start = time.monotonic()
-        ctrl = subprocess.Popen([*me, "--child", "controller", "--out", str(out),
-                                 "--workers", str(args.workers)],
-                                stderr=open(Path(tmp) / "controller.log", "wb"))  # noqa: SIM115
+        ctrl = subprocess.Popen(
+            [*me, "--child", "controller", "--out", str(out), "--workers", str(args.workers)],
+            stderr=open(Path(tmp) / "controller.log", "wb"),  # noqa: SIM115
+        )
         converge_s = None
         try:
             while time.monotonic() - start < args.timeout:
@@ -323,7 +387,9 @@ def main() -> int:
         res = json.loads(out.read_text())
         d_ms = [x * 1000 for x in res["durations"]]
         report = {
-            "graphs": args.graphs, "services_per_graph": 4, "kcm": args.kcm,
+            "graphs": args.graphs,
+            "services_per_graph": 4,
+            "kcm": args.kcm,
             "workers": args.workers,
             "converge_s": None if converge_s is None else round(converge_s, 1),
             "reconciles": len(d_ms),
@@ -334,17 +400,21 @@ def main() -> int:
             "per_reconciler_mean_ms": res["per_reconciler_mean_ms"],
             "controller_cpu_s": res["cpu_s"],
             "first_reconcile_after_s": res["first_reconcile_after_s"],
-            "writes": res["writes"], "conflicts": res["conflicts"],
+            "writes": res["writes"],
+            "conflicts": res["conflicts"],
             "cpus": os.cpu_count(),
             "baseline_single_apply_p50_p95_ms": baseline,
             "load_average_1m": round(os.getloadavg()[0], 1),
         }
         print(json.dumps(report, indent=2))
         if converge_s is None:
-            print(f"did not converge in {args.timeout} s; last controller log lines:",
-                  file=sys.stderr)
-            print("\n".join((Path(tmp) / "controller.log").read_text().splitlines()[-20:]),
-                  file=sys.stderr)
+            print(
+                f"did not converge in {args.timeout} s; last controller log lines:", file=sys.stderr
+            )
+            print(
+                "\n".join((Path(tmp) / "controller.log").read_text().splitlines()[-20:]),
+                file=sys.stderr,
+            )
             return 1
     return 0
 

@@ -89,8 +89,12 @@ def find_kustomize(explicit: str | None) -> str:
         if cand:
             return cand
     try:
-        bindir = subprocess.run([str(REPO / "tools/test-bins/build.sh"), "--print-dir"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+        bindir = subprocess.run(
+            [str(REPO / "tools/test-bins/build.sh"), "--print-dir"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         path = Path(bindir.splitlines()[-1]) / "kustomize"
         if path.exists():
             return str(path)
@@ -98,8 +102,10 @@ def find_kustomize(explicit: str | None) -> str:
         pass
     found = shutil.which("kustomize")
     if not found:
-        sys.exit("kustomize not found: pass --kustomize, set KUSTOMIZE, or run "
-                 "tools/test-bins/build.sh --only kustomize")
+        sys.exit(
+            "kustomize not found: pass --kustomize, set KUSTOMIZE, or run "
+            "tools/test-bins/build.sh --only kustomize"
+        )
     return found
 
 
@@ -113,8 +119,9 @@ class Run(NamedTuple):
     cpu: float  # user + sys seconds
 
 
-def measure(cmd: list[str], timeout: float | None = None,
-            env: dict[str, str] | None = None) -> Run | None:
+def measure(
+    cmd: list[str], timeout: float | None = None, env: dict[str, str] | None = None
+) -> Run | None:
     """Wall time, peak RSS and CPU time of one whole process; None if it ran past
     ``timeout``."""
     start = time.perf_counter()
@@ -157,8 +164,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="1,100,1000")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--kustomize", default=None)
-    ap.add_argument("--peer-timeout", type=float, default=600,
-                    help="stop a kustomize run after this many seconds and report a bound")
+    ap.add_argument(
+        "--peer-timeout",
+        type=float,
+        default=600,
+        help="stop a kustomize run after this many seconds and report a bound",
+    )
     args = ap.parse_args()
     kustomize = find_kustomize(args.kustomize)
     render_cmd = [sys.executable, "-c", console_script()]
@@ -168,7 +179,11 @@ def main() -> None:
         env = render_env(tmp)
         package = subprocess.run(  # which dyn_gitops is measured (the cwd's comes first)
             [sys.executable, "-c", "import dyn_gitops; print(dyn_gitops.__path__[0])"],
-            capture_output=True, text=True, check=True, env=env).stdout.strip()
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout.strip()
         for n in sizes:
             src = Path(tmp) / f"in-{n}"
             src.mkdir()
@@ -178,12 +193,18 @@ def main() -> None:
             kdir = Path(tmp) / f"k-{n}"
             kdir.mkdir()
             # unmeasured: also the warm-up that writes the bytecode
-            out = subprocess.run([*render_cmd, "render", str(src)], capture_output=True,
-                                 text=True, check=True, env=env).stdout
+            out = subprocess.run(
+                [*render_cmd, "render", str(src)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            ).stdout
             (kdir / "rendered.yaml").write_text(out)
             (kdir / "kustomization.yaml").write_text(
                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                "resources:\n- rendered.yaml\n")
+                "resources:\n- rendered.yaml\n"
+            )
             objects = out.count("\n---\n") + 1
             r_runs: list[Run] = []
             k_runs: list[Run] = []
@@ -207,37 +228,51 @@ def main() -> None:
                 kw, km, kc = args.peer_timeout, float("nan"), float("nan")
             rows.append((n, objects, rw, max(r.rss for r in r_runs), kw, km, not k_runs, rc, kc))
     version = subprocess.run([kustomize, "version"], capture_output=True, text=True).stdout
-    print(f"peer: kustomize {version.strip()}  python {sys.version.split()[0]}  "
-          f"cpus {os.cpu_count()}  repeat {args.repeat} (median wall, max RSS, "
-          "median CPU = user + sys)")
+    print(
+        f"peer: kustomize {version.strip()}  python {sys.version.split()[0]}  "
+        f"cpus {os.cpu_count()}  repeat {args.repeat} (median wall, max RSS, "
+        "median CPU = user + sys)"
+    )
     print(f"render: {sys.executable} (bytecode cached), {package}")
-    print(f"{'DGDs':>6} {'objects':>8} {'render s':>9} {'render MiB':>11} "
-          f"{'kustomize s':>12} {'kustomize MiB':>14} {'ratio':>6} {'render ms/DGD':>14} "
-          f"{'render CPU s':>13} {'kustomize CPU s':>16}")
+    print(
+        f"{'DGDs':>6} {'objects':>8} {'render s':>9} {'render MiB':>11} "
+        f"{'kustomize s':>12} {'kustomize MiB':>14} {'ratio':>6} {'render ms/DGD':>14} "
+        f"{'render CPU s':>13} {'kustomize CPU s':>16}"
+    )
     for n, objects, rw, rm, kw, km, bound, rc, kc in rows:
         ks = f">{kw:.0f}" if bound else f"{kw:.3f}"
         ratio = f"<{rw / kw:.3f}" if bound else f"{rw / kw:.2f}"
-        print(f"{n:>6} {objects:>8} {rw:>9.3f} {rm:>11.1f} {ks:>12} {km:>14.1f} "
-              f"{ratio:>6} {1000 * rw / n:>14.2f} {rc:>13.3f} {kc:>16.3f}")
+        print(
+            f"{n:>6} {objects:>8} {rw:>9.3f} {rm:>11.1f} {ks:>12} {km:>14.1f} "
+            f"{ratio:>6} {1000 * rw / n:>14.2f} {rc:>13.3f} {kc:>16.3f}"
+        )
     by_n = {r[0]: r for r in rows}
     print("targets:")
     if 1 in by_n:
         r = by_n[1][2] / by_n[1][4]
-        print(f"  ratio at 1 DGD     {r:.2f}  target <= 1.5 (stretch 1.0): "
-              f"{'met' if r <= 1.5 else 'MISSED'}")
+        print(
+            f"  ratio at 1 DGD     {r:.2f}  target <= 1.5 (stretch 1.0): "
+            f"{'met' if r <= 1.5 else 'MISSED'}"
+        )
         rc, kc = by_n[1][7], by_n[1][8]
-        print(f"  CPU at 1 DGD       {rc:.3f} s (kustomize {kc:.3f} s)  target <= "
-              f"{CPU_TARGET_1}: {'met' if rc <= CPU_TARGET_1 else 'MISSED'}")
+        print(
+            f"  CPU at 1 DGD       {rc:.3f} s (kustomize {kc:.3f} s)  target <= "
+            f"{CPU_TARGET_1}: {'met' if rc <= CPU_TARGET_1 else 'MISSED'}"
+        )
     if 1000 in by_n:
         r = by_n[1000][2] / by_n[1000][4]
         print(f"  ratio at 1000 DGDs {r:.2f}  target <= 1.0: {'met' if r <= 1.0 else 'MISSED'}")
-        print(f"  peak RSS at 1000   {by_n[1000][3]:.0f} MiB  target <= 300: "
-              f"{'met' if by_n[1000][3] <= 300 else 'MISSED'}")
+        print(
+            f"  peak RSS at 1000   {by_n[1000][3]:.0f} MiB  target <= 300: "
+            f"{'met' if by_n[1000][3] <= 300 else 'MISSED'}"
+        )
     if 100 in by_n and 1000 in by_n:
         per100 = (by_n[100][2] - by_n[1][2]) / 99 if 1 in by_n else by_n[100][2] / 100
         per1000 = (by_n[1000][2] - by_n[1][2]) / 999 if 1 in by_n else by_n[1000][2] / 1000
-        print(f"  marginal ms/DGD    {1000 * per100:.2f} (100) vs {1000 * per1000:.2f} (1000): "
-              f"{'linear' if per1000 <= 1.25 * per100 else 'SUPERLINEAR'}")
+        print(
+            f"  marginal ms/DGD    {1000 * per100:.2f} (100) vs {1000 * per1000:.2f} (1000): "
+            f"{'linear' if per1000 <= 1.25 * per100 else 'SUPERLINEAR'}"
+        )
 
 
 if __name__ == "__main__":

@@ -69,15 +69,22 @@ def main() -> None:
         launcher = bindir / "dyn-gitops"
         subprocess.run([*ENTRY, "cmp", "install-launcher", str(launcher)], check=True)
         tmp = Path(tempfile.mkdtemp(prefix="dgb"))  # short: the socket path has a limit
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(work), "TMPDIR": str(tmp),
-               "ARGOCD_APP_NAME": "llm", "ARGOCD_APP_NAMESPACE": "llm-serving",
-               "ARGOCD_APP_REVISION": "0" * 40, "ARGOCD_APP_SOURCE_PATH": "apps/llm",
-               "KUBE_VERSION": "1.31.4",
-               "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(work),
+            "TMPDIR": str(tmp),
+            "ARGOCD_APP_NAME": "llm",
+            "ARGOCD_APP_NAMESPACE": "llm-serving",
+            "ARGOCD_APP_REVISION": "0" * 40,
+            "ARGOCD_APP_SOURCE_PATH": "apps/llm",
+            "KUBE_VERSION": "1.31.4",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        }
         gen_cmd, k_cmd = [str(launcher), "cmp", "generate"], [kustomize, "build", "."]
         try:
-            cold = subprocess.run(gen_cmd, cwd=app, env=env, capture_output=True, text=True,
-                                  timeout=120, check=True)
+            cold = subprocess.run(
+                gen_cmd, cwd=app, env=env, capture_output=True, text=True, timeout=120, check=True
+            )
             (kdir / "rendered.yaml").write_text(cold.stdout)
             (kdir / "kustomization.yaml").write_text("resources:\n- rendered.yaml\n")
             for _ in range(3):  # warm both (page cache, the render server's first fork)
@@ -92,10 +99,14 @@ def main() -> None:
             stop_render_server(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
     g, k = statistics.median(gen), statistics.median(kus)
-    print(f"{len(cold.stdout)} bytes, {cold.stdout.count('apiVersion:')} objects, "
-          f"median of {args.repeat}, cpus {os.cpu_count()}")
-    print(f"warm generate   {g * 1000:8.1f} ms  (min {min(gen) * 1000:.1f})  "
-          f"{'served warm' if '(warm server)' in warm.stderr else 'NOT served warm'}")
+    print(
+        f"{len(cold.stdout)} bytes, {cold.stdout.count('apiVersion:')} objects, "
+        f"median of {args.repeat}, cpus {os.cpu_count()}"
+    )
+    print(
+        f"warm generate   {g * 1000:8.1f} ms  (min {min(gen) * 1000:.1f})  "
+        f"{'served warm' if '(warm server)' in warm.stderr else 'NOT served warm'}"
+    )
     print(f"kustomize build {k * 1000:8.1f} ms  (min {min(kus) * 1000:.1f})")
     print(f"ratio           {g / k:8.2f}  target <= 1.0: {'met' if g / k <= 1.0 else 'MISSED'}")
 

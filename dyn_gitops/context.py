@@ -40,9 +40,10 @@ class RenderContext:
 
     def with_settings(self, **changes: Any) -> RenderContext:
         """The same run with some settings replaced (their origin stays as resolved)."""
-        return RenderContext(self.source,
-                             Resolved(dataclasses.replace(self.settings, **changes),
-                                      self.resolved.origins))
+        return RenderContext(
+            self.source,
+            Resolved(dataclasses.replace(self.settings, **changes), self.resolved.origins),
+        )
 
 
 @dataclass(frozen=True)
@@ -54,20 +55,30 @@ class Runner:
     flags: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     parameters: Mapping[str, str] | None = None
 
-    def settings(self, *, file_values: Mapping[str, Any] | None = None,
-                 function_config: Mapping[str, Any] | None = None) -> Resolved:
+    def settings(
+        self,
+        *,
+        file_values: Mapping[str, Any] | None = None,
+        function_config: Mapping[str, Any] | None = None,
+    ) -> Resolved:
         """Every setting resolved from these sources and the input's own; raises
         :class:`UsageError` with every settings problem."""
         try:
-            return resolve(file_values=file_values, env=self.env,
-                           env_prefixes=self.env_prefixes, function_config=function_config,
-                           parameters=self.parameters, flags=self.flags)
+            return resolve(
+                file_values=file_values,
+                env=self.env,
+                env_prefixes=self.env_prefixes,
+                function_config=function_config,
+                parameters=self.parameters,
+                flags=self.flags,
+            )
         except SettingsError as exc:
             raise UsageError(problems=exc.problems) from None
 
 
-def open_path(path: str = ".", rev: str | None = None, *, runner: Runner,
-              repo: str = ".") -> RenderContext:
+def open_path(
+    path: str = ".", rev: str | None = None, *, runner: Runner, repo: str = "."
+) -> RenderContext:
     """Read ``path`` (a directory, a file, or ``-`` for stdin; with ``rev``: from the Git
     object store of ``repo``, no checkout) and resolve the settings with its
     ``dyn-gitops.yaml``."""
@@ -77,8 +88,7 @@ def open_path(path: str = ".", rev: str | None = None, *, runner: Runner,
     limit = runner.settings().settings.max_file_bytes
     try:
         if rev is not None:
-            src = source_mod.read_git(repo, rev, path if path != "." else "",
-                                      max_file_bytes=limit)
+            src = source_mod.read_git(repo, rev, path if path != "." else "", max_file_bytes=limit)
         else:
             src = source_mod.read_path(path, max_file_bytes=limit)
     except (FileNotFoundError, NotADirectoryError) as exc:
@@ -92,8 +102,9 @@ def open_path(path: str = ".", rev: str | None = None, *, runner: Runner,
     return RenderContext(src, runner.settings(file_values=values))
 
 
-def open_source(source: Source, *, runner: Runner,
-                function_config: Mapping[str, Any] | None = None) -> RenderContext:
+def open_source(
+    source: Source, *, runner: Runner, function_config: Mapping[str, Any] | None = None
+) -> RenderContext:
     """A source that came whole (stdin of the post-renderer, a KRM ResourceList): no
     ``dyn-gitops.yaml``; a KRM functionConfig may carry settings."""
     return RenderContext(source, runner.settings(function_config=function_config))

@@ -25,20 +25,27 @@ def _structural(node: Any, defs: dict[str, Any]) -> dict[str, Any]:
     if "anyOf" in node:
         options = [o for o in node["anyOf"] if o.get("type") != "null"]
         nullable = len(options) < len(node["anyOf"])
-        one: dict[str, Any] = _structural(options[0], defs) if len(options) == 1 else {
-            "x-kubernetes-preserve-unknown-fields": True}
+        one: dict[str, Any] = (
+            _structural(options[0], defs)
+            if len(options) == 1
+            else {"x-kubernetes-preserve-unknown-fields": True}
+        )
         if nullable:
             one["nullable"] = True
         return one
     if node.get("x-kubernetes-int-or-string"):
-        return {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"},
-                                                              {"type": "string"}]}
+        return {
+            "x-kubernetes-int-or-string": True,
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+        }
     if "const" in node:
         return {"type": "string", "enum": [node["const"]]}
     kind = node.get("type")
-    out: dict[str, Any] = {k: v for k, v in node.items()
-                           if k not in _DROP and k not in ("properties", "items", "$defs",
-                                                           "required", "type")}
+    out: dict[str, Any] = {
+        k: v
+        for k, v in node.items()
+        if k not in _DROP and k not in ("properties", "items", "$defs", "required", "type")
+    }
     if kind is None:
         return {"x-kubernetes-preserve-unknown-fields": True}
     out["type"] = kind
@@ -64,13 +71,22 @@ def _spec_schema(model: type[BaseModel]) -> dict[str, Any]:
     return _structural(full["properties"]["spec"], defs)
 
 
-def _crd(kind: str, plural: str, short: str, model: type[BaseModel], *,
-         columns: list[dict[str, Any]], scale: bool = False) -> dict[str, Any]:
+def _crd(
+    kind: str,
+    plural: str,
+    short: str,
+    model: type[BaseModel],
+    *,
+    columns: list[dict[str, Any]],
+    scale: bool = False,
+) -> dict[str, Any]:
     subresources: dict[str, Any] = {"status": {}}
     if scale:
-        subresources["scale"] = {"specReplicasPath": ".spec.replicas",
-                                 "statusReplicasPath": ".status.replicas",
-                                 "labelSelectorPath": ".status.selector"}
+        subresources["scale"] = {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        }
     schema = {
         "type": "object",
         "properties": {
@@ -85,19 +101,30 @@ def _crd(kind: str, plural: str, short: str, model: type[BaseModel], *,
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{v1alpha1.GROUP}",
-                     "annotations": {"helm.sh/resource-policy": "keep"}},
+        "metadata": {
+            "name": f"{plural}.{v1alpha1.GROUP}",
+            "annotations": {"helm.sh/resource-policy": "keep"},
+        },
         "spec": {
             "group": v1alpha1.GROUP,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
-                      "singular": kind.lower(), "shortNames": [short]},
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short],
+            },
             "scope": "Namespaced",
-            "versions": [{
-                "name": v1alpha1.VERSION, "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": schema},
-                "subresources": subresources,
-                "additionalPrinterColumns": columns,
-            }],
+            "versions": [
+                {
+                    "name": v1alpha1.VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": subresources,
+                    "additionalPrinterColumns": columns,
+                }
+            ],
         },
     }
 
@@ -108,22 +135,44 @@ def _age() -> dict[str, Any]:
 
 def crds() -> list[dict[str, Any]]:
     return [
-        _crd("DynamoGraphDeployment", "dynamographdeployments", "dgd",
-             v1alpha1.DynamoGraphDeployment, columns=[
-                 {"name": "Ready", "type": "string",
-                  "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
-                 {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
-                 _age()]),
-        _crd("DynamoComponentDeployment", "dynamocomponentdeployments", "dcd",
-             v1alpha1.DynamoComponentDeployment, columns=[
-                 {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
-                 _age()]),
-        _crd("DynamoGraphDeploymentScalingAdapter", "dynamographdeploymentscalingadapters",
-             "dgdsa", v1alpha1.DynamoGraphDeploymentScalingAdapter, scale=True, columns=[
-                 {"name": "DGD", "type": "string", "jsonPath": ".spec.dgdRef.name"},
-                 {"name": "Service", "type": "string", "jsonPath": ".spec.dgdRef.serviceName"},
-                 {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas"},
-                 _age()]),
+        _crd(
+            "DynamoGraphDeployment",
+            "dynamographdeployments",
+            "dgd",
+            v1alpha1.DynamoGraphDeployment,
+            columns=[
+                {
+                    "name": "Ready",
+                    "type": "string",
+                    "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+                },
+                {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
+                _age(),
+            ],
+        ),
+        _crd(
+            "DynamoComponentDeployment",
+            "dynamocomponentdeployments",
+            "dcd",
+            v1alpha1.DynamoComponentDeployment,
+            columns=[
+                {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
+                _age(),
+            ],
+        ),
+        _crd(
+            "DynamoGraphDeploymentScalingAdapter",
+            "dynamographdeploymentscalingadapters",
+            "dgdsa",
+            v1alpha1.DynamoGraphDeploymentScalingAdapter,
+            scale=True,
+            columns=[
+                {"name": "DGD", "type": "string", "jsonPath": ".spec.dgdRef.name"},
+                {"name": "Service", "type": "string", "jsonPath": ".spec.dgdRef.serviceName"},
+                {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas"},
+                _age(),
+            ],
+        ),
     ]
 
 

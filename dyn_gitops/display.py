@@ -40,7 +40,9 @@ REDACTED = "(redacted)"
 
 _CREDENTIAL = re.compile(
     r"passw|passphrase|secret|token|credential|auth|cert|cookie|"
-    r"api[-_]?key|access[-_]?key|private[-_]?key", re.IGNORECASE)
+    r"api[-_]?key|access[-_]?key|private[-_]?key",
+    re.IGNORECASE,
+)
 #: keys that hold the *name* of a Secret or key, not a credential
 _REFERENCE = re.compile(r"(ref|name|names)$|^imagePullSecrets$", re.IGNORECASE)
 _ENV_LISTS = ("env", "envs")
@@ -75,8 +77,9 @@ def names_credential(key: str) -> bool:
     return bool(_CREDENTIAL.search(key)) and not _REFERENCE.search(key)
 
 
-def is_sensitive(loc: Loc, *, kind: str | None = None, env_name: str | None = None,
-                 strict: bool = False) -> bool:
+def is_sensitive(
+    loc: Loc, *, kind: str | None = None, env_name: str | None = None, strict: bool = False
+) -> bool:
     """Whether the value at field path ``loc`` of an object of ``kind`` may not be shown.
 
     ``env_name`` is the ``name`` of the env entry ``loc`` points into, when known.
@@ -85,14 +88,20 @@ def is_sensitive(loc: Loc, *, kind: str | None = None, env_name: str | None = No
     if kind == "Secret" and keys and keys[0] in ("data", "stringData"):
         return True
     # a ``secret`` block (volume source) holds references; a ``secret`` value is one
-    if any(names_credential(k) and (k != "secret" or i == len(keys) - 1)
-           for i, k in enumerate(keys)):
+    if any(
+        names_credential(k) and (k != "secret" or i == len(keys) - 1) for i, k in enumerate(keys)
+    ):
         return True
     for i, part in enumerate(loc):
         if part in _STRICT_LISTS and strict:
             return True
-        if (part in _ENV_LISTS and i + 2 < len(loc) and loc[i + 2] == "value"
-                and env_name is not None and names_credential(env_name)):
+        if (
+            part in _ENV_LISTS
+            and i + 2 < len(loc)
+            and loc[i + 2] == "value"
+            and env_name is not None
+            and names_credential(env_name)
+        ):
             return True
     return False
 
@@ -140,21 +149,25 @@ def redact_argv(argv: list[Any]) -> list[Any]:
     return out
 
 
-def redact_tree(value: Any, loc: Loc = (), *, kind: str | None = None,
-                env_name: str | None = None) -> Any:
+def redact_tree(
+    value: Any, loc: Loc = (), *, kind: str | None = None, env_name: str | None = None
+) -> Any:
     """A copy of ``value`` (found at ``loc`` in an object of ``kind``) with every sensitive
     leaf replaced by :data:`REDACTED`; mapping keys are kept, so changed keys stay visible."""
     if isinstance(value, dict):
         name = value.get("name")
         if _in_env_list(loc) and isinstance(name, str):
             env_name = name
-        return {k: redact_tree(v, (*loc, str(k)), kind=kind, env_name=env_name)
-                for k, v in value.items()}
+        return {
+            k: redact_tree(v, (*loc, str(k)), kind=kind, env_name=env_name)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         if loc and loc[-1] in ("args", "command"):
             value = redact_argv(value)
-        return [redact_tree(v, (*loc, i), kind=kind, env_name=env_name)
-                for i, v in enumerate(value)]
+        return [
+            redact_tree(v, (*loc, i), kind=kind, env_name=env_name) for i, v in enumerate(value)
+        ]
     if value is None or isinstance(value, bool) or value == REDACTED:
         return value
     return REDACTED if is_sensitive(loc, kind=kind, env_name=env_name) else value

@@ -27,8 +27,15 @@ def to_yaml(objects: list[dict[str, Any]]) -> str:
 
 
 def to_json(objects: list[dict[str, Any]]) -> str:
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2,
-                      ensure_ascii=False, default=_json_default) + "\n"
+    return (
+        json.dumps(
+            {"apiVersion": "v1", "kind": "List", "items": objects},
+            indent=2,
+            ensure_ascii=False,
+            default=_json_default,
+        )
+        + "\n"
+    )
 
 
 def _json_default(value: Any) -> Any:
@@ -48,17 +55,23 @@ def size_problem(size: int, settings: RenderSettings, where: str) -> Problem | N
     return _size_problem(size, settings.max_output_bytes, where)
 
 
-def _size_problem(size: int, limit: int | None, where: str, *, so_far: bool = False
-                  ) -> Problem | None:
+def _size_problem(
+    size: int, limit: int | None, where: str, *, so_far: bool = False
+) -> Problem | None:
     if limit is None or size <= limit:
         return None
-    return Problem(where, 0, message=f"the output {'reaches' if so_far else 'is'} {size} "
-                                     f"bytes, more than the {limit} allowed (setting "
-                                     "max-output-bytes); nothing written")
+    return Problem(
+        where,
+        0,
+        message=f"the output {'reaches' if so_far else 'is'} {size} "
+        f"bytes, more than the {limit} allowed (setting "
+        "max-output-bytes); nothing written",
+    )
 
 
-def render_text(objects: list[dict[str, Any]], output_format: str, *,
-                max_bytes: int | None = None) -> str:
+def render_text(
+    objects: list[dict[str, Any]], output_format: str, *, max_bytes: int | None = None
+) -> str:
     """The stream; :class:`OutputTooLarge` if it has more than ``max_bytes`` bytes."""
     text = to_json(objects) if output_format == "json" else to_yaml(objects)
     too_big = _size_problem(len(text.encode("utf-8")), max_bytes, "<stdout>")
@@ -73,8 +86,9 @@ def object_filename(obj: dict[str, Any]) -> str:
     return objpath.relpath(obj)
 
 
-def write_out_dir(objects: list[dict[str, Any]], out_dir: str, *,
-                  max_bytes: int | None = None) -> list[str]:
+def write_out_dir(
+    objects: list[dict[str, Any]], out_dir: str, *, max_bytes: int | None = None
+) -> list[str]:
     """Replace ``out_dir`` with one file per object, atomically (rename of a sibling dir).
 
     An existing ``out_dir`` is replaced only if it is empty or was written by us (it holds
@@ -89,7 +103,8 @@ def write_out_dir(objects: list[dict[str, Any]], out_dir: str, *,
         if entries and not (target / OUT_DIR_MARKER).is_file():
             raise FileExistsError(
                 f"{out_dir} exists and was not written by dyn-gitops (no {OUT_DIR_MARKER}); "
-                "refusing to replace it")
+                "refusing to replace it"
+            )
 
     def fill(tmp: Path) -> None:
         total = 0
@@ -130,8 +145,10 @@ def checked_target(out_dir: str | Path) -> Path:
     if target == target.parent:
         raise FileExistsError(f"{out_dir}: refusing to replace the root directory")
     if target.is_symlink():
-        raise FileExistsError(f"{out_dir} is a symbolic link; refusing to replace or follow "
-                              "it (give the directory it points to)")
+        raise FileExistsError(
+            f"{out_dir} is a symbolic link; refusing to replace or follow "
+            "it (give the directory it points to)"
+        )
     if target.exists() and not target.is_dir():
         raise FileExistsError(f"{out_dir} exists and is not a directory")
     return target

@@ -14,13 +14,42 @@ from .settings import RenderSettings
 
 # Helm's install order: dependencies before dependents, so a plain `kubectl apply` works too.
 KIND_ORDER = (
-    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
-    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass",
-    "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole",
-    "ClusterRoleList", "ClusterRoleBinding", "ClusterRoleBindingList", "Role", "RoleList",
-    "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod", "ReplicationController",
-    "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob",
-    "IngressClass", "Ingress", "APIService", "MutatingWebhookConfiguration",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
     "ValidatingWebhookConfiguration",
 )
 _KIND_RANK = {k: i for i, k in enumerate(KIND_ORDER)}
@@ -34,13 +63,18 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 def sort_key(obj: dict[str, Any]) -> tuple[int, str, str, str, str]:
     kind = str(obj.get("kind", ""))
     meta = _meta(obj)
-    return (_KIND_RANK.get(kind, len(KIND_ORDER)), kind if kind not in _KIND_RANK else "",
-            str(meta.get("namespace") or ""), str(meta.get("name") or ""),
-            str(obj.get("apiVersion", "")))
+    return (
+        _KIND_RANK.get(kind, len(KIND_ORDER)),
+        kind if kind not in _KIND_RANK else "",
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+        str(obj.get("apiVersion", "")),
+    )
 
 
-def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | None,
-             problems: list[Problem]) -> list[dict[str, Any]]:
+def finalize(
+    items: list[Rendered], *, settings: RenderSettings, commit: str | None, problems: list[Problem]
+) -> list[dict[str, Any]]:
     merged: dict[tuple[str, str, str, str], tuple[dict[str, Any], set[str], Rendered]] = {}
     dgds: dict[tuple[str, str, str, str], set[str]] = {}
     for item in items:
@@ -52,11 +86,18 @@ def finalize(items: list[Rendered], *, settings: RenderSettings, commit: str | N
                 if item.dgd:
                     dgds[ident].add(item.dgd)
                 continue
-            problems.append(Problem(
-                item.path, 0, f"{ident[1]}/{ident[3]}", message=(
-                    f"object {ident[1]} {ident[2]}/{ident[3]} is produced twice (also by "
-                    f"{first.path}{' for ' + first.dgd if first.dgd else ''}) with different "
-                    "content")))
+            problems.append(
+                Problem(
+                    item.path,
+                    0,
+                    f"{ident[1]}/{ident[3]}",
+                    message=(
+                        f"object {ident[1]} {ident[2]}/{ident[3]} is produced twice (also by "
+                        f"{first.path}{' for ' + first.dgd if first.dgd else ''}) with different "
+                        "content"
+                    ),
+                )
+            )
             continue
         merged[ident] = (item.obj, {item.path}, item)
         dgds[ident] = {item.dgd} if item.dgd else set()
@@ -114,8 +155,7 @@ def _check_identity(obj: dict[str, Any], item: Rendered, problems: list[Problem]
             problems.append(problem)
 
 
-def _check_paths(emitted: list[tuple[dict[str, Any], Rendered]],
-                 problems: list[Problem]) -> None:
+def _check_paths(emitted: list[tuple[dict[str, Any], Rendered]], problems: list[Problem]) -> None:
     """Two objects that would share one output file (also on a case-insensitive file
     system) are refused whatever the output, so every output format agrees."""
     seen: dict[str, tuple[str, dict[str, Any], Rendered]] = {}
@@ -127,6 +167,16 @@ def _check_paths(emitted: list[tuple[dict[str, Any], Rendered]],
         first = seen.setdefault(objpath.fold(rel), (rel, obj, item))
         if first[1] is obj:
             continue
-        problems.append(_located(Problem.at(("metadata", "name"), (
-            f"writes the same output file as {_label(first[1])} from {first[2].path} "
-            f"({first[0]}; file names are compared without case)")), item, _label(obj)))
+        problems.append(
+            _located(
+                Problem.at(
+                    ("metadata", "name"),
+                    (
+                        f"writes the same output file as {_label(first[1])} from {first[2].path} "
+                        f"({first[0]}; file names are compared without case)"
+                    ),
+                ),
+                item,
+                _label(obj),
+            )
+        )

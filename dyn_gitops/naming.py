@@ -96,9 +96,12 @@ def grove_clique_budget(service: str, multinode: bool, scaling_group: bool = Fal
 
 def grove_name_budgets(dgd: DynamoGraphDeployment) -> dict[str, int]:
     """Service -> the characters it adds to Grove's combined PCS + group + clique name."""
-    return {n: grove_clique_budget(
-                n, s.multinode is not None and s.multinode.nodeCount > 1, s.force_scaling_group)
-            for n, s in (dgd.spec.services or {}).items()}
+    return {
+        n: grove_clique_budget(
+            n, s.multinode is not None and s.multinode.nodeCount > 1, s.force_scaling_group
+        )
+        for n, s in (dgd.spec.services or {}).items()
+    }
 
 
 def dgd_pcs_name(dgd: DynamoGraphDeployment) -> str:
@@ -119,7 +122,7 @@ def pcs_name(dgd_name: str, budgets: list[int]) -> str:
     budget = max(GROVE_NAME_BUDGET - max(budgets, default=0), 8)
     if len(dgd_name) <= budget:
         return dgd_name
-    return f"{dgd_name[:budget - 5]}-{_fnv1a32(dgd_name.encode()) & 0xFFFF:04x}"
+    return f"{dgd_name[: budget - 5]}-{_fnv1a32(dgd_name.encode()) & 0xFFFF:04x}"
 
 
 def model_hash(model_name: str) -> str:
@@ -144,18 +147,52 @@ def inference_pool_name(dgd_name: str) -> str:
 
 # Fields of the shared spec in Go declaration order, and those the v1 hash leaves out.
 _SHARED_SPEC_ORDER = (
-    "annotations", "labels", "serviceName", "componentType", "subComponentType",
-    "dynamoNamespace", "globalDynamoNamespace", "resources", "autoscaling", "envs",
-    "envFromSecret", "volumeMounts", "ingress", "modelRef", "sharedMemory", "extraPodMetadata",
-    "extraPodSpec", "livenessProbe", "readinessProbe", "replicas", "multinode", "scalingAdapter",
-    "eppConfig", "frontendSidecar", "checkpoint", "topologyConstraint", "gpuMemoryService",
+    "annotations",
+    "labels",
+    "serviceName",
+    "componentType",
+    "subComponentType",
+    "dynamoNamespace",
+    "globalDynamoNamespace",
+    "resources",
+    "autoscaling",
+    "envs",
+    "envFromSecret",
+    "volumeMounts",
+    "ingress",
+    "modelRef",
+    "sharedMemory",
+    "extraPodMetadata",
+    "extraPodSpec",
+    "livenessProbe",
+    "readinessProbe",
+    "replicas",
+    "multinode",
+    "scalingAdapter",
+    "eppConfig",
+    "frontendSidecar",
+    "checkpoint",
+    "topologyConstraint",
+    "gpuMemoryService",
     "failover",
 )
-_HASH_EXCLUDED = frozenset({
-    "annotations", "labels", "serviceName", "componentType", "subComponentType",
-    "dynamoNamespace", "replicas", "autoscaling", "scalingAdapter", "ingress", "modelRef",
-    "eppConfig", "runtimeVersionOverride",
-})
+_HASH_EXCLUDED = frozenset(
+    {
+        "annotations",
+        "labels",
+        "serviceName",
+        "componentType",
+        "subComponentType",
+        "dynamoNamespace",
+        "replicas",
+        "autoscaling",
+        "scalingAdapter",
+        "ingress",
+        "modelRef",
+        "eppConfig",
+        "runtimeVersionOverride",
+    }
+)
 
 
 def _omit_empty(value: Any) -> Any:

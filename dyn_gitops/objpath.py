@@ -37,15 +37,38 @@ SUBDOMAIN_MAX = 253
 # rule every resource path needs: a path segment.
 _DNS1035 = frozenset({("", "Service")})
 _LABEL_KINDS = frozenset({("", "Namespace")})
-_SEGMENT_KINDS = frozenset(("rbac.authorization.k8s.io", k) for k in (
-    "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"))
-_SUBDOMAIN_GROUPS = frozenset({
-    "", "apps", "batch", "policy", "autoscaling", "networking.k8s.io", "storage.k8s.io",
-    "apiextensions.k8s.io", "scheduling.k8s.io", "resource.k8s.io", "coordination.k8s.io",
-    "admissionregistration.k8s.io", "rbac.authorization.k8s.io", "discovery.k8s.io",
-    "node.k8s.io", "certificates.k8s.io", "inference.networking.k8s.io",
-    "inference.networking.x-k8s.io", "nvidia.com", "grove.io", "leaderworkerset.x-k8s.io",
-    "scheduling.volcano.sh", "networking.istio.io", "monitoring.coreos.com"})
+_SEGMENT_KINDS = frozenset(
+    ("rbac.authorization.k8s.io", k)
+    for k in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+)
+_SUBDOMAIN_GROUPS = frozenset(
+    {
+        "",
+        "apps",
+        "batch",
+        "policy",
+        "autoscaling",
+        "networking.k8s.io",
+        "storage.k8s.io",
+        "apiextensions.k8s.io",
+        "scheduling.k8s.io",
+        "resource.k8s.io",
+        "coordination.k8s.io",
+        "admissionregistration.k8s.io",
+        "rbac.authorization.k8s.io",
+        "discovery.k8s.io",
+        "node.k8s.io",
+        "certificates.k8s.io",
+        "inference.networking.k8s.io",
+        "inference.networking.x-k8s.io",
+        "nvidia.com",
+        "grove.io",
+        "leaderworkerset.x-k8s.io",
+        "scheduling.volcano.sh",
+        "networking.istio.io",
+        "monitoring.coreos.com",
+    }
+)
 
 
 class PathError(DynGitopsError):
@@ -60,8 +83,10 @@ def dns_label(value: str, max_len: int = LABEL_MAX) -> str | None:
     if len(value) > max_len:
         return f"must be at most {max_len} characters (found {len(value)})"
     if not _LABEL.fullmatch(value):
-        return (f"{value!r} is not a DNS-1123 label: lower-case letters, digits and '-', "
-                "starting and ending with a letter or digit")
+        return (
+            f"{value!r} is not a DNS-1123 label: lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
     return None
 
 
@@ -71,8 +96,10 @@ def _dns1035(value: str) -> str | None:
     if len(value) > LABEL_MAX:
         return f"must be at most {LABEL_MAX} characters (found {len(value)})"
     if not _LABEL_1035.fullmatch(value):
-        return (f"{value!r} is not a DNS-1035 label: lower-case letters, digits and '-', "
-                "starting with a letter and ending with a letter or digit")
+        return (
+            f"{value!r} is not a DNS-1035 label: lower-case letters, digits and '-', "
+            "starting with a letter and ending with a letter or digit"
+        )
     return None
 
 
@@ -82,8 +109,10 @@ def _subdomain(value: str) -> str | None:
     if len(value) > SUBDOMAIN_MAX:
         return f"must be at most {SUBDOMAIN_MAX} characters (found {len(value)})"
     if not _SUBDOMAIN.fullmatch(value):
-        return (f"{value!r} is not a DNS-1123 subdomain: lower-case letters, digits, '-' and "
-                "'.', starting and ending with a letter or digit")
+        return (
+            f"{value!r} is not a DNS-1123 subdomain: lower-case letters, digits, '-' and "
+            "'.', starting and ending with a letter or digit"
+        )
     return None
 
 
@@ -117,11 +146,15 @@ def name_problem(group: str, kind: str, name: str) -> str | None:
 def type_problem(api_version: str, kind: str) -> Problem | None:
     """What is wrong when apiVersion or kind cannot be a Kubernetes type, or None."""
     if len(kind) > LABEL_MAX or not _KIND.fullmatch(kind):
-        return Problem.at(("kind",), f"{kind[:80]!r} is not a kind: letters, digits and '-', "
-                                     f"starting with a letter, at most {LABEL_MAX} characters")
+        return Problem.at(
+            ("kind",),
+            f"{kind[:80]!r} is not a kind: letters, digits and '-', "
+            f"starting with a letter, at most {LABEL_MAX} characters",
+        )
     group, _, version = api_version.rpartition("/")
-    bad = (_dns1035(version) if "/" not in group else "has more than one '/'") \
-        or (_subdomain(group) if group or "/" in api_version else None)
+    bad = (_dns1035(version) if "/" not in group else "has more than one '/'") or (
+        _subdomain(group) if group or "/" in api_version else None
+    )
     if bad:
         return Problem.at(("apiVersion",), f"{api_version[:80]!r} is not a group/version: {bad}")
     return None
@@ -134,8 +167,9 @@ def object_problems(obj: dict[str, Any]) -> list[Problem]:
     written to a file)."""
     api, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api, str) or not isinstance(kind, str):
-        return [Problem.at(("kind",) if isinstance(api, str) else ("apiVersion",),
-                           "must be a string")]
+        return [
+            Problem.at(("kind",) if isinstance(api, str) else ("apiVersion",), "must be a string")
+        ]
     bad_type = type_problem(api, kind)
     if bad_type:
         return [bad_type]
@@ -154,8 +188,11 @@ def object_problems(obj: dict[str, Any]) -> list[Problem]:
     if name is None and meta.get("generateName") is None:
         out.append(Problem.at(("metadata", "name"), "required field is missing"))
     elif name is not None:
-        why = (name_problem(api.rpartition("/")[0], kind, name) if isinstance(name, str)
-               else "must be a string")
+        why = (
+            name_problem(api.rpartition("/")[0], kind, name)
+            if isinstance(name, str)
+            else "must be a string"
+        )
         if why:
             out.append(Problem.at(("metadata", "name"), why))
     return out
@@ -169,8 +206,9 @@ def relpath(obj: dict[str, Any]) -> str:
     found = object_problems(obj)
     meta = obj.get("metadata") or {}
     if not found and meta.get("name") is None:
-        found = [Problem.at(("metadata", "name"),
-                            "an object with only generateName has no file name")]
+        found = [
+            Problem.at(("metadata", "name"), "an object with only generateName has no file name")
+        ]
     if found:
         what = f"{obj.get('kind')}/{meta.get('name') or meta.get('generateName')}"
         raise PathError(f"{what}: " + "; ".join(f"{p.field}: {p.message}" for p in found))
@@ -178,7 +216,7 @@ def relpath(obj: dict[str, Any]) -> str:
     stem = str(obj["kind"]).lower() + (f".{group}" if group else "") + f"_{meta['name']}"
     if len((stem + SUFFIX).encode()) > MAX_FILE_NAME:
         digest = hashlib.sha256(stem.encode()).hexdigest()[:16]
-        stem = stem.encode()[:MAX_FILE_NAME - len(SUFFIX) - 17].decode(errors="ignore")
+        stem = stem.encode()[: MAX_FILE_NAME - len(SUFFIX) - 17].decode(errors="ignore")
         stem = f"{stem}~{digest}"
     return f"{meta.get('namespace') or CLUSTER_DIR}/{stem}{SUFFIX}"
 
@@ -193,9 +231,13 @@ def is_object_path(rel: str) -> bool:
     """Whether ``rel`` has the shape :func:`relpath` produces (for paths read back from a
     cache that people can edit): one safe directory, one safe file name."""
     parts = rel.split("/")
-    return (len(parts) == 2 and (parts[0] == CLUSTER_DIR or dns_label(parts[0]) is None)
-            and parts[1].endswith(SUFFIX) and _segment(parts[1], MAX_FILE_NAME) is None
-            and len(parts[1].encode()) <= MAX_FILE_NAME)
+    return (
+        len(parts) == 2
+        and (parts[0] == CLUSTER_DIR or dns_label(parts[0]) is None)
+        and parts[1].endswith(SUFFIX)
+        and _segment(parts[1], MAX_FILE_NAME) is None
+        and len(parts[1].encode()) <= MAX_FILE_NAME
+    )
 
 
 def assign(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -207,8 +249,9 @@ def assign(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         rel = relpath(obj)
         first = seen.setdefault(fold(rel), rel)
         if first != rel or rel in out:
-            raise PathError(f"two objects map to the same output file {rel}"
-                            + (f" (and {first}, on a case-insensitive file system)"
-                               if first != rel else ""))
+            raise PathError(
+                f"two objects map to the same output file {rel}"
+                + (f" (and {first}, on a case-insensitive file system)" if first != rel else "")
+            )
         out[rel] = obj
     return out

@@ -44,7 +44,6 @@ class Document:
     data: Any
 
 
-
 # ---------------------------------------------------------------------------- YAML
 #: nesting accepted whatever the settings say: deeper data would exhaust the recursion of
 #: the code that builds, validates and writes it
@@ -139,15 +138,15 @@ class _Composer:
                 if tag is None or tag == "!":
                     tag = resolve(yaml.ScalarNode, event.value, event.implicit)
                 start: Any = event.start_mark  # libyaml's marks, typed apart from PyYAML's
-                node = yaml.ScalarNode(tag, event.value, start, event.end_mark,
-                                       style=event.style)
+                node = yaml.ScalarNode(tag, event.value, start, event.end_mark, style=event.style)
                 if event.anchor is not None:
                     anchors[event.anchor] = node  # a later anchor of a name wins (YAML 1.2)
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 self._check_depth(len(stack) + 1, event)
                 tag = event.tag
-                node_kind = yaml.MappingNode if kind is yaml.MappingStartEvent else \
-                    yaml.SequenceNode
+                node_kind = (
+                    yaml.MappingNode if kind is yaml.MappingStartEvent else yaml.SequenceNode
+                )
                 if tag is None or tag == "!":
                     tag = resolve(node_kind, None, True)
                 start = event.start_mark
@@ -166,12 +165,17 @@ class _Composer:
                 start = event.start_mark
                 if event.anchor not in anchors:
                     raise ComposerError(
-                        None, None, f"found undefined alias {event.anchor!r}", start)
+                        None, None, f"found undefined alias {event.anchor!r}", start
+                    )
                 node = anchors[event.anchor]
                 if id(node) in open_ids:
                     raise ComposerError(
-                        None, None, f"alias {event.anchor!r} refers to a node that contains "
-                        "it (a recursive structure)", start)
+                        None,
+                        None,
+                        f"alias {event.anchor!r} refers to a node that contains "
+                        "it (a recursive structure)",
+                        start,
+                    )
                 self._check_depth(len(stack) + self._stats(node)[1], event)
             else:  # DocumentEndEvent: libyaml sends nothing else inside a document
                 assert root is not None
@@ -197,13 +201,17 @@ class _Composer:
 
     def _check_depth(self, depth: int, event: Any) -> None:
         if depth > self.max_depth:
-            raise _InputTooBig(event.start_mark.line + 1,
-                               f"YAML nested more than {self.max_depth} levels deep "
-                               "(setting max-depth)", stop=True)
+            raise _InputTooBig(
+                event.start_mark.line + 1,
+                f"YAML nested more than {self.max_depth} levels deep (setting max-depth)",
+                stop=True,
+            )
 
     def _too_many(self, total: int) -> str:
-        return (f"document expands to more than {self.max_nodes} YAML nodes through aliases "
-                f"(at least {total}; setting max-yaml-nodes)")
+        return (
+            f"document expands to more than {self.max_nodes} YAML nodes through aliases "
+            f"(at least {total}; setting max-yaml-nodes)"
+        )
 
     def _finish(self, node: yaml.Node, doc: _Composed) -> None:
         """Size and height of a finished collection; duplicate keys reported."""
@@ -214,8 +222,9 @@ class _Composer:
             for key, _ in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG:
                     if key.value in seen:
-                        doc.problems.append((key.start_mark.line + 1,
-                                             f"duplicate key {key.value!r}"))
+                        doc.problems.append(
+                            (key.start_mark.line + 1, f"duplicate key {key.value!r}")
+                        )
                     seen.add(key.value)
         else:
             children = node.value
@@ -241,16 +250,26 @@ def _yaml_problem(path: str, exc: yaml.YAMLError) -> Problem:
 def parse(source: Source, settings: RenderSettings, problems: list[Problem]) -> list[Document]:
     """The parse stage: every document of ``source`` in (file, position) order, within the
     limits of ``settings``; problems are appended."""
-    docs = parse_documents(source.files, max_documents=settings.max_documents,
-                           max_yaml_nodes=settings.max_yaml_nodes,
-                           max_total_yaml_nodes=settings.max_total_yaml_nodes,
-                           max_depth=settings.max_depth, problems=problems)
+    docs = parse_documents(
+        source.files,
+        max_documents=settings.max_documents,
+        max_yaml_nodes=settings.max_yaml_nodes,
+        max_total_yaml_nodes=settings.max_total_yaml_nodes,
+        max_depth=settings.max_depth,
+        problems=problems,
+    )
     return sorted(docs, key=lambda d: (d.file.path, d.index))
 
 
-def parse_documents(files: Sequence[SourceFile], *, max_documents: int, max_yaml_nodes: int,
-                    problems: list[Problem], max_depth: int,
-                    max_total_yaml_nodes: int | None = None) -> list[Document]:
+def parse_documents(
+    files: Sequence[SourceFile],
+    *,
+    max_documents: int,
+    max_yaml_nodes: int,
+    problems: list[Problem],
+    max_depth: int,
+    max_total_yaml_nodes: int | None = None,
+) -> list[Document]:
     """Parse every file into documents; problems are appended, never raised.
 
     Limits: nesting (``max_depth``), nodes per document and per call, aliases expanded
@@ -266,20 +285,34 @@ def parse_documents(files: Sequence[SourceFile], *, max_documents: int, max_yaml
         try:
             for composed in _Composer(loader, max_depth, max_yaml_nodes).documents():
                 if composed.node is not None and len(docs) >= max_documents:
-                    problems.append(Problem(f.path, composed.line, message=(
-                        f"more than {max_documents} documents in this run "
-                        "(setting max-documents)")))
+                    problems.append(
+                        Problem(
+                            f.path,
+                            composed.line,
+                            message=(
+                                f"more than {max_documents} documents in this run "
+                                "(setting max-documents)"
+                            ),
+                        )
+                    )
                     return docs
-                problems.extend(Problem(f.path, line, message=msg)
-                                for line, msg in composed.problems)
+                problems.extend(
+                    Problem(f.path, line, message=msg) for line, msg in composed.problems
+                )
                 if composed.problems or composed.node is None:
                     continue
                 used += composed.size
                 if used > budget:
-                    problems.append(Problem(
-                        f.path, composed.line, message=(
-                            f"the documents read so far expand to more than {budget} YAML "
-                            "nodes through aliases (setting max-total-yaml-nodes)")))
+                    problems.append(
+                        Problem(
+                            f.path,
+                            composed.line,
+                            message=(
+                                f"the documents read so far expand to more than {budget} YAML "
+                                "nodes through aliases (setting max-total-yaml-nodes)"
+                            ),
+                        )
+                    )
                     return docs
                 data = _construct(loader, composed.node, f.path, problems)
                 if data is not None:
@@ -325,13 +358,15 @@ def _unreadable(node: yaml.Node, exc: BaseException) -> tuple[int, str]:
     if bad is None:
         return int(node.start_mark.line) + 1, f"cannot read a value ({type(exc).__name__})"
     why = "too many digits" if "digits" in str(exc) else "not a valid value for its tag"
-    return int(bad.start_mark.line) + 1, f"value tagged {_short_tag(bad.tag)} cannot be " \
-                                         f"read ({why})"
+    return int(
+        bad.start_mark.line
+    ) + 1, f"value tagged {_short_tag(bad.tag)} cannot be read ({why})"
 
 
 def _short_tag(text: str) -> str:
     return text.replace("tag:yaml.org,2002:", "!!").removeprefix(
-        "could not determine a constructor for the tag ")
+        "could not determine a constructor for the tag "
+    )
 
 
 def _failed_scalar(node: yaml.Node) -> yaml.Node | None:
@@ -376,19 +411,28 @@ def not_json(data: Any, max_problems: int = 20) -> list[Problem]:
         if isinstance(value, dict):
             for k, v in reversed(list(value.items())):
                 if not isinstance(k, str):
-                    found.append(Problem.at(loc, f"mapping key {k!r} is {_what(k)}, not a "
-                                                 "string; quote it"))
+                    found.append(
+                        Problem.at(loc, f"mapping key {k!r} is {_what(k)}, not a string; quote it")
+                    )
                     continue
                 stack.append(((*loc, k), v))
         elif isinstance(value, list):
             stack.extend(((*loc, i), v) for i, v in reversed(list(enumerate(value))))
         elif isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")):
-                found.append(Problem.at(loc, "NaN and infinity are not numbers JSON (and so "
-                                             "Kubernetes) can carry"))
+                found.append(
+                    Problem.at(
+                        loc, "NaN and infinity are not numbers JSON (and so Kubernetes) can carry"
+                    )
+                )
         elif value is not None and not isinstance(value, str | int):
-            found.append(Problem.at(loc, f"{_what(value)} is not a JSON value (strings, "
-                                         "numbers, booleans, null, lists and mappings only)"))
+            found.append(
+                Problem.at(
+                    loc,
+                    f"{_what(value)} is not a JSON value (strings, "
+                    "numbers, booleans, null, lists and mappings only)",
+                )
+            )
     return found
 
 
@@ -432,8 +476,9 @@ def _walk_nodes(node: yaml.Node | None, loc: Sequence[str | int]) -> tuple[bool,
 
 def located(doc: Document, problem: Problem) -> Problem:
     """``problem``, whose path is from the root of ``doc``, with the file, line and object."""
-    return replace(problem, file=doc.file.path, line=locate(doc, problem.path),
-                   obj=object_label(doc.data))
+    return replace(
+        problem, file=doc.file.path, line=locate(doc, problem.path), obj=object_label(doc.data)
+    )
 
 
 def object_label(data: Any) -> str:
@@ -492,8 +537,13 @@ def load_bounded(text: str, *, max_depth: int, max_nodes: int, what: str) -> Any
     """One YAML (or JSON) document from a small input outside a file (an annotation, an
     environment variable); raises ValueError with the problem."""
     problems: list[Problem] = []
-    docs = parse_documents([SourceFile(what, text)], max_documents=1, max_yaml_nodes=max_nodes,
-                           max_depth=max_depth, problems=problems)
+    docs = parse_documents(
+        [SourceFile(what, text)],
+        max_documents=1,
+        max_yaml_nodes=max_nodes,
+        max_depth=max_depth,
+        problems=problems,
+    )
     if problems:
         raise ValueError("; ".join(str(p) for p in problems))
     return docs[0].data if docs else None
@@ -511,9 +561,13 @@ def settings_values(src: Source) -> dict[str, Any] | None:
     if src.settings_file is None:
         return None
     problems: list[Problem] = []
-    docs = parse_documents([src.settings_file], max_documents=1,
-                           max_yaml_nodes=SETTINGS_FILE_MAX_NODES,
-                           max_depth=SETTINGS_FILE_MAX_DEPTH, problems=problems)
+    docs = parse_documents(
+        [src.settings_file],
+        max_documents=1,
+        max_yaml_nodes=SETTINGS_FILE_MAX_NODES,
+        max_depth=SETTINGS_FILE_MAX_DEPTH,
+        problems=problems,
+    )
     if problems:
         src.problems.extend(problems)
         return None
@@ -521,7 +575,10 @@ def settings_values(src: Source) -> dict[str, Any] | None:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        src.problems.append(Problem(src.settings_file.path, 1,
-                                    message="expected a mapping of setting names to values"))
+        src.problems.append(
+            Problem(
+                src.settings_file.path, 1, message="expected a mapping of setting names to values"
+            )
+        )
         return None
     return data

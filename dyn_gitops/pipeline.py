@@ -43,13 +43,23 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
     valid: Iterator[Validated] = validate(docs, settings, problems)  # as expand asks
     expanded: Expanded = expand(valid, settings, problems)
     _raise_errors(problems)
-    objects: Objects = finalize(expanded.rendered, settings=settings, commit=source.commit,
-                                problems=problems)
+    objects: Objects = finalize(
+        expanded.rendered, settings=settings, commit=source.commit, problems=problems
+    )
     _raise_errors(problems)
     if not objects and not settings.allow_empty:
-        raise RenderError([Problem(source.root, 0, message=(
-            "the input renders to nothing; refusing empty output (an empty sync with "
-            "auto-prune deletes workloads); pass --allow-empty if this is intended"))])
+        raise RenderError(
+            [
+                Problem(
+                    source.root,
+                    0,
+                    message=(
+                        "the input renders to nothing; refusing empty output (an empty sync with "
+                        "auto-prune deletes workloads); pass --allow-empty if this is intended"
+                    ),
+                )
+            ]
+        )
     warnings = [p for p in problems if p.severity == "warning"]
     return RenderResult(objects, expanded.graphs, warnings=warnings)
 

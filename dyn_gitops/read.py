@@ -77,16 +77,18 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
 
     def unreadable(exc: OSError) -> None:
         rel = _posix(os.path.relpath(exc.filename or root, root))
-        src.problems.append(Problem(
-            rel, message=f"cannot read the directory ({_os_reason(exc)})"))
+        src.problems.append(Problem(rel, message=f"cannot read the directory ({_os_reason(exc)})"))
 
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
         real_dir = os.path.realpath(dirpath)
         rel_dir = os.path.relpath(dirpath, root)
         if not _within(real_dir, root):
-            src.problems.append(Problem(
-                _posix(rel_dir),
-                message=f"symlink leads outside the source root (to {real_dir}); refused"))
+            src.problems.append(
+                Problem(
+                    _posix(rel_dir),
+                    message=f"symlink leads outside the source root (to {real_dir}); refused",
+                )
+            )
             dirnames[:] = []
             continue
         if real_dir in seen_dirs:  # symlink loop
@@ -103,8 +105,13 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
             full = os.path.join(dirpath, name)
             real = os.path.realpath(full)
             if not _within(real, root):
-                src.problems.append(Problem(
-                    rel, 0, message=f"symlink leads outside the source root (to {real}); refused"))
+                src.problems.append(
+                    Problem(
+                        rel,
+                        0,
+                        message=f"symlink leads outside the source root (to {real}); refused",
+                    )
+                )
                 continue
             if rel == SETTINGS_FILE:
                 src.settings_file = _read_settings_file(full, src)
@@ -119,16 +126,21 @@ def _posix(p: str) -> str:
     return p.replace(os.sep, "/")
 
 
-_OS_REASONS = {errno.ELOOP: "a symlink loop", errno.ENOENT: "a dangling symlink",
-               errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+_OS_REASONS = {
+    errno.ELOOP: "a symlink loop",
+    errno.ENOENT: "a dangling symlink",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
 
 
 def _os_reason(exc: OSError) -> str:
     return _OS_REASONS.get(exc.errno or 0) or exc.strerror or type(exc).__name__
 
 
-def _read_bytes(full: str, rel: str, limit: int, problems: list[Problem],
-                what: str = "max-file-bytes") -> bytes | None:
+def _read_bytes(
+    full: str, rel: str, limit: int, problems: list[Problem], what: str = "max-file-bytes"
+) -> bytes | None:
     """A regular file's bytes, at most ``limit``; anything else is a problem."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer
@@ -139,8 +151,9 @@ def _read_bytes(full: str, rel: str, limit: int, problems: list[Problem],
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            problems.append(Problem(rel, 0, message="not a regular file (a FIFO, socket or "
-                                                    "device); refused"))
+            problems.append(
+                Problem(rel, 0, message="not a regular file (a FIFO, socket or device); refused")
+            )
             return None
         if st.st_size > limit:
             problems.append(_too_big(rel, st.st_size, limit, setting=what))
@@ -161,27 +174,33 @@ SETTINGS_FILE_MAX_BYTES = 64 * 1024
 
 
 def _read_settings_file(full: str, src: Source) -> SourceFile | None:
-    data = _read_bytes(full, SETTINGS_FILE, SETTINGS_FILE_MAX_BYTES, src.problems,
-                       what="a fixed bound for " + SETTINGS_FILE)
+    data = _read_bytes(
+        full,
+        SETTINGS_FILE,
+        SETTINGS_FILE_MAX_BYTES,
+        src.problems,
+        what="a fixed bound for " + SETTINGS_FILE,
+    )
     if data is None:
         return None
     return SourceFile(SETTINGS_FILE, _decode(SETTINGS_FILE, data, src.problems))
 
 
-def _too_big(rel: str, size: int, limit: int, *, at_least: bool = False,
-             setting: str = "max-file-bytes") -> Problem:
+def _too_big(
+    rel: str, size: int, limit: int, *, at_least: bool = False, setting: str = "max-file-bytes"
+) -> Problem:
     more = "more than " if at_least else ""
     where = f"setting {setting}" if setting == "max-file-bytes" else setting
-    return Problem(rel, 0, message=f"file is {more}{size} bytes, over the limit of {limit} "
-                   f"({where})")
+    return Problem(
+        rel, 0, message=f"file is {more}{size} bytes, over the limit of {limit} ({where})"
+    )
 
 
 def _decode(rel: str, data: bytes, problems: list[Problem]) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        problems.append(Problem(
-            rel, message=f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+        problems.append(Problem(rel, message=f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
         return ""
 
 
@@ -213,8 +232,11 @@ def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> 
         raise LookupError(f"unknown Git revision {rev!r}: {exc}") from None
     workdir = repo.workdir or os.path.dirname(found.rstrip("/"))
     # subpath is relative to the current directory; make it relative to the repo root
-    abs_sub = os.path.realpath(os.path.join(repo_path, subpath)) if subpath else os.path.realpath(
-        repo_path)
+    abs_sub = (
+        os.path.realpath(os.path.join(repo_path, subpath))
+        if subpath
+        else os.path.realpath(repo_path)
+    )
     rel_root = os.path.relpath(abs_sub, os.path.realpath(workdir))
     rel_root = "" if rel_root == "." else _posix(rel_root)
     if rel_root.startswith(".."):
@@ -230,8 +252,9 @@ def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> 
             src.problems.append(_submodule(posixpath.basename(rel_root)))
             return src
         if obj.type_str == "blob":  # a single file
-            _git_blob(repo, tree, rel_root, posixpath.basename(rel_root), obj, "", max_file_bytes,
-                      src)
+            _git_blob(
+                repo, tree, rel_root, posixpath.basename(rel_root), obj, "", max_file_bytes, src
+            )
             return src
         tree = repo[obj.id]
     for rel, entry in _walk_tree(repo, tree, ""):
@@ -243,9 +266,13 @@ def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> 
 
 
 def _submodule(rel: str) -> Problem:
-    return Problem(rel, 0, message="is a Git submodule, whose files are not in this "
-                   "repository's object store, so its objects would be missing; render the "
-                   "submodule's repository on its own, or copy its manifests into this one")
+    return Problem(
+        rel,
+        0,
+        message="is a Git submodule, whose files are not in this "
+        "repository's object store, so its objects would be missing; render the "
+        "submodule's repository on its own, or copy its manifests into this one",
+    )
 
 
 def _walk_tree(repo: Any, tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
@@ -260,8 +287,16 @@ def _walk_tree(repo: Any, tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
             yield rel, entry
 
 
-def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, root: str,
-              limit: int, src: Source) -> None:
+def _git_blob(
+    repo: Any,
+    full_tree: Any,
+    rel_root: str,
+    rel: str,
+    entry: Any,
+    root: str,
+    limit: int,
+    src: Source,
+) -> None:
     """Read one file of the revision into ``src`` (or a problem), sizes checked first."""
     repo_rel = posixpath.join(root, rel) if root else rel
     if not (rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE):
@@ -277,10 +312,15 @@ def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, ro
         return
     data = repo[found.id].data
     if data.startswith(_LFS_POINTER):
-        src.problems.append(Problem(
-            rel, 0, message="is a Git LFS pointer, not the file: LFS keeps the content "
-            "outside the object store that dyn-gitops reads; store manifests in Git itself "
-            "(remove their pattern from .gitattributes and commit the files again)"))
+        src.problems.append(
+            Problem(
+                rel,
+                0,
+                message="is a Git LFS pointer, not the file: LFS keeps the content "
+                "outside the object store that dyn-gitops reads; store manifests in Git itself "
+                "(remove their pattern from .gitattributes and commit the files again)",
+            )
+        )
         return
     if rel == SETTINGS_FILE:
         src.settings_file = SourceFile(SETTINGS_FILE, data.decode("utf-8", "replace"))
@@ -288,8 +328,9 @@ def _git_blob(repo: Any, full_tree: Any, rel_root: str, rel: str, entry: Any, ro
     src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
 
 
-def _check_dir_link(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str,
-                    rel: str, src: Source) -> None:
+def _check_dir_link(
+    repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str, rel: str, src: Source
+) -> None:
     """A link to a directory of the repository outside the source root is refused, as a
     directory tree refuses it (its files would otherwise be silently missing)."""
     import pygit2
@@ -308,12 +349,14 @@ def _check_dir_link(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: 
     except (KeyError, ValueError):
         is_dir = False  # outside the repository: a file or a directory, nobody can tell
     if is_dir:
-        src.problems.append(Problem(
-            rel, 0, message=f"symlink leads outside the source root (to {target}); refused"))
+        src.problems.append(
+            Problem(rel, 0, message=f"symlink leads outside the source root (to {target}); refused")
+        )
 
 
-def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str, rel: str,
-                  src: Source) -> Any:
+def _follow_links(
+    repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: str, rel: str, src: Source
+) -> Any:
     """The blob entry ``entry`` stands for (through symlinks), or None with a problem.
 
     Links are resolved inside the revision as a checkout would, but never to a path
@@ -324,29 +367,52 @@ def _follow_links(repo: Any, full_tree: Any, repo_rel: str, entry: Any, root: st
     seen: set[str] = set()
     while entry.filemode == pygit2.enums.FileMode.LINK:
         if len(seen) >= _LINK_MAX_HOPS or repo_rel in seen:
-            src.problems.append(Problem(rel, 0, message="symlink loop (or more than "
-                                        f"{_LINK_MAX_HOPS} links in a chain); refused"))
+            src.problems.append(
+                Problem(
+                    rel,
+                    0,
+                    message="symlink loop (or more than "
+                    f"{_LINK_MAX_HOPS} links in a chain); refused",
+                )
+            )
             return None
         seen.add(repo_rel)
         _kind, size = repo.odb.read_header(entry.id)
         if size > _LINK_MAX_BYTES:
-            src.problems.append(Problem(rel, 0, message=f"symlink target is {size} bytes, over "
-                                        f"the limit of {_LINK_MAX_BYTES}; refused"))
+            src.problems.append(
+                Problem(
+                    rel,
+                    0,
+                    message=f"symlink target is {size} bytes, over "
+                    f"the limit of {_LINK_MAX_BYTES}; refused",
+                )
+            )
             return None
         target = repo[entry.id].data.decode("utf-8", "replace")
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
-        inside = (not target.startswith("/") and not resolved.startswith("../")
-                  and resolved != ".." and (not root or resolved == root
-                                            or resolved.startswith(root + "/")))
+        inside = (
+            not target.startswith("/")
+            and not resolved.startswith("../")
+            and resolved != ".."
+            and (not root or resolved == root or resolved.startswith(root + "/"))
+        )
         if not inside:
-            src.problems.append(Problem(
-                rel, 0, message=f"symlink leads outside the source root (to {target}); refused"))
+            src.problems.append(
+                Problem(
+                    rel, 0, message=f"symlink leads outside the source root (to {target}); refused"
+                )
+            )
             return None
         try:
             entry = full_tree[resolved]
         except KeyError:
-            src.problems.append(Problem(rel, 0, message=f"dangling symlink (to {target}): "
-                                        "nothing in the revision at that path"))
+            src.problems.append(
+                Problem(
+                    rel,
+                    0,
+                    message=f"dangling symlink (to {target}): nothing in the revision at that path",
+                )
+            )
             return None
         repo_rel = resolved
     if entry.type_str != "blob":

@@ -18,7 +18,8 @@ from .errors import FieldPath, Problem
 from .models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 
 _SEMVER = re.compile(
-    r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+    r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
+)
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _TOPOLOGY_DOMAIN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
@@ -37,9 +38,10 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     if not services:
         yield Problem.at(("spec", "services"), "spec.services must have at least one service")
     if len(services) > naming.MAX_SERVICES:
-        yield Problem.at(("spec", "services"),
-                         f"at most {naming.MAX_SERVICES} services are allowed, "
-                         f"found {len(services)}")
+        yield Problem.at(
+            ("spec", "services"),
+            f"at most {naming.MAX_SERVICES} services are allowed, found {len(services)}",
+        )
     yield from _name_checks(dgd)
     yield from _annotation_checks(ann, ("metadata", "annotations"))
 
@@ -60,110 +62,135 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
         pcs = naming.dgd_pcs_name(dgd)
         for svc_name, budget in sorted(naming.grove_name_budgets(dgd).items()):
             if len(pcs) + budget > naming.GROVE_NAME_BUDGET:
-                yield Problem.at(_svc(svc_name),
-                                 f"service name too long for Grove: PodCliqueSet {pcs!r} plus the "
-                                 f"service's scaling-group and clique names is "
-                                 f"{len(pcs) + budget} characters, at most "
-                                 f"{naming.GROVE_NAME_BUDGET}; shorten it or annotate the DGD "
-                                 f"{keys.ANN_ENABLE_GROVE}: \"false\"")
+                yield Problem.at(
+                    _svc(svc_name),
+                    f"service name too long for Grove: PodCliqueSet {pcs!r} plus the "
+                    f"service's scaling-group and clique names is "
+                    f"{len(pcs) + budget} characters, at most "
+                    f"{naming.GROVE_NAME_BUDGET}; shorten it or annotate the DGD "
+                    f'{keys.ANN_ENABLE_GROVE}: "false"',
+                )
 
     topo_any = spec.topologyConstraint is not None or any(
-        s.topologyConstraint is not None for s in services.values())
+        s.topologyConstraint is not None for s in services.values()
+    )
     if topo_any:
         yield from _topology_checks(dgd)
 
     failover_any = False
     for svc_name, svc in sorted(services.items()):
         yield from _service_checks(svc_name, svc)
-        yield from _annotation_checks(svc.annotations or {}, _svc(svc_name, "annotations"),
-                                      service_level=True)
+        yield from _annotation_checks(
+            svc.annotations or {}, _svc(svc_name, "annotations"), service_level=True
+        )
         if svc.failover is not None and svc.failover.enabled:
             failover_any = True
     if failover_any and ann.get(keys.ANN_KUBE_DISCOVERY_MODE) != "container":
-        yield Problem.at(("metadata", "annotations"),
-                         f"failover needs the DGD annotation {keys.ANN_KUBE_DISCOVERY_MODE}: "
-                         "container")
+        yield Problem.at(
+            ("metadata", "annotations"),
+            f"failover needs the DGD annotation {keys.ANN_KUBE_DISCOVERY_MODE}: container",
+        )
 
 
-def limit_checks(dgd: DynamoGraphDeployment, *, max_replicas: int,
-                 max_node_count: int) -> Iterator[Problem]:
+def limit_checks(
+    dgd: DynamoGraphDeployment, *, max_replicas: int, max_node_count: int
+) -> Iterator[Problem]:
     """The runner's ceilings (settings max-replicas, max-node-count), checked before anything
     is expanded: LeaderWorkerSets are made per replica and pod addresses per node."""
     for name, svc in sorted((dgd.spec.services or {}).items()):
         counts: list[tuple[FieldPath, object]] = [(("replicas",), svc.replicas)]
         if isinstance(svc.autoscaling, dict):
-            counts += [(("autoscaling", k), svc.autoscaling.get(k))
-                       for k in ("minReplicas", "maxReplicas")]
+            counts += [
+                (("autoscaling", k), svc.autoscaling.get(k)) for k in ("minReplicas", "maxReplicas")
+            ]
         for loc, value in counts:
             if isinstance(value, int) and not isinstance(value, bool) and value > max_replicas:
-                yield Problem.at(_svc(name, *loc),
-                                 f"{value} is more than the {max_replicas} replicas "
-                                 "allowed (setting max-replicas)")
+                yield Problem.at(
+                    _svc(name, *loc),
+                    f"{value} is more than the {max_replicas} replicas "
+                    "allowed (setting max-replicas)",
+                )
         nodes = svc.multinode.nodeCount if svc.multinode is not None else None
         if nodes is not None and nodes > max_node_count:
-            yield Problem.at(_svc(name, "multinode", "nodeCount"),
-                             f"{nodes} is more than the {max_node_count} nodes allowed (setting "
-                             "max-node-count)")
+            yield Problem.at(
+                _svc(name, "multinode", "nodeCount"),
+                f"{nodes} is more than the {max_node_count} nodes allowed (setting max-node-count)",
+            )
 
 
 def _name_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     name = dgd.metadata.name
     if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
-        yield Problem.at(("metadata", "name"),
-                         f"must be a lowercase DNS-1123 subdomain, found {name!r}")
+        yield Problem.at(
+            ("metadata", "name"), f"must be a lowercase DNS-1123 subdomain, found {name!r}"
+        )
         return
     seen: dict[str, str] = {}
     for svc_name, svc in sorted((dgd.spec.services or {}).items()):
         lower = svc_name.lower()
         if lower in seen:
-            yield Problem.at(_svc(svc_name),
-                             f"service names {seen[lower]!r} and {svc_name!r} collide: "
-                             f"both become {naming.base_name(name, svc_name)!r}")
+            yield Problem.at(
+                _svc(svc_name),
+                f"service names {seen[lower]!r} and {svc_name!r} collide: "
+                f"both become {naming.base_name(name, svc_name)!r}",
+            )
             continue
         seen[lower] = svc_name
         if not _DNS_SUBDOMAIN.match(lower):
-            yield Problem.at(_svc(svc_name),
-                             f"service name {svc_name!r} does not make a valid Kubernetes "
-                             "name (letters, digits, '-' and '.')")
+            yield Problem.at(
+                _svc(svc_name),
+                f"service name {svc_name!r} does not make a valid Kubernetes "
+                "name (letters, digits, '-' and '.')",
+            )
             continue
         service_name = naming.normalize(naming.base_name(name, svc_name))
         if naming.is_worker(svc.componentType):
             service_name += "-" + "0" * (_WORKER_HASH_LEN - 1)
         if len(service_name) > 63:
-            yield Problem.at(_svc(svc_name),
-                             f"the component Service name would be {len(service_name)} characters "
-                             f"('{naming.base_name(name, svc_name)}"
-                             f"{'-<hash8>' if naming.is_worker(svc.componentType) else ''}'), "
-                             "over the 63-character limit; shorten the DGD or service name")
+            yield Problem.at(
+                _svc(svc_name),
+                f"the component Service name would be {len(service_name)} characters "
+                f"('{naming.base_name(name, svc_name)}"
+                f"{'-<hash8>' if naming.is_worker(svc.componentType) else ''}'), "
+                "over the 63-character limit; shorten the DGD or service name",
+            )
 
 
-def _annotation_checks(ann: dict[str, str], loc: FieldPath,
-                       service_level: bool = False) -> Iterator[Problem]:
+def _annotation_checks(
+    ann: dict[str, str], loc: FieldPath, service_level: bool = False
+) -> Iterator[Problem]:
     v = ann.get(keys.ANN_OPERATOR_ORIGIN_VERSION)
     if v is not None and not service_level and not _SEMVER.match(v):
-        yield Problem.at((*loc, keys.ANN_OPERATOR_ORIGIN_VERSION),
-                         f"must be a semantic version, found {v!r}")
+        yield Problem.at(
+            (*loc, keys.ANN_OPERATOR_ORIGIN_VERSION), f"must be a semantic version, found {v!r}"
+        )
     v = ann.get(keys.ANN_VLLM_EXECUTOR_BACKEND)
     if v is not None and v.lower() not in ("mp", "ray"):
-        yield Problem.at((*loc, keys.ANN_VLLM_EXECUTOR_BACKEND),
-                         f"must be 'mp' or 'ray', found {v!r}")
+        yield Problem.at(
+            (*loc, keys.ANN_VLLM_EXECUTOR_BACKEND), f"must be 'mp' or 'ray', found {v!r}"
+        )
     v = ann.get(keys.ANN_KUBE_DISCOVERY_MODE)
     if v is not None and not service_level and v not in ("pod", "container"):
-        yield Problem.at((*loc, keys.ANN_KUBE_DISCOVERY_MODE),
-                         f"must be 'pod' or 'container', found {v!r}")
+        yield Problem.at(
+            (*loc, keys.ANN_KUBE_DISCOVERY_MODE), f"must be 'pod' or 'container', found {v!r}"
+        )
     v = ann.get(keys.ANN_DISCOVERY_BACKEND)
     if v and v not in ("kubernetes", "etcd"):  # empty means unset, as for the operator
-        yield Problem.at((*loc, keys.ANN_DISCOVERY_BACKEND),
-                         f"must be 'kubernetes' or 'etcd', found {v!r}")
+        yield Problem.at(
+            (*loc, keys.ANN_DISCOVERY_BACKEND), f"must be 'kubernetes' or 'etcd', found {v!r}"
+        )
     v = ann.get(keys.ANN_WORKLOAD_PROVIDER)
-    if v is not None and not service_level and v not in ("component", "grove",
-                                                         "disaggregatedset"):
-        yield Problem.at((*loc, keys.ANN_WORKLOAD_PROVIDER),
-                         f"must be 'component', 'grove' or 'disaggregatedset', found {v!r}")
+    if v is not None and not service_level and v not in ("component", "grove", "disaggregatedset"):
+        yield Problem.at(
+            (*loc, keys.ANN_WORKLOAD_PROVIDER),
+            f"must be 'component', 'grove' or 'disaggregatedset', found {v!r}",
+        )
     v = ann.get(keys.ANN_GROVE_UPDATE_STRATEGY)
     if v is not None and not service_level and v not in naming.GROVE_UPDATE_STRATEGIES:
-        yield Problem.at((*loc, keys.ANN_GROVE_UPDATE_STRATEGY),
-                         f"must be one of {', '.join(naming.GROVE_UPDATE_STRATEGIES)}, found {v!r}")
+        yield Problem.at(
+            (*loc, keys.ANN_GROVE_UPDATE_STRATEGY),
+            f"must be one of {', '.join(naming.GROVE_UPDATE_STRATEGIES)}, found {v!r}",
+        )
 
 
 def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
@@ -178,8 +205,9 @@ def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
         return
     order = strategy.order
     if strategy.type == "Parallel":
-        yield Problem.at((*loc, "strategy", "order"),
-                         "order is not allowed with the Parallel strategy")
+        yield Problem.at(
+            (*loc, "strategy", "order"), "order is not allowed with the Parallel strategy"
+        )
         return
     services = dgd.spec.services or {}
     if len(set(order)) != len(order):
@@ -188,33 +216,41 @@ def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
         if s not in services:
             yield Problem.at((*loc, "strategy", "order", i), f"contains unknown service: {s}")
     if len(set(order)) != len(services):
-        yield Problem.at((*loc, "strategy", "order"),
-                         f"must list every service once ({len(services)} services, "
-                         f"{len(set(order))} listed)")
+        yield Problem.at(
+            (*loc, "strategy", "order"),
+            f"must list every service once ({len(services)} services, {len(set(order))} listed)",
+        )
 
 
 def _topology_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     tc = dgd.spec.topologyConstraint
     if tc is None or not (tc.topologyProfile or tc.clusterTopologyName):
-        yield Problem.at(("spec", "topologyConstraint"),
-                         "topologyProfile is required when any topology constraint is set")
+        yield Problem.at(
+            ("spec", "topologyConstraint"),
+            "topologyProfile is required when any topology constraint is set",
+        )
     for svc_name, svc in sorted((dgd.spec.services or {}).items()):
         stc = svc.topologyConstraint
         if stc is None:
             if tc is None or not tc.packDomain:
-                yield Problem.at(_svc(svc_name, "topologyConstraint"),
-                                 "required for every service when spec.topologyConstraint has "
-                                 "no packDomain")
+                yield Problem.at(
+                    _svc(svc_name, "topologyConstraint"),
+                    "required for every service when spec.topologyConstraint has no packDomain",
+                )
             continue
         if not stc.packDomain:
-            yield Problem.at(_svc(svc_name, "topologyConstraint", "packDomain"),
-                             "packDomain is required")
+            yield Problem.at(
+                _svc(svc_name, "topologyConstraint", "packDomain"), "packDomain is required"
+            )
     for where, c in [(("spec", "topologyConstraint"), tc)] + [
-            (_svc(n, "topologyConstraint"), s.topologyConstraint)
-            for n, s in sorted((dgd.spec.services or {}).items())]:
+        (_svc(n, "topologyConstraint"), s.topologyConstraint)
+        for n, s in sorted((dgd.spec.services or {}).items())
+    ]:
         if c is not None and c.packDomain and not _TOPOLOGY_DOMAIN.match(c.packDomain):
-            yield Problem.at((*where, "packDomain"),
-                             f"must match {_TOPOLOGY_DOMAIN.pattern}, found {c.packDomain!r}")
+            yield Problem.at(
+                (*where, "packDomain"),
+                f"must match {_TOPOLOGY_DOMAIN.pattern}, found {c.packDomain!r}",
+            )
 
 
 def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
@@ -223,34 +259,41 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
     if svc.minAvailable is not None and svc.minAvailable < 0:
         yield Problem.at(_svc(name, "minAvailable"), f"must be >= 0, found {svc.minAvailable}")
     if svc.ingress is not None and svc.ingress.enabled and not svc.ingress.host:
-        yield Problem.at(_svc(name, "ingress", "host"),
-                         "ingress.host is required when ingress is enabled")
+        yield Problem.at(
+            _svc(name, "ingress", "host"), "ingress.host is required when ingress is enabled"
+        )
     for i, vm in enumerate(svc.volumeMounts or []):
         if not vm.name:
             yield Problem.at(_svc(name, "volumeMounts", i, "name"), "name is required")
         if not vm.mountPoint and not vm.useAsCompilationCache:
-            yield Problem.at(_svc(name, "volumeMounts", i, "mountPoint"),
-                             "mountPoint is required unless useAsCompilationCache is true")
+            yield Problem.at(
+                _svc(name, "volumeMounts", i, "mountPoint"),
+                "mountPoint is required unless useAsCompilationCache is true",
+            )
     shm = svc.sharedMemory
     if shm is not None:
         if shm.disabled and shm.size:
             yield Problem.at(_svc(name, "sharedMemory"), "size cannot be set when disabled is true")
         if not shm.disabled and not shm.size:
-            yield Problem.at(_svc(name, "sharedMemory", "size"),
-                             "size is required unless disabled is true")
+            yield Problem.at(
+                _svc(name, "sharedMemory", "size"), "size is required unless disabled is true"
+            )
     eps = svc.extraPodSpec
     if svc.frontendSidecar is not None and eps is not None:
         for i, c in enumerate(eps.containers or []):
             if c.name == "sidecar-frontend":
-                yield Problem.at(_svc(name, "extraPodSpec", "containers", i, "name"),
-                                 "a container named sidecar-frontend already exists; "
-                                 "frontendSidecar adds it")
+                yield Problem.at(
+                    _svc(name, "extraPodSpec", "containers", i, "name"),
+                    "a container named sidecar-frontend already exists; frontendSidecar adds it",
+                )
     if svc.componentType == naming.EPP:
         if svc.multinode is not None and svc.multinode.nodeCount > 1:
             yield Problem.at(_svc(name, "multinode"), "an EPP service cannot be multinode")
         if svc.replicas is not None and svc.replicas != 1:
-            yield Problem.at(_svc(name, "replicas"),
-                             f"an EPP service must have exactly 1 replica, found {svc.replicas}")
+            yield Problem.at(
+                _svc(name, "replicas"),
+                f"an EPP service must have exactly 1 replica, found {svc.replicas}",
+            )
         cfg = svc.eppConfig
         if cfg is None:
             yield Problem.at(_svc(name, "eppConfig"), "eppConfig is required for an EPP service")
@@ -261,27 +304,33 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
     gms = svc.gpuMemoryService
     if gms is not None and gms.enabled:
         if not naming.is_worker(svc.componentType):
-            yield Problem.at(_svc(name, "gpuMemoryService"),
-                             "the GPU memory service is only for worker, prefill and decode "
-                             "services")
+            yield Problem.at(
+                _svc(name, "gpuMemoryService"),
+                "the GPU memory service is only for worker, prefill and decode services",
+            )
         # the webhook reads limits.gpu, else requests.gpu
         res = svc.resources
-        gpu = ((res.limits.gpu if res and res.limits else None)
-               or (res.requests.gpu if res and res.requests else None))
+        gpu = (res.limits.gpu if res and res.limits else None) or (
+            res.requests.gpu if res and res.requests else None
+        )
         if not gpu or not gpu.isdigit() or int(gpu) < 1:
-            yield Problem.at(_svc(name, "gpuMemoryService"),
-                             "the GPU memory service needs a GPU count >= 1 "
-                             "(resources.limits.gpu, else resources.requests.gpu)")
+            yield Problem.at(
+                _svc(name, "gpuMemoryService"),
+                "the GPU memory service needs a GPU count >= 1 "
+                "(resources.limits.gpu, else resources.requests.gpu)",
+            )
         if (gms.mode or "").lower() == "interpod":
-            yield Problem.at(_svc(name, "gpuMemoryService", "mode"),
-                             "interPod mode is not supported")
+            yield Problem.at(
+                _svc(name, "gpuMemoryService", "mode"), "interPod mode is not supported"
+            )
     fo = svc.failover
     if fo is not None and fo.enabled:
         if gms is None or not gms.enabled:
             yield Problem.at(_svc(name, "failover"), "failover requires gpuMemoryService.enabled")
         elif (fo.mode or "intraPod") != (gms.mode or "intraPod"):
-            yield Problem.at(_svc(name, "failover", "mode"),
-                             "failover and gpuMemoryService modes must match")
+            yield Problem.at(
+                _svc(name, "failover", "mode"), "failover and gpuMemoryService modes must match"
+            )
         if (fo.mode or "").lower() == "interpod":
             yield Problem.at(_svc(name, "failover", "mode"), "interPod mode is not supported")
 
@@ -292,10 +341,12 @@ def warn_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     for svc_name, svc in sorted((dgd.spec.services or {}).items()):
         main = svc.main_container
         if main is None or not main.image:
-            yield Problem.at(_svc(svc_name, "extraPodSpec", "mainContainer", "image"),
-                             "no image: the operator has no default image, and the API server "
-                             "refuses a workload whose main container has none",
-                             severity="warning")
+            yield Problem.at(
+                _svc(svc_name, "extraPodSpec", "mainContainer", "image"),
+                "no image: the operator has no default image, and the API server "
+                "refuses a workload whose main container has none",
+                severity="warning",
+            )
 
 
 def object_shape(data: dict[str, Any]) -> Iterator[Problem]:

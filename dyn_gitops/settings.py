@@ -34,8 +34,7 @@ from .objpath import dns_label
 SETTINGS_FILE = "dyn-gitops.yaml"
 ENV_PREFIX = "DYN_GITOPS_"
 #: variables with our prefix that are not render settings (debugging, test tooling)
-RESERVED_ENV = frozenset({"DYN_GITOPS_DEBUG", "DYN_GITOPS_TEST_BINS",
-                          "DYN_GITOPS_TEST_BINS_CACHE"})
+RESERVED_ENV = frozenset({"DYN_GITOPS_DEBUG", "DYN_GITOPS_TEST_BINS", "DYN_GITOPS_TEST_BINS_CACHE"})
 ARGOCD_ENV_PREFIX = "ARGOCD_ENV_"
 
 
@@ -45,8 +44,7 @@ LIMIT_MAX = 2**31 - 1
 DEPTH_MAX = 200
 
 
-def _setting(default: Any, help: str, *, group: str = "render", maximum: int | None = None
-             ) -> Any:
+def _setting(default: Any, help: str, *, group: str = "render", maximum: int | None = None) -> Any:
     meta: dict[str, Any] = {"help": help, "group": group}
     if group == "limits":
         meta["maximum"] = LIMIT_MAX if maximum is None else maximum
@@ -58,82 +56,126 @@ class RenderSettings:
     """Resolved render settings (see the module docstring for how each is spelled)."""
 
     namespace: str = _setting(
-        "default", "Namespace for objects that do not set metadata.namespace "
-        "(Argo CD: the Application's destination namespace).")
+        "default",
+        "Namespace for objects that do not set metadata.namespace "
+        "(Argo CD: the Application's destination namespace).",
+    )
     discovery_backend: Literal["kubernetes", "etcd"] = _setting(
-        "kubernetes", "Dynamo discovery backend when a DGD does not set the "
-        "nvidia.com/dynamo-discovery-backend annotation (operator config discovery.backend).")
+        "kubernetes",
+        "Dynamo discovery backend when a DGD does not set the "
+        "nvidia.com/dynamo-discovery-backend annotation (operator config discovery.backend).",
+    )
     managed_replicas: bool = _setting(
-        True, "Leave spec.replicas of worker Deployments to the companion controller: record the "
-        "desired count in an annotation and mark them not to be pruned by Argo CD / Flux.")
+        True,
+        "Leave spec.replicas of worker Deployments to the companion controller: record the "
+        "desired count in an annotation and mark them not to be pruned by Argo CD / Flux.",
+    )
     emit_source: bool = _setting(
-        True, "Emit the source DynamoGraphDeployments beside the expanded objects.")
+        True, "Emit the source DynamoGraphDeployments beside the expanded objects."
+    )
     source_api_version: Literal["v1alpha1", "as-written"] = _setting(
-        "v1alpha1", "API version of an emitted nvidia.com/v1beta1 source DGD: v1alpha1 (the "
+        "v1alpha1",
+        "API version of an emitted nvidia.com/v1beta1 source DGD: v1alpha1 (the "
         "version the dyn-gitops CRDs and controller serve; the same conversion the renderer "
-        "uses), or as-written (for clusters with Dynamo's own v1beta1 CRDs).")
+        "uses), or as-written (for clusters with Dynamo's own v1beta1 CRDs).",
+    )
     output_format: Literal["yaml", "json"] = _setting(
-        "yaml", "Output format: a YAML stream, or a JSON List.", group="output")
+        "yaml", "Output format: a YAML stream, or a JSON List.", group="output"
+    )
     allow_empty: bool = _setting(
-        False, "Allow an empty output (refused by default: empty output plus auto-prune "
-        "deletes workloads).", group="output")
+        False,
+        "Allow an empty output (refused by default: empty output plus auto-prune "
+        "deletes workloads).",
+        group="output",
+    )
     ingress_class: str = _setting(
-        "", "Ingress controller class for frontends without their own ingress "
-        "(operator config ingress.controllerClassName).")
+        "",
+        "Ingress controller class for frontends without their own ingress "
+        "(operator config ingress.controllerClassName).",
+    )
     ingress_tls_secret: str = _setting(
-        "", "TLS secret for default ingresses (ingress.controllerTLSSecretName).")
+        "", "TLS secret for default ingresses (ingress.controllerTLSSecretName)."
+    )
     ingress_host_suffix: str = _setting(
-        "", "Host suffix for ingresses and VirtualServices (ingress.hostSuffix; "
-        "empty means 'local').")
+        "",
+        "Host suffix for ingresses and VirtualServices (ingress.hostSuffix; empty means 'local').",
+    )
     istio_gateway: str = _setting(
-        "", "Istio gateway for VirtualServices (ingress.virtualServiceGateway).")
+        "", "Istio gateway for VirtualServices (ingress.virtualServiceGateway)."
+    )
     lws: bool = _setting(
-        False, "LeaderWorkerSet (with Volcano) is installed: multinode services use it.")
+        False, "LeaderWorkerSet (with Volcano) is installed: multinode services use it."
+    )
     grove: bool = _setting(
-        False, "Grove is enabled: DGDs not annotated nvidia.com/enable-grove=false use it.")
+        False, "Grove is enabled: DGDs not annotated nvidia.com/enable-grove=false use it."
+    )
     dra: bool = _setting(
-        False, "Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+) is served: "
+        False,
+        "Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+) is served: "
         "services with gpuMemoryService get their GPUs through a ResourceClaimTemplate "
-        "(the operator refuses gpuMemoryService without it).")
+        "(the operator refuses gpuMemoryService without it).",
+    )
     grove_termination_delay: str = _setting(
-        "15m0s", "Grove PodCliqueSet terminationDelay (operator config "
-        "orchestrators.grove.terminationDelay; Go duration such as 15m or 4h).")
+        "15m0s",
+        "Grove PodCliqueSet terminationDelay (operator config "
+        "orchestrators.grove.terminationDelay; Go duration such as 15m or 4h).",
+    )
     kai_scheduler: bool = _setting(
-        False, "The Kai scheduler is enabled: Grove cliques use it, with the queue from the "
-        "DGD annotation nvidia.com/kai-scheduler-queue (default dynamo).")
+        False,
+        "The Kai scheduler is enabled: Grove cliques use it, with the queue from the "
+        "DGD annotation nvidia.com/kai-scheduler-queue (default dynamo).",
+    )
     operator_release: str = _setting(
-        "dynamo-platform", "Helm release name of the Dynamo platform; names the planner and "
-        "EPP ClusterRoles (<release>-dynamo-operator-planner).")
+        "dynamo-platform",
+        "Helm release name of the Dynamo platform; names the planner and "
+        "EPP ClusterRoles (<release>-dynamo-operator-planner).",
+    )
     planner_rbac: bool = _setting(
-        True, "Emit planner-serviceaccount and its RoleBinding in every DGD namespace, as the "
-        "operator does in cluster-wide mode.")
+        True,
+        "Emit planner-serviceaccount and its RoleBinding in every DGD namespace, as the "
+        "operator does in cluster-wide mode.",
+    )
     mpi_ssh_secret: str = _setting(
-        "mpi-run-ssh-secret", "Secret holding the MPI SSH key for multinode TRT-LLM.")
+        "mpi-run-ssh-secret", "Secret holding the MPI SSH key for multinode TRT-LLM."
+    )
     nats_address: str = _setting("", "NATS_SERVER injected into every component, if set.")
     etcd_address: str = _setting("", "ETCD_ENDPOINTS injected into every component, if set.")
     model_express_url: str = _setting("", "MODEL_EXPRESS_URL injected, if set.")
     prometheus_endpoint: str = _setting("", "PROMETHEUS_ENDPOINT injected, if set.")
     max_file_bytes: int = _setting(
-        8 * 1024 * 1024, "Largest input file accepted, in bytes.", group="limits")
+        8 * 1024 * 1024, "Largest input file accepted, in bytes.", group="limits"
+    )
     max_documents: int = _setting(
-        20_000, "Most YAML documents accepted in one run.", group="limits")
+        20_000, "Most YAML documents accepted in one run.", group="limits"
+    )
     max_yaml_nodes: int = _setting(
-        200_000, "Most YAML nodes one document may expand to through aliases.", group="limits")
+        200_000, "Most YAML nodes one document may expand to through aliases.", group="limits"
+    )
     max_total_yaml_nodes: int = _setting(
-        2_000_000, "Most YAML nodes all documents of one run may expand to, aliases "
-        "included (many small alias bombs add up).", group="limits")
+        2_000_000,
+        "Most YAML nodes all documents of one run may expand to, aliases "
+        "included (many small alias bombs add up).",
+        group="limits",
+    )
     max_depth: int = _setting(
-        100, "Deepest nesting of mappings and lists accepted in any YAML or JSON input, "
-        "checked before the document is built.", group="limits", maximum=DEPTH_MAX)
-    max_objects: int = _setting(
-        200_000, "Most objects one run may output.", group="limits")
+        100,
+        "Deepest nesting of mappings and lists accepted in any YAML or JSON input, "
+        "checked before the document is built.",
+        group="limits",
+        maximum=DEPTH_MAX,
+    )
+    max_objects: int = _setting(200_000, "Most objects one run may output.", group="limits")
     max_output_bytes: int = _setting(
-        256 * 1024 * 1024, "Largest output of one run, in bytes.", group="limits")
+        256 * 1024 * 1024, "Largest output of one run, in bytes.", group="limits"
+    )
     max_replicas: int = _setting(
-        10_000, "Largest replicas a service may ask for (also its autoscaling "
-        "minReplicas/maxReplicas).", group="limits")
+        10_000,
+        "Largest replicas a service may ask for (also its autoscaling minReplicas/maxReplicas).",
+        group="limits",
+    )
     max_node_count: int = _setting(
-        1_024, "Largest multinode.nodeCount a service may ask for.", group="limits")
+        1_024, "Largest multinode.nodeCount a service may ask for.", group="limits"
+    )
 
     # -- helpers -------------------------------------------------------------------------------
     @property
@@ -261,8 +303,13 @@ def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:
     else:  # a string: annotations are postponed again (from __future__ import annotations)
         raise TypeError(f"setting {f.name}: annotation {annotation!r} is not a type")
     return SettingSpec(
-        attr=f.name, default=f.default, help=f.metadata["help"], group=f.metadata["group"],
-        kind=kind, choices=choices, maximum=f.metadata.get("maximum"),
+        attr=f.name,
+        default=f.default,
+        help=f.metadata["help"],
+        group=f.metadata["group"],
+        kind=kind,
+        choices=choices,
+        maximum=f.metadata.get("maximum"),
     )
 
 
@@ -311,38 +358,54 @@ def _suggest(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _values(file_values: Mapping[str, Any] | None, file_origin: str,
-            env: Mapping[str, str] | None, env_prefixes: tuple[str, ...],
-            function_config: Mapping[str, Any] | None, parameters: Mapping[str, str] | None,
-            flags: Mapping[str, Any] | None) -> list[_Value]:
+def _values(
+    file_values: Mapping[str, Any] | None,
+    file_origin: str,
+    env: Mapping[str, str] | None,
+    env_prefixes: tuple[str, ...],
+    function_config: Mapping[str, Any] | None,
+    parameters: Mapping[str, str] | None,
+    flags: Mapping[str, Any] | None,
+) -> list[_Value]:
     """Every raw value given, lowest precedence first, each with its source."""
-    out = [_Value(str(k), raw, f"{file_origin} key {k}", SETTINGS_FILE)
-           for k, raw in (file_values or {}).items()]
+    out = [
+        _Value(str(k), raw, f"{file_origin} key {k}", SETTINGS_FILE)
+        for k, raw in (file_values or {}).items()
+    ]
     for prefix in env_prefixes:
         if prefix not in RUNNER_SOURCES:
             raise ValueError(f"no trust is declared for variables {prefix}*")
         for var, raw in sorted((env or {}).items()):
-            if var.startswith(prefix) and var.removeprefix(
-                    ARGOCD_ENV_PREFIX) not in RESERVED_ENV:
-                name = var[len(prefix):].lower().replace("_", "-")
+            if var.startswith(prefix) and var.removeprefix(ARGOCD_ENV_PREFIX) not in RESERVED_ENV:
+                name = var[len(prefix) :].lower().replace("_", "-")
                 out.append(_Value(name, raw, f"environment {var}", prefix))
-    out += [_Value(str(k), raw, f"functionConfig {k}", "functionConfig")
-            for k, raw in (function_config or {}).items()]
-    out += [_Value(name, raw, f"parameter {name}", "parameter")
-            for name, raw in (parameters or {}).items()]
-    out += [_Value(name, raw, f"flag --{name}", "flag")
-            for name, raw in (flags or {}).items() if raw is not None]
+    out += [
+        _Value(str(k), raw, f"functionConfig {k}", "functionConfig")
+        for k, raw in (function_config or {}).items()
+    ]
+    out += [
+        _Value(name, raw, f"parameter {name}", "parameter")
+        for name, raw in (parameters or {}).items()
+    ]
+    out += [
+        _Value(name, raw, f"flag --{name}", "flag")
+        for name, raw in (flags or {}).items()
+        if raw is not None
+    ]
     return out
 
 
-def _above_ceiling(spec: SettingSpec, value: int, origin: str, ceiling: int,
-                   ceiling_origin: str) -> str:
+def _above_ceiling(
+    spec: SettingSpec, value: int, origin: str, ceiling: int, ceiling_origin: str
+) -> str:
     by = "the default" if ceiling_origin == "default" else ceiling_origin
-    return (f"{origin}: setting {spec.name}: {value} is above the limit {ceiling} ({by}); "
-            "settings that come with the input (dyn-gitops.yaml, KRM functionConfig, Argo CD "
-            "parameters and plugin env) may only lower a limit; whoever runs dyn-gitops "
-            f"raises it with {spec.cli_flag} or {spec.env_var} (Argo CD: in the sidecar's "
-            "environment)")
+    return (
+        f"{origin}: setting {spec.name}: {value} is above the limit {ceiling} ({by}); "
+        "settings that come with the input (dyn-gitops.yaml, KRM functionConfig, Argo CD "
+        "parameters and plugin env) may only lower a limit; whoever runs dyn-gitops "
+        f"raises it with {spec.cli_flag} or {spec.env_var} (Argo CD: in the sidecar's "
+        "environment)"
+    )
 
 
 def resolve(
@@ -368,8 +431,9 @@ def resolve(
     ceilings: dict[str, tuple[Any, str]] = {s.name: (s.default, "default") for s in REGISTRY}
     problems: list[str] = []
     given: list[tuple[_Value, Any]] = []
-    for v in _values(file_values, file_origin, env, env_prefixes, function_config, parameters,
-                     flags):
+    for v in _values(
+        file_values, file_origin, env, env_prefixes, function_config, parameters, flags
+    ):
         spec = BY_NAME.get(v.name)
         if spec is None:
             problems.append(f"{v.origin}: unknown setting {v.name!r}{_suggest(v.name)}")
@@ -391,8 +455,11 @@ def resolve(
     if problems:
         raise SettingsError(problems)
     for v, _ in given:  # show the runner's ceiling beside a limit the input lowered
-        if BY_NAME[v.name].is_limit and origins[v.name] == v.origin \
-                and not RUNNER_SOURCES[v.source]:
+        if (
+            BY_NAME[v.name].is_limit
+            and origins[v.name] == v.origin
+            and not RUNNER_SOURCES[v.source]
+        ):
             ceiling, ceiling_origin = ceilings[v.name]
             origins[v.name] = f"{v.origin} (at most {ceiling}: {ceiling_origin})"
     settings = RenderSettings(**{s.attr: values[s.name] for s in REGISTRY})

@@ -22,8 +22,9 @@ def write_stdout(text: str) -> None:
         sys.stdout.buffer.flush()
     except OSError as exc:
         _discard_stdout()
-        raise StdoutClosed(f"cannot write to stdout: {exc.strerror or exc}; "
-                           "the output is incomplete") from None
+        raise StdoutClosed(
+            f"cannot write to stdout: {exc.strerror or exc}; the output is incomplete"
+        ) from None
 
 
 def _discard_stdout() -> None:

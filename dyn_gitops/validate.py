@@ -47,8 +47,9 @@ class Validated:
         return located(self.doc, replace(problem, path=self.to_doc_path(problem.path)))
 
 
-def validate(docs: Iterable[Document], settings: RenderSettings,
-             problems: list[Problem]) -> Iterator[Validated]:
+def validate(
+    docs: Iterable[Document], settings: RenderSettings, problems: list[Problem]
+) -> Iterator[Validated]:
     """The validate stage, one document at a time (what the expansion does not reach, once
     it has stopped, is not validated either); problems and warnings are appended."""
     names: dict[tuple[str, str], Document] = {}
@@ -60,19 +61,34 @@ def validate(docs: Iterable[Document], settings: RenderSettings,
             ns = item.dgd.metadata.namespace or settings.namespace
             first = names.setdefault((ns, item.dgd.metadata.name), doc)
             if first is not doc:
-                problems.append(located(doc, Problem.at(("metadata", "name"), (
-                    f"DynamoGraphDeployment {ns}/{item.dgd.metadata.name} is also defined "
-                    f"at {first.file.path}:{first.line}"))))
+                problems.append(
+                    located(
+                        doc,
+                        Problem.at(
+                            ("metadata", "name"),
+                            (
+                                f"DynamoGraphDeployment {ns}/{item.dgd.metadata.name} is "
+                                f"also defined at {first.file.path}:{first.line}"
+                            ),
+                        ),
+                    )
+                )
                 continue
         yield item
 
 
-def _validated(doc: Document, settings: RenderSettings,
-               problems: list[Problem]) -> Validated | None:
+def _validated(
+    doc: Document, settings: RenderSettings, problems: list[Problem]
+) -> Validated | None:
     data = doc.data
     if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
-        problems.append(Problem(doc.file.path, doc.line,
-                                message="not a Kubernetes object (needs apiVersion and kind)"))
+        problems.append(
+            Problem(
+                doc.file.path,
+                doc.line,
+                message="not a Kubernetes object (needs apiVersion and kind)",
+            )
+        )
         return None
     shape = [located(doc, p) for p in object_shape(data)]
     if shape:
@@ -86,8 +102,12 @@ def _validated(doc: Document, settings: RenderSettings,
         return None
     dgd, to_doc_path = typed
     item = Validated(doc, dgd, to_doc_path)
-    found = [*limit_checks(dgd, max_replicas=settings.max_replicas,
-                           max_node_count=settings.max_node_count), *validate_graph(dgd)]
+    found = [
+        *limit_checks(
+            dgd, max_replicas=settings.max_replicas, max_node_count=settings.max_node_count
+        ),
+        *validate_graph(dgd),
+    ]
     if found:
         problems.extend(item.located(p) for p in found)
         return None
@@ -98,28 +118,48 @@ def _validated(doc: Document, settings: RenderSettings,
 Typed = tuple[DynamoGraphDeployment, Callable[[FieldPath], FieldPath]]
 
 
-def _typed(doc: Document, data: dict[str, Any], api: str, kind: str,
-           problems: list[Problem]) -> Typed | None:
+def _typed(
+    doc: Document, data: dict[str, Any], api: str, kind: str, problems: list[Problem]
+) -> Typed | None:
     """The DGD's model by apiVersion and kind, and the mapping of its field paths back to
     the document."""
     if api == V1BETA1 and kind == "DynamoGraphDeployment":
         return _v1beta1(doc, data, problems)
     if api != "nvidia.com/v1alpha1":
-        problems.append(located(doc, Problem.at(("apiVersion",), (
-            f"{api} {kind} is not yet supported (only nvidia.com/v1alpha1 and v1beta1 "
-            "DynamoGraphDeployments are rendered)"))))
+        problems.append(
+            located(
+                doc,
+                Problem.at(
+                    ("apiVersion",),
+                    (
+                        f"{api} {kind} is not yet supported (only nvidia.com/v1alpha1 and v1beta1 "
+                        "DynamoGraphDeployments are rendered)"
+                    ),
+                ),
+            )
+        )
         return None
-    model: type[BaseModel] = (DynamoGraphDeployment if kind == "DynamoGraphDeployment"
-                              else DynamoComponentDeployment)
+    model: type[BaseModel] = (
+        DynamoGraphDeployment if kind == "DynamoGraphDeployment" else DynamoComponentDeployment
+    )
     try:
         parsed = model.model_validate(data)
     except ValidationError as exc:
         problems.extend(_validation_problems(doc, model, exc))
         return None
     if isinstance(parsed, DynamoComponentDeployment):
-        problems.append(located(doc, Problem.at(("kind",), (
-            "a standalone DynamoComponentDeployment is validated but not yet expanded; put "
-            "the service in a DynamoGraphDeployment"))))
+        problems.append(
+            located(
+                doc,
+                Problem.at(
+                    ("kind",),
+                    (
+                        "a standalone DynamoComponentDeployment is validated but not yet "
+                        "expanded; put the service in a DynamoGraphDeployment"
+                    ),
+                ),
+            )
+        )
         return None
     assert isinstance(parsed, DynamoGraphDeployment)
     return parsed, same_path
@@ -143,8 +183,9 @@ def _v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Ty
         return None
 
 
-def _validation_problems(doc: Document, model: type[BaseModel],
-                         exc: ValidationError) -> list[Problem]:
+def _validation_problems(
+    doc: Document, model: type[BaseModel], exc: ValidationError
+) -> list[Problem]:
     out = []
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
@@ -163,8 +204,7 @@ def _validation_problems(doc: Document, model: type[BaseModel],
         if err["type"] == "missing":
             msg = "required field is missing"
         elif "input" in err and err["type"] not in ("value_error",):
-            secret = is_sensitive(loc, kind=object_label(doc.data).partition("/")[0],
-                                  strict=True)
+            secret = is_sensitive(loc, kind=object_label(doc.data).partition("/")[0], strict=True)
             msg = f"{msg} (found {describe(err['input'], sensitive=secret)})"
         out.append(located(doc, Problem.at(loc, msg.replace("Value error, ", ""))))
     return out

@@ -26,19 +26,23 @@ class _Dumper(_BaseDumper):
     """PyYAML's dumper for the fallback path, quoting what Go's reader would not read as a
     string (see ``_GO_NOT_STR``)."""
 
+
 _PLAIN = re.compile(r"^[A-Za-z0-9_./][-A-Za-z0-9_./:=,@+]*$")
 # Go's YAML 1.1 reader (sigs.k8s.io/yaml: kubectl, Argo CD, Flux, Helm) resolves more plain
 # scalars than PyYAML: y/Y/n/N are booleans, 1e5 is a float, 0o17 / 0x1F / 0b1 integers.
 _GO_NOT_STR = re.compile(
     r"[yYnN]|[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+"
-    r"|[-+]?0[oObBxX][0-9a-fA-F_]+")
+    r"|[-+]?0[oObBxX][0-9a-fA-F_]+"
+)
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
 # printable and no YAML line breaks (NEL, LS, PS): x20-x7e, a0-2027, 202a-d7ff, e000-fefe,
 # ff00-fffd. Written as the characters outside that set: re compiles a class of few short
 # ranges at once, but spends milliseconds of every start mapping long ones char by char.
-_NOT_PRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
-                            r"\U00010000-\U0010ffff]")
+_NOT_PRINTABLE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+    r"\U00010000-\U0010ffff]"
+)
 
 
 def _printable(value: str) -> bool:
@@ -48,20 +52,22 @@ def _printable(value: str) -> bool:
 _NEEDS_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
-_Dumper.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
 _Dumper.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."))
+    list("-+0123456789."),
+)
 _Dumper.add_implicit_resolver(
-    "tag:yaml.org,2002:int", re.compile(r"^[-+]?0[oObBxX][0-9a-fA-F_]+$"), list("-+0"))
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?0[oObBxX][0-9a-fA-F_]+$"), list("-+0")
+)
 
 
 def _double_quoted(value: str) -> str:
     """JSON's escaping is valid YAML; characters YAML readers refuse raw are escaped too."""
-    return _NEEDS_ESCAPE.sub(lambda m: f"\\u{ord(m.group()):04x}",
-                             json.dumps(value, ensure_ascii=False))
+    return _NEEDS_ESCAPE.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False)
+    )
 
 
 class _Fallback(Exception):
@@ -70,10 +76,16 @@ class _Fallback(Exception):
 
 @lru_cache(maxsize=65536)
 def _scalar_str(value: str) -> str:
-    if value and _PLAIN.fullmatch(value) and not value.endswith(":") and (
-            not _GO_NOT_STR.fullmatch(value)) and (
+    if (
+        value
+        and _PLAIN.fullmatch(value)
+        and not value.endswith(":")
+        and (not _GO_NOT_STR.fullmatch(value))
+        and (
             _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
-            == _STR_TAG):
+            == _STR_TAG
+        )
+    ):
         return value
     if _printable(value):
         return "'" + value.replace("'", "''") + "'"
@@ -133,7 +145,7 @@ def _item(head: str, v: Any, child: str, indent: str, out: list[str], *, in_seq:
         elif in_seq:
             sub: list[str] = []
             _write(v, child, sub)
-            out.append(f"{head} {sub[0][len(child):]}")
+            out.append(f"{head} {sub[0][len(child) :]}")
             out.extend(sub[1:])
         else:
             out.append(head)
@@ -144,7 +156,7 @@ def _item(head: str, v: Any, child: str, indent: str, out: list[str], *, in_seq:
         elif in_seq:
             sub = []
             _write(v, child, sub)
-            out.append(f"{head} {sub[0][len(child):]}")
+            out.append(f"{head} {sub[0][len(child) :]}")
             out.extend(sub[1:])
         else:
             out.append(head)
@@ -165,8 +177,15 @@ def dump_document(obj: Any) -> str:
             return "---\n" + "\n".join(lines) + "\n"
         except _Fallback:
             pass
-    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                          allow_unicode=True, width=1 << 30, explicit_start=True)
+    text: str = yaml.dump(
+        obj,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1 << 30,
+        explicit_start=True,
+    )
     return text
 
 

@@ -18,8 +18,12 @@ CONFORMANCE = REPO.parent / "shared" / "conformance" / "dynamo-examples"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite golden files from the current output (review the diff!)")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite golden files from the current output (review the diff!)",
+    )
 
 
 @pytest.fixture
@@ -34,19 +38,27 @@ class CliResult:
     stderr: str
 
 
-def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None,
-            env: dict[str, str] | None = None) -> CliResult:
+def run_cli(
+    *args: str, stdin: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> CliResult:
     """Run the real ``dyn-gitops`` entry point in a subprocess."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     full_env.update(env or {})
     proc = subprocess.run(
         [sys.executable, "-c", "from dyn_gitops.oneshot import main; main()", *args],
-        input=stdin, capture_output=True, text=True, cwd=cwd, env=full_env, timeout=120)
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=120,
+    )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-def invoke_cli(*args: str, stdin: str | None = None,
-               env: dict[str, str] | None = None) -> CliResult:
+def invoke_cli(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> CliResult:
     """The CLI in-process (fast); only the DYN_GITOPS_* variables given in ``env`` are set.
     ``run_cli`` runs the real entry point in a subprocess."""
     from click.testing import CliRunner
@@ -177,8 +189,11 @@ def resource_list(items: list[dict[str, Any]], config: dict[str, Any] | None = N
     """A KRM ResourceList of ``items`` (and a functionConfig), as YAML text."""
     import yaml
 
-    rl: dict[str, Any] = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
-                          "items": items}
+    rl: dict[str, Any] = {
+        "apiVersion": "config.kubernetes.io/v1",
+        "kind": "ResourceList",
+        "items": items,
+    }
     if config is not None:
         rl["functionConfig"] = config
     return yaml.safe_dump(rl, sort_keys=False)

@@ -17,15 +17,18 @@ import grimp
 import pytest
 from conftest import REPO
 
-LINT = ("import sys; from importlinter.cli import lint_imports; "
-        "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))")
+LINT = (
+    "import sys; from importlinter.cli import lint_imports; "
+    "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))"
+)
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:
     """import-linter on the sources under ``root`` (which must come first on the path)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "operator")])}
-    return subprocess.run([sys.executable, "-c", LINT], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", LINT], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_layer_contracts_hold() -> None:
@@ -38,37 +41,48 @@ def _copy_sources(tmp: Path) -> Path:
     root = tmp / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO / "dyn_gitops", root / "dyn_gitops", ignore=ignore)
-    shutil.copytree(REPO / "operator" / "dyn_gitops_operator",
-                    root / "operator" / "dyn_gitops_operator", ignore=ignore)
+    shutil.copytree(
+        REPO / "operator" / "dyn_gitops_operator",
+        root / "operator" / "dyn_gitops_operator",
+        ignore=ignore,
+    )
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     return root
 
 
 VIOLATIONS = [
     # (module file, the import added at its end, the contract that must break)
-    ("dyn_gitops/expand/graph.py", "from ..cli import main",
-     "render side in layers"),
-    ("dyn_gitops/rules.py", "from .expand import graph",
-     "render side in layers"),
-    ("dyn_gitops/pipeline.py", "from .workflows import diff",
-     "render side in layers"),
-    ("dyn_gitops/read.py", "from .validate import validate",
-     "render side in layers"),
-    ("dyn_gitops/emit.py", "import kubernetes",
-     "render side imports no controller"),
-    ("dyn_gitops/finalize.py", "import dyn_gitops_operator.kube",
-     "render side imports no controller"),
-    ("operator/dyn_gitops_operator/graph.py", "from dyn_gitops.expand import podspec",
-     "controller imports only render models"),
-    ("operator/dyn_gitops_operator/reconcilers/status.py", "from dyn_gitops import pipeline",
-     "controller imports only render models"),
+    ("dyn_gitops/expand/graph.py", "from ..cli import main", "render side in layers"),
+    ("dyn_gitops/rules.py", "from .expand import graph", "render side in layers"),
+    ("dyn_gitops/pipeline.py", "from .workflows import diff", "render side in layers"),
+    ("dyn_gitops/read.py", "from .validate import validate", "render side in layers"),
+    ("dyn_gitops/emit.py", "import kubernetes", "render side imports no controller"),
+    (
+        "dyn_gitops/finalize.py",
+        "import dyn_gitops_operator.kube",
+        "render side imports no controller",
+    ),
+    (
+        "operator/dyn_gitops_operator/graph.py",
+        "from dyn_gitops.expand import podspec",
+        "controller imports only render models",
+    ),
+    (
+        "operator/dyn_gitops_operator/reconcilers/status.py",
+        "from dyn_gitops import pipeline",
+        "controller imports only render models",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("module", "line", "contract"), VIOLATIONS,
-                         ids=[f"{m.rsplit('/', 1)[-1]}:{ln}" for m, ln, _ in VIOLATIONS])
-def test_a_deliberate_violation_breaks_its_contract(tmp_path: Path, module: str, line: str,
-                                                    contract: str) -> None:
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    VIOLATIONS,
+    ids=[f"{m.rsplit('/', 1)[-1]}:{ln}" for m, ln, _ in VIOLATIONS],
+)
+def test_a_deliberate_violation_breaks_its_contract(
+    tmp_path: Path, module: str, line: str, contract: str
+) -> None:
     root = _copy_sources(tmp_path)
     target = root / module
     target.write_text(target.read_text() + f"\n{line}  # deliberate violation\n")
@@ -101,8 +115,9 @@ def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
                     index[child] = low[child] = len(index)
                     stack.append(child)
                     on_stack.add(child)
-                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(
-                        child)))))
+                    work.append(
+                        (child, iter(sorted(graph.find_modules_directly_imported_by(child))))
+                    )
                 elif child in on_stack:
                     low[node] = min(low[node], index[child])
                 continue
@@ -123,8 +138,9 @@ def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_there_is_no_import_cycle() -> None:
-    graph = grimp.build_graph("dyn_gitops", "dyn_gitops_operator", cache_dir=None,
-                              exclude_type_checking_imports=True)
+    graph = grimp.build_graph(
+        "dyn_gitops", "dyn_gitops_operator", cache_dir=None, exclude_type_checking_imports=True
+    )
     assert cycles(graph) == []
 
 

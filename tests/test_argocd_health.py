@@ -57,8 +57,7 @@ def _cases() -> list[Any]:
     for group, kind in HEALTH_KINDS:
         spec = yaml.safe_load((CUSTOMIZATIONS / group / kind / "health_test.yaml").read_text())
         for case in spec["tests"]:
-            out.append(pytest.param(group, kind, case,
-                                    id=f"{kind}-{Path(case['inputPath']).stem}"))
+            out.append(pytest.param(group, kind, case, id=f"{kind}-{Path(case['inputPath']).stem}"))
     return out
 
 
@@ -67,8 +66,7 @@ def test_health(group: str, kind: str, case: dict[str, Any]) -> None:
     obj = yaml.safe_load((CUSTOMIZATIONS / group / kind / case["inputPath"]).read_text())
     assert obj["apiVersion"].split("/")[0] == group and obj["kind"] == kind
     status, message = run_health(kind, obj, group)
-    assert (status, message) == (case["healthStatus"]["status"],
-                                 case["healthStatus"]["message"])
+    assert (status, message) == (case["healthStatus"]["status"], case["healthStatus"]["message"])
 
 
 @pytest.mark.parametrize(("group", "kind"), HEALTH_KINDS)
@@ -89,7 +87,9 @@ def test_stale_success_is_not_healthy() -> None:
     assert run_health(KINDS[0], obj)[0] == "Healthy"
     obj["metadata"]["generation"] += 1
     assert run_health(KINDS[0], obj) == (
-        "Progressing", "Waiting for the controller to observe generation 4 (observed 3)")
+        "Progressing",
+        "Waiting for the controller to observe generation 4 (observed 3)",
+    )
 
 
 def test_scripts_need_no_string_library() -> None:
@@ -97,8 +97,9 @@ def test_scripts_need_no_string_library() -> None:
     lua = lua51.LuaRuntime(unpack_returned_tuples=True)
     lua.execute('getmetatable("").__index = nil')
     with pytest.raises(lua51.LuaError):
-        lua.eval(_SANDBOX)('local s = "x" return {status = s:upper(), message = ""}',
-                           lua.table_from({}))
+        lua.eval(_SANDBOX)(
+            'local s = "x" return {status = s:upper(), message = ""}', lua.table_from({})
+        )
 
 
 def test_rendered_objects_without_status_are_progressing(tmp_path: Path) -> None:
@@ -110,7 +111,9 @@ def test_rendered_objects_without_status_are_progressing(tmp_path: Path) -> None
     for obj in objects:
         if obj["kind"] in KINDS:
             assert run_health(obj["kind"], obj) == (
-                "Progressing", "Waiting for the controller to report status")
+                "Progressing",
+                "Waiting for the controller to report status",
+            )
             seen.add(obj["kind"])
     assert seen == set(KINDS)
 
@@ -119,8 +122,10 @@ def test_rendered_objects_without_status_are_progressing(tmp_path: Path) -> None
 def _cm_data() -> dict[str, dict[str, str]]:
     cm = yaml.safe_load((ARGOCD / "kustomize" / "argocd-cm.yaml").read_text())
     values = yaml.safe_load((ARGOCD / "helm-values.yaml").read_text())
-    return {"kustomize/argocd-cm.yaml": cm["data"],
-            "helm-values.yaml configs.cm": values["configs"]["cm"]}
+    return {
+        "kustomize/argocd-cm.yaml": cm["data"],
+        "helm-values.yaml configs.cm": values["configs"]["cm"],
+    }
 
 
 @pytest.mark.parametrize("where", ["kustomize/argocd-cm.yaml", "helm-values.yaml configs.cm"])
@@ -128,8 +133,9 @@ def test_argocd_cm_carries_the_tested_scripts(where: str) -> None:
     data = _cm_data()[where]
     for group, kind in HEALTH_KINDS:
         key = f"resource.customizations.health.{group}_{kind}"
-        assert data[key] == (CUSTOMIZATIONS / group / kind / "health.lua").read_text(), \
+        assert data[key] == (CUSTOMIZATIONS / group / kind / "health.lua").read_text(), (
             f"{where}: {key}"
+        )
 
 
 def test_rendered_podcliquesets_without_status_are_progressing() -> None:
@@ -140,19 +146,29 @@ def test_rendered_podcliquesets_without_status_are_progressing() -> None:
     assert sets
     for obj in sets:
         assert run_health("PodCliqueSet", obj, "grove.io") == (
-            "Progressing", "Waiting for Grove to report status")
+            "Progressing",
+            "Waiting for Grove to report status",
+        )
 
 
 @pytest.mark.parametrize("where", ["kustomize/argocd-cm.yaml", "helm-values.yaml configs.cm"])
 def test_ignore_differences_for_the_companion_controller(where: str) -> None:
     data = _cm_data()[where]
     manager = keys.CONTROLLER_FIELD_MANAGER
-    for gk in ("apps_Deployment", "nvidia.com_DynamoGraphDeployment",
-               "nvidia.com_DynamoGraphDeploymentScalingAdapter", "grove.io_PodCliqueSet"):
+    for gk in (
+        "apps_Deployment",
+        "nvidia.com_DynamoGraphDeployment",
+        "nvidia.com_DynamoGraphDeploymentScalingAdapter",
+        "grove.io_PodCliqueSet",
+    ):
         rule = yaml.safe_load(data[f"resource.customizations.ignoreDifferences.{gk}"])
         assert rule["managedFieldsManagers"] == [manager], gk
-    adapter = yaml.safe_load(data["resource.customizations.ignoreDifferences."
-                                  "nvidia.com_DynamoGraphDeploymentScalingAdapter"])
+    adapter = yaml.safe_load(
+        data[
+            "resource.customizations.ignoreDifferences."
+            "nvidia.com_DynamoGraphDeploymentScalingAdapter"
+        ]
+    )
     assert adapter["jsonPointers"] == ["/spec/replicas"]  # autoscalers write it via /scale
 
 
@@ -167,15 +183,20 @@ def test_sample_applications(name: str) -> None:
         assert env["name"].startswith("DYN_GITOPS_")
     options = spec["syncPolicy"]["syncOptions"]
     assert "ServerSideApply=true" in options and "RespectIgnoreDifferences=true" in options
-    managers = {m for rule in spec["ignoreDifferences"]
-                for m in rule.get("managedFieldsManagers", [])}
+    managers = {
+        m for rule in spec["ignoreDifferences"] for m in rule.get("managedFieldsManagers", [])
+    }
     assert managers == {keys.CONTROLLER_FIELD_MANAGER}
     assert {(r["group"], r["kind"]) for r in spec["ignoreDifferences"]} == {
-        ("apps", "Deployment"), ("nvidia.com", "DynamoGraphDeployment"),
-        ("nvidia.com", "DynamoGraphDeploymentScalingAdapter"), ("grove.io", "PodCliqueSet")}
+        ("apps", "Deployment"),
+        ("nvidia.com", "DynamoGraphDeployment"),
+        ("nvidia.com", "DynamoGraphDeploymentScalingAdapter"),
+        ("grove.io", "PodCliqueSet"),
+    }
     cm = _cm_data()["kustomize/argocd-cm.yaml"]
     for rule in spec["ignoreDifferences"]:  # the same rules as the system-wide ones
         group = f"{rule['group']}_" if rule["group"] else ""
-        system = yaml.safe_load(cm[f"resource.customizations.ignoreDifferences."
-                                   f"{group}{rule['kind']}"])
+        system = yaml.safe_load(
+            cm[f"resource.customizations.ignoreDifferences.{group}{rule['kind']}"]
+        )
         assert {k: v for k, v in rule.items() if k not in ("group", "kind")} == system

@@ -25,7 +25,6 @@ data:
 """
 
 
-
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -53,13 +52,19 @@ def problem(res: CliResult, file: str, line: int, obj: str = "", field: str = ""
 
 # ----------------------------------------------------------------------------- malformed YAML
 def test_malformed_yaml_names_file_and_line(tmp_path: Path) -> None:
-    write(tmp_path / "broken.yaml", GOOD_CM + "---\n" + (
-        "apiVersion: v1\n"            # 8
-        "kind: ConfigMap\n"           # 9
-        "metadata:\n"                 # 10
-        "  name: broken\n"            # 11
-        "data:\n"                     # 12
-        "  a: b: c\n"))               # 13: mapping values are not allowed here
+    write(
+        tmp_path / "broken.yaml",
+        GOOD_CM
+        + "---\n"
+        + (
+            "apiVersion: v1\n"  # 8
+            "kind: ConfigMap\n"  # 9
+            "metadata:\n"  # 10
+            "  name: broken\n"  # 11
+            "data:\n"  # 12
+            "  a: b: c\n"
+        ),
+    )  # 13: mapping values are not allowed here
     res = run_cli("render", str(tmp_path))
     assert_refused(res, "malformed YAML")
     problem(res, "broken.yaml", 13)
@@ -89,17 +94,25 @@ def test_unknown_fields_suggest_the_right_name(tmp_path: Path) -> None:
     write(tmp_path / "dgd.yaml", UNKNOWN_FIELDS)
     res = invoke_cli("render", str(tmp_path))
     assert_refused(res)
-    replicas = problem(res, "dgd.yaml", 12, "DynamoGraphDeployment/typo",
-                       "spec.services.VllmWorker.replicsa")
+    replicas = problem(
+        res, "dgd.yaml", 12, "DynamoGraphDeployment/typo", "spec.services.VllmWorker.replicsa"
+    )
     assert "'replicsa'" in replicas and "did you mean 'replicas'" in replicas, replicas
-    main = problem(res, "dgd.yaml", 14, "DynamoGraphDeployment/typo",
-                   "spec.services.VllmWorker.extraPodSpec.mainContainr")
+    main = problem(
+        res,
+        "dgd.yaml",
+        14,
+        "DynamoGraphDeployment/typo",
+        "spec.services.VllmWorker.extraPodSpec.mainContainr",
+    )
     assert "did you mean 'mainContainer'" in main, main
 
 
 # ----------------------------------------------------------------------------- webhook rules
 def test_negative_replicas(tmp_path: Path) -> None:
-    write(tmp_path / "neg.yaml", """\
+    write(
+        tmp_path / "neg.yaml",
+        """\
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
 metadata:
@@ -109,16 +122,20 @@ spec:
     Frontend:
       componentType: frontend
       replicas: -1
-""")
+""",
+    )
     res = invoke_cli("render", str(tmp_path))
     assert_refused(res)
-    line = problem(res, "neg.yaml", 9, "DynamoGraphDeployment/neg",
-                   "spec.services.Frontend.replicas")
+    line = problem(
+        res, "neg.yaml", 9, "DynamoGraphDeployment/neg", "spec.services.Frontend.replicas"
+    )
     assert "-1" in line, f"the message should show what was found: {line}"
 
 
 def test_service_names_colliding_case_insensitively(tmp_path: Path) -> None:
-    write(tmp_path / "collide.yaml", """\
+    write(
+        tmp_path / "collide.yaml",
+        """\
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
 metadata:
@@ -129,24 +146,34 @@ spec:
       componentType: worker
     worker:
       componentType: worker
-""")
+""",
+    )
     res = invoke_cli("render", str(tmp_path))
     assert_refused(res)
-    lines = [ln for ln in res.stderr.splitlines()
-             if re.match(r"collide\.yaml:(7|9): DynamoGraphDeployment/clash: "
-                         r"spec\.services\.(Worker|worker): ", ln)]
+    lines = [
+        ln
+        for ln in res.stderr.splitlines()
+        if re.match(
+            r"collide\.yaml:(7|9): DynamoGraphDeployment/clash: "
+            r"spec\.services\.(Worker|worker): ",
+            ln,
+        )
+    ]
     assert lines, res.stderr
     assert "'Worker'" in lines[0] and "'worker'" in lines[0], lines[0]
 
 
 def test_graph_without_services(tmp_path: Path) -> None:
-    write(tmp_path / "empty-graph.yaml", """\
+    write(
+        tmp_path / "empty-graph.yaml",
+        """\
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
 metadata:
   name: hollow
 spec: {services: {}}
-""")
+""",
+    )
     res = invoke_cli("render", str(tmp_path))
     assert_refused(res)
     problem(res, "empty-graph.yaml", 5, "DynamoGraphDeployment/hollow", "spec.services")
@@ -158,8 +185,10 @@ def outside_link(tmp_path: Path) -> tuple[Path, Path]:
     """A source dir with a good file and a symlink to a file outside the root."""
     root = tmp_path / "src"
     write(root / "ok.yaml", GOOD_CM)
-    outside = write(tmp_path / "private" / "secret.yaml",
-                    GOOD_CM.replace("fine", "outside").replace("k: v", "token: s3cr3t-value"))
+    outside = write(
+        tmp_path / "private" / "secret.yaml",
+        GOOD_CM.replace("fine", "outside").replace("k: v", "token: s3cr3t-value"),
+    )
     (root / "link.yaml").symlink_to(outside)
     return root, outside
 
@@ -194,8 +223,14 @@ def test_oversized_stdin_is_refused() -> None:
 
 
 def billion_laughs(levels: int = 9) -> str:
-    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata:", "  name: lol", "data:",
-             '  l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines = [
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata:",
+        "  name: lol",
+        "data:",
+        '  l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+    ]
     for i in range(1, levels + 1):
         lines.append(f"  l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 10) + "]")
     return "\n".join(lines) + "\n"
@@ -227,8 +262,18 @@ def test_alias_bomb_in_the_settings_file_is_refused_quickly(tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     try:  # 10**9 nodes: expanding them would outlast this hang guard on any machine
         proc = subprocess.run(
-            [sys.executable, "-c", "from dyn_gitops.oneshot import main; main()", "render",
-             str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+            [
+                sys.executable,
+                "-c",
+                "from dyn_gitops.oneshot import main; main()",
+                "render",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("an alias bomb in dyn-gitops.yaml was still being expanded after 120s")
     assert proc.returncode in (1, 2), proc.stderr
@@ -237,16 +282,16 @@ def test_alias_bomb_in_the_settings_file_is_refused_quickly(tmp_path: Path) -> N
 
 
 def test_too_many_documents(tmp_path: Path) -> None:
-    write(tmp_path / "many.yaml", "---\n".join(
-        GOOD_CM.replace("fine", f"cm{i}") for i in range(3)))
+    write(tmp_path / "many.yaml", "---\n".join(GOOD_CM.replace("fine", f"cm{i}") for i in range(3)))
     assert invoke_cli("render", str(tmp_path), "--max-documents", "3").code == 0
     res = invoke_cli("render", str(tmp_path), "--max-documents", "2")
     assert_refused(res, "many.yaml", "max-documents")
 
 
 @pytest.mark.parametrize("case", ["symlink", "oversized"])
-def test_file_level_problems_carry_a_line_number(case: str, tmp_path: Path,
-                                                 outside_link: tuple[Path, Path]) -> None:
+def test_file_level_problems_carry_a_line_number(
+    case: str, tmp_path: Path, outside_link: tuple[Path, Path]
+) -> None:
     """The contract is ``file:line: ...`` for every problem, including whole-file ones, so
     that editors and CI problem matchers can parse every line."""
     if case == "symlink":
@@ -258,7 +303,8 @@ def test_file_level_problems_carry_a_line_number(case: str, tmp_path: Path,
         name = "big.yaml"
     assert_refused(res)
     assert re.search(rf"^{re.escape(name)}:\d+: ", res.stderr, re.M), (
-        f"no '{name}:<line>:' prefix in:\n{res.stderr}")
+        f"no '{name}:<line>:' prefix in:\n{res.stderr}"
+    )
 
 
 # ----------------------------------------------------------------------------- empty input
@@ -287,7 +333,9 @@ def test_directory_of_ignored_files_is_empty(tmp_path: Path) -> None:
 def test_every_problem_in_every_file_is_reported(tmp_path: Path) -> None:
     write(tmp_path / "a-typo.yaml", UNKNOWN_FIELDS)  # two problems
     write(tmp_path / "b-broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  a: b: c\n")
-    write(tmp_path / "nested" / "c-neg.yaml", """\
+    write(
+        tmp_path / "nested" / "c-neg.yaml",
+        """\
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
 metadata:
@@ -297,15 +345,17 @@ spec:
     Frontend:
       componentType: frontend
       replicas: -3
-""")
+""",
+    )
     write(tmp_path / "d-fine.yaml", GOOD_CM)
     res = run_cli("render", str(tmp_path))
     assert_refused(res, "4 problems found")
     problem(res, "a-typo.yaml", 12, "DynamoGraphDeployment/typo")
     problem(res, "a-typo.yaml", 14, "DynamoGraphDeployment/typo")
     problem(res, "b-broken.yaml", 4)
-    problem(res, "nested/c-neg.yaml", 9, "DynamoGraphDeployment/neg",
-            "spec.services.Frontend.replicas")
+    problem(
+        res, "nested/c-neg.yaml", 9, "DynamoGraphDeployment/neg", "spec.services.Frontend.replicas"
+    )
     assert "d-fine.yaml" not in res.stderr
 
 
@@ -361,7 +411,8 @@ def test_a_service_without_image_renders_with_a_warning(tmp_path: Path) -> None:
         "dgd.yaml:7: DynamoGraphDeployment/snippet: "
         "spec.services.Frontend.extraPodSpec.mainContainer.image: no image: the operator has "
         "no default image, and the API server refuses a workload whose main container has "
-        "none (warning)"]
+        "none (warning)"
+    ]
 
 
 def test_warnings_reach_krm_results(tmp_path: Path) -> None:

@@ -44,15 +44,17 @@ NOT_RENDERED_BY_DEFAULT = frozenset(EXPECTED_UNSUPPORTED) | NEEDS_LWS | NEEDS_DR
 
 #: rendered with warnings (file -> the fields warned about): a docs snippet whose services
 #: set no image; the API server refuses its Deployments (test_conformance_dryrun.py)
-WARNINGS = {"docs__pages__kubernetes__autoscaling.md__scaling-adapter-snippet.yaml": [
-    f"spec.services.{s}.extraPodSpec.mainContainer.image" for s in ("Frontend", "decode")]}
+WARNINGS = {
+    "docs__pages__kubernetes__autoscaling.md__scaling-adapter-snippet.yaml": [
+        f"spec.services.{s}.extraPodSpec.mainContainer.image" for s in ("Frontend", "decode")
+    ]
+}
 
 #: not a DGD: passes through unchanged
 PASSTHROUGH_ONLY = {"examples__backends__vllm__deploy__lora__lora-model.yaml"}
 
 EXAMPLES = sorted(p.name for p in CONFORMANCE.glob("*.yaml"))
 RENDERABLE = [n for n in EXAMPLES if n not in EXPECTED_UNSUPPORTED]
-
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -73,36 +75,54 @@ def test_example_renders(name: str) -> None:
     res = invoke_cli("render", *flags, str(path))
     assert res.code == 0, f"{name} must render:\n{res.stderr}"
     assert "problem" not in res.stderr, res.stderr
-    warned = sorted(ln.split(": ")[2] for ln in res.stderr.splitlines()
-                    if ln.endswith("(warning)"))
+    warned = sorted(ln.split(": ")[2] for ln in res.stderr.splitlines() if ln.endswith("(warning)"))
     assert warned == WARNINGS.get(name, []), res.stderr
     out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
     assert out, "rendered nothing"
     dgds = [d for d in documents(path) if d.get("kind") == "DynamoGraphDeployment"]
     for dgd in dgds:
         dgd_name = dgd["metadata"]["name"]
-        deployments = [o for o in out if o["kind"] == "Deployment" and
-                       o["metadata"]["labels"].get(keys.LABEL_GRAPH_NAME) == dgd_name]
+        deployments = [
+            o
+            for o in out
+            if o["kind"] == "Deployment"
+            and o["metadata"]["labels"].get(keys.LABEL_GRAPH_NAME) == dgd_name
+        ]
         services = dgd["spec"].get("services") or {  # v1beta1: a list of components
-            c["name"]: c for c in dgd["spec"]["components"]}
-        multinode = [n for n, s in services.items()
-                     if (s.get("multinode") or {}).get("nodeCount", 1) > 1]
+            c["name"]: c for c in dgd["spec"]["components"]
+        }
+        multinode = [
+            n for n, s in services.items() if (s.get("multinode") or {}).get("nodeCount", 1) > 1
+        ]
         assert (name in NEEDS_LWS) == bool(multinode), name
         assert len(deployments) == len(services) - len(multinode), (
-            f"DGD {dgd_name}: {len(services)} services but {len(deployments)} Deployments")
-        lws = {o["metadata"]["labels"][keys.LABEL_COMPONENT] for o in out
-               if o["kind"] == "LeaderWorkerSet"
-               and o["metadata"]["labels"][keys.LABEL_GRAPH_NAME] == dgd_name}
+            f"DGD {dgd_name}: {len(services)} services but {len(deployments)} Deployments"
+        )
+        lws = {
+            o["metadata"]["labels"][keys.LABEL_COMPONENT]
+            for o in out
+            if o["kind"] == "LeaderWorkerSet"
+            and o["metadata"]["labels"][keys.LABEL_GRAPH_NAME] == dgd_name
+        }
         assert lws == set(multinode), f"DGD {dgd_name}: LeaderWorkerSets for {lws}"
-        gms = sorted(f"{dgd_name}-{n.lower()}-gpu" for n, s in services.items()
-                     if (s.get("gpuMemoryService") or {}).get("enabled"))
+        gms = sorted(
+            f"{dgd_name}-{n.lower()}-gpu"
+            for n, s in services.items()
+            if (s.get("gpuMemoryService") or {}).get("enabled")
+        )
         assert (name in NEEDS_DRA) == bool(gms), name
-        rcts = sorted(o["metadata"]["name"] for o in out if o["kind"] == "ResourceClaimTemplate"
-                      and (o["metadata"].get("annotations") or {}).get(
-                          keys.ANN_SOURCE_DGD, "").endswith(f"/{dgd_name}"))
+        rcts = sorted(
+            o["metadata"]["name"]
+            for o in out
+            if o["kind"] == "ResourceClaimTemplate"
+            and (o["metadata"].get("annotations") or {})
+            .get(keys.ANN_SOURCE_DGD, "")
+            .endswith(f"/{dgd_name}")
+        )
         assert rcts == gms, f"DGD {dgd_name}: ResourceClaimTemplates {rcts}, GMS services {gms}"
-        assert any(o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == dgd_name
-                   for o in out), f"source DGD {dgd_name} not emitted"
+        assert any(
+            o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == dgd_name for o in out
+        ), f"source DGD {dgd_name} not emitted"
     # every non-Dynamo document in the file passes through unchanged
     for doc in documents(path):
         if not doc["apiVersion"].startswith("nvidia.com/"):
@@ -113,11 +133,15 @@ def _assert_refused(name: str, reason: str, word: str) -> None:
     res = invoke_cli("render", str(CONFORMANCE / name))
     assert res.code == 1, f"{name} ({reason}): exit {res.code}\n{res.stderr[:2000]}"
     assert res.stdout == ""
-    refusals = [ln for ln in res.stderr.splitlines()
-                if ln.startswith(f"{name}:") and "not yet supported" in ln]
+    refusals = [
+        ln
+        for ln in res.stderr.splitlines()
+        if ln.startswith(f"{name}:") and "not yet supported" in ln
+    ]
     assert refusals, f"{name} ({reason}): no 'not yet supported' problem:\n{res.stderr}"
     assert any(word in ln for ln in refusals), (
-        f"{name} should be refused for {reason}:\n{res.stderr}")
+        f"{name} should be refused for {reason}:\n{res.stderr}"
+    )
     assert all("DynamoGraphDeployment/" in ln for ln in refusals), res.stderr
 
 
@@ -140,15 +164,21 @@ def test_dynamo_model_passes_through_unchanged(name: str) -> None:
 def test_multinode_example_without_lws_is_a_clear_error(name: str) -> None:
     res = invoke_cli("render", str(CONFORMANCE / name))
     assert res.code == 1 and res.stdout == ""
-    assert any(ln.startswith(f"{name}:") and "multinode.nodeCount" in ln
-               and "set the setting lws to true" in ln for ln in res.stderr.splitlines()), (
-        res.stderr)
+    assert any(
+        ln.startswith(f"{name}:")
+        and "multinode.nodeCount" in ln
+        and "set the setting lws to true" in ln
+        for ln in res.stderr.splitlines()
+    ), res.stderr
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS_DRA))
 def test_gms_example_without_dra_is_a_clear_error(name: str) -> None:
     res = invoke_cli("render", str(CONFORMANCE / name))
     assert res.code == 1 and res.stdout == ""
-    assert any(ln.startswith(f"{name}:") and ".gpuMemoryService: " in ln
-               and "set the setting dra to true" in ln for ln in res.stderr.splitlines()), (
-        res.stderr)
+    assert any(
+        ln.startswith(f"{name}:")
+        and ".gpuMemoryService: " in ln
+        and "set the setting dra to true" in ln
+        for ln in res.stderr.splitlines()
+    ), res.stderr

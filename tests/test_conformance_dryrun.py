@@ -37,13 +37,15 @@ DGD_KIND = "DynamoGraphDeployment"
 V1BETA1 = "nvidia.com/v1beta1"
 
 #: the examples with a v1beta1 DGD (exact: checked against the corpus below)
-V1BETA1_EXAMPLES = frozenset({
-    "examples__backends__sglang__deploy__v1beta1__disagg.yaml",
-    "examples__backends__sglang__deploy__v1beta1__disagg_planner.yaml",
-    "examples__backends__trtllm__deploy__v1beta1__disagg-multinode.yaml",
-    "examples__backends__vllm__deploy__lora__v1beta1__agg_lora.yaml",
-    "examples__backends__vllm__deploy__v1beta1__agg.yaml",
-})
+V1BETA1_EXAMPLES = frozenset(
+    {
+        "examples__backends__sglang__deploy__v1beta1__disagg.yaml",
+        "examples__backends__sglang__deploy__v1beta1__disagg_planner.yaml",
+        "examples__backends__trtllm__deploy__v1beta1__disagg-multinode.yaml",
+        "examples__backends__vllm__deploy__lora__v1beta1__agg_lora.yaml",
+        "examples__backends__vllm__deploy__v1beta1__agg.yaml",
+    }
+)
 
 #: Known rejections on the component path: renderer findings that are reported and open, each
 #: named with its cause. Not a skip: the file's other objects are still checked, any other
@@ -55,8 +57,11 @@ KNOWN_REJECTIONS: dict[str, tuple[str, dict[str, str]]] = {
         "a docs snippet whose services set no image: the renderer (like the operator) emits "
         "Deployments whose main container has no image, which the API server refuses; "
         "dyn-gitops render says so in a warning per service (rules.warn_graph)",
-        {f"apps/v1 Deployment/sglang-agg-{svc}": "containers[0].image: Required value"
-         for svc in ("frontend", "decode")}),
+        {
+            f"apps/v1 Deployment/sglang-agg-{svc}": "containers[0].image: Required value"
+            for svc in ("frontend", "decode")
+        },
+    ),
 }
 
 
@@ -68,10 +73,22 @@ def _documents(name: str) -> list[dict[str, Any]]:
 def _params(names: list[str]) -> list[Any]:
     """One param per file; the ones test_conformance.py expects to be refused are expected to
     fail to render (strictly, and only with a RenderError: a rejection is still a failure)."""
-    return [pytest.param(n, id=n, marks=pytest.mark.xfail(
-        raises=RenderError, strict=True,
-        reason=f"expected not to render (test_conformance.py): {EXPECTED_UNSUPPORTED[n][0]}"))
-        if n in EXPECTED_UNSUPPORTED else pytest.param(n, id=n) for n in names]
+    return [
+        pytest.param(
+            n,
+            id=n,
+            marks=pytest.mark.xfail(
+                raises=RenderError,
+                strict=True,
+                reason=(
+                    f"expected not to render (test_conformance.py): {EXPECTED_UNSUPPORTED[n][0]}"
+                ),
+            ),
+        )
+        if n in EXPECTED_UNSUPPORTED
+        else pytest.param(n, id=n)
+        for n in names
+    ]
 
 
 def _render(name: str, namespace: str, **settings: Any) -> list[dict[str, Any]]:
@@ -128,24 +145,38 @@ def _dry_run_apply_all(dyn: Any, objects: list[dict[str, Any]], namespace: str) 
         # pass-through objects without a namespace land where Argo CD / Flux would put them
         ns = obj["metadata"].get("namespace", namespace) if res.namespaced else None
         try:
-            dyn.server_side_apply(res, body=obj, name=obj["metadata"]["name"], namespace=ns,
-                                  field_manager="dyn-gitops-test", force_conflicts=True,
-                                  dry_run="All")
+            dyn.server_side_apply(
+                res,
+                body=obj,
+                name=obj["metadata"]["name"],
+                namespace=ns,
+                field_manager="dyn-gitops-test",
+                force_conflicts=True,
+                dry_run="All",
+            )
         except ApiException as exc:
             rejected.append(f"{what}: {_reason(exc)}")
     return rejected
 
 
-def _assert_accepted(dyn: Any, name: str, objects: list[dict[str, Any]], namespace: str,
-                     known_rejections: dict[str, tuple[str, dict[str, str]]]) -> None:
+def _assert_accepted(
+    dyn: Any,
+    name: str,
+    objects: list[dict[str, Any]],
+    namespace: str,
+    known_rejections: dict[str, tuple[str, dict[str, str]]],
+) -> None:
     """Zero rejected objects, apart from the file's known rejections (then an xfail)."""
     cause, known = known_rejections.get(name, ("", {}))
     rejected = _dry_run_apply_all(dyn, objects, namespace)
-    unexpected = [r for r in rejected
-                  if not any(r.startswith(f"{what}: ") and needle in r
-                             for what, needle in known.items())]
+    unexpected = [
+        r
+        for r in rejected
+        if not any(r.startswith(f"{what}: ") and needle in r for what, needle in known.items())
+    ]
     assert unexpected == [], (
-        f"{name}: {len(unexpected)} of {len(objects)} objects rejected:\n" + "\n".join(unexpected))
+        f"{name}: {len(unexpected)} of {len(objects)} objects rejected:\n" + "\n".join(unexpected)
+    )
     if known:
         gone = [w for w in known if not any(r.startswith(f"{w}: ") for r in rejected)]
         assert not gone, f"{name}: no longer rejected, remove from KNOWN_REJECTIONS: {gone}"
@@ -164,35 +195,37 @@ def _keys(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 
 def test_the_v1beta1_list_is_exact() -> None:
-    v1beta1_files = {n for n in EXAMPLES if any(
-        d.get("apiVersion") == V1BETA1 and d.get("kind") == DGD_KIND for d in _documents(n))}
+    v1beta1_files = {
+        n
+        for n in EXAMPLES
+        if any(d.get("apiVersion") == V1BETA1 and d.get("kind") == DGD_KIND for d in _documents(n))
+    }
     assert v1beta1_files == V1BETA1_EXAMPLES
 
 
 @pytest.mark.parametrize("name", _params(EXAMPLES))
-def test_example_output_accepted_by_real_apiserver(dyn: Any, namespace: str,
-                                                   name: str) -> None:
+def test_example_output_accepted_by_real_apiserver(dyn: Any, namespace: str, name: str) -> None:
     objects = _render(name, namespace, **_component_settings(name))
     assert objects, "rendered nothing"
     dgds = {o["metadata"]["name"]: o for o in objects if o["kind"] == DGD_KIND}
-    assert {d["metadata"]["name"] for d in _documents(name) if d.get("kind") == DGD_KIND} \
-        == set(dgds), "every source DGD is emitted"
+    assert {d["metadata"]["name"] for d in _documents(name) if d.get("kind") == DGD_KIND} == set(
+        dgds
+    ), "every source DGD is emitted"
     if name in V1BETA1_EXAMPLES:  # emitted as the v1alpha1 DGD it was rendered from
         assert {d["apiVersion"] for d in dgds.values()} == {"nvidia.com/v1alpha1"}
     _assert_accepted(dyn, name, objects, namespace, KNOWN_REJECTIONS)
 
 
 @pytest.mark.parametrize("name", sorted(V1BETA1_EXAMPLES))
-def test_v1beta1_source_as_written_is_not_served_by_our_crd(dyn: Any, namespace: str,
-                                                            name: str) -> None:
+def test_v1beta1_source_as_written_is_not_served_by_our_crd(
+    dyn: Any, namespace: str, name: str
+) -> None:
     """Why source-api-version defaults to v1alpha1: our CRD does not serve v1beta1, so a
     source DGD emitted as written is refused (clusters with Dynamo's own CRDs can use
     as-written)."""
     assert V1BETA1.split("/")[1] not in _served_dgd_versions()
-    objects = _render(name, namespace, source_api_version="as-written",
-                      **_component_settings(name))
-    rejected = _dry_run_apply_all(dyn, [o for o in objects if o["kind"] == DGD_KIND],
-                                  namespace)
+    objects = _render(name, namespace, source_api_version="as-written", **_component_settings(name))
+    rejected = _dry_run_apply_all(dyn, [o for o in objects if o["kind"] == DGD_KIND], namespace)
     assert rejected and all("does not serve this kind" in r for r in rejected), rejected
 
 
@@ -201,8 +234,9 @@ GROVE_EXAMPLES = [n for n in EXAMPLES if n not in PASSTHROUGH_ONLY]
 
 
 @pytest.mark.parametrize("name", _params(GROVE_EXAMPLES))
-def test_example_grove_output_accepted_by_real_apiserver(dyn: Any, namespace: str,
-                                                         name: str) -> None:
+def test_example_grove_output_accepted_by_real_apiserver(
+    dyn: Any, namespace: str, name: str
+) -> None:
     """The component path's settings plus grove (which wins over lws): a PodCliqueSet per
     DGD instead of Deployments and LeaderWorkerSets."""
     objects = _render(name, namespace, **{**_component_settings(name), "grove": True})
@@ -213,9 +247,12 @@ def test_example_grove_output_accepted_by_real_apiserver(dyn: Any, namespace: st
 
 def test_a_rejection_is_reported(dyn: Any, namespace: str) -> None:
     """The check can fail, and names kind, name and the API server's reason."""
-    bad = {"apiVersion": "v1", "kind": "Service",
-           "metadata": {"name": "bad"},
-           "spec": {"ports": [{"port": 99999}]}}
+    bad = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "bad"},
+        "spec": {"ports": [{"port": 99999}]},
+    }
     (line,) = _dry_run_apply_all(dyn, [bad], namespace)
     assert line.startswith("v1 Service/bad: 422 Invalid:"), line
     assert "spec.ports[0].port" in line, line

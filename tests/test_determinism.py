@@ -30,7 +30,6 @@ from dyn_gitops.settings import SETTINGS_FILE
 FORMATS = ["yaml", "json"]
 
 
-
 def render(path: Path, fmt: str) -> str:
     res = invoke_cli("render", str(path), "--output-format", fmt)
     assert res.code == 0, f"{path}:\n{res.stderr}"
@@ -53,8 +52,11 @@ def split_documents(text: str) -> list[str]:
 
 
 def manifests(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != SETTINGS_FILE
-                  and p.suffix in (".yaml", ".yml", ".json"))
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and p.name != SETTINGS_FILE and p.suffix in (".yaml", ".yml", ".json")
+    )
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -64,8 +66,11 @@ def conformance_groups() -> list[list[str]]:
     for path in sorted(CONFORMANCE.glob("*.yaml")):
         if path.name in NOT_RENDERED_BY_DEFAULT:
             continue
-        ids = {(d["kind"], d["metadata"]["name"])
-               for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d}
+        ids = {
+            (d["kind"], d["metadata"]["name"])
+            for d in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+            if d
+        }
         for names, taken in groups:
             if not ids & taken:
                 names.append(path.name)
@@ -108,23 +113,35 @@ def copy_settings(src: Path, dst: Path) -> None:
 # ----------------------------------------------------------------------------- tests
 def test_every_renderable_example_is_covered() -> None:
     covered = sorted(n for names in GROUPS for n in names)
-    expected = sorted(p.name for p in CONFORMANCE.glob("*.yaml")
-                      if p.name not in NOT_RENDERED_BY_DEFAULT)
+    expected = sorted(
+        p.name for p in CONFORMANCE.glob("*.yaml") if p.name not in NOT_RENDERED_BY_DEFAULT
+    )
     assert covered == expected
     assert SAMPLE_DIRS, "no samples found"
-    multi = [n for n in covered
-             if len(split_documents((CONFORMANCE / n).read_text(encoding="utf-8"))) > 1]
+    multi = [
+        n
+        for n in covered
+        if len(split_documents((CONFORMANCE / n).read_text(encoding="utf-8"))) > 1
+    ]
     assert len(multi) >= 3, f"too few multi-document examples to shuffle: {multi}"
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_two_processes_give_identical_bytes(fmt: str, sources: dict[str, Path],
-                                            originals: dict[tuple[str, str], str]) -> None:
+def test_two_processes_give_identical_bytes(
+    fmt: str, sources: dict[str, Path], originals: dict[tuple[str, str], str]
+) -> None:
     """Fresh processes with another hash seed and time zone; also equal to the in-process run."""
     case = "conformance-0"
-    outs = [run_cli("render", str(sources[case]), "--output-format", fmt,
-                    env={"PYTHONHASHSEED": seed, "TZ": tz})
-            for seed, tz in (("1", "UTC"), ("4242", "Asia/Kathmandu"))]
+    outs = [
+        run_cli(
+            "render",
+            str(sources[case]),
+            "--output-format",
+            fmt,
+            env={"PYTHONHASHSEED": seed, "TZ": tz},
+        )
+        for seed, tz in (("1", "UTC"), ("4242", "Asia/Kathmandu"))
+    ]
     for res in outs:
         assert res.code == 0, res.stderr
     assert outs[0].stdout == outs[1].stdout
@@ -133,9 +150,13 @@ def test_two_processes_give_identical_bytes(fmt: str, sources: dict[str, Path],
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("case", CASES)
-def test_document_order_does_not_matter(case: str, fmt: str, sources: dict[str, Path],
-                                        originals: dict[tuple[str, str], str],
-                                        tmp_path: Path) -> None:
+def test_document_order_does_not_matter(
+    case: str,
+    fmt: str,
+    sources: dict[str, Path],
+    originals: dict[tuple[str, str], str],
+    tmp_path: Path,
+) -> None:
     src = sources[case]
     rng = random.Random(case)
     for path in manifests(src):
@@ -152,13 +173,20 @@ def test_document_order_does_not_matter(case: str, fmt: str, sources: dict[str, 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("case", CASES)
-def test_file_names_and_order_do_not_matter(case: str, fmt: str, sources: dict[str, Path],
-                                            originals: dict[tuple[str, str], str],
-                                            tmp_path: Path) -> None:
+def test_file_names_and_order_do_not_matter(
+    case: str,
+    fmt: str,
+    sources: dict[str, Path],
+    originals: dict[tuple[str, str], str],
+    tmp_path: Path,
+) -> None:
     """One file per document, visited in reverse order, some as .yml or JSON."""
     src = sources[case]
-    docs = [(path.relative_to(src).as_posix(), text) for path in manifests(src)
-            for text in split_documents(path.read_text(encoding="utf-8"))]
+    docs = [
+        (path.relative_to(src).as_posix(), text)
+        for path in manifests(src)
+        for text in split_documents(path.read_text(encoding="utf-8"))
+    ]
     back: dict[str, str] = {}  # new relative path -> original relative path
     for i, (orig, text) in enumerate(docs):
         n = len(docs) - i  # later documents get names that sort first
@@ -189,7 +217,12 @@ def test_file_names_and_order_do_not_matter(case: str, fmt: str, sources: dict[s
 def test_source_path_names_the_input_file(originals: dict[tuple[str, str], str]) -> None:
     """The one file-name-dependent annotation is there, so the mapping above is not vacuous."""
     objects = parse(originals[("conformance-0", "yaml")], "yaml")
-    paths = {p for o in objects
-             for p in ((o.get("metadata") or {}).get("annotations") or {})
-             .get(keys.ANN_SOURCE_PATH, "").split(",") if p}
+    paths = {
+        p
+        for o in objects
+        for p in ((o.get("metadata") or {}).get("annotations") or {})
+        .get(keys.ANN_SOURCE_PATH, "")
+        .split(",")
+        if p
+    }
     assert paths and paths <= set(GROUPS[0])

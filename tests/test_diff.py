@@ -35,15 +35,23 @@ def repo(tmp_path: Path) -> Repo:
     r.commit("base")
     r.git("tag", "base")
     d = r.path / "deploy"
-    _edit(d / "agg.yaml", "    Frontend:\n      componentType: frontend\n      replicas: 1",
-          "    Frontend:\n      componentType: frontend\n      replicas: 2")
-    _edit(d / "agg.yaml", "args: [--model, Qwen/Qwen3-0.6B]",
-          "args: [--model, Qwen/Qwen3-8B]\n      envs:\n        - name: DYN_LOG\n"
-          "          value: debug")
+    _edit(
+        d / "agg.yaml",
+        "    Frontend:\n      componentType: frontend\n      replicas: 1",
+        "    Frontend:\n      componentType: frontend\n      replicas: 2",
+    )
+    _edit(
+        d / "agg.yaml",
+        "args: [--model, Qwen/Qwen3-0.6B]",
+        "args: [--model, Qwen/Qwen3-8B]\n      envs:\n        - name: DYN_LOG\n"
+        "          value: debug",
+    )
     _edit(d / "profile-data.yaml", "'{}'", "'{\"x\": 1}'")
     (d / "pair.yaml").write_text((d / "pair.yaml").read_text().split("---\n")[0])
-    (d / "extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
-                                  "  namespace: demo\ndata:\n  a: b\n")
+    (d / "extra.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+        "  namespace: demo\ndata:\n  a: b\n"
+    )
     r.commit("head")
     r.git("tag", "head")
     return r
@@ -64,10 +72,18 @@ def check_golden(name: str, actual: str, update: bool) -> None:
         pytest.fail(f"tests/golden/{name} is missing; create it with --update-golden")
     expected = path.read_text()
     if expected != actual:
-        delta = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
-                                             f"tests/golden/{name}", "dyn-gitops diff"))
-        pytest.fail(f"differs from tests/golden/{name} (refresh with --update-golden):\n"
-                    f"{delta}", pytrace=False)
+        delta = "".join(
+            difflib.unified_diff(
+                expected.splitlines(True),
+                actual.splitlines(True),
+                f"tests/golden/{name}",
+                "dyn-gitops diff",
+            )
+        )
+        pytest.fail(
+            f"differs from tests/golden/{name} (refresh with --update-golden):\n{delta}",
+            pytrace=False,
+        )
 
 
 # ---------------------------------------------------------------------------- the CLI
@@ -95,13 +111,16 @@ def test_a_pull_request_diff_shows_the_fields(repo: Repo) -> None:
     # the worker: new spec, new hash, new name; paired and compared, not removed + added
     replaced = [line for line in lines if "(new worker generation)" in line]
     assert len(replaced) == 2  # its Deployment and its Service
-    assert replaced[1].startswith("~ Deployment demo/agg-vllmdecodeworker-05a0beef -> "
-                                  "agg-vllmdecodeworker-")
+    assert replaced[1].startswith(
+        "~ Deployment demo/agg-vllmdecodeworker-05a0beef -> agg-vllmdecodeworker-"
+    )
     # the planner RBAC every graph of the namespace shares no longer lists pair-b
     assert "~ ServiceAccount demo/planner-serviceaccount" in lines
     assert any("containers[name=main].env[name=DYN_LOG]: " in line for line in lines)
-    assert any('args: ["--model", "Qwen/Qwen3-0.6B"] -> ["--model", "Qwen/Qwen3-8B"]' in line
-               for line in lines)
+    assert any(
+        'args: ["--model", "Qwen/Qwen3-0.6B"] -> ["--model", "Qwen/Qwen3-8B"]' in line
+        for line in lines
+    )
     # pass-through objects are compared too; added and removed are listed
     assert '    ~ data["decode_raw_data.json"]: "{}" -> "{\\"x\\": 1}"' in lines
     assert "+ ConfigMap demo/extra" in lines
@@ -111,8 +130,7 @@ def test_a_pull_request_diff_shows_the_fields(repo: Repo) -> None:
 
 
 def test_markdown_has_a_table_and_details(repo: Repo) -> None:
-    md = diff(repo, "--base", "base", "--head", "head", "--format", "markdown",
-              "deploy").stdout
+    md = diff(repo, "--base", "base", "--head", "head", "--format", "markdown", "deploy").stdout
     assert md.startswith("### dyn-gitops diff `base` → `head`")
     assert "| ~ | Deployment | demo | agg-frontend | 1 |" in md
     assert "<code>spec.replicas</code> | <code>1</code> | <code>2</code>" in md
@@ -152,13 +170,26 @@ def test_each_revision_uses_its_own_settings_file(repo: Repo) -> None:
 
 # ---------------------------------------------------------------------------- the pieces
 def test_field_paths_match_lists_by_name_and_quote_odd_keys() -> None:
-    before = {"metadata": {"labels": {"app.kubernetes.io/name": "a"}},
-              "spec": {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
-                       "args": ["x"], "ports": [{"containerPort": 1}]}}
-    after = {"metadata": {"labels": {"app.kubernetes.io/name": "b"}},
-             "spec": {"env": [{"name": "B", "value": "3"}, {"name": "A", "value": "1"},
-                              {"name": "C", "value": "4"}],
-                      "args": ["x", "y"], "ports": [{"containerPort": 2}]}}
+    before = {
+        "metadata": {"labels": {"app.kubernetes.io/name": "a"}},
+        "spec": {
+            "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+            "args": ["x"],
+            "ports": [{"containerPort": 1}],
+        },
+    }
+    after = {
+        "metadata": {"labels": {"app.kubernetes.io/name": "b"}},
+        "spec": {
+            "env": [
+                {"name": "B", "value": "3"},
+                {"name": "A", "value": "1"},
+                {"name": "C", "value": "4"},
+            ],
+            "args": ["x", "y"],
+            "ports": [{"containerPort": 2}],
+        },
+    }
     assert field_changes(before, after) == [
         FieldChange('metadata.labels["app.kubernetes.io/name"]', "a", "b"),
         FieldChange("spec.env[name=B].value", "2", "3"),
@@ -171,19 +202,26 @@ def test_field_paths_match_lists_by_name_and_quote_odd_keys() -> None:
 
 def test_objects_match_by_group_kind_namespace_and_name() -> None:
     def obj(api: str, kind: str, ns: str, name: str, **spec: Any) -> dict[str, Any]:
-        return {"apiVersion": api, "kind": kind,
-                "metadata": {"name": name, "namespace": ns}, "spec": spec}
+        return {
+            "apiVersion": api,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": ns},
+            "spec": spec,
+        }
 
-    base = [obj("apps/v1", "Deployment", "a", "x", replicas=1),
-            obj("v1", "Service", "a", "x")]
-    head = [obj("apps/v1", "Deployment", "a", "x", replicas=1),
-            obj("v1", "Service", "b", "x"),
-            obj("example.com/v1", "Deployment", "a", "x")]
+    base = [obj("apps/v1", "Deployment", "a", "x", replicas=1), obj("v1", "Service", "a", "x")]
+    head = [
+        obj("apps/v1", "Deployment", "a", "x", replicas=1),
+        obj("v1", "Service", "b", "x"),
+        obj("example.com/v1", "Deployment", "a", "x"),
+    ]
     changes, unchanged = compare(base, head)
     assert unchanged == 1
-    assert sorted((c.status, c.obj["kind"], c.obj["metadata"]["namespace"])
-                  for c in changes) == [("added", "Deployment", "a"), ("added", "Service", "b"),
-                                        ("removed", "Service", "a")]
+    assert sorted((c.status, c.obj["kind"], c.obj["metadata"]["namespace"]) for c in changes) == [
+        ("added", "Deployment", "a"),
+        ("added", "Service", "b"),
+        ("removed", "Service", "a"),
+    ]
 
 
 def test_markdown_stays_under_the_comment_limit(repo: Repo) -> None:

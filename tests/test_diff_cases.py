@@ -25,6 +25,7 @@ def _edit(old: str, new: str) -> Callable[[Path], None]:
         text = (d / "agg.yaml").read_text()
         assert old in text, old
         (d / "agg.yaml").write_text(text.replace(old, new, 1))
+
     return apply
 
 
@@ -35,30 +36,40 @@ def _remove_pair_b(d: Path) -> None:
 CASES: dict[str, tuple[Callable[[Path], None], list[str], list[str]]] = {
     # name: (change, lines that must be in the report, lines that must not)
     "replica change": (
-        _edit("    Frontend:\n      componentType: frontend\n      replicas: 1",
-              "    Frontend:\n      componentType: frontend\n      replicas: 2"),
+        _edit(
+            "    Frontend:\n      componentType: frontend\n      replicas: 1",
+            "    Frontend:\n      componentType: frontend\n      replicas: 2",
+        ),
         ["~ Deployment demo/agg-frontend", "    ~ spec.replicas: 1 -> 2"],
-        ["new worker generation"]),
+        ["new worker generation"],
+    ),
     "image change": (
-        _edit("    Frontend:\n      componentType: frontend\n      replicas: 1\n"
-              "      extraPodSpec:\n        mainContainer:\n"
-              "          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0",
-              "    Frontend:\n      componentType: frontend\n      replicas: 1\n"
-              "      extraPodSpec:\n        mainContainer:\n"
-              "          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1"),
-        ["~ Deployment demo/agg-frontend",
-         '    ~ spec.template.spec.containers[name=main].image: '
-         '"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0" -> '
-         '"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1"'],
-        []),
+        _edit(
+            "    Frontend:\n      componentType: frontend\n      replicas: 1\n"
+            "      extraPodSpec:\n        mainContainer:\n"
+            "          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0",
+            "    Frontend:\n      componentType: frontend\n      replicas: 1\n"
+            "      extraPodSpec:\n        mainContainer:\n"
+            "          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1",
+        ),
+        [
+            "~ Deployment demo/agg-frontend",
+            "    ~ spec.template.spec.containers[name=main].image: "
+            '"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0" -> '
+            '"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1"',
+        ],
+        [],
+    ),
     "added service": (
         _edit("  services:\n", "  services:\n" + NEW_SERVICE),
         ["+ Deployment demo/agg-planner", "+ Service demo/agg-planner"],
-        ["- Deployment"]),
+        ["- Deployment"],
+    ),
     "removed DGD": (
         _remove_pair_b,
         ["- Deployment demo/pair-b-frontend", "- DynamoGraphDeployment demo/pair-b"],
-        ["+ Deployment"]),
+        ["+ Deployment"],
+    ),
 }
 
 
@@ -77,8 +88,9 @@ def test_one_change_one_report(case: str, tmp_path: Path) -> None:
         assert line in lines, f"{line!r} missing from:\n{res.stdout}"
     for fragment in absent:
         assert not any(fragment in line for line in lines), res.stdout
-    md = run_cli("diff", "--base", base, "--head", head, "--format", "markdown", "deploy",
-                 cwd=r.path)
+    md = run_cli(
+        "diff", "--base", base, "--head", head, "--format", "markdown", "deploy", cwd=r.path
+    )
     assert md.code == 1, md.stderr
     assert md.stdout.startswith("### dyn-gitops diff"), md.stdout
     kind, _, name = present[0][2:].partition(" ")

@@ -44,15 +44,23 @@ def _seed_files() -> list[Path]:
     roots = sorted(SAMPLES.glob("*/input"))
     if CONFORMANCE.is_dir():
         roots.append(CONFORMANCE)
-    return sorted(p for root in roots for p in root.rglob("*")
-                  if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+    return sorted(
+        p
+        for root in roots
+        for p in root.rglob("*")
+        if p.is_file() and p.suffix in MANIFEST_SUFFIXES
+    )
 
 
 SEED_FILES = _seed_files()
 SEED_TEXTS: list[tuple[str, str]] = [(p.name, p.read_text()) for p in SEED_FILES]
 SEED_DOCS: list[dict[str, Any]] = [
-    doc for p in SEED_FILES if p.name != SETTINGS_FILE
-    for doc in yaml.safe_load_all(p.read_text()) if isinstance(doc, dict)]
+    doc
+    for p in SEED_FILES
+    if p.name != SETTINGS_FILE
+    for doc in yaml.safe_load_all(p.read_text())
+    if isinstance(doc, dict)
+]
 #: a valid DGD rendered beside a mutated settings file (so the settings are really used)
 COMPANION = (SAMPLES / "vllm-agg" / "input" / "vllm-agg.yaml").read_text()
 
@@ -62,24 +70,76 @@ HUGE = "HUGEINTPLACEHOLDER"  # replaced by an integer literal too long to conver
 DEEP = "DEEPNESTPLACEHOLDER"  # replaced by a deeply nested flow sequence
 
 STRANGE = [
-    "/", "..", "../..", "../escape", "../../../escape", "a/../../b", "./.", ".", "-", "",
-    " ", "a\x00b", "\x00", "\n", "a\nb: c", "x\nsomething.yaml:1: Fake/problem: injected",
-    "\x1b[31mred\x1b[0m", "\r\n", "\t", "\u202etxt.exe", "\ufeff", "\\", "C:\\temp",
-    "UPPER", "Mixed-Case", "a" * 64, "b" * 254, "c" * 300, "CON", "nul", "${HOME}",
-    "$(rm -rf /)", "%2e%2e%2f", "*", "&anchor", "!!int", "{{ .Values.x }}", "#comment",
-    "é", "日本", "x" * 10_000, f"{ABS}/abs", f"/{ABS}", "-9223372036854775809",
-    "0x7fffffffffffffff", "1e309", "NaN", "true", "null", "~", "Kind/name",
+    "/",
+    "..",
+    "../..",
+    "../escape",
+    "../../../escape",
+    "a/../../b",
+    "./.",
+    ".",
+    "-",
+    "",
+    " ",
+    "a\x00b",
+    "\x00",
+    "\n",
+    "a\nb: c",
+    "x\nsomething.yaml:1: Fake/problem: injected",
+    "\x1b[31mred\x1b[0m",
+    "\r\n",
+    "\t",
+    "\u202etxt.exe",
+    "\ufeff",
+    "\\",
+    "C:\\temp",
+    "UPPER",
+    "Mixed-Case",
+    "a" * 64,
+    "b" * 254,
+    "c" * 300,
+    "CON",
+    "nul",
+    "${HOME}",
+    "$(rm -rf /)",
+    "%2e%2e%2f",
+    "*",
+    "&anchor",
+    "!!int",
+    "{{ .Values.x }}",
+    "#comment",
+    "é",
+    "日本",
+    "x" * 10_000,
+    f"{ABS}/abs",
+    f"/{ABS}",
+    "-9223372036854775809",
+    "0x7fffffffffffffff",
+    "1e309",
+    "NaN",
+    "true",
+    "null",
+    "~",
+    "Kind/name",
 ]
 strange_text = st.sampled_from(STRANGE) | st.text(max_size=20)
-scalars = (st.none() | st.booleans()
-           | st.sampled_from([0, -1, 1, 2**31, 2**63, -(2**63) - 1, 2**64, 10**30, 10**300])
-           | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
-           | st.sampled_from([HUGE, DEEP]) | strange_text)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.sampled_from([0, -1, 1, 2**31, 2**63, -(2**63) - 1, 2**64, 10**30, 10**300])
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from([HUGE, DEEP])
+    | strange_text
+)
 values = st.recursive(
     scalars,
-    lambda children: (st.lists(children, max_size=4)
-                      | st.dictionaries(strange_text | st.integers(), children, max_size=4)),
-    max_leaves=12)
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(strange_text | st.integers(), children, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 # ------------------------------------------------------------------------------ (a) trees
@@ -103,9 +163,15 @@ def _get(node: Any, path: Path_) -> Any:
 
 
 #: places where a hostile string does the most harm (file names, references)
-TARGETS: list[Path_] = [("metadata", "name"), ("metadata", "namespace"), ("kind",),
-                        ("apiVersion",), ("metadata", "labels"), ("metadata", "annotations"),
-                        ("spec", "services")]
+TARGETS: list[Path_] = [
+    ("metadata", "name"),
+    ("metadata", "namespace"),
+    ("kind",),
+    ("apiVersion",),
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("spec", "services"),
+]
 
 
 @st.composite
@@ -156,9 +222,13 @@ def dump_document(doc: dict[str, Any], depth: int, digits: int, as_json: bool) -
 
 
 def documents(depths: list[int]) -> st.SearchStrategy[str]:
-    return st.builds(dump_document, mutated_document(), depth=st.sampled_from(depths),
-                     digits=st.sampled_from([19, 20, 4300, 4301, 100_000]),
-                     as_json=st.booleans())
+    return st.builds(
+        dump_document,
+        mutated_document(),
+        depth=st.sampled_from(depths),
+        digits=st.sampled_from([19, 20, 4300, 4301, 100_000]),
+        as_json=st.booleans(),
+    )
 
 
 #: nesting that only a bug in a C extension or a recursion past the stack could turn into a
@@ -170,16 +240,77 @@ PROCESS_DEPTHS = [*DEPTHS, 50_000, 1_000_000]
 
 # ------------------------------------------------------------------------------ (b) text
 SPLICES = [
-    "!!binary ", "!!binary aGVsbG8=", "!!int abc", "!!int ", "!!float x", "!!bool maybe",
-    "!!timestamp 2024-13-45", "!!null x", "!!str ", "!!map ", "!!seq ", "!!set ",
-    "!!omap ", "!!python/object/apply:os.system ['true']", "!<tag:yaml.org,2002:int> x",
-    "!custom ", "&a ", "*a", "*undefined", "<<: *a\n", "<<: [*a, *a]\n", "&a [*a]",
-    "? ", ": ", "- ", "---\n", "...\n", "%YAML 1.1\n", "%TAG ! tag:x,2000:\n", "{", "}",
-    "[", "]", "'", '"', "|\n", ">-\n", "\t", "\x00", "\x1b[2J", "\ufeff", "\r", "\u2028",
-    "\x85", "#", "\n  - ", "\n    ", ": : :", "0x", "1e99999", "9" * 5000, "\\x00",
-    "&a [1, 2]", "*a", "!!binary '@@@'", "!!int 0x", "!!int " + "9" * 5000, "!!float nan",
-    "!!str &a x", '"\\x00"', '"\\e[31m"', "../../escape", "/etc/passwd", "{a: *a}",
-    "[" * 150 + "]" * 150, "2001-02-03", "0o17", "1_000", "+.inf", "=", "<<",
+    "!!binary ",
+    "!!binary aGVsbG8=",
+    "!!int abc",
+    "!!int ",
+    "!!float x",
+    "!!bool maybe",
+    "!!timestamp 2024-13-45",
+    "!!null x",
+    "!!str ",
+    "!!map ",
+    "!!seq ",
+    "!!set ",
+    "!!omap ",
+    "!!python/object/apply:os.system ['true']",
+    "!<tag:yaml.org,2002:int> x",
+    "!custom ",
+    "&a ",
+    "*a",
+    "*undefined",
+    "<<: *a\n",
+    "<<: [*a, *a]\n",
+    "&a [*a]",
+    "? ",
+    ": ",
+    "- ",
+    "---\n",
+    "...\n",
+    "%YAML 1.1\n",
+    "%TAG ! tag:x,2000:\n",
+    "{",
+    "}",
+    "[",
+    "]",
+    "'",
+    '"',
+    "|\n",
+    ">-\n",
+    "\t",
+    "\x00",
+    "\x1b[2J",
+    "\ufeff",
+    "\r",
+    "\u2028",
+    "\x85",
+    "#",
+    "\n  - ",
+    "\n    ",
+    ": : :",
+    "0x",
+    "1e99999",
+    "9" * 5000,
+    "\\x00",
+    "&a [1, 2]",
+    "*a",
+    "!!binary '@@@'",
+    "!!int 0x",
+    "!!int " + "9" * 5000,
+    "!!float nan",
+    "!!str &a x",
+    '"\\x00"',
+    '"\\e[31m"',
+    "../../escape",
+    "/etc/passwd",
+    "{a: *a}",
+    "[" * 150 + "]" * 150,
+    "2001-02-03",
+    "0o17",
+    "1_000",
+    "+.inf",
+    "=",
+    "<<",
 ]
 
 
@@ -202,14 +333,17 @@ class TextEdit:
         if self.kind == "insert":
             return text[:i] + self.insert + text[i:]
         if self.kind == "delete":
-            return text[:i] + text[i + self.length:]
-        return text[:i] + text[i:i + self.length] * 2 + text[i:]  # duplicate
+            return text[:i] + text[i + self.length :]
+        return text[:i] + text[i : i + self.length] * 2 + text[i:]  # duplicate
 
 
-edits = st.builds(TextEdit, kind=st.sampled_from(["insert", "delete", "duplicate", "value",
-                                                  "value"]),
-                  at=st.floats(0, 1), length=st.integers(1, 200),
-                  insert=st.sampled_from(SPLICES) | st.text(max_size=8))
+edits = st.builds(
+    TextEdit,
+    kind=st.sampled_from(["insert", "delete", "duplicate", "value", "value"]),
+    at=st.floats(0, 1),
+    length=st.integers(1, 200),
+    insert=st.sampled_from(SPLICES) | st.text(max_size=8),
+)
 
 
 @st.composite
@@ -229,6 +363,7 @@ def mutated_text(draw: st.DrawFn) -> tuple[str, bytes]:
 class Sandbox:
     """root/abs (never created: absolute-path sentinel) and root/w/x/y/{in,out}: three
     levels of ``..`` from the output directory still land inside root, where we look."""
+
     root: Path
 
     @property
@@ -252,8 +387,9 @@ class Sandbox:
             if Path(dirpath) == self.out:
                 dirnames[:] = []
                 continue
-            found.update(os.path.join(rel, n) for n in dirnames + filenames
-                         if Path(dirpath, n) != self.out)
+            found.update(
+                os.path.join(rel, n) for n in dirnames + filenames if Path(dirpath, n) != self.out
+            )
         return found
 
 
@@ -272,24 +408,27 @@ def _problems(res: CliResult, settings_fuzzed: bool) -> list[str]:
     return out
 
 
-def check_contract(box: Sandbox, cli: Callable[..., CliResult], extra: tuple[str, ...] = ()
-                   ) -> None:
+def check_contract(
+    box: Sandbox, cli: Callable[..., CliResult], extra: tuple[str, ...] = ()
+) -> None:
     """Render the sandbox's input twice to stdout and once to --out-dir; assert the contract."""
     settings_fuzzed = (box.inp / SETTINGS_FILE).exists()
     first = cli("render", str(box.inp), *extra)
     problems = _problems(first, settings_fuzzed)
     assert not problems, f"{problems}; stderr: {first.stderr[-3000:]}"
     again = cli("render", str(box.inp), *extra)
-    assert (again.code, again.stdout, again.stderr) == (first.code, first.stdout,
-                                                        first.stderr), "not deterministic"
+    assert (again.code, again.stdout, again.stderr) == (first.code, first.stdout, first.stderr), (
+        "not deterministic"
+    )
     before = box.listing()
     to_dir = cli("render", str(box.inp), "--out-dir", str(box.out), *extra)
     problems = _problems(to_dir, settings_fuzzed)
     assert not problems, f"--out-dir: {problems}; stderr: {to_dir.stderr[-3000:]}"
     assert box.listing() == before, f"written outside --out-dir: {box.listing() - before}"
     if to_dir.code != 0:
-        assert not box.out.exists() or not any(box.out.iterdir()), \
+        assert not box.out.exists() or not any(box.out.iterdir()), (
             f"a failed --out-dir run left files: {sorted(os.listdir(box.out))}"
+        )
     else:
         for dirpath, _, filenames in os.walk(box.out):
             for n in filenames:
@@ -303,10 +442,18 @@ def sandbox() -> Iterator[Sandbox]:
         yield Sandbox(Path(tmp))
 
 
-FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=True,
-                phases=[Phase.explicit, Phase.generate, Phase.shrink],
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.large_base_example])
+FUZZ = settings(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    phases=[Phase.explicit, Phase.generate, Phase.shrink],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.large_base_example,
+    ],
+)
 OUTPUT_FORMATS = st.sampled_from([(), ("--output-format", "json")])
 
 
@@ -314,9 +461,15 @@ OUTPUT_FORMATS = st.sampled_from([(), ("--output-format", "json")])
 _CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  a: "
 DEEP_FLOW = _CM + "[" * 100_000 + "]" * 100_000 + "\n"
 DEEP_BLOCK = _CM + "\n" + "".join("  " * i + "- \n" for i in range(1, 3000)) + "  " * 3000 + "x\n"
-DEEP_JSON = '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deep"}, "data": ' \
-    + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "}\n"
+DEEP_JSON = (
+    '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deep"}, "data": '
+    + '{"a": ' * 100_000
+    + "1"
+    + "}" * 100_000
+    + "}\n"
+)
 DEEP_SETTINGS = "namespace: " + "[" * 100_000 + "]" * 100_000 + "\n"
+
 
 @settings(FUZZ, max_examples=600)
 @given(text=documents(DEPTHS), extra=OUTPUT_FORMATS)
@@ -328,8 +481,9 @@ def test_mutated_documents_keep_the_contract(text: str, extra: tuple[str, ...]) 
 
 @settings(FUZZ, max_examples=600)
 @given(mutated=mutated_text(), extra=OUTPUT_FORMATS)
-def test_mutated_yaml_text_keeps_the_contract(mutated: tuple[str, bytes],
-                                              extra: tuple[str, ...]) -> None:
+def test_mutated_yaml_text_keeps_the_contract(
+    mutated: tuple[str, bytes], extra: tuple[str, ...]
+) -> None:
     name, raw = mutated
     with sandbox() as box:
         box.write(name, raw)
@@ -342,8 +496,7 @@ def test_mutated_yaml_text_keeps_the_contract(mutated: tuple[str, bytes],
 @given(text=documents(PROCESS_DEPTHS), mutated=mutated_text())
 @example(text=DEEP_FLOW, mutated=("deep.yaml", DEEP_BLOCK.encode()))
 @example(text=DEEP_JSON, mutated=(SETTINGS_FILE, DEEP_SETTINGS.encode()))
-def test_the_real_entry_point_keeps_the_contract(text: str,
-                                                 mutated: tuple[str, bytes]) -> None:
+def test_the_real_entry_point_keeps_the_contract(text: str, mutated: tuple[str, bytes]) -> None:
     """A few examples through the real process, the deepest nesting among them: a
     segfault or a stack overflow in C code shows only there."""
     with sandbox() as box:

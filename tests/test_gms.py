@@ -32,21 +32,31 @@ GMS_SERVER = {
     "resources": {"claims": [{"name": CLAIM}]},
     "restartPolicy": "Always",
     "volumeMounts": [SOCKET_MOUNT],
-    "startupProbe": {"exec": {"command": ["test", "-f", "/shared/gms-ready"]},
-                     "periodSeconds": 1, "failureThreshold": 300},
+    "startupProbe": {
+        "exec": {"command": ["test", "-f", "/shared/gms-ready"]},
+        "periodSeconds": 1,
+        "failureThreshold": 300,
+    },
 }
 
 
-def worker(gpu: str = "1", *, failover: bool = False, args: list[str] | None = None,
-           **extra: Any) -> Obj:
+def worker(
+    gpu: str = "1", *, failover: bool = False, args: list[str] | None = None, **extra: Any
+) -> Obj:
     svc: Obj = {
-        "componentType": "worker", "replicas": 1,
+        "componentType": "worker",
+        "replicas": 1,
         "resources": {"limits": {"gpu": gpu}, "requests": {"custom": {"ephemeral-storage": "2Gi"}}},
         "gpuMemoryService": {"enabled": True},
-        "extraPodSpec": {"mainContainer": {
-            "image": IMAGE, "command": ["python3", "-m", "dynamo.vllm"],
-            "args": args if args is not None else ["--model", "Qwen/Qwen3-0.6B",
-                                                   "--load-format", "gms"]}},
+        "extraPodSpec": {
+            "mainContainer": {
+                "image": IMAGE,
+                "command": ["python3", "-m", "dynamo.vllm"],
+                "args": args
+                if args is not None
+                else ["--model", "Qwen/Qwen3-0.6B", "--load-format", "gms"],
+            }
+        },
     }
     if failover:
         svc["failover"] = {"enabled": True}
@@ -54,13 +64,22 @@ def worker(gpu: str = "1", *, failover: bool = False, args: list[str] | None = N
     return svc
 
 
-def graph(services: dict[str, Obj], *, name: str = "gms", container_discovery: bool = False,
-          api: str = "nvidia.com/v1alpha1") -> Obj:
+def graph(
+    services: dict[str, Obj],
+    *,
+    name: str = "gms",
+    container_discovery: bool = False,
+    api: str = "nvidia.com/v1alpha1",
+) -> Obj:
     meta: Obj = {"name": name, "namespace": "demo"}
     if container_discovery:
         meta["annotations"] = {DISCOVERY_MODE: "container"}
-    return {"apiVersion": api, "kind": "DynamoGraphDeployment", "metadata": meta,
-            "spec": {"services": services}}
+    return {
+        "apiVersion": api,
+        "kind": "DynamoGraphDeployment",
+        "metadata": meta,
+        "spec": {"services": services},
+    }
 
 
 def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
@@ -77,8 +96,12 @@ def problems(tmp_path: Path, doc: Obj, **settings: Any) -> list[str]:
 
 
 def worker_pod(objs: list[Obj], service: str = "W") -> Obj:
-    found = [o for o in objs if o["kind"] == "Deployment"
-             and o["metadata"]["labels"]["nvidia.com/dynamo-component"] == service]
+    found = [
+        o
+        for o in objs
+        if o["kind"] == "Deployment"
+        and o["metadata"]["labels"]["nvidia.com/dynamo-component"] == service
+    ]
     assert len(found) == 1
     spec: Obj = found[0]["spec"]["template"]["spec"]
     return spec
@@ -96,14 +119,17 @@ def env(c: Obj) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- GMS rewrite
 def test_gms_replaces_the_gpu_with_a_shared_claim_and_adds_the_server_sidecar(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     objs = render(tmp_path, graph({"W": worker("2")}), dra=True)
     pod = worker_pod(objs)
     main = pod["containers"][0]
     assert [c["name"] for c in pod["containers"]] == ["main"]
     # dra.ApplyClaim: nvidia.com/gpu gone (the emptied limits disappear), claim added
-    assert main["resources"] == {"requests": {"ephemeral-storage": "2Gi"},
-                                 "claims": [{"name": CLAIM}]}
+    assert main["resources"] == {
+        "requests": {"ephemeral-storage": "2Gi"},
+        "claims": [{"name": CLAIM}],
+    }
     assert pod["tolerations"] == [GPU_TOLERATION]
     assert pod["resourceClaims"] == [{"name": CLAIM, "resourceClaimTemplateName": "gms-w-gpu"}]
     # gms.EnsureServerSidecar: socket volume, mount and env (appended), native sidecar
@@ -119,18 +145,39 @@ def test_gms_replaces_the_gpu_with_a_shared_claim_and_adds_the_server_sidecar(
 
 def test_resource_claim_template_shape(tmp_path: Path) -> None:
     objs = render(tmp_path, graph({"W": worker("2")}), dra=True)
-    assert templates(objs) == [{
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "gms-w-gpu", "namespace": "demo", "annotations": {
-            "dyn-gitops.io/renderer-version": templates(objs)[0]["metadata"]["annotations"][
-                "dyn-gitops.io/renderer-version"],
-            "dyn-gitops.io/source-dgd": "demo/gms",
-            "dyn-gitops.io/source-path": "dgd.yaml"}},
-        "spec": {"spec": {"devices": {"requests": [{
-            "name": "gpus",
-            "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount",
-                        "count": 2}}]}}},
-    }]
+    assert templates(objs) == [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {
+                "name": "gms-w-gpu",
+                "namespace": "demo",
+                "annotations": {
+                    "dyn-gitops.io/renderer-version": templates(objs)[0]["metadata"]["annotations"][
+                        "dyn-gitops.io/renderer-version"
+                    ],
+                    "dyn-gitops.io/source-dgd": "demo/gms",
+                    "dyn-gitops.io/source-path": "dgd.yaml",
+                },
+            },
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "gpus",
+                                "exactly": {
+                                    "deviceClassName": "gpu.nvidia.com",
+                                    "allocationMode": "ExactCount",
+                                    "count": 2,
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    ]
 
 
 def test_claim_template_name_device_class_and_requests_gpu(tmp_path: Path) -> None:
@@ -142,7 +189,10 @@ def test_claim_template_name_device_class_and_requests_gpu(tmp_path: Path) -> No
     (rct,) = templates(objs)
     assert rct["metadata"]["name"] == "gms-vllmworker-gpu"
     assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"] == {
-        "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 4}
+        "deviceClassName": "gpu.example.com",
+        "allocationMode": "ExactCount",
+        "count": 4,
+    }
     pod = worker_pod(objs, "VllmWorker")
     assert pod["resourceClaims"][0]["resourceClaimTemplateName"] == "gms-vllmworker-gpu"
     assert pod["containers"][0]["resources"] == {"claims": [{"name": CLAIM}]}
@@ -151,8 +201,11 @@ def test_claim_template_name_device_class_and_requests_gpu(tmp_path: Path) -> No
 def test_only_gms_services_get_a_template(tmp_path: Path) -> None:
     plain = copy.deepcopy(worker())
     del plain["gpuMemoryService"]
-    objs = render(tmp_path, graph({"W": worker(), "Plain": plain,
-                                   "Frontend": {"componentType": "frontend"}}), dra=True)
+    objs = render(
+        tmp_path,
+        graph({"W": worker(), "Plain": plain, "Frontend": {"componentType": "frontend"}}),
+        dra=True,
+    )
     assert [t["metadata"]["name"] for t in templates(objs)] == ["gms-w-gpu"]
     plain_pod = worker_pod(objs, "Plain")
     assert plain_pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
@@ -164,11 +217,13 @@ def test_only_gms_services_get_a_template(tmp_path: Path) -> None:
 def test_user_pod_fields_come_first(tmp_path: Path) -> None:
     """The operator appends: user tolerations, claims and init containers stay first."""
     svc = worker()
-    svc["extraPodSpec"].update({
-        "tolerations": [{"key": "dedicated", "operator": "Exists"}],
-        "initContainers": [{"name": "warmup", "image": IMAGE}],
-        "resourceClaims": [{"name": "nic", "resourceClaimTemplateName": "rdma"}],
-    })
+    svc["extraPodSpec"].update(
+        {
+            "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+            "initContainers": [{"name": "warmup", "image": IMAGE}],
+            "resourceClaims": [{"name": "nic", "resourceClaimTemplateName": "rdma"}],
+        }
+    )
     pod = worker_pod(render(tmp_path, graph({"W": svc}), dra=True))
     assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}, GPU_TOLERATION]
     assert [c["name"] for c in pod["initContainers"]] == ["warmup", "gms-server"]
@@ -179,8 +234,7 @@ def test_existing_shared_claim_skips_apply_claim(tmp_path: Path) -> None:
     """ApplyClaim is idempotent on the pod claim name: nothing of it is applied again
     (the GPU limit stays), but the GMS server sidecar is still added."""
     svc = worker()
-    svc["extraPodSpec"]["resourceClaims"] = [{"name": CLAIM,
-                                              "resourceClaimTemplateName": "mine"}]
+    svc["extraPodSpec"]["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": "mine"}]
     pod = worker_pod(render(tmp_path, graph({"W": svc}), dra=True))
     assert pod["resourceClaims"] == [{"name": CLAIM, "resourceClaimTemplateName": "mine"}]
     assert "tolerations" not in pod
@@ -189,16 +243,34 @@ def test_existing_shared_claim_skips_apply_claim(tmp_path: Path) -> None:
 
 
 def test_v1beta1_experimental_gms_renders_like_v1alpha1(tmp_path: Path) -> None:
-    beta = {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
-            "metadata": {"name": "gms", "namespace": "demo"},
-            "spec": {"components": [{
-                "name": "W", "type": "worker", "replicas": 1,
-                "experimental": {"gpuMemoryService": {}},
-                "podTemplate": {"spec": {"containers": [{
-                    "name": "main", "image": IMAGE,
-                    "command": ["python3", "-m", "dynamo.vllm"],
-                    "args": ["--model", "Qwen/Qwen3-0.6B", "--load-format", "gms"],
-                    "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}}]}}
+    beta = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "gms", "namespace": "demo"},
+        "spec": {
+            "components": [
+                {
+                    "name": "W",
+                    "type": "worker",
+                    "replicas": 1,
+                    "experimental": {"gpuMemoryService": {}},
+                    "podTemplate": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": IMAGE,
+                                    "command": ["python3", "-m", "dynamo.vllm"],
+                                    "args": ["--model", "Qwen/Qwen3-0.6B", "--load-format", "gms"],
+                                    "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            ]
+        },
+    }
     objs = render(tmp_path, beta, dra=True, emit_source=False)
     (rct,) = templates(objs)
     assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
@@ -216,8 +288,9 @@ def test_failover_clones_main_into_two_engines(tmp_path: Path) -> None:
     for i in (0, 1):
         engine = pod["containers"][i]
         e = env(engine)
-        assert engine["ports"] == [{"name": f"system-{i}", "containerPort": 9090 + i,
-                                    "protocol": "TCP"}]
+        assert engine["ports"] == [
+            {"name": f"system-{i}", "containerPort": 9090 + i, "protocol": "TCP"}
+        ]
         for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
             assert engine[probe]["httpGet"]["port"] == f"system-{i}"
         assert e["ENGINE_ID"] == str(i)
@@ -238,23 +311,40 @@ def test_failover_clones_main_into_two_engines(tmp_path: Path) -> None:
         assert SOCKET_MOUNT in engine["volumeMounts"]
         # failover env is appended after the main container's (sorted) env, in this order
         assert [x["name"] for x in engine["env"]][-10:] == [
-            "GMS_SOCKET_DIR", "ENGINE_ID", "CONTAINER_NAME", "FAILOVER_LOCK_PATH",
-            "DYN_SYSTEM_STARTING_HEALTH_STATUS", "DYN_SYSTEM_PORT", "DYN_SYSTEM_ENABLED",
-            "DYN_VLLM_GMS_SHADOW_MODE", "VLLM_NIXL_SIDE_CHANNEL_PORT", "DYN_VLLM_KV_EVENT_PORT"]
+            "GMS_SOCKET_DIR",
+            "ENGINE_ID",
+            "CONTAINER_NAME",
+            "FAILOVER_LOCK_PATH",
+            "DYN_SYSTEM_STARTING_HEALTH_STATUS",
+            "DYN_SYSTEM_PORT",
+            "DYN_SYSTEM_ENABLED",
+            "DYN_VLLM_GMS_SHADOW_MODE",
+            "VLLM_NIXL_SIDE_CHANNEL_PORT",
+            "DYN_VLLM_KV_EVENT_PORT",
+        ]
     # engine-1 gets its own torch.distributed store: --master-port 29500 + 100
     assert pod["containers"][0]["args"] == ["--model", "Qwen/Qwen3-0.6B", "--load-format", "gms"]
     assert pod["containers"][1]["args"][-2:] == ["--master-port", "29600"]
     assert pod["containers"][2] == {"name": "sidecar", "image": IMAGE}
 
 
-@pytest.mark.parametrize(("args", "engine1_args"), [
-    (["--master-port", "29700"], ["--master-port", "29800"]),
-    (["--model m --master-port 29700 --x"], ["--model m --master-port 29800 --x"]),
-])
-def test_failover_staggers_an_existing_master_port(tmp_path: Path, args: list[str],
-                                                    engine1_args: list[str]) -> None:
-    pod = worker_pod(render(tmp_path, graph({"W": worker(failover=True, args=args)},
-                                            container_discovery=True), dra=True))
+@pytest.mark.parametrize(
+    ("args", "engine1_args"),
+    [
+        (["--master-port", "29700"], ["--master-port", "29800"]),
+        (["--model m --master-port 29700 --x"], ["--model m --master-port 29800 --x"]),
+    ],
+)
+def test_failover_staggers_an_existing_master_port(
+    tmp_path: Path, args: list[str], engine1_args: list[str]
+) -> None:
+    pod = worker_pod(
+        render(
+            tmp_path,
+            graph({"W": worker(failover=True, args=args)}, container_discovery=True),
+            dra=True,
+        )
+    )
     assert pod["containers"][0]["args"] == args
     assert pod["containers"][1]["args"] == engine1_args
 
@@ -263,8 +353,10 @@ def test_failover_is_in_the_worker_hash(tmp_path: Path) -> None:
     def name(doc: Obj) -> str:
         (dep,) = [o for o in render(tmp_path, doc, dra=True) if o["kind"] == "Deployment"]
         return str(dep["metadata"]["name"])
+
     assert name(graph({"W": worker()}, container_discovery=True)) != name(
-        graph({"W": worker(failover=True)}, container_discovery=True))
+        graph({"W": worker(failover=True)}, container_discovery=True)
+    )
 
 
 # -------------------------------------------------------------------------------- errors
@@ -275,31 +367,62 @@ def test_gms_without_dra_is_an_error(tmp_path: Path) -> None:
     assert "set the setting dra to true" in found[0]
 
 
-@pytest.mark.parametrize(("svc", "annotate", "field", "words"), [
-    # webhook (validation/shared.go): GMS only on workers, with GPUs, intraPod
-    ({**worker(), "componentType": "frontend"}, False, "gpuMemoryService", "only for worker"),
-    ({**worker(), "resources": {"limits": {"cpu": "1"}}}, False, "gpuMemoryService",
-     "GPU count >= 1"),
-    ({**worker("0")}, False, "gpuMemoryService", "GPU count >= 1"),
-    ({**worker(), "gpuMemoryService": {"enabled": True, "mode": "interPod"}}, False,
-     "gpuMemoryService.mode", "interPod"),
-    # failover needs GMS, matching modes, and (DGD) per-container discovery
-    ({**worker(), "gpuMemoryService": {"enabled": False}, "failover": {"enabled": True}},
-     True, "failover", "requires gpuMemoryService"),
-    ({**worker(failover=True), "failover": {"enabled": True, "mode": "interPod"}}, True,
-     "failover.mode", "must match"),
-    (worker(failover=True), False, "metadata.annotations", DISCOVERY_MODE),
-    # buildFailoverPod: vLLM only
-    ({**worker(failover=True), "extraPodSpec": {"mainContainer": {
-        "image": IMAGE, "command": ["python3", "-m", "dynamo.sglang"]}}}, True, "failover",
-     "only for vLLM"),
-    # not rendered yet: GMS on a LeaderWorkerSet service
-    ({**worker(), "multinode": {"nodeCount": 2}}, False, "gpuMemoryService",
-     "not yet supported"),
-])
-def test_refused_combinations(tmp_path: Path, svc: Obj, annotate: bool, field: str,
-                              words: str) -> None:
-    found = problems(tmp_path, graph({"W": svc}, container_discovery=annotate), dra=True,
-                     lws=True)
+@pytest.mark.parametrize(
+    ("svc", "annotate", "field", "words"),
+    [
+        # webhook (validation/shared.go): GMS only on workers, with GPUs, intraPod
+        ({**worker(), "componentType": "frontend"}, False, "gpuMemoryService", "only for worker"),
+        (
+            {**worker(), "resources": {"limits": {"cpu": "1"}}},
+            False,
+            "gpuMemoryService",
+            "GPU count >= 1",
+        ),
+        ({**worker("0")}, False, "gpuMemoryService", "GPU count >= 1"),
+        (
+            {**worker(), "gpuMemoryService": {"enabled": True, "mode": "interPod"}},
+            False,
+            "gpuMemoryService.mode",
+            "interPod",
+        ),
+        # failover needs GMS, matching modes, and (DGD) per-container discovery
+        (
+            {**worker(), "gpuMemoryService": {"enabled": False}, "failover": {"enabled": True}},
+            True,
+            "failover",
+            "requires gpuMemoryService",
+        ),
+        (
+            {**worker(failover=True), "failover": {"enabled": True, "mode": "interPod"}},
+            True,
+            "failover.mode",
+            "must match",
+        ),
+        (worker(failover=True), False, "metadata.annotations", DISCOVERY_MODE),
+        # buildFailoverPod: vLLM only
+        (
+            {
+                **worker(failover=True),
+                "extraPodSpec": {
+                    "mainContainer": {"image": IMAGE, "command": ["python3", "-m", "dynamo.sglang"]}
+                },
+            },
+            True,
+            "failover",
+            "only for vLLM",
+        ),
+        # not rendered yet: GMS on a LeaderWorkerSet service
+        (
+            {**worker(), "multinode": {"nodeCount": 2}},
+            False,
+            "gpuMemoryService",
+            "not yet supported",
+        ),
+    ],
+)
+def test_refused_combinations(
+    tmp_path: Path, svc: Obj, annotate: bool, field: str, words: str
+) -> None:
+    found = problems(tmp_path, graph({"W": svc}, container_discovery=annotate), dra=True, lws=True)
     path = field if field.startswith("metadata") else f"spec.services.W.{field}"
     assert any(f.startswith(f"{path}: ") and words in f for f in found), found

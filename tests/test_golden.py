@@ -43,18 +43,25 @@ MANAGED_REPLICAS = "dyn-gitops.io/managed-replicas"
 ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 ARGOCD_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
-CONTROLLER_ANNOTATIONS = (DESIRED_REPLICAS, MANAGED_REPLICAS, ARGOCD_SYNC_OPTIONS,
-                          ARGOCD_COMPARE_OPTIONS, FLUX_PRUNE)
+CONTROLLER_ANNOTATIONS = (
+    DESIRED_REPLICAS,
+    MANAGED_REPLICAS,
+    ARGOCD_SYNC_OPTIONS,
+    ARGOCD_COMPARE_OPTIONS,
+    FLUX_PRUNE,
+)
 
 
 # --- golden comparison ---------------------------------------------------------------------
+
 
 @functools.cache
 def _render(sample: str) -> str:
     """stdout of ``dyn-gitops render samples/<sample>/input`` (the real entry point)."""
     result = run_cli("render", str(SAMPLES / sample / "input"))
     assert result.code == 0, (
-        f"dyn-gitops render samples/{sample}/input exited {result.code}:\n{result.stderr}")
+        f"dyn-gitops render samples/{sample}/input exited {result.code}:\n{result.stderr}"
+    )
     assert result.stdout, f"samples/{sample}: empty output"
     assert result.stderr == "", f"samples/{sample}: warnings:\n{result.stderr}"
     return result.stdout
@@ -70,20 +77,29 @@ def test_golden(sample: str, update_golden: bool) -> None:
             expected_path.write_bytes(actual)
         return
     if not expected_path.exists():
-        pytest.fail(f"samples/{sample}/expected.yaml is missing; create it with "
-                    "`python -m pytest tests/test_golden.py --update-golden` and review it")
+        pytest.fail(
+            f"samples/{sample}/expected.yaml is missing; create it with "
+            "`python -m pytest tests/test_golden.py --update-golden` and review it"
+        )
     expected = expected_path.read_bytes()
     if expected != actual:
-        diff = "".join(difflib.unified_diff(
-            expected.decode("utf-8", errors="replace").splitlines(keepends=True),
-            actual.decode("utf-8", errors="replace").splitlines(keepends=True),
-            fromfile=f"samples/{sample}/expected.yaml",
-            tofile=f"dyn-gitops render samples/{sample}/input"))
-        pytest.fail(f"rendered output differs from samples/{sample}/expected.yaml "
-                    f"(refresh with --update-golden if intended):\n{diff}", pytrace=False)
+        diff = "".join(
+            difflib.unified_diff(
+                expected.decode("utf-8", errors="replace").splitlines(keepends=True),
+                actual.decode("utf-8", errors="replace").splitlines(keepends=True),
+                fromfile=f"samples/{sample}/expected.yaml",
+                tofile=f"dyn-gitops render samples/{sample}/input",
+            )
+        )
+        pytest.fail(
+            f"rendered output differs from samples/{sample}/expected.yaml "
+            f"(refresh with --update-golden if intended):\n{diff}",
+            pytrace=False,
+        )
 
 
 # --- helpers for the facts -----------------------------------------------------------------
+
 
 @functools.cache
 def _objects(sample: str) -> tuple[Obj, ...]:
@@ -101,7 +117,8 @@ def of_kind(objs: list[Obj], kind: str) -> list[Obj]:
 def get(objs: list[Obj], kind: str, name: str) -> Obj:
     found = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
     assert len(found) == 1, f"expected one {kind}/{name}, found {len(found)}: " + ", ".join(
-        f"{o['kind']}/{o['metadata']['name']}" for o in objs)
+        f"{o['kind']}/{o['metadata']['name']}" for o in objs
+    )
     return found[0]
 
 
@@ -111,10 +128,16 @@ def names(objs: list[Obj], kind: str) -> list[str]:
 
 def component(objs: list[Obj], kind: str, service: str, dgd: str | None = None) -> Obj:
     """The Deployment/Service of a DGD service (worker names carry a hash suffix)."""
-    found = [o for o in objs if o["kind"] == kind
-             and (o["metadata"].get("labels") or {}).get(COMPONENT) == service
-             and (dgd is None or o["metadata"]["labels"].get(
-                 "nvidia.com/dynamo-graph-deployment-name") == dgd)]
+    found = [
+        o
+        for o in objs
+        if o["kind"] == kind
+        and (o["metadata"].get("labels") or {}).get(COMPONENT) == service
+        and (
+            dgd is None
+            or o["metadata"]["labels"].get("nvidia.com/dynamo-graph-deployment-name") == dgd
+        )
+    ]
     assert len(found) == 1, f"expected one {kind} for service {service}, found {len(found)}"
     return found[0]
 
@@ -161,9 +184,9 @@ def load_input(sample: str, filename: str) -> Obj:
 
 # --- checks over every sample --------------------------------------------------------------
 
+
 def test_every_sample_has_facts() -> None:
-    missing = [s for s in SAMPLE_NAMES
-               if f"test_facts_{s.replace('-', '_')}" not in globals()]
+    missing = [s for s in SAMPLE_NAMES if f"test_facts_{s.replace('-', '_')}" not in globals()]
     assert not missing, f"samples without a test_facts_<name> test: {missing}"
 
 
@@ -173,19 +196,23 @@ def test_sample_settings_and_images(sample: str) -> None:
     assert settings["namespace"] == "demo"
     image_re = re.compile(r"^[a-z0-9.-]+(/[a-z0-9._-]+)+:[0-9][A-Za-z0-9._-]*$")
     pods = [(d["metadata"]["name"], pod(d)) for d in of_kind(objects(sample), "Deployment")]
-    pods += [(f"{p['metadata']['name']}/{c['name']}", c["spec"]["podSpec"])
-             for p in of_kind(objects(sample), "PodCliqueSet")
-             for c in p["spec"]["template"]["cliques"]]
+    pods += [
+        (f"{p['metadata']['name']}/{c['name']}", c["spec"]["podSpec"])
+        for p in of_kind(objects(sample), "PodCliqueSet")
+        for c in p["spec"]["template"]["cliques"]
+    ]
     assert pods
     for name, spec in pods:
         for c in spec["containers"]:
             assert image_re.match(c.get("image", "")), (
                 f"{name}/{c['name']}: image {c.get('image')!r} is not a "
-                "concrete registry/repository:tag reference")
+                "concrete registry/repository:tag reference"
+            )
     assert all(o["metadata"]["namespace"] == "demo" for o in objects(sample))
 
 
 # --- one fact test per sample --------------------------------------------------------------
+
 
 def test_facts_vllm_agg() -> None:
     objs = objects("vllm-agg")
@@ -211,7 +238,8 @@ def test_facts_vllm_agg() -> None:
     # k8s discovery (default): RBAC per DGD and a Service for every component
     assert names(objs, "Service") == ["vllm-agg-frontend", f"vllm-agg-vllmdecodeworker-{whash}"]
     assert get(objs, "Service", "vllm-agg-frontend")["spec"]["ports"] == [
-        {"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
+        {"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}
+    ]
     get(objs, "Role", "vllm-agg-k8s-service-discovery-role")
 
 
@@ -224,8 +252,10 @@ def test_facts_vllm_disagg() -> None:
     assert decode["metadata"]["labels"][WORKER_HASH] == whash
     assert prefill["metadata"]["name"] == f"vllm-disagg-vllmprefillworker-{whash}"
     assert decode["metadata"]["name"] == f"vllm-disagg-vllmdecodeworker-{whash}"
-    for dep, sub, flag in ((prefill, "prefill", "--is-prefill-worker"),
-                           (decode, "decode", "--is-decode-worker")):
+    for dep, sub, flag in (
+        (prefill, "prefill", "--is-prefill-worker"),
+        (decode, "decode", "--is-decode-worker"),
+    ):
         labels = pod_labels(dep)
         # v1alpha1-era operator (1.1): worker type + sub-component label (pod-spec 2)
         assert labels[COMPONENT_TYPE] == "worker"
@@ -238,9 +268,11 @@ def test_facts_vllm_disagg() -> None:
     assert annotations(prefill)[DESIRED_REPLICAS] == "2"
     assert annotations(decode)[DESIRED_REPLICAS] == "1"
     svc = component(objs, "Service", "VllmPrefillWorker")
-    assert svc["spec"]["selector"] == {COMPONENT: "VllmPrefillWorker",
-                                       COMPONENT_TYPE: "worker",
-                                       "nvidia.com/dynamo-namespace": "demo-vllm-disagg"}
+    assert svc["spec"]["selector"] == {
+        COMPONENT: "VllmPrefillWorker",
+        COMPONENT_TYPE: "worker",
+        "nvidia.com/dynamo-namespace": "demo-vllm-disagg",
+    }
 
 
 def test_facts_planner() -> None:
@@ -252,7 +284,8 @@ def test_facts_planner() -> None:
     main = container(planner)
     assert main["ports"] == [
         {"name": "metrics", "containerPort": 9085, "protocol": "TCP"},
-        {"name": "system", "containerPort": 9090, "protocol": "TCP"}]
+        {"name": "system", "containerPort": 9090, "protocol": "TCP"},
+    ]
     e = env(main)
     assert e["PLANNER_PROMETHEUS_PORT"] == "9085"
     assert e["DYN_SYSTEM_PORT"] == "9090"
@@ -260,16 +293,18 @@ def test_facts_planner() -> None:
     assert "DYN_SYSTEM_ENABLED" not in e  # worker-only default
     assert main["startupProbe"]["httpGet"] == {"path": "/live", "port": "system"}
     # extraPodSpec volume + mainContainer mount, then shared memory (pod-spec 5.12)
-    assert volumes(planner)["planner-profile-data"]["configMap"] == {
-        "name": "planner-profile-data"}
-    assert mounts(main) == [("planner-profile-data", "/workspace/profiling_results"),
-                            ("shared-memory", "/dev/shm")]
+    assert volumes(planner)["planner-profile-data"]["configMap"] == {"name": "planner-profile-data"}
+    assert mounts(main) == [
+        ("planner-profile-data", "/workspace/profiling_results"),
+        ("shared-memory", "/dev/shm"),
+    ]
     binding = get(objs, "RoleBinding", "planner-serviceaccount-binding")
     assert binding["roleRef"]["name"] == "dynamo-platform-dynamo-operator-planner"
     get(objs, "ServiceAccount", "planner-serviceaccount")
     # a non-DGD input passes through unchanged
     assert get(objs, "ConfigMap", "planner-profile-data") == load_input(
-        "planner", "planner-profile-data.yaml")
+        "planner", "planner-profile-data.yaml"
+    )
 
 
 def test_facts_sglang_agg() -> None:
@@ -307,16 +342,20 @@ def test_facts_pvc_cache() -> None:
     # only create: true is rendered (objects 5.1)
     assert names(objs, "PersistentVolumeClaim") == ["model-cache"]
     assert get(objs, "PersistentVolumeClaim", "model-cache")["spec"] == {
-        "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "100Gi"}},
-        "storageClassName": "standard-rwx"}
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": "100Gi"}},
+        "storageClassName": "standard-rwx",
+    }
     worker = component(objs, "Deployment", "VllmWorker")
     vols = volumes(worker)
     assert vols["model-cache"]["persistentVolumeClaim"] == {"claimName": "model-cache"}
     assert vols["compile-cache"]["persistentVolumeClaim"] == {"claimName": "compile-cache"}
     main = container(worker)
-    assert mounts(main) == [("model-cache", "/opt/models"),
-                            ("compile-cache", "/root/.cache/vllm"),
-                            ("shared-memory", "/dev/shm")]
+    assert mounts(main) == [
+        ("model-cache", "/opt/models"),
+        ("compile-cache", "/root/.cache/vllm"),
+        ("shared-memory", "/dev/shm"),
+    ]
     # vLLM compilation cache: env appended by the backend, after the sorted env
     assert main["env"][-1] == {"name": "VLLM_CACHE_ROOT", "value": "/root/.cache/vllm"}
     frontend = get(objs, "Deployment", "vllm-pvc-frontend")
@@ -329,10 +368,14 @@ def test_facts_scaling_adapter() -> None:
     assert names(objs, dgdsa) == ["sglang-disagg-decode", "sglang-disagg-frontend"]
     decode_sa = get(objs, dgdsa, "sglang-disagg-decode")
     assert decode_sa["apiVersion"] == "nvidia.com/v1alpha1"
-    assert decode_sa["spec"] == {"replicas": 2,
-                                 "dgdRef": {"name": "sglang-disagg", "serviceName": "decode"}}
+    assert decode_sa["spec"] == {
+        "replicas": 2,
+        "dgdRef": {"name": "sglang-disagg", "serviceName": "decode"},
+    }
     assert decode_sa["metadata"]["labels"] == {
-        COMPONENT: "decode", "nvidia.com/dynamo-graph-deployment-name": "sglang-disagg"}
+        COMPONENT: "decode",
+        "nvidia.com/dynamo-graph-deployment-name": "sglang-disagg",
+    }
     assert get(objs, dgdsa, "sglang-disagg-frontend")["spec"]["replicas"] == 1  # unset -> 1
     # the adapter owns the replicas: none in the rendered Deployments
     decode = component(objs, "Deployment", "decode")
@@ -352,34 +395,44 @@ def test_facts_ingress_virtualservice() -> None:
     default = get(objs, "Ingress", "vllm-agg-frontend")["spec"]
     assert default["ingressClassName"] == "nginx"
     assert default["rules"][0]["host"] == "vllm-agg.llm.example.com"
-    assert default["rules"][0]["http"]["paths"] == [{
-        "path": "/", "pathType": "Prefix",
-        "backend": {"service": {"name": "vllm-agg-frontend", "port": {"number": 8000}}}}]
-    assert default["tls"] == [{"hosts": ["vllm-agg.llm.example.com"],
-                               "secretName": "dynamo-wildcard-tls"}]
+    assert default["rules"][0]["http"]["paths"] == [
+        {
+            "path": "/",
+            "pathType": "Prefix",
+            "backend": {"service": {"name": "vllm-agg-frontend", "port": {"number": 8000}}},
+        }
+    ]
+    assert default["tls"] == [
+        {"hosts": ["vllm-agg.llm.example.com"], "secretName": "dynamo-wildcard-tls"}
+    ]
     vs = get(objs, "VirtualService", "vllm-agg-frontend")
     assert vs["apiVersion"] == "networking.istio.io/v1beta1"
     assert vs["spec"]["gateways"] == ["istio-system/dynamo-gateway"]
     assert vs["spec"]["hosts"] == ["vllm-agg.llm.example.com"]
     assert vs["spec"]["http"][0]["route"] == [
-        {"destination": {"host": "vllm-agg-frontend", "port": {"number": 8000}}}]
+        {"destination": {"host": "vllm-agg-frontend", "port": {"number": 8000}}}
+    ]
     # the service's own ingress block wins over the settings
     own = get(objs, "Ingress", "vllm-agg-internalfrontend")
     assert own["spec"]["ingressClassName"] == "traefik"
     assert own["spec"]["rules"][0]["host"] == "internal-vllm.corp.example.net"
-    assert own["spec"]["tls"] == [{"hosts": ["internal-vllm.corp.example.net"],
-                                   "secretName": "corp-tls"}]
+    assert own["spec"]["tls"] == [
+        {"hosts": ["internal-vllm.corp.example.net"], "secretName": "corp-tls"}
+    ]
     # ingress.annotations are accepted by the schema but not applied (objects 5.6)
     assert not [k for k in annotations(own) if not k.startswith("dyn-gitops.io/")]
     assert get(objs, "VirtualService", "vllm-agg-internalfrontend")["spec"]["gateways"] == [
-        "istio-system/internal-gateway"]
+        "istio-system/internal-gateway"
+    ]
 
 
 def test_facts_discovery_etcd() -> None:
     objs = objects("discovery-etcd")
     # setting etcd: no discovery RBAC for vllm-etcd; the annotated vllm-k8s has it
-    assert names(objs, "ServiceAccount") == ["planner-serviceaccount",
-                                             "vllm-k8s-k8s-service-discovery"]
+    assert names(objs, "ServiceAccount") == [
+        "planner-serviceaccount",
+        "vllm-k8s-k8s-service-discovery",
+    ]
     assert names(objs, "Role") == ["vllm-k8s-k8s-service-discovery-role"]
     assert "vllm-etcd-k8s-service-discovery-binding" not in names(objs, "RoleBinding")
     # etcd: a Service only for the frontend; k8s discovery: one per component
@@ -407,7 +460,8 @@ def test_facts_extrapodspec_merge() -> None:
     spec = pod(worker)
     assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     assert spec["tolerations"] == [
-        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
     assert spec["terminationGracePeriodSeconds"] == 300
     # a user securityContext is used as-is: no fsGroup 1000 default (pod-spec 5.7)
     assert spec["securityContext"] == {"runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 2000}
@@ -421,7 +475,9 @@ def test_facts_extrapodspec_merge() -> None:
     assert len(main["args"]) == 1 and "python3 -m dynamo.vllm" in main["args"][0]
     # a non-empty ports list replaces the defaults (nixl is gone)
     assert [(p["name"], p["containerPort"]) for p in main["ports"]] == [
-        ("system", 9090), ("metrics", 8081)]
+        ("system", 9090),
+        ("metrics", 8081),
+    ]
     e = env(main)
     assert e["SHARED_SETTING"] == "from-service-envs"  # v1alpha1 era: service envs win
     assert e["VLLM_LOGGING_LEVEL"] == "DEBUG"
@@ -429,9 +485,13 @@ def test_facts_extrapodspec_merge() -> None:
     # top-level resources beat mainContainer ones key by key (pod-spec 4.1)
     assert main["resources"] == {
         "requests": {"cpu": "8", "memory": "32Gi"},
-        "limits": {"memory": "64Gi", "nvidia.com/gpu": "1"}}
-    assert mounts(main) == [("engine-config", "/etc/vllm"), ("logs", "/var/log/dynamo"),
-                            ("shared-memory", "/dev/shm")]
+        "limits": {"memory": "64Gi", "nvidia.com/gpu": "1"},
+    }
+    assert mounts(main) == [
+        ("engine-config", "/etc/vllm"),
+        ("logs", "/var/log/dynamo"),
+        ("shared-memory", "/dev/shm"),
+    ]
     # only `command` given on the frontend: the default args survive (mergo)
     frontend = container(get(objs, "Deployment", "vllm-eps-frontend"))
     assert frontend["command"] == ["python3"]
@@ -444,8 +504,10 @@ def test_facts_envfromsecret() -> None:
     assert frontend["envFrom"] == [{"secretRef": {"name": "frontend-api-keys"}}]
     worker = container(component(objs, "Deployment", "VllmDecodeWorker"))
     # the secret is appended after the mainContainer's own envFrom
-    assert worker["envFrom"] == [{"configMapRef": {"name": "vllm-tuning"}},
-                                 {"secretRef": {"name": "hf-token-secret"}}]
+    assert worker["envFrom"] == [
+        {"configMapRef": {"name": "vllm-tuning"}},
+        {"secretRef": {"name": "hf-token-secret"}},
+    ]
     # the secret is referenced, never rendered
     assert not of_kind(objs, "Secret")
 
@@ -488,8 +550,10 @@ def test_facts_user_probes() -> None:
     assert worker["livenessProbe"] == source["VllmDecodeWorker"]["livenessProbe"]
     assert worker["readinessProbe"] == source["VllmDecodeWorker"]["readinessProbe"]
     # mainContainer startupProbe replaces the default startup probe wholesale
-    assert worker["startupProbe"] == (
-        source["VllmDecodeWorker"]["extraPodSpec"]["mainContainer"]["startupProbe"])
+    assert (
+        worker["startupProbe"]
+        == (source["VllmDecodeWorker"]["extraPodSpec"]["mainContainer"]["startupProbe"])
+    )
 
 
 def test_facts_shared_memory() -> None:
@@ -499,7 +563,9 @@ def test_facts_shared_memory() -> None:
     assert all(path != "/dev/shm" for _, path in mounts(container(frontend)))
     worker = component(objs, "Deployment", "VllmDecodeWorker")
     assert volumes(worker)["shared-memory"] == {
-        "name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}
+        "name": "shared-memory",
+        "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"},
+    }
     assert mounts(container(worker))[-1] == ("shared-memory", "/dev/shm")
 
 
@@ -510,8 +576,10 @@ def test_facts_managed_replicas_off() -> None:
     assert not set(CONTROLLER_ANNOTATIONS) & set(annotations(worker))
     assert get(objs, "Deployment", "vllm-agg-frontend")["spec"]["replicas"] == 1
     # same graph as samples/vllm-agg: only the replica ownership differs
-    assert worker["metadata"]["name"] == component(
-        objects("vllm-agg"), "Deployment", "VllmDecodeWorker")["metadata"]["name"]
+    assert (
+        worker["metadata"]["name"]
+        == component(objects("vllm-agg"), "Deployment", "VllmDecodeWorker")["metadata"]["name"]
+    )
 
 
 def test_facts_epp_sidecar() -> None:
@@ -519,23 +587,38 @@ def test_facts_epp_sidecar() -> None:
     # EPP RBAC (cluster-wide mode), not owned by the DGD
     get(objs, "ServiceAccount", "epp-serviceaccount")
     assert get(objs, "RoleBinding", "epp-serviceaccount-binding")["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-        "name": "dynamo-platform-dynamo-operator-epp"}
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "dynamo-platform-dynamo-operator-epp",
+    }
     # EPP ConfigMap: the inline config plus apiVersion/kind
     source = load_input("epp-sidecar", "qwen-gaie-agg.yaml")["spec"]["services"]
     cm = get(objs, "ConfigMap", "qwen-agg-epp-config")
     assert yaml.safe_load(cm["data"]["epp-config-dynamo.yaml"]) == {
         "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
-        "kind": "EndpointPickerConfig", **source["Epp"]["eppConfig"]["config"]}
+        "kind": "EndpointPickerConfig",
+        **source["Epp"]["eppConfig"]["config"],
+    }
     pool = get(objs, "InferencePool", "qwen-agg-pool")["spec"]
     assert pool["targetPorts"] == [{"number": 8000}]
-    assert pool["selector"]["matchLabels"] == {COMPONENT_TYPE: "worker",
-                                               "nvidia.com/dynamo-namespace": "demo-qwen-agg"}
-    assert pool["endpointPickerRef"] == {"kind": "Service", "name": "qwen-agg-epp",
-                                         "port": {"number": 9002}}
+    assert pool["selector"]["matchLabels"] == {
+        COMPONENT_TYPE: "worker",
+        "nvidia.com/dynamo-namespace": "demo-qwen-agg",
+    }
+    assert pool["endpointPickerRef"] == {
+        "kind": "Service",
+        "name": "qwen-agg-epp",
+        "port": {"number": 9002},
+    }
     assert get(objs, "Service", "qwen-agg-epp")["spec"]["ports"] == [
-        {"name": "grpc", "port": 9002, "targetPort": 9002, "protocol": "TCP",
-         "appProtocol": "http2"}]
+        {
+            "name": "grpc",
+            "port": 9002,
+            "targetPort": 9002,
+            "protocol": "TCP",
+            "appProtocol": "http2",
+        }
+    ]
     epp = get(objs, "Deployment", "qwen-agg-epp")
     assert pod(epp)["serviceAccountName"] == "epp-serviceaccount"
     assert pod(epp)["terminationGracePeriodSeconds"] == 130
@@ -575,8 +658,9 @@ def test_facts_epp_sidecar_config_keys_sorted() -> None:
 
 
 def _without_source_path(text: str) -> str:
-    return "".join(ln for ln in text.splitlines(keepends=True)
-                   if "dyn-gitops.io/source-path:" not in ln)
+    return "".join(
+        ln for ln in text.splitlines(keepends=True) if "dyn-gitops.io/source-path:" not in ln
+    )
 
 
 def _documents_except_dgds(text: str) -> list[str]:
@@ -587,31 +671,45 @@ def test_facts_v1beta1_pair() -> None:
     """A v1beta1 DGD renders byte-identically to its v1alpha1 twin (dynamo-pod-spec.md 4, 9);
     only the source-path annotation differs; the source DGD is emitted as the v1alpha1 DGD
     it converts to (setting source-api-version), equal to the twin."""
-    twin = run_cli("render", "--namespace", "demo",
-                   str(SAMPLES / "v1beta1-pair" / "v1alpha1" / "sglang-disagg.yaml"))
+    twin = run_cli(
+        "render",
+        "--namespace",
+        "demo",
+        str(SAMPLES / "v1beta1-pair" / "v1alpha1" / "sglang-disagg.yaml"),
+    )
     assert twin.code == 0, twin.stderr
-    assert _documents_except_dgds(_without_source_path(_render("v1beta1-pair"))) == \
-        _documents_except_dgds(_without_source_path(twin.stdout))
+    assert _documents_except_dgds(
+        _without_source_path(_render("v1beta1-pair"))
+    ) == _documents_except_dgds(_without_source_path(twin.stdout))
     objs = objects("v1beta1-pair")
     [emitted] = of_kind(objs, "DynamoGraphDeployment")
     assert emitted["apiVersion"] == "nvidia.com/v1alpha1"
     assert annotations(emitted)["dyn-gitops.io/source-api-version"] == "nvidia.com/v1beta1"
-    [written] = of_kind([yaml.safe_load(d) for d in twin.stdout.split("---\n") if d],
-                        "DynamoGraphDeployment")
+    [written] = of_kind(
+        [yaml.safe_load(d) for d in twin.stdout.split("---\n") if d], "DynamoGraphDeployment"
+    )
 
     def model(dgd: Obj) -> Obj:
         dgd = copy.deepcopy(dgd)
-        dgd["metadata"]["annotations"] = {k: v for k, v in annotations(dgd).items()
-                                          if not k.startswith("dyn-gitops.io/")}
+        dgd["metadata"]["annotations"] = {
+            k: v for k, v in annotations(dgd).items() if not k.startswith("dyn-gitops.io/")
+        }
         return DynamoGraphDeployment.model_validate(dgd).model_dump(exclude_none=True)
 
     assert model(emitted) == model(written)
     # as written, for clusters with Dynamo's own v1beta1 CRDs
-    as_written = run_cli("render", "--namespace", "demo", "--source-api-version", "as-written",
-                         str(SAMPLES / "v1beta1-pair" / "input" / "sglang-disagg.yaml"))
+    as_written = run_cli(
+        "render",
+        "--namespace",
+        "demo",
+        "--source-api-version",
+        "as-written",
+        str(SAMPLES / "v1beta1-pair" / "input" / "sglang-disagg.yaml"),
+    )
     assert as_written.code == 0, as_written.stderr
-    [beta] = of_kind([yaml.safe_load(d) for d in as_written.stdout.split("---\n") if d],
-                     "DynamoGraphDeployment")
+    [beta] = of_kind(
+        [yaml.safe_load(d) for d in as_written.stdout.split("---\n") if d], "DynamoGraphDeployment"
+    )
     assert beta["apiVersion"] == "nvidia.com/v1beta1" and "components" in beta["spec"]
     decode = component(objs, "Deployment", "decode")
     # type: decode renders as the v1alpha1-era operator renders worker + subComponentType
@@ -621,21 +719,33 @@ def test_facts_v1beta1_pair() -> None:
     assert env(main)["DYN_COMPONENT"] == "worker"
     assert env(main)["DYN_LOG"] == "info"  # graph env
     assert env(main)["SGLANG_LOG_LEVEL"] == "debug"
-    assert main["envFrom"] == [{"configMapRef": {"name": "sglang-tuning"}},
-                               {"secretRef": {"name": "hf-token-secret"}}]
-    assert main["resources"] == {"requests": {"cpu": "8", "memory": "32Gi"},
-                                 "limits": {"nvidia.com/gpu": "1"}}
-    assert main["readinessProbe"] == {"httpGet": {"path": "/health", "port": "system"},
-                                      "periodSeconds": 15}
+    assert main["envFrom"] == [
+        {"configMapRef": {"name": "sglang-tuning"}},
+        {"secretRef": {"name": "hf-token-secret"}},
+    ]
+    assert main["resources"] == {
+        "requests": {"cpu": "8", "memory": "32Gi"},
+        "limits": {"nvidia.com/gpu": "1"},
+    }
+    assert main["readinessProbe"] == {
+        "httpGet": {"path": "/health", "port": "system"},
+        "periodSeconds": 15,
+    }
     assert volumes(decode)["model-cache"] == {
-        "name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache"}}
+        "name": "model-cache",
+        "persistentVolumeClaim": {"claimName": "model-cache"},
+    }
     assert volumes(decode)["shared-memory"]["emptyDir"]["sizeLimit"] == "16Gi"
     assert pod_labels(decode)["team"] == "inference"
 
 
 def _lws(objs: list[Obj], dgd: str) -> Obj:
-    found = [o for o in objs if o["kind"] == "LeaderWorkerSet"
-             and o["metadata"]["labels"]["nvidia.com/dynamo-graph-deployment-name"] == dgd]
+    found = [
+        o
+        for o in objs
+        if o["kind"] == "LeaderWorkerSet"
+        and o["metadata"]["labels"]["nvidia.com/dynamo-graph-deployment-name"] == dgd
+    ]
     assert len(found) >= 1
     return found[0]
 
@@ -655,11 +765,17 @@ def test_facts_multinode_lws() -> None:
     """LeaderWorkerSet path (dynamo-objects.md 6, dynamo-pod-spec.md 6.1, 7.2-7.4)."""
     objs = objects("multinode-lws")
     # sglang: replicas 2 -> two LWS + two PodGroups <dcd>-<i>; no Deployment for the worker
-    sg = sorted((o for o in objs if o["kind"] == "LeaderWorkerSet"
-                 and o["metadata"]["name"].startswith("sglang-mn-")),
-                key=lambda o: o["metadata"]["name"])
-    assert len(sg) == 2 and not [d for d in of_kind(objs, "Deployment")
-                                 if pod_labels(d).get(COMPONENT) == "decode"]
+    sg = sorted(
+        (
+            o
+            for o in objs
+            if o["kind"] == "LeaderWorkerSet" and o["metadata"]["name"].startswith("sglang-mn-")
+        ),
+        key=lambda o: o["metadata"]["name"],
+    )
+    assert len(sg) == 2 and not [
+        d for d in of_kind(objs, "Deployment") if pod_labels(d).get(COMPONENT) == "decode"
+    ]
     dcd = sg[0]["metadata"]["name"][:-2]
     assert [o["metadata"]["name"] for o in sg] == [f"{dcd}-0", f"{dcd}-1"]
     for i, lws in enumerate(sg):
@@ -672,12 +788,20 @@ def test_facts_multinode_lws() -> None:
             tmpl = _role(lws, role)
             assert tmpl["metadata"]["labels"]["role"] == role
             assert "nvidia.com/selector" not in tmpl["metadata"]["labels"]
-            assert tmpl["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == (
-                lws["metadata"]["name"])
+            assert (
+                tmpl["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+                == (lws["metadata"]["name"])
+            )
             assert tmpl["spec"]["schedulerName"] == "volcano"
     leader, worker = _role_main(sg[0], "leader"), _role_main(sg[0], "worker")
-    assert leader["args"][-6:] == ["--dist-init-addr", "$(LWS_LEADER_ADDRESS):29500",
-                                   "--nnodes", "2", "--node-rank", "0"]
+    assert leader["args"][-6:] == [
+        "--dist-init-addr",
+        "$(LWS_LEADER_ADDRESS):29500",
+        "--nnodes",
+        "2",
+        "--node-rank",
+        "0",
+    ]
     assert worker["args"][-1] == "$(LWS_WORKER_INDEX)"
     assert set(leader) >= PROBES and not PROBES & set(worker)
     svc = component(objs, "Service", "decode", "sglang-mn")
@@ -686,15 +810,27 @@ def test_facts_multinode_lws() -> None:
     ray = _lws(objs, "vllm-ray")
     assert _role_main(ray, "leader")["args"] == [
         "ray start --head --port=6379 && python3 -m dynamo.vllm --model Qwen/Qwen3-32B "
-        "--tensor-parallel-size 16 --distributed-executor-backend ray"]
+        "--tensor-parallel-size 16 --distributed-executor-backend ray"
+    ]
     assert _role_main(ray, "worker")["args"] == [
-        "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
+        "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"
+    ]
     # vLLM mp (annotation): flags, side-channel env, wait-for-leader init container + ConfigMap
     mp = _lws(objs, "vllm-mp")
     w = _role_main(mp, "worker")
-    assert w["args"][-11:] == ["--distributed-executor-backend", "mp", "--nnodes", "2",
-                               "--master-addr", "$(LWS_LEADER_ADDRESS)", "--master-port",
-                               "29500", "--node-rank", "$(LWS_WORKER_INDEX)", "--headless"]
+    assert w["args"][-11:] == [
+        "--distributed-executor-backend",
+        "mp",
+        "--nnodes",
+        "2",
+        "--master-addr",
+        "$(LWS_LEADER_ADDRESS)",
+        "--master-port",
+        "29500",
+        "--node-rank",
+        "$(LWS_WORKER_INDEX)",
+        "--headless",
+    ]
     assert "--headless" in w["args"] and "--headless" not in _role_main(mp, "leader")["args"]
     assert env(w)["VLLM_NIXL_SIDE_CHANNEL_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     init = _role(mp, "worker")["spec"]["initContainers"]
@@ -713,11 +849,14 @@ def test_facts_multinode_lws() -> None:
     trt = _lws(objs, "trtllm-mn")
     for role in ("leader", "worker"):
         spec = _role(trt, role)["spec"]
-        assert {"name": "mpi-run-ssh-secret", "secret": {
-            "secretName": "mpi-run-ssh-secret", "defaultMode": 420}} in spec["volumes"]
+        assert {
+            "name": "mpi-run-ssh-secret",
+            "secret": {"secretName": "mpi-run-ssh-secret", "defaultMode": 420},
+        } in spec["volumes"]
         main = spec["containers"][0]
-        assert {"name": "mpi-run-ssh-secret", "mountPath": "/ssh-pk",
-                "readOnly": True} in main["volumeMounts"]
+        assert {"name": "mpi-run-ssh-secret", "mountPath": "/ssh-pk", "readOnly": True} in main[
+            "volumeMounts"
+        ]
         assert env(main)["OMPI_MCA_orte_keep_fqdn_hostnames"] == "1"
     tw = _role_main(trt, "worker")
     assert set(tw) & PROBES == {"readinessProbe"}
@@ -738,15 +877,30 @@ def test_facts_vllm_gms() -> None:
     for dgd, gpus in (("vllm-gms", 1), ("vllm-failover", 2)):
         rct = get(objs, "ResourceClaimTemplate", f"{dgd}-vllmworker-gpu")
         assert rct["apiVersion"] == "resource.k8s.io/v1"
-        assert rct["spec"] == {"spec": {"devices": {"requests": [{
-            "name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com",
-                                        "allocationMode": "ExactCount", "count": gpus}}]}}}
+        assert rct["spec"] == {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpus",
+                            "exactly": {
+                                "deviceClassName": "gpu.nvidia.com",
+                                "allocationMode": "ExactCount",
+                                "count": gpus,
+                            },
+                        }
+                    ]
+                }
+            }
+        }
         worker = component(objs, "Deployment", "VllmWorker", dgd)
         spec = pod(worker)
-        assert spec["resourceClaims"] == [{"name": claim,
-                                           "resourceClaimTemplateName": f"{dgd}-vllmworker-gpu"}]
-        assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists",
-                                        "effect": "NoSchedule"}]
+        assert spec["resourceClaims"] == [
+            {"name": claim, "resourceClaimTemplateName": f"{dgd}-vllmworker-gpu"}
+        ]
+        assert spec["tolerations"] == [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        ]
         assert volumes(worker)["gms-shared"] == {"name": "gms-shared", "emptyDir": {}}
         (server,) = spec["initContainers"]
         assert server["name"] == "gms-server" and server["restartPolicy"] == "Always"
@@ -757,31 +911,41 @@ def test_facts_vllm_gms() -> None:
         assert mounts(server) == [socket_mount]
         assert server["startupProbe"] == {
             "exec": {"command": ["test", "-f", "/shared/gms-ready"]},
-            "periodSeconds": 1, "failureThreshold": 300}
+            "periodSeconds": 1,
+            "failureThreshold": 300,
+        }
         for c in spec["containers"]:
             assert c["resources"] == {"claims": [{"name": claim}]}  # no nvidia.com/gpu left
             assert socket_mount in mounts(c)
             assert env(c)["GMS_SOCKET_DIR"] == "/shared"
         # only GMS services change: the frontend keeps a plain pod
         assert "resourceClaims" not in pod(component(objs, "Deployment", "Frontend", dgd))
-    assert [c["name"] for c in pod(component(objs, "Deployment", "VllmWorker", "vllm-gms"))[
-        "containers"]] == ["main"]
+    assert [
+        c["name"]
+        for c in pod(component(objs, "Deployment", "VllmWorker", "vllm-gms"))["containers"]
+    ] == ["main"]
     # failover: engine-0 (active) and engine-1 (standby), staggered system/vLLM ports
     spec = pod(component(objs, "Deployment", "VllmWorker", "vllm-failover"))
     engines = spec["containers"]
     assert [c["name"] for c in engines] == ["engine-0", "engine-1"]
     for i, engine in enumerate(engines):
         e = env(engine)
-        assert engine["ports"] == [{"name": f"system-{i}", "containerPort": 9090 + i,
-                                    "protocol": "TCP"}]
+        assert engine["ports"] == [
+            {"name": f"system-{i}", "containerPort": 9090 + i, "protocol": "TCP"}
+        ]
         assert engine["readinessProbe"]["httpGet"]["port"] == f"system-{i}"
         assert (e["ENGINE_ID"], e["CONTAINER_NAME"], e["DYN_SYSTEM_PORT"]) == (
-            str(i), f"engine-{i}", str(9090 + i))
+            str(i),
+            f"engine-{i}",
+            str(9090 + i),
+        )
         assert e["FAILOVER_LOCK_PATH"] == "/shared/failover.lock"
         assert e["DYN_SYSTEM_STARTING_HEALTH_STATUS"] == "notready"
         assert e["DYN_VLLM_GMS_SHADOW_MODE"] == "true"
         assert (e["VLLM_NIXL_SIDE_CHANNEL_PORT"], e["DYN_VLLM_KV_EVENT_PORT"]) == (
-            str(5600 + i), str(20080 + i))
+            str(5600 + i),
+            str(20080 + i),
+        )
         assert e["DYN_KUBE_DISCOVERY_MODE"] == "container"
         assert "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS" not in e
     assert "--master-port" not in engines[0]["args"]
@@ -789,8 +953,11 @@ def test_facts_vllm_gms() -> None:
 
 
 def _clique(objs: list[Obj], pcs: str, name: str) -> Obj:
-    found = [c for c in get(objs, "PodCliqueSet", pcs)["spec"]["template"]["cliques"]
-             if c["name"] == name]
+    found = [
+        c
+        for c in get(objs, "PodCliqueSet", pcs)["spec"]["template"]["cliques"]
+        if c["name"] == name
+    ]
     assert len(found) == 1, name
     return found[0]
 
@@ -804,25 +971,42 @@ def test_facts_grove_multinode() -> None:
     assert trt["replicas"] == 1
     t = trt["template"]
     assert [c["name"] for c in t["cliques"]] == [
-        "decode-ldr", "decode-wkr", "frontend", "prefill-ldr", "prefill-wkr"]
+        "decode-ldr",
+        "decode-wkr",
+        "frontend",
+        "prefill-ldr",
+        "prefill-wkr",
+    ]
     assert t["cliqueStartupType"] == "CliqueStartupTypeExplicit"  # TRT-LLM multinode
     assert t["terminationDelay"] == "4h0m0s"  # the setting grove-termination-delay
     assert t["headlessServiceConfig"] == {"publishNotReadyAddresses": True}
     assert t["podCliqueScalingGroups"] == [
-        {"name": "decode", "cliqueNames": ["decode-ldr", "decode-wkr"], "replicas": 1,
-         "minAvailable": 1},
-        {"name": "prefill", "cliqueNames": ["prefill-ldr", "prefill-wkr"], "replicas": 2,
-         "minAvailable": 1}]
-    ldr, wkr = _clique(objs, "trtllm-disagg-mn", "decode-ldr"), _clique(
-        objs, "trtllm-disagg-mn", "decode-wkr")
+        {
+            "name": "decode",
+            "cliqueNames": ["decode-ldr", "decode-wkr"],
+            "replicas": 1,
+            "minAvailable": 1,
+        },
+        {
+            "name": "prefill",
+            "cliqueNames": ["prefill-ldr", "prefill-wkr"],
+            "replicas": 2,
+            "minAvailable": 1,
+        },
+    ]
+    ldr, wkr = (
+        _clique(objs, "trtllm-disagg-mn", "decode-ldr"),
+        _clique(objs, "trtllm-disagg-mn", "decode-wkr"),
+    )
     assert ldr["spec"]["startsAfter"] == ["decode-wkr"]
     assert (wkr["spec"]["replicas"], wkr["spec"]["minAvailable"]) == (2, 2)  # nodeCount 3
     host = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-decode"
-    assert (f"-n 12 -H {host}-ldr-0.$(GROVE_HEADLESS_SERVICE),"
-            f"{host}-wkr-0.$(GROVE_HEADLESS_SERVICE),{host}-wkr-1.$(GROVE_HEADLESS_SERVICE) "
-            in ldr["spec"]["podSpec"]["containers"][0]["args"][0])
-    assert wkr["spec"]["podSpec"]["containers"][0]["readinessProbe"]["tcpSocket"] == {
-        "port": 2222}
+    assert (
+        f"-n 12 -H {host}-ldr-0.$(GROVE_HEADLESS_SERVICE),"
+        f"{host}-wkr-0.$(GROVE_HEADLESS_SERVICE),{host}-wkr-1.$(GROVE_HEADLESS_SERVICE) "
+        in ldr["spec"]["podSpec"]["containers"][0]["args"][0]
+    )
+    assert wkr["spec"]["podSpec"]["containers"][0]["readinessProbe"]["tcpSocket"] == {"port": 2222}
     for clique in (ldr, wkr):
         # no worker hash on this path
         assert clique["labels"]["nvidia.com/selector"] == "trtllm-disagg-mn-decode"
@@ -830,19 +1014,33 @@ def test_facts_grove_multinode() -> None:
     # vLLM mp over 2 x 8 GPUs: Grove addressing, worker rank by shell arithmetic
     v_ldr = _clique(objs, "vllm-agg", "vllmdecodeworker-ldr")["spec"]["podSpec"]
     v_wkr = _clique(objs, "vllm-agg", "vllmdecodeworker-wkr")["spec"]["podSpec"]
-    leader = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-vllmdecodeworker-ldr-0." \
-             "$(GROVE_HEADLESS_SERVICE)"
+    leader = (
+        "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-vllmdecodeworker-ldr-0.$(GROVE_HEADLESS_SERVICE)"
+    )
     assert v_ldr["containers"][0]["args"][-8:] == [
-        "--nnodes", "2", "--master-addr", leader, "--master-port", "29500", "--node-rank", "0"]
+        "--nnodes",
+        "2",
+        "--master-addr",
+        leader,
+        "--master-port",
+        "29500",
+        "--node-rank",
+        "0",
+    ]
     assert v_wkr["containers"][0]["command"] == ["sh", "-c"]
     assert v_wkr["containers"][0]["args"][0].endswith(
-        "--node-rank $((GROVE_PCLQ_POD_INDEX + 1)) --headless")
+        "--node-rank $((GROVE_PCLQ_POD_INDEX + 1)) --headless"
+    )
     assert v_wkr["initContainers"][0]["name"] == "wait-for-leader-mp"
     assert _clique(objs, "vllm-agg", "frontend")["spec"]["replicas"] == 2
     # Services from the DGD controller: <dgd>-<service>, component selector, no role
     svc = get(objs, "Service", "trtllm-disagg-mn-decode")
-    assert svc["spec"]["selector"] == {COMPONENT: "decode",
-                                       "nvidia.com/dynamo-component-type": "worker",
-                                       "nvidia.com/dynamo-namespace": "demo-trtllm-disagg-mn"}
-    assert names(objs, "ConfigMap") == ["trtllm-disagg-mn-wait-leader-script",
-                                        "vllm-agg-wait-leader-script"]
+    assert svc["spec"]["selector"] == {
+        COMPONENT: "decode",
+        "nvidia.com/dynamo-component-type": "worker",
+        "nvidia.com/dynamo-namespace": "demo-trtllm-disagg-mn",
+    }
+    assert names(objs, "ConfigMap") == [
+        "trtllm-disagg-mn-wait-leader-script",
+        "vllm-agg-wait-leader-script",
+    ]

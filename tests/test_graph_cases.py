@@ -52,13 +52,23 @@ SHM_MOUNT = {"name": "shared-memory", "mountPath": "/dev/shm"}
 
 
 # ------------------------------------------------------------------------------- helpers
-def dgd(name: str, services: dict[str, Obj], *, namespace: str = "default",
-        annotations: dict[str, str] | None = None, **spec: Any) -> Obj:
+def dgd(
+    name: str,
+    services: dict[str, Obj],
+    *,
+    namespace: str = "default",
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> Obj:
     meta: Obj = {"name": name, "namespace": namespace}
     if annotations is not None:
         meta["annotations"] = annotations
-    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-            "metadata": meta, "spec": {**spec, "services": services}}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": meta,
+        "spec": {**spec, "services": services},
+    }
 
 
 def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
@@ -100,8 +110,9 @@ def env(container: Obj) -> dict[str, Any]:
     entries = container.get("env") or []
     names = [e["name"] for e in entries]
     assert len(names) == len(set(names)), f"duplicate env names: {names}"
-    return {e["name"]: e["value"] if "value" in e else {"valueFrom": e["valueFrom"]}
-            for e in entries}
+    return {
+        e["name"]: e["value"] if "value" in e else {"valueFrom": e["valueFrom"]} for e in entries
+    }
 
 
 def field_ref(path: str) -> dict[str, Any]:
@@ -133,16 +144,20 @@ def _two_services(dynamo_namespace: str | None, *, sub_type: str | None = None) 
     return {"service1": svc1, "service2": svc2}
 
 
-@pytest.mark.parametrize(("case", "dynamo_namespace", "sub_type"), [
-    # "Test GenerateDynamoComponentsDeployments" (deprecated dynamoNamespace "default" ignored)
-    ("basic", "default", "test-sub-component"),
-    # "... with default dynamo namespace"
-    ("default dynamo namespace", None, None),
-    # "... with frontend component"
-    ("frontend component", None, None),
-])
+@pytest.mark.parametrize(
+    ("case", "dynamo_namespace", "sub_type"),
+    [
+        # "Test GenerateDynamoComponentsDeployments" (deprecated dynamoNamespace "default" ignored)
+        ("basic", "default", "test-sub-component"),
+        # "... with default dynamo namespace"
+        ("default dynamo namespace", None, None),
+        # "... with frontend component"
+        ("frontend component", None, None),
+    ],
+)
 def test_generate_dynamo_components_deployments_names_and_labels(
-        tmp_path: Path, case: str, dynamo_namespace: str | None, sub_type: str | None) -> None:
+    tmp_path: Path, case: str, dynamo_namespace: str | None, sub_type: str | None
+) -> None:
     # Go: TestGenerateDynamoComponentsDeployments (basic / default dynamo namespace / frontend)
     objs = render(tmp_path, dgd(TEST_DGD, _two_services(dynamo_namespace, sub_type=sub_type)))
     deps = deployments(objs)
@@ -153,13 +168,17 @@ def test_generate_dynamo_components_deployments_names_and_labels(
         assert dep["metadata"]["namespace"] == "default"
         # DCD labels = exactly the three system labels (no service/DGD labels in the input)
         assert dynamo_labels(dep["metadata"]["labels"]) == {
-            L_COMPONENT: svc, L_NAMESPACE: TEST_DYN_NS, L_GRAPH: TEST_DGD}
+            L_COMPONENT: svc,
+            L_NAMESPACE: TEST_DYN_NS,
+            L_GRAPH: TEST_DGD,
+        }
         assert dep["spec"]["replicas"] == 3
         # the deprecated dynamoNamespace never reaches the env or the pod label
         assert env(main(dep))["DYN_NAMESPACE"] == TEST_DYN_NS
         assert pod_labels(dep)[L_NAMESPACE] == TEST_DYN_NS
         assert main(dep)["resources"] == {
-            "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "0"}}
+            "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "0"}
+        }
     assert env(main(deps["service1"]))["DYN_COMPONENT"] == "frontend"
     assert pod_labels(deps["service1"])[L_TYPE] == "frontend"
     # service2 has no componentType: no component-type label (and no DYN_COMPONENT value)
@@ -172,14 +191,20 @@ def test_generate_dynamo_components_deployments_names_and_labels(
 
 
 def test_generate_dynamo_components_deployments_main_container_command_and_args(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # Go: TestGenerateDynamoComponentsDeployments
     #     "... with ExtraPodSpec.MainContainer Command and Args"
     services = _two_services(f"{TEST_DYN_NS}-44136fa3")
-    services["service1"]["extraPodSpec"] = {"mainContainer": {
-        "command": ["sh", "-c"], "args": ["echo hello world", "sleep 99999"]}}
-    doc = dgd(TEST_DGD, services, backendFramework="sglang",
-              envs=[{"name": "TEST_ENV", "value": "test-value"}])
+    services["service1"]["extraPodSpec"] = {
+        "mainContainer": {"command": ["sh", "-c"], "args": ["echo hello world", "sleep 99999"]}
+    }
+    doc = dgd(
+        TEST_DGD,
+        services,
+        backendFramework="sglang",
+        envs=[{"name": "TEST_ENV", "value": "test-value"}],
+    )
     deps = deployments(render(tmp_path, doc))
     c1 = main(deps["service1"])
     assert c1["command"] == ["sh", "-c"]
@@ -192,15 +217,20 @@ def test_generate_dynamo_components_deployments_main_container_command_and_args(
 
 
 def test_generate_dynamo_components_deployments_discovery_and_metrics_annotations(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # Go: TestGenerateDynamoComponentsDeployments
     #     "... with Discover Backend and Metrics Annotatitions"
     # The Go input uses discovery backend "test" (the Go function does not validate it); the
     # point of the case is that DGD metadata annotations reach the component, so a valid
     # value is used here. (dyn-gitops rejects values other than kubernetes/etcd.)
     services = {"service1": _two_services(f"{TEST_DYN_NS}-44136fa3")["service1"]}
-    doc = dgd(TEST_DGD, services, backendFramework="sglang",
-              annotations={A_ENABLE_METRICS: "false", A_DISCOVERY_BACKEND: "etcd"})
+    doc = dgd(
+        TEST_DGD,
+        services,
+        backendFramework="sglang",
+        annotations={A_ENABLE_METRICS: "false", A_DISCOVERY_BACKEND: "etcd"},
+    )
     deps = deployments(render(tmp_path, doc))
     dep = deps["service1"]
     ann = dep["metadata"]["annotations"]
@@ -216,85 +246,124 @@ def test_generate_dynamo_components_deployments_discovery_and_metrics_annotation
 # Go parses this JSON into structs tagged `workers`, `resources`, `cpu`, `memory`, `gpu`;
 # encoding/json matches keys to tags case-insensitively, so the capitalised keys the
 # Go tests use ("Workers", "Resources", "CPU", ...) take effect.
-DYN_CONFIG_IN = ('{"service1":{"port":8080,"ServiceArgs":{"Workers":2, '
-                 '"Resources":{"CPU":"2", "Memory":"2Gi", "GPU":"2"}}}}')
+DYN_CONFIG_IN = (
+    '{"service1":{"port":8080,"ServiceArgs":{"Workers":2, '
+    '"Resources":{"CPU":"2", "Memory":"2Gi", "GPU":"2"}}}}'
+)
 
 
 def test_generate_dynamo_components_deployments_dyn_deployment_config(tmp_path: Path) -> None:
     # Go: TestGenerateDynamoComponentsDeployments
     #     "... with config from DYN_DEPLOYMENT_CONFIG env var" (spec dynamo-pod-spec.md 3.3)
-    doc = dgd(TEST_DGD, _two_services(None),
-              envs=[{"name": "DYN_DEPLOYMENT_CONFIG", "value": DYN_CONFIG_IN}])
+    doc = dgd(
+        TEST_DGD,
+        _two_services(None),
+        envs=[{"name": "DYN_DEPLOYMENT_CONFIG", "value": DYN_CONFIG_IN}],
+    )
     deps = deployments(render(tmp_path, doc))
     front, other = deps["service1"], deps["service2"]
     # the frontend's entry gets port 8000 (Go json.Marshal: sorted keys, no spaces)
     assert env(main(front))["DYN_DEPLOYMENT_CONFIG"] == (
         '{"service1":{"ServiceArgs":{"Resources":{"CPU":"2","GPU":"2","Memory":"2Gi"},'
-        '"Workers":2},"port":8000}}')
+        '"Workers":2},"port":8000}}'
+    )
     # ServiceArgs.Resources are written to requests and limits; set replicas beat Workers
     assert main(front)["resources"] == {
         "requests": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "2"},
-        "limits": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "2"}}
+        "limits": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "2"},
+    }
     assert front["spec"]["replicas"] == 3
     # service2 has no entry: untouched
     assert env(main(other))["DYN_DEPLOYMENT_CONFIG"] == DYN_CONFIG_IN
     assert main(other)["resources"] == {
-        "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "0"}}
+        "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "0"}
+    }
     assert other["spec"]["replicas"] == 3
 
 
-@pytest.mark.parametrize(("replicas", "want"), [
-    (None, 2),  # "dyn config workers used when component replicas omitted"
-    (3, 3),     # "component replicas override dyn config workers"
-])
+@pytest.mark.parametrize(
+    ("replicas", "want"),
+    [
+        (None, 2),  # "dyn config workers used when component replicas omitted"
+        (3, 3),  # "component replicas override dyn config workers"
+    ],
+)
 def test_generate_dynamo_components_deployments_uses_dyn_deployment_workers(
-        tmp_path: Path, replicas: int | None, want: int) -> None:
+    tmp_path: Path, replicas: int | None, want: int
+) -> None:
     # Go: TestGenerateDynamoComponentsDeployments_UsesDynDeploymentWorkers
     # (the Go input is v1beta1; the same graph written as v1alpha1)
     svc: Obj = {"componentType": "frontend"}
     if replicas is not None:
         svc["replicas"] = replicas
-    doc = dgd("test-dgd", {"service1": svc}, envs=[
-        {"name": "DYN_DEPLOYMENT_CONFIG", "value": '{"service1":{"ServiceArgs":{"workers":2}}}'}])
+    doc = dgd(
+        "test-dgd",
+        {"service1": svc},
+        envs=[
+            {"name": "DYN_DEPLOYMENT_CONFIG", "value": '{"service1":{"ServiceArgs":{"workers":2}}}'}
+        ],
+    )
     assert deployments(render(tmp_path, doc))["service1"]["spec"]["replicas"] == want
 
 
 def test_update_dyn_deployment_config_main_component(tmp_path: Path) -> None:
     # Go: Test_updateDynDeploymentConfig "main component" and "not main component"
     cfg = '{"Frontend":{"port":8080},"Planner":{"environment":"kubernetes"}}'
-    doc = dgd("test-dgd", {
-        "Frontend": {"componentType": "frontend", "envs": [
-            {"name": "OTHER", "value": "value"}, {"name": "DYN_DEPLOYMENT_CONFIG", "value": cfg}]},
-        "Other": {"envs": [{"name": "DYN_DEPLOYMENT_CONFIG", "value": cfg}]},
-    })
+    doc = dgd(
+        "test-dgd",
+        {
+            "Frontend": {
+                "componentType": "frontend",
+                "envs": [
+                    {"name": "OTHER", "value": "value"},
+                    {"name": "DYN_DEPLOYMENT_CONFIG", "value": cfg},
+                ],
+            },
+            "Other": {"envs": [{"name": "DYN_DEPLOYMENT_CONFIG", "value": cfg}]},
+        },
+    )
     deps = deployments(render(tmp_path, doc))
     assert env(main(deps["Frontend"]))["DYN_DEPLOYMENT_CONFIG"] == (
-        '{"Frontend":{"port":8000},"Planner":{"environment":"kubernetes"}}')
+        '{"Frontend":{"port":8000},"Planner":{"environment":"kubernetes"}}'
+    )
     assert env(main(deps["Other"]))["DYN_DEPLOYMENT_CONFIG"] == cfg  # not a frontend
 
 
 def test_override_with_dyn_deployment_config_subset_of_resources(tmp_path: Path) -> None:
     # Go: Test_overrideWithDynDeploymentConfig "override subset of resources"
-    cfg = ('{"Frontend":{"port":8080,"ServiceArgs":{"Workers":3, "Resources":{"GPU":"2"}}},'
-           '"Planner":{"environment":"kubernetes"}}')
-    doc = dgd("test-dgd", {"Frontend": {
-        "componentType": "frontend",
-        "resources": {"requests": {"cpu": "1", "memory": "1Gi", "gpu": "1"}},
-        "envs": [{"name": "DYN_DEPLOYMENT_CONFIG", "value": cfg}]}})
+    cfg = (
+        '{"Frontend":{"port":8080,"ServiceArgs":{"Workers":3, "Resources":{"GPU":"2"}}},'
+        '"Planner":{"environment":"kubernetes"}}'
+    )
+    doc = dgd(
+        "test-dgd",
+        {
+            "Frontend": {
+                "componentType": "frontend",
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi", "gpu": "1"}},
+                "envs": [{"name": "DYN_DEPLOYMENT_CONFIG", "value": cfg}],
+            }
+        },
+    )
     dep = deployments(render(tmp_path, doc))["Frontend"]
     assert dep["spec"]["replicas"] == 3  # replicas unset: ServiceArgs.Workers
     assert main(dep)["resources"] == {
         "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"},
-        "limits": {"nvidia.com/gpu": "2"}}
+        "limits": {"nvidia.com/gpu": "2"},
+    }
 
 
 # ---------------------------------------------- Test_GetDynamoComponentDeploymentsGlobalNamespace
 def test_get_dynamo_component_deployments_global_namespace(tmp_path: Path) -> None:
     # Go: Test_GetDynamoComponentDeploymentsGlobalNamespace
-    doc = dgd(TEST_DGD, {
-        "service1": {"componentType": "frontend", "globalDynamoNamespace": True, "replicas": 3},
-        "service2": {"componentType": "worker", "replicas": 3},
-    }, backendFramework="sglang")
+    doc = dgd(
+        TEST_DGD,
+        {
+            "service1": {"componentType": "frontend", "globalDynamoNamespace": True, "replicas": 3},
+            "service2": {"componentType": "worker", "replicas": 3},
+        },
+        backendFramework="sglang",
+    )
     deps = deployments(render(tmp_path, doc))
     assert len(deps) == 2
     assert deps["service1"]["metadata"]["labels"][L_NAMESPACE] == "dynamo"
@@ -305,27 +374,59 @@ def test_get_dynamo_component_deployments_global_namespace(tmp_path: Path) -> No
 
 # ------------------------------------------------------------- TestGenerateComponentContext
 @pytest.mark.parametrize(
-    ("case", "svc", "dgd_name", "namespace", "discovery", "want_ns"), [
-        ("namespace-scoped operator: computes correct dynamo namespace",
-         {"componentType": "planner", "dynamoNamespace": "old-incorrect-value"},
-         "my-deployment", "my-namespace", "kubernetes", "my-namespace-my-deployment"),
-        ("deprecated dynamoNamespace field is ignored",
-         {"componentType": "frontend", "dynamoNamespace": "vllm-disagg"},
-         "vllm-disagg", "djangoz", "kubernetes", "djangoz-vllm-disagg"),
+    ("case", "svc", "dgd_name", "namespace", "discovery", "want_ns"),
+    [
+        (
+            "namespace-scoped operator: computes correct dynamo namespace",
+            {"componentType": "planner", "dynamoNamespace": "old-incorrect-value"},
+            "my-deployment",
+            "my-namespace",
+            "kubernetes",
+            "my-namespace-my-deployment",
+        ),
+        (
+            "deprecated dynamoNamespace field is ignored",
+            {"componentType": "frontend", "dynamoNamespace": "vllm-disagg"},
+            "vllm-disagg",
+            "djangoz",
+            "kubernetes",
+            "djangoz-vllm-disagg",
+        ),
         # Go uses numberOfNodes 2 here; multinode is out of scope, the namespace rule is not
-        ("GlobalDynamoNamespace takes precedence",
-         {"componentType": "worker", "globalDynamoNamespace": True,
-          "dynamoNamespace": "should-be-ignored"},
-         "shared-frontend", "production", "etcd", "dynamo"),
-        ("nil dynamoNamespace field still computes correctly",
-         {"componentType": "planner"}, "test-dgd", "default", "kubernetes", "default-test-dgd"),
+        (
+            "GlobalDynamoNamespace takes precedence",
+            {
+                "componentType": "worker",
+                "globalDynamoNamespace": True,
+                "dynamoNamespace": "should-be-ignored",
+            },
+            "shared-frontend",
+            "production",
+            "etcd",
+            "dynamo",
+        ),
+        (
+            "nil dynamoNamespace field still computes correctly",
+            {"componentType": "planner"},
+            "test-dgd",
+            "default",
+            "kubernetes",
+            "default-test-dgd",
+        ),
         # Go uses numberOfNodes 4 here (see above)
-        ("different namespace and DGD name combinations",
-         {"componentType": "frontend"}, "llama-70b-prod", "ml-inference", "etcd",
-         "ml-inference-llama-70b-prod"),
-    ])
-def test_generate_component_context(tmp_path: Path, case: str, svc: Obj, dgd_name: str,
-                                    namespace: str, discovery: str, want_ns: str) -> None:
+        (
+            "different namespace and DGD name combinations",
+            {"componentType": "frontend"},
+            "llama-70b-prod",
+            "ml-inference",
+            "etcd",
+            "ml-inference-llama-70b-prod",
+        ),
+    ],
+)
+def test_generate_component_context(
+    tmp_path: Path, case: str, svc: Obj, dgd_name: str, namespace: str, discovery: str, want_ns: str
+) -> None:
     # Go: TestGenerateComponentContext
     doc = dgd(dgd_name, {"svc": svc}, namespace=namespace)
     dep = deployments(render(tmp_path, doc, discovery_backend=discovery))["svc"]
@@ -342,25 +443,37 @@ def test_generate_component_context(tmp_path: Path, case: str, svc: Obj, dgd_nam
 
 
 # ------------------------------------------------------------------------- Test_mergeEnvs
-@pytest.mark.parametrize(("common", "specific", "want"), [
-    ([], [{"name": "FOO", "value": "BAR"}], [{"name": "FOO", "value": "BAR"}]),  # no_common
-    ([{"name": "FOO", "value": "BAR"}], [], [{"name": "FOO", "value": "BAR"}]),  # no_specific
-    ([{"name": "FOO", "value": "BAR"}], [{"name": "BAZ", "value": "QUX"}],
-     [{"name": "BAZ", "value": "QUX"}, {"name": "FOO", "value": "BAR"}]),  # common_and_specific
-    ([{"name": "FOO", "value": "BAR"}], [{"name": "FOO", "value": "QUX"}],
-     [{"name": "FOO", "value": "QUX"}]),  # common_and_specific_envs_with_same_name
-])
+@pytest.mark.parametrize(
+    ("common", "specific", "want"),
+    [
+        ([], [{"name": "FOO", "value": "BAR"}], [{"name": "FOO", "value": "BAR"}]),  # no_common
+        ([{"name": "FOO", "value": "BAR"}], [], [{"name": "FOO", "value": "BAR"}]),  # no_specific
+        (
+            [{"name": "FOO", "value": "BAR"}],
+            [{"name": "BAZ", "value": "QUX"}],
+            [{"name": "BAZ", "value": "QUX"}, {"name": "FOO", "value": "BAR"}],
+        ),  # common_and_specific
+        (
+            [{"name": "FOO", "value": "BAR"}],
+            [{"name": "FOO", "value": "QUX"}],
+            [{"name": "FOO", "value": "QUX"}],
+        ),  # common_and_specific_envs_with_same_name
+    ],
+)
 def test_merge_envs(common: list[Obj], specific: list[Obj], want: list[Obj]) -> None:
     # Go: Test_mergeEnvs (MergeEnvs(common, specific); the Go test sorts the result by name)
     assert merge_envs(common, specific) == want
 
 
 # ------------------------------------------------------------------ TestAddStandardEnvVars_NATS
-@pytest.mark.parametrize("nats", [
-    "",  # "default configuration omits NATS_SERVER"
-    "nats://dynamo-nats.dynamo-system.svc.cluster.local:4222",  # "bundled NATS ..."
-    "nats://external-nats:4222",  # "external NATS injects NATS_SERVER"
-])
+@pytest.mark.parametrize(
+    "nats",
+    [
+        "",  # "default configuration omits NATS_SERVER"
+        "nats://dynamo-nats.dynamo-system.svc.cluster.local:4222",  # "bundled NATS ..."
+        "nats://external-nats:4222",  # "external NATS injects NATS_SERVER"
+    ],
+)
 def test_add_standard_env_vars_nats(tmp_path: Path, nats: str) -> None:
     # Go: TestAddStandardEnvVars_NATS (operator config infrastructure.natsAddress)
     doc = dgd("test-dgd", {"Frontend": {"componentType": "frontend"}})
@@ -372,21 +485,41 @@ def test_add_standard_env_vars_nats(tmp_path: Path, nats: str) -> None:
 
 
 # --------------------------------------------------------------- TestGenerateBasePodSpec_Frontend
-@pytest.mark.parametrize(("case", "svc", "want_args", "want_port"), [
-    ("frontend with default command", {}, ["-m", "dynamo.frontend"], "8000"),
-    ("frontend with overriding env var",
-     {"envs": [{"name": "DYN_HTTP_PORT", "value": "3000"}]}, ["-m", "dynamo.frontend"], "3000"),
-    ("frontend with materialized appended args",
-     {"extraPodSpec": {"mainContainer": {
-         "name": "main", "command": ["python3"],
-         "args": ["-m", "dynamo.frontend", "--router-mode", "kv"]}}},
-     ["-m", "dynamo.frontend", "--router-mode", "kv"], "8000"),
-])
-def test_generate_base_pod_spec_frontend(tmp_path: Path, case: str, svc: Obj,
-                                         want_args: list[str], want_port: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "svc", "want_args", "want_port"),
+    [
+        ("frontend with default command", {}, ["-m", "dynamo.frontend"], "8000"),
+        (
+            "frontend with overriding env var",
+            {"envs": [{"name": "DYN_HTTP_PORT", "value": "3000"}]},
+            ["-m", "dynamo.frontend"],
+            "3000",
+        ),
+        (
+            "frontend with materialized appended args",
+            {
+                "extraPodSpec": {
+                    "mainContainer": {
+                        "name": "main",
+                        "command": ["python3"],
+                        "args": ["-m", "dynamo.frontend", "--router-mode", "kv"],
+                    }
+                }
+            },
+            ["-m", "dynamo.frontend", "--router-mode", "kv"],
+            "8000",
+        ),
+    ],
+)
+def test_generate_base_pod_spec_frontend(
+    tmp_path: Path, case: str, svc: Obj, want_args: list[str], want_port: str
+) -> None:
     # Go: TestGenerateBasePodSpec_Frontend
-    doc = dgd("test-deployment", {"Frontend": {"componentType": "frontend", **svc}},
-              backendFramework="vllm")
+    doc = dgd(
+        "test-deployment",
+        {"Frontend": {"componentType": "frontend", **svc}},
+        backendFramework="vllm",
+    )
     c = main(deployments(render(tmp_path, doc))["Frontend"])
     assert c["command"] == ["python3"]
     assert c["args"] == want_args
@@ -396,9 +529,11 @@ def test_generate_base_pod_spec_frontend(tmp_path: Path, case: str, svc: Obj,
 # -------------------------------------------------- TestGenerateBasePodSpec_PlannerServiceAccount
 def test_generate_base_pod_spec_planner_service_account(tmp_path: Path) -> None:
     # Go: TestGenerateBasePodSpec_PlannerServiceAccount
-    doc = dgd("test-deployment", {"planner": {"componentType": "planner"},
-                                  "worker": {"componentType": "worker"}},
-              backendFramework="sglang")
+    doc = dgd(
+        "test-deployment",
+        {"planner": {"componentType": "planner"}, "worker": {"componentType": "worker"}},
+        backendFramework="sglang",
+    )
     deps = deployments(render(tmp_path, doc, discovery_backend="etcd"))
     assert pod(deps["planner"])["serviceAccountName"] == PLANNER_SA
     # Go: "" for the worker (empty operator config, so no k8s-discovery SA). On the component
@@ -412,34 +547,71 @@ def test_generate_base_pod_spec_planner_service_account(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------- TestGenerateBasePodSpec_VolumeMounts
-@pytest.mark.parametrize(("case", "svc", "want_pvcs", "want_mounts", "want_init"), [
-    ("valid volumeMounts",
-     {"volumeMounts": [{"name": "test-pvc", "mountPoint": "/data"}]},
-     ["test-pvc"], [{"name": "test-pvc", "mountPath": "/data"}, SHM_MOUNT], None),
-    ("volumeMounts compose with extra main container mounts",
-     {"volumeMounts": [{"name": "test-pvc", "mountPoint": "/data"}],
-      "extraPodSpec": {
-          "initContainers": [{"name": "init", "volumeMounts": [
-              {"name": "test-pvc", "mountPath": "/data"}]}],
-          "volumes": [{"name": "config", "configMap": {"name": "config"}}],
-          "mainContainer": {"volumeMounts": [{"name": "config", "mountPath": "/config"}]}}},
-     ["test-pvc"],
-     [{"name": "config", "mountPath": "/config"}, {"name": "test-pvc", "mountPath": "/data"},
-      SHM_MOUNT],
-     [{"name": "test-pvc", "mountPath": "/data"}]),
-    ("multiple volumeMounts",
-     {"volumeMounts": [{"name": "pvc1", "mountPoint": "/data1"},
-                       {"name": "pvc2", "mountPoint": "/data2"}]},
-     ["pvc1", "pvc2"],
-     [{"name": "pvc1", "mountPath": "/data1"}, {"name": "pvc2", "mountPath": "/data2"},
-      SHM_MOUNT], None),
-])
-def test_generate_base_pod_spec_volume_mounts(tmp_path: Path, case: str, svc: Obj,
-                                              want_pvcs: list[str], want_mounts: list[Obj],
-                                              want_init: list[Obj] | None) -> None:
+@pytest.mark.parametrize(
+    ("case", "svc", "want_pvcs", "want_mounts", "want_init"),
+    [
+        (
+            "valid volumeMounts",
+            {"volumeMounts": [{"name": "test-pvc", "mountPoint": "/data"}]},
+            ["test-pvc"],
+            [{"name": "test-pvc", "mountPath": "/data"}, SHM_MOUNT],
+            None,
+        ),
+        (
+            "volumeMounts compose with extra main container mounts",
+            {
+                "volumeMounts": [{"name": "test-pvc", "mountPoint": "/data"}],
+                "extraPodSpec": {
+                    "initContainers": [
+                        {
+                            "name": "init",
+                            "volumeMounts": [{"name": "test-pvc", "mountPath": "/data"}],
+                        }
+                    ],
+                    "volumes": [{"name": "config", "configMap": {"name": "config"}}],
+                    "mainContainer": {"volumeMounts": [{"name": "config", "mountPath": "/config"}]},
+                },
+            },
+            ["test-pvc"],
+            [
+                {"name": "config", "mountPath": "/config"},
+                {"name": "test-pvc", "mountPath": "/data"},
+                SHM_MOUNT,
+            ],
+            [{"name": "test-pvc", "mountPath": "/data"}],
+        ),
+        (
+            "multiple volumeMounts",
+            {
+                "volumeMounts": [
+                    {"name": "pvc1", "mountPoint": "/data1"},
+                    {"name": "pvc2", "mountPoint": "/data2"},
+                ]
+            },
+            ["pvc1", "pvc2"],
+            [
+                {"name": "pvc1", "mountPath": "/data1"},
+                {"name": "pvc2", "mountPath": "/data2"},
+                SHM_MOUNT,
+            ],
+            None,
+        ),
+    ],
+)
+def test_generate_base_pod_spec_volume_mounts(
+    tmp_path: Path,
+    case: str,
+    svc: Obj,
+    want_pvcs: list[str],
+    want_mounts: list[Obj],
+    want_init: list[Obj] | None,
+) -> None:
     # Go: TestGenerateBasePodSpec_VolumeMounts; order mainContainer -> volumeMounts -> shm
-    doc = dgd("test-deployment", {"frontend": {"componentType": "frontend", **svc}},
-              backendFramework="vllm")
+    doc = dgd(
+        "test-deployment",
+        {"frontend": {"componentType": "frontend", **svc}},
+        backendFramework="vllm",
+    )
     dep = deployments(render(tmp_path, doc))["frontend"]
     vols = {v["name"]: v for v in pod(dep)["volumes"]}
     for name in want_pvcs:
@@ -449,52 +621,82 @@ def test_generate_base_pod_spec_volume_mounts(tmp_path: Path, case: str, svc: Ob
         assert pod(dep)["initContainers"][0]["volumeMounts"] == want_init
 
 
-@pytest.mark.parametrize(("case", "mount", "field"), [
-    ("empty volumeMount name", {"name": "", "mountPoint": "/data"}, "name"),
-    ("empty volumeMount mountPoint", {"name": "test-pvc", "mountPoint": ""}, "mountPoint"),
-])
-def test_generate_base_pod_spec_volume_mount_errors(tmp_path: Path, case: str, mount: Obj,
-                                                    field: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "mount", "field"),
+    [
+        ("empty volumeMount name", {"name": "", "mountPoint": "/data"}, "name"),
+        ("empty volumeMount mountPoint", {"name": "test-pvc", "mountPoint": ""}, "mountPoint"),
+    ],
+)
+def test_generate_base_pod_spec_volume_mount_errors(
+    tmp_path: Path, case: str, mount: Obj, field: str
+) -> None:
     # Go: TestGenerateBasePodSpec_VolumeMounts (the two expectError cases)
-    doc = dgd("test-deployment", {"frontend": {"componentType": "frontend",
-                                               "volumeMounts": [mount]}})
+    doc = dgd(
+        "test-deployment", {"frontend": {"componentType": "frontend", "volumeMounts": [mount]}}
+    )
     err = render_error(tmp_path, doc)
-    assert any(p.field == f"spec.services.frontend.volumeMounts[0].{field}"
-               for p in err.problems), str(err)
+    assert any(
+        p.field == f"spec.services.frontend.volumeMounts[0].{field}" for p in err.problems
+    ), str(err)
 
 
 # -------------------------------------------------------- TestGenerateBasePodSpec_ResourceClaims
 def test_generate_base_pod_spec_resource_claims(tmp_path: Path) -> None:
     # Go: TestGenerateBasePodSpec_ResourceClaims "component with resource claims"
-    doc = dgd("test-deployment", {"worker": {
-        "componentType": "worker",
-        "resources": {"requests": {"cpu": "130", "memory": "800Gi"},
-                      "limits": {"cpu": "130", "memory": "800Gi", "gpu": "4"},
-                      "claims": [{"name": "compute-domain-channel"}]},
-        "extraPodSpec": {
-            "resourceClaims": [{"name": "compute-domain-channel",
-                                "resourceClaimTemplateName": "trtllm-test-compute-domain-channel"}],
-            "volumes": [{"name": "model-storage",
-                         "persistentVolumeClaim": {"claimName": "dynamo-pvc"}}],
-            "mainContainer": {
-                "image": "rohanv672/dynamo:v0.5.1-trtllm",
-                "command": ["/bin/sh", "-c"],
-                "args": ["python3 -m dynamo.trtllm --model-path /data/deepseek-r1 "
-                         "--served-model-name deepseek-ai/DeepSeek-R1 "
-                         "--extra-engine-args /data/engine_configs/wide_ep_agg.yaml"],
-                "volumeMounts": [{"name": "model-storage", "mountPath": "/data"}]}}}},
-        backendFramework="trtllm")
+    doc = dgd(
+        "test-deployment",
+        {
+            "worker": {
+                "componentType": "worker",
+                "resources": {
+                    "requests": {"cpu": "130", "memory": "800Gi"},
+                    "limits": {"cpu": "130", "memory": "800Gi", "gpu": "4"},
+                    "claims": [{"name": "compute-domain-channel"}],
+                },
+                "extraPodSpec": {
+                    "resourceClaims": [
+                        {
+                            "name": "compute-domain-channel",
+                            "resourceClaimTemplateName": "trtllm-test-compute-domain-channel",
+                        }
+                    ],
+                    "volumes": [
+                        {
+                            "name": "model-storage",
+                            "persistentVolumeClaim": {"claimName": "dynamo-pvc"},
+                        }
+                    ],
+                    "mainContainer": {
+                        "image": "rohanv672/dynamo:v0.5.1-trtllm",
+                        "command": ["/bin/sh", "-c"],
+                        "args": [
+                            "python3 -m dynamo.trtllm --model-path /data/deepseek-r1 "
+                            "--served-model-name deepseek-ai/DeepSeek-R1 "
+                            "--extra-engine-args /data/engine_configs/wide_ep_agg.yaml"
+                        ],
+                        "volumeMounts": [{"name": "model-storage", "mountPath": "/data"}],
+                    },
+                },
+            }
+        },
+        backendFramework="trtllm",
+    )
     dep = deployments(render(tmp_path, doc))["worker"]
     res = main(dep)["resources"]
     assert res["claims"] == [{"name": "compute-domain-channel"}]
     assert res["requests"] == {"cpu": "130", "memory": "800Gi"}
     assert res["limits"]["nvidia.com/gpu"] == "4"
     assert pod(dep)["resourceClaims"] == [
-        {"name": "compute-domain-channel",
-         "resourceClaimTemplateName": "trtllm-test-compute-domain-channel"}]
+        {
+            "name": "compute-domain-channel",
+            "resourceClaimTemplateName": "trtllm-test-compute-domain-channel",
+        }
+    ]
     assert pod(dep)["volumes"] == [
         {"name": "model-storage", "persistentVolumeClaim": {"claimName": "dynamo-pvc"}},
-        SHM_VOLUME]
+        SHM_VOLUME,
+    ]
 
 
 def test_generate_base_pod_spec_multiple_resource_claims(tmp_path: Path) -> None:
@@ -502,12 +704,26 @@ def test_generate_base_pod_spec_multiple_resource_claims(tmp_path: Path) -> None
     claims = [{"name": "compute-domain-channel"}, {"name": "network-domain-channel"}]
     pod_claims = [
         {"name": "compute-domain-channel", "resourceClaimTemplateName": "compute-template"},
-        {"name": "network-domain-channel", "resourceClaimTemplateName": "network-template"}]
-    doc = dgd("test-deployment", {"worker": {
-        "componentType": "worker", "resources": {"claims": claims},
-        "extraPodSpec": {"resourceClaims": pod_claims, "mainContainer": {
-            "image": "test-image", "command": ["python3"], "args": ["-m", "dynamo.worker"]}}}},
-        backendFramework="trtllm")
+        {"name": "network-domain-channel", "resourceClaimTemplateName": "network-template"},
+    ]
+    doc = dgd(
+        "test-deployment",
+        {
+            "worker": {
+                "componentType": "worker",
+                "resources": {"claims": claims},
+                "extraPodSpec": {
+                    "resourceClaims": pod_claims,
+                    "mainContainer": {
+                        "image": "test-image",
+                        "command": ["python3"],
+                        "args": ["-m", "dynamo.worker"],
+                    },
+                },
+            }
+        },
+        backendFramework="trtllm",
+    )
     dep = deployments(render(tmp_path, doc))["worker"]
     assert main(dep)["resources"]["claims"] == claims
     assert pod(dep)["resourceClaims"] == pod_claims
@@ -515,9 +731,15 @@ def test_generate_base_pod_spec_multiple_resource_claims(tmp_path: Path) -> None
 
 def test_generate_base_pod_spec_without_resource_claims(tmp_path: Path) -> None:
     # Go: TestGenerateBasePodSpec_ResourceClaims "component without resource claims"
-    doc = dgd("test-deployment", {"frontend": {
-        "componentType": "frontend",
-        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}})
+    doc = dgd(
+        "test-deployment",
+        {
+            "frontend": {
+                "componentType": "frontend",
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            }
+        },
+    )
     dep = deployments(render(tmp_path, doc))["frontend"]
     assert "claims" not in main(dep)["resources"]
     assert "resourceClaims" not in pod(dep)
@@ -531,38 +753,72 @@ def test_append_missing_pvc_volumes_for_mounts_adds_missing_pvcs(tmp_path: Path)
     # config). The v1alpha1 baseline does neither (dynamo-pod-spec.md 5.12: extraPodSpec
     # volumes in their order, then volumeMounts PVCs, then shared-memory). What both eras
     # share is asserted; whether "model-cache" is synthesized is deliberately left open.
-    doc = dgd("test-dgd", {"frontend": {"componentType": "frontend", "extraPodSpec": {
-        "volumes": [{"name": "config", "configMap": {}},
-                    {"name": "cache", "persistentVolumeClaim": {"claimName": "cache-pvc"}}],
-        "mainContainer": {"volumeMounts": [{"name": "cache", "mountPath": "/cache"},
-                                           {"name": "model-cache", "mountPath": "/models"}]}}}})
+    doc = dgd(
+        "test-dgd",
+        {
+            "frontend": {
+                "componentType": "frontend",
+                "extraPodSpec": {
+                    "volumes": [
+                        {"name": "config", "configMap": {}},
+                        {"name": "cache", "persistentVolumeClaim": {"claimName": "cache-pvc"}},
+                    ],
+                    "mainContainer": {
+                        "volumeMounts": [
+                            {"name": "cache", "mountPath": "/cache"},
+                            {"name": "model-cache", "mountPath": "/models"},
+                        ]
+                    },
+                },
+            }
+        },
+    )
     dep = deployments(render(tmp_path, doc))["frontend"]
     vols = pod(dep)["volumes"]
     assert [v["name"] for v in vols if v["name"] != "model-cache"] == [
-        "config", "cache", "shared-memory"]  # baseline order (Go: cache, model-cache, config)
+        "config",
+        "cache",
+        "shared-memory",
+    ]  # baseline order (Go: cache, model-cache, config)
     by_name = {v["name"]: v for v in vols}
     assert by_name["cache"]["persistentVolumeClaim"] == {"claimName": "cache-pvc"}
     assert by_name["config"] == {"name": "config", "configMap": {}}
     if "model-cache" in by_name:
         assert by_name["model-cache"]["persistentVolumeClaim"] == {"claimName": "model-cache"}
-    assert main(dep)["volumeMounts"][:2] == [{"name": "cache", "mountPath": "/cache"},
-                                             {"name": "model-cache", "mountPath": "/models"}]
+    assert main(dep)["volumeMounts"][:2] == [
+        {"name": "cache", "mountPath": "/cache"},
+        {"name": "model-cache", "mountPath": "/models"},
+    ]
 
 
-def test_append_missing_pvc_volumes_for_mounts_keeps_repeated_mounts_unique(
-        tmp_path: Path) -> None:
+def test_append_missing_pvc_volumes_for_mounts_keeps_repeated_mounts_unique(tmp_path: Path) -> None:
     # Go: TestAppendMissingPVCVolumesForMountsKeepsRepeatedVolumeMountsUnique
-    mounts = [{"name": "shared-model", "mountPath": "/model-store", "subPath": "models/glm"},
-              {"name": "shared-model", "mountPath": "/cache/sglang",
-               "subPath": "cache/sglang/glm"}]
-    doc = dgd("test-dgd", {"frontend": {"componentType": "frontend", "extraPodSpec": {
-        "volumes": [{"name": "shared-model",
-                     "persistentVolumeClaim": {"claimName": "model-cache-pvc"}}],
-        "mainContainer": {"volumeMounts": mounts}}}})
+    mounts = [
+        {"name": "shared-model", "mountPath": "/model-store", "subPath": "models/glm"},
+        {"name": "shared-model", "mountPath": "/cache/sglang", "subPath": "cache/sglang/glm"},
+    ]
+    doc = dgd(
+        "test-dgd",
+        {
+            "frontend": {
+                "componentType": "frontend",
+                "extraPodSpec": {
+                    "volumes": [
+                        {
+                            "name": "shared-model",
+                            "persistentVolumeClaim": {"claimName": "model-cache-pvc"},
+                        }
+                    ],
+                    "mainContainer": {"volumeMounts": mounts},
+                },
+            }
+        },
+    )
     dep = deployments(render(tmp_path, doc))["frontend"]
     assert pod(dep)["volumes"] == [
         {"name": "shared-model", "persistentVolumeClaim": {"claimName": "model-cache-pvc"}},
-        SHM_VOLUME]
+        SHM_VOLUME,
+    ]
     assert main(dep)["volumeMounts"] == [*mounts, SHM_MOUNT]
 
 
@@ -571,9 +827,18 @@ def test_append_missing_pvc_volumes_for_mounts_keeps_repeated_mounts_unique(
 def test_backend_detection_skips_non_workers(tmp_path: Path, component_type: str) -> None:
     # Go: TestBackendDetectionSkipsNonWorkers (component_*_test.go): an ambiguous command and
     # an explicit backend are both ignored for non-workers
-    doc = dgd("test-dgd", {"svc": {"componentType": component_type, "extraPodSpec": {
-        "mainContainer": {"args": ["python -m dynamo.vllm; python -m dynamo.sglang"]}}}},
-        backendFramework="trtllm")
+    doc = dgd(
+        "test-dgd",
+        {
+            "svc": {
+                "componentType": component_type,
+                "extraPodSpec": {
+                    "mainContainer": {"args": ["python -m dynamo.vllm; python -m dynamo.sglang"]}
+                },
+            }
+        },
+        backendFramework="trtllm",
+    )
     _, per_service = resolve_backends(DynamoGraphDeployment.model_validate(doc))
     assert per_service["svc"] == "noop"
     assert "svc" in deployments(render(tmp_path, doc))  # renders without error
@@ -583,50 +848,73 @@ def test_backend_detection_skips_non_workers(tmp_path: Path, component_type: str
 GROVE_DGD = "test-dynamo-graph-deployment"
 GROVE_NS = "test-namespace"
 GROVE_DYN_NS = f"{GROVE_NS}-{GROVE_DGD}"
-INFRA = {"nats_address": "nats-address", "etcd_address": "etcd-address",
-         "model_express_url": "model-express-url",
-         "prometheus_endpoint": "http://localhost:9090"}
+INFRA = {
+    "nats_address": "nats-address",
+    "etcd_address": "etcd-address",
+    "model_express_url": "model-express-url",
+    "prometheus_endpoint": "http://localhost:9090",
+}
 USER_LIVENESS = {"httpGet": {"path": "/health", "port": 8080}}
 USER_READINESS = {"httpGet": {"path": "/ready", "port": 8080}}
 
 
 def _single_node_graph() -> Obj:
-    return dgd(GROVE_DGD, namespace=GROVE_NS,
-               envs=[{"name": "DYNAMO_POD_GANG_SET_REPLICAS", "value": "1"}], services={
-        "Frontend": {
-            "componentType": "frontend",
-            "subComponentType": "test-sub-component",
-            "extraPodMetadata": {
-                "annotations": {"nvidia.com/annotation1": "annotation1",
-                                "nvidia.com/annotation2": "annotation2"},
-                "labels": {"nvidia.com/label1": "label1", "nvidia.com/label2": "label2"}},
-            "replicas": 1,
-            "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                          "limits": {"cpu": "1", "memory": "1Gi", "gpu": "1"}},
-            "envs": [{"name": "FRONTEND_ENV_1", "value": "1"}],
-            "envFromSecret": "frontend-secret",
-            "livenessProbe": USER_LIVENESS,
-            "readinessProbe": USER_READINESS,
-            "extraPodSpec": {
-                "terminationGracePeriodSeconds": 10,
-                "imagePullSecrets": [{"name": "frontend-secret"}],
-                "mainContainer": {"command": ["/bin/sh", "-c", "echo $FRONTEND_ENV_1"],
-                                  "args": ["--frontend-env-1", "1"],
-                                  "image": "frontend-image"}}},
-        "Planner": {
-            "replicas": 2,
-            "componentType": "planner",
-            "resources": {"requests": {"cpu": "2", "memory": "2Gi"},
-                          "limits": {"cpu": "2", "memory": "2Gi", "gpu": "2"}},
-            "envs": [{"name": "PLANNER_ENV_1", "value": "2"}],
-            "volumeMounts": [{"name": "dynamo-pvc", "mountPoint": "/planner"}],
-            "envFromSecret": "planner-secret",
-            "livenessProbe": USER_LIVENESS,
-            "readinessProbe": USER_READINESS,
-            "extraPodSpec": {"mainContainer": {
-                "command": ["/bin/sh", "-c", "echo $PLANNER_ENV_1"],
-                "args": ["--planner-env-1", "1"],
-                "image": "planner-image"}}}})
+    return dgd(
+        GROVE_DGD,
+        namespace=GROVE_NS,
+        envs=[{"name": "DYNAMO_POD_GANG_SET_REPLICAS", "value": "1"}],
+        services={
+            "Frontend": {
+                "componentType": "frontend",
+                "subComponentType": "test-sub-component",
+                "extraPodMetadata": {
+                    "annotations": {
+                        "nvidia.com/annotation1": "annotation1",
+                        "nvidia.com/annotation2": "annotation2",
+                    },
+                    "labels": {"nvidia.com/label1": "label1", "nvidia.com/label2": "label2"},
+                },
+                "replicas": 1,
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "1Gi"},
+                    "limits": {"cpu": "1", "memory": "1Gi", "gpu": "1"},
+                },
+                "envs": [{"name": "FRONTEND_ENV_1", "value": "1"}],
+                "envFromSecret": "frontend-secret",
+                "livenessProbe": USER_LIVENESS,
+                "readinessProbe": USER_READINESS,
+                "extraPodSpec": {
+                    "terminationGracePeriodSeconds": 10,
+                    "imagePullSecrets": [{"name": "frontend-secret"}],
+                    "mainContainer": {
+                        "command": ["/bin/sh", "-c", "echo $FRONTEND_ENV_1"],
+                        "args": ["--frontend-env-1", "1"],
+                        "image": "frontend-image",
+                    },
+                },
+            },
+            "Planner": {
+                "replicas": 2,
+                "componentType": "planner",
+                "resources": {
+                    "requests": {"cpu": "2", "memory": "2Gi"},
+                    "limits": {"cpu": "2", "memory": "2Gi", "gpu": "2"},
+                },
+                "envs": [{"name": "PLANNER_ENV_1", "value": "2"}],
+                "volumeMounts": [{"name": "dynamo-pvc", "mountPoint": "/planner"}],
+                "envFromSecret": "planner-secret",
+                "livenessProbe": USER_LIVENESS,
+                "readinessProbe": USER_READINESS,
+                "extraPodSpec": {
+                    "mainContainer": {
+                        "command": ["/bin/sh", "-c", "echo $PLANNER_ENV_1"],
+                        "args": ["--planner-env-1", "1"],
+                        "image": "planner-image",
+                    }
+                },
+            },
+        },
+    )
 
 
 def _common_env(component: str) -> dict[str, Any]:
@@ -664,7 +952,9 @@ def test_single_node_frontend_pod_spec(tmp_path: Path) -> None:
     assert labels["nvidia.com/label1"] == "label1"
     assert labels["nvidia.com/label2"] == "label2"
     assert dep["spec"]["template"]["metadata"]["annotations"] == {
-        "nvidia.com/annotation1": "annotation1", "nvidia.com/annotation2": "annotation2"}
+        "nvidia.com/annotation1": "annotation1",
+        "nvidia.com/annotation2": "annotation2",
+    }
 
     spec = pod(dep)
     assert spec["volumes"] == [SHM_VOLUME]
@@ -683,12 +973,17 @@ def test_single_node_frontend_pod_spec(tmp_path: Path) -> None:
     assert c["livenessProbe"] == USER_LIVENESS  # user probes replace the defaults
     assert c["readinessProbe"] == USER_READINESS
     assert "startupProbe" not in c
-    assert env(c) == {**_common_env("frontend"), "FRONTEND_ENV_1": "1",
-                      "DYN_HTTP_PORT": "8000", "DYNAMO_PORT": "8000",
-                      "DYN_NAMESPACE_PREFIX": GROVE_DYN_NS}
+    assert env(c) == {
+        **_common_env("frontend"),
+        "FRONTEND_ENV_1": "1",
+        "DYN_HTTP_PORT": "8000",
+        "DYNAMO_PORT": "8000",
+        "DYN_NAMESPACE_PREFIX": GROVE_DYN_NS,
+    }
     assert c["resources"] == {
         "requests": {"cpu": "1", "memory": "1Gi"},
-        "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}}
+        "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+    }
     assert c["volumeMounts"] == [SHM_MOUNT]
     assert c["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
 
@@ -711,7 +1006,8 @@ def test_single_node_planner_pod_spec(tmp_path: Path) -> None:
     spec = pod(dep)
     assert spec["volumes"] == [
         {"name": "dynamo-pvc", "persistentVolumeClaim": {"claimName": "dynamo-pvc"}},
-        SHM_VOLUME]
+        SHM_VOLUME,
+    ]
     assert spec["serviceAccountName"] == PLANNER_SA
     assert spec["terminationGracePeriodSeconds"] == 60
     assert spec["securityContext"] == {"fsGroup": 1000}
@@ -721,20 +1017,30 @@ def test_single_node_planner_pod_spec(tmp_path: Path) -> None:
     assert c["image"] == "planner-image"
     assert c["command"] == ["/bin/sh", "-c", "echo $PLANNER_ENV_1"]
     assert c["args"] == ["--planner-env-1", "1"]
-    assert c["ports"] == [{"name": "metrics", "containerPort": 9085, "protocol": "TCP"},
-                          {"name": "system", "containerPort": 9090, "protocol": "TCP"}]
+    assert c["ports"] == [
+        {"name": "metrics", "containerPort": 9085, "protocol": "TCP"},
+        {"name": "system", "containerPort": 9090, "protocol": "TCP"},
+    ]
     assert c["envFrom"] == [{"secretRef": {"name": "planner-secret"}}]
     assert c["livenessProbe"] == USER_LIVENESS
     assert c["readinessProbe"] == USER_READINESS
     # no user startup probe: the planner default stays
-    assert c["startupProbe"] == {"httpGet": {"path": "/live", "port": "system"},
-                                 "periodSeconds": 10, "timeoutSeconds": 5,
-                                 "failureThreshold": 720}
-    assert env(c) == {**_common_env("planner"), "PLANNER_ENV_1": "2",
-                      "DYN_SYSTEM_PORT": "9090", "PLANNER_PROMETHEUS_PORT": "9085"}
+    assert c["startupProbe"] == {
+        "httpGet": {"path": "/live", "port": "system"},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": 720,
+    }
+    assert env(c) == {
+        **_common_env("planner"),
+        "PLANNER_ENV_1": "2",
+        "DYN_SYSTEM_PORT": "9090",
+        "PLANNER_PROMETHEUS_PORT": "9085",
+    }
     assert c["resources"] == {
         "requests": {"cpu": "2", "memory": "2Gi"},
-        "limits": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "2"}}
+        "limits": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "2"},
+    }
     assert c["volumeMounts"] == [{"name": "dynamo-pvc", "mountPath": "/planner"}, SHM_MOUNT]
 
 
@@ -744,14 +1050,26 @@ def test_labels_and_annotations_precedence(tmp_path: Path) -> None:
     # checks Grove clique metadata after v1beta1 conversion; on the component path the same
     # v1alpha1 fields land on the Deployment (dynamo-objects.md 5.2/5.4): DGD spec < service <
     # extraPodMetadata for annotations, service labels kept, subComponentType as a pod label.
-    doc = dgd("test-dgd", {"worker": {
-        "componentType": "worker", "subComponentType": "legacy-sub",
-        "annotations": {"legacy-annotation": "kept"},
-        "labels": {"legacy-label": "kept"},
-        "extraPodMetadata": {"annotations": {"pod-template-annotation": "from-pod-template"}}}},
-        backendFramework="vllm")
-    doc["spec"]["annotations"] = {"dgd-annotation": "from-dgd", "legacy-annotation": "from-dgd",
-                                  "pod-template-annotation": "from-dgd"}
+    doc = dgd(
+        "test-dgd",
+        {
+            "worker": {
+                "componentType": "worker",
+                "subComponentType": "legacy-sub",
+                "annotations": {"legacy-annotation": "kept"},
+                "labels": {"legacy-label": "kept"},
+                "extraPodMetadata": {
+                    "annotations": {"pod-template-annotation": "from-pod-template"}
+                },
+            }
+        },
+        backendFramework="vllm",
+    )
+    doc["spec"]["annotations"] = {
+        "dgd-annotation": "from-dgd",
+        "legacy-annotation": "from-dgd",
+        "pod-template-annotation": "from-dgd",
+    }
     dep = deployments(render(tmp_path, doc))["worker"]
     assert dep["metadata"]["labels"]["legacy-label"] == "kept"
     assert pod_labels(dep)["legacy-label"] == "kept"
@@ -770,12 +1088,25 @@ def test_system_labels_not_overridable(tmp_path: Path) -> None:
     # after extraPodMetadata.labels (dynamo-pod-spec.md 6.1 step 4, 5, 7). Differences from
     # the Grove-based Go expectation: the selector is the DCD name (with the worker hash), and
     # the worker-hash label is the computed hash, not the user's value.
-    wrong = {L_SELECTOR: "wrong", L_COMPONENT: "wrong", L_NAMESPACE: "wrong",
-             L_TYPE: "planner", L_GRAPH: "wrong", L_WORKER_HASH: "wrong"}
-    doc = dgd("test-dgd", {"Worker": {
-        "componentType": "worker",
-        "labels": {**wrong, L_TYPE: "frontend"},
-        "extraPodMetadata": {"labels": wrong}}}, backendFramework="vllm")
+    wrong = {
+        L_SELECTOR: "wrong",
+        L_COMPONENT: "wrong",
+        L_NAMESPACE: "wrong",
+        L_TYPE: "planner",
+        L_GRAPH: "wrong",
+        L_WORKER_HASH: "wrong",
+    }
+    doc = dgd(
+        "test-dgd",
+        {
+            "Worker": {
+                "componentType": "worker",
+                "labels": {**wrong, L_TYPE: "frontend"},
+                "extraPodMetadata": {"labels": wrong},
+            }
+        },
+        backendFramework="vllm",
+    )
     doc["spec"]["labels"] = {L_GRAPH: "wrong-from-dgd-spec", L_COMPONENT: "wrong-from-dgd-spec"}
     objs = render(tmp_path, doc)
     dep = deployments(objs)["Worker"]
@@ -803,20 +1134,35 @@ def test_frontend_defaults_get_base_container(tmp_path: Path) -> None:
     assert c["command"] == ["python3"]
     assert c["args"] == ["-m", "dynamo.frontend"]
     assert c["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
-    assert c["livenessProbe"] == {"httpGet": {"path": "/live", "port": "http"},
-                                  "initialDelaySeconds": 15, "periodSeconds": 10,
-                                  "timeoutSeconds": 1, "failureThreshold": 3}
-    assert c["readinessProbe"] == {"httpGet": {"path": "/health", "port": "http"},
-                                   "initialDelaySeconds": 10, "periodSeconds": 10,
-                                   "timeoutSeconds": 3, "failureThreshold": 3}
+    assert c["livenessProbe"] == {
+        "httpGet": {"path": "/live", "port": "http"},
+        "initialDelaySeconds": 15,
+        "periodSeconds": 10,
+        "timeoutSeconds": 1,
+        "failureThreshold": 3,
+    }
+    assert c["readinessProbe"] == {
+        "httpGet": {"path": "/health", "port": "http"},
+        "initialDelaySeconds": 10,
+        "periodSeconds": 10,
+        "timeoutSeconds": 3,
+        "failureThreshold": 3,
+    }
     assert "startupProbe" not in c  # runtime >= 1.6.0 gate: off in the baseline
     dyn_ns = "namespace-name"
     assert env(c) == {
-        "DYN_NAMESPACE": dyn_ns, "DYN_COMPONENT": "frontend",
-        "DYN_PARENT_DGD_K8S_NAME": "name", "DYN_PARENT_DGD_K8S_NAMESPACE": "namespace",
-        "POD_NAME": field_ref("metadata.name"), "POD_NAMESPACE": field_ref("metadata.namespace"),
-        "POD_UID": field_ref("metadata.uid"), "DYN_DISCOVERY_BACKEND": "kubernetes",
-        "DYNAMO_PORT": "8000", "DYN_HTTP_PORT": "8000", "DYN_NAMESPACE_PREFIX": dyn_ns}
+        "DYN_NAMESPACE": dyn_ns,
+        "DYN_COMPONENT": "frontend",
+        "DYN_PARENT_DGD_K8S_NAME": "name",
+        "DYN_PARENT_DGD_K8S_NAMESPACE": "namespace",
+        "POD_NAME": field_ref("metadata.name"),
+        "POD_NAMESPACE": field_ref("metadata.namespace"),
+        "POD_UID": field_ref("metadata.uid"),
+        "DYN_DISCOVERY_BACKEND": "kubernetes",
+        "DYNAMO_PORT": "8000",
+        "DYN_HTTP_PORT": "8000",
+        "DYN_NAMESPACE_PREFIX": dyn_ns,
+    }
 
 
 def test_planner_defaults_get_base_container(tmp_path: Path) -> None:
@@ -825,40 +1171,65 @@ def test_planner_defaults_get_base_container(tmp_path: Path) -> None:
     c = main(deployments(render(tmp_path, doc))["Planner"])
     assert c["command"] == ["/bin/sh", "-c"]
     assert "args" not in c
-    assert c["ports"] == [{"name": "metrics", "containerPort": 9085, "protocol": "TCP"},
-                          {"name": "system", "containerPort": 9090, "protocol": "TCP"}]
-    assert c["livenessProbe"] == {"httpGet": {"path": "/live", "port": "system"},
-                                  "periodSeconds": 5, "timeoutSeconds": 4, "failureThreshold": 1}
-    assert c["readinessProbe"] == {"httpGet": {"path": "/health", "port": "system"},
-                                   "periodSeconds": 10, "timeoutSeconds": 4,
-                                   "failureThreshold": 3}
-    assert c["startupProbe"] == {"httpGet": {"path": "/live", "port": "system"},
-                                 "periodSeconds": 10, "timeoutSeconds": 5,
-                                 "failureThreshold": 720}
+    assert c["ports"] == [
+        {"name": "metrics", "containerPort": 9085, "protocol": "TCP"},
+        {"name": "system", "containerPort": 9090, "protocol": "TCP"},
+    ]
+    assert c["livenessProbe"] == {
+        "httpGet": {"path": "/live", "port": "system"},
+        "periodSeconds": 5,
+        "timeoutSeconds": 4,
+        "failureThreshold": 1,
+    }
+    assert c["readinessProbe"] == {
+        "httpGet": {"path": "/health", "port": "system"},
+        "periodSeconds": 10,
+        "timeoutSeconds": 4,
+        "failureThreshold": 3,
+    }
+    assert c["startupProbe"] == {
+        "httpGet": {"path": "/live", "port": "system"},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": 720,
+    }
     assert env(c) == {
-        "DYN_NAMESPACE": "namespace-name", "DYN_COMPONENT": "planner",
-        "DYN_PARENT_DGD_K8S_NAME": "name", "DYN_PARENT_DGD_K8S_NAMESPACE": "namespace",
-        "POD_NAME": field_ref("metadata.name"), "POD_NAMESPACE": field_ref("metadata.namespace"),
-        "POD_UID": field_ref("metadata.uid"), "DYN_DISCOVERY_BACKEND": "kubernetes",
-        "PLANNER_PROMETHEUS_PORT": "9085", "DYN_SYSTEM_PORT": "9090"}
+        "DYN_NAMESPACE": "namespace-name",
+        "DYN_COMPONENT": "planner",
+        "DYN_PARENT_DGD_K8S_NAME": "name",
+        "DYN_PARENT_DGD_K8S_NAMESPACE": "namespace",
+        "POD_NAME": field_ref("metadata.name"),
+        "POD_NAMESPACE": field_ref("metadata.namespace"),
+        "POD_UID": field_ref("metadata.uid"),
+        "DYN_DISCOVERY_BACKEND": "kubernetes",
+        "PLANNER_PROMETHEUS_PORT": "9085",
+        "DYN_SYSTEM_PORT": "9090",
+    }
 
 
-@pytest.mark.parametrize("image", [
-    None,                 # "unknown legacy runtime": health checks off, liveness failure 1
-    "test-image:1.3.0",   # "older runtime"
-    "test-image:1.4.0",   # "minimum supported runtime": Go true/3 (gate); baseline false/1
-    "test-image:2.0.0",   # "newer runtime": Go true/3 (gate); baseline false/1
-])
-def test_worker_defaults_canary_health_check_version_gate(tmp_path: Path,
-                                                          image: str | None) -> None:
+@pytest.mark.parametrize(
+    "image",
+    [
+        None,  # "unknown legacy runtime": health checks off, liveness failure 1
+        "test-image:1.3.0",  # "older runtime"
+        "test-image:1.4.0",  # "minimum supported runtime": Go true/3 (gate); baseline false/1
+        "test-image:2.0.0",  # "newer runtime": Go true/3 (gate); baseline false/1
+    ],
+)
+def test_worker_defaults_canary_health_check_version_gate(
+    tmp_path: Path, image: str | None
+) -> None:
     # Go: TestWorkerDefaultsCanaryHealthCheckVersionGate (component_worker_test.go, newer
     # operator). The 1.1 baseline has no runtime-version gates (expand/defaults.py), so every
     # image renders the ungated defaults.
     svc: Obj = {"componentType": "worker"}
     if image:
         svc["extraPodSpec"] = {"mainContainer": {"image": image}}
-    c = main(deployments(render(tmp_path, dgd("test-dgd", {"worker": svc},
-                                              backendFramework="vllm")))["worker"])
+    c = main(
+        deployments(render(tmp_path, dgd("test-dgd", {"worker": svc}, backendFramework="vllm")))[
+            "worker"
+        ]
+    )
     assert env(c)["DYN_HEALTH_CHECK_ENABLED"] == "false"
     assert c["livenessProbe"]["failureThreshold"] == 1
 
@@ -869,13 +1240,25 @@ def test_generate_base_pod_spec_worker(tmp_path: Path) -> None:
     # failureThreshold 3); the baseline has no gates. The Go test calls GenerateBasePodSpec
     # without a worker-hash label, so it has no DYN_NAMESPACE_WORKER_SUFFIX; the component
     # path always has one for workers (dynamo-pod-spec.md 8.1).
-    doc = dgd("test-deployment", {"worker": {
-        "componentType": "worker", "dynamoNamespace": "default-test-deployment",
-        "envs": [{"name": "ANOTHER_COMPONENTENV", "value": "true"}],
-        "extraPodSpec": {"mainContainer": {
-            "image": "test-image:1.5.0", "command": ["python3"], "args": ["-m", "dynamo.worker"],
-            "env": [{"name": "ANOTHER_CONTAINER_ENV", "value": "true"}]}}}},
-        backendFramework="sglang")
+    doc = dgd(
+        "test-deployment",
+        {
+            "worker": {
+                "componentType": "worker",
+                "dynamoNamespace": "default-test-deployment",
+                "envs": [{"name": "ANOTHER_COMPONENTENV", "value": "true"}],
+                "extraPodSpec": {
+                    "mainContainer": {
+                        "image": "test-image:1.5.0",
+                        "command": ["python3"],
+                        "args": ["-m", "dynamo.worker"],
+                        "env": [{"name": "ANOTHER_CONTAINER_ENV", "value": "true"}],
+                    }
+                },
+            }
+        },
+        backendFramework="sglang",
+    )
     dep = deployments(render(tmp_path, doc))["worker"]
     whash = pod_labels(dep)[L_WORKER_HASH]
     spec = pod(dep)
@@ -888,52 +1271,95 @@ def test_generate_base_pod_spec_worker(tmp_path: Path) -> None:
     assert c["command"] == ["python3"]
     assert c["args"] == ["-m", "dynamo.worker"]
     assert env(c) == {
-        "ANOTHER_COMPONENTENV": "true", "ANOTHER_CONTAINER_ENV": "true",
-        "DYN_COMPONENT": "worker", "DYN_DISCOVERY_BACKEND": "kubernetes",
+        "ANOTHER_COMPONENTENV": "true",
+        "ANOTHER_CONTAINER_ENV": "true",
+        "DYN_COMPONENT": "worker",
+        "DYN_DISCOVERY_BACKEND": "kubernetes",
         "DYN_FORWARDPASS_METRIC_PORT": "20380",
         "DYN_HEALTH_CHECK_ENABLED": "false",  # Go: "true" (runtime >= 1.5.0 gate)
         "DYN_NAMESPACE": "default-test-deployment",
         "DYN_NAMESPACE_WORKER_SUFFIX": whash,  # component path only
-        "DYN_PARENT_DGD_K8S_NAME": "test-deployment", "DYN_PARENT_DGD_K8S_NAMESPACE": "default",
-        "DYN_SYSTEM_ENABLED": "true", "DYN_SYSTEM_PORT": "9090",
+        "DYN_PARENT_DGD_K8S_NAME": "test-deployment",
+        "DYN_PARENT_DGD_K8S_NAMESPACE": "default",
+        "DYN_SYSTEM_ENABLED": "true",
+        "DYN_SYSTEM_PORT": "9090",
         "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS": '["generate"]',
-        "NIXL_TELEMETRY_ENABLE": "n", "NIXL_TELEMETRY_EXPORTER": "prometheus",
+        "NIXL_TELEMETRY_ENABLE": "n",
+        "NIXL_TELEMETRY_EXPORTER": "prometheus",
         "NIXL_TELEMETRY_PROMETHEUS_PORT": "19090",
-        "POD_NAME": field_ref("metadata.name"), "POD_NAMESPACE": field_ref("metadata.namespace"),
-        "POD_UID": field_ref("metadata.uid")}
+        "POD_NAME": field_ref("metadata.name"),
+        "POD_NAMESPACE": field_ref("metadata.namespace"),
+        "POD_UID": field_ref("metadata.uid"),
+    }
     assert c["volumeMounts"] == [SHM_MOUNT]
-    assert c["livenessProbe"] == {"httpGet": {"path": "/live", "port": "system"},
-                                  "periodSeconds": 5, "timeoutSeconds": 4,
-                                  "failureThreshold": 1}  # Go: 3 (runtime >= 1.5.0 gate)
-    assert c["readinessProbe"] == {"httpGet": {"path": "/health", "port": "system"},
-                                   "periodSeconds": 10, "timeoutSeconds": 4,
-                                   "failureThreshold": 3}
-    assert c["startupProbe"] == {"httpGet": {"path": "/live", "port": "system"},
-                                 "periodSeconds": 10, "timeoutSeconds": 5,
-                                 "failureThreshold": 720}
-    assert c["ports"] == [{"name": "system", "containerPort": 9090, "protocol": "TCP"},
-                          {"name": "nixl", "containerPort": 19090, "protocol": "TCP"}]
+    assert c["livenessProbe"] == {
+        "httpGet": {"path": "/live", "port": "system"},
+        "periodSeconds": 5,
+        "timeoutSeconds": 4,
+        "failureThreshold": 1,
+    }  # Go: 3 (runtime >= 1.5.0 gate)
+    assert c["readinessProbe"] == {
+        "httpGet": {"path": "/health", "port": "system"},
+        "periodSeconds": 10,
+        "timeoutSeconds": 4,
+        "failureThreshold": 3,
+    }
+    assert c["startupProbe"] == {
+        "httpGet": {"path": "/live", "port": "system"},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": 720,
+    }
+    assert c["ports"] == [
+        {"name": "system", "containerPort": 9090, "protocol": "TCP"},
+        {"name": "nixl", "containerPort": 19090, "protocol": "TCP"},
+    ]
 
 
-@pytest.mark.parametrize(("case", "user", "want"), [
-    ("no security context provided - should apply fsGroup default only", None,
-     {"fsGroup": 1000}),
-    ("full security context override - should use user values",
-     {"runAsNonRoot": True, "runAsUser": 5000, "runAsGroup": 5000, "fsGroup": 5000},
-     {"runAsNonRoot": True, "runAsUser": 5000, "runAsGroup": 5000, "fsGroup": 5000}),
-    ("partial security context override - user gets full control",
-     {"runAsUser": 2000, "runAsGroup": 3000}, {"runAsUser": 2000, "runAsGroup": 3000}),
-    ("only fsGroup override - user gets full control", {"fsGroup": 7000}, {"fsGroup": 7000}),
-    ("fsGroup 2000 example - exactly what user requested", {"fsGroup": 2000},
-     {"fsGroup": 2000}),
-    ("OpenShift-style namespace range - should use user values",
-     {"runAsNonRoot": True, "runAsUser": 1000700001, "runAsGroup": 1000700001,
-      "fsGroup": 1000700001},
-     {"runAsNonRoot": True, "runAsUser": 1000700001, "runAsGroup": 1000700001,
-      "fsGroup": 1000700001}),
-])
-def test_generate_base_pod_spec_security_context(tmp_path: Path, case: str, user: Obj | None,
-                                                 want: Obj) -> None:
+@pytest.mark.parametrize(
+    ("case", "user", "want"),
+    [
+        (
+            "no security context provided - should apply fsGroup default only",
+            None,
+            {"fsGroup": 1000},
+        ),
+        (
+            "full security context override - should use user values",
+            {"runAsNonRoot": True, "runAsUser": 5000, "runAsGroup": 5000, "fsGroup": 5000},
+            {"runAsNonRoot": True, "runAsUser": 5000, "runAsGroup": 5000, "fsGroup": 5000},
+        ),
+        (
+            "partial security context override - user gets full control",
+            {"runAsUser": 2000, "runAsGroup": 3000},
+            {"runAsUser": 2000, "runAsGroup": 3000},
+        ),
+        ("only fsGroup override - user gets full control", {"fsGroup": 7000}, {"fsGroup": 7000}),
+        (
+            "fsGroup 2000 example - exactly what user requested",
+            {"fsGroup": 2000},
+            {"fsGroup": 2000},
+        ),
+        (
+            "OpenShift-style namespace range - should use user values",
+            {
+                "runAsNonRoot": True,
+                "runAsUser": 1000700001,
+                "runAsGroup": 1000700001,
+                "fsGroup": 1000700001,
+            },
+            {
+                "runAsNonRoot": True,
+                "runAsUser": 1000700001,
+                "runAsGroup": 1000700001,
+                "fsGroup": 1000700001,
+            },
+        ),
+    ],
+)
+def test_generate_base_pod_spec_security_context(
+    tmp_path: Path, case: str, user: Obj | None, want: Obj
+) -> None:
     # Go: TestGenerateBasePodSpec_SecurityContext
     svc: Obj = {"componentType": "frontend"}
     if user is not None:
@@ -942,21 +1368,32 @@ def test_generate_base_pod_spec_security_context(tmp_path: Path, case: str, user
     assert pod(dep)["securityContext"] == want
 
 
-@pytest.mark.parametrize(("case", "annotation", "setting", "want"), [
-    ("Kubernetes discovery backend should set env var to kubernetes",
-     "kubernetes", "etcd", "kubernetes"),  # Go config empty; the annotation decides
-    ("Kubernetes discovery from controller config should set env var to kubernetes",
-     None, "kubernetes", "kubernetes"),
-    ("Etcd discovery backend annotation should not set env var", "etcd", "kubernetes", None),
-    ("Etcd discovery from controller config should not set env var", None, "etcd", None),
-    # Go: annotation "" and config "" -> kubernetes. Our setting cannot be empty, so the
-    # default ("kubernetes") stands in for the empty operator config.
-    ("Empty discovery backend defaults to kubernetes", "", "kubernetes", "kubernetes"),
-    ("Discovery backend not set defaults to kubernetes", None, "kubernetes", "kubernetes"),
-])
-def test_generate_base_pod_spec_discover_backend(tmp_path: Path, case: str,
-                                                 annotation: str | None, setting: str,
-                                                 want: str | None) -> None:
+@pytest.mark.parametrize(
+    ("case", "annotation", "setting", "want"),
+    [
+        (
+            "Kubernetes discovery backend should set env var to kubernetes",
+            "kubernetes",
+            "etcd",
+            "kubernetes",
+        ),  # Go config empty; the annotation decides
+        (
+            "Kubernetes discovery from controller config should set env var to kubernetes",
+            None,
+            "kubernetes",
+            "kubernetes",
+        ),
+        ("Etcd discovery backend annotation should not set env var", "etcd", "kubernetes", None),
+        ("Etcd discovery from controller config should not set env var", None, "etcd", None),
+        # Go: annotation "" and config "" -> kubernetes. Our setting cannot be empty, so the
+        # default ("kubernetes") stands in for the empty operator config.
+        ("Empty discovery backend defaults to kubernetes", "", "kubernetes", "kubernetes"),
+        ("Discovery backend not set defaults to kubernetes", None, "kubernetes", "kubernetes"),
+    ],
+)
+def test_generate_base_pod_spec_discover_backend(
+    tmp_path: Path, case: str, annotation: str | None, setting: str, want: str | None
+) -> None:
     # Go: TestGenerateBasePodSpec_DiscoverBackend (component annotations = service annotations).
     # The admission webhook does not validate this annotation (dynamo-runtime.md 7.1); an
     # empty value means "use the operator default".
@@ -971,74 +1408,124 @@ def test_generate_base_pod_spec_discover_backend(tmp_path: Path, case: str,
         assert e["DYN_DISCOVERY_BACKEND"] == want
 
 
-@pytest.mark.parametrize(("case", "backend", "mount", "want_path"), [
-    ("useAsCompilationCache with custom mount point", "vllm", "/custom/cache", "/custom/cache"),
-    ("useAsCompilationCache with default mount point for VLLM", "vllm", None,
-     "/root/.cache/vllm"),
-    ("useAsCompilationCache without mount point for SGLang - should error", "sglang", None,
-     None),
-    ("useAsCompilationCache with explicit mount point for SGLang - should work", "sglang",
-     "/custom/sglang/cache", "/custom/sglang/cache"),
-    ("useAsCompilationCache without mount point for TensorRT-LLM - should error", "trtllm",
-     None, None),
-    ("useAsCompilationCache with explicit mount point for TensorRT-LLM - should work",
-     "trtllm", "/custom/trtllm/cache", "/custom/trtllm/cache"),
-])
-def test_generate_base_pod_spec_compilation_cache(tmp_path: Path, case: str, backend: str,
-                                                  mount: str | None,
-                                                  want_path: str | None) -> None:
+@pytest.mark.parametrize(
+    ("case", "backend", "mount", "want_path"),
+    [
+        ("useAsCompilationCache with custom mount point", "vllm", "/custom/cache", "/custom/cache"),
+        (
+            "useAsCompilationCache with default mount point for VLLM",
+            "vllm",
+            None,
+            "/root/.cache/vllm",
+        ),
+        (
+            "useAsCompilationCache without mount point for SGLang - should error",
+            "sglang",
+            None,
+            None,
+        ),
+        (
+            "useAsCompilationCache with explicit mount point for SGLang - should work",
+            "sglang",
+            "/custom/sglang/cache",
+            "/custom/sglang/cache",
+        ),
+        (
+            "useAsCompilationCache without mount point for TensorRT-LLM - should error",
+            "trtllm",
+            None,
+            None,
+        ),
+        (
+            "useAsCompilationCache with explicit mount point for TensorRT-LLM - should work",
+            "trtllm",
+            "/custom/trtllm/cache",
+            "/custom/trtllm/cache",
+        ),
+    ],
+)
+def test_generate_base_pod_spec_compilation_cache(
+    tmp_path: Path, case: str, backend: str, mount: str | None, want_path: str | None
+) -> None:
     # Go: TestGenerateBasePodSpec_UseAsCompilationCache_BackendSupport. The Go test passes the
     # backend to GenerateBasePodSpec for a frontend; through a DGD only workers get a backend
     # (non-workers are always noop), so a worker carries the case here.
     vm: Obj = {"name": "cache-pvc", "useAsCompilationCache": True}
     if mount:
         vm["mountPoint"] = mount
-    doc = dgd("test-deployment", {"worker": {"componentType": "worker", "volumeMounts": [vm]}},
-              backendFramework=backend)
+    doc = dgd(
+        "test-deployment",
+        {"worker": {"componentType": "worker", "volumeMounts": [vm]}},
+        backendFramework=backend,
+    )
     if want_path is None:
         err = render_error(tmp_path, doc)
         assert any("volumeMounts[0]" in p.field for p in err.problems), str(err)
         return
     dep = deployments(render(tmp_path, doc))["worker"]
     assert {"name": "cache-pvc", "persistentVolumeClaim": {"claimName": "cache-pvc"}} in (
-        pod(dep)["volumes"])
+        pod(dep)["volumes"]
+    )
     cache_mounts = [m for m in main(dep)["volumeMounts"] if m["name"] == "cache-pvc"]
     assert cache_mounts == [{"name": "cache-pvc", "mountPath": want_path}]  # exactly once
     if backend == "vllm":
         assert env(main(dep))["VLLM_CACHE_ROOT"] == want_path
 
 
-@pytest.mark.parametrize(("command", "args", "expected"), [
-    (["/bin/sh", "-c"], ["python -m dynamo.vllm.worker --model test"], "vllm"),
-    (["/bin/sh", "-c"], ["python -m dynamo.sglang --model test"], "sglang"),
-    (["/bin/sh", "-c"], ["python -m dynamo.trtllm.worker --model test"], "trtllm"),
-    ([], ["echo start && python -m dynamo.vllm.worker --model test | tee /tmp/log"], "vllm"),
-    ([], ["python3.11 -m dynamo.sglang"], "sglang"),
-    (["/bin/sh", "-c"], ["echo hello world"], None),
-])
-def test_detect_backend_framework_from_args(command: list[str], args: list[str],
-                                            expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("command", "args", "expected"),
+    [
+        (["/bin/sh", "-c"], ["python -m dynamo.vllm.worker --model test"], "vllm"),
+        (["/bin/sh", "-c"], ["python -m dynamo.sglang --model test"], "sglang"),
+        (["/bin/sh", "-c"], ["python -m dynamo.trtllm.worker --model test"], "trtllm"),
+        ([], ["echo start && python -m dynamo.vllm.worker --model test | tee /tmp/log"], "vllm"),
+        ([], ["python3.11 -m dynamo.sglang"], "sglang"),
+        (["/bin/sh", "-c"], ["echo hello world"], None),
+    ],
+)
+def test_detect_backend_framework_from_args(
+    command: list[str], args: list[str], expected: str | None
+) -> None:
     # Go: TestDetectBackendFrameworkFromArgs (None = BackendFrameworkNoop)
     assert detect_backend({"command": command, "args": args}) == expected
 
 
 def test_detect_backend_framework_from_args_multiple(tmp_path: Path) -> None:
     # Go: TestDetectBackendFrameworkFromArgs "multiple backends detected" (an error)
-    doc = dgd("test-dgd", {"worker": {"componentType": "worker", "extraPodSpec": {
-        "mainContainer": {"args": ["python -m dynamo.vllm.worker && python -m dynamo.sglang"]}}}})
+    doc = dgd(
+        "test-dgd",
+        {
+            "worker": {
+                "componentType": "worker",
+                "extraPodSpec": {
+                    "mainContainer": {
+                        "args": ["python -m dynamo.vllm.worker && python -m dynamo.sglang"]
+                    }
+                },
+            }
+        },
+    )
     render_error(tmp_path, doc)
 
 
-@pytest.mark.parametrize(("case", "args", "explicit", "expected"), [
-    ("worker with VLLM detection", ["python -m dynamo.vllm.worker --model test"], None, "vllm"),
-    ("worker with explicit framework only", None, "sglang", "sglang"),
-    ("worker with detected matching explicit", ["python -m dynamo.sglang"], "sglang", "sglang"),
-    ("worker with no detection, no explicit - returns noop", None, None, "noop"),
-    ("worker with detection failure, no explicit - returns noop", ["echo hello world"], None,
-     "noop"),
-])
-def test_determine_backend_framework(case: str, args: list[str] | None, explicit: str | None,
-                                     expected: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "args", "explicit", "expected"),
+    [
+        ("worker with VLLM detection", ["python -m dynamo.vllm.worker --model test"], None, "vllm"),
+        ("worker with explicit framework only", None, "sglang", "sglang"),
+        ("worker with detected matching explicit", ["python -m dynamo.sglang"], "sglang", "sglang"),
+        ("worker with no detection, no explicit - returns noop", None, None, "noop"),
+        (
+            "worker with detection failure, no explicit - returns noop",
+            ["echo hello world"],
+            None,
+            "noop",
+        ),
+    ],
+)
+def test_determine_backend_framework(
+    case: str, args: list[str] | None, explicit: str | None, expected: str
+) -> None:
     # Go: TestDetermineBackendFramework / TestGetBackendFrameworkFromComponent
     svc: Obj = {"componentType": "worker"}
     if args is not None:
@@ -1051,27 +1538,60 @@ def test_determine_backend_framework(case: str, args: list[str] | None, explicit
 
 def test_determine_backend_framework_mismatch(tmp_path: Path) -> None:
     # Go: TestDetermineBackendFramework "worker with detected conflicting explicit"
-    doc = dgd("test-dgd", {"worker": {"componentType": "worker", "extraPodSpec": {
-        "mainContainer": {"args": ["python -m dynamo.vllm.worker"]}}}}, backendFramework="sglang")
+    doc = dgd(
+        "test-dgd",
+        {
+            "worker": {
+                "componentType": "worker",
+                "extraPodSpec": {"mainContainer": {"args": ["python -m dynamo.vllm.worker"]}},
+            }
+        },
+        backendFramework="sglang",
+    )
     err = render_error(tmp_path, doc)
     assert any("sglang" in p.message and "vllm" in p.message for p in err.problems), str(err)
 
 
-@pytest.mark.parametrize(("case", "backend", "args", "contains", "not_contains"), [
-    ("SGLang single node worker", "sglang", ["python3 -m dynamo.sglang"],
-     ["python3", "-m", "dynamo.sglang"], ["dist-init-addr", "nnodes", "tp-size"]),
-    ("VLLM single node worker", "vllm", ["python3", "-m", "dynamo.vllm"],
-     ["python3", "-m", "dynamo.vllm"], ["ray start"]),
-    ("VLLM worker single node", "vllm",
-     ["python3", "-m", "dynamo.vllm", "--disaggregation-mode", "prefill"],
-     ["python3", "-m", "dynamo.vllm", "--disaggregation-mode", "prefill"], ["ray start"]),
-])
-def test_generate_pod_spec_for_component_single_node(tmp_path: Path, case: str, backend: str,
-                                                     args: list[str], contains: list[str],
-                                                     not_contains: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("case", "backend", "args", "contains", "not_contains"),
+    [
+        (
+            "SGLang single node worker",
+            "sglang",
+            ["python3 -m dynamo.sglang"],
+            ["python3", "-m", "dynamo.sglang"],
+            ["dist-init-addr", "nnodes", "tp-size"],
+        ),
+        (
+            "VLLM single node worker",
+            "vllm",
+            ["python3", "-m", "dynamo.vllm"],
+            ["python3", "-m", "dynamo.vllm"],
+            ["ray start"],
+        ),
+        (
+            "VLLM worker single node",
+            "vllm",
+            ["python3", "-m", "dynamo.vllm", "--disaggregation-mode", "prefill"],
+            ["python3", "-m", "dynamo.vllm", "--disaggregation-mode", "prefill"],
+            ["ray start"],
+        ),
+    ],
+)
+def test_generate_pod_spec_for_component_single_node(
+    tmp_path: Path,
+    case: str,
+    backend: str,
+    args: list[str],
+    contains: list[str],
+    not_contains: list[str],
+) -> None:
     # Go: TestGeneratePodSpecForComponent_SGLang / _VLLM (the RoleMain, 1-node cases)
-    doc = dgd("test-deployment", {"worker": {"componentType": "worker", "extraPodSpec": {
-        "mainContainer": {"args": args}}}}, backendFramework=backend)
+    doc = dgd(
+        "test-deployment",
+        {"worker": {"componentType": "worker", "extraPodSpec": {"mainContainer": {"args": args}}}},
+        backendFramework=backend,
+    )
     c = main(deployments(render(tmp_path, doc))["worker"])
     line = " ".join([*c.get("command", []), *c.get("args", [])])
     assert c["args"] == args  # single node: no flag injection
@@ -1083,8 +1603,16 @@ def test_generate_pod_spec_for_component_single_node(tmp_path: Path, case: str, 
 
 def test_generate_pod_spec_for_component_user_command_override(tmp_path: Path) -> None:
     # Go: TestGeneratePodSpecForComponent_SGLang "SGLang with user command override"
-    doc = dgd("test-deployment", {"worker": {"componentType": "worker", "extraPodSpec": {
-        "mainContainer": {"command": ["custom", "command"]}}}}, backendFramework="sglang")
+    doc = dgd(
+        "test-deployment",
+        {
+            "worker": {
+                "componentType": "worker",
+                "extraPodSpec": {"mainContainer": {"command": ["custom", "command"]}},
+            }
+        },
+        backendFramework="sglang",
+    )
     c = main(deployments(render(tmp_path, doc))["worker"])
     assert c["command"] == ["custom", "command"]
     assert "args" not in c
@@ -1093,7 +1621,8 @@ def test_generate_pod_spec_for_component_user_command_override(tmp_path: Path) -
 def test_generate_pod_spec_for_component_unsupported_backend(tmp_path: Path) -> None:
     # Go: TestGeneratePodSpecForComponent_UnsupportedBackend "unknown backend" (the CRD
     # already limits backendFramework to sglang/vllm/trtllm)
-    doc = dgd("test-deployment", {"worker": {"componentType": "worker"}},
-              backendFramework="unknown")
+    doc = dgd(
+        "test-deployment", {"worker": {"componentType": "worker"}}, backendFramework="unknown"
+    )
     err = render_error(tmp_path, doc)
     assert any(p.field == "spec.backendFramework" for p in err.problems), str(err)

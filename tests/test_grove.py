@@ -26,14 +26,24 @@ LEADER_HOST = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-worker-ldr-0.$(GROVE_HEADL
 NODE_RANK = "$((GROVE_PCLQ_POD_INDEX + 1))"
 
 
-def dgd(name: str, services: dict[str, Obj], *, namespace: str = "test-namespace",
-        annotations: dict[str, str] | None = None, api: str = "nvidia.com/v1alpha1",
-        **spec: Any) -> Obj:
+def dgd(
+    name: str,
+    services: dict[str, Obj],
+    *,
+    namespace: str = "test-namespace",
+    annotations: dict[str, str] | None = None,
+    api: str = "nvidia.com/v1alpha1",
+    **spec: Any,
+) -> Obj:
     meta: Obj = {"name": name, "namespace": namespace}
     if annotations:
         meta["annotations"] = annotations
-    return {"apiVersion": api, "kind": "DynamoGraphDeployment", "metadata": meta,
-            "spec": {**spec, "services": services}}
+    return {
+        "apiVersion": api,
+        "kind": "DynamoGraphDeployment",
+        "metadata": meta,
+        "spec": {**spec, "services": services},
+    }
 
 
 def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
@@ -68,36 +78,62 @@ def env(container: Obj) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
 
 
-def worker(nodes: int, command: list[str], args: list[str], gpus: str = "2",
-           replicas: int = 1, **extra: Any) -> Obj:
-    return {"componentType": "worker", "replicas": replicas,
-            "multinode": {"nodeCount": nodes},
-            "resources": {"limits": {"gpu": gpus}},
-            "extraPodSpec": {"mainContainer": {"image": "worker-image", "command": command,
-                                               "args": args}}, **extra}
+def worker(
+    nodes: int,
+    command: list[str],
+    args: list[str],
+    gpus: str = "2",
+    replicas: int = 1,
+    **extra: Any,
+) -> Obj:
+    return {
+        "componentType": "worker",
+        "replicas": replicas,
+        "multinode": {"nodeCount": nodes},
+        "resources": {"limits": {"gpu": gpus}},
+        "extraPodSpec": {
+            "mainContainer": {"image": "worker-image", "command": command, "args": args}
+        },
+        **extra,
+    }
 
 
-FRONTEND = {"componentType": "frontend", "replicas": 1,
-            "extraPodSpec": {"mainContainer": {"image": "frontend-image"}}}
+FRONTEND = {
+    "componentType": "frontend",
+    "replicas": 1,
+    "extraPodSpec": {"mainContainer": {"image": "frontend-image"}},
+}
 
 
 # ------------------------------------------------------- TestGenerateGrovePodCliqueSet
 def _single_node_graph() -> Obj:
-    return dgd("test-dynamo-graph-deployment", {
-        "Frontend": {
-            "componentType": "frontend", "subComponentType": "test-sub-component",
-            "extraPodMetadata": {"annotations": {"nvidia.com/annotation1": "annotation1"},
-                                 "labels": {"nvidia.com/label1": "label1"}},
-            "replicas": 1,
-            "livenessProbe": {"httpGet": {"path": "/health", "port": 8080}},
-            "extraPodSpec": {"terminationGracePeriodSeconds": 10,
-                             "imagePullSecrets": [{"name": "frontend-secret"}],
-                             "mainContainer": {"image": "frontend-image"}}},
-        "Planner": {
-            "componentType": "planner", "replicas": 2,
-            "volumeMounts": [{"name": "dynamo-pvc", "mountPoint": "/planner"}],
-            "extraPodSpec": {"mainContainer": {"image": "planner-image"}}}},
-        envs=[{"name": "DYNAMO_POD_GANG_SET_REPLICAS", "value": "1"}])
+    return dgd(
+        "test-dynamo-graph-deployment",
+        {
+            "Frontend": {
+                "componentType": "frontend",
+                "subComponentType": "test-sub-component",
+                "extraPodMetadata": {
+                    "annotations": {"nvidia.com/annotation1": "annotation1"},
+                    "labels": {"nvidia.com/label1": "label1"},
+                },
+                "replicas": 1,
+                "livenessProbe": {"httpGet": {"path": "/health", "port": 8080}},
+                "extraPodSpec": {
+                    "terminationGracePeriodSeconds": 10,
+                    "imagePullSecrets": [{"name": "frontend-secret"}],
+                    "mainContainer": {"image": "frontend-image"},
+                },
+            },
+            "Planner": {
+                "componentType": "planner",
+                "replicas": 2,
+                "volumeMounts": [{"name": "dynamo-pvc", "mountPoint": "/planner"}],
+                "extraPodSpec": {"mainContainer": {"image": "planner-image"}},
+            },
+        },
+        envs=[{"name": "DYNAMO_POD_GANG_SET_REPLICAS", "value": "1"}],
+    )
 
 
 def test_single_node_pod_clique_set(tmp_path: Path) -> None:
@@ -114,9 +150,15 @@ def test_single_node_pod_clique_set(tmp_path: Path) -> None:
     assert sorted(cl) == ["frontend", "planner"]
     fe, pl = cl["frontend"], cl["planner"]
     assert (fe["spec"]["roleName"], fe["spec"]["replicas"], fe["spec"]["minAvailable"]) == (
-        "frontend", 1, 1)
+        "frontend",
+        1,
+        1,
+    )
     assert (pl["spec"]["roleName"], pl["spec"]["replicas"], pl["spec"]["minAvailable"]) == (
-        "planner", 2, 1)
+        "planner",
+        2,
+        1,
+    )
     # no DCDs, no Deployments on this path
     assert not [o for o in objs if o["kind"] in ("Deployment", "DynamoComponentDeployment")]
 
@@ -128,8 +170,10 @@ def test_single_node_pod_clique_set(tmp_path: Path) -> None:
     assert labels[keys.LABEL_DYNAMO_NAMESPACE] == "test-namespace-test-dynamo-graph-deployment"
     assert labels[keys.LABEL_METRICS_ENABLED] == "true"
     assert labels["nvidia.com/label1"] == "label1"
-    assert fe["annotations"] == {"nvidia.com/annotation1": "annotation1",
-                                 keys.ANN_DISCOVERY_BACKEND: "kubernetes"}
+    assert fe["annotations"] == {
+        "nvidia.com/annotation1": "annotation1",
+        keys.ANN_DISCOVERY_BACKEND: "kubernetes",
+    }
 
     spec = fe["spec"]["podSpec"]
     assert spec["terminationGracePeriodSeconds"] == 10  # extraPodSpec wins
@@ -144,10 +188,12 @@ def test_single_node_pod_clique_set(tmp_path: Path) -> None:
 
     pspec = pl["spec"]["podSpec"]
     assert pspec["serviceAccountName"] == naming.PLANNER_SERVICE_ACCOUNT
-    assert {"name": "dynamo-pvc", "persistentVolumeClaim": {"claimName": "dynamo-pvc"}} in \
-        pspec["volumes"]
-    assert {"name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}} in \
-        pspec["volumes"]
+    assert {"name": "dynamo-pvc", "persistentVolumeClaim": {"claimName": "dynamo-pvc"}} in pspec[
+        "volumes"
+    ]
+    assert {"name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}} in pspec[
+        "volumes"
+    ]
     assert main(pl)["startupProbe"]["failureThreshold"] == 720
 
 
@@ -157,34 +203,65 @@ def test_clique_pod_spec_is_the_component_path_pod_spec(tmp_path: Path) -> None:
     grove_objs = render(tmp_path, graph)
     comp = render(tmp_path, graph, grove=False)
     for service, clique in cliques(grove_objs).items():
-        dep = next(o for o in comp if o["kind"] == "Deployment"
-                   and o["metadata"]["name"].startswith(f"test-dynamo-graph-deployment-{service}"))
+        dep = next(
+            o
+            for o in comp
+            if o["kind"] == "Deployment"
+            and o["metadata"]["name"].startswith(f"test-dynamo-graph-deployment-{service}")
+        )
         assert clique["spec"]["podSpec"] == dep["spec"]["template"]["spec"], service
 
 
 def test_multinode_sglang(tmp_path: Path) -> None:
     # Go: TestGenerateGrovePodCliqueSet "multinode sglang"
-    objs = render(tmp_path, dgd("sglang", {"Frontend": FRONTEND, "worker": worker(
-        3, ["python3", "-m", "dynamo.sglang"], ["--custom-flag", "custom-value"],
-        replicas=5)}))
+    objs = render(
+        tmp_path,
+        dgd(
+            "sglang",
+            {
+                "Frontend": FRONTEND,
+                "worker": worker(
+                    3,
+                    ["python3", "-m", "dynamo.sglang"],
+                    ["--custom-flag", "custom-value"],
+                    replicas=5,
+                ),
+            },
+        ),
+    )
     cl = cliques(objs)
     assert sorted(cl) == ["frontend", "worker-ldr", "worker-wkr"]
     ldr, wkr = cl["worker-ldr"], cl["worker-wkr"]
     assert (ldr["spec"]["replicas"], ldr["spec"]["minAvailable"]) == (1, 1)
     assert (wkr["spec"]["replicas"], wkr["spec"]["minAvailable"]) == (2, 2)
     assert main(ldr)["command"] == ["python3", "-m", "dynamo.sglang"]
-    assert main(ldr)["args"] == ["--custom-flag", "custom-value", "--dist-init-addr",
-                                 f"{LEADER_HOST}:29500", "--nnodes", "3", "--node-rank", "0"]
+    assert main(ldr)["args"] == [
+        "--custom-flag",
+        "custom-value",
+        "--dist-init-addr",
+        f"{LEADER_HOST}:29500",
+        "--nnodes",
+        "3",
+        "--node-rank",
+        "0",
+    ]
     # the worker's rank is shell arithmetic: the command is wrapped in sh -c
     assert main(wkr)["command"] == ["sh", "-c"]
     assert main(wkr)["args"] == [
         f"exec python3 -m dynamo.sglang --custom-flag custom-value --dist-init-addr "
-        f"{LEADER_HOST}:29500 --nnodes 3 --node-rank {NODE_RANK}"]
+        f"{LEADER_HOST}:29500 --nnodes 3 --node-rank {NODE_RANK}"
+    ]
     assert {"livenessProbe", "readinessProbe", "startupProbe"} <= set(main(ldr))
     assert not {"livenessProbe", "readinessProbe", "startupProbe"} & set(main(wkr))
     groups = pcs(objs)["spec"]["template"]["podCliqueScalingGroups"]
-    assert groups == [{"name": "worker", "cliqueNames": ["worker-ldr", "worker-wkr"],
-                       "replicas": 5, "minAvailable": 1}]
+    assert groups == [
+        {
+            "name": "worker",
+            "cliqueNames": ["worker-ldr", "worker-wkr"],
+            "replicas": 5,
+            "minAvailable": 1,
+        }
+    ]
     assert pcs(objs)["spec"]["template"]["cliqueStartupType"] == "CliqueStartupTypeAnyOrder"
     # leader and worker cliques carry the same component labels: one Service selects both
     assert ldr["labels"] == wkr["labels"]
@@ -194,25 +271,53 @@ def test_multinode_sglang(tmp_path: Path) -> None:
 def test_multinode_vllm_ray(tmp_path: Path) -> None:
     # Go: TestGenerateGrovePodCliqueSet "multinode vllm": TP 4 > 2 GPUs, no origin
     # annotation -> Ray
-    objs = render(tmp_path, dgd("vllm", {"worker": worker(
-        2, ["python3"], ["-m", "dynamo.vllm", "--tensor-parallel-size", "4"])}))
+    objs = render(
+        tmp_path,
+        dgd(
+            "vllm",
+            {
+                "worker": worker(
+                    2, ["python3"], ["-m", "dynamo.vllm", "--tensor-parallel-size", "4"]
+                )
+            },
+        ),
+    )
     cl = cliques(objs)
     assert main(cl["worker-ldr"])["command"] == ["/bin/sh", "-c"]
     assert main(cl["worker-ldr"])["args"] == [
         "ray start --head --port=6379 && python3 -m dynamo.vllm --tensor-parallel-size 4 "
-        "--distributed-executor-backend ray"]
+        "--distributed-executor-backend ray"
+    ]
     assert main(cl["worker-wkr"])["args"] == [f"ray start --address={LEADER_HOST}:6379 --block"]
     assert "initContainers" not in cl["worker-wkr"]["spec"]["podSpec"]
 
 
 def test_multinode_vllm_mp_waits_for_the_grove_leader(tmp_path: Path) -> None:
-    objs = render(tmp_path, dgd("vllm", {"worker": worker(
-        2, ["python3", "-m", "dynamo.vllm"], ["--tensor-parallel-size", "4"])},
-        annotations={keys.ANN_VLLM_EXECUTOR_BACKEND: "mp"}))
+    objs = render(
+        tmp_path,
+        dgd(
+            "vllm",
+            {
+                "worker": worker(
+                    2, ["python3", "-m", "dynamo.vllm"], ["--tensor-parallel-size", "4"]
+                )
+            },
+            annotations={keys.ANN_VLLM_EXECUTOR_BACKEND: "mp"},
+        ),
+    )
     cl = cliques(objs)
     assert main(cl["worker-ldr"])["args"][-10:] == [
-        "--distributed-executor-backend", "mp", "--nnodes", "2", "--master-addr", LEADER_HOST,
-        "--master-port", "29500", "--node-rank", "0"]
+        "--distributed-executor-backend",
+        "mp",
+        "--nnodes",
+        "2",
+        "--master-addr",
+        LEADER_HOST,
+        "--master-port",
+        "29500",
+        "--node-rank",
+        "0",
+    ]
     wkr = cl["worker-wkr"]
     assert main(wkr)["command"] == ["sh", "-c"]
     assert main(wkr)["args"][0].endswith(f"--node-rank {NODE_RANK} --headless")
@@ -220,17 +325,30 @@ def test_multinode_vllm_mp_waits_for_the_grove_leader(tmp_path: Path) -> None:
     assert init["name"] == "wait-for-leader-mp"
     # sh expands ${VAR}: kubelet only expands $(VAR) in command/args, not inside a string
     assert init["command"][:2] == ["sh", "-c"] and "args" not in init
-    assert ('LEADER_HOST="${GROVE_PCSG_NAME}-${GROVE_PCSG_INDEX}-worker-ldr-0.'
-            '${GROVE_HEADLESS_SERVICE}"') in init["command"][2]
-    assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == "vllm-wait-leader-script"
-               for o in objs)
+    assert (
+        'LEADER_HOST="${GROVE_PCSG_NAME}-${GROVE_PCSG_INDEX}-worker-ldr-0.'
+        '${GROVE_HEADLESS_SERVICE}"'
+    ) in init["command"][2]
+    assert any(
+        o["kind"] == "ConfigMap" and o["metadata"]["name"] == "vllm-wait-leader-script"
+        for o in objs
+    )
 
 
 def test_multinode_trtllm_starts_leader_after_workers(tmp_path: Path) -> None:
     # Go: TestGetCliqueStartupDependencies / ..._StartsAfterDependencies and the SSH secret
     # volume (TestGenerateBasePodSpec_TRTLLMSSHMountUsesSecretVolume)
-    objs = render(tmp_path, dgd("trt", {"worker": worker(
-        3, ["python3", "-m", "dynamo.trtllm"], ["--model-path", "m"], gpus="4")}))
+    objs = render(
+        tmp_path,
+        dgd(
+            "trt",
+            {
+                "worker": worker(
+                    3, ["python3", "-m", "dynamo.trtllm"], ["--model-path", "m"], gpus="4"
+                )
+            },
+        ),
+    )
     template = pcs(objs)["spec"]["template"]
     assert template["cliqueStartupType"] == "CliqueStartupTypeExplicit"
     cl = cliques(objs)
@@ -238,32 +356,45 @@ def test_multinode_trtllm_starts_leader_after_workers(tmp_path: Path) -> None:
     assert "startsAfter" not in cl["worker-wkr"]["spec"]
     args = main(cl["worker-ldr"])["args"][0]
     base = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-worker"
-    assert (f"-n 12 -H {base}-ldr-0.$(GROVE_HEADLESS_SERVICE),"
-            f"{base}-wkr-0.$(GROVE_HEADLESS_SERVICE),{base}-wkr-1.$(GROVE_HEADLESS_SERVICE) ") \
-        in args
+    assert (
+        f"-n 12 -H {base}-ldr-0.$(GROVE_HEADLESS_SERVICE),"
+        f"{base}-wkr-0.$(GROVE_HEADLESS_SERVICE),{base}-wkr-1.$(GROVE_HEADLESS_SERVICE) "
+    ) in args
     assert "getent hosts" not in args  # Grove publishes not-ready addresses: no DNS wait
     for clique in cl.values():
-        assert {"name": "mpi-run-ssh-secret", "secret": {
-            "secretName": "mpi-run-ssh-secret", "defaultMode": 0o644}} in \
-            clique["spec"]["podSpec"]["volumes"]
-        assert {"name": "mpi-run-ssh-secret", "mountPath": "/ssh-pk", "readOnly": True} in \
-            main(clique)["volumeMounts"]
+        assert {
+            "name": "mpi-run-ssh-secret",
+            "secret": {"secretName": "mpi-run-ssh-secret", "defaultMode": 0o644},
+        } in clique["spec"]["podSpec"]["volumes"]
+        assert {"name": "mpi-run-ssh-secret", "mountPath": "/ssh-pk", "readOnly": True} in main(
+            clique
+        )["volumeMounts"]
 
 
 @pytest.mark.parametrize("backend", ["vllm", "sglang"])
 def test_multinode_vllm_and_sglang_have_no_startup_order(tmp_path: Path, backend: str) -> None:
-    objs = render(tmp_path, dgd("g", {"worker": worker(
-        2, ["python3", "-m", f"dynamo.{backend}"], ["--tp", "1"])}))
+    objs = render(
+        tmp_path,
+        dgd("g", {"worker": worker(2, ["python3", "-m", f"dynamo.{backend}"], ["--tp", "1"])}),
+    )
     assert pcs(objs)["spec"]["template"]["cliqueStartupType"] == "CliqueStartupTypeAnyOrder"
     assert not any("startsAfter" in c["spec"] for c in cliques(objs).values())
 
 
 def test_component_min_available(tmp_path: Path) -> None:
     # Go: TestGenerateGrovePodCliqueSet_ComponentMinAvailable
-    objs = render(tmp_path, dgd("g", {
-        "Frontend": {**FRONTEND, "replicas": 4, "minAvailable": 2},
-        "worker": worker(3, ["python3", "-m", "dynamo.sglang"], ["--tp", "6"], replicas=3,
-                         minAvailable=2)}))
+    objs = render(
+        tmp_path,
+        dgd(
+            "g",
+            {
+                "Frontend": {**FRONTEND, "replicas": 4, "minAvailable": 2},
+                "worker": worker(
+                    3, ["python3", "-m", "dynamo.sglang"], ["--tp", "6"], replicas=3, minAvailable=2
+                ),
+            },
+        ),
+    )
     cl = cliques(objs)
     assert (cl["frontend"]["spec"]["replicas"], cl["frontend"]["spec"]["minAvailable"]) == (4, 2)
     # multinode cliques need every pod; the service's minAvailable goes to the group
@@ -274,19 +405,38 @@ def test_component_min_available(tmp_path: Path) -> None:
 
 def test_single_node_force_scaling_group(tmp_path: Path) -> None:
     # Go: TestGenerateGrovePodCliqueSet_SingleNodeForceScalingGroup (v1beta1 only)
-    doc = {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
-           "metadata": {"name": "fsg", "namespace": "ns"},
-           "spec": {"components": [{
-               "name": "Worker", "type": "worker", "replicas": 3,
-               "experimental": {"grove": {"forceScalingGroup": True}},
-               "podTemplate": {"spec": {"containers": [{
-                   "name": "main", "image": "img",
-                   "command": ["python3", "-m", "dynamo.vllm"]}]}}}]}}
+    doc = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "fsg", "namespace": "ns"},
+        "spec": {
+            "components": [
+                {
+                    "name": "Worker",
+                    "type": "worker",
+                    "replicas": 3,
+                    "experimental": {"grove": {"forceScalingGroup": True}},
+                    "podTemplate": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "img",
+                                    "command": ["python3", "-m", "dynamo.vllm"],
+                                }
+                            ]
+                        }
+                    },
+                }
+            ]
+        },
+    }
     objs = render(tmp_path, doc)
     cl = cliques(objs)
     assert (cl["worker"]["spec"]["replicas"], cl["worker"]["spec"]["minAvailable"]) == (1, 1)
     assert pcs(objs)["spec"]["template"]["podCliqueScalingGroups"] == [
-        {"name": "worker", "cliqueNames": ["worker"], "replicas": 3, "minAvailable": 1}]
+        {"name": "worker", "cliqueNames": ["worker"], "replicas": 3, "minAvailable": 1}
+    ]
     # off the Grove path it is refused, as the webhook does
     message = render_error(tmp_path, doc, grove=False)
     assert "spec.components[0].experimental.grove.forceScalingGroup" in message
@@ -294,15 +444,24 @@ def test_single_node_force_scaling_group(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------ PCSNameForDGD
-@pytest.mark.parametrize(("dgd_name", "budgets", "want"), [
-    ("short", [len("frontend")], "short"),
-    # the section-10 example: multinode prefill/decode leave 45 - (7 + 11) = 27 characters
-    ("deepseek-v32-fp4-trtllm-dgd",
-     [naming.grove_clique_budget("prefill", True), naming.grove_clique_budget("decode", True),
-      naming.grove_clique_budget("Frontend", False)], "deepseek-v32-fp4-trtllm-dgd"),
-    ("deepseek-v32-fp4-trtllm-dgd-x", [naming.grove_clique_budget("prefill", True)], None),
-    ("a" * 60, [45], None),  # clamped to the 8-character minimum
-])
+@pytest.mark.parametrize(
+    ("dgd_name", "budgets", "want"),
+    [
+        ("short", [len("frontend")], "short"),
+        # the section-10 example: multinode prefill/decode leave 45 - (7 + 11) = 27 characters
+        (
+            "deepseek-v32-fp4-trtllm-dgd",
+            [
+                naming.grove_clique_budget("prefill", True),
+                naming.grove_clique_budget("decode", True),
+                naming.grove_clique_budget("Frontend", False),
+            ],
+            "deepseek-v32-fp4-trtllm-dgd",
+        ),
+        ("deepseek-v32-fp4-trtllm-dgd-x", [naming.grove_clique_budget("prefill", True)], None),
+        ("a" * 60, [45], None),  # clamped to the 8-character minimum
+    ],
+)
 def test_pcs_name_for_dgd(dgd_name: str, budgets: list[int], want: str | None) -> None:
     got = naming.pcs_name(dgd_name, budgets)
     if want is not None:
@@ -310,7 +469,7 @@ def test_pcs_name_for_dgd(dgd_name: str, budgets: list[int], want: str | None) -
         return
     budget = max(45 - max(budgets), 8)
     assert len(got) == budget
-    assert got.startswith(dgd_name[:budget - 5] + "-")
+    assert got.startswith(dgd_name[: budget - 5] + "-")
     suffix = got.rsplit("-", 1)[1]
     assert len(suffix) == 4 and int(suffix, 16) >= 0
     assert got == naming.pcs_name(dgd_name, budgets)  # deterministic
@@ -325,8 +484,10 @@ def test_fnv1a_suffix_matches_go() -> None:
 
 def test_long_dgd_name_gets_a_truncated_pcs(tmp_path: Path) -> None:
     name = "a-very-long-dynamo-graph-deployment-name-x"  # 42 characters
-    objs = render(tmp_path, dgd(name, {"decode": worker(
-        2, ["python3", "-m", "dynamo.sglang"], ["--tp", "4"])}))
+    objs = render(
+        tmp_path,
+        dgd(name, {"decode": worker(2, ["python3", "-m", "dynamo.sglang"], ["--tp", "4"])}),
+    )
     pcs_name = pcs(objs)["metadata"]["name"]
     assert len(pcs_name) == 45 - len("decode") - len("decode-ldr")
     assert pcs_name != name
@@ -346,23 +507,33 @@ def test_service_name_too_long_for_grove_is_an_error(tmp_path: Path) -> None:
 
 # -------------------------------------------------------- objects around the cliques
 def test_grove_services_and_ingress(tmp_path: Path) -> None:
-    doc = dgd("g.v1", {"Frontend": {**FRONTEND, "labels": {"team": "a"},
-                                     "annotations": {"note": "x"}},
-                       "worker": worker(2, ["python3", "-m", "dynamo.sglang"], ["--tp", "4"])},
-              labels={"org": "o"})
+    doc = dgd(
+        "g.v1",
+        {
+            "Frontend": {**FRONTEND, "labels": {"team": "a"}, "annotations": {"note": "x"}},
+            "worker": worker(2, ["python3", "-m", "dynamo.sglang"], ["--tp", "4"]),
+        },
+        labels={"org": "o"},
+    )
     objs = render(tmp_path, doc, ingress_class="nginx")
     services = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Service"}
     assert sorted(services) == ["g-v1-frontend", "g-v1-worker"]
     fe = services["g-v1-frontend"]
     # user labels + discovery labels, no system labels and no annotations on this path
-    assert fe["metadata"]["labels"] == {"org": "o", "team": "a",
-                                        keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
-                                        keys.LABEL_DISCOVERY_ENABLED: "true"}
-    assert not [a for a in fe["metadata"].get("annotations") or {}
-                if not a.startswith(keys.OUR_PREFIX)]
-    assert fe["spec"]["selector"] == {keys.LABEL_COMPONENT: "Frontend",
-                                      keys.LABEL_COMPONENT_TYPE: "frontend",
-                                      keys.LABEL_DYNAMO_NAMESPACE: "test-namespace-g-v1"}
+    assert fe["metadata"]["labels"] == {
+        "org": "o",
+        "team": "a",
+        keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
+        keys.LABEL_DISCOVERY_ENABLED: "true",
+    }
+    assert not [
+        a for a in fe["metadata"].get("annotations") or {} if not a.startswith(keys.OUR_PREFIX)
+    ]
+    assert fe["spec"]["selector"] == {
+        keys.LABEL_COMPONENT: "Frontend",
+        keys.LABEL_COMPONENT_TYPE: "frontend",
+        keys.LABEL_DYNAMO_NAMESPACE: "test-namespace-g-v1",
+    }
     # a multinode Service selects leader and workers alike (no role selector)
     assert "role" not in services["g-v1-worker"]["spec"]["selector"]
     ingress = next(o for o in objs if o["kind"] == "Ingress")
@@ -370,8 +541,11 @@ def test_grove_services_and_ingress(tmp_path: Path) -> None:
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == "g-v1-frontend"
     # the PodCliqueSet copies only the DGD's spec labels
-    assert {k: v for k, v in pcs(objs)["metadata"]["labels"].items()
-            if not k.startswith(keys.OUR_PREFIX)} == {"org": "o"}
+    assert {
+        k: v
+        for k, v in pcs(objs)["metadata"]["labels"].items()
+        if not k.startswith(keys.OUR_PREFIX)
+    } == {"org": "o"}
 
 
 def test_enable_grove_false_keeps_the_component_path(tmp_path: Path) -> None:
@@ -382,10 +556,20 @@ def test_enable_grove_false_keeps_the_component_path(tmp_path: Path) -> None:
 
 
 def test_no_worker_hash_on_grove(tmp_path: Path) -> None:
-    objs = render(tmp_path, dgd("g", {"decode": {
-        "componentType": "worker",
-        "extraPodSpec": {"mainContainer": {"image": "i", "command": ["python3", "-m",
-                                                                    "dynamo.vllm"]}}}}))
+    objs = render(
+        tmp_path,
+        dgd(
+            "g",
+            {
+                "decode": {
+                    "componentType": "worker",
+                    "extraPodSpec": {
+                        "mainContainer": {"image": "i", "command": ["python3", "-m", "dynamo.vllm"]}
+                    },
+                }
+            },
+        ),
+    )
     clique = cliques(objs)["decode"]
     assert keys.LABEL_WORKER_HASH not in clique["labels"]
     assert "DYN_NAMESPACE_WORKER_SUFFIX" not in env(main(clique))
@@ -401,9 +585,17 @@ def test_grove_labels_metrics_from_the_dgd_annotation_only(tmp_path: Path) -> No
 
 
 def test_kai_scheduler(tmp_path: Path) -> None:
-    doc = dgd("g", {"a": FRONTEND, "b": {**FRONTEND, "extraPodSpec": {
-        "schedulerName": "my-scheduler", "mainContainer": {"image": "i"}}}},
-        annotations={keys.ANN_KAI_QUEUE: " team-queue "})
+    doc = dgd(
+        "g",
+        {
+            "a": FRONTEND,
+            "b": {
+                **FRONTEND,
+                "extraPodSpec": {"schedulerName": "my-scheduler", "mainContainer": {"image": "i"}},
+            },
+        },
+        annotations={keys.ANN_KAI_QUEUE: " team-queue "},
+    )
     cl = cliques(render(tmp_path, doc, kai_scheduler=True))
     assert cl["a"]["spec"]["podSpec"]["schedulerName"] == "kai-scheduler"
     assert cl["a"]["labels"][keys.LABEL_KAI_QUEUE] == "team-queue"
@@ -414,10 +606,13 @@ def test_kai_scheduler(tmp_path: Path) -> None:
 
 
 def test_termination_delay_update_strategy_topology(tmp_path: Path) -> None:
-    doc = dgd("g", {"a": {**FRONTEND, "topologyConstraint": {"packDomain": "rack"}}},
-              annotations={keys.ANN_GROVE_UPDATE_STRATEGY: "OnDelete"},
-              priorityClassName="high",
-              topologyConstraint={"topologyProfile": "p", "packDomain": "zone"})
+    doc = dgd(
+        "g",
+        {"a": {**FRONTEND, "topologyConstraint": {"packDomain": "rack"}}},
+        annotations={keys.ANN_GROVE_UPDATE_STRATEGY: "OnDelete"},
+        priorityClassName="high",
+        topologyConstraint={"topologyProfile": "p", "packDomain": "zone"},
+    )
     p = pcs(render(tmp_path, doc, grove_termination_delay="4h"))
     assert p["spec"]["updateStrategy"] == {"type": "OnDelete"}
     t = p["spec"]["template"]
@@ -431,5 +626,4 @@ def test_termination_delay_update_strategy_topology(tmp_path: Path) -> None:
 
 def test_restart_annotation_is_left_to_the_controller(tmp_path: Path) -> None:
     doc = dgd("g", {"a": {**FRONTEND, "annotations": {keys.ANN_RESTART_AT: "2026-01-01"}}})
-    assert keys.ANN_RESTART_AT not in (cliques(render(tmp_path, doc))["a"].get("annotations")
-                                       or {})
+    assert keys.ANN_RESTART_AT not in (cliques(render(tmp_path, doc))["a"].get("annotations") or {})

@@ -30,8 +30,7 @@ def repo(tmp_path: Path) -> Repo:
 
 def _scale(r: Repo, replicas: int) -> str:
     agg = r.path / "deploy" / "agg.yaml"
-    agg.write_text((TREE / "agg.yaml").read_text().replace("replicas: 2",
-                                                          f"replicas: {replicas}"))
+    agg.write_text((TREE / "agg.yaml").read_text().replace("replicas: 2", f"replicas: {replicas}"))
     return r.commit(f"scale to {replicas}")
 
 
@@ -78,33 +77,67 @@ def test_each_target_path_keeps_its_own_last_source(repo: Repo) -> None:
     assert res.code == 2 and new in res.stderr and "rendered:apps/a" in res.stderr
 
 
-def test_a_last_source_missing_from_a_shallow_clone_is_explained(repo: Repo,
-                                                                  tmp_path: Path) -> None:
+def test_a_last_source_missing_from_a_shallow_clone_is_explained(
+    repo: Repo, tmp_path: Path
+) -> None:
     assert repo.hydrate("deploy").code == 0
     last = repo.git("rev-parse", "HEAD")
     _scale(repo, 3)
     clone = Repo.__new__(Repo)
     clone.path, clone.env = tmp_path / "clone", repo.env
-    subprocess.run(["git", "clone", "-q", "--depth", "1", "--no-single-branch",
-                    f"file://{repo.path}", str(clone.path)], check=True, env=repo.env)
+    subprocess.run(
+        [
+            "git",
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            "--no-single-branch",
+            f"file://{repo.path}",
+            str(clone.path),
+        ],
+        check=True,
+        env=repo.env,
+    )
     res = clone.hydrate("deploy")
     assert res.code == 2 and last in res.stderr and "shallow" in res.stderr
     assert clone.tip() is None
 
 
 # ---------------------------------------------------------------------------- names
-BAD_BRANCHES = ["-x", "a..b", "a@{1}", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[b", "a\\b",
-                "x.lock", "a/", "a.", ".hidden", "a/.b", "a//b", "HEAD", "tab\there", "nl\n"]
+BAD_BRANCHES = [
+    "-x",
+    "a..b",
+    "a@{1}",
+    "a b",
+    "a~1",
+    "a^",
+    "a:b",
+    "a?",
+    "a*",
+    "a[b",
+    "a\\b",
+    "x.lock",
+    "a/",
+    "a.",
+    ".hidden",
+    "a/.b",
+    "a//b",
+    "HEAD",
+    "tab\there",
+    "nl\n",
+]
 
 
 @pytest.mark.parametrize("name", BAD_BRANCHES)
 def test_branch_names_follow_git(repo: Repo, name: str) -> None:
-    git = subprocess.run(["git", "check-ref-format", "--branch", name], cwd=repo.path,
-                         capture_output=True)
+    git = subprocess.run(
+        ["git", "check-ref-format", "--branch", name], cwd=repo.path, capture_output=True
+    )
     assert git.returncode != 0, f"git accepts {name!r}: the test list is wrong"
     res = repo.hydrate("deploy", f"--branch={name}")
     assert res.code == 2 and "not a valid branch name" in res.stderr and res.stdout == ""
-    assert repo.git("for-each-ref", "refs/heads/") .count("\n") == 0  # only main
+    assert repo.git("for-each-ref", "refs/heads/").count("\n") == 0  # only main
 
 
 def test_unusual_but_valid_branch_names_are_accepted(repo: Repo) -> None:
@@ -114,18 +147,42 @@ def test_unusual_but_valid_branch_names_are_accepted(repo: Repo) -> None:
         assert repo.tip(name) == res.stdout.strip()
 
 
-@pytest.mark.parametrize("path", ["../up", "a/../b", "/abs", ".git", "a/.dyn-gitops", "-a",
-                                  "a b", "a:b", "x.lock", "a//b", "a\x1b[31m"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../up",
+        "a/../b",
+        "/abs",
+        ".git",
+        "a/.dyn-gitops",
+        "-a",
+        "a b",
+        "a:b",
+        "x.lock",
+        "a//b",
+        "a\x1b[31m",
+    ],
+)
 def test_target_paths_follow_git(repo: Repo, path: str) -> None:
     res = repo.hydrate("deploy", f"--target-path={path}")
     assert res.code == 2 and "--target-path" in res.stderr and res.stdout == ""
     assert repo.tip() is None
 
 
-@pytest.mark.parametrize("author", ["no email", "<a@example.com>", "A <>",
-                                    "A <a@example.com> <b@example.com>", "A <a<b@example.com>",
-                                    "A\nB <a@example.com>", "A <a@example.com\n>",
-                                    "A\x1b[31m <a@example.com>", "A <a@example.com> trailing"])
+@pytest.mark.parametrize(
+    "author",
+    [
+        "no email",
+        "<a@example.com>",
+        "A <>",
+        "A <a@example.com> <b@example.com>",
+        "A <a<b@example.com>",
+        "A\nB <a@example.com>",
+        "A <a@example.com\n>",
+        "A\x1b[31m <a@example.com>",
+        "A <a@example.com> trailing",
+    ],
+)
 def test_authors_follow_git(repo: Repo, author: str) -> None:
     res = repo.hydrate("deploy", "--author", author)
     assert res.code == 2 and "--author" in res.stderr and res.stdout == ""
@@ -135,7 +192,8 @@ def test_authors_follow_git(repo: Repo, author: str) -> None:
 def test_a_valid_author_is_used(repo: Repo) -> None:
     assert repo.hydrate("deploy", "--author", "CI Bot <ci@example.com>").code == 0
     assert repo.git("log", "-1", "--format=%an|%ae|%cn", "rendered") == (
-        "CI Bot|ci@example.com|CI Bot")
+        "CI Bot|ci@example.com|CI Bot"
+    )
 
 
 def test_an_unusable_configured_identity_is_a_usage_error(repo: Repo) -> None:
@@ -158,8 +216,14 @@ def _add_entry(r: Repo, mode: str, content: bytes, path: str) -> None:
     if mode == "160000":
         oid = r.git("rev-parse", "HEAD")
     else:
-        proc = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=r.path, env=r.env,
-                              input=content, capture_output=True, check=True)
+        proc = subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"],
+            cwd=r.path,
+            env=r.env,
+            input=content,
+            capture_output=True,
+            check=True,
+        )
         oid = proc.stdout.decode().strip()
     r.git("update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}")
     r.git("commit", "-q", "-m", f"add {path}")
@@ -178,7 +242,8 @@ def test_an_lfs_pointer_is_a_clear_problem(repo: Repo) -> None:
     (repo.path / "deploy" / "big.yaml").write_text(
         "version https://git-lfs.github.com/spec/v1\n"
         "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
-        "size 12345\n")
+        "size 12345\n"
+    )
     repo.commit("lfs")
     code, out, err = _render(repo)
     assert code == 1 and out == ""
@@ -227,10 +292,12 @@ def test_a_chain_of_links_inside_the_root_is_followed(repo: Repo) -> None:
     assert graph in out and graph not in without[1]
 
 
-@pytest.mark.parametrize(("name", "limit"), [("huge.yaml", "1048576"),
-                                             ("dyn-gitops.yaml", "65536")])
-def test_oversized_blobs_are_refused_before_they_are_read(repo: Repo, name: str,
-                                                          limit: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "limit"), [("huge.yaml", "1048576"), ("dyn-gitops.yaml", "65536")]
+)
+def test_oversized_blobs_are_refused_before_they_are_read(
+    repo: Repo, name: str, limit: str
+) -> None:
     """A 512 MiB manifest or settings file: refused from its object header, so the process
     never holds it (its peak memory stays far below the blob's size)."""
     size = 512 * 1024 * 1024
@@ -241,15 +308,31 @@ def test_oversized_blobs_are_refused_before_they_are_read(repo: Repo, name: str,
     path.unlink()
     # the child's own peak RSS: ru_maxrss would carry the parent's (pytest's, which grows
     # with the tests run before) across fork and exec, so reset VmHWM first and read it after
-    probe = ("import sys\n"
-             "with open('/proc/self/clear_refs', 'w') as f:\n    f.write('5')\n"
-             "from dyn_gitops.cli import entry\n"
-             "try:\n    entry()\nfinally:\n"
-             "    print([line.split()[1] for line in open('/proc/self/status')\n"
-             "           if line.startswith('VmHWM:')][0], file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", probe, "render", "--rev", "HEAD", "deploy",
-                           "--max-file-bytes", "1048576"],
-                          cwd=repo.path, capture_output=True, text=True, timeout=300)
+    probe = (
+        "import sys\n"
+        "with open('/proc/self/clear_refs', 'w') as f:\n    f.write('5')\n"
+        "from dyn_gitops.cli import entry\n"
+        "try:\n    entry()\nfinally:\n"
+        "    print([line.split()[1] for line in open('/proc/self/status')\n"
+        "           if line.startswith('VmHWM:')][0], file=sys.stderr)"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            probe,
+            "render",
+            "--rev",
+            "HEAD",
+            "deploy",
+            "--max-file-bytes",
+            "1048576",
+        ],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1 and proc.stdout == ""
     assert f"{name}:" in proc.stderr
     assert f"file is {size} bytes, over the limit of {limit}" in proc.stderr

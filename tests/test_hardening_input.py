@@ -54,8 +54,11 @@ DEEP_BLOCK = "".join(" " * i + "k:\n" for i in range(3_000)) + " " * 3_000 + "v\
 
 
 # ---------------------------------------------------------------------------- nesting depth
-@pytest.mark.parametrize("text", [DEEP_FLOW, DEEP_BLOCK, DEEP_SEQ,
-                                  "[" * 20_000 + "\n"], ids=["flow", "block", "seq", "open"])
+@pytest.mark.parametrize(
+    "text",
+    [DEEP_FLOW, DEEP_BLOCK, DEEP_SEQ, "[" * 20_000 + "\n"],
+    ids=["flow", "block", "seq", "open"],
+)
 def test_deep_nesting_is_refused_before_parsing_recurses(tmp_path: Path, text: str) -> None:
     path = write(tmp_path, "deep.yaml", text)
     res = run_cli("validate", str(path))
@@ -75,17 +78,28 @@ def test_a_file_of_open_brackets_is_refused_at_the_depth_limit(tmp_path: Path) -
 
 
 def test_max_depth_setting_bounds_nesting(tmp_path: Path) -> None:
-    path = write(tmp_path, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
-                 "data:\n  a: b\nx: " + "[" * 20 + "]" * 20 + "\n")
-    refused(run_cli("validate", "--max-depth", "10", str(path)),
-            "cm.yaml:7: YAML nested more than 10 levels deep (setting max-depth)")
+    path = write(
+        tmp_path,
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+        "data:\n  a: b\nx: " + "[" * 20 + "]" * 20 + "\n",
+    )
+    refused(
+        run_cli("validate", "--max-depth", "10", str(path)),
+        "cm.yaml:7: YAML nested more than 10 levels deep (setting max-depth)",
+    )
     assert run_cli("validate", str(path)).code == 0  # the default (100) allows it
     deeper = write(tmp_path, "deeper.yaml", "x: " + "[" * 300 + "]" * 300 + "\n")
-    refused(run_cli("validate", "--max-depth", "200", str(deeper)),
-            "deeper.yaml:1: YAML nested more than 200 levels deep")
+    refused(
+        run_cli("validate", "--max-depth", "200", str(deeper)),
+        "deeper.yaml:1: YAML nested more than 200 levels deep",
+    )
     # no runner can go past what the code that builds and writes the data can nest
-    refused(run_cli("validate", "--max-depth", "100000", str(deeper)),
-            "setting max-depth: expected a limit from 1 to 200", code=2)
+    refused(
+        run_cli("validate", "--max-depth", "100000", str(deeper)),
+        "setting max-depth: expected a limit from 1 to 200",
+        code=2,
+    )
 
 
 def test_deep_nesting_through_aliases_is_refused(tmp_path: Path) -> None:
@@ -96,13 +110,18 @@ def test_deep_nesting_through_aliases_is_refused(tmp_path: Path) -> None:
 
 
 def test_deep_nesting_in_krm_post_render_and_settings_file(tmp_path: Path) -> None:
-    rl = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"
-          "functionConfig:\n" + DEEP_SEQ)
+    rl = (
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"
+        "functionConfig:\n" + DEEP_SEQ
+    )
     refused(run_cli("krm", stdin=rl), "nested more than")
     refused(run_cli("post-render", stdin=DEEP_SEQ), "nested more than")
-    helm = ("---\n# Source: c/templates/x.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n"
-            "  name: a\n  annotations:\n    postrenderer.helm.sh/postrender-filename: "
-            + "[" * 20_000 + "\n")
+    helm = (
+        "---\n# Source: c/templates/x.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+        "  name: a\n  annotations:\n    postrenderer.helm.sh/postrender-filename: "
+        + "[" * 20_000
+        + "\n"
+    )
     refused(run_cli("post-render", stdin=helm))
     app = tmp_path / "app"
     app.mkdir()
@@ -116,13 +135,20 @@ def test_deep_json_in_argocd_parameters_and_legacy_config(tmp_path: Path) -> Non
     app.mkdir()
     shutil.copy(DGD, app)
     deep = "[" * 30_000 + "]" * 30_000  # (one variable may hold at most 128 KiB)
-    res = run_cli("cmp", "generate", "--server", "off", cwd=app,
-                  env={"TMPDIR": "/nonexistent", "ARGOCD_APP_PARAMETERS": deep})
+    res = run_cli(
+        "cmp",
+        "generate",
+        "--server",
+        "off",
+        cwd=app,
+        env={"TMPDIR": "/nonexistent", "ARGOCD_APP_PARAMETERS": deep},
+    )
     refused(res, "ARGOCD_APP_PARAMETERS: not valid JSON (nested more than", code=2)
     obj = dgd()
     service = next(iter(obj["spec"]["services"].values()))
-    service.setdefault("envs", []).append({"name": "DYN_DEPLOYMENT_CONFIG",
-                                           "value": "[" * 30_000 + "]" * 30_000})
+    service.setdefault("envs", []).append(
+        {"name": "DYN_DEPLOYMENT_CONFIG", "value": "[" * 30_000 + "]" * 30_000}
+    )
     path = write(tmp_path, "legacy.yaml", yaml.safe_dump(obj))
     refused(run_cli("validate", str(path)), "DYN_DEPLOYMENT_CONFIG is not valid JSON")
 
@@ -149,48 +175,56 @@ def test_duplicate_keys_are_still_found(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- values
 def test_values_json_cannot_carry_are_problems_with_their_place(tmp_path: Path) -> None:
     head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{}\ndata:\n"
-    docs = [head.format(0) + "  a: !!int abc\n",
-            head.format(1) + "  a: !!float x\n",
-            head.format(2) + "  a: !foo x\n",
-            head.format(3) + "  a: !!binary aGVsbG8=\n",
-            head.format(4) + "  a: !!set {x, y}\n",
-            head.format(5) + "  a: .nan\n",
-            head.format(6) + "  1: x\n",
-            head.format(7) + "  a: " + "9" * 5_000 + "\n",
-            head.format(8) + "  a: !!timestamp 2001-12-14\n",
-            head.format(9) + "  a: !!int \n"]  # empty: PyYAML's constructor raises IndexError
+    docs = [
+        head.format(0) + "  a: !!int abc\n",
+        head.format(1) + "  a: !!float x\n",
+        head.format(2) + "  a: !foo x\n",
+        head.format(3) + "  a: !!binary aGVsbG8=\n",
+        head.format(4) + "  a: !!set {x, y}\n",
+        head.format(5) + "  a: .nan\n",
+        head.format(6) + "  1: x\n",
+        head.format(7) + "  a: " + "9" * 5_000 + "\n",
+        head.format(8) + "  a: !!timestamp 2001-12-14\n",
+        head.format(9) + "  a: !!int \n",
+    ]  # empty: PyYAML's constructor raises IndexError
     path = write(tmp_path, "values.yaml", "---\n".join(docs))
     res = run_cli("validate", str(path))
-    refused(res,
-            "values.yaml:6: value tagged !!int cannot be read",
-            "values.yaml:13: value tagged !!float cannot be read",
-            "values.yaml:20: unknown YAML tag '!foo'",
-            "values.yaml:27: data.a: binary data (!!binary) is not a JSON value",
-            "values.yaml:34: data.a: a set (!!set) is not a JSON value",
-            "values.yaml:41: data.a: NaN and infinity are not numbers",
-            "values.yaml:47: data: mapping key 1 is a number, not a string",
-            "values.yaml:55: value tagged !!int cannot be read (too many digits)",
-            "values.yaml:62: data.a: a date is not a JSON value",
-            "values.yaml:69: value tagged !!int cannot be read")
+    refused(
+        res,
+        "values.yaml:6: value tagged !!int cannot be read",
+        "values.yaml:13: value tagged !!float cannot be read",
+        "values.yaml:20: unknown YAML tag '!foo'",
+        "values.yaml:27: data.a: binary data (!!binary) is not a JSON value",
+        "values.yaml:34: data.a: a set (!!set) is not a JSON value",
+        "values.yaml:41: data.a: NaN and infinity are not numbers",
+        "values.yaml:47: data: mapping key 1 is a number, not a string",
+        "values.yaml:55: value tagged !!int cannot be read (too many digits)",
+        "values.yaml:62: data.a: a date is not a JSON value",
+        "values.yaml:69: value tagged !!int cannot be read",
+    )
     assert "9999" not in res.stderr  # values are not echoed
     assert all(PROBLEM_LINE.match(line) for line in problem_lines(res.stderr))
 
 
 def test_objects_are_shaped_before_anything_reads_them(tmp_path: Path) -> None:
-    docs = ["apiVersion: v1\nkind: ConfigMap\nmetadata: just-a-string\n",
-            "apiVersion: v1\nkind: [ConfigMap]\nmetadata:\n  name: b\n",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels: [x]\n",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n  annotations:\n"
-            "    a: 1\n",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e\ndata:\n"
-            "  a: !!timestamp not-a-date\n"]
+    docs = [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: just-a-string\n",
+        "apiVersion: v1\nkind: [ConfigMap]\nmetadata:\n  name: b\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels: [x]\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n  annotations:\n    a: 1\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e\ndata:\n"
+        "  a: !!timestamp not-a-date\n",
+    ]
     path = write(tmp_path, "shapes.yaml", "---\n".join(docs))
     res = run_cli("validate", str(path))
-    refused(res, "shapes.yaml:3: ConfigMap/?: metadata: expected a mapping",
-            "shapes.yaml:6: ?/b: kind: expected a string",
-            "shapes.yaml:14: ConfigMap/c: metadata.labels: expected a mapping",
-            "shapes.yaml:21: ConfigMap/d: metadata.annotations.a: expected a string",
-            "shapes.yaml:28: value tagged !!timestamp cannot be read")
+    refused(
+        res,
+        "shapes.yaml:3: ConfigMap/?: metadata: expected a mapping",
+        "shapes.yaml:6: ?/b: kind: expected a string",
+        "shapes.yaml:14: ConfigMap/c: metadata.labels: expected a mapping",
+        "shapes.yaml:21: ConfigMap/d: metadata.annotations.a: expected a string",
+        "shapes.yaml:28: value tagged !!timestamp cannot be read",
+    )
 
 
 # ---------------------------------------------------------------------------- pod spec shapes
@@ -208,15 +242,17 @@ def test_wrong_types_in_a_pod_spec_are_reported_with_their_field_path(tmp_path: 
     path = write(tmp_path, "graph.yaml", yaml.safe_dump(obj, sort_keys=False))
     res = run_cli("validate", str(path))
     at = f"DynamoGraphDeployment/{obj['metadata']['name']}: spec.services.{name}.extraPodSpec"
-    refused(res,
-            f"{at}.volumes[0]: needs a name",
-            f"{at}.containers[0]: a container needs a name",
-            f"{at}.mainContainer.volumeMounts[0]: needs a name",
-            f"{at}.mainContainer.resources.limits:",
-            f"{at}.mainContainer.resources.requests.cpu: expected a Kubernetes quantity",
-            f"{at}.mainContainer.livenessProbe.httpGet:",
-            f"{at}.mainContainer.livenessProbe.periodSeconds: expected a whole number",
-            f"{at}.mainContainer.env[0]:")
+    refused(
+        res,
+        f"{at}.volumes[0]: needs a name",
+        f"{at}.containers[0]: a container needs a name",
+        f"{at}.mainContainer.volumeMounts[0]: needs a name",
+        f"{at}.mainContainer.resources.limits:",
+        f"{at}.mainContainer.resources.requests.cpu: expected a Kubernetes quantity",
+        f"{at}.mainContainer.livenessProbe.httpGet:",
+        f"{at}.mainContainer.livenessProbe.periodSeconds: expected a whole number",
+        f"{at}.mainContainer.env[0]:",
+    )
     assert all(PROBLEM_LINE.match(line) for line in problem_lines(res.stderr))
 
 
@@ -231,8 +267,10 @@ def test_non_list_containers_and_v1beta1_resources(tmp_path: Path) -> None:
     spec = doc["spec"]["components"][1]["podTemplate"]["spec"]
     spec["containers"][0]["resources"] = {"requests": ["x"]}
     path = write(tmp_path, "beta.yaml", yaml.safe_dump(doc, sort_keys=False))
-    refused(run_cli("validate", str(path)),
-            "spec.components[1].podTemplate.spec.containers[0].resources.requests:")
+    refused(
+        run_cli("validate", str(path)),
+        "spec.components[1].podTemplate.spec.containers[0].resources.requests:",
+    )
 
 
 # ---------------------------------------------------------------------------- file system
@@ -244,9 +282,12 @@ def test_links_fifos_and_special_files_are_problems(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "back").symlink_to("..")  # a directory loop: walked once
     res = run_cli("validate", str(tmp_path))
-    refused(res, "loop.yaml:1: cannot read the file (a symlink loop)",
-            "dangling.yaml:1: cannot read the file (a dangling symlink)",
-            "fifo.yaml:1: not a regular file")
+    refused(
+        res,
+        "loop.yaml:1: cannot read the file (a symlink loop)",
+        "dangling.yaml:1: cannot read the file (a dangling symlink)",
+        "fifo.yaml:1: not a regular file",
+    )
     assert len(problem_lines(res.stderr)) == 3
     refused(run_cli("validate", str(tmp_path / "fifo.yaml")), "not a regular file")
 
@@ -264,8 +305,10 @@ def test_settings_file_gets_the_checks_of_a_manifest(tmp_path: Path) -> None:
     refused(run_cli("render", str(app)), "dyn-gitops.yaml:1: not a regular file")
     (app / "dyn-gitops.yaml").unlink()
     (app / "dyn-gitops.yaml").write_text("# padding\n" * 10_000)
-    refused(run_cli("render", str(app)), "dyn-gitops.yaml:1: file is 100000 bytes, over the "
-            "limit of 65536")
+    refused(
+        run_cli("render", str(app)),
+        "dyn-gitops.yaml:1: file is 100000 bytes, over the limit of 65536",
+    )
 
 
 UNPRIVILEGED = """
@@ -285,11 +328,13 @@ def run_unprivileged(*args: str) -> CliResult:
         return run_cli(*args)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     # the interpreter and the sources may sit where nobody cannot read: load them first
-    code = ("import encodings.utf_8_sig, dyn_gitops.cli, dyn_gitops.pipeline, dyn_gitops.read, "
-            "dyn_gitops.parse, dyn_gitops.emit, dyn_gitops.context, dyn_gitops.oneshot\n"
-            + UNPRIVILEGED)
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                          text=True, env=env, timeout=120)
+    code = (
+        "import encodings.utf_8_sig, dyn_gitops.cli, dyn_gitops.pipeline, dyn_gitops.read, "
+        "dyn_gitops.parse, dyn_gitops.emit, dyn_gitops.context, dyn_gitops.oneshot\n" + UNPRIVILEGED
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120
+    )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -318,9 +363,12 @@ def _check_unreadable(tmp_path: Path) -> None:
     finally:
         for p in (root / "locked", root / "noexec"):
             p.chmod(0o755)
-    refused(res, "locked:1: cannot read the directory (permission denied)",
-            "noexec/b.yaml:1: cannot read the file (permission denied)",
-            "secret.yaml:1: cannot read the file (permission denied)")
+    refused(
+        res,
+        "locked:1: cannot read the directory (permission denied)",
+        "noexec/b.yaml:1: cannot read the file (permission denied)",
+        "secret.yaml:1: cannot read the file (permission denied)",
+    )
 
 
 def test_parameters_json_is_checked(tmp_path: Path) -> None:
@@ -328,6 +376,12 @@ def test_parameters_json_is_checked(tmp_path: Path) -> None:
     app.mkdir()
     shutil.copy(DGD, app)
     big = json.dumps([{"name": "namespace", "string": "x"}])[:-1] + "," + "9" * 5000 + "]"
-    res = run_cli("cmp", "generate", "--server", "off", cwd=app,
-                  env={"TMPDIR": "/nonexistent", "ARGOCD_APP_PARAMETERS": big})
+    res = run_cli(
+        "cmp",
+        "generate",
+        "--server",
+        "off",
+        cwd=app,
+        env={"TMPDIR": "/nonexistent", "ARGOCD_APP_PARAMETERS": big},
+    )
     refused(res, "ARGOCD_APP_PARAMETERS: not valid JSON", code=2)

@@ -86,8 +86,13 @@ def test_max_objects(src: Path) -> None:
     n = count(invoke_cli("render", str(src)))
     assert count(invoke_cli("render", str(src), "--max-objects", str(n))) == n
     res = invoke_cli("render", str(src), "--max-objects", str(n - 1))
-    assert_refused(res, 1, "dgd.yaml:1: DynamoGraphDeployment/limits: ", f"reaches {n} objects",
-                   f"more than the {n - 1} allowed (setting max-objects)")
+    assert_refused(
+        res,
+        1,
+        "dgd.yaml:1: DynamoGraphDeployment/limits: ",
+        f"reaches {n} objects",
+        f"more than the {n - 1} allowed (setting max-objects)",
+    )
 
 
 def test_max_objects_counts_what_is_output_across_files(src: Path) -> None:
@@ -102,10 +107,14 @@ def test_max_objects_counts_what_is_output_across_files(src: Path) -> None:
 
 def multinode_dgd(*, replicas: int, node_count: int) -> str:
     """DGD with its worker multinode (vLLM, so the renderer knows how to launch it)."""
-    return DGD.replace("      replicas: 3\n", f"      replicas: {replicas}\n      multinode:\n"
-                       f"        nodeCount: {node_count}\n").replace(
-        "dynamo:1.1.0\n", "dynamo:1.1.0\n          command: [python3, -m, dynamo.vllm]\n"
-        "          args: [--model, Qwen/Qwen3-0.6B]\n")
+    return DGD.replace(
+        "      replicas: 3\n",
+        f"      replicas: {replicas}\n      multinode:\n        nodeCount: {node_count}\n",
+    ).replace(
+        "dynamo:1.1.0\n",
+        "dynamo:1.1.0\n          command: [python3, -m, dynamo.vllm]\n"
+        "          args: [--model, Qwen/Qwen3-0.6B]\n",
+    )
 
 
 def test_max_objects_is_checked_before_leader_worker_sets_are_made(src: Path) -> None:
@@ -114,10 +123,14 @@ def test_max_objects_is_checked_before_leader_worker_sets_are_made(src: Path) ->
     (src / "dgd.yaml").write_text(text)
     assert count(invoke_cli("render", str(src), "--lws")) > 120
     res = invoke_cli("render", str(src), "--lws", "--max-objects", "119")
-    assert_refused(res, 1, "dgd.yaml:6: DynamoGraphDeployment/limits: spec.services: its "
-                           "multinode services would make 120 LeaderWorkerSets and PodGroups "
-                           "(one each per replica), more than the 119 objects allowed (setting "
-                           "max-objects); nothing was expanded")
+    assert_refused(
+        res,
+        1,
+        "dgd.yaml:6: DynamoGraphDeployment/limits: spec.services: its "
+        "multinode services would make 120 LeaderWorkerSets and PodGroups "
+        "(one each per replica), more than the 119 objects allowed (setting "
+        "max-objects); nothing was expanded",
+    )
 
 
 def test_max_output_bytes(src: Path, tmp_path: Path) -> None:
@@ -125,12 +138,21 @@ def test_max_output_bytes(src: Path, tmp_path: Path) -> None:
     size = len(text.encode())
     assert invoke_cli("render", str(src), "--max-output-bytes", str(size)).stdout == text
     res = invoke_cli("render", str(src), "--max-output-bytes", str(size - 1))
-    assert_refused(res, 1, f"the output is {size} bytes, more than the {size - 1} allowed "
-                           "(setting max-output-bytes)")
+    assert_refused(
+        res,
+        1,
+        f"the output is {size} bytes, more than the {size - 1} allowed (setting max-output-bytes)",
+    )
     # JSON is measured as JSON
     js = invoke_cli("render", str(src), "--output-format", "json").stdout
-    res = invoke_cli("render", str(src), "--output-format", "json", "--max-output-bytes",
-                     str(len(js.encode()) - 1))
+    res = invoke_cli(
+        "render",
+        str(src),
+        "--output-format",
+        "json",
+        "--max-output-bytes",
+        str(len(js.encode()) - 1),
+    )
     assert_refused(res, 1, "max-output-bytes")
     # one file per object: nothing is written
     out = tmp_path / "out"
@@ -140,9 +162,18 @@ def test_max_output_bytes(src: Path, tmp_path: Path) -> None:
 
 
 def test_max_output_bytes_through_cmp_krm_and_post_render(src: Path) -> None:
-    res = run_cli("cmp", "generate", "--server", "off", cwd=src,
-                  env={"DYN_GITOPS_MAX_OUTPUT_BYTES": "100", "ARGOCD_APP_NAMESPACE": "demo",
-                       "ARGOCD_APP_SOURCE_PATH": "apps/limits"})
+    res = run_cli(
+        "cmp",
+        "generate",
+        "--server",
+        "off",
+        cwd=src,
+        env={
+            "DYN_GITOPS_MAX_OUTPUT_BYTES": "100",
+            "ARGOCD_APP_NAMESPACE": "demo",
+            "ARGOCD_APP_SOURCE_PATH": "apps/limits",
+        },
+    )
     assert_refused(res, 1, "(setting max-output-bytes)")
     res = run_cli("krm", "--max-output-bytes", "100", stdin=resource_list([yaml.safe_load(DGD)]))
     assert res.code == 1, res.stderr
@@ -153,10 +184,16 @@ def test_max_output_bytes_through_cmp_krm_and_post_render(src: Path) -> None:
 
 def git_commit(repo: Path) -> dict[str, str]:
     """Commit the work tree of ``repo`` (created if new); the environment to run git in."""
-    env = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(repo),
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "T",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "T",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(repo),
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+    }
     cmds = [["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "x"]]
     if not (repo / ".git").exists():
         cmds.insert(0, ["init", "-q", "-b", "main"])
@@ -175,8 +212,10 @@ def test_max_output_bytes_and_objects_bound_the_whole_hydrated_tree(tmp_path: Pa
     ok = run_cli("hydrate", "deploy", "--out-dir", str(tmp_path / "ok"), cwd=repo, env=env)
     assert ok.code == 0, ok.stderr
     one = len(next((tmp_path / "ok").rglob("configmap_cm-0.yaml")).read_bytes())
-    for args, needle in ((["--max-objects", "3"], "(setting max-objects)"),
-                         (["--max-output-bytes", str(3 * one)], "(setting max-output-bytes)")):
+    for args, needle in (
+        (["--max-objects", "3"], "(setting max-objects)"),
+        (["--max-output-bytes", str(3 * one)], "(setting max-output-bytes)"),
+    ):
         out = tmp_path / "out"
         res = run_cli("hydrate", "deploy", "--out-dir", str(out), *args, cwd=repo, env=env)
         assert_refused(res, 1, needle)
@@ -186,29 +225,40 @@ def test_max_output_bytes_and_objects_bound_the_whole_hydrated_tree(tmp_path: Pa
 
 
 def test_max_replicas(src: Path) -> None:
-    text = DGD.replace("      replicas: 2\n", "      replicas: 2\n      autoscaling:\n"
-                       "        enabled: true\n        minReplicas: 1\n        maxReplicas: 9\n")
+    text = DGD.replace(
+        "      replicas: 2\n",
+        "      replicas: 2\n      autoscaling:\n"
+        "        enabled: true\n        minReplicas: 1\n        maxReplicas: 9\n",
+    )
     (src / "dgd.yaml").write_text(text)
     assert invoke_cli("render", str(src), "--max-replicas", "9").code == 0
     res = invoke_cli("render", str(src), "--max-replicas", "2")
-    assert_refused(res, 1,  # every problem of the run, each at its field
-                   "DynamoGraphDeployment/limits: spec.services.Frontend.autoscaling.maxReplicas: "
-                   "9 is more than the 2 replicas allowed (setting max-replicas)",
-                   "DynamoGraphDeployment/limits: spec.services.VllmWorker.replicas: 3 is more "
-                   "than the 2 replicas allowed (setting max-replicas)")
+    assert_refused(
+        res,
+        1,  # every problem of the run, each at its field
+        "DynamoGraphDeployment/limits: spec.services.Frontend.autoscaling.maxReplicas: "
+        "9 is more than the 2 replicas allowed (setting max-replicas)",
+        "DynamoGraphDeployment/limits: spec.services.VllmWorker.replicas: 3 is more "
+        "than the 2 replicas allowed (setting max-replicas)",
+    )
     assert "Frontend.replicas" not in res.stderr
 
 
 def test_max_replicas_and_node_count_in_v1beta1(src: Path) -> None:
     (src / "dgd.yaml").write_text(BETA)
-    assert invoke_cli("render", str(src), "--lws", "--max-replicas", "7",
-                      "--max-node-count", "6").code == 0
+    assert (
+        invoke_cli("render", str(src), "--lws", "--max-replicas", "7", "--max-node-count", "6").code
+        == 0
+    )
     res = invoke_cli("render", str(src), "--lws", "--max-replicas", "6", "--max-node-count", "5")
-    assert_refused(res, 1,
-                   "dgd.yaml:17: DynamoGraphDeployment/beta: spec.components[1].replicas: 7 is "
-                   "more than the 6 replicas allowed (setting max-replicas)",
-                   "DynamoGraphDeployment/beta: spec.components[1].multinode.nodeCount: 6 is "
-                   "more than the 5 nodes allowed (setting max-node-count)")
+    assert_refused(
+        res,
+        1,
+        "dgd.yaml:17: DynamoGraphDeployment/beta: spec.components[1].replicas: 7 is "
+        "more than the 6 replicas allowed (setting max-replicas)",
+        "DynamoGraphDeployment/beta: spec.components[1].multinode.nodeCount: 6 is "
+        "more than the 5 nodes allowed (setting max-node-count)",
+    )
 
 
 def test_max_node_count(src: Path) -> None:
@@ -216,19 +266,26 @@ def test_max_node_count(src: Path) -> None:
     (src / "dgd.yaml").write_text(text)
     assert invoke_cli("render", str(src), "--lws", "--max-node-count", "4").code == 0
     res = invoke_cli("render", str(src), "--lws", "--max-node-count", "3")
-    assert_refused(res, 1, "DynamoGraphDeployment/limits: spec.services.VllmWorker.multinode."
-                           "nodeCount: 4 is more than the 3 nodes allowed (setting "
-                           "max-node-count)")
+    assert_refused(
+        res,
+        1,
+        "DynamoGraphDeployment/limits: spec.services.VllmWorker.multinode."
+        "nodeCount: 4 is more than the 3 nodes allowed (setting "
+        "max-node-count)",
+    )
 
 
 def test_huge_counts_are_refused_before_anything_is_made(src: Path) -> None:
     """One LeaderWorkerSet per replica, one address per node: with these counts, any work per
     replica or node before the check would exhaust the machine instead of exiting 1."""
     big = 10**30
-    alpha = DGD.replace("      replicas: 3\n", f"      replicas: {big}\n      multinode:\n"
-                        f"        nodeCount: {big}\n")
-    beta = BETA.replace("replicas: 7", f"replicas: {big}").replace("nodeCount: 6",
-                                                                   f"nodeCount: {big}")
+    alpha = DGD.replace(
+        "      replicas: 3\n",
+        f"      replicas: {big}\n      multinode:\n        nodeCount: {big}\n",
+    )
+    beta = BETA.replace("replicas: 7", f"replicas: {big}").replace(
+        "nodeCount: 6", f"nodeCount: {big}"
+    )
     for text in (alpha, beta):
         (src / "dgd.yaml").write_text(text)
         for extra in ((), ("--grove",)):
@@ -252,10 +309,15 @@ def test_the_settings_file_cannot_raise_a_limit(src: Path, name: str) -> None:
     settings_file(src, {name: spec.default + 1})
     for command in ("render", "settings", "validate"):
         res = invoke_cli(command, str(src))
-        assert_refused(res, 2, f"dyn-gitops.yaml key {name}: setting {name}: "
-                               f"{spec.default + 1} is above the limit {spec.default} (the "
-                               "default)", "may only lower a limit",
-                       f"--{name} or {spec.env_var}")
+        assert_refused(
+            res,
+            2,
+            f"dyn-gitops.yaml key {name}: setting {name}: "
+            f"{spec.default + 1} is above the limit {spec.default} (the "
+            "default)",
+            "may only lower a limit",
+            f"--{name} or {spec.env_var}",
+        )
 
 
 def test_the_runner_raises_the_ceiling_by_flag_or_environment(src: Path) -> None:
@@ -278,11 +340,13 @@ def test_a_settings_file_read_from_git_cannot_raise_a_limit(tmp_path: Path) -> N
     settings_file(repo / "deploy", {"max-documents": 30_000})
     git_commit(repo)
     needle = "dyn-gitops.yaml key max-documents: setting max-documents: 30000 is above the limit"
-    for args in (["render", "deploy", "--rev", "HEAD"], ["hydrate", "deploy"],
-                 ["diff", "deploy", "--base", "HEAD~1"]):
+    for args in (
+        ["render", "deploy", "--rev", "HEAD"],
+        ["hydrate", "deploy"],
+        ["diff", "deploy", "--base", "HEAD~1"],
+    ):
         assert_refused(run_cli(*args, cwd=repo, env=env), 2, needle)
-    ok = run_cli("render", "deploy", "--rev", "HEAD", "--max-documents", "30000", cwd=repo,
-                 env=env)
+    ok = run_cli("render", "deploy", "--rev", "HEAD", "--max-documents", "30000", cwd=repo, env=env)
     assert ok.code == 0, ok.stderr
 
 
@@ -291,20 +355,23 @@ def test_settings_shows_the_ceiling_of_a_lowered_limit(src: Path) -> None:
     res = invoke_cli("settings", str(src))
     assert res.code == 0, res.stderr
     row = next(line for line in res.stdout.splitlines() if line.startswith("max-depth "))
-    assert row.split(None, 2)[1:] == ["50", "dyn-gitops.yaml key max-depth (at most 100: "
-                                            "default)"]
+    assert row.split(None, 2)[1:] == ["50", "dyn-gitops.yaml key max-depth (at most 100: default)"]
     # Argo CD: the Application's env comes after the sidecar's, under its ceiling
     prefixes = ("DYN_GITOPS_", "ARGOCD_ENV_DYN_GITOPS_")
-    got = resolve(env={"DYN_GITOPS_MAX_DEPTH": "80", "ARGOCD_ENV_DYN_GITOPS_MAX_DEPTH": "60"},
-                  env_prefixes=prefixes)
+    got = resolve(
+        env={"DYN_GITOPS_MAX_DEPTH": "80", "ARGOCD_ENV_DYN_GITOPS_MAX_DEPTH": "60"},
+        env_prefixes=prefixes,
+    )
     assert got.settings.max_depth == 60
-    assert got.origins["max-depth"] == ("environment ARGOCD_ENV_DYN_GITOPS_MAX_DEPTH "
-                                        "(at most 80: environment DYN_GITOPS_MAX_DEPTH)")
+    assert got.origins["max-depth"] == (
+        "environment ARGOCD_ENV_DYN_GITOPS_MAX_DEPTH (at most 80: environment DYN_GITOPS_MAX_DEPTH)"
+    )
 
 
 def cmp_generate(app: Path, env: dict[str, str]) -> CliResult:
-    return run_cli("cmp", "generate", "--server", "off", cwd=app,
-                   env={"ARGOCD_APP_NAMESPACE": "demo", **env})
+    return run_cli(
+        "cmp", "generate", "--server", "off", cwd=app, env={"ARGOCD_APP_NAMESPACE": "demo", **env}
+    )
 
 
 def parameters(**values: str) -> str:
@@ -313,13 +380,19 @@ def parameters(**values: str) -> str:
 
 def test_argo_cd_application_env_and_parameters_cannot_raise_a_limit(src: Path) -> None:
     app_env = {"ARGOCD_ENV_DYN_GITOPS_MAX_DOCUMENTS": "30000"}
-    assert_refused(cmp_generate(src, app_env), 2,
-                   "environment ARGOCD_ENV_DYN_GITOPS_MAX_DOCUMENTS: setting max-documents: "
-                   "30000 is above the limit 20000")
+    assert_refused(
+        cmp_generate(src, app_env),
+        2,
+        "environment ARGOCD_ENV_DYN_GITOPS_MAX_DOCUMENTS: setting max-documents: "
+        "30000 is above the limit 20000",
+    )
     param = {"ARGOCD_APP_PARAMETERS": parameters(max_replicas="20000")}
-    assert_refused(cmp_generate(src, param), 2,
-                   "parameter max-replicas: setting max-replicas: 20000 is above the limit "
-                   "10000 (the default)")
+    assert_refused(
+        cmp_generate(src, param),
+        2,
+        "parameter max-replicas: setting max-replicas: 20000 is above the limit "
+        "10000 (the default)",
+    )
     # the sidecar's own environment is the runner's: it raises the ceiling
     sidecar = {"DYN_GITOPS_MAX_DOCUMENTS": "40000", "DYN_GITOPS_MAX_REPLICAS": "20000"}
     assert cmp_generate(src, {**sidecar, **app_env, **param}).code == 0
@@ -332,10 +405,13 @@ def test_argo_cd_application_env_and_parameters_can_lower_a_limit(src: Path) -> 
     assert_refused(res, 1, "spec.services.VllmWorker.replicas: 3 is more than the 2")
 
 
-
 def function_config(**values: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"},
-            "data": {k.replace("_", "-"): v for k, v in values.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "fn"},
+        "data": {k.replace("_", "-"): v for k, v in values.items()},
+    }
 
 
 def test_krm_function_config_cannot_raise_a_limit() -> None:
@@ -346,7 +422,8 @@ def test_krm_function_config_cannot_raise_a_limit() -> None:
     errors = [r["message"] for r in out["results"] if r["severity"] == "error"]
     assert len(errors) == 1 and errors[0].startswith(
         "functionConfig max-objects: setting max-objects: 300000 is above the limit 200000 "
-        "(the default)"), errors
+        "(the default)"
+    ), errors
     assert out["items"] == [yaml.safe_load(DGD)]  # returned untouched
     # the runner (flag or environment of the function process) raises the ceiling
     assert run_cli("krm", "--max-objects", "300000", stdin=stdin).code == 0
@@ -359,17 +436,28 @@ def test_krm_function_config_can_lower_a_limit() -> None:
     assert res.code == 1, res.stderr
     out = yaml.safe_load(res.stdout)
     assert [(r["field"]["path"], r["message"]) for r in out["results"]] == [
-        ("spec.services.VllmWorker.replicas",
-         "3 is more than the 2 replicas allowed (setting max-replicas)")]
+        (
+            "spec.services.VllmWorker.replicas",
+            "3 is more than the 2 replicas allowed (setting max-replicas)",
+        )
+    ]
 
 
 # ----------------------------------------------------------------------------- bounds
-@pytest.mark.parametrize(("name", "value", "bound"), [
-    ("max-objects", "0", LIMIT_MAX), ("max-file-bytes", str(LIMIT_MAX + 1), LIMIT_MAX),
-    ("max-depth", "0", DEPTH_MAX), ("max-depth", str(DEPTH_MAX + 1), DEPTH_MAX),
-    ("max-replicas", "-3", None), ("max-output-bytes", "9" * 5000, None)])
-def test_a_runner_limit_out_of_range_is_a_usage_error(src: Path, name: str, value: str,
-                                                       bound: int | None) -> None:
+@pytest.mark.parametrize(
+    ("name", "value", "bound"),
+    [
+        ("max-objects", "0", LIMIT_MAX),
+        ("max-file-bytes", str(LIMIT_MAX + 1), LIMIT_MAX),
+        ("max-depth", "0", DEPTH_MAX),
+        ("max-depth", str(DEPTH_MAX + 1), DEPTH_MAX),
+        ("max-replicas", "-3", None),
+        ("max-output-bytes", "9" * 5000, None),
+    ],
+)
+def test_a_runner_limit_out_of_range_is_a_usage_error(
+    src: Path, name: str, value: str, bound: int | None
+) -> None:
     """Zero would refuse everything and "unlimited" is what a limit exists to prevent; past
     int32 a value is a typo, and max-depth is capped at what the renderer itself survives."""
     res = invoke_cli("render", str(src), f"--{name}", value)
@@ -389,10 +477,10 @@ def test_every_source_has_a_declared_trust() -> None:
 
 def test_run_wide_alias_budget_follows_the_same_rule() -> None:
     """max-total-yaml-nodes (enforced while reading): the repository may lower, not raise."""
-    assert resolve(file_values={"max-total-yaml-nodes": 1000}).settings.max_total_yaml_nodes \
-        == 1000
+    assert resolve(file_values={"max-total-yaml-nodes": 1000}).settings.max_total_yaml_nodes == 1000
     with pytest.raises(SettingsError, match="above the limit 2000000"):
         resolve(file_values={"max-total-yaml-nodes": 3_000_000})
-    raised = resolve(file_values={"max-total-yaml-nodes": 3_000_000},
-                     flags={"max-total-yaml-nodes": 4_000_000})
+    raised = resolve(
+        file_values={"max-total-yaml-nodes": 3_000_000}, flags={"max-total-yaml-nodes": 4_000_000}
+    )
     assert raised.settings.max_total_yaml_nodes == 4_000_000

@@ -26,24 +26,33 @@ from conftest import SAMPLES, invoke_cli, run_cli
 from dyn_gitops import emit, objpath
 from dyn_gitops.workflows.incremental import CACHE_FORMAT, blob_id
 
-PROBLEM = re.compile(r"^[^:\n]+\.yaml:\d+: .+?/.*?: (metadata\.name|metadata\.namespace|"
-                     r"apiVersion|kind): .+$")
-GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "PATH": "/usr/bin:/bin:/usr/local/bin"}
+PROBLEM = re.compile(
+    r"^[^:\n]+\.yaml:\d+: .+?/.*?: (metadata\.name|metadata\.namespace|"
+    r"apiVersion|kind): .+$"
+)
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "PATH": "/usr/bin:/bin:/usr/local/bin",
+}
 
 
-def cm(name: str, namespace: str | None = None, kind: str = "ConfigMap",
-       api: str = "v1") -> str:
+def cm(name: str, namespace: str | None = None, kind: str = "ConfigMap", api: str = "v1") -> str:
     ns = f"  namespace: {json.dumps(namespace)}\n" if namespace is not None else ""
-    return (f"apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {json.dumps(name)}\n{ns}"
-            "data:\n  a: b\n")
+    return (
+        f"apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {json.dumps(name)}\n{ns}"
+        "data:\n  a: b\n"
+    )
 
 
 def role(name: str) -> str:
     return cm(name, kind="ClusterRole", api="rbac.authorization.k8s.io/v1").replace(
-        "data:\n  a: b\n", "rules: []\n")
+        "data:\n  a: b\n", "rules: []\n"
+    )
 
 
 def tree(root: Path) -> set[str]:
@@ -67,8 +76,12 @@ BAD = {
     "dotdot-kind": (cm("x", "demo", kind=".."), "kind"),
     "slash-in-group": (cm("x", "demo", api="a/b/v1"), "apiVersion"),
     "case-collision": (role("Reader") + "---\n" + role("reader"), "metadata.name"),
-    "service-name-not-dns1035": (cm("1st", "demo", kind="Service").replace(
-        "data:\n  a: b\n", "spec:\n  ports: [{port: 80}]\n"), "metadata.name"),
+    "service-name-not-dns1035": (
+        cm("1st", "demo", kind="Service").replace(
+            "data:\n  a: b\n", "spec:\n  ports: [{port: 80}]\n"
+        ),
+        "metadata.name",
+    ),
 }
 
 
@@ -93,16 +106,16 @@ def _assert_refused(res: object, case: str, before: set[str], root: Path) -> Non
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_render_refuses_unsafe_identities_for_out_dir_and_stream(case: str,
-                                                                tmp_path: Path) -> None:
+def test_render_refuses_unsafe_identities_for_out_dir_and_stream(case: str, tmp_path: Path) -> None:
     src = _write_input(tmp_path, case)
     before = tree(tmp_path)
     res = invoke_cli("render", str(src), "--out-dir", str(tmp_path / "out"))
     _assert_refused(res, case, before, tmp_path)
     # the stream (stdout) refuses the same objects: the API server would
     _assert_refused(invoke_cli("render", str(src)), case, before, tmp_path)
-    _assert_refused(invoke_cli("render", str(src), "--output-format", "json"), case, before,
-                    tmp_path)
+    _assert_refused(
+        invoke_cli("render", str(src), "--output-format", "json"), case, before, tmp_path
+    )
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +129,7 @@ def bad_repos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         shutil.copytree(SAMPLES / "vllm-agg" / "input", repo / "deploy")
         text = BAD[case][0].replace("{elsewhere}", str(root / "elsewhere"))
         (repo / "deploy" / "bad.yaml").write_text(text)
-        for args in (["init", "-q", "-b", "main"], ["add", "-A"],
-                     ["commit", "-q", "-m", "bad"]):
+        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "bad"]):
             subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
         out[case] = repo
     return out
@@ -127,17 +139,22 @@ def bad_repos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_hydrate_refuses_unsafe_identities(case: str, bad_repos: dict[str, Path]) -> None:
     repo = bad_repos[case]
     root = repo.parent
-    refs = subprocess.run(["git", "for-each-ref"], cwd=repo, capture_output=True, text=True,
-                          check=True).stdout
+    refs = subprocess.run(
+        ["git", "for-each-ref"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
     before = tree(root)
     env = {"HOME": str(root)}
-    res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--branch", "rendered", cwd=repo,
-                  env=env)
+    res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--branch", "rendered", cwd=repo, env=env)
     _assert_refused(res, case, before, root)
-    assert subprocess.run(["git", "for-each-ref"], cwd=repo, capture_output=True, text=True,
-                          check=True).stdout == refs  # no branch made or moved
-    res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(root / "out"),
-                  cwd=repo, env=env)
+    assert (
+        subprocess.run(
+            ["git", "for-each-ref"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout
+        == refs
+    )  # no branch made or moved
+    res = run_cli(
+        "hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(root / "out"), cwd=repo, env=env
+    )
     _assert_refused(res, case, before, root)
 
 
@@ -158,8 +175,9 @@ def test_valid_but_long_names_get_bounded_unique_file_names(tmp_path: Path) -> N
     for rel in files:
         assert len(rel.split("/")[1].encode()) <= objpath.MAX_FILE_NAME
         assert objpath.is_object_path(rel)
-    loaded = {yaml.safe_load((tmp_path / "out" / rel).read_text())["metadata"]["name"]
-              for rel in files}
+    loaded = {
+        yaml.safe_load((tmp_path / "out" / rel).read_text())["metadata"]["name"] for rel in files
+    }
     assert loaded == set(names)
 
 
@@ -169,8 +187,9 @@ def test_cluster_scoped_and_rbac_names_need_no_namespace(tmp_path: Path) -> None
     (src / "r.yaml").write_text(role("system:controller:Reader"))
     res = invoke_cli("render", str(src), "--out-dir", str(tmp_path / "out"))
     assert res.code == 0, res.stderr
-    assert "_cluster/clusterrole.rbac.authorization.k8s.io_system:controller:Reader.yaml" \
-        in tree(tmp_path / "out")
+    assert "_cluster/clusterrole.rbac.authorization.k8s.io_system:controller:Reader.yaml" in tree(
+        tmp_path / "out"
+    )
 
 
 def test_generate_name_objects_stream_but_have_no_file(tmp_path: Path) -> None:
@@ -198,11 +217,12 @@ BAD_NAMESPACES = ["../evil", "/abs/path", "Demo", "a" * 64, "a_b", ""]
 
 
 @pytest.mark.parametrize("value", BAD_NAMESPACES)
-def test_namespace_setting_is_a_dns_label_from_flags_env_and_file(app: Path,
-                                                                  value: str) -> None:
+def test_namespace_setting_is_a_dns_label_from_flags_env_and_file(app: Path, value: str) -> None:
     before = tree(app.parent)
-    for res in (invoke_cli("render", str(app), "--namespace", value),
-                invoke_cli("render", str(app), env={"DYN_GITOPS_NAMESPACE": value})):
+    for res in (
+        invoke_cli("render", str(app), "--namespace", value),
+        invoke_cli("render", str(app), env={"DYN_GITOPS_NAMESPACE": value}),
+    ):
         assert res.code == 2, res.stderr  # as every other bad flag or variable
         assert res.stdout == ""
         assert "setting namespace: not a valid namespace" in res.stderr
@@ -211,28 +231,37 @@ def test_namespace_setting_is_a_dns_label_from_flags_env_and_file(app: Path,
     res = invoke_cli("render", str(app), "--out-dir", str(app.parent / "out"))
     assert res.code in (1, 2), res.stderr  # refused, never rendered
     assert res.stdout == ""
-    assert "dyn-gitops.yaml key namespace: setting namespace: not a valid namespace" \
-        in res.stderr
+    assert "dyn-gitops.yaml key namespace: setting namespace: not a valid namespace" in res.stderr
     assert tree(app.parent) == before
 
 
-@pytest.mark.parametrize("env", [
-    {"ARGOCD_APP_NAMESPACE": "../evil"},
-    {"DYN_GITOPS_NAMESPACE": "Team-A"},
-    {"ARGOCD_ENV_DYN_GITOPS_NAMESPACE": "/abs"},
-    {"ARGOCD_APP_PARAMETERS": json.dumps([{"name": "namespace", "string": "a/b"}])},
-])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"ARGOCD_APP_NAMESPACE": "../evil"},
+        {"DYN_GITOPS_NAMESPACE": "Team-A"},
+        {"ARGOCD_ENV_DYN_GITOPS_NAMESPACE": "/abs"},
+        {"ARGOCD_APP_PARAMETERS": json.dumps([{"name": "namespace", "string": "a/b"}])},
+    ],
+)
 def test_namespace_from_argocd_is_checked_too(app: Path, env: dict[str, str]) -> None:
-    res = run_cli("cmp", "generate", "--server", "off", cwd=app,
-                  env={"TMPDIR": "/nonexistent", **env})
+    res = run_cli(
+        "cmp", "generate", "--server", "off", cwd=app, env={"TMPDIR": "/nonexistent", **env}
+    )
     assert res.code == 2, res.stderr  # as every other bad plugin setting
     assert res.stdout == ""
     assert "not a valid namespace" in res.stderr
 
 
 def test_a_valid_argocd_namespace_still_renders(app: Path) -> None:
-    res = run_cli("cmp", "generate", "--server", "off", cwd=app,
-                  env={"TMPDIR": "/nonexistent", "ARGOCD_APP_NAMESPACE": "team-a"})
+    res = run_cli(
+        "cmp",
+        "generate",
+        "--server",
+        "off",
+        cwd=app,
+        env={"TMPDIR": "/nonexistent", "ARGOCD_APP_NAMESPACE": "team-a"},
+    )
     assert res.code == 0, res.stderr
 
 
@@ -244,12 +273,16 @@ def _siblings(parent: Path) -> set[str]:
 @pytest.mark.parametrize("existing", [False, True])
 @pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
 def test_a_failing_fill_changes_nothing_and_leaves_no_temp_dir(
-        tmp_path: Path, existing: bool, error: type[BaseException]) -> None:
+    tmp_path: Path, existing: bool, error: type[BaseException]
+) -> None:
     target = tmp_path / "out"
     if existing:
         emit.write_out_dir([yaml.safe_load(cm("old", "demo"))], str(target))
-    before = {p: (target / p).read_bytes() for p in tree(target) if (target / p).is_file()} \
-        if existing else None
+    before = (
+        {p: (target / p).read_bytes() for p in tree(target) if (target / p).is_file()}
+        if existing
+        else None
+    )
     listing = _siblings(tmp_path)
 
     def fill(tmp: Path) -> None:
@@ -260,8 +293,9 @@ def test_a_failing_fill_changes_nothing_and_leaves_no_temp_dir(
         emit.replace_dir(target, fill)
     assert _siblings(tmp_path) == listing  # no .out.* left
     if existing:
-        assert {p: (target / p).read_bytes() for p in tree(target)
-                if (target / p).is_file()} == before
+        assert {
+            p: (target / p).read_bytes() for p in tree(target) if (target / p).is_file()
+        } == before
 
 
 def _fail_renames(monkeypatch: pytest.MonkeyPatch, failing: set[int]) -> None:
@@ -279,8 +313,9 @@ def _fail_renames(monkeypatch: pytest.MonkeyPatch, failing: set[int]) -> None:
     monkeypatch.setattr(emit.os, "rename", rename)
 
 
-def test_a_failing_swap_puts_the_old_tree_back(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_swap_puts_the_old_tree_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "out"
     emit.write_out_dir([yaml.safe_load(cm("old", "demo"))], str(target))
     old_files = tree(target)
@@ -294,7 +329,8 @@ def test_a_failing_swap_puts_the_old_tree_back(tmp_path: Path,
 
 
 def test_the_old_tree_is_never_deleted_when_it_cannot_be_put_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "out"
     emit.write_out_dir([yaml.safe_load(cm("old", "demo"))], str(target))
     _fail_renames(monkeypatch, {2, 3})  # the new tree into place, and the way back
@@ -303,8 +339,11 @@ def test_the_old_tree_is_never_deleted_when_it_cannot_be_put_back(
     monkeypatch.undo()
     kept = [p for p in tmp_path.iterdir() if p.name.startswith(".out.old.")]
     assert len(kept) == 1 and (kept[0] / "x" / "demo" / "configmap_old.yaml").is_file()
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")
-                and not p.name.startswith(".out.old.")]
+    assert not [
+        p
+        for p in tmp_path.iterdir()
+        if p.name.startswith(".out.") and not p.name.startswith(".out.old.")
+    ]
 
 
 def test_success_leaves_only_the_target(tmp_path: Path) -> None:
@@ -333,9 +372,20 @@ def test_symlinked_or_file_out_dir_is_refused(tmp_path: Path, hydrate: bool) -> 
     before = tree(tmp_path)
     for target in ("link", "file"):
         out = str(tmp_path / target)
-        res = (run_cli("hydrate", "in", "--rev", "HEAD", "--out-dir", out, cwd=repo,
-                       env={"HOME": str(tmp_path)}) if hydrate
-               else invoke_cli("render", str(repo / "in"), "--out-dir", out))
+        res = (
+            run_cli(
+                "hydrate",
+                "in",
+                "--rev",
+                "HEAD",
+                "--out-dir",
+                out,
+                cwd=repo,
+                env={"HOME": str(tmp_path)},
+            )
+            if hydrate
+            else invoke_cli("render", str(repo / "in"), "--out-dir", out)
+        )
         assert res.code == 2 and res.stdout == "", res.stderr
         assert "refusing" in res.stderr or "not a directory" in res.stderr
         assert tree(tmp_path) == before
@@ -351,8 +401,10 @@ def _hydrated_sample(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
         subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
     out = tmp_path / "out"
     env = {"HOME": str(tmp_path)}
-    assert run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
-                   env=env).code == 0
+    assert (
+        run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo, env=env).code
+        == 0
+    )
     return repo, out, env
 
 
@@ -372,12 +424,16 @@ def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
     # no object: reusing it would publish whatever the cache says instead of the render
     source_id = blob_id((repo / "deploy" / "vllm-agg.yaml").read_bytes())
     kust_id = blob_id((out / "kustomization.yaml").read_bytes())
-    cache["units"] = [{"files": {"vllm-agg.yaml": source_id}, "graphs": [],
-                       "objects": {"kustomization.yaml": {"key": "k", "blob": kust_id}}}]
+    cache["units"] = [
+        {
+            "files": {"vllm-agg.yaml": source_id},
+            "graphs": [],
+            "objects": {"kustomization.yaml": {"key": "k", "blob": kust_id}},
+        }
+    ]
     cache_path.write_text(json.dumps(cache))
     before = tree(tmp_path)
-    res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
-                  env=env)
+    res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo, env=env)
     assert res.code == 0, res.stderr
     assert tree(tmp_path) == before
     assert _files(out) == clean
@@ -389,8 +445,7 @@ def test_a_deeply_nested_cache_starts_cold(tmp_path: Path) -> None:
     repo, out, env = _hydrated_sample(tmp_path)
     clean = _files(out)
     (out / ".dyn-gitops" / "cache.json").write_text("[" * 200_000 + "]" * 200_000)
-    res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo,
-                  env=env)
+    res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo, env=env)
     assert res.code == 0, res.stderr
     assert _files(out) == clean
 
@@ -398,14 +453,23 @@ def test_a_deeply_nested_cache_starts_cold(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- the rule
 def test_the_path_rule_is_one_function() -> None:
     obj = yaml.safe_load(cm("a", "demo", kind="Widget", api="example.com/v1"))
-    assert emit.object_filename(obj) == objpath.relpath(obj) == \
-        "demo/widget.example.com_a.yaml"
-    assert objpath.relpath(yaml.safe_load(role("r"))) == \
-        "_cluster/clusterrole.rbac.authorization.k8s.io_r.yaml"
+    assert emit.object_filename(obj) == objpath.relpath(obj) == "demo/widget.example.com_a.yaml"
+    assert (
+        objpath.relpath(yaml.safe_load(role("r")))
+        == "_cluster/clusterrole.rbac.authorization.k8s.io_r.yaml"
+    )
     with pytest.raises(objpath.PathError):
         objpath.assign([yaml.safe_load(role("R")), yaml.safe_load(role("r"))])
-    for bad in ("../x.yaml", "/abs/x.yaml", "demo/../x.yaml", "a/b/c.yaml", "Demo/x.yaml",
-                "demo/x\0.yaml", "demo/.yaml/", "demo/x.txt"):
+    for bad in (
+        "../x.yaml",
+        "/abs/x.yaml",
+        "demo/../x.yaml",
+        "a/b/c.yaml",
+        "Demo/x.yaml",
+        "demo/x\0.yaml",
+        "demo/.yaml/",
+        "demo/x.txt",
+    ):
         assert not objpath.is_object_path(bad), bad
 
 
@@ -439,17 +503,28 @@ def test_hydrate_finds_a_case_collision_across_files_with_a_warm_cache(tmp_path:
     (repo / "deploy" / "b.yaml").write_text(role("reader"))
     for args in (["add", "-A"], ["commit", "-q", "-m", "y"]):
         subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
-    tip = subprocess.run(["git", "rev-parse", "rendered"], cwd=repo, capture_output=True,
-                         text=True, check=True).stdout
+    tip = subprocess.run(
+        ["git", "rev-parse", "rendered"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
     before = tree(tmp_path)
     for where in (["--branch", "rendered"], ["--out-dir", str(out)]):
         res = run_cli("hydrate", "deploy", "--rev", "HEAD", *where, cwd=repo, env=env)
         assert res.code == 1 and res.stdout == "", res.stderr
-        assert re.search(r"^b\.yaml:\d+: ClusterRole/reader: metadata\.name: writes the same "
-                         r"output file as ClusterRole/Reader from a\.yaml", res.stderr, re.M) \
-            or re.search(r"^a\.yaml:\d+: ClusterRole/Reader: metadata\.name: writes the same "
-                         r"output file as ClusterRole/reader from b\.yaml", res.stderr, re.M), \
-            res.stderr
+        assert re.search(
+            r"^b\.yaml:\d+: ClusterRole/reader: metadata\.name: writes the same "
+            r"output file as ClusterRole/Reader from a\.yaml",
+            res.stderr,
+            re.M,
+        ) or re.search(
+            r"^a\.yaml:\d+: ClusterRole/Reader: metadata\.name: writes the same "
+            r"output file as ClusterRole/reader from b\.yaml",
+            res.stderr,
+            re.M,
+        ), res.stderr
         assert tree(tmp_path) == before
-    assert subprocess.run(["git", "rev-parse", "rendered"], cwd=repo, capture_output=True,
-                          text=True, check=True).stdout == tip
+    assert (
+        subprocess.run(
+            ["git", "rev-parse", "rendered"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout
+        == tip
+    )

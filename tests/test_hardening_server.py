@@ -41,9 +41,13 @@ def _app(where: Path) -> Path:
 
 
 def _generate(app: Path, tmp: Path, *extra: str) -> CliResult:
-    return run_cli("cmp", "generate", *extra, cwd=app,
-                   env={"TMPDIR": str(tmp), "ARGOCD_APP_NAME": "llm",
-                        "ARGOCD_APP_NAMESPACE": "ns"})
+    return run_cli(
+        "cmp",
+        "generate",
+        *extra,
+        cwd=app,
+        env={"TMPDIR": str(tmp), "ARGOCD_APP_NAME": "llm", "ARGOCD_APP_NAMESPACE": "ns"},
+    )
 
 
 def _start_server_in_deleted_dir(tmp: Path, start: Path) -> None:
@@ -51,17 +55,25 @@ def _start_server_in_deleted_dir(tmp: Path, start: Path) -> None:
     removes the app directory while the server it caused to start is still warming up)."""
     start.mkdir()
     sock = socket_path(tmp)
-    server = (f"{shlex.quote(sys.executable)} -c "
-              "'from dyn_gitops.argocd.server import main; main()' "
-              f"{shlex.quote(str(sock))}")
-    subprocess.Popen(["sh", "-c", f"cd {shlex.quote(str(start))} && rm -rf "
-                      f"{shlex.quote(str(start))} && exec {server}"],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+    server = (
+        f"{shlex.quote(sys.executable)} -c "
+        "'from dyn_gitops.argocd.server import main; main()' "
+        f"{shlex.quote(str(sock))}"
+    )
+    subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            f"cd {shlex.quote(str(start))} && rm -rf {shlex.quote(str(start))} && exec {server}",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
-def test_server_survives_its_start_directory_being_deleted(short_tmp: Path,
-                                                           tmp_path: Path) -> None:
+def test_server_survives_its_start_directory_being_deleted(short_tmp: Path, tmp_path: Path) -> None:
     expected = _generate(_app(tmp_path / "cold"), short_tmp, "--server", "off")
     assert expected.code == 0, expected.stderr
     _start_server_in_deleted_dir(short_tmp, tmp_path / "start")
@@ -75,8 +87,7 @@ def test_server_survives_its_start_directory_being_deleted(short_tmp: Path,
         shutil.rmtree(app)
 
 
-def test_the_launcher_never_imports_from_the_app_directory(short_tmp: Path,
-                                                            tmp_path: Path) -> None:
+def test_the_launcher_never_imports_from_the_app_directory(short_tmp: Path, tmp_path: Path) -> None:
     """The sidecar's launcher and the server it starts import nothing from the application
     directory (a repository's files), and the server does not stay in it."""
     launcher = tmp_path / "bin" / "dyn-gitops"
@@ -86,13 +97,24 @@ def test_the_launcher_never_imports_from_the_app_directory(short_tmp: Path,
     first = _app(tmp_path / "first")
     for module in ("socket", "fcntl", "selectors", "json"):  # imported after start-up
         (first / f"{module}.py").write_text(
-            f"open({str(marker)!r}, 'a').write({module!r} + '\\n')\n")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")},
-           "TMPDIR": str(short_tmp), "ARGOCD_APP_NAME": "llm", "ARGOCD_APP_NAMESPACE": "ns"}
+            f"open({str(marker)!r}, 'a').write({module!r} + '\\n')\n"
+        )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")},
+        "TMPDIR": str(short_tmp),
+        "ARGOCD_APP_NAME": "llm",
+        "ARGOCD_APP_NAMESPACE": "ns",
+    }
 
     def generate(app: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(launcher), "cmp", "generate"], cwd=app, env=env,
-                              capture_output=True, text=True, timeout=HANG_GUARD_S)
+        return subprocess.run(
+            [str(launcher), "cmp", "generate"],
+            cwd=app,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S,
+        )
 
     cold = generate(first)
     assert cold.returncode == 0, cold.stderr
@@ -115,8 +137,9 @@ class _Stuck:
         self.half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.half.connect(str(sock))
         fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (1, 2))
-        self.half.sendmsg([MAGIC + (1000).to_bytes(8, "big")],
-                          [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        self.half.sendmsg(
+            [MAGIC + (1000).to_bytes(8, "big")], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+        )
         self.half.sendall(b"/")  # one byte of a 1000-byte request
         self.drip = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.drip.connect(str(sock))
@@ -145,8 +168,7 @@ class _Stuck:
             s.close()
 
 
-def test_stuck_clients_do_not_block_others_and_are_dropped(short_tmp: Path,
-                                                           tmp_path: Path) -> None:
+def test_stuck_clients_do_not_block_others_and_are_dropped(short_tmp: Path, tmp_path: Path) -> None:
     app = _app(tmp_path / "app")
     assert _generate(app, short_tmp).code == 0  # starts the server
     sock = wait_for_server(short_tmp)

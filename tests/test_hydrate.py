@@ -30,18 +30,24 @@ class Repo:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.env = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-                    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-                    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-                    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-                    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-                    "PATH": "/usr/bin:/bin:/usr/local/bin"}
+        self.env = {
+            "GIT_AUTHOR_NAME": "Test",
+            "GIT_AUTHOR_EMAIL": "test@example.com",
+            "GIT_COMMITTER_NAME": "Test",
+            "GIT_COMMITTER_EMAIL": "test@example.com",
+            "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "PATH": "/usr/bin:/bin:/usr/local/bin",
+        }
         path.mkdir(parents=True, exist_ok=True)
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str) -> str:
-        proc = subprocess.run(["git", *args], cwd=self.path, env=self.env, check=True,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["git", *args], cwd=self.path, env=self.env, check=True, capture_output=True, text=True
+        )
         return proc.stdout.strip()
 
     def commit(self, message: str = "change") -> str:
@@ -50,8 +56,13 @@ class Repo:
         return self.git("rev-parse", "HEAD")
 
     def tip(self, branch: str = "rendered") -> str | None:
-        proc = subprocess.run(["git", "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
-                              cwd=self.path, env=self.env, capture_output=True, text=True)
+        proc = subprocess.run(
+            ["git", "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+            cwd=self.path,
+            env=self.env,
+            capture_output=True,
+            text=True,
+        )
         return proc.stdout.strip() or None
 
     def files(self, rev: str = "rendered", under: str = "") -> dict[str, bytes]:
@@ -90,8 +101,11 @@ def full_render(r: Repo, tmp_path: Path, path: str = "deploy") -> dict[str, byte
     shutil.rmtree(out, ignore_errors=True)
     res = run_cli("render", path, "--out-dir", str(out), cwd=r.path)
     assert res.code == 0, res.stderr
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
-            if p.is_file() and p.name != ".dyn-gitops-output"}
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in out.rglob("*")
+        if p.is_file() and p.name != ".dyn-gitops-output"
+    }
 
 
 def objects_of(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -170,16 +184,18 @@ def test_same_input_gives_the_same_commit_id(repo: Repo, tmp_path: Path) -> None
     """The commit is dated like the source commit: hydrating twice (two CI runners) agrees."""
     clone = Repo.__new__(Repo)
     clone.path, clone.env = tmp_path / "clone", repo.env
-    subprocess.run(["git", "clone", "-q", str(repo.path), str(clone.path)], check=True,
-                   env=repo.env)
+    subprocess.run(
+        ["git", "clone", "-q", str(repo.path), str(clone.path)], check=True, env=repo.env
+    )
     for r in (repo, clone):
         assert r.hydrate("deploy", "--author", "CI <ci@example.com>").code == 0
     assert repo.tip() == clone.tip()
 
 
 # ---------------------------------------------------------------------------- incremental
-def test_one_file_change_rerenders_and_rewrites_only_its_outputs(repo: Repo,
-                                                                 tmp_path: Path) -> None:
+def test_one_file_change_rerenders_and_rewrites_only_its_outputs(
+    repo: Repo, tmp_path: Path
+) -> None:
     repo.hydrate("deploy")
     before = repo.tip()
     assert before is not None
@@ -198,19 +214,27 @@ def test_one_file_change_rerenders_and_rewrites_only_its_outputs(repo: Repo,
     assert objects_of(repo.files()) == full_render(repo, tmp_path)
 
 
-def test_shared_planner_rbac_stays_right_as_files_come_and_go(repo: Repo,
-                                                             tmp_path: Path) -> None:
+def test_shared_planner_rbac_stays_right_as_files_come_and_go(repo: Repo, tmp_path: Path) -> None:
     """The planner ServiceAccount every graph of a namespace shares lists its sources."""
     repo.hydrate("deploy")
     sa = yaml.safe_load(repo.files()[SA])["metadata"]["annotations"]
     assert sa["dyn-gitops.io/source-path"] == "agg.yaml,pair.yaml,planner.yaml"
     steps: list[tuple[str, Any]] = [
         ("remove agg", lambda d: (d / "agg.yaml").unlink()),
-        ("add agg2", lambda d: (d / "agg2.yaml").write_text(
-            (TREE / "agg.yaml").read_text().replace("name: agg", "name: agg2"))),
-        ("move pair-b to prod", lambda d: (d / "pair.yaml").write_text(
-            (TREE / "pair.yaml").read_text().replace(
-                "name: pair-b\n", "name: pair-b\n  namespace: prod\n"))),
+        (
+            "add agg2",
+            lambda d: (d / "agg2.yaml").write_text(
+                (TREE / "agg.yaml").read_text().replace("name: agg", "name: agg2")
+            ),
+        ),
+        (
+            "move pair-b to prod",
+            lambda d: (d / "pair.yaml").write_text(
+                (TREE / "pair.yaml")
+                .read_text()
+                .replace("name: pair-b\n", "name: pair-b\n  namespace: prod\n")
+            ),
+        ),
         ("restore", lambda d: [shutil.rmtree(d), shutil.copytree(TREE, d)]),
     ]
     for what, change in steps:
@@ -220,23 +244,24 @@ def test_shared_planner_rbac_stays_right_as_files_come_and_go(repo: Repo,
         assert res.code == 0, f"{what}: {res.stderr}"
         files = repo.files()
         assert objects_of(files) == full_render(repo, tmp_path), what
-        assert yaml.safe_load(files["kustomization.yaml"])["resources"] == sorted(
-            objects_of(files))
+        assert yaml.safe_load(files["kustomization.yaml"])["resources"] == sorted(objects_of(files))
     # shares were merged, not re-rendered together: the last step reused unchanged files
     assert "reused" in stats(res.stderr) and ", 0 reused" not in stats(res.stderr)
 
 
 def test_clashing_files_are_rendered_together_and_reported_like_render(repo: Repo) -> None:
     (repo.path / "deploy" / "agg-copy.yaml").write_text(
-        (TREE / "agg.yaml").read_text().replace("replicas: 2", "replicas: 5"))
+        (TREE / "agg.yaml").read_text().replace("replicas: 2", "replicas: 5")
+    )
     repo.commit("a second graph named agg")
     res = repo.hydrate("deploy")
     plain = run_cli("render", "deploy", cwd=repo.path)
     assert res.code == plain.code == 1
     assert res.stdout == ""
     problems = [line for line in res.stderr.splitlines() if not line.startswith("dyn-gitops:")]
-    assert problems == [line for line in plain.stderr.splitlines()
-                        if not line.startswith("dyn-gitops:")]
+    assert problems == [
+        line for line in plain.stderr.splitlines() if not line.startswith("dyn-gitops:")
+    ]
     assert repo.tip() is None  # nothing published
 
 
@@ -269,7 +294,8 @@ def test_bad_input_publishes_nothing(repo: Repo) -> None:
     repo.hydrate("deploy")
     tip = repo.tip()
     (repo.path / "deploy" / "agg.yaml").write_text(
-        (TREE / "agg.yaml").read_text().replace("replicas: 2", "replica: 2"))
+        (TREE / "agg.yaml").read_text().replace("replicas: 2", "replica: 2")
+    )
     repo.commit("typo")
     res = repo.hydrate("deploy")
     assert res.code == 1 and res.stdout == ""
@@ -305,8 +331,7 @@ def test_lost_race_keeps_both_commits(repo: Repo) -> None:
     repo.commit("scale")
     src = read_git(str(repo.path), "HEAD", "deploy", max_file_bytes=1 << 20)
     settings = settings_mod.resolve(file_values=settings_values(src)).settings
-    rival = repo.git("commit-tree", "-p", "rendered", "-m", "someone else",
-                     "rendered^{tree}")
+    rival = repo.git("commit-tree", "-p", "rendered", "-m", "someone else", "rendered^{tree}")
 
     def someone_else_pushes() -> None:
         repo.git("update-ref", "refs/heads/rendered", rival)
@@ -353,13 +378,13 @@ def test_target_paths_share_one_branch(repo: Repo, tmp_path: Path) -> None:
     assert meta["source"]["path"] == "deploy/prod"
 
 
-def test_builds_on_the_remote_tracking_branch_in_a_fresh_clone(repo: Repo,
-                                                                tmp_path: Path) -> None:
+def test_builds_on_the_remote_tracking_branch_in_a_fresh_clone(repo: Repo, tmp_path: Path) -> None:
     repo.hydrate("deploy")
     clone = Repo.__new__(Repo)
     clone.path, clone.env = tmp_path / "clone", repo.env
-    subprocess.run(["git", "clone", "-q", str(repo.path), str(clone.path)], check=True,
-                   env=repo.env)
+    subprocess.run(
+        ["git", "clone", "-q", str(repo.path), str(clone.path)], check=True, env=repo.env
+    )
     assert clone.tip() is None  # only origin/rendered
     agg = clone.path / "deploy" / "agg.yaml"
     agg.write_text(agg.read_text().replace("replicas: 2", "replicas: 3"))
@@ -376,8 +401,7 @@ def test_out_dir_holds_the_same_tree(repo: Repo, tmp_path: Path) -> None:
     out = tmp_path / "artifact"
     res = repo.hydrate("deploy", "--out-dir", str(out))
     assert res.code == 0, res.stderr
-    got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
-           if p.is_file()}
+    got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert got == repo.files()
     again = repo.hydrate("deploy", "--out-dir", str(out))
     assert "0 input files rendered" in again.stderr
@@ -391,8 +415,7 @@ def test_out_dir_holds_the_same_tree(repo: Repo, tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- real kustomize
 @pytest.mark.realk8s
-def test_kustomize_builds_the_hydrated_tree(repo: Repo, tmp_path: Path,
-                                           test_binaries: Any) -> None:
+def test_kustomize_builds_the_hydrated_tree(repo: Repo, tmp_path: Path, test_binaries: Any) -> None:
     """What Flux's kustomize-controller does with the branch: `kustomize build` of it."""
     kustomize = test_binaries("kustomize")["kustomize"]
     repo.hydrate("deploy")
@@ -400,8 +423,9 @@ def test_kustomize_builds_the_hydrated_tree(repo: Repo, tmp_path: Path,
     for path, data in repo.files().items():
         (out / path).parent.mkdir(parents=True, exist_ok=True)
         (out / path).write_bytes(data)
-    built = subprocess.run([str(kustomize), "build", str(out)], capture_output=True, text=True,
-                           check=True).stdout
+    built = subprocess.run(
+        [str(kustomize), "build", str(out)], capture_output=True, text=True, check=True
+    ).stdout
     expected = [yaml.safe_load(b) for b in full_render(repo, tmp_path).values()]
     got = list(yaml.safe_load_all(built))
 
@@ -453,17 +477,20 @@ def test_flux_samples_watch_what_hydrate_writes() -> None:
     repo = yaml.safe_load((flux / "git" / "gitrepository.yaml").read_text())
     kust = yaml.safe_load((flux / "git" / "flux-kustomization.yaml").read_text())
     assert repo["spec"]["ref"]["branch"] == "rendered"  # hydrate's default --branch
-    assert kust["spec"]["sourceRef"] == {"kind": "GitRepository",
-                                         "name": repo["metadata"]["name"]}
+    assert kust["spec"]["sourceRef"] == {"kind": "GitRepository", "name": repo["metadata"]["name"]}
     oci = yaml.safe_load((flux / "oci" / "ocirepository.yaml").read_text())
     oci_kust = yaml.safe_load((flux / "oci" / "flux-kustomization.yaml").read_text())
     assert oci["kind"] == "OCIRepository"
-    assert oci_kust["spec"]["sourceRef"] == {"kind": "OCIRepository",
-                                             "name": oci["metadata"]["name"]}
+    assert oci_kust["spec"]["sourceRef"] == {
+        "kind": "OCIRepository",
+        "name": oci["metadata"]["name"],
+    }
     for k in (kust, oci_kust):
         assert k["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1" and k["spec"]["prune"]
         assert [e["kind"] for e in k["spec"]["healthCheckExprs"]] == [
-            "DynamoGraphDeployment", "PodCliqueSet"]
+            "DynamoGraphDeployment",
+            "PodCliqueSet",
+        ]
     assert kust["spec"]["healthCheckExprs"] == oci_kust["spec"]["healthCheckExprs"]
 
 
@@ -472,8 +499,9 @@ def _flux_health(kind: str, obj: dict[str, Any]) -> str:
     evaluates the same CEL with cel-go): failed first, then current, else in progress."""
     import celpy
 
-    kust = yaml.safe_load((REPO / "samples" / "flux" / "git" /
-                           "flux-kustomization.yaml").read_text())
+    kust = yaml.safe_load(
+        (REPO / "samples" / "flux" / "git" / "flux-kustomization.yaml").read_text()
+    )
     (check,) = [e for e in kust["spec"]["healthCheckExprs"] if e["kind"] == kind]
     env = celpy.Environment()
     activation = {k: celpy.json_to_cel(v) for k, v in obj.items()}
@@ -486,27 +514,40 @@ def _flux_health(kind: str, obj: dict[str, Any]) -> str:
     return "Current" if holds(check["current"]) else "InProgress"
 
 
-@pytest.mark.parametrize(("status", "verdict"), [
-    ({}, "InProgress"),  # the controller has not written status yet
-    ({"state": "pending", "observedGeneration": 3}, "InProgress"),
-    ({"state": "successful", "observedGeneration": 2}, "InProgress"),  # older generation
-    ({"state": "successful", "observedGeneration": 3}, "Current"),
-    ({"state": "failed", "observedGeneration": 3}, "Failed"),
-])
+@pytest.mark.parametrize(
+    ("status", "verdict"),
+    [
+        ({}, "InProgress"),  # the controller has not written status yet
+        ({"state": "pending", "observedGeneration": 3}, "InProgress"),
+        ({"state": "successful", "observedGeneration": 2}, "InProgress"),  # older generation
+        ({"state": "successful", "observedGeneration": 3}, "Current"),
+        ({"state": "failed", "observedGeneration": 3}, "Failed"),
+    ],
+)
 def test_flux_health_of_a_dgd(status: dict[str, Any], verdict: str) -> None:
     obj = {"metadata": {"generation": 3}, "spec": {}, "status": status}
     assert _flux_health("DynamoGraphDeployment", obj) == verdict
 
 
-@pytest.mark.parametrize(("status", "verdict"), [
-    ({}, "InProgress"),  # Grove has not written status yet
-    ({"observedGeneration": 2, "availableReplicas": 1, "updatedReplicas": 1}, "Current"),
-    ({"observedGeneration": 1, "availableReplicas": 1, "updatedReplicas": 1}, "InProgress"),
-    ({"observedGeneration": 2, "availableReplicas": 0, "updatedReplicas": 1}, "InProgress"),
-    ({"observedGeneration": 2, "availableReplicas": 1, "updatedReplicas": 0}, "InProgress"),
-    ({"observedGeneration": 2, "availableReplicas": 0, "updatedReplicas": 1, "conditions": [
-        {"type": "MinAvailableBreached", "status": "True"}]}, "Failed"),
-])
+@pytest.mark.parametrize(
+    ("status", "verdict"),
+    [
+        ({}, "InProgress"),  # Grove has not written status yet
+        ({"observedGeneration": 2, "availableReplicas": 1, "updatedReplicas": 1}, "Current"),
+        ({"observedGeneration": 1, "availableReplicas": 1, "updatedReplicas": 1}, "InProgress"),
+        ({"observedGeneration": 2, "availableReplicas": 0, "updatedReplicas": 1}, "InProgress"),
+        ({"observedGeneration": 2, "availableReplicas": 1, "updatedReplicas": 0}, "InProgress"),
+        (
+            {
+                "observedGeneration": 2,
+                "availableReplicas": 0,
+                "updatedReplicas": 1,
+                "conditions": [{"type": "MinAvailableBreached", "status": "True"}],
+            },
+            "Failed",
+        ),
+    ],
+)
 def test_flux_health_of_a_podcliqueset(status: dict[str, Any], verdict: str) -> None:
     obj = {"metadata": {"generation": 2}, "spec": {"replicas": 1}, "status": status}
     assert _flux_health("PodCliqueSet", obj) == verdict
@@ -521,20 +562,24 @@ def test_ci_and_pre_commit_samples_use_real_options() -> None:
         for job in workflow["jobs"].values():
             for step in job["steps"]:
                 script = step.get("run", "").replace("\\\n", " ")
-                commands += [line.strip() for line in script.splitlines()
-                             if line.strip().startswith("dyn-gitops ")]
+                commands += [
+                    line.strip()
+                    for line in script.splitlines()
+                    if line.strip().startswith("dyn-gitops ")
+                ]
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     commands += [h["entry"] for h in hooks]
     assert {c.split()[1] for c in commands} == {"hydrate", "diff", "validate"}
     for command in commands:
         words = shlex.split(command)
-        words = words[:next((i for i, w in enumerate(words) if w in (">", "||")), None)]
+        words = words[: next((i for i, w in enumerate(words) if w in (">", "||")), None)]
         known = _options(words[1])
         used = {w.split("=")[0] for w in words[2:] if w.startswith("--")}
         assert used <= known, f"{command}: unknown options {used - known}"
     assert {h["id"] for h in hooks} == {"dyn-gitops-validate", "dyn-gitops-hydrate"}
     assert next(h for h in hooks if h["id"] == "dyn-gitops-hydrate")["stages"] == [
-        "post-commit"]  # it publishes HEAD: it must run after the commit exists
+        "post-commit"
+    ]  # it publishes HEAD: it must run after the commit exists
 
 
 # ---------------------------------------------------------------------------- the planner
@@ -550,8 +595,11 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
     from dyn_gitops.settings import resolve
     from dyn_gitops.workflows.incremental import Previous, Reused, plan
 
-    base = {p.relative_to(TREE).as_posix(): p.read_text() for p in sorted(TREE.rglob("*.yaml"))
-            if p.name != "dyn-gitops.yaml"}
+    base = {
+        p.relative_to(TREE).as_posix(): p.read_text()
+        for p in sorted(TREE.rglob("*.yaml"))
+        if p.name != "dyn-gitops.yaml"
+    }
     agg, cm = base["agg.yaml"], base["profile-data.yaml"]
     moved = agg.replace("name: agg\n", "name: agg\n  namespace: prod\n")
     steps: list[tuple[str, dict[str, str], dict[str, Any], bool]] = [
@@ -559,12 +607,20 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
         ("same again", dict(base), {}, True),
         ("edit one", {**base, "agg.yaml": agg.replace("replicas: 2", "replicas: 7")}, {}, True),
         ("duplicate graph name", {**base, "dup.yaml": agg}, {}, False),
-        ("fixed by renaming", {**base, "dup.yaml": agg.replace("name: agg", "name: dup")}, {},
-         True),
+        (
+            "fixed by renaming",
+            {**base, "dup.yaml": agg.replace("name: agg", "name: dup")},
+            {},
+            True,
+        ),
         ("a pass-through object twice", {**base, "cm2.yaml": cm}, {}, False),
         ("moved onto another graph's name", {**base, "agg.yaml": moved}, {}, False),
-        ("the other graph removed", {**{k: v for k, v in base.items() if k != "prod/agg.yaml"},
-                                     "agg.yaml": moved}, {}, True),
+        (
+            "the other graph removed",
+            {**{k: v for k, v in base.items() if k != "prod/agg.yaml"}, "agg.yaml": moved},
+            {},
+            True,
+        ),
         ("planner removed", {k: v for k, v in base.items() if k != "planner.yaml"}, {}, True),
         ("settings change", dict(base), {"discovery-backend": "etcd"}, True),
         ("back to start", dict(base), {}, True),
@@ -576,7 +632,8 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
         try:
             objects = render(dataclasses.replace(src), settings).objects
             full: dict[str, bytes] | RenderError = {
-                object_filename(o): to_yaml([o]).encode() for o in objects}
+                object_filename(o): to_yaml([o]).encode() for o in objects
+            }
         except RenderError as exc:
             full = exc
         assert isinstance(full, dict) == renders, f"{what}: the step is not what it says"
@@ -588,24 +645,35 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
             continue
         assert not isinstance(full, RenderError), f"{what}: full failed: {full}"
         old = previous
-        got = {path: (old.content(path) if isinstance(o, Reused) else o)
-               for path, o in p.files.items()}
+        got = {
+            path: (old.content(path) if isinstance(o, Reused) else o) for path, o in p.files.items()
+        }
         assert got == full, what
-        rerendered = {"same again": [], "edit one": ["agg.yaml"],
-                      "planner removed": ["agg.yaml", "prod/agg.yaml"],  # changed, re-added
-                      "settings change": sorted(files)}  # nothing is reusable
+        rerendered = {
+            "same again": [],
+            "edit one": ["agg.yaml"],
+            "planner removed": ["agg.yaml", "prod/agg.yaml"],  # changed, re-added
+            "settings change": sorted(files),
+        }  # nothing is reusable
         if what in rerendered:
             assert p.rendered == rerendered[what], what
         from dyn_gitops.workflows.incremental import blob_id
 
         snapshot = dict(got)
-        previous = Previous(p.cache, lambda path, s=snapshot: blob_id(s[path])
-                            if path in s else None, snapshot.get)
+        previous = Previous(
+            p.cache, lambda path, s=snapshot: blob_id(s[path]) if path in s else None, snapshot.get
+        )
 
 
-@pytest.mark.parametrize("cache", [
-    "not json at all", {"format": 2}, {"units": [{"files": {"agg.yaml": 1}}]},
-    "same settings, wrong shapes"])
+@pytest.mark.parametrize(
+    "cache",
+    [
+        "not json at all",
+        {"format": 2},
+        {"units": [{"files": {"agg.yaml": 1}}]},
+        "same settings, wrong shapes",
+    ],
+)
 def test_a_damaged_cache_is_ignored(cache: Any) -> None:
     from dyn_gitops import __version__
     from dyn_gitops.parse import settings_values
@@ -617,9 +685,18 @@ def test_a_damaged_cache_is_ignored(cache: Any) -> None:
     src = read_path(str(TREE), max_file_bytes=1 << 20)
     settings = resolve(file_values=settings_values(src)).settings
     if cache == "same settings, wrong shapes":
-        cache = {"format": 2, "renderer": __version__, "settings": settings_digest(settings),
-                 "units": [{"files": {"agg.yaml": "0" * 40}, "graphs": [],
-                            "objects": {"x.yaml": {"key": 1, "blob": None}}}]}
+        cache = {
+            "format": 2,
+            "renderer": __version__,
+            "settings": settings_digest(settings),
+            "units": [
+                {
+                    "files": {"agg.yaml": "0" * 40},
+                    "graphs": [],
+                    "objects": {"x.yaml": {"key": 1, "blob": None}},
+                }
+            ],
+        }
     p = plan(src, settings, Previous(cache, lambda path: None, lambda path: None))
     assert len(p.files) == len(render(src, settings).objects)
     assert not p.reused

@@ -30,11 +30,13 @@ def load(name: str) -> dict[str, Any]:
 def annotate(obj: dict[str, Any], path: str, index: int) -> dict[str, Any]:
     obj = copy.deepcopy(obj)
     obj["metadata"]["annotations"] = {
-        "config.kubernetes.io/path": path, "config.kubernetes.io/index": str(index),
+        "config.kubernetes.io/path": path,
+        "config.kubernetes.io/index": str(index),
         "internal.config.kubernetes.io/path": path,
-        "internal.config.kubernetes.io/index": str(index), "config.k8s.io/id": "7"}
+        "internal.config.kubernetes.io/index": str(index),
+        "config.k8s.io/id": "7",
+    }
     return obj
-
 
 
 def krm(stdin: str, *args: str) -> tuple[Any, dict[str, Any] | None]:
@@ -50,8 +52,12 @@ def without(objs: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str,
     return out
 
 
-CONFIG = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"},
-          "data": {"namespace": "demo"}}
+CONFIG = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "fn"},
+    "data": {"namespace": "demo"},
+}
 
 
 # ---------------------------------------------------------------------------- contract
@@ -68,9 +74,11 @@ def test_dgds_are_expanded_and_other_items_kept_untouched() -> None:
     expected = render_objects(TREE / "agg.yaml", namespace="demo")
     children = [i for i in items if i["kind"] != "DynamoGraphDeployment" and i != cm]
     assert without(children, OURS) == without(
-        [o for o in expected if o["kind"] != "DynamoGraphDeployment"], OURS)
-    assert {c["metadata"]["annotations"]["dyn-gitops.io/source-path"]
-            for c in children} == {"apps/agg.yaml"}
+        [o for o in expected if o["kind"] != "DynamoGraphDeployment"], OURS
+    )
+    assert {c["metadata"]["annotations"]["dyn-gitops.io/source-path"] for c in children} == {
+        "apps/agg.yaml"
+    }
     # the source DGD is emitted (default setting) with the orchestrator's annotations kept
     source = [i for i in items if i["kind"] == "DynamoGraphDeployment"]
     assert len(source) == 1
@@ -80,9 +88,12 @@ def test_dgds_are_expanded_and_other_items_kept_untouched() -> None:
 
 def test_function_config_carries_settings() -> None:
     dgd = load("agg.yaml")
-    custom = {"apiVersion": "dyn-gitops.io/v1alpha1", "kind": "ExpandDynamoGraphs",
-              "metadata": {"name": "fn"},
-              "spec": {"namespace": "team-a", "emit-source": False}}
+    custom = {
+        "apiVersion": "dyn-gitops.io/v1alpha1",
+        "kind": "ExpandDynamoGraphs",
+        "metadata": {"name": "fn"},
+        "spec": {"namespace": "team-a", "emit-source": False},
+    }
     res, out = krm(resource_list([dgd], custom))
     assert res.code == 0, res.stderr
     assert out is not None
@@ -102,23 +113,32 @@ def test_problems_become_results_and_a_non_zero_exit() -> None:
     assert res.code == 1
     assert out is not None and out["items"] == items  # returned unchanged
     errors = [r for r in out["results"] if r["severity"] == "error"]
-    assert errors == [{
-        "message": "unknown field 'replica' (did you mean 'replicas'?)",
-        "severity": "error",
-        "resourceRef": {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-                        "name": "agg"},
-        "field": {"path": "spec.services.VllmDecodeWorker.replica"},
-        "file": {"path": "apps/agg.yaml", "index": 3},
-    }]
-    assert ("apps/agg.yaml (document 3): DynamoGraphDeployment/agg: "
-            "spec.services.VllmDecodeWorker.replica: unknown field") in res.stderr
+    assert errors == [
+        {
+            "message": "unknown field 'replica' (did you mean 'replicas'?)",
+            "severity": "error",
+            "resourceRef": {
+                "apiVersion": "nvidia.com/v1alpha1",
+                "kind": "DynamoGraphDeployment",
+                "name": "agg",
+            },
+            "field": {"path": "spec.services.VllmDecodeWorker.replica"},
+            "file": {"path": "apps/agg.yaml", "index": 3},
+        }
+    ]
+    assert (
+        "apps/agg.yaml (document 3): DynamoGraphDeployment/agg: "
+        "spec.services.VllmDecodeWorker.replica: unknown field"
+    ) in res.stderr
 
 
 def test_legacy_path_annotations_are_read_too() -> None:
     bad = load("agg.yaml")
     bad["spec"]["services"]["VllmDecodeWorker"]["replica"] = 2
-    bad["metadata"]["annotations"] = {"config.kubernetes.io/path": "old.yaml",
-                                      "config.kubernetes.io/index": "1"}
+    bad["metadata"]["annotations"] = {
+        "config.kubernetes.io/path": "old.yaml",
+        "config.kubernetes.io/index": "1",
+    }
     res, out = krm(resource_list([bad], CONFIG))
     assert res.code == 1 and out is not None
     assert out["results"][0]["file"] == {"path": "old.yaml", "index": 1}
@@ -128,29 +148,43 @@ def test_bad_function_config_is_an_error_result() -> None:
     config = {**CONFIG, "data": {"namespaec": "demo"}}
     res, out = krm(resource_list([load("agg.yaml")], config))
     assert res.code == 1 and out is not None
-    assert "unknown setting 'namespaec' (did you mean 'namespace'?)" in (
-        out["results"][0]["message"])
+    assert (
+        "unknown setting 'namespaec' (did you mean 'namespace'?)" in (out["results"][0]["message"])
+    )
 
 
 def test_items_with_metadata_of_the_wrong_shape_are_results() -> None:
     """An item whose metadata (or its name, or annotations) has the wrong shape is a
     problem of that item, exit 1; it was an internal error (exit 3)."""
-    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": "oops"},
-             {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": {"token": "s3cr3t"}, "annotations": [1]}}]
+    items = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": "oops"},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": {"token": "s3cr3t"}, "annotations": [1]},
+        },
+    ]
     res, out = krm(resource_list(items, CONFIG))
     assert res.code == 1 and out is not None and out["items"] == items
     assert [(r["field"]["path"], r["resourceRef"]) for r in out["results"]] == [
         ("metadata", {"apiVersion": "v1", "kind": "ConfigMap"}),
         ("metadata.name", {"apiVersion": "v1", "kind": "ConfigMap"}),
-        ("metadata.annotations", {"apiVersion": "v1", "kind": "ConfigMap"})]
+        ("metadata.annotations", {"apiVersion": "v1", "kind": "ConfigMap"}),
+    ]
     assert "ConfigMap/?: metadata: expected a mapping" in res.stderr
     assert "s3cr3t" not in res.stderr and "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize("stdin", ["", "kind: ConfigMap\n", "items: [1]\n", "[: bad",
-                                   "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
-                                   "items: [1, 2]\n"])
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        "",
+        "kind: ConfigMap\n",
+        "items: [1]\n",
+        "[: bad",
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [1, 2]\n",
+    ],
+)
 def test_malformed_input_writes_nothing(stdin: str) -> None:
     res, _ = krm(stdin)
     assert res.code == 1 and res.stdout == ""
@@ -163,8 +197,13 @@ def _kustomize(test_binaries: Any, path: Path) -> subprocess.CompletedProcess[st
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     # the exec plugin runs `dyn-gitops` from PATH: the one installed beside this Python
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run([str(kustomize), "build", "--enable-alpha-plugins", "--enable-exec",
-                           str(path)], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [str(kustomize), "build", "--enable-alpha-plugins", "--enable-exec", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 @pytest.mark.realk8s
@@ -179,8 +218,7 @@ def test_kustomize_runs_the_sample_function(test_binaries: Any) -> None:
     def key(o: dict[str, Any]) -> tuple[str, str]:
         return (o["kind"], o["metadata"]["name"])
 
-    assert sorted(without(built, OURS), key=key) == sorted(
-        without([*expected, pvc], OURS), key=key)
+    assert sorted(without(built, OURS), key=key) == sorted(without([*expected, pvc], OURS), key=key)
     # kustomize's internal annotations never leak into the build
     assert "config.kubernetes.io" not in proc.stdout and "config.k8s.io" not in proc.stdout
 
@@ -214,7 +252,6 @@ def test_kustomize_with_a_v1beta1_dgd(test_binaries: Any, tmp_path: Path) -> Non
     def key(o: dict[str, Any]) -> tuple[str, str, str]:
         return (o["apiVersion"], o["kind"], o["metadata"]["name"])
 
-    assert sorted(without(built, OURS), key=key) == sorted(
-        without([*expected, pvc], OURS), key=key)
+    assert sorted(without(built, OURS), key=key) == sorted(without([*expected, pvc], OURS), key=key)
     (dgd,) = [o for o in built if o["kind"] == "DynamoGraphDeployment"]
     assert dgd["apiVersion"] == "nvidia.com/v1alpha1"

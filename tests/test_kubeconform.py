@@ -19,8 +19,7 @@ from test_schema import K8S_VERSION
 pytestmark = pytest.mark.realk8s
 
 #: third-party kinds with no schema here (the API-server dry-run tests cover them)
-THIRD_PARTY = ("LeaderWorkerSet", "PodGroup", "PodCliqueSet", "InferencePool",
-               "VirtualService")
+THIRD_PARTY = ("LeaderWorkerSet", "PodGroup", "PodCliqueSet", "InferencePool", "VirtualService")
 BUILTIN_TEMPLATE = "{{ .ResourceKind }}{{ .KindSuffix }}.json"
 OURS_TEMPLATE = "{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json"
 
@@ -32,8 +31,11 @@ def kubernetes_schemas(target: Path) -> Path:
     relative, they resolve to the ``_definitions.json`` beside them."""
     import kubernetes_validate
 
-    source = (Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" /
-              f"v{K8S_VERSION}-local-strict")
+    source = (
+        Path(kubernetes_validate.__file__).parent
+        / "kubernetes-json-schema"
+        / f"v{K8S_VERSION}-local-strict"
+    )
     target.mkdir(parents=True, exist_ok=True)
     for path in source.glob("*.json"):
         doc = json.loads(path.read_text())
@@ -56,22 +58,35 @@ def schemas(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def kubeconform(binary: Path, schemas: tuple[Path, Path], files: list[Path]) -> Any:
     builtin, ours = schemas
     proc = subprocess.run(
-        [str(binary), "-strict", "-summary", "-output", "json",
-         "-schema-location", str(builtin / BUILTIN_TEMPLATE),
-         "-schema-location", str(ours / OURS_TEMPLATE),
-         "-skip", ",".join(THIRD_PARTY), *map(str, files)],
-        capture_output=True, text=True, timeout=120)
+        [
+            str(binary),
+            "-strict",
+            "-summary",
+            "-output",
+            "json",
+            "-schema-location",
+            str(builtin / BUILTIN_TEMPLATE),
+            "-schema-location",
+            str(ours / OURS_TEMPLATE),
+            "-skip",
+            ",".join(THIRD_PARTY),
+            *map(str, files),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc.returncode, json.loads(proc.stdout)
 
 
 @pytest.mark.parametrize("sample", sorted(p.parent.name for p in SAMPLES.glob("*/expected.yaml")))
-def test_samples_pass_kubeconform(test_binaries: Any, schemas: tuple[Path, Path],
-                                  sample: str) -> None:
+def test_samples_pass_kubeconform(
+    test_binaries: Any, schemas: tuple[Path, Path], sample: str
+) -> None:
     binary = test_binaries("kubeconform")["kubeconform"]
     path = SAMPLES / sample / "expected.yaml"
     code, out = kubeconform(binary, schemas, [path])
-    problems = [r for r in out["resources"] if r["status"] not in ("statusValid",
-                                                                  "statusSkipped")]
+    problems = [r for r in out["resources"] if r["status"] not in ("statusValid", "statusSkipped")]
     assert code == 0 and not problems, json.dumps(problems, indent=1)
     objs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     skipped = sum(o["kind"] in THIRD_PARTY for o in objs)
@@ -80,11 +95,13 @@ def test_samples_pass_kubeconform(test_binaries: Any, schemas: tuple[Path, Path]
     assert summary["valid"] > 0
 
 
-def test_kubeconform_catches_bad_objects(test_binaries: Any, schemas: tuple[Path, Path],
-                                         tmp_path: Path) -> None:
+def test_kubeconform_catches_bad_objects(
+    test_binaries: Any, schemas: tuple[Path, Path], tmp_path: Path
+) -> None:
     binary = test_binaries("kubeconform")["kubeconform"]
-    objs = [d for d in yaml.safe_load_all((SAMPLES / "vllm-agg" / "expected.yaml").read_text())
-            if d]
+    objs = [
+        d for d in yaml.safe_load_all((SAMPLES / "vllm-agg" / "expected.yaml").read_text()) if d
+    ]
     dep = next(o for o in objs if o["kind"] == "Deployment")
     dep["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy2"] = "Always"
     dgd = next(o for o in objs if o["kind"] == "DynamoGraphDeployment")

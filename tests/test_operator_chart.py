@@ -21,8 +21,10 @@ from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.testing import helm_template
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "dyn-gitops"
-MODES = {"cluster": [], "namespace": ["controller.mode=namespace",
-                                      "controller.watchNamespace=team-a"]}
+MODES = {
+    "cluster": [],
+    "namespace": ["controller.mode=namespace", "controller.watchNamespace=team-a"],
+}
 EXTRAS = ["metrics.serviceMonitor.enabled=true", "dashboard.enabled=true"]
 
 
@@ -38,16 +40,21 @@ def by_kind(objs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def test_chart_crds_are_the_generated_ones() -> None:
     generated = subprocess.run(  # the real `dyn-gitops crds` entry point
         [sys.executable, "-c", "from dyn_gitops.oneshot import main; main()", "crds"],
-        check=True, capture_output=True, text=True)
-    assert (CHART / "crds" / "dyn-gitops-crds.yaml").read_text() == generated.stdout, \
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert (CHART / "crds" / "dyn-gitops-crds.yaml").read_text() == generated.stdout, (
         "refresh with: dyn-gitops crds > charts/dyn-gitops/crds/dyn-gitops-crds.yaml"
+    )
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_helm_lint(helm: Path, mode: str) -> None:
     args = [a for s in MODES[mode] + EXTRAS for a in ("--set", s)]
-    proc = subprocess.run([str(helm), "lint", "--strict", str(CHART), *args],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(helm), "lint", "--strict", str(CHART), *args], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 chart(s) failed" in proc.stdout
 
@@ -57,8 +64,12 @@ def test_rendered_crds_equal_the_generated_ones(helm: Path) -> None:
     from dyn_gitops.crds import crds
 
     assert not by_kind(helm_template(helm, CHART), "CustomResourceDefinition")
-    rendered = {c["metadata"]["name"]: c for c in by_kind(
-        helm_template(helm, CHART, extra=["--include-crds"]), "CustomResourceDefinition")}
+    rendered = {
+        c["metadata"]["name"]: c
+        for c in by_kind(
+            helm_template(helm, CHART, extra=["--include-crds"]), "CustomResourceDefinition"
+        )
+    }
     assert rendered == {c["metadata"]["name"]: json.loads(json.dumps(c)) for c in crds()}
 
 
@@ -67,8 +78,10 @@ def rules(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
     for r in role["rules"]:
         for g in r["apiGroups"]:
             for res in r["resources"]:
-                key = (g, res + ("#" + ",".join(r["resourceNames"])
-                                 if r.get("resourceNames") else ""))
+                key = (
+                    g,
+                    res + ("#" + ",".join(r["resourceNames"]) if r.get("resourceNames") else ""),
+                )
                 out.setdefault(key, set()).update(r["verbs"])
     return out
 
@@ -93,13 +106,15 @@ def test_cluster_mode_rbac(helm: Path) -> None:
     assert got[("coordination.k8s.io", "leases")] == {"get", "list", "watch"}
     assert_grove_rules(got)
     (crb,) = by_kind(objs, "ClusterRoleBinding")
-    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": "dg-dyn-gitops-controller",
-                                "namespace": "ops"}]
+    assert crb["subjects"] == [
+        {"kind": "ServiceAccount", "name": "dg-dyn-gitops-controller", "namespace": "ops"}
+    ]
     (le,) = by_kind(objs, "Role")  # only the leader-election Lease, in the release namespace
     assert le["metadata"]["namespace"] == "ops"
-    assert rules(le) == {("coordination.k8s.io", "leases"): {"create"},
-                         ("coordination.k8s.io", "leases#dg-dyn-gitops-controller"):
-                             {"get", "update"}}
+    assert rules(le) == {
+        ("coordination.k8s.io", "leases"): {"create"},
+        ("coordination.k8s.io", "leases#dg-dyn-gitops-controller"): {"get", "update"},
+    }
 
 
 def test_namespace_mode_rbac(helm: Path) -> None:
@@ -109,8 +124,9 @@ def test_namespace_mode_rbac(helm: Path) -> None:
     assert role["metadata"]["namespace"] == "team-a"
     got = rules(role)
     assert_grove_rules(got)
-    assert got[("coordination.k8s.io", "leases#dg-dyn-gitops-controller,"
-                "dynamo-operator-namespace-scope")] == {"get", "update", "delete"}
+    assert got[
+        ("coordination.k8s.io", "leases#dg-dyn-gitops-controller,dynamo-operator-namespace-scope")
+    ] == {"get", "update", "delete"}
     (rb,) = by_kind(objs, "RoleBinding")
     assert rb["metadata"]["namespace"] == "team-a"
     assert rb["subjects"][0]["namespace"] == "ops"
@@ -122,8 +138,9 @@ def test_namespace_mode_rbac(helm: Path) -> None:
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_least_privilege(helm: Path, mode: str) -> None:
-    for role in by_kind(helm_template(helm, CHART, *MODES[mode]), "ClusterRole") + \
-            by_kind(helm_template(helm, CHART, *MODES[mode]), "Role"):
+    for role in by_kind(helm_template(helm, CHART, *MODES[mode]), "ClusterRole") + by_kind(
+        helm_template(helm, CHART, *MODES[mode]), "Role"
+    ):
         for r in role["rules"]:
             assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"]
             assert not {"create", "update"} & set(r["verbs"]) or r["resources"] == ["leases"]
@@ -165,12 +182,15 @@ def test_optional_objects(helm: Path) -> None:
     assert dash["uid"] == "dyn-gitops-controller"
 
 
-@pytest.mark.parametrize("bad", [
-    ["controller.mode=bogus"],
-    ["controller.workers=0"],
-    ["controller.replicas=2", "controller.leaderElection.enabled=false"],
-    ["controller.typo=1"],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["controller.mode=bogus"],
+        ["controller.workers=0"],
+        ["controller.replicas=2", "controller.leaderElection.enabled=false"],
+        ["controller.typo=1"],
+    ],
+)
 def test_bad_values_are_refused(helm: Path, bad: list[str]) -> None:
     with pytest.raises(subprocess.CalledProcessError):
         helm_template(helm, CHART, *bad)

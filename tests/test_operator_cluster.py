@@ -61,17 +61,25 @@ class Plane:
 
     def start_apiserver(self) -> None:
         with open(self.cp.dir / "apiserver-restarted.log", "ab") as log:
-            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         self.extra.append(self.proc)
         k = Kube(make_api_client(str(self.cp.kubeconfig)))
-        wait_for(lambda: k.request("GET", "/api/v1/namespaces/default"), timeout=60,
-                 interval=0.2, what="API server back")
+        wait_for(
+            lambda: k.request("GET", "/api/v1/namespaces/default"),
+            timeout=60,
+            interval=0.2,
+            what="API server back",
+        )
 
     def compact_etcd(self) -> int:
         """Compact etcd at its head revision: every older resourceVersion is gone (410)."""
-        url = next(a.split("=", 1)[1] for a in self.cp.etcd.args
-                   if str(a).startswith("--listen-client-urls="))
+        url = next(
+            a.split("=", 1)[1]
+            for a in self.cp.etcd.args
+            if str(a).startswith("--listen-client-urls=")
+        )
         head = _etcd(url, "/v3/kv/range", {"key": base64.b64encode(b"/").decode()})
         rev = int(head["header"]["revision"])
         _etcd(url, "/v3/kv/compaction", {"revision": rev, "physical": True})
@@ -88,8 +96,12 @@ class Plane:
 
 
 def _etcd(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=10) as r:
         return dict(json.loads(r.read()))
 
@@ -124,22 +136,36 @@ def cluster_settings(**kw: Any) -> Any:
     from dyn_gitops_operator.settings import LeaderSettings
 
     # the renew deadline outlasts the outage (as the 10 s default outlasts a short one)
-    return settings_for_tests("", mode="cluster", leader=LeaderSettings(
-        namespace="default", lease_duration=20, renew_deadline=15, retry_period=0.5), **kw)
+    return settings_for_tests(
+        "",
+        mode="cluster",
+        leader=LeaderSettings(
+            namespace="default", lease_duration=20, renew_deadline=15, retry_period=0.5
+        ),
+        **kw,
+    )
 
 
-def test_cluster_mode_leaves_a_claimed_namespace_alone_until_its_lease_expires(
-        pk: Kube) -> None:
+def test_cluster_mode_leaves_a_claimed_namespace_alone_until_its_lease_expires(pk: Kube) -> None:
     claimed = new_namespace(pk, "claimed")
     free = new_namespace(pk, "free")
     for ns in (claimed, free):
         gitops_apply(pk, render(SAMPLES / "vllm-agg" / "input", ns))
     now = micro_time(datetime.now(UTC))
-    pk.create(LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                       "metadata": {"name": SCOPE_LEASE_NAME, "namespace": claimed},
-                       "spec": {"holderIdentity": "namespace-restricted-operator-1.1.0",
-                                "leaseDurationSeconds": 3, "acquireTime": now,
-                                "renewTime": now}})
+    pk.create(
+        LEASES,
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": SCOPE_LEASE_NAME, "namespace": claimed},
+            "spec": {
+                "holderIdentity": "namespace-restricted-operator-1.1.0",
+                "leaseDurationSeconds": 3,
+                "acquireTime": now,
+                "renewTime": now,
+            },
+        },
+    )
     with running(cluster_settings(), pk) as m:
         wait_for(lambda: pk.get(DGDS, free, "vllm-agg").get("status"), what="free reconciled")
         assert m.metrics.value("dyn_gitops_controller_namespaces_excluded") == 1
@@ -155,50 +181,80 @@ def test_cluster_mode_leaves_a_claimed_namespace_alone_until_its_lease_expires(
             assert FIELD_MANAGER not in {f["manager"] for f in d["metadata"]["managedFields"]}
         # it stops renewing (crashed): resumed after expiry, without any event on our objects
         # (the hang guard stays far below the 300 s resync: the expiry timer resumes it)
-        wait_for(lambda: pk.get(DGDS, claimed, "vllm-agg").get("status"), timeout=120,
-                 what="claimed namespace resumed")
+        wait_for(
+            lambda: pk.get(DGDS, claimed, "vllm-agg").get("status"),
+            timeout=120,
+            what="claimed namespace resumed",
+        )
         # never before the lease expired (same machine, same wall clock)
         assert datetime.now(UTC) >= last_renewal + timedelta(seconds=3)
         assert m.metrics.value("dyn_gitops_controller_namespaces_excluded") == 0
 
 
 def restart_graph(restart: dict[str, Any] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"services": {
-        name: {"componentType": "worker" if name != "Frontend" else "frontend",
-               "replicas": 2, "extraPodSpec": {"mainContainer": {"image": IMAGE}}}
-        for name in ("Frontend", "a", "b")}}
+    spec: dict[str, Any] = {
+        "services": {
+            name: {
+                "componentType": "worker" if name != "Frontend" else "frontend",
+                "replicas": 2,
+                "extraPodSpec": {"mainContainer": {"image": IMAGE}},
+            }
+            for name in ("Frontend", "a", "b")
+        }
+    }
     if restart:
         spec["restart"] = restart
-    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-            "metadata": {"name": "faulty"}, "spec": spec}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "faulty"},
+        "spec": spec,
+    }
 
 
 def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(
-        plane: Plane, pk: Kube) -> None:
+    plane: Plane, pk: Kube
+) -> None:
     ns = new_namespace(pk, "faults")
     gitops_apply(pk, render([restart_graph()], ns))
     sim = DeploymentSimulator(pk, ns)
 
     def deps() -> dict[str, dict[str, Any]]:
-        return {d["metadata"]["labels"]["nvidia.com/dynamo-component"]: d
-                for d in pk.list(DEPLOYMENTS, ns)[0]}
+        return {
+            d["metadata"]["labels"]["nvidia.com/dynamo-component"]: d
+            for d in pk.list(DEPLOYMENTS, ns)[0]
+        }
 
     def stamp(d: dict[str, Any]) -> str | None:
         return (d["spec"]["template"]["metadata"].get("annotations") or {}).get(
-            "nvidia.com/restartAt")
+            "nvidia.com/restartAt"
+        )
 
     with running(cluster_settings(), pk) as m:
-        wait_for(lambda: all(d["spec"]["replicas"] == 2 for d in deps().values()),
-                 what="sized")
+        wait_for(lambda: all(d["spec"]["replicas"] == 2 for d in deps().values()), what="sized")
         for d in deps().values():
             sim.set_status(d["metadata"]["name"], namespace=ns)
-        wait_for(lambda: pk.get(DGDS, ns, "faulty").get("status", {}).get("state") ==
-                 "successful", what="ready")
+        wait_for(
+            lambda: pk.get(DGDS, ns, "faulty").get("status", {}).get("state") == "successful",
+            what="ready",
+        )
         before = {c: d["metadata"]["generation"] for c, d in deps().items()}
         order = ["b", "Frontend", "a"]
-        gitops_apply(pk, [o for o in render([restart_graph(
-            {"id": "fault-1", "strategy": {"type": "Sequential", "order": order}})], ns)
-            if o["kind"] == "DynamoGraphDeployment"])
+        gitops_apply(
+            pk,
+            [
+                o
+                for o in render(
+                    [
+                        restart_graph(
+                            {"id": "fault-1", "strategy": {"type": "Sequential", "order": order}}
+                        )
+                    ],
+                    ns,
+                )
+                if o["kind"] == "DynamoGraphDeployment"
+            ],
+        )
         wait_for(lambda: stamp(deps()["b"]) == "fault-1", what="first service stamped")
 
         time.sleep(0.3)  # let the controller settle (it waits for "b" to be ready) ...
@@ -210,22 +266,35 @@ def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(
         assert int(m.deployments.resource_version) < compacted
         time.sleep(2)  # the controller keeps retrying against a dead server
         assert m.healthy()
-        relists = m.metrics.value("dyn_gitops_controller_watch_relists_total",
-                                  {"resource": "deployments"})
+        relists = m.metrics.value(
+            "dyn_gitops_controller_watch_relists_total", {"resource": "deployments"}
+        )
         plane.start_apiserver()
 
         for service in order:
-            wait_for(lambda s=service: stamp(deps()[s]) == "fault-1", timeout=30,
-                     what=f"{service} stamped after the restart")
+            wait_for(
+                lambda s=service: stamp(deps()[s]) == "fault-1",
+                timeout=30,
+                what=f"{service} stamped after the restart",
+            )
             sim.set_status(deps()[service]["metadata"]["name"], namespace=ns)
-        wait_for(lambda: pk.get(DGDS, ns, "faulty")["status"].get("restart") ==
-                 {"observedID": "fault-1", "phase": "Completed"}, timeout=30,
-                 what="restart completed")
+        wait_for(
+            lambda: (
+                pk.get(DGDS, ns, "faulty")["status"].get("restart")
+                == {"observedID": "fault-1", "phase": "Completed"}
+            ),
+            timeout=30,
+            what="restart completed",
+        )
         after = {c: d["metadata"]["generation"] for c, d in deps().items()}
         assert {c: after[c] - before[c] for c in after} == {"a": 1, "b": 1, "Frontend": 1}
         # resuming from the pre-restart resourceVersion failed with 410: re-listed
-        assert m.metrics.value("dyn_gitops_controller_watch_relists_total",
-                               {"resource": "deployments"}) > relists
+        assert (
+            m.metrics.value(
+                "dyn_gitops_controller_watch_relists_total", {"resource": "deployments"}
+            )
+            > relists
+        )
         assert m.healthy()
 
 
@@ -251,8 +320,9 @@ def apply_object(k: Kube, obj: dict[str, Any], *, dry_run: bool) -> dict[str, An
     query = [("fieldManager", "helm"), ("force", "true")]
     if dry_run:
         query.append(("dryRun", "All"))
-    return k.request("PATCH", f"{path}/{obj['metadata']['name']}", query, obj,
-                     "application/apply-patch+yaml")
+    return k.request(
+        "PATCH", f"{path}/{obj['metadata']['name']}", query, obj, "application/apply-patch+yaml"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -260,44 +330,77 @@ def helm(test_binaries: Any) -> Path:
     return Path(test_binaries("helm")["helm"])
 
 
-CHART_MODES = {"cluster": [], "namespace": ["controller.mode=namespace",
-                                            "controller.watchNamespace=team"]}
+CHART_MODES = {
+    "cluster": [],
+    "namespace": ["controller.mode=namespace", "controller.watchNamespace=team"],
+}
 
 
 @pytest.mark.parametrize("mode", sorted(CHART_MODES))
-def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
-                                             mode: str) -> None:
+def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path, mode: str) -> None:
     from dyn_gitops_operator.testing import helm_template
     from support.controlplane import install_crds
     from support.thirdparty_crds import _crd
 
-    install_crds(plane.cp.client(), [_crd("monitoring.coreos.com", "v1", "ServiceMonitor",
-                                          "servicemonitors")])
+    install_crds(
+        plane.cp.client(),
+        [_crd("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")],
+    )
     release_ns = new_namespace(pk, f"ops-{mode}")
     new_namespace(pk, "team") if mode == "namespace" else None
-    objs = helm_template(helm, CHART, *CHART_MODES[mode],
-                         "metrics.serviceMonitor.enabled=true", "dashboard.enabled=true",
-                         namespace=release_ns, extra=["--include-crds"])
-    assert {o["kind"] for o in objs} >= {"Deployment", "ServiceAccount", "Service",
-                                         "ServiceMonitor", "ConfigMap", "Role", "RoleBinding",
-                                         "CustomResourceDefinition"}
+    objs = helm_template(
+        helm,
+        CHART,
+        *CHART_MODES[mode],
+        "metrics.serviceMonitor.enabled=true",
+        "dashboard.enabled=true",
+        namespace=release_ns,
+        extra=["--include-crds"],
+    )
+    assert {o["kind"] for o in objs} >= {
+        "Deployment",
+        "ServiceAccount",
+        "Service",
+        "ServiceMonitor",
+        "ConfigMap",
+        "Role",
+        "RoleBinding",
+        "CustomResourceDefinition",
+    }
     for obj in objs:
         out = apply_object(pk, obj, dry_run=True)  # raises on any rejection
         assert out["kind"] == obj["kind"]
     # and the real helm's own server-side dry run of the install
     args = [a for s in CHART_MODES[mode] for a in ("--set", s)]
     proc = subprocess.run(
-        [str(helm), "install", "dg", str(CHART), "--namespace", release_ns,
-         "--dry-run=server", "--kubeconfig", str(plane.cp.kubeconfig),
-         "--set", "metrics.serviceMonitor.enabled=true", "--set", "dashboard.enabled=true",
-         *args], capture_output=True, text=True, timeout=120)
+        [
+            str(helm),
+            "install",
+            "dg",
+            str(CHART),
+            "--namespace",
+            release_ns,
+            "--dry-run=server",
+            "--kubeconfig",
+            str(plane.cp.kubeconfig),
+            "--set",
+            "metrics.serviceMonitor.enabled=true",
+            "--set",
+            "dashboard.enabled=true",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "STATUS: pending-install" in proc.stdout
 
 
 @pytest.mark.parametrize("mode", sorted(CHART_MODES))
-def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, helm: Path,
-                                                      mode: str) -> None:
+def test_controller_works_with_exactly_the_chart_rbac(
+    plane: Plane, pk: Kube, helm: Path, mode: str
+) -> None:
     """Install the chart's ServiceAccount and RBAC, then run the controller as that
     ServiceAccount (impersonation): it converges a graph (and a Grove graph: status read
     from a PCSG, a PodClique scaled through /scale), and it cannot do more."""
@@ -315,14 +418,22 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
 
     release_ns = new_namespace(pk, f"rbac-{mode}")
     work_ns = new_namespace(pk, f"work-{mode}")
-    sets = ([] if mode == "cluster" else
-            ["controller.mode=namespace", f"controller.watchNamespace={work_ns}"])
+    sets = (
+        []
+        if mode == "cluster"
+        else ["controller.mode=namespace", f"controller.watchNamespace={work_ns}"]
+    )
     # a release name of its own: the cluster-scoped RBAC applied here stays in the shared
     # control plane, where it would clash with another test's `helm install dg` (any order)
     objs = helm_template(helm, CHART, *sets, namespace=release_ns, release=f"rbac-{mode}")
     for obj in objs:
-        if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
-                           "ClusterRoleBinding"):
+        if obj["kind"] in (
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "ClusterRole",
+            "ClusterRoleBinding",
+        ):
             apply_object(pk, obj, dry_run=False)
     (sa,) = [o["metadata"]["name"] for o in objs if o["kind"] == "ServiceAccount"]
     api = make_api_client(str(plane.cp.kubeconfig))
@@ -331,53 +442,114 @@ def test_controller_works_with_exactly_the_chart_rbac(plane: Plane, pk: Kube, he
 
     gitops_apply(pk, render(SAMPLES / "scaling-adapter" / "input", work_ns))
     # Grove installed; a Grove DGD whose Frontend clique Grove seeded at 1 (Git says 2)
-    install_crds(plane.cp.client(), [c for c in thirdparty_crds()
-                                     if c["spec"]["group"] == "grove.io"] + grove_crds())
-    grove_objs = [o for o in render(SAMPLES / "grove-multinode" / "input", work_ns)
-                  if o["metadata"]["name"] == "vllm-agg"]
+    install_crds(
+        plane.cp.client(),
+        [c for c in thirdparty_crds() if c["spec"]["group"] == "grove.io"] + grove_crds(),
+    )
+    grove_objs = [
+        o
+        for o in render(SAMPLES / "grove-multinode" / "input", work_ns)
+        if o["metadata"]["name"] == "vllm-agg"
+    ]
     gitops_apply(pk, grove_objs, kinds=("DynamoGraphDeployment", "PodCliqueSet"))
     (pcs,) = [o for o in grove_objs if o["kind"] == "PodCliqueSet"]
     for res, child in grove_children(pcs):
         child["spec"]["replicas"] = 1
         pk.create(res, child)
         grove_status(pk, res, work_ns, child["metadata"]["name"])
-    leader = LeaderSettings(lease_name=sa, namespace=release_ns if mode == "cluster" else "",
-                            lease_duration=4, renew_deadline=3, retry_period=0.5)
-    settings = settings_for_tests(work_ns if mode == "namespace" else "", mode=mode,
-                                  leader=leader)
+    leader = LeaderSettings(
+        lease_name=sa,
+        namespace=release_ns if mode == "cluster" else "",
+        lease_duration=4,
+        renew_deadline=3,
+        retry_period=0.5,
+    )
+    settings = settings_for_tests(work_ns if mode == "namespace" else "", mode=mode, leader=leader)
     with running(settings, as_sa):
-        wait_for(lambda: pk.get(DGDS, work_ns, "sglang-disagg").get("status", {}).get(
-            "services", {}).get("decode", {}).get("componentName"), what="status written")
+        wait_for(
+            lambda: (
+                pk.get(DGDS, work_ns, "sglang-disagg")
+                .get("status", {})
+                .get("services", {})
+                .get("decode", {})
+                .get("componentName")
+            ),
+            what="status written",
+        )
         decode = pk.get(DGDS, work_ns, "sglang-disagg")["status"]["services"]["decode"]
         assert pk.get(DEPLOYMENTS, work_ns, decode["componentName"])["spec"]["replicas"] == 2
-        wait_for(lambda: pk.get(PODCLIQUES, work_ns, "vllm-agg-0-frontend")["spec"][
-            "replicas"] == 2, what="PodClique scaled through /scale")
-        wait_for(lambda: pk.get(DGDS, work_ns, "vllm-agg").get("status", {}).get(
-            "services", {}).get("VllmDecodeWorker", {}).get("componentKind") ==
-            "PodCliqueScalingGroup", what="Grove status written")
+        wait_for(
+            lambda: pk.get(PODCLIQUES, work_ns, "vllm-agg-0-frontend")["spec"]["replicas"] == 2,
+            what="PodClique scaled through /scale",
+        )
+        wait_for(
+            lambda: (
+                pk.get(DGDS, work_ns, "vllm-agg")
+                .get("status", {})
+                .get("services", {})
+                .get("VllmDecodeWorker", {})
+                .get("componentKind")
+                == "PodCliqueScalingGroup"
+            ),
+            what="Grove status written",
+        )
         # a Grove restart: the PCS read (GET) and its clique annotations applied (patch)
-        pk.request("PATCH", DGDS.path(work_ns, "vllm-agg"), None,
-                   {"spec": {"restart": {"id": "rbac-1", "strategy": {"type": "Parallel"}}}},
-                   "application/merge-patch+json")
-        wait_for(lambda: {(c.get("annotations") or {}).get("nvidia.com/restartAt")
-                          for c in pk.get(PODCLIQUESETS, work_ns, "vllm-agg")["spec"][
-                              "template"]["cliques"]} == {"rbac-1"}, what="cliques stamped")
-        wait_for(lambda: pk.get(DGDS, work_ns, "vllm-agg").get("status", {}).get(
-            "restart", {}).get("observedID") == "rbac-1", what="restart reported")
+        pk.request(
+            "PATCH",
+            DGDS.path(work_ns, "vllm-agg"),
+            None,
+            {"spec": {"restart": {"id": "rbac-1", "strategy": {"type": "Parallel"}}}},
+            "application/merge-patch+json",
+        )
+        wait_for(
+            lambda: (
+                {
+                    (c.get("annotations") or {}).get("nvidia.com/restartAt")
+                    for c in pk.get(PODCLIQUESETS, work_ns, "vllm-agg")["spec"]["template"][
+                        "cliques"
+                    ]
+                }
+                == {"rbac-1"}
+            ),
+            what="cliques stamped",
+        )
+        wait_for(
+            lambda: (
+                pk.get(DGDS, work_ns, "vllm-agg")
+                .get("status", {})
+                .get("restart", {})
+                .get("observedID")
+                == "rbac-1"
+            ),
+            what="restart reported",
+        )
     with pytest.raises(ForbiddenError):  # least privilege: no create ...
-        as_sa.apply(DEPLOYMENTS, {
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "x", "namespace": work_ns},
-            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
-                "metadata": {"labels": {"a": "b"}},
-                "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+        as_sa.apply(
+            DEPLOYMENTS,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "x", "namespace": work_ns},
+                "spec": {
+                    "selector": {"matchLabels": {"a": "b"}},
+                    "template": {
+                        "metadata": {"labels": {"a": "b"}},
+                        "spec": {"containers": [{"name": "c", "image": "i"}]},
+                    },
+                },
+            },
+        )
     with pytest.raises(ForbiddenError):  # ... and no write to the DGD spec (Git owns it)
-        as_sa.apply(DGDS, {"apiVersion": "nvidia.com/v1alpha1",
-                           "kind": "DynamoGraphDeployment",
-                           "metadata": {"name": "sglang-disagg", "namespace": work_ns},
-                           "spec": {"envs": []}})
-    for res, name in ((PODCLIQUES, "vllm-agg-0-frontend"),
-                      (PCSGS, "vllm-agg-0-vllmdecodeworker")):
+        as_sa.apply(
+            DGDS,
+            {
+                "apiVersion": "nvidia.com/v1alpha1",
+                "kind": "DynamoGraphDeployment",
+                "metadata": {"name": "sglang-disagg", "namespace": work_ns},
+                "spec": {"envs": []},
+            },
+        )
+    for res, name in ((PODCLIQUES, "vllm-agg-0-frontend"), (PCSGS, "vllm-agg-0-vllmdecodeworker")):
         with pytest.raises(ForbiddenError):  # Grove's objects: /scale only
             as_sa.patch(res, work_ns, name, {"metadata": {"labels": {"x": "y"}}})
     with pytest.raises(ForbiddenError):  # the PCS: get and patch only (no list / watch)

@@ -57,14 +57,25 @@ def test_conflicts_are_retried_until_the_write_lands(kube: Any, namespace: str) 
     sim.start(0.1)
     try:
         with running(settings_for_tests(namespace), stale) as m:
-            st = wait_for(lambda: (s := k.get(DGDS, namespace, "sglang-disagg")
-                                   .get("status", {})).get("state") == "successful" and s,
-                          timeout=30, what="converged despite conflicts")
+            st = wait_for(
+                lambda: (
+                    (s := k.get(DGDS, namespace, "sglang-disagg").get("status", {})).get("state")
+                    == "successful"
+                    and s
+                ),
+                timeout=30,
+                what="converged despite conflicts",
+            )
             assert st["services"]["decode"]["replicas"] == 2
             assert k.get(DGDSAS, namespace, "sglang-disagg-decode")["status"]["replicas"] == 2
             assert stale.conflicts >= 4  # real 409s from the API server ...
-            assert m.metrics.value("dyn_gitops_controller_reconcile_errors_total",
-                                   {"reconciler": "status", "error_type": "conflict"}) >= 1
+            assert (
+                m.metrics.value(
+                    "dyn_gitops_controller_reconcile_errors_total",
+                    {"reconciler": "status", "error_type": "conflict"},
+                )
+                >= 1
+            )
             # parallel writes of one pass fail together and are retried together
             assert m.metrics.value("dyn_gitops_controller_workqueue_retries_total") >= 2
     finally:

@@ -44,9 +44,14 @@ APPLIED = ("DynamoGraphDeployment", "DynamoGraphDeploymentScalingAdapter", "PodC
 
 def graph_objects(objs: list[dict[str, Any]], dgd: str) -> list[dict[str, Any]]:
     """The DGD, its PodCliqueSet and its adapters (the sample renders two graphs)."""
-    return [o for o in objs if o["metadata"]["name"] == dgd or
-            (o["metadata"].get("annotations") or {}).get("dyn-gitops.io/source-dgd", "")
-            .endswith(f"/{dgd}")]
+    return [
+        o
+        for o in objs
+        if o["metadata"]["name"] == dgd
+        or (o["metadata"].get("annotations") or {})
+        .get("dyn-gitops.io/source-dgd", "")
+        .endswith(f"/{dgd}")
+    ]
 
 
 def status_of(k: Kube, ns: str, name: str) -> dict[str, Any]:
@@ -64,12 +69,15 @@ def message_is(k: Kube, ns: str, name: str, want: str) -> Any:
 
 def managers(obj: dict[str, Any]) -> set[tuple[str, str, str]]:
     """(manager, operation, subresource) of every managedFields entry."""
-    return {(m["manager"], m["operation"], m.get("subresource", ""))
-            for m in obj["metadata"].get("managedFields") or []}
+    return {
+        (m["manager"], m["operation"], m.get("subresource", ""))
+        for m in obj["metadata"].get("managedFields") or []
+    }
 
 
-def apply_graph(k: Kube, ns: str, dgd: str, sample: Path = GROVE_SAMPLE,
-                **settings: Any) -> dict[str, Any]:
+def apply_graph(
+    k: Kube, ns: str, dgd: str, sample: Path = GROVE_SAMPLE, **settings: Any
+) -> dict[str, Any]:
     """Render, apply as GitOps would; the PodCliqueSet."""
     mine = graph_objects(render(sample, ns, **settings), dgd)
     gitops_apply(k, mine, kinds=APPLIED)
@@ -80,36 +88,79 @@ def apply_graph(k: Kube, ns: str, dgd: str, sample: Path = GROVE_SAMPLE,
 # ------------------------------------------------------------------------- readiness (pure)
 def _comp(kind: str, spec: int, generation: int = 1, **status: int) -> grove.Component:
     res = PCSGS if kind == "pcsg" else PODCLIQUES
-    return grove.Component(res, "g-0-svc", {"metadata": {"generation": generation},
-                                            "spec": {"replicas": spec}, "status": status})
+    return grove.Component(
+        res,
+        "g-0-svc",
+        {"metadata": {"generation": generation}, "spec": {"replicas": spec}, "status": status},
+    )
 
 
-@pytest.mark.parametrize(("comp", "want"), [
-    (grove.Component(PODCLIQUES, "g-0-svc", None), "resource not found"),
-    (_comp("pclq", 2, readyReplicas=2, updatedReplicas=2, replicas=2),
-     "observedGeneration is nil"),
-    (_comp("pclq", 2, 3, observedGeneration=2, readyReplicas=2, updatedReplicas=2,
-           replicas=2), "spec not yet processed: generation=3, observedGeneration=2"),
-    (_comp("pclq", 0, observedGeneration=1), ""),  # desired 0 is ready, whatever runs
-    (_comp("pclq", 2, observedGeneration=1, readyReplicas=1, updatedReplicas=2, replicas=2),
-     "desired=2, ready=1"),
-    (_comp("pcsg", 2, observedGeneration=1, availableReplicas=1, readyReplicas=2,
-           updatedReplicas=2, replicas=2), "desired=2, available=1"),
-    (_comp("pclq", 2, observedGeneration=1, readyReplicas=2, updatedReplicas=1, replicas=2),
-     "desired=2, updated=1"),
-    (_comp("pcsg", 2, observedGeneration=1, availableReplicas=2, updatedReplicas=2,
-           replicas=3), "performing rolling update: desired=2, replicas=3"),
-    (_comp("pcsg", 2, observedGeneration=1, availableReplicas=2, updatedReplicas=2,
-           replicas=2), ""),
-])
+@pytest.mark.parametrize(
+    ("comp", "want"),
+    [
+        (grove.Component(PODCLIQUES, "g-0-svc", None), "resource not found"),
+        (
+            _comp("pclq", 2, readyReplicas=2, updatedReplicas=2, replicas=2),
+            "observedGeneration is nil",
+        ),
+        (
+            _comp(
+                "pclq", 2, 3, observedGeneration=2, readyReplicas=2, updatedReplicas=2, replicas=2
+            ),
+            "spec not yet processed: generation=3, observedGeneration=2",
+        ),
+        (_comp("pclq", 0, observedGeneration=1), ""),  # desired 0 is ready, whatever runs
+        (
+            _comp("pclq", 2, observedGeneration=1, readyReplicas=1, updatedReplicas=2, replicas=2),
+            "desired=2, ready=1",
+        ),
+        (
+            _comp(
+                "pcsg",
+                2,
+                observedGeneration=1,
+                availableReplicas=1,
+                readyReplicas=2,
+                updatedReplicas=2,
+                replicas=2,
+            ),
+            "desired=2, available=1",
+        ),
+        (
+            _comp("pclq", 2, observedGeneration=1, readyReplicas=2, updatedReplicas=1, replicas=2),
+            "desired=2, updated=1",
+        ),
+        (
+            _comp(
+                "pcsg", 2, observedGeneration=1, availableReplicas=2, updatedReplicas=2, replicas=3
+            ),
+            "performing rolling update: desired=2, replicas=3",
+        ),
+        (
+            _comp(
+                "pcsg", 2, observedGeneration=1, availableReplicas=2, updatedReplicas=2, replicas=2
+            ),
+            "",
+        ),
+    ],
+)
 def test_readiness_reasons_are_the_operators(comp: grove.Component, want: str) -> None:
     assert grove.readiness(comp) == (not want, want)
 
 
 def _pcs(*entries: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
-    return {"metadata": {"managedFields": [
-        {"manager": m, "operation": op, "fieldsV1": {"f:spec": {"f:template": {
-            "f:cliques": cliques}}}} for m, op, cliques in entries]}}
+    return {
+        "metadata": {
+            "managedFields": [
+                {
+                    "manager": m,
+                    "operation": op,
+                    "fieldsV1": {"f:spec": {"f:template": {"f:cliques": cliques}}},
+                }
+                for m, op, cliques in entries
+            ]
+        }
+    }
 
 
 def test_cliques_list_type_from_managed_fields() -> None:
@@ -118,15 +169,22 @@ def test_cliques_list_type_from_managed_fields() -> None:
     assert grove.cliques_map_list(_pcs(("argocd-controller", "Apply", as_map)))
     # atomic: the GitOps manager owns the list whole
     assert not grove.cliques_map_list(_pcs(("argocd-controller", "Apply", {})))
-    assert not grove.cliques_map_list(_pcs(("kubectl", "Update", {}),
-                                           ("argocd-controller", "Apply", as_map)))
+    assert not grove.cliques_map_list(
+        _pcs(("kubectl", "Update", {}), ("argocd-controller", "Apply", as_map))
+    )
     # undecidable (only our own entry, or no managedFields): refused
     assert not grove.cliques_map_list(_pcs((FIELD_MANAGER, "Apply", as_map)))
     assert not grove.cliques_map_list({"metadata": {}})
-    assert grove.owned_restart_cliques(_pcs(
-        ("argocd-controller", "Apply", {'k:{"name":"b"}': entry}),
-        (FIELD_MANAGER, "Apply", {'k:{"name":"a"}': entry, 'k:{"name":"c"}': {
-            ".": {}, "f:name": {}}}))) == {"a"}
+    assert grove.owned_restart_cliques(
+        _pcs(
+            ("argocd-controller", "Apply", {'k:{"name":"b"}': entry}),
+            (
+                FIELD_MANAGER,
+                "Apply",
+                {'k:{"name":"a"}': entry, 'k:{"name":"c"}': {".": {}, "f:name": {}}},
+            ),
+        )
+    ) == {"a"}
 
 
 # ------------------------------------------------------------------------- real API server
@@ -137,81 +195,146 @@ def test_status_from_podclique_and_pcsg(k: Kube, namespace: str) -> None:
     with running(settings_for_tests(namespace), k) as m:
         assert m.podcliques is not None and m.pcsgs is not None
         # Grove has not created anything yet
-        st = wait_for(lambda: message_is(
-            k, namespace, "vllm-agg", "Resources not ready: vllm-agg: "
-            f"podclique/{pclq}: resource not found; pcsg/{pcsg}: resource not found"),
-            what="not found")
+        st = wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "vllm-agg",
+                "Resources not ready: vllm-agg: "
+                f"podclique/{pclq}: resource not found; pcsg/{pcsg}: resource not found",
+            ),
+            what="not found",
+        )
         assert st["state"] == "pending" and st["services"] == {}
         assert ready_cond(st)["reason"] == "some_resources_are_not_ready"
 
         # created, nothing observed yet
         assert grove_create(k, pcs) == {pclq: PODCLIQUES, pcsg: PCSGS}
-        st = wait_for(lambda: message_is(
-            k, namespace, "vllm-agg", "Resources not ready: vllm-agg: "
-            f"podclique/{pclq}: observedGeneration is nil; "
-            f"pcsg/{pcsg}: observedGeneration is nil"), what="not observed")
+        st = wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "vllm-agg",
+                "Resources not ready: vllm-agg: "
+                f"podclique/{pclq}: observedGeneration is nil; "
+                f"pcsg/{pcsg}: observedGeneration is nil",
+            ),
+            what="not observed",
+        )
         assert st["services"]["Frontend"] == {
-            "componentKind": "PodClique", "componentName": pclq, "componentNames": [pclq],
-            "replicas": 0, "updatedReplicas": 0, "readyReplicas": 0}
+            "componentKind": "PodClique",
+            "componentName": pclq,
+            "componentNames": [pclq],
+            "replicas": 0,
+            "updatedReplicas": 0,
+            "readyReplicas": 0,
+        }
 
         # pods coming up: one ready of two, no PCSG replica available
         grove_status(k, PODCLIQUES, namespace, pclq, readyReplicas=1)
         grove_status(k, PCSGS, namespace, pcsg, availableReplicas=0)
-        wait_for(lambda: message_is(
-            k, namespace, "vllm-agg", "Resources not ready: vllm-agg: "
-            f"podclique/{pclq}: desired=2, ready=1; pcsg/{pcsg}: desired=1, available=0"),
-            what="not ready")
+        wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "vllm-agg",
+                "Resources not ready: vllm-agg: "
+                f"podclique/{pclq}: desired=2, ready=1; pcsg/{pcsg}: desired=1, available=0",
+            ),
+            what="not ready",
+        )
         # updated and total replicas count too
         grove_status(k, PODCLIQUES, namespace, pclq, updatedReplicas=1)
         grove_status(k, PCSGS, namespace, pcsg, replicas=2)
-        wait_for(lambda: message_is(
-            k, namespace, "vllm-agg", "Resources not ready: vllm-agg: "
-            f"podclique/{pclq}: desired=2, updated=1; "
-            f"pcsg/{pcsg}: performing rolling update: desired=1, replicas=2"),
-            what="not updated / rolling")
+        wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "vllm-agg",
+                "Resources not ready: vllm-agg: "
+                f"podclique/{pclq}: desired=2, updated=1; "
+                f"pcsg/{pcsg}: performing rolling update: desired=1, replicas=2",
+            ),
+            what="not updated / rolling",
+        )
 
         # ready
         grove_status(k, PODCLIQUES, namespace, pclq)
         grove_status(k, PCSGS, namespace, pcsg)
-        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] ==
-                      "successful" and s, what="successful")
+        st = wait_for(
+            lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] == "successful" and s,
+            what="successful",
+        )
         assert ready_cond(st) | {"lastTransitionTime": None} == {
-            "type": "Ready", "status": "True", "reason": "all_resources_are_ready",
-            "message": "All resources are ready", "lastTransitionTime": None,
-            "observedGeneration": k.get(DGDS, namespace, "vllm-agg")["metadata"]["generation"]}
+            "type": "Ready",
+            "status": "True",
+            "reason": "all_resources_are_ready",
+            "message": "All resources are ready",
+            "lastTransitionTime": None,
+            "observedGeneration": k.get(DGDS, namespace, "vllm-agg")["metadata"]["generation"],
+        }
         assert st["services"] == {
-            "Frontend": {"componentKind": "PodClique", "componentName": pclq,
-                         "componentNames": [pclq], "replicas": 2, "updatedReplicas": 2,
-                         "readyReplicas": 2},
-            "VllmDecodeWorker": {"componentKind": "PodCliqueScalingGroup",
-                                 "componentName": pcsg, "componentNames": [pcsg],
-                                 "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}}
+            "Frontend": {
+                "componentKind": "PodClique",
+                "componentName": pclq,
+                "componentNames": [pclq],
+                "replicas": 2,
+                "updatedReplicas": 2,
+                "readyReplicas": 2,
+            },
+            "VllmDecodeWorker": {
+                "componentKind": "PodCliqueScalingGroup",
+                "componentName": pcsg,
+                "componentNames": [pcsg],
+                "replicas": 1,
+                "updatedReplicas": 1,
+                "availableReplicas": 1,
+            },
+        }
         assert "rollingUpdate" not in st and "restart" not in st
 
         # Grove takes a new PodCliqueSet template into the PodClique: generation 2, not
         # yet observed by Grove
-        k.request("PATCH", PODCLIQUES.path(namespace, pclq), None,
-                  {"spec": {"podSpec": {"terminationGracePeriodSeconds": 5}}},
-                  "application/merge-patch+json")
-        wait_for(lambda: message_is(
-            k, namespace, "vllm-agg", "Resources not ready: vllm-agg: "
-            f"podclique/{pclq}: spec not yet processed: generation=2, observedGeneration=1"),
-            what="generation not observed")
+        k.request(
+            "PATCH",
+            PODCLIQUES.path(namespace, pclq),
+            None,
+            {"spec": {"podSpec": {"terminationGracePeriodSeconds": 5}}},
+            "application/merge-patch+json",
+        )
+        wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "vllm-agg",
+                "Resources not ready: vllm-agg: "
+                f"podclique/{pclq}: spec not yet processed: generation=2, observedGeneration=1",
+            ),
+            what="generation not observed",
+        )
         grove_status(k, PODCLIQUES, namespace, pclq)
-        wait_for(lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful",
-                 what="successful again")
+        wait_for(
+            lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful",
+            what="successful again",
+        )
 
         # a deleted PodClique is missing again
         k.delete(PODCLIQUES, namespace, pclq)
-        st = wait_for(lambda: message_is(
-            k, namespace, "vllm-agg",
-            f"Resources not ready: vllm-agg: podclique/{pclq}: resource not found"),
-            what="deleted")
+        st = wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "vllm-agg",
+                f"Resources not ready: vllm-agg: podclique/{pclq}: resource not found",
+            ),
+            what="deleted",
+        )
         assert set(st["services"]) == {"VllmDecodeWorker"}
 
     # never wrote the PodCliqueSet, the PCSG, or any Deployment
-    assert FIELD_MANAGER not in {m for m, _, _ in managers(
-        k.get(PODCLIQUESETS, namespace, "vllm-agg"))}
+    assert FIELD_MANAGER not in {
+        m for m, _, _ in managers(k.get(PODCLIQUESETS, namespace, "vllm-agg"))
+    }
     assert FIELD_MANAGER not in {m for m, _, _ in managers(k.get(PCSGS, namespace, pcsg))}
     assert k.list(DEPLOYMENTS, namespace)[0] == []
 
@@ -220,36 +343,67 @@ def test_multinode_graph_counts_every_scaling_group(k: Kube, namespace: str) -> 
     """trtllm-disagg-mn: prefill (2 replicas) and decode are PCSGs, the frontend a clique."""
     pcs = apply_graph(k, namespace, "trtllm-disagg-mn")
     created = grove_create(k, pcs)
-    assert created == {"trtllm-disagg-mn-0-frontend": PODCLIQUES,
-                       "trtllm-disagg-mn-0-decode": PCSGS, "trtllm-disagg-mn-0-prefill": PCSGS}
+    assert created == {
+        "trtllm-disagg-mn-0-frontend": PODCLIQUES,
+        "trtllm-disagg-mn-0-decode": PCSGS,
+        "trtllm-disagg-mn-0-prefill": PCSGS,
+    }
     for name, res in created.items():
         grove_status(k, res, namespace, name)
     grove_status(k, PCSGS, namespace, "trtllm-disagg-mn-0-prefill", availableReplicas=1)
     with running(settings_for_tests(namespace), k):
-        st = wait_for(lambda: message_is(
-            k, namespace, "trtllm-disagg-mn", "Resources not ready: trtllm-disagg-mn: "
-            "pcsg/trtllm-disagg-mn-0-prefill: desired=2, available=1"), what="prefill")
+        st = wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "trtllm-disagg-mn",
+                "Resources not ready: trtllm-disagg-mn: "
+                "pcsg/trtllm-disagg-mn-0-prefill: desired=2, available=1",
+            ),
+            what="prefill",
+        )
         assert {s: v["componentKind"] for s, v in st["services"].items()} == {
-            "Frontend": "PodClique", "prefill": "PodCliqueScalingGroup",
-            "decode": "PodCliqueScalingGroup"}
+            "Frontend": "PodClique",
+            "prefill": "PodCliqueScalingGroup",
+            "decode": "PodCliqueScalingGroup",
+        }
         assert st["services"]["prefill"]["availableReplicas"] == 1
         grove_status(k, PCSGS, namespace, "trtllm-disagg-mn-0-prefill")
-        wait_for(lambda: status_of(k, namespace, "trtllm-disagg-mn")["state"] == "successful",
-                 what="successful")
+        wait_for(
+            lambda: status_of(k, namespace, "trtllm-disagg-mn")["state"] == "successful",
+            what="successful",
+        )
 
         # Git scales the multinode decode service: its PCSG follows through /scale
-        k.request("PATCH", DGDS.path(namespace, "trtllm-disagg-mn"), None,
-                  {"spec": {"services": {"decode": {"replicas": 2}}}},
-                  "application/merge-patch+json")
-        pcsg = wait_for(lambda: (g := k.get(PCSGS, namespace, "trtllm-disagg-mn-0-decode"))
-                        ["spec"]["replicas"] == 2 and g, what="decode PCSG scaled")
+        k.request(
+            "PATCH",
+            DGDS.path(namespace, "trtllm-disagg-mn"),
+            None,
+            {"spec": {"services": {"decode": {"replicas": 2}}}},
+            "application/merge-patch+json",
+        )
+        pcsg = wait_for(
+            lambda: (
+                (g := k.get(PCSGS, namespace, "trtllm-disagg-mn-0-decode"))["spec"]["replicas"] == 2
+                and g
+            ),
+            what="decode PCSG scaled",
+        )
         assert (FIELD_MANAGER, "Update", "scale") in managers(pcsg)
-        wait_for(lambda: message_is(
-            k, namespace, "trtllm-disagg-mn", "Resources not ready: trtllm-disagg-mn: "
-            "pcsg/trtllm-disagg-mn-0-decode: spec not yet processed: generation=2, "
-            "observedGeneration=1"), what="decode scale not observed")
-    assert FIELD_MANAGER not in {m for m, _, _ in managers(
-        k.get(PODCLIQUESETS, namespace, "trtllm-disagg-mn"))}
+        wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "trtllm-disagg-mn",
+                "Resources not ready: trtllm-disagg-mn: "
+                "pcsg/trtllm-disagg-mn-0-decode: spec not yet processed: generation=2, "
+                "observedGeneration=1",
+            ),
+            what="decode scale not observed",
+        )
+    assert FIELD_MANAGER not in {
+        m for m, _, _ in managers(k.get(PODCLIQUESETS, namespace, "trtllm-disagg-mn"))
+    }
 
 
 def spec_replicas(k: Kube, ns: str, name: str) -> int:
@@ -259,21 +413,33 @@ def spec_replicas(k: Kube, ns: str, name: str) -> int:
 def test_scaling_adapter_scales_the_podclique_through_scale(k: Kube, namespace: str) -> None:
     """scaling-adapter on Grove: the adapter drives the PodClique's /scale; the PodCliqueSet
     (Git's) is never written; a service without an adapter follows the DGD's replicas."""
-    pcs = apply_graph(k, namespace, "sglang-disagg", SAMPLES / "scaling-adapter" / "input",
-                      grove=True)
+    pcs = apply_graph(
+        k, namespace, "sglang-disagg", SAMPLES / "scaling-adapter" / "input", grove=True
+    )
     created = grove_create(k, pcs)
     assert set(created) == {f"sglang-disagg-0-{s}" for s in ("frontend", "decode", "prefill")}
     decode = "sglang-disagg-0-decode"
     for name, res in created.items():
         grove_status(k, res, namespace, name)
     with running(settings_for_tests(namespace), k):
-        adapter = wait_for(lambda: (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))
-                           .get("status", {}).get("replicas") == 2 and a, what="adapter")
+        adapter = wait_for(
+            lambda: (
+                (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))
+                .get("status", {})
+                .get("replicas")
+                == 2
+                and a
+            ),
+            what="adapter",
+        )
         assert adapter["status"]["selector"] == (
             "nvidia.com/dynamo-component=decode,"
-            "nvidia.com/dynamo-graph-deployment-name=sglang-disagg")
-        wait_for(lambda: status_of(k, namespace, "sglang-disagg").get("state") ==
-                 "successful", what="successful")
+            "nvidia.com/dynamo-graph-deployment-name=sglang-disagg"
+        )
+        wait_for(
+            lambda: status_of(k, namespace, "sglang-disagg").get("state") == "successful",
+            what="successful",
+        )
 
         hpa_scale(k, namespace, "sglang-disagg-decode", 4)
         wait_for(lambda: spec_replicas(k, namespace, decode) == 4, what="decode scaled to 4")
@@ -281,69 +447,113 @@ def test_scaling_adapter_scales_the_podclique_through_scale(k: Kube, namespace: 
         assert (FIELD_MANAGER, "Update", "scale") in managers(live)
         assert live["metadata"]["generation"] == 2
         # Grove has not caught up: the DGD says so, the adapter already reports 4
-        wait_for(lambda: message_is(
-            k, namespace, "sglang-disagg", "Resources not ready: sglang-disagg: "
-            f"podclique/{decode}: spec not yet processed: generation=2, "
-            "observedGeneration=1"), what="scale not observed")
-        assert k.request("GET", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"))[
-            "status"]["replicas"] == 4
+        wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "sglang-disagg",
+                "Resources not ready: sglang-disagg: "
+                f"podclique/{decode}: spec not yet processed: generation=2, "
+                "observedGeneration=1",
+            ),
+            what="scale not observed",
+        )
+        assert (
+            k.request("GET", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"))["status"][
+                "replicas"
+            ]
+            == 4
+        )
         grove_status(k, PODCLIQUES, namespace, decode, readyReplicas=3)
-        st = wait_for(lambda: message_is(
-            k, namespace, "sglang-disagg", "Resources not ready: sglang-disagg: "
-            f"podclique/{decode}: desired=4, ready=3"), what="3 of 4")
+        st = wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "sglang-disagg",
+                f"Resources not ready: sglang-disagg: podclique/{decode}: desired=4, ready=3",
+            ),
+            what="3 of 4",
+        )
         assert st["services"]["decode"]["replicas"] == 4
         grove_status(k, PODCLIQUES, namespace, decode)
-        wait_for(lambda: status_of(k, namespace, "sglang-disagg")["state"] == "successful",
-                 what="successful at 4")
+        wait_for(
+            lambda: status_of(k, namespace, "sglang-disagg")["state"] == "successful",
+            what="successful at 4",
+        )
 
         # no adapter: Git's replicas reach the PodClique (Grove seeds them only at creation)
-        k.request("PATCH", DGDS.path(namespace, "sglang-disagg"), None,
-                  {"spec": {"services": {"prefill": {"replicas": 3}}}},
-                  "application/merge-patch+json")
-        wait_for(lambda: spec_replicas(k, namespace, "sglang-disagg-0-prefill") == 3,
-                 what="prefill follows the DGD")
+        k.request(
+            "PATCH",
+            DGDS.path(namespace, "sglang-disagg"),
+            None,
+            {"spec": {"services": {"prefill": {"replicas": 3}}}},
+            "application/merge-patch+json",
+        )
+        wait_for(
+            lambda: spec_replicas(k, namespace, "sglang-disagg-0-prefill") == 3,
+            what="prefill follows the DGD",
+        )
         assert spec_replicas(k, namespace, "sglang-disagg-0-frontend") == 1  # its adapter: 1
         assert spec_replicas(k, namespace, decode) == 4
 
     live_pcs = k.get(PODCLIQUESETS, namespace, "sglang-disagg")
     assert FIELD_MANAGER not in {m for m, _, _ in managers(live_pcs)}
-    assert {c["name"]: c["spec"]["replicas"] for c in live_pcs["spec"]["template"]["cliques"]} \
-        == {"decode": 2, "frontend": 1, "prefill": 1}  # as Git rendered it
+    assert {c["name"]: c["spec"]["replicas"] for c in live_pcs["spec"]["template"]["cliques"]} == {
+        "decode": 2,
+        "frontend": 1,
+        "prefill": 1,
+    }  # as Git rendered it
     assert k.list(DEPLOYMENTS, namespace)[0] == []
 
 
-def test_moving_to_grove_drains_the_old_workers_once_grove_is_ready(k: Kube,
-                                                                     namespace: str) -> None:
+def test_moving_to_grove_drains_the_old_workers_once_grove_is_ready(
+    k: Kube, namespace: str
+) -> None:
     """A DGD re-rendered for Grove: its managed worker Deployment (Prune=false, so the GitOps
     tool keeps it) serves until the worker's PodClique is ready, then is drained and
     deleted; the frontend Deployment is the GitOps tool's to prune, not ours."""
     component = render(SAMPLES / "vllm-agg" / "input", namespace)
     gitops_apply(k, component)
-    worker = next(o["metadata"]["name"] for o in component if o["kind"] == "Deployment"
-                  and o["metadata"]["name"].startswith("vllm-agg-vllmdecodeworker-"))
+    worker = next(
+        o["metadata"]["name"]
+        for o in component
+        if o["kind"] == "Deployment"
+        and o["metadata"]["name"].startswith("vllm-agg-vllmdecodeworker-")
+    )
     sim = DeploymentSimulator(k, namespace)
     sim.start(0.1)
     try:
         with running(settings_for_tests(namespace), k):
-            wait_for(lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
-                     what="component path ready")
+            wait_for(
+                lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
+                what="component path ready",
+            )
             serving = k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"]
             assert serving >= 1
-            pcs = apply_graph(k, namespace, "vllm-agg", SAMPLES / "vllm-agg" / "input",
-                              grove=True)
+            pcs = apply_graph(k, namespace, "vllm-agg", SAMPLES / "vllm-agg" / "input", grove=True)
             created = grove_create(k, pcs)
-            wait_for(lambda: message_is(
-                k, namespace, "vllm-agg", "Resources not ready: vllm-agg: "
-                "podclique/vllm-agg-0-frontend: observedGeneration is nil; "
-                "podclique/vllm-agg-0-vllmdecodeworker: observedGeneration is nil"),
-                what="Grove status")
+            wait_for(
+                lambda: message_is(
+                    k,
+                    namespace,
+                    "vllm-agg",
+                    "Resources not ready: vllm-agg: "
+                    "podclique/vllm-agg-0-frontend: observedGeneration is nil; "
+                    "podclique/vllm-agg-0-vllmdecodeworker: observedGeneration is nil",
+                ),
+                what="Grove status",
+            )
             time.sleep(1)  # a few reconcile passes: the old worker keeps serving meanwhile
             assert k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"] == serving
             for name, res in created.items():
                 grove_status(k, res, namespace, name)
-            wait_for(lambda: worker not in {d["metadata"]["name"]
-                                            for d in k.list(DEPLOYMENTS, namespace)[0]},
-                     timeout=30, what="old worker drained and deleted")
+            wait_for(
+                lambda: (
+                    worker not in {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
+                ),
+                timeout=30,
+                what="old worker drained and deleted",
+            )
             assert status_of(k, namespace, "vllm-agg")["state"] == "successful"
             # not ours to delete (no managed-replicas annotation): left to the GitOps tool
             assert k.get(DEPLOYMENTS, namespace, "vllm-agg-frontend")
@@ -361,28 +571,36 @@ def test_stale_cache_scale_is_refused_not_applied(k: Kube, namespace: str) -> No
     comp = grove.Component(PODCLIQUES, "vllm-agg-0-frontend", grove.trim(pclq))
     grove_status(k, PODCLIQUES, namespace, "vllm-agg-0-frontend")  # newer than our read
     with pytest.raises(ConflictError):
-        k.patch(PODCLIQUES, namespace, "vllm-agg-0-frontend", grove.scale_patch(comp, 5),
-                subresource="scale")
+        k.patch(
+            PODCLIQUES,
+            namespace,
+            "vllm-agg-0-frontend",
+            grove.scale_patch(comp, 5),
+            subresource="scale",
+        )
     assert spec_replicas(k, namespace, "vllm-agg-0-frontend") == 2
 
 
 def with_restart(restart_id: str, **strategy: Any) -> list[dict[str, Any]]:
     docs = [d for d in yaml.safe_load_all((GROVE_SAMPLE / "vllm-agg.yaml").read_text()) if d]
-    docs[0]["spec"]["restart"] = {"id": restart_id, **({"strategy": strategy}
-                                                       if strategy else {})}
+    docs[0]["spec"]["restart"] = {"id": restart_id, **({"strategy": strategy} if strategy else {})}
     return docs
 
 
 RESTART_AT = "nvidia.com/restartAt"
 PCLQ, PCSG = "vllm-agg-0-frontend", "vllm-agg-0-vllmdecodeworker"
-CLIQUES = {"Frontend": ["frontend"],
-           "VllmDecodeWorker": ["vllmdecodeworker-ldr", "vllmdecodeworker-wkr"]}
+CLIQUES = {
+    "Frontend": ["frontend"],
+    "VllmDecodeWorker": ["vllmdecodeworker-ldr", "vllmdecodeworker-wkr"],
+}
 
 
 def stamps(k: Kube, ns: str, pcs: str = "vllm-agg") -> dict[str, str | None]:
     live = k.get(PODCLIQUESETS, ns, pcs)
-    return {c["name"]: (c.get("annotations") or {}).get(RESTART_AT)
-            for c in live["spec"]["template"]["cliques"]}
+    return {
+        c["name"]: (c.get("annotations") or {}).get(RESTART_AT)
+        for c in live["spec"]["template"]["cliques"]
+    }
 
 
 def pcs_observed(k: Kube, ns: str, name: str = "vllm-agg") -> None:
@@ -390,11 +608,20 @@ def pcs_observed(k: Kube, ns: str, name: str = "vllm-agg") -> None:
     grove_k = Kube(k.api, k.timeout, field_manager=GROVE_MANAGER)
     for _ in range(20):
         obj = grove_k.get(PODCLIQUESETS, ns, name)
-        body = {**obj, "status": {**(obj.get("status") or {}),
-                                  "observedGeneration": obj["metadata"]["generation"]}}
+        body = {
+            **obj,
+            "status": {
+                **(obj.get("status") or {}),
+                "observedGeneration": obj["metadata"]["generation"],
+            },
+        }
         try:
-            grove_k.request("PUT", PODCLIQUESETS.path(ns, name, "status"),
-                            [("fieldManager", GROVE_MANAGER)], body)
+            grove_k.request(
+                "PUT",
+                PODCLIQUESETS.path(ns, name, "status"),
+                [("fieldManager", GROVE_MANAGER)],
+                body,
+            )
             return
         except ConflictError:
             continue
@@ -433,63 +660,96 @@ def test_sequential_restart_follows_order_and_grove_readiness(k: Kube, namespace
     the controller owns only the restartAt keys."""
     objs, pcs = ready_grove_graph(k, namespace)
     with running(settings_for_tests(namespace), k):
-        wait_for(lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
-                 what="successful")
-        restarted = render(with_restart("r1", type="Sequential",
-                                        order=["VllmDecodeWorker", "Frontend"]),
-                           namespace, grove=True)
+        wait_for(
+            lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
+            what="successful",
+        )
+        restarted = render(
+            with_restart("r1", type="Sequential", order=["VllmDecodeWorker", "Frontend"]),
+            namespace,
+            grove=True,
+        )
         gitops_apply(k, restarted, kinds=APPLIED)
-        wait_for(lambda: restart_status(k, namespace) == {
-            "observedID": "r1", "phase": "Restarting", "inProgress": ["VllmDecodeWorker"]},
-            what="worker restarting")
-        assert stamps(k, namespace) == {"frontend": None, "vllmdecodeworker-ldr": "r1",
-                                        "vllmdecodeworker-wkr": "r1"}
+        wait_for(
+            lambda: (
+                restart_status(k, namespace)
+                == {"observedID": "r1", "phase": "Restarting", "inProgress": ["VllmDecodeWorker"]}
+            ),
+            what="worker restarting",
+        )
+        assert stamps(k, namespace) == {
+            "frontend": None,
+            "vllmdecodeworker-ldr": "r1",
+            "vllmdecodeworker-wkr": "r1",
+        }
         # the PCSG still reports ready (old status), but Grove has not observed the PCS
         stays(lambda: stamps(k, namespace)["frontend"] is None)
         # Grove syncs: the PCSG rolls (not available), the PCS generation is observed
         grove_status(k, PCSGS, namespace, PCSG, availableReplicas=0, updatedReplicas=0)
         pcs_observed(k, namespace)
-        stays(lambda: stamps(k, namespace)["frontend"] is None
-              and restart_status(k, namespace)["inProgress"] == ["VllmDecodeWorker"])
+        stays(
+            lambda: (
+                stamps(k, namespace)["frontend"] is None
+                and restart_status(k, namespace)["inProgress"] == ["VllmDecodeWorker"]
+            )
+        )
         grove_status(k, PCSGS, namespace, PCSG)  # rolled, ready again
-        wait_for(lambda: restart_status(k, namespace).get("inProgress") == ["Frontend"],
-                 what="frontend restarting")
+        wait_for(
+            lambda: restart_status(k, namespace).get("inProgress") == ["Frontend"],
+            what="frontend restarting",
+        )
         assert stamps(k, namespace) == dict.fromkeys(
-            ["frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"], "r1")
+            ["frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"], "r1"
+        )
         grove_status(k, PODCLIQUES, namespace, PCLQ, readyReplicas=1, updatedReplicas=1)
         pcs_observed(k, namespace)
         stays(lambda: restart_status(k, namespace)["phase"] == "Restarting", 2.5)
         grove_status(k, PODCLIQUES, namespace, PCLQ)
-        wait_for(lambda: restart_status(k, namespace) == {"observedID": "r1",
-                                                          "phase": "Completed"},
-                 what="completed")
+        wait_for(
+            lambda: restart_status(k, namespace) == {"observedID": "r1", "phase": "Completed"},
+            what="completed",
+        )
 
         # steady state: every clique stamped; a GitOps re-apply (SSA, another manager)
         # neither removes the stamps nor is changed by them otherwise
         gitops_apply(k, restarted, kinds=APPLIED)
         live = k.get(PODCLIQUESETS, namespace, "vllm-agg")
-        assert {c["name"]: c["annotations"][RESTART_AT]
-                for c in live["spec"]["template"]["cliques"]} == dict.fromkeys(
-            ["frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"], "r1")
+        assert {
+            c["name"]: c["annotations"][RESTART_AT] for c in live["spec"]["template"]["cliques"]
+        } == dict.fromkeys(["frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"], "r1")
         (rendered,) = [o for o in restarted if o["kind"] == "PodCliqueSet"]
-        for got, want in zip(live["spec"]["template"]["cliques"],
-                             rendered["spec"]["template"]["cliques"], strict=True):
+        for got, want in zip(
+            live["spec"]["template"]["cliques"],
+            rendered["spec"]["template"]["cliques"],
+            strict=True,
+        ):
             ann = {a: v for a, v in got["annotations"].items() if a != RESTART_AT}
             assert {**got, "annotations": ann} == {**want, "annotations": ann}
             assert ann == (want.get("annotations") or {})
         assert {k2: v for k2, v in live["spec"].items() if k2 != "template"} == {
-            k2: v for k2, v in rendered["spec"].items() if k2 != "template"}
+            k2: v for k2, v in rendered["spec"].items() if k2 != "template"
+        }
         stays(lambda: restart_status(k, namespace)["phase"] == "Completed", 1.0)
 
     # managedFields: the controller owns the restartAt key of each clique, nothing else
     (ours,) = [m for m in live["metadata"]["managedFields"] if m["manager"] == FIELD_MANAGER]
     assert ours["operation"] == "Apply" and not ours.get("subresource")
     entry = {".": {}, "f:annotations": {f"f:{RESTART_AT}": {}}, "f:name": {}}
-    assert ours["fieldsV1"] == {"f:spec": {"f:template": {"f:cliques": {
-        f'k:{{"name":"{c}"}}': entry
-        for c in ("frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr")}}}}
-    assert grove.owned_restart_cliques(live) == {"frontend", "vllmdecodeworker-ldr",
-                                                 "vllmdecodeworker-wkr"}
+    assert ours["fieldsV1"] == {
+        "f:spec": {
+            "f:template": {
+                "f:cliques": {
+                    f'k:{{"name":"{c}"}}': entry
+                    for c in ("frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr")
+                }
+            }
+        }
+    }
+    assert grove.owned_restart_cliques(live) == {
+        "frontend",
+        "vllmdecodeworker-ldr",
+        "vllmdecodeworker-wkr",
+    }
     assert pcs["metadata"]["name"] == "vllm-agg" and objs
 
 
@@ -498,29 +758,50 @@ def test_parallel_restart_then_sequential_keeps_the_others(k: Kube, namespace: s
     a later Sequential restart stamps the first service and keeps the others' token."""
     ready_grove_graph(k, namespace)
     with running(settings_for_tests(namespace), k):
-        gitops_apply(k, render(with_restart("p1", type="Parallel"), namespace, grove=True),
-                     kinds=APPLIED)
-        wait_for(lambda: restart_status(k, namespace) == {
-            "observedID": "p1", "phase": "Restarting",
-            "inProgress": ["Frontend", "VllmDecodeWorker"]}, what="parallel restarting")
+        gitops_apply(
+            k, render(with_restart("p1", type="Parallel"), namespace, grove=True), kinds=APPLIED
+        )
+        wait_for(
+            lambda: (
+                restart_status(k, namespace)
+                == {
+                    "observedID": "p1",
+                    "phase": "Restarting",
+                    "inProgress": ["Frontend", "VllmDecodeWorker"],
+                }
+            ),
+            what="parallel restarting",
+        )
         assert set(stamps(k, namespace).values()) == {"p1"}
         grove_status(k, PODCLIQUES, namespace, PCLQ, readyReplicas=0)
         pcs_observed(k, namespace)
-        wait_for(lambda: restart_status(k, namespace).get("inProgress") == ["Frontend"],
-                 what="worker ready, frontend not")
+        wait_for(
+            lambda: restart_status(k, namespace).get("inProgress") == ["Frontend"],
+            what="worker ready, frontend not",
+        )
         grove_status(k, PODCLIQUES, namespace, PCLQ)
-        wait_for(lambda: restart_status(k, namespace) == {"observedID": "p1",
-                                                          "phase": "Completed"},
-                 what="parallel completed")
+        wait_for(
+            lambda: restart_status(k, namespace) == {"observedID": "p1", "phase": "Completed"},
+            what="parallel completed",
+        )
         pcs_generation = k.get(PODCLIQUESETS, namespace, "vllm-agg")["metadata"]["generation"]
 
         gitops_apply(k, render(with_restart("s2"), namespace, grove=True), kinds=APPLIED)
-        wait_for(lambda: restart_status(k, namespace).get("inProgress") == ["Frontend"]
-                 and restart_status(k, namespace)["observedID"] == "s2", what="s2 started")
-        assert stamps(k, namespace) == {"frontend": "s2", "vllmdecodeworker-ldr": "p1",
-                                        "vllmdecodeworker-wkr": "p1"}
+        wait_for(
+            lambda: (
+                restart_status(k, namespace).get("inProgress") == ["Frontend"]
+                and restart_status(k, namespace)["observedID"] == "s2"
+            ),
+            what="s2 started",
+        )
+        assert stamps(k, namespace) == {
+            "frontend": "s2",
+            "vllmdecodeworker-ldr": "p1",
+            "vllmdecodeworker-wkr": "p1",
+        }
         assert k.get(PODCLIQUESETS, namespace, "vllm-agg")["metadata"]["generation"] == (
-            pcs_generation + 1)
+            pcs_generation + 1
+        )
 
 
 def test_a_service_removed_after_a_restart_loses_its_stamp(k: Kube, namespace: str) -> None:
@@ -529,21 +810,28 @@ def test_a_service_removed_after_a_restart_loses_its_stamp(k: Kube, namespace: s
     apply (and, against the real CRD, a clique without spec refuses that apply)."""
     ready_grove_graph(k, namespace)
     with running(settings_for_tests(namespace), k):
-        gitops_apply(k, render(with_restart("p1", type="Parallel"), namespace, grove=True),
-                     kinds=APPLIED)
+        gitops_apply(
+            k, render(with_restart("p1", type="Parallel"), namespace, grove=True), kinds=APPLIED
+        )
         wait_for(lambda: set(stamps(k, namespace).values()) == {"p1"}, what="stamped")
         pcs_observed(k, namespace)
-        wait_for(lambda: restart_status(k, namespace) == {"observedID": "p1",
-                                                          "phase": "Completed"},
-                 what="completed")
+        wait_for(
+            lambda: restart_status(k, namespace) == {"observedID": "p1", "phase": "Completed"},
+            what="completed",
+        )
         docs = with_restart("p1", type="Parallel")
         del docs[0]["spec"]["services"]["Frontend"]  # removed from Git
         gitops_apply(k, render(docs, namespace, grove=True), kinds=APPLIED)
-        wait_for(lambda: stamps(k, namespace) == {"vllmdecodeworker-ldr": "p1",
-                                                  "vllmdecodeworker-wkr": "p1"},
-                 what="the frontend clique gone, with our stamp")
+        wait_for(
+            lambda: (
+                stamps(k, namespace) == {"vllmdecodeworker-ldr": "p1", "vllmdecodeworker-wkr": "p1"}
+            ),
+            what="the frontend clique gone, with our stamp",
+        )
         assert grove.owned_restart_cliques(k.get(PODCLIQUESETS, namespace, "vllm-agg")) == {
-            "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"}
+            "vllmdecodeworker-ldr",
+            "vllmdecodeworker-wkr",
+        }
 
 
 # ------------------------------------------------------- an old Grove: cliques is atomic
@@ -565,7 +853,8 @@ def old_grove(test_binaries: Any) -> Iterator[Kube]:
 
 
 def test_restart_refused_when_cliques_is_an_atomic_list(
-        old_grove: Kube, caplog: pytest.LogCaptureFixture) -> None:
+    old_grove: Kube, caplog: pytest.LogCaptureFixture
+) -> None:
     k, namespace = old_grove, "old"
     caplog.set_level(logging.WARNING, logger="dyn_gitops_operator.reconcilers.restart")
     settings = {"grove": True}
@@ -579,31 +868,42 @@ def test_restart_refused_when_cliques_is_an_atomic_list(
     created = grove_create(k, pcs)
 
     def logged() -> list[logging.LogRecord]:
-        return [r for r in caplog.records if r.getMessage() ==
-                "restart not supported on the Grove path: cliques is not a map list"]
+        return [
+            r
+            for r in caplog.records
+            if r.getMessage()
+            == "restart not supported on the Grove path: cliques is not a map list"
+        ]
 
     with running(settings_for_tests(namespace), k):
-        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg")).get("restart") and s,
-                      what="restart status")
+        st = wait_for(
+            lambda: (s := status_of(k, namespace, "vllm-agg")).get("restart") and s,
+            what="restart status",
+        )
         assert st["restart"] == {
-            "observedID": "r1", "phase": "Failed",
+            "observedID": "r1",
+            "phase": "Failed",
             "message": "Restart failed: not supported by this PodCliqueSet CRD: the cliques "
-                       "list of the PodCliqueSet vllm-agg is not a map list keyed by name "
-                       "(an older Grove?), so applying nvidia.com/restartAt to its cliques "
-                       "would replace the whole list the GitOps tool owns; the controller "
-                       "does not write it"}
+            "list of the PodCliqueSet vllm-agg is not a map list keyed by name "
+            "(an older Grove?), so applying nvidia.com/restartAt to its cliques "
+            "would replace the whole list the GitOps tool owns; the controller "
+            "does not write it",
+        }
         # more passes (status changes of the cliques): still one log line for generation 1
         for name, res in created.items():
             grove_status(k, res, namespace, name)
-        wait_for(lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful",
-                 what="successful")
+        wait_for(
+            lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful", what="successful"
+        )
         assert len(logged()) == 1
         assert logged()[0].__dict__["restart_id"] == "r1"
 
         # a new restart id is a new generation: reported and logged once more
         gitops_apply(k, render(with_restart("r2"), namespace, **settings), kinds=APPLIED)
-        wait_for(lambda: status_of(k, namespace, "vllm-agg")["restart"]["observedID"] == "r2",
-                 what="r2 reported")
+        wait_for(
+            lambda: status_of(k, namespace, "vllm-agg")["restart"]["observedID"] == "r2",
+            what="r2 reported",
+        )
         assert status_of(k, namespace, "vllm-agg")["restart"]["phase"] == "Failed"
         assert [r.__dict__["restart_id"] for r in logged()] == ["r1", "r2"]
 
@@ -630,8 +930,10 @@ def bare(test_binaries: Any) -> Iterator[Kube]:
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
         grove_kinds = {c["metadata"]["name"] for c in grove_crds()}
-        install_crds(cp.client(), crds() + [c for c in thirdparty_crds()
-                                            if c["metadata"]["name"] not in grove_kinds])
+        install_crds(
+            cp.client(),
+            crds() + [c for c in thirdparty_crds() if c["metadata"]["name"] not in grove_kinds],
+        )
         yield Kube(cp.client())
 
 
@@ -640,9 +942,16 @@ def test_controller_starts_without_the_grove_crds(bare: Kube) -> None:
     apply_graph(bare, "nogrove", "vllm-agg")
     with running(settings_for_tests("nogrove"), bare) as m:
         assert m.podcliques is None and m.pcsgs is None
-        st = wait_for(lambda: message_is(
-            bare, "nogrove", "vllm-agg", "Resources not ready: vllm-agg: "
-            "podclique/vllm-agg-0-frontend: resource not found; "
-            "pcsg/vllm-agg-0-vllmdecodeworker: resource not found"), what="not found")
+        st = wait_for(
+            lambda: message_is(
+                bare,
+                "nogrove",
+                "vllm-agg",
+                "Resources not ready: vllm-agg: "
+                "podclique/vllm-agg-0-frontend: resource not found; "
+                "pcsg/vllm-agg-0-vllmdecodeworker: resource not found",
+            ),
+            what="not found",
+        )
         assert st["state"] == "pending" and st["services"] == {}
         assert m.healthy() and m.ready()

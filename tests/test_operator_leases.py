@@ -49,23 +49,34 @@ OBSERVATIONS = 40
 
 def foreign_lease(k: Kube, ns: str, duration: int, holder: str) -> dict[str, Any]:
     now = micro_time(datetime.now(UTC))
-    return k.create(LEASES, {
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": SCOPE_LEASE_NAME, "namespace": ns},
-        "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
-                 "acquireTime": now, "renewTime": now}})
+    return k.create(
+        LEASES,
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": SCOPE_LEASE_NAME, "namespace": ns},
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": duration,
+                "acquireTime": now,
+                "renewTime": now,
+            },
+        },
+    )
 
 
-def test_namespace_mode_holds_renews_and_releases_the_scope_lease(k: Kube,
-                                                                   namespace: str) -> None:
+def test_namespace_mode_holds_renews_and_releases_the_scope_lease(k: Kube, namespace: str) -> None:
     with running(settings_for_tests(namespace), k) as m:
         lease = k.get(LEASES, namespace, SCOPE_LEASE_NAME)
         spec = lease["spec"]
         assert spec["holderIdentity"].startswith("dyn-gitops-controller-0.1.0-")
         assert spec["leaseDurationSeconds"] == 6
         first = spec["renewTime"]
-        wait_for(lambda: k.get(LEASES, namespace, SCOPE_LEASE_NAME)["spec"]["renewTime"]
-                 > first, timeout=HANG_GUARD, what="a renewal (interval 2 s)")
+        wait_for(
+            lambda: k.get(LEASES, namespace, SCOPE_LEASE_NAME)["spec"]["renewTime"] > first,
+            timeout=HANG_GUARD,
+            what="a renewal (interval 2 s)",
+        )
         assert m.metrics.value("dyn_gitops_controller_scope_leases_held") == 1
     with pytest.raises(NotFoundError):  # released on clean shutdown
         k.get(LEASES, namespace, SCOPE_LEASE_NAME)
@@ -95,8 +106,11 @@ def test_namespace_mode_waits_for_a_live_foreign_scope_lease(k: Kube, namespace:
         assert time.monotonic() - start >= duration
         lease = k.get(LEASES, namespace, SCOPE_LEASE_NAME)
         assert lease["spec"]["holderIdentity"].startswith("dyn-gitops-controller-")
-        wait_for(lambda: k.get(DGDS, namespace, "vllm-agg").get("status"), timeout=HANG_GUARD,
-                 what="status")
+        wait_for(
+            lambda: k.get(DGDS, namespace, "vllm-agg").get("status"),
+            timeout=HANG_GUARD,
+            what="status",
+        )
     finally:
         m.stop()
         m.shutdown()
@@ -109,6 +123,7 @@ def test_namespace_mode_waits_for_a_live_foreign_scope_lease(k: Kube, namespace:
 class Read:
     """One /metrics read: monotonic time before and after it, and what it said (None:
     no answer, e.g. a dead process or a transient error)."""
+
     start: float
     end: float
     metrics: dict[str, float] | None
@@ -117,6 +132,7 @@ class Read:
 @dataclass(frozen=True)
 class Observation:
     """Both replicas read at (nearly) the same moment."""
+
     reads: dict[str, Read]
 
     def conclusive(self) -> bool:
@@ -124,8 +140,7 @@ class Observation:
         two reads of ``leader 1`` here mean two leaders at once, not a handover."""
         if any(r.metrics is None for r in self.reads.values()):
             return False
-        span = (max(r.end for r in self.reads.values())
-                - min(r.start for r in self.reads.values()))
+        span = max(r.end for r in self.reads.values()) - min(r.start for r in self.reads.values())
         return span < LEADERSHIP_GAP
 
     def value(self, name: str, key: str) -> float | None:
@@ -163,8 +178,10 @@ def test_a_truncated_metrics_reply_is_a_missed_sample_not_a_crash() -> None:
             conn, _ = srv.accept()
             with conn:
                 conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
-                             b"dyn_gitops_controller_leader 1.0\n")  # then hang up
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+                    b"dyn_gitops_controller_leader 1.0\n"
+                )  # then hang up
 
         t = threading.Thread(target=truncate, daemon=True)
         t.start()
@@ -181,14 +198,37 @@ class Replica:
         self.log = open(log_dir / f"{name}.log", "wb")  # noqa: SIM115
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dyn_gitops_operator", "--mode", "namespace",
-             "--namespace", namespace, "--kubeconfig", str(kubeconfig),
-             "--identity", name, "--http-address", f"127.0.0.1:{self.port}",
-             "--leader-lease-duration", str(LEASE_DURATION),
-             "--leader-renew-deadline", str(RENEW_DEADLINE),
-             "--leader-retry-period", "0.3", "--scope-lease-duration", "3",
-             "--scope-lease-renew-interval", "1", "--workers", "2"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env)
+            [
+                sys.executable,
+                "-m",
+                "dyn_gitops_operator",
+                "--mode",
+                "namespace",
+                "--namespace",
+                namespace,
+                "--kubeconfig",
+                str(kubeconfig),
+                "--identity",
+                name,
+                "--http-address",
+                f"127.0.0.1:{self.port}",
+                "--leader-lease-duration",
+                str(LEASE_DURATION),
+                "--leader-renew-deadline",
+                str(RENEW_DEADLINE),
+                "--leader-retry-period",
+                "0.3",
+                "--scope-lease-duration",
+                "3",
+                "--scope-lease-renew-interval",
+                "1",
+                "--workers",
+                "2",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
 
     def metrics(self) -> dict[str, float] | None:
         return read_metrics(self.port)
@@ -223,8 +263,7 @@ class Sampler:
         while not self._stop.is_set():
             try:
                 futures = {n: self._pool.submit(r.read) for n, r in self.replicas.items()}
-                self.observations.append(Observation({n: f.result()
-                                                      for n, f in futures.items()}))
+                self.observations.append(Observation({n: f.result() for n, f in futures.items()}))
             except Exception as exc:  # keep sampling: one bad read proves nothing
                 self.errors.append(repr(exc))
             self._stop.wait(0.05)
@@ -233,8 +272,11 @@ class Sampler:
         return sum(o.conclusive() for o in self.observations[index:])
 
     def wait_for_observations(self, since: int, what: str) -> None:
-        wait_for(lambda: self.conclusive_since(since) >= OBSERVATIONS, timeout=HANG_GUARD,
-                 what=f"{OBSERVATIONS} observations of both replicas {what}")
+        wait_for(
+            lambda: self.conclusive_since(since) >= OBSERVATIONS,
+            timeout=HANG_GUARD,
+            what=f"{OBSERVATIONS} observations of both replicas {what}",
+        )
 
     def __enter__(self) -> Sampler:
         self._thread.start()
@@ -246,8 +288,9 @@ class Sampler:
         self._pool.shutdown(wait=True)
 
 
-def test_two_replicas_never_act_at_once(k: Kube, namespace: str, control_plane: Any,
-                                        tmp_path: Path) -> None:
+def test_two_replicas_never_act_at_once(
+    k: Kube, namespace: str, control_plane: Any, tmp_path: Path
+) -> None:
     objs = render(SAMPLES / "scaling-adapter" / "input", namespace)
     gitops_apply(k, objs)
     sim = DeploymentSimulator(k, namespace)
@@ -258,41 +301,70 @@ def test_two_replicas_never_act_at_once(k: Kube, namespace: str, control_plane: 
     sampler = Sampler(replicas)
     try:
         with sampler:
-            leader = wait_for(lambda: next((r for r in replicas.values()
-                                            if (r.metrics() or {}).get("leader") == 1), None),
-                              timeout=HANG_GUARD, what="a leader")
+            leader = wait_for(
+                lambda: next(
+                    (r for r in replicas.values() if (r.metrics() or {}).get("leader") == 1), None
+                ),
+                timeout=HANG_GUARD,
+                what="a leader",
+            )
             follower = b if leader is a else a
-            wait_for(lambda: k.get(DGDS, namespace, "sglang-disagg").get("status", {})
-                     .get("state") == "successful", timeout=HANG_GUARD,
-                     what="the leader reconciles")
+            wait_for(
+                lambda: (
+                    k.get(DGDS, namespace, "sglang-disagg").get("status", {}).get("state")
+                    == "successful"
+                ),
+                timeout=HANG_GUARD,
+                what="the leader reconciles",
+            )
             lease = k.get(LEASES, namespace, "dyn-gitops-controller")
             assert lease["spec"]["holderIdentity"] == leader.name
             # both alive, observed together many times: the follower never acts
             sampler.wait_for_observations(0, "while both are alive")
-            follower_metrics = wait_for(follower.metrics, timeout=HANG_GUARD,
-                                        what="the follower's /metrics")
+            follower_metrics = wait_for(
+                follower.metrics, timeout=HANG_GUARD, what="the follower's /metrics"
+            )
             assert follower_metrics["leader"] == 0
             assert follower_metrics.get("reconciles", 0) == 0
 
             # the leader dies without a goodbye: the follower takes over once the lease
             # record it last saw is LEASE_DURATION old, never earlier
-            last_renewal = parse_time(k.get(LEASES, namespace, "dyn-gitops-controller")
-                                      ["spec"]["renewTime"])
+            last_renewal = parse_time(
+                k.get(LEASES, namespace, "dyn-gitops-controller")["spec"]["renewTime"]
+            )
             assert last_renewal is not None
             leader.stop(signal.SIGKILL)
-            wait_for(lambda: (follower.metrics() or {}).get("leader") == 1,
-                     timeout=HANG_GUARD, what="follower takes over")
+            wait_for(
+                lambda: (follower.metrics() or {}).get("leader") == 1,
+                timeout=HANG_GUARD,
+                what="follower takes over",
+            )
             took_over = datetime.now(UTC)
             assert took_over >= last_renewal + timedelta(seconds=LEASE_DURATION)
             after_takeover = len(sampler.observations)
             hpa_scale(k, namespace, "sglang-disagg-decode", 3)
-            wait_for(lambda: k.get(DGDS, namespace, "sglang-disagg")["status"]["services"]
-                     ["decode"]["replicas"] == 3, timeout=HANG_GUARD, what="the new leader acts")
+            wait_for(
+                lambda: (
+                    k.get(DGDS, namespace, "sglang-disagg")["status"]["services"]["decode"][
+                        "replicas"
+                    ]
+                    == 3
+                ),
+                timeout=HANG_GUARD,
+                what="the new leader acts",
+            )
             # the dead replica does not answer: wait for observations of the survivor
-            wait_for(lambda: sum(o.reads[follower.name].metrics is not None
-                                 for o in sampler.observations[after_takeover:])
-                     >= OBSERVATIONS, timeout=HANG_GUARD,
-                     what=f"{OBSERVATIONS} observations of the new leader")
+            wait_for(
+                lambda: (
+                    sum(
+                        o.reads[follower.name].metrics is not None
+                        for o in sampler.observations[after_takeover:]
+                    )
+                    >= OBSERVATIONS
+                ),
+                timeout=HANG_GUARD,
+                what=f"{OBSERVATIONS} observations of the new leader",
+            )
         assert follower.stop(signal.SIGTERM) == 0
         lease = k.get(LEASES, namespace, "dyn-gitops-controller")
         assert lease["spec"]["holderIdentity"] == ""  # released on clean shutdown
@@ -303,18 +375,23 @@ def test_two_replicas_never_act_at_once(k: Kube, namespace: str, control_plane: 
         for r in replicas.values():
             r.stop(signal.SIGKILL)
     observations = sampler.observations
-    both = [o for o in observations if o.conclusive()
-            and o.value(a.name, "leader") == 1 and o.value(b.name, "leader") == 1]
+    both = [
+        o
+        for o in observations
+        if o.conclusive() and o.value(a.name, "leader") == 1 and o.value(b.name, "leader") == 1
+    ]
     assert not both, f"two leaders at once: {both[:3]}"
     # a process that ever reconciled was the leader then; it leads until it dies (SIGKILL),
     # so both answering with reconciles means the follower acted while the leader lived
-    acting = [o for o in observations
-              if o.value(a.name, "reconciles") and o.value(b.name, "reconciles")]
+    acting = [
+        o for o in observations if o.value(a.name, "reconciles") and o.value(b.name, "reconciles")
+    ]
     assert not acting, f"both replicas reconciled while both were alive: {acting[:3]}"
     assert sum(o.value(follower.name, "leader") == 1 for o in observations) > 0
     dgd = k.get(DGDS, namespace, "sglang-disagg")
-    assert {m["manager"] for m in dgd["metadata"]["managedFields"]
-            if m.get("subresource") == "status"} == {FIELD_MANAGER}
+    assert {
+        m["manager"] for m in dgd["metadata"]["managedFields"] if m.get("subresource") == "status"
+    } == {FIELD_MANAGER}
 
 
 class SlowReplies(Kube):
@@ -343,9 +420,14 @@ def test_a_late_renewal_reply_does_not_stretch_leadership(k: Kube, namespace: st
 
     slow = SlowReplies(k)
     metrics = Metrics()
-    elector = LeaderElector(slow, LeaderSettings(lease_name="slow", lease_duration=4,
-                                                 renew_deadline=2, retry_period=0.2),
-                            namespace, "slow-leader", metrics, on_lost=lambda: None)
+    elector = LeaderElector(
+        slow,
+        LeaderSettings(lease_name="slow", lease_duration=4, renew_deadline=2, retry_period=0.2),
+        namespace,
+        "slow-leader",
+        metrics,
+        on_lost=lambda: None,
+    )
     elector.start()
     try:
         wait_for(elector.acquired.is_set, timeout=HANG_GUARD, what="leadership")

@@ -43,27 +43,34 @@ def test_the_controller_converges_on_the_fake_server() -> None:
     sim.start()
     try:
         with running(settings_for_tests("ns"), kube) as m:
-            wait_for(lambda: kube.get(DGDS, "ns", "vllm-agg").get("status", {}).get(
-                "state") == "successful", what="converged")
+            wait_for(
+                lambda: (
+                    kube.get(DGDS, "ns", "vllm-agg").get("status", {}).get("state") == "successful"
+                ),
+                what="converged",
+            )
             assert m.healthy() and m.ready()
             leases = {lease["metadata"]["name"] for lease in kube.list(LEASES, "ns")[0]}
             assert leases == {SCOPE_LEASE_NAME, "dyn-gitops-controller"}
             # a spec change arrives through the DGD watch
-            gitops.patch(DGDS, "ns", "vllm-agg", {"spec": {"envs": [{"name": "A",
-                                                                     "value": "1"}]}})
-            wait_for(lambda: kube.get(DGDS, "ns", "vllm-agg")["status"][
-                "observedGeneration"] == 2, what="observedGeneration follows")
+            gitops.patch(DGDS, "ns", "vllm-agg", {"spec": {"envs": [{"name": "A", "value": "1"}]}})
+            wait_for(
+                lambda: kube.get(DGDS, "ns", "vllm-agg")["status"]["observedGeneration"] == 2,
+                what="observedGeneration follows",
+            )
     finally:
         stop.set()
         sim.join(5)
     # a clean stop hands the scope lease over (deleted) and releases the leadership
-    assert SCOPE_LEASE_NAME not in {lease["metadata"]["name"]
-                                    for lease in kube.list(LEASES, "ns")[0]}
+    assert SCOPE_LEASE_NAME not in {
+        lease["metadata"]["name"] for lease in kube.list(LEASES, "ns")[0]
+    }
 
 
 def test_optional_apis_that_are_not_served_are_not_watched() -> None:
-    kube = FakeKube(served=[DEPLOYMENTS, DGDS, KINDS["DynamoGraphDeploymentScalingAdapter"],
-                            LEASES])
+    kube = FakeKube(
+        served=[DEPLOYMENTS, DGDS, KINDS["DynamoGraphDeploymentScalingAdapter"], LEASES]
+    )
     with running(settings_for_tests("ns"), kube) as m:
         assert m.lws is None and m.podcliques is None and m.pcsgs is None
         assert m.healthy() and m.ready()

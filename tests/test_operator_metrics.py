@@ -49,14 +49,26 @@ def test_metrics_and_health_endpoints(kube: Any, namespace: str) -> None:
         with running(settings_for_tests(namespace, http_address="127.0.0.1:0"), k) as m:
             assert m.http is not None
             port = m.http.port
-            wait_for(lambda: k.get(DGDS, namespace, "vllm-agg").get("status", {})
-                     .get("state") == "successful", what="graph ready")
+            wait_for(
+                lambda: (
+                    k.get(DGDS, namespace, "vllm-agg").get("status", {}).get("state")
+                    == "successful"
+                ),
+                what="graph ready",
+            )
             assert get(port, "/healthz") == (200, "ok\n")
             assert get(port, "/readyz") == (200, "ok\n")
             assert get(port, "/nope")[0] == 404
-            wait_for(lambda: samples(get(port, "/metrics")[1])[
-                ("dyn_gitops_controller_dgds", (("state", "successful"),))] == 1,
-                timeout=5, what="DGDs by state (counted every second)")
+            wait_for(
+                lambda: (
+                    samples(get(port, "/metrics")[1])[
+                        ("dyn_gitops_controller_dgds", (("state", "successful"),))
+                    ]
+                    == 1
+                ),
+                timeout=5,
+                what="DGDs by state (counted every second)",
+            )
             got = samples(get(port, "/metrics")[1])
     finally:
         sim.stop()
@@ -65,22 +77,34 @@ def test_metrics_and_health_endpoints(kube: Any, namespace: str) -> None:
         return got[(name, tuple(sorted(labels.items())))]
 
     for rec in RECONCILERS:
-        assert value("dyn_gitops_controller_reconcile_total", reconciler=rec,
-                     result="success") >= 1, rec
-        assert value("dyn_gitops_controller_reconcile_duration_seconds_count",
-                     reconciler=rec) >= 1
+        assert (
+            value("dyn_gitops_controller_reconcile_total", reconciler=rec, result="success") >= 1
+        ), rec
+        assert value("dyn_gitops_controller_reconcile_duration_seconds_count", reconciler=rec) >= 1
         # every label value exists from the start, at 0
-        assert value("dyn_gitops_controller_reconcile_errors_total", reconciler=rec,
-                     error_type="forbidden") == 0
+        assert (
+            value(
+                "dyn_gitops_controller_reconcile_errors_total",
+                reconciler=rec,
+                error_type="forbidden",
+            )
+            == 0
+        )
     assert value("dyn_gitops_controller_dgds", state="failed") == 0
     assert value("dyn_gitops_controller_leader") == 1
     assert value("dyn_gitops_controller_scope_leases_held") == 1
     assert value("dyn_gitops_controller_namespaces_excluded") == 0
     assert value("dyn_gitops_controller_graph_reconcile_duration_seconds_count") >= 1
-    assert value("dyn_gitops_controller_writes_total", kind="DynamoGraphDeployment",
-                 verb="apply/status") >= 1
-    assert value("dyn_gitops_controller_watch_events_total", resource="deployments",
-                 type="MODIFIED") >= 1
+    assert (
+        value(
+            "dyn_gitops_controller_writes_total", kind="DynamoGraphDeployment", verb="apply/status"
+        )
+        >= 1
+    )
+    assert (
+        value("dyn_gitops_controller_watch_events_total", resource="deployments", type="MODIFIED")
+        >= 1
+    )
     # after a clean stop the server is gone and the leases are released
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)

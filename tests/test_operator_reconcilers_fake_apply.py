@@ -23,8 +23,14 @@ FRONTEND = "vllm-agg-frontend"
 def ours(dep: dict[str, object]) -> object:
     meta = dep["metadata"]
     assert isinstance(meta, dict)
-    return next((m["fieldsV1"] for m in meta.get("managedFields") or []
-                 if m["manager"] == FIELD_MANAGER and m["operation"] == "Apply"), None)
+    return next(
+        (
+            m["fieldsV1"]
+            for m in meta.get("managedFields") or []
+            if m["manager"] == FIELD_MANAGER and m["operation"] == "Apply"
+        ),
+        None,
+    )
 
 
 @pytest.fixture
@@ -48,20 +54,24 @@ def test_changed_intents_are_applied_with_our_field_manager(c: FakeCluster) -> N
     assert ours(c.deployment(worker(c))) == {"f:spec": {"f:replicas": {}}}
     front = c.deployment(FRONTEND)
     assert front["spec"]["template"]["metadata"]["annotations"]["nvidia.com/restartAt"] == "r1"
-    assert ours(front) == {"f:spec": {"f:template": {"f:metadata": {"f:annotations": {
-        "f:nvidia.com/restartAt": {}}}}}}
+    assert ours(front) == {
+        "f:spec": {"f:template": {"f:metadata": {"f:annotations": {"f:nvidia.com/restartAt": {}}}}}
+    }
     assert plan.requeue_after == 0.0 and plan.wrote_deployments
     # the cache already holds our writes (the next snapshot sees them)
     cached = c.caches.deployments.store.get((c.ns, worker(c)))
     assert cached is not None
-    assert cached["metadata"]["resourceVersion"] == c.deployment(worker(c))["metadata"][
-        "resourceVersion"]
+    assert (
+        cached["metadata"]["resourceVersion"]
+        == c.deployment(worker(c))["metadata"]["resourceVersion"]
+    )
 
 
 def test_unchanged_intents_are_not_written(c: FakeCluster) -> None:
     graph, plan = c.snapshot("vllm-agg"), Plan()
-    plan.set_replicas(next(d for d in graph.deployments if d["metadata"]["name"] == FRONTEND),
-                      1)  # what it has
+    plan.set_replicas(
+        next(d for d in graph.deployments if d["metadata"]["name"] == FRONTEND), 1
+    )  # what it has
     before = c.writes()
     ApplyReconciler().reconcile(graph, plan, c.loop.ctx)
     assert c.writes() == before
@@ -73,12 +83,10 @@ def test_every_owned_field_is_carried_into_the_next_apply(c: FakeCluster) -> Non
     changes the replicas must still carry the restart stamp and the owner reference."""
     c.converge("vllm-agg")  # sized and owned by the DGD
     graph, plan = c.snapshot("vllm-agg"), Plan()
-    plan.set_restart(next(d for d in graph.deployments
-                          if d["metadata"]["name"] == worker(c)), "r1")
+    plan.set_restart(next(d for d in graph.deployments if d["metadata"]["name"] == worker(c)), "r1")
     ApplyReconciler().reconcile(graph, plan, c.loop.ctx)
     graph, plan = c.snapshot("vllm-agg"), Plan()
-    plan.set_replicas(next(d for d in graph.deployments
-                           if d["metadata"]["name"] == worker(c)), 5)
+    plan.set_replicas(next(d for d in graph.deployments if d["metadata"]["name"] == worker(c)), 5)
     ApplyReconciler().reconcile(graph, plan, c.loop.ctx)
     dep = c.deployment(worker(c))
     assert dep["spec"]["replicas"] == 5
@@ -88,8 +96,7 @@ def test_every_owned_field_is_carried_into_the_next_apply(c: FakeCluster) -> Non
 
 def test_a_decision_from_a_stale_cache_conflicts(c: FakeCluster) -> None:
     graph, plan = c.snapshot("vllm-agg"), Plan()
-    plan.set_replicas(next(d for d in graph.deployments
-                           if d["metadata"]["name"] == FRONTEND), 4)
+    plan.set_replicas(next(d for d in graph.deployments if d["metadata"]["name"] == FRONTEND), 4)
     c.set_status(FRONTEND)  # the Deployment changes after the snapshot
     with pytest.raises(ConflictError):
         ApplyReconciler().reconcile(graph, plan, c.loop.ctx)
@@ -112,14 +119,33 @@ def test_other_reconcilers_writes_go_out_with_the_pass() -> None:
     c.apply(render(SAMPLES / "scaling-adapter" / "input", c.ns))
     graph, plan = c.snapshot("sglang-disagg"), Plan()
     adapter = graph.adapters["decode"]
-    plan.writes.append(Write(DGDSAS, {
-        "apiVersion": DGDSAS.api_version, "kind": DGDSAS.kind,
-        "metadata": {"name": "sglang-disagg-decode", "namespace": c.ns,
-                     "resourceVersion": adapter["metadata"]["resourceVersion"]},
-        "status": {"replicas": 2}}, subresource="status"))
-    plan.writes.append(Write(DGDSAS, {
-        "metadata": {"name": "sglang-disagg-frontend", "namespace": c.ns},
-        "spec": {"replicas": 3}}, subresource="scale", merge=True))
+    plan.writes.append(
+        Write(
+            DGDSAS,
+            {
+                "apiVersion": DGDSAS.api_version,
+                "kind": DGDSAS.kind,
+                "metadata": {
+                    "name": "sglang-disagg-decode",
+                    "namespace": c.ns,
+                    "resourceVersion": adapter["metadata"]["resourceVersion"],
+                },
+                "status": {"replicas": 2},
+            },
+            subresource="status",
+        )
+    )
+    plan.writes.append(
+        Write(
+            DGDSAS,
+            {
+                "metadata": {"name": "sglang-disagg-frontend", "namespace": c.ns},
+                "spec": {"replicas": 3},
+            },
+            subresource="scale",
+            merge=True,
+        )
+    )
     ApplyReconciler().reconcile(graph, plan, c.loop.ctx)
     assert c.adapter("sglang-disagg-decode")["status"] == {"replicas": 2}
     assert c.adapter("sglang-disagg-frontend")["spec"]["replicas"] == 3
@@ -132,8 +158,9 @@ def test_deletions_carry_preconditions(c: FakeCluster) -> None:
     name = worker(c)
     # the GitOps tool deleted and re-created it meanwhile: another object, not deleted
     c.gitops.delete(DEPLOYMENTS, c.ns, name)
-    c.apply([o for o in render(SAMPLES / "vllm-agg" / "input", c.ns)
-             if o["metadata"]["name"] == name])
+    c.apply(
+        [o for o in render(SAMPLES / "vllm-agg" / "input", c.ns) if o["metadata"]["name"] == name]
+    )
     plan = Plan(deletions=[old])
     with pytest.raises(ConflictError):
         ApplyReconciler().reconcile(graph, plan, c.loop.ctx)
@@ -149,8 +176,7 @@ def test_deletions_carry_preconditions(c: FakeCluster) -> None:
 def test_a_deployment_being_deleted_is_not_written(c: FakeCluster) -> None:
     graph, plan = c.snapshot("vllm-agg"), Plan()
     dep = next(d for d in graph.deployments if d["metadata"]["name"] == FRONTEND)
-    dep = {**dep, "metadata": {**dep["metadata"],
-                               "deletionTimestamp": "2025-01-01T00:00:00Z"}}
+    dep = {**dep, "metadata": {**dep["metadata"], "deletionTimestamp": "2025-01-01T00:00:00Z"}}
     plan.set_replicas(dep, 4)
     before = c.writes()
     ApplyReconciler().reconcile(graph, plan, c.loop.ctx)

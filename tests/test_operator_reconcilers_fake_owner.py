@@ -22,8 +22,14 @@ def test_managed_workers_are_owned_by_their_dgd() -> None:
     c.apply(objs)
     c.converge("vllm-agg")
     uid = c.dgd("vllm-agg")["metadata"]["uid"]
-    want = [{"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-             "name": "vllm-agg", "uid": uid}]
+    want = [
+        {
+            "apiVersion": "nvidia.com/v1alpha1",
+            "kind": "DynamoGraphDeployment",
+            "name": "vllm-agg",
+            "uid": uid,
+        }
+    ]
     worker = next(n for n in c.deployments() if n.startswith("vllm-agg-vllmdecodeworker-"))
     assert c.deployment(worker)["metadata"]["ownerReferences"] == want
     assert "ownerReferences" not in c.deployment("vllm-agg-frontend")["metadata"]

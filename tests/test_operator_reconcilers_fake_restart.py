@@ -29,28 +29,50 @@ GROVE_SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "grove-multi
 
 def graph(restart: Obj | None = None) -> Obj:
     def worker(sub: str) -> Obj:
-        return {"componentType": "worker", "subComponentType": sub, "replicas": 1,
-                "extraPodSpec": {"mainContainer": {"image": IMAGE}}}
-    spec: Obj = {"services": {
-        "Frontend": {"componentType": "frontend", "replicas": 1,
-                     "extraPodSpec": {"mainContainer": {"image": IMAGE}}},
-        "decode": worker("decode"), "prefill": worker("prefill")}}
+        return {
+            "componentType": "worker",
+            "subComponentType": sub,
+            "replicas": 1,
+            "extraPodSpec": {"mainContainer": {"image": IMAGE}},
+        }
+
+    spec: Obj = {
+        "services": {
+            "Frontend": {
+                "componentType": "frontend",
+                "replicas": 1,
+                "extraPodSpec": {"mainContainer": {"image": IMAGE}},
+            },
+            "decode": worker("decode"),
+            "prefill": worker("prefill"),
+        }
+    }
     if restart:
         spec["restart"] = restart
-    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-            "metadata": {"name": "rs"}, "spec": spec}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "rs"},
+        "spec": spec,
+    }
 
 
 def stamps(c: FakeCluster) -> dict[str, tuple[str | None, int]]:
     """component -> (restartAt, generation)."""
-    return {d["metadata"]["labels"]["nvidia.com/dynamo-component"]: (
-        (d["spec"]["template"]["metadata"].get("annotations") or {}).get(RESTART_AT),
-        d["metadata"]["generation"]) for d in c.deployments().values()}
+    return {
+        d["metadata"]["labels"]["nvidia.com/dynamo-component"]: (
+            (d["spec"]["template"]["metadata"].get("annotations") or {}).get(RESTART_AT),
+            d["metadata"]["generation"],
+        )
+        for d in c.deployments().values()
+    }
 
 
 def names(c: FakeCluster) -> dict[str, str]:
-    return {d["metadata"]["labels"]["nvidia.com/dynamo-component"]: n
-            for n, d in c.deployments().items()}
+    return {
+        d["metadata"]["labels"]["nvidia.com/dynamo-component"]: n
+        for n, d in c.deployments().items()
+    }
 
 
 def restart_status(c: FakeCluster, dgd: str = "rs") -> Obj:
@@ -82,10 +104,13 @@ def test_sequential_restart_waits_for_each_service(c: FakeCluster) -> None:
     for i, service in enumerate(order):
         c.converge("rs")
         assert stamps(c)[service][0] == "r1"
-        assert restart_status(c) == {"observedID": "r1", "phase": "Restarting",
-                                     "inProgress": [service]}
+        assert restart_status(c) == {
+            "observedID": "r1",
+            "phase": "Restarting",
+            "inProgress": [service],
+        }
         c.converge("rs")  # not ready yet: the next one waits
-        for later in order[i + 1:]:
+        for later in order[i + 1 :]:
             assert stamps(c)[later][0] is None, f"{later} stamped before {service}"
         c.set_status(deps[service])
     c.converge("rs")
@@ -96,10 +121,14 @@ def test_sequential_restart_waits_for_each_service(c: FakeCluster) -> None:
     c.apply(render([graph(restart)], c.ns))
     assert all(a == "r1" for a, _ in stamps(c).values())
     dep = c.deployment(deps["Frontend"])
-    mf = {m["manager"]: m["fieldsV1"] for m in dep["metadata"]["managedFields"]
-          if not m.get("subresource")}
-    assert mf[FIELD_MANAGER] == {"f:spec": {"f:template": {"f:metadata": {"f:annotations": {
-        f"f:{RESTART_AT}": {}}}}}}
+    mf = {
+        m["manager"]: m["fieldsV1"]
+        for m in dep["metadata"]["managedFields"]
+        if not m.get("subresource")
+    }
+    assert mf[FIELD_MANAGER] == {
+        "f:spec": {"f:template": {"f:metadata": {"f:annotations": {f"f:{RESTART_AT}": {}}}}}
+    }
     assert "f:containers" in mf[GITOPS_MANAGER]["f:spec"]["f:template"]["f:spec"]
 
 
@@ -108,8 +137,11 @@ def test_parallel_restart_stamps_everything_at_once(c: FakeCluster) -> None:
     c.apply(dgd_only(render([graph({"id": "r2", "strategy": {"type": "Parallel"}})], c.ns)))
     c.converge("rs")
     assert all(a == "r2" for a, _ in stamps(c).values())
-    assert restart_status(c) == {"observedID": "r2", "phase": "Restarting",
-                                 "inProgress": ["Frontend", "decode", "prefill"]}
+    assert restart_status(c) == {
+        "observedID": "r2",
+        "phase": "Restarting",
+        "inProgress": ["Frontend", "decode", "prefill"],
+    }
     c.set_status(deps["decode"])
     c.set_status(deps["Frontend"])
     c.converge("rs")
@@ -128,16 +160,18 @@ def test_parallel_restart_stamps_everything_at_once(c: FakeCluster) -> None:
 def test_the_decision_is_read_back_from_the_deployments(c: FakeCluster) -> None:
     """Progress comes from the live stamps, not from the status we wrote: a controller
     that lost its status (a restart of it, a status reset) stamps nothing twice."""
-    restart = {"id": "r3", "strategy": {"type": "Sequential",
-                                        "order": ["decode", "prefill", "Frontend"]}}
+    restart = {
+        "id": "r3",
+        "strategy": {"type": "Sequential", "order": ["decode", "prefill", "Frontend"]},
+    }
     c.apply(dgd_only(render([graph(restart)], c.ns)))
     c.converge("rs")
     c.set_status(names(c)["decode"])
     plan = c.plan("rs", RestartReconciler())  # a fresh reconciler, no memory
     assert {n: i.restart_at for n, i in plan.intents.items() if i.changed()} == {
-        names(c)["prefill"]: "r3"}
-    assert plan.restart == {"observedID": "r3", "phase": "Restarting",
-                            "inProgress": ["prefill"]}
+        names(c)["prefill"]: "r3"
+    }
+    assert plan.restart == {"observedID": "r3", "phase": "Restarting", "inProgress": ["prefill"]}
 
 
 def test_restart_requested_during_a_rollout_is_superseded() -> None:
@@ -163,8 +197,10 @@ CLIQUES = ("frontend", "vllmdecodeworker-ldr", "vllmdecodeworker-wkr")
 def with_restart(restart_id: str | None, **strategy: Any) -> list[Obj]:
     docs = [d for d in yaml.safe_load_all((GROVE_SAMPLE / "vllm-agg.yaml").read_text()) if d]
     if restart_id is not None:
-        docs[0]["spec"]["restart"] = {"id": restart_id, **({"strategy": strategy}
-                                                           if strategy else {})}
+        docs[0]["spec"]["restart"] = {
+            "id": restart_id,
+            **({"strategy": strategy} if strategy else {}),
+        }
     return docs
 
 
@@ -187,14 +223,23 @@ def grove_graph(c: FakeCluster) -> None:
 def test_grove_sequential_restart_follows_order_and_grove_readiness() -> None:
     c = FakeCluster()
     grove_graph(c)
-    restarted = render(with_restart("r1", type="Sequential",
-                                    order=["VllmDecodeWorker", "Frontend"]), c.ns, grove=True)
+    restarted = render(
+        with_restart("r1", type="Sequential", order=["VllmDecodeWorker", "Frontend"]),
+        c.ns,
+        grove=True,
+    )
     c.apply(restarted, kinds=GROVE_KINDS)
     c.converge("vllm-agg")
     assert restart_status(c, "vllm-agg") == {
-        "observedID": "r1", "phase": "Restarting", "inProgress": ["VllmDecodeWorker"]}
-    assert pcs_stamps(c) == {"frontend": None, "vllmdecodeworker-ldr": "r1",
-                             "vllmdecodeworker-wkr": "r1"}
+        "observedID": "r1",
+        "phase": "Restarting",
+        "inProgress": ["VllmDecodeWorker"],
+    }
+    assert pcs_stamps(c) == {
+        "frontend": None,
+        "vllmdecodeworker-ldr": "r1",
+        "vllmdecodeworker-wkr": "r1",
+    }
     # the PCSG still reports ready, but Grove has not observed the stamped PCS
     c.converge("vllm-agg")
     assert pcs_stamps(c)["frontend"] is None
@@ -216,8 +261,9 @@ def test_grove_sequential_restart_follows_order_and_grove_readiness() -> None:
     assert grove.restart_values(live) == dict.fromkeys(CLIQUES, "r1")
     (ours,) = [m for m in live["metadata"]["managedFields"] if m["manager"] == FIELD_MANAGER]
     entry = {".": {}, "f:annotations": {f"f:{RESTART_AT}": {}}, "f:name": {}}
-    assert ours["fieldsV1"] == {"f:spec": {"f:template": {"f:cliques": {
-        f'k:{{"name":"{n}"}}': entry for n in CLIQUES}}}}
+    assert ours["fieldsV1"] == {
+        "f:spec": {"f:template": {"f:cliques": {f'k:{{"name":"{n}"}}': entry for n in CLIQUES}}}
+    }
 
 
 def test_grove_parallel_restart_then_sequential_keeps_the_others() -> None:
@@ -227,8 +273,10 @@ def test_grove_parallel_restart_then_sequential_keeps_the_others() -> None:
     generation = c.kube.get(PODCLIQUESETS, c.ns, "vllm-agg")["metadata"]["generation"]
     c.converge("vllm-agg")
     assert restart_status(c, "vllm-agg") == {
-        "observedID": "p1", "phase": "Restarting",
-        "inProgress": ["Frontend", "VllmDecodeWorker"]}
+        "observedID": "p1",
+        "phase": "Restarting",
+        "inProgress": ["Frontend", "VllmDecodeWorker"],
+    }
     assert pcs_stamps(c) == dict.fromkeys(CLIQUES, "p1")
     pcs = c.kube.get(PODCLIQUESETS, c.ns, "vllm-agg")
     assert pcs["metadata"]["generation"] == generation + 1  # one write for every clique
@@ -242,8 +290,11 @@ def test_grove_parallel_restart_then_sequential_keeps_the_others() -> None:
     c.apply(render(with_restart("s2"), c.ns, grove=True), kinds=GROVE_KINDS)
     c.converge("vllm-agg")
     assert restart_status(c, "vllm-agg")["inProgress"] == ["Frontend"]
-    assert pcs_stamps(c) == {"frontend": "s2", "vllmdecodeworker-ldr": "p1",
-                             "vllmdecodeworker-wkr": "p1"}
+    assert pcs_stamps(c) == {
+        "frontend": "s2",
+        "vllmdecodeworker-ldr": "p1",
+        "vllmdecodeworker-wkr": "p1",
+    }
 
 
 def test_grove_service_removed_after_a_restart_loses_its_stamp() -> None:
@@ -262,11 +313,14 @@ def test_grove_service_removed_after_a_restart_loses_its_stamp() -> None:
     c.converge("vllm-agg")
     assert pcs_stamps(c) == {"vllmdecodeworker-ldr": "p1", "vllmdecodeworker-wkr": "p1"}
     assert grove.owned_restart_cliques(c.kube.get(PODCLIQUESETS, c.ns, "vllm-agg")) == {
-        "vllmdecodeworker-ldr", "vllmdecodeworker-wkr"}
+        "vllmdecodeworker-ldr",
+        "vllmdecodeworker-wkr",
+    }
 
 
 def test_grove_restart_refused_when_cliques_is_an_atomic_list(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     c = FakeCluster(rules={PODCLIQUESETS: PCS_ATOMIC_LIST})
     grove_graph(c)
     c.apply(render(with_restart("r1"), c.ns, grove=True), kinds=GROVE_KINDS)

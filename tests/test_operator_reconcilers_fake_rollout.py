@@ -21,13 +21,17 @@ WORKER = "VllmDecodeWorker"
 Obj = dict[str, Any]
 
 
-def graph(image: str, replicas: int, surge: str | None = None,
-          unavailable: str | None = None) -> Obj:
+def graph(
+    image: str, replicas: int, surge: str | None = None, unavailable: str | None = None
+) -> Obj:
     worker: Obj = {
-        "componentType": "worker", "replicas": replicas,
+        "componentType": "worker",
+        "replicas": replicas,
         "resources": {"limits": {"gpu": "1"}},
-        "extraPodSpec": {"mainContainer": {"image": image, "command": ["python3", "-m",
-                                                                       "dynamo.vllm"]}}}
+        "extraPodSpec": {
+            "mainContainer": {"image": image, "command": ["python3", "-m", "dynamo.vllm"]}
+        },
+    }
     ann = {}
     if surge is not None:
         ann["nvidia.com/deployment-rolling-update-max-surge"] = surge
@@ -35,17 +39,31 @@ def graph(image: str, replicas: int, surge: str | None = None,
         ann["nvidia.com/deployment-rolling-update-max-unavailable"] = unavailable
     if ann:
         worker["annotations"] = ann
-    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-            "metadata": {"name": "roll"},
-            "spec": {"services": {
-                "Frontend": {"componentType": "frontend", "replicas": 1, "extraPodSpec": {
-                    "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"}}},
-                WORKER: worker}}}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "roll"},
+        "spec": {
+            "services": {
+                "Frontend": {
+                    "componentType": "frontend",
+                    "replicas": 1,
+                    "extraPodSpec": {
+                        "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"}
+                    },
+                },
+                WORKER: worker,
+            }
+        },
+    }
 
 
 def worker_name(objs: list[Obj]) -> str:
-    return next(o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"
-                and o["metadata"]["name"].startswith("roll-vllmdecodeworker-"))
+    return next(
+        o["metadata"]["name"]
+        for o in objs
+        if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-vllmdecodeworker-")
+    )
 
 
 @dataclass
@@ -61,8 +79,12 @@ class Kcm:
         spec = dep["spec"]["replicas"]
         prev = int((dep.get("status") or {}).get("availableReplicas") or 0)
         if name in self.failed:
-            return deployment_status(dep, available=min(prev, spec), replicas=spec,
-                                     failed="ReplicaSet has timed out progressing")
+            return deployment_status(
+                dep,
+                available=min(prev, spec),
+                replicas=spec,
+                failed="ReplicaSet has timed out progressing",
+            )
         if name in self.stuck:
             return deployment_status(dep, available=min(prev, spec), replicas=spec)
         return deployment_status(dep, available=min(spec, prev + 1), replicas=spec)
@@ -76,8 +98,16 @@ def effective(dep: Obj) -> tuple[int, int]:
 State = dict[str, tuple[int, int]]
 
 
-def drive(c: FakeCluster, kcm: Kcm, *, desired: int, surge: int, unavailable: int,
-          until: Callable[[dict[str, Obj]], bool], steps: int = 60) -> list[State]:
+def drive(
+    c: FakeCluster,
+    kcm: Kcm,
+    *,
+    desired: int,
+    surge: int,
+    unavailable: int,
+    until: Callable[[dict[str, Obj]], bool],
+    steps: int = 60,
+) -> list[State]:
     """Controller passes and kcm steps in turn until ``until``; every state in the budget."""
     seen: list[State] = []
     for _ in range(steps):
@@ -105,13 +135,21 @@ def settled(c: FakeCluster, objs: list[Obj], kcm: Kcm) -> None:
     assert c.status("roll")["state"] == "successful"
 
 
-@pytest.mark.parametrize(("desired", "surge_ann", "unav_ann", "surge", "unav", "first"), [
-    (4, None, None, 1, 1, {"old": 3, "new": 1}),   # defaults: 25 % / 25 %
-    (3, "2", "0", 2, 0, {"old": 3, "new": 2}),     # never below desired, two at a time
-])
+@pytest.mark.parametrize(
+    ("desired", "surge_ann", "unav_ann", "surge", "unav", "first"),
+    [
+        (4, None, None, 1, 1, {"old": 3, "new": 1}),  # defaults: 25 % / 25 %
+        (3, "2", "0", 2, 0, {"old": 3, "new": 2}),  # never below desired, two at a time
+    ],
+)
 def test_rollout_respects_budget_and_removes_old_generation(
-        desired: int, surge_ann: str | None, unav_ann: str | None, surge: int, unav: int,
-        first: dict[str, int]) -> None:
+    desired: int,
+    surge_ann: str | None,
+    unav_ann: str | None,
+    surge: int,
+    unav: int,
+    first: dict[str, int],
+) -> None:
     c, kcm = FakeCluster(), Kcm()
     objs = render([graph("img:1", desired, surge_ann, unav_ann)], c.ns)
     old = worker_name(objs)
@@ -132,8 +170,9 @@ def test_rollout_respects_budget_and_removes_old_generation(
     assert st["rollingUpdate"]["startTime"] == "2025-06-01T00:00:10Z"
 
     c.advance(10)
-    seen = drive(c, kcm, desired=desired, surge=surge, unavailable=unav,
-                 until=lambda deps: old not in deps)
+    seen = drive(
+        c, kcm, desired=desired, surge=surge, unavailable=unav, until=lambda deps: old not in deps
+    )
     old_sizes = [s[old][0] for s in seen if old in s]
     assert len(set(old_sizes)) > 2 and old_sizes == sorted(old_sizes, reverse=True)
 
@@ -141,9 +180,15 @@ def test_rollout_respects_budget_and_removes_old_generation(
     c.kcm_step(kcm.policy)
     c.converge("roll")
     st = c.status("roll")
-    assert (st["state"], st["rollingUpdate"]) == ("successful", {
-        "phase": "Completed", "startTime": "2025-06-01T00:00:10Z",
-        "endTime": "2025-06-01T00:00:20Z", "updatedServices": [WORKER]})
+    assert (st["state"], st["rollingUpdate"]) == (
+        "successful",
+        {
+            "phase": "Completed",
+            "startTime": "2025-06-01T00:00:10Z",
+            "endTime": "2025-06-01T00:00:20Z",
+            "updatedServices": [WORKER],
+        },
+    )
     assert st["services"][WORKER]["componentNames"] == [new]
     assert c.replicas(new) == desired
 
@@ -157,8 +202,14 @@ def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back()
     new = worker_name(second)
     kcm.stuck.add(new)  # its pods never become ready ...
     c.apply(second)
-    drive(c, kcm, desired=4, surge=1, unavailable=1,
-          until=lambda deps: new in deps and deps[old]["spec"]["replicas"] < 4)
+    drive(
+        c,
+        kcm,
+        desired=4,
+        surge=1,
+        unavailable=1,
+        until=lambda deps: new in deps and deps[old]["spec"]["replicas"] < 4,
+    )
     kcm.failed.add(new)  # ... and the Deployment controller gives up
     c.kcm_step(kcm.policy)
     c.converge("roll")
@@ -176,8 +227,14 @@ def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back()
         assert effective(deps[old])[1] >= 3
 
     c.apply(copy.deepcopy(first))  # Git reverts: the broken generation is drained, deleted
-    drive(c, kcm, desired=4, surge=1, unavailable=1,
-          until=lambda deps: new not in deps and deps[old]["spec"]["replicas"] == 4)
+    drive(
+        c,
+        kcm,
+        desired=4,
+        surge=1,
+        unavailable=1,
+        until=lambda deps: new not in deps and deps[old]["spec"]["replicas"] == 4,
+    )
     c.kcm_step(kcm.policy)
     c.converge("roll")
     st = c.status("roll")
@@ -188,10 +245,14 @@ def test_worker_service_removed_from_git_is_drained_and_deleted() -> None:
     c, kcm = FakeCluster(), Kcm()
     with_extra = graph("img:1", 2)
     with_extra["spec"]["services"]["Extra"] = copy.deepcopy(
-        with_extra["spec"]["services"][WORKER]) | {"replicas": 1}
+        with_extra["spec"]["services"][WORKER]
+    ) | {"replicas": 1}
     first = render([with_extra], c.ns)
-    extra = next(o["metadata"]["name"] for o in first if o["kind"] == "Deployment"
-                 and o["metadata"]["name"].startswith("roll-extra-"))
+    extra = next(
+        o["metadata"]["name"]
+        for o in first
+        if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-extra-")
+    )
     settled(c, first, kcm)
     second = render([graph("img:1", 2)], c.ns)
     c.apply(second)  # Extra removed from Git (GitOps does not prune managed workers)

@@ -18,14 +18,17 @@ from support.rendering import render
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DECODE_ADAPTER = "sglang-disagg-decode"
-SELECTOR = ("nvidia.com/dynamo-component=decode,"
-            "nvidia.com/dynamo-graph-deployment-name=sglang-disagg")
+SELECTOR = (
+    "nvidia.com/dynamo-component=decode,nvidia.com/dynamo-graph-deployment-name=sglang-disagg"
+)
 
 
 def managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(manager, subresource) -> fieldsV1."""
-    return {(m["manager"], m.get("subresource", "")): m.get("fieldsV1", {})
-            for m in obj["metadata"].get("managedFields") or []}
+    return {
+        (m["manager"], m.get("subresource", "")): m.get("fieldsV1", {})
+        for m in obj["metadata"].get("managedFields") or []
+    }
 
 
 @pytest.fixture
@@ -37,19 +40,26 @@ def c() -> FakeCluster:
 
 def names(c: FakeCluster) -> tuple[str, str]:
     deps = c.deployments()
-    return (next(n for n in deps if n.startswith("sglang-disagg-decode-")),
-            next(n for n in deps if n.startswith("sglang-disagg-prefill-")))
+    return (
+        next(n for n in deps if n.startswith("sglang-disagg-decode-")),
+        next(n for n in deps if n.startswith("sglang-disagg-prefill-")),
+    )
 
 
 def test_scale_subresource_drives_the_deployments(c: FakeCluster) -> None:
     decode, prefill = names(c)
     c.converge("sglang-disagg")
     adapter = c.adapter(DECODE_ADAPTER)
-    assert adapter["status"] == {"replicas": 2, "selector": SELECTOR,
-                                 "observedGeneration": adapter["metadata"]["generation"],
-                                 "lastScaleTime": "2025-06-01T00:00:00Z"}
+    assert adapter["status"] == {
+        "replicas": 2,
+        "selector": SELECTOR,
+        "observedGeneration": adapter["metadata"]["generation"],
+        "lastScaleTime": "2025-06-01T00:00:00Z",
+    }
     assert c.kube.get(DGDSAS, c.ns, DECODE_ADAPTER, subresource="scale")["status"] == {
-        "replicas": 2, "selector": SELECTOR}
+        "replicas": 2,
+        "selector": SELECTOR,
+    }
     assert (c.replicas(decode), c.replicas(prefill)) == (2, 1)
 
     c.advance(30)
@@ -62,8 +72,10 @@ def test_scale_subresource_drives_the_deployments(c: FakeCluster) -> None:
     assert c.replicas(prefill) == 1  # no adapter: untouched by the scaling
 
     # a GitOps re-sync of the Deployments does not fight the autoscaler
-    c.apply(render(SAMPLES / "scaling-adapter" / "input", c.ns),
-            kinds=("Deployment", "DynamoGraphDeployment"))
+    c.apply(
+        render(SAMPLES / "scaling-adapter" / "input", c.ns),
+        kinds=("Deployment", "DynamoGraphDeployment"),
+    )
     assert (c.replicas(decode), c.replicas("sglang-disagg-frontend")) == (4, 3)
     c.hpa_scale(DECODE_ADAPTER, 0)  # scale to zero is a valid request
     c.converge("sglang-disagg")
@@ -73,8 +85,7 @@ def test_scale_subresource_drives_the_deployments(c: FakeCluster) -> None:
     owner = {"f:metadata": {"f:ownerReferences": {f'k:{{"uid":"{uid}"}}': {}}}}
     for name in (decode, prefill, "sglang-disagg-frontend"):
         mf = managers(c.deployment(name))
-        want = {**(owner if name != "sglang-disagg-frontend" else {}),
-                "f:spec": {"f:replicas": {}}}
+        want = {**(owner if name != "sglang-disagg-frontend" else {}), "f:spec": {"f:replicas": {}}}
         assert mf.get((FIELD_MANAGER, ""), {}) == want, name
         assert "f:template" in mf[(GITOPS_MANAGER, "")]["f:spec"]
         assert "f:replicas" not in mf[(GITOPS_MANAGER, "")]["f:spec"]
@@ -87,11 +98,15 @@ def test_scale_subresource_drives_the_deployments(c: FakeCluster) -> None:
 def test_the_scale_time_moves_only_with_the_replicas(c: FakeCluster) -> None:
     c.converge("sglang-disagg")
     c.advance(30)
-    c.gitops.apply(DGDSAS, {"apiVersion": DGDSAS.api_version, "kind": DGDSAS.kind,
-                            "metadata": {"name": DECODE_ADAPTER, "namespace": c.ns,
-                                         "labels": {"x": "y"}},
-                            "spec": {"dgdRef": {"name": "sglang-disagg",
-                                                "serviceName": "decode"}, "replicas": 2}})
+    c.gitops.apply(
+        DGDSAS,
+        {
+            "apiVersion": DGDSAS.api_version,
+            "kind": DGDSAS.kind,
+            "metadata": {"name": DECODE_ADAPTER, "namespace": c.ns, "labels": {"x": "y"}},
+            "spec": {"dgdRef": {"name": "sglang-disagg", "serviceName": "decode"}, "replicas": 2},
+        },
+    )
     c.kube.patch(DGDSAS, c.ns, DECODE_ADAPTER, {"spec": {"replicas": 2}})  # same value
     before = c.writes()
     c.converge("sglang-disagg")
@@ -106,10 +121,14 @@ def test_a_new_adapter_generation_is_acknowledged(c: FakeCluster) -> None:
     plan = c.plan("sglang-disagg", ScalingAdapterReconciler())
     (write,) = [w for w in plan.writes if w.body["metadata"]["name"] == DECODE_ADAPTER]
     assert (write.resource, write.subresource, write.merge) == (DGDSAS, "status", False)
-    assert write.body["status"]["observedGeneration"] == c.adapter(DECODE_ADAPTER)[
-        "metadata"]["generation"]
-    assert write.body["metadata"]["resourceVersion"] == c.adapter(DECODE_ADAPTER)[
-        "metadata"]["resourceVersion"]
+    assert (
+        write.body["status"]["observedGeneration"]
+        == c.adapter(DECODE_ADAPTER)["metadata"]["generation"]
+    )
+    assert (
+        write.body["metadata"]["resourceVersion"]
+        == c.adapter(DECODE_ADAPTER)["metadata"]["resourceVersion"]
+    )
 
 
 def test_never_touches_what_it_does_not_own() -> None:
@@ -124,13 +143,13 @@ def test_never_touches_what_it_does_not_own() -> None:
     after = c.deployments()
     for name, rv in before.items():
         assert after[name]["metadata"]["resourceVersion"] == rv, name
-        assert FIELD_MANAGER not in {m["manager"] for m in after[name]["metadata"][
-            "managedFields"]}
+        assert FIELD_MANAGER not in {m["manager"] for m in after[name]["metadata"]["managedFields"]}
 
 
 def test_selector_names_every_generation_of_the_service() -> None:
     assert selector("g", "decode") == (
-        "nvidia.com/dynamo-component=decode,nvidia.com/dynamo-graph-deployment-name=g")
+        "nvidia.com/dynamo-component=decode,nvidia.com/dynamo-graph-deployment-name=g"
+    )
 
 
 # ------------------------------------------------------------------ the Grove path
@@ -141,8 +160,9 @@ def test_grove_podclique_follows_the_adapter_through_scale() -> None:
     (pcs,) = [o for o in objs if o["kind"] == "PodCliqueSet"]
     before = c.writes()
     c.converge("sglang-disagg")  # Grove has created nothing yet: nothing to scale
-    assert all(w.body.get("status") for w in c.plan(
-        "sglang-disagg", ScalingAdapterReconciler()).writes)
+    assert all(
+        w.body.get("status") for w in c.plan("sglang-disagg", ScalingAdapterReconciler()).writes
+    )
     assert c.writes() > before  # (the adapters' status only)
     created = c.grove_create(pcs)
     assert set(created) == {f"sglang-disagg-0-{s}" for s in ("frontend", "decode", "prefill")}
@@ -159,15 +179,20 @@ def test_grove_podclique_follows_the_adapter_through_scale() -> None:
     assert (FIELD_MANAGER, "scale") in managers(live)
     assert c.status("sglang-disagg")["conditions"][0]["message"] == (
         f"Resources not ready: sglang-disagg: podclique/{decode}: spec not yet processed: "
-        "generation=2, observedGeneration=1")
+        "generation=2, observedGeneration=1"
+    )
 
     # no adapter: Git's replicas reach the PodClique (Grove seeds them only at creation)
-    c.gitops.patch(DGDS, c.ns, "sglang-disagg",
-                   {"spec": {"services": {"prefill": {"replicas": 3}}}})
+    c.gitops.patch(
+        DGDS, c.ns, "sglang-disagg", {"spec": {"services": {"prefill": {"replicas": 3}}}}
+    )
     c.converge("sglang-disagg")
     replicas = {n: c.kube.get(PODCLIQUES, c.ns, n)["spec"]["replicas"] for n in created}
-    assert replicas == {"sglang-disagg-0-decode": 4, "sglang-disagg-0-prefill": 3,
-                        "sglang-disagg-0-frontend": 1}
+    assert replicas == {
+        "sglang-disagg-0-decode": 4,
+        "sglang-disagg-0-prefill": 3,
+        "sglang-disagg-0-frontend": 1,
+    }
     live_pcs = c.kube.get(PODCLIQUESETS, c.ns, "sglang-disagg")
     assert FIELD_MANAGER not in {m for m, _ in managers(live_pcs)}  # Git's, never written
     assert c.deployments() == {}

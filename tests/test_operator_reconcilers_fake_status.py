@@ -39,8 +39,10 @@ def test_pending_healthy_degraded_recovered(agg: tuple[FakeCluster, str]) -> Non
     assert st["state"] == "pending"
     cond = ready_cond(st)
     assert (cond["status"], cond["reason"]) == ("False", "some_resources_are_not_ready")
-    assert cond["message"] == (f"Resources not ready: vllm-agg-frontend: spec change not yet "
-                               f"observed; {worker}: spec change not yet observed")
+    assert cond["message"] == (
+        f"Resources not ready: vllm-agg-frontend: spec change not yet "
+        f"observed; {worker}: spec change not yet observed"
+    )
     assert c.replicas(worker) == 2  # sized from the desired-replicas annotation
 
     c.set_status("vllm-agg-frontend")
@@ -49,12 +51,25 @@ def test_pending_healthy_degraded_recovered(agg: tuple[FakeCluster, str]) -> Non
     st = c.status("vllm-agg")
     cond = ready_cond(st)
     assert (st["state"], cond["status"], cond["reason"], cond["message"]) == (
-        "successful", "True", "all_resources_are_ready", "All resources are ready")
-    assert st["observedGeneration"] == cond["observedGeneration"] == c.dgd("vllm-agg")[
-        "metadata"]["generation"]
+        "successful",
+        "True",
+        "all_resources_are_ready",
+        "All resources are ready",
+    )
+    assert (
+        st["observedGeneration"]
+        == cond["observedGeneration"]
+        == c.dgd("vllm-agg")["metadata"]["generation"]
+    )
     assert st["services"]["VllmDecodeWorker"] == {
-        "componentKind": "Deployment", "componentName": worker, "componentNames": [worker],
-        "replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+        "componentKind": "Deployment",
+        "componentName": worker,
+        "componentNames": [worker],
+        "replicas": 2,
+        "readyReplicas": 2,
+        "availableReplicas": 2,
+        "updatedReplicas": 2,
+    }
     assert st["services"]["Frontend"]["replicas"] == 1
 
     c.set_status(worker, available=1)
@@ -70,7 +85,8 @@ def test_pending_healthy_degraded_recovered(agg: tuple[FakeCluster, str]) -> Non
     st = c.status("vllm-agg")
     assert (st["state"], ready_cond(st)["reason"]) == ("failed", "some_resources_failed")
     assert ready_cond(st)["message"].startswith(
-        "Resources failed: vllm-agg-frontend: ProgressDeadlineExceeded")
+        "Resources failed: vllm-agg-frontend: ProgressDeadlineExceeded"
+    )
 
     c.set_status("vllm-agg-frontend")
     c.converge("vllm-agg")
@@ -130,8 +146,13 @@ def test_no_status_while_workloads_were_just_written() -> None:
 
 def test_missing_deployment_is_reported() -> None:
     c = FakeCluster()
-    c.apply([o for o in render(SAMPLES / "vllm-agg" / "input", c.ns)
-             if o["metadata"]["name"] != "vllm-agg-frontend"])
+    c.apply(
+        [
+            o
+            for o in render(SAMPLES / "vllm-agg" / "input", c.ns)
+            if o["metadata"]["name"] != "vllm-agg-frontend"
+        ]
+    )
     c.converge("vllm-agg")
     st = c.status("vllm-agg")
     assert st["state"] == "pending"
@@ -142,9 +163,13 @@ def test_missing_deployment_is_reported() -> None:
 def test_multinode_services_report_their_leaderworkersets() -> None:
     c = FakeCluster()
     objs = render(SAMPLES / "multinode-lws" / "input", c.ns)
-    mine = [o for o in objs if (o["metadata"].get("labels") or {}).get(
-        "nvidia.com/dynamo-graph-deployment-name") == "sglang-mn" or
-        (o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == "sglang-mn")]
+    mine = [
+        o
+        for o in objs
+        if (o["metadata"].get("labels") or {}).get("nvidia.com/dynamo-graph-deployment-name")
+        == "sglang-mn"
+        or (o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == "sglang-mn")
+    ]
     c.apply(mine, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
     sets = sorted(o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet")
     c.set_status("sglang-mn-frontend")
@@ -152,21 +177,37 @@ def test_multinode_services_report_their_leaderworkersets() -> None:
     st = c.status("sglang-mn")
     assert st["state"] == "pending"
     assert ready_cond(st)["message"] == (
-        f"Resources not ready: {sets[0]}: 0/1 groups ready; {sets[1]}: 0/1 groups ready")
+        f"Resources not ready: {sets[0]}: 0/1 groups ready; {sets[1]}: 0/1 groups ready"
+    )
     for name in sets:
         lws = c.kube.get(LWS, c.ns, name)
-        c.kcm.update(LWS, {**lws, "status": {
-            "replicas": 1, "readyReplicas": 1, "updatedReplicas": 1,
-            "conditions": [{"type": "Available", "status": "True"}]}}, subresource="status")
+        c.kcm.update(
+            LWS,
+            {
+                **lws,
+                "status": {
+                    "replicas": 1,
+                    "readyReplicas": 1,
+                    "updatedReplicas": 1,
+                    "conditions": [{"type": "Available", "status": "True"}],
+                },
+            },
+            subresource="status",
+        )
     c.converge("sglang-mn")
     st = c.status("sglang-mn")
     assert st["state"] == "successful"
     assert st["services"]["decode"] == {
-        "componentKind": "LeaderWorkerSet", "componentNames": sets, "replicas": 2,
-        "readyReplicas": 2, "updatedReplicas": 2}
+        "componentKind": "LeaderWorkerSet",
+        "componentNames": sets,
+        "replicas": 2,
+        "readyReplicas": 2,
+        "updatedReplicas": 2,
+    }
     for name in sets:  # read only
-        assert FIELD_MANAGER not in {m["manager"] for m in c.kube.get(LWS, c.ns, name)[
-            "metadata"]["managedFields"]}
+        assert FIELD_MANAGER not in {
+            m["manager"] for m in c.kube.get(LWS, c.ns, name)["metadata"]["managedFields"]
+        }
 
 
 def test_a_graph_without_its_dgd_gets_no_status(agg: tuple[FakeCluster, str]) -> None:

@@ -31,13 +31,17 @@ pytestmark = pytest.mark.realk8s
 WORKER = "VllmDecodeWorker"
 
 
-def graph(image: str, replicas: int, surge: str | None = None,
-          unavailable: str | None = None) -> dict[str, Any]:
+def graph(
+    image: str, replicas: int, surge: str | None = None, unavailable: str | None = None
+) -> dict[str, Any]:
     worker: dict[str, Any] = {
-        "componentType": "worker", "replicas": replicas,
+        "componentType": "worker",
+        "replicas": replicas,
         "resources": {"limits": {"gpu": "1"}},
-        "extraPodSpec": {"mainContainer": {"image": image, "command": ["python3", "-m",
-                                                                       "dynamo.vllm"]}}}
+        "extraPodSpec": {
+            "mainContainer": {"image": image, "command": ["python3", "-m", "dynamo.vllm"]}
+        },
+    }
     ann = {}
     if surge is not None:
         ann["nvidia.com/deployment-rolling-update-max-surge"] = surge
@@ -45,12 +49,23 @@ def graph(image: str, replicas: int, surge: str | None = None,
         ann["nvidia.com/deployment-rolling-update-max-unavailable"] = unavailable
     if ann:
         worker["annotations"] = ann
-    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-            "metadata": {"name": "roll"},
-            "spec": {"services": {
-                "Frontend": {"componentType": "frontend", "replicas": 1, "extraPodSpec": {
-                    "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"}}},
-                WORKER: worker}}}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "roll"},
+        "spec": {
+            "services": {
+                "Frontend": {
+                    "componentType": "frontend",
+                    "replicas": 1,
+                    "extraPodSpec": {
+                        "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"}
+                    },
+                },
+                WORKER: worker,
+            }
+        },
+    }
 
 
 def workers(k: Kube, ns: str) -> dict[str, dict[str, Any]]:
@@ -59,8 +74,11 @@ def workers(k: Kube, ns: str) -> dict[str, dict[str, Any]]:
 
 
 def worker_name(objs: list[dict[str, Any]]) -> str:
-    return next(o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"
-                and o["metadata"]["name"].startswith("roll-vllmdecodeworker-"))
+    return next(
+        o["metadata"]["name"]
+        for o in objs
+        if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-vllmdecodeworker-")
+    )
 
 
 @dataclass
@@ -76,8 +94,12 @@ class Kcm:
         spec = dep["spec"]["replicas"]
         prev = int((dep.get("status") or {}).get("availableReplicas") or 0)
         if name in self.failed:
-            return deployment_status(dep, available=min(prev, spec), replicas=spec,
-                                     failed="ReplicaSet has timed out progressing")
+            return deployment_status(
+                dep,
+                available=min(prev, spec),
+                replicas=spec,
+                failed="ReplicaSet has timed out progressing",
+            )
         if name in self.stuck:
             return deployment_status(dep, available=min(prev, spec), replicas=spec)
         return deployment_status(dep, available=min(spec, prev + 1), replicas=spec)
@@ -90,8 +112,17 @@ def effective(dep: dict[str, Any]) -> tuple[int, int]:
     return spec, min(spec, avail)
 
 
-def drive(k: Kube, ns: str, kcm: Kcm, *, desired: int, surge: int, unavailable: int,
-          until: Any, timeout: float = 40) -> list[dict[str, tuple[int, int]]]:
+def drive(
+    k: Kube,
+    ns: str,
+    kcm: Kcm,
+    *,
+    desired: int,
+    surge: int,
+    unavailable: int,
+    until: Any,
+    timeout: float = 40,
+) -> list[dict[str, tuple[int, int]]]:
     """Alternate kcm steps and observations until ``until(workers)``; check every state."""
     seen: list[dict[str, tuple[int, int]]] = []
     end = time.monotonic() + timeout
@@ -116,13 +147,22 @@ def ready_all(k: Kube, ns: str, sim: DeploymentSimulator) -> None:
         sim.set_status(name)
 
 
-@pytest.mark.parametrize(("desired", "surge_ann", "unav_ann", "surge", "unav"), [
-    (4, None, None, 1, 1),   # defaults: 25% / 25%
-    (3, "2", "0", 2, 0),     # never below desired, two at a time
-])
+@pytest.mark.parametrize(
+    ("desired", "surge_ann", "unav_ann", "surge", "unav"),
+    [
+        (4, None, None, 1, 1),  # defaults: 25% / 25%
+        (3, "2", "0", 2, 0),  # never below desired, two at a time
+    ],
+)
 def test_rollout_respects_budget_and_removes_old_generation(
-        k: Kube, namespace: str, desired: int, surge_ann: str | None, unav_ann: str | None,
-        surge: int, unav: int) -> None:
+    k: Kube,
+    namespace: str,
+    desired: int,
+    surge_ann: str | None,
+    unav_ann: str | None,
+    surge: int,
+    unav: int,
+) -> None:
     first = render([graph("img:1", desired, surge_ann, unav_ann)], namespace)
     old = worker_name(first)
     gitops_apply(k, first)
@@ -130,31 +170,57 @@ def test_rollout_respects_budget_and_removes_old_generation(
     kcm = Kcm(sim, set(), set())
     sim.policy = kcm.policy
     with running(settings_for_tests(namespace), k):
-        wait_for(lambda: workers(k, namespace)[old]["spec"]["replicas"] == desired,
-                 what="first generation sized")
+        wait_for(
+            lambda: workers(k, namespace)[old]["spec"]["replicas"] == desired,
+            what="first generation sized",
+        )
         ready_all(k, namespace, sim)
-        wait_for(lambda: k.get(DGDS, namespace, "roll").get("status", {}).get("state") ==
-                 "successful", what="graph ready before the update")
+        wait_for(
+            lambda: k.get(DGDS, namespace, "roll").get("status", {}).get("state") == "successful",
+            what="graph ready before the update",
+        )
 
         second = render([graph("img:2", desired, surge_ann, unav_ann)], namespace)
         new = worker_name(second)
         assert new != old
         gitops_apply(k, second)
-        st = wait_for(lambda: (s := k.get(DGDS, namespace, "roll")["status"])
-                      .get("rollingUpdate", {}).get("phase") in ("Pending", "InProgress") and s,
-                      what="rollout reported")
+        st = wait_for(
+            lambda: (
+                (s := k.get(DGDS, namespace, "roll")["status"])
+                .get("rollingUpdate", {})
+                .get("phase")
+                in ("Pending", "InProgress")
+                and s
+            ),
+            what="rollout reported",
+        )
         assert st["state"] == "pending"
-        seen = drive(k, namespace, kcm, desired=desired, surge=surge, unavailable=unav,
-                     until=lambda deps: old not in deps)
+        seen = drive(
+            k,
+            namespace,
+            kcm,
+            desired=desired,
+            surge=surge,
+            unavailable=unav,
+            until=lambda deps: old not in deps,
+        )
         # the drain was gradual: the old generation went through intermediate sizes
         old_sizes = [s[old][0] for s in seen if old in s]
         assert len(set(old_sizes)) > 2, old_sizes
         assert old_sizes == sorted(old_sizes, reverse=True)
 
         sim.step()
-        st = wait_for(lambda: (s := k.get(DGDS, namespace, "roll")["status"])
-                      .get("rollingUpdate", {}).get("phase") == "Completed"
-                      and s["state"] == "successful" and s, what="rollout completed")
+        st = wait_for(
+            lambda: (
+                (s := k.get(DGDS, namespace, "roll")["status"])
+                .get("rollingUpdate", {})
+                .get("phase")
+                == "Completed"
+                and s["state"] == "successful"
+                and s
+            ),
+            what="rollout completed",
+        )
         ru = st["rollingUpdate"]
         assert ru["updatedServices"] == [WORKER] and ru["startTime"] <= ru["endTime"]
         assert st["services"][WORKER]["componentNames"] == [new]
@@ -162,7 +228,8 @@ def test_rollout_respects_budget_and_removes_old_generation(
 
 
 def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
-        k: Kube, namespace: str) -> None:
+    k: Kube, namespace: str
+) -> None:
     desired, surge, unav = 4, 1, 1
     first = render([graph("img:1", desired)], namespace)
     old = worker_name(first)
@@ -171,20 +238,38 @@ def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
     kcm = Kcm(sim, set(), set())
     sim.policy = kcm.policy
     with running(settings_for_tests(namespace), k):
-        wait_for(lambda: workers(k, namespace)[old]["spec"]["replicas"] == desired,
-                 what="first generation sized")
+        wait_for(
+            lambda: workers(k, namespace)[old]["spec"]["replicas"] == desired,
+            what="first generation sized",
+        )
         ready_all(k, namespace, sim)
         second = render([graph("img:broken", desired)], namespace)
         new = worker_name(second)
         kcm.stuck.add(new)  # its pods never become ready ...
         gitops_apply(k, second)
-        drive(k, namespace, kcm, desired=desired, surge=surge, unavailable=unav,
-              until=lambda deps: new in deps and deps[new]["spec"]["replicas"] >= 1
-              and deps[old]["spec"]["replicas"] < desired, timeout=20)
+        drive(
+            k,
+            namespace,
+            kcm,
+            desired=desired,
+            surge=surge,
+            unavailable=unav,
+            until=lambda deps: (
+                new in deps
+                and deps[new]["spec"]["replicas"] >= 1
+                and deps[old]["spec"]["replicas"] < desired
+            ),
+            timeout=20,
+        )
         kcm.failed.add(new)  # ... and the Deployment controller gives up
-        st = wait_for(lambda: kcm.sim.step() >= 0 and (s := k.get(DGDS, namespace, "roll")
-                                                         ["status"])["state"] == "failed" and s,
-                      what="failure reported")
+        st = wait_for(
+            lambda: (
+                kcm.sim.step() >= 0
+                and (s := k.get(DGDS, namespace, "roll")["status"])["state"] == "failed"
+                and s
+            ),
+            what="failure reported",
+        )
         assert st["rollingUpdate"]["phase"] == "Failed"
         cond = st["conditions"][0]
         assert cond["reason"] == "rolling_update_failed"
@@ -200,11 +285,20 @@ def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
         # Git reverts the worker change: the old generation is current again, the broken
         # one is drained and deleted
         gitops_apply(k, copy.deepcopy(first))
-        drive(k, namespace, kcm, desired=desired, surge=surge, unavailable=unav,
-              until=lambda deps: new not in deps and deps[old]["spec"]["replicas"] == desired)
+        drive(
+            k,
+            namespace,
+            kcm,
+            desired=desired,
+            surge=surge,
+            unavailable=unav,
+            until=lambda deps: new not in deps and deps[old]["spec"]["replicas"] == desired,
+        )
         ready_all(k, namespace, sim)
-        st = wait_for(lambda: (s := k.get(DGDS, namespace, "roll")["status"])
-                      ["state"] == "successful" and s, what="recovered")
+        st = wait_for(
+            lambda: (s := k.get(DGDS, namespace, "roll")["status"])["state"] == "successful" and s,
+            what="recovered",
+        )
         assert st["rollingUpdate"]["phase"] == "Completed"
     mf = {m["manager"] for m in k.get(DEPLOYMENTS, namespace, old)["metadata"]["managedFields"]}
     assert FIELD_MANAGER in mf
@@ -217,48 +311,79 @@ def test_restart_requested_during_a_rollout_is_superseded(k: Kube, namespace: st
     kcm = Kcm(sim, set(), set())
     sim.policy = kcm.policy
     with running(settings_for_tests(namespace), k):
-        wait_for(lambda: workers(k, namespace)[worker_name(first)]["spec"]["replicas"] == 2,
-                 what="sized")
+        wait_for(
+            lambda: workers(k, namespace)[worker_name(first)]["spec"]["replicas"] == 2, what="sized"
+        )
         ready_all(k, namespace, sim)
         second = render([graph("img:2", 2)], namespace)
         kcm.stuck.add(worker_name(second))  # the rollout stays in progress
         gitops_apply(k, second)
-        wait_for(lambda: k.get(DGDS, namespace, "roll")["status"].get("rollingUpdate", {})
-                 .get("phase") == "InProgress", what="rollout in progress")
+        wait_for(
+            lambda: (
+                k.get(DGDS, namespace, "roll")["status"].get("rollingUpdate", {}).get("phase")
+                == "InProgress"
+            ),
+            what="rollout in progress",
+        )
         restart = graph("img:2", 2)
         restart["spec"]["restart"] = {"id": "during-rollout"}
-        gitops_apply(k, [o for o in render([restart], namespace)
-                         if o["kind"] == "DynamoGraphDeployment"])
-        wait_for(lambda: k.get(DGDS, namespace, "roll")["status"].get("restart") ==
-                 {"observedID": "during-rollout", "phase": "Superseded"}, what="superseded")
+        gitops_apply(
+            k, [o for o in render([restart], namespace) if o["kind"] == "DynamoGraphDeployment"]
+        )
+        wait_for(
+            lambda: (
+                k.get(DGDS, namespace, "roll")["status"].get("restart")
+                == {"observedID": "during-rollout", "phase": "Superseded"}
+            ),
+            what="superseded",
+        )
         for dep in k.list(DEPLOYMENTS, namespace)[0]:
             ann = dep["spec"]["template"]["metadata"].get("annotations") or {}
             assert "nvidia.com/restartAt" not in ann, dep["metadata"]["name"]
 
 
-def test_worker_service_removed_from_git_is_drained_and_deleted(k: Kube,
-                                                                namespace: str) -> None:
+def test_worker_service_removed_from_git_is_drained_and_deleted(k: Kube, namespace: str) -> None:
     with_extra = graph("img:1", 2)
     with_extra["spec"]["services"]["Extra"] = copy.deepcopy(
-        with_extra["spec"]["services"][WORKER]) | {"replicas": 1}
+        with_extra["spec"]["services"][WORKER]
+    ) | {"replicas": 1}
     first = render([with_extra], namespace)
     gitops_apply(k, first)
-    extra = next(o["metadata"]["name"] for o in first if o["kind"] == "Deployment"
-                 and o["metadata"]["name"].startswith("roll-extra-"))
+    extra = next(
+        o["metadata"]["name"]
+        for o in first
+        if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-extra-")
+    )
     sim = DeploymentSimulator(k, namespace)
     sim.start(0.1)
     try:
         with running(settings_for_tests(namespace), k):
-            wait_for(lambda: k.get(DGDS, namespace, "roll").get("status", {}).get("state") ==
-                     "successful", what="ready with Extra")
+            wait_for(
+                lambda: (
+                    k.get(DGDS, namespace, "roll").get("status", {}).get("state") == "successful"
+                ),
+                what="ready with Extra",
+            )
             second = render([graph("img:1", 2)], namespace)  # Extra removed from Git
             gitops_apply(k, second)
-            wait_for(lambda: extra not in {d["metadata"]["name"]
-                                           for d in k.list(DEPLOYMENTS, namespace)[0]},
-                     timeout=30, what="Extra drained and deleted")
-            st = wait_for(lambda: (s := k.get(DGDS, namespace, "roll")["status"])
-                          .get("rollingUpdate", {}).get("phase") == "Completed"
-                          and s["state"] == "successful" and s, what="completed")
+            wait_for(
+                lambda: (
+                    extra not in {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
+                ),
+                timeout=30,
+                what="Extra drained and deleted",
+            )
+            st = wait_for(
+                lambda: (
+                    (s := k.get(DGDS, namespace, "roll")["status"])
+                    .get("rollingUpdate", {})
+                    .get("phase")
+                    == "Completed"
+                    and s["state"] == "successful"
+                    and s
+                ),
+                what="completed",
+            )
             assert set(st["services"]) == {"Frontend", WORKER}
             names = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
             assert names == {"roll-frontend", worker_name(second)}
@@ -276,21 +401,38 @@ def test_managed_workers_are_owned_by_their_dgd(k: Kube, namespace: str) -> None
     worker = worker_name(objs)
     with running(settings_for_tests(namespace), k):
         uid = k.get(DGDS, namespace, "roll")["metadata"]["uid"]
-        want = [{"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-                 "name": "roll", "uid": uid}]
-        wait_for(lambda: k.get(DEPLOYMENTS, namespace, worker)["metadata"]
-                 .get("ownerReferences") == want, what="owner reference")
+        want = [
+            {
+                "apiVersion": "nvidia.com/v1alpha1",
+                "kind": "DynamoGraphDeployment",
+                "name": "roll",
+                "uid": uid,
+            }
+        ]
+        wait_for(
+            lambda: (
+                k.get(DEPLOYMENTS, namespace, worker)["metadata"].get("ownerReferences") == want
+            ),
+            what="owner reference",
+        )
         gitops_apply(k, objs)  # an Argo CD / Flux re-sync
         time.sleep(0.5)
         assert k.get(DEPLOYMENTS, namespace, worker)["metadata"]["ownerReferences"] == want
-        assert "ownerReferences" not in k.get(DEPLOYMENTS, namespace, "roll-frontend")[
-            "metadata"]  # not Prune=false: the GitOps tool prunes it
+        assert (
+            "ownerReferences" not in k.get(DEPLOYMENTS, namespace, "roll-frontend")["metadata"]
+        )  # not Prune=false: the GitOps tool prunes it
 
-        no_dgd = render([graph("img:1", 2) | {"metadata": {"name": "bare"}}], namespace,
-                        emit_source=False)
+        no_dgd = render(
+            [graph("img:1", 2) | {"metadata": {"name": "bare"}}], namespace, emit_source=False
+        )
         gitops_apply(k, no_dgd)
-        bare = next(o["metadata"]["name"] for o in no_dgd if o["kind"] == "Deployment"
-                    and "vllmdecodeworker" in o["metadata"]["name"])
-        wait_for(lambda: k.get(DEPLOYMENTS, namespace, bare)["spec"].get("replicas") == 2,
-                 what="the DGD-less worker is sized")
+        bare = next(
+            o["metadata"]["name"]
+            for o in no_dgd
+            if o["kind"] == "Deployment" and "vllmdecodeworker" in o["metadata"]["name"]
+        )
+        wait_for(
+            lambda: k.get(DEPLOYMENTS, namespace, bare)["spec"].get("replicas") == 2,
+            what="the DGD-less worker is sized",
+        )
         assert "ownerReferences" not in k.get(DEPLOYMENTS, namespace, bare)["metadata"]

@@ -29,8 +29,10 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 def managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(manager, subresource) -> fieldsV1."""
-    return {(m["manager"], m.get("subresource", "")): m.get("fieldsV1", {})
-            for m in obj["metadata"].get("managedFields") or []}
+    return {
+        (m["manager"], m.get("subresource", "")): m.get("fieldsV1", {})
+        for m in obj["metadata"].get("managedFields") or []
+    }
 
 
 def replicas(k: Kube, ns: str, name: str) -> int:
@@ -45,13 +47,23 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
     prefill = next(n for n in deps if n.startswith("sglang-disagg-prefill-"))
     with running(settings_for_tests(namespace), k):
         # the adapter publishes what /scale needs, the workload follows the adapter
-        adapter = wait_for(lambda: (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))
-                           .get("status", {}).get("replicas") == 2 and a, what="adapter status")
+        adapter = wait_for(
+            lambda: (
+                (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))
+                .get("status", {})
+                .get("replicas")
+                == 2
+                and a
+            ),
+            what="adapter status",
+        )
         assert adapter["status"]["observedGeneration"] == adapter["metadata"]["generation"]
         sel = k.request("GET", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"))
         assert sel["status"] == {
-            "replicas": 2, "selector": "nvidia.com/dynamo-component=decode,"
-                                       "nvidia.com/dynamo-graph-deployment-name=sglang-disagg"}
+            "replicas": 2,
+            "selector": "nvidia.com/dynamo-component=decode,"
+            "nvidia.com/dynamo-graph-deployment-name=sglang-disagg",
+        }
         wait_for(lambda: replicas(k, namespace, decode) == 2, what="decode at 2")
         wait_for(lambda: replicas(k, namespace, prefill) == 1, what="prefill at 1 (annotation)")
 
@@ -59,13 +71,24 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
         hpa_scale(k, namespace, "sglang-disagg-decode", 4)
         hpa_scale(k, namespace, "sglang-disagg-frontend", 3)
         wait_for(lambda: replicas(k, namespace, decode) == 4, what="decode scaled to 4")
-        wait_for(lambda: replicas(k, namespace, "sglang-disagg-frontend") == 3,
-                 what="frontend scaled to 3")
-        adapter = wait_for(lambda: (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))
-                           ["status"]["replicas"] == 4 and a, what="adapter status 4")
+        wait_for(
+            lambda: replicas(k, namespace, "sglang-disagg-frontend") == 3,
+            what="frontend scaled to 3",
+        )
+        adapter = wait_for(
+            lambda: (
+                (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))["status"]["replicas"] == 4
+                and a
+            ),
+            what="adapter status 4",
+        )
         assert adapter["status"]["lastScaleTime"]
-        assert k.request("GET", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"))[
-            "status"]["replicas"] == 4
+        assert (
+            k.request("GET", DGDSAS.path(namespace, "sglang-disagg-decode", "scale"))["status"][
+                "replicas"
+            ]
+            == 4
+        )
         assert replicas(k, namespace, prefill) == 1  # no adapter: untouched by the scaling
 
         # a GitOps re-sync of the Deployments does not fight the autoscaler
@@ -87,13 +110,17 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
         mf = managers(dep)
         # (the managed prefill worker wants 1, the API server's default; the write that adds
         # the owner reference carries the replicas it sizes too)
-        want = {**(owner if name != "sglang-disagg-frontend" else {}),
-                "f:spec": {"f:replicas": {}}}
+        want = {**(owner if name != "sglang-disagg-frontend" else {}), "f:spec": {"f:replicas": {}}}
         assert mf.get((FIELD_MANAGER, ""), {}) == want, name
         if name != "sglang-disagg-frontend":  # a managed worker: the DGD owns it
-            assert dep["metadata"]["ownerReferences"] == [{
-                "apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-                "name": "sglang-disagg", "uid": uid}]
+            assert dep["metadata"]["ownerReferences"] == [
+                {
+                    "apiVersion": "nvidia.com/v1alpha1",
+                    "kind": "DynamoGraphDeployment",
+                    "name": "sglang-disagg",
+                    "uid": uid,
+                }
+            ]
         else:  # the GitOps tool prunes it
             assert "ownerReferences" not in dep["metadata"]
         assert "f:template" in mf[(GITOPS_MANAGER, "")]["f:spec"]
@@ -109,16 +136,18 @@ def test_never_touches_what_it_does_not_own(k: Kube, namespace: str) -> None:
     """Managed replicas off: Git owns spec.replicas, the controller writes only status."""
     objs = render(SAMPLES / "managed-replicas-off" / "input", namespace)
     gitops_apply(k, objs)
-    before = {d["metadata"]["name"]: d["metadata"]["resourceVersion"]
-              for d in k.list(DEPLOYMENTS, namespace)[0]}
+    before = {
+        d["metadata"]["name"]: d["metadata"]["resourceVersion"]
+        for d in k.list(DEPLOYMENTS, namespace)[0]
+    }
     assert before
     with running(settings_for_tests(namespace), k):
-        dgd_name = next(o["metadata"]["name"] for o in objs
-                        if o["kind"] == "DynamoGraphDeployment")
-        wait_for(lambda: k.get(DGDS, namespace, dgd_name).get("status", {}).get("state"),
-                 what="a DGD status")
+        dgd_name = next(o["metadata"]["name"] for o in objs if o["kind"] == "DynamoGraphDeployment")
+        wait_for(
+            lambda: k.get(DGDS, namespace, dgd_name).get("status", {}).get("state"),
+            what="a DGD status",
+        )
     after = {d["metadata"]["name"]: d for d in k.list(DEPLOYMENTS, namespace)[0]}
     for name, rv in before.items():
         assert after[name]["metadata"]["resourceVersion"] == rv, name
-        assert FIELD_MANAGER not in {m["manager"] for m in
-                                     after[name]["metadata"]["managedFields"]}
+        assert FIELD_MANAGER not in {m["manager"] for m in after[name]["metadata"]["managedFields"]}

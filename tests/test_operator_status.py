@@ -40,8 +40,10 @@ def test_status_progressing_healthy_degraded(k: Kube, namespace: str) -> None:
     sim = DeploymentSimulator(k, namespace)
     with running(settings_for_tests(namespace), k):
         # nothing rolled out yet: pending, every Deployment named in the message
-        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg")).get("state") and s,
-                      what="a first status")
+        st = wait_for(
+            lambda: (s := status_of(k, namespace, "vllm-agg")).get("state") and s,
+            what="a first status",
+        )
         assert st["state"] == "pending"
         cond = ready_cond(st)
         assert (cond["status"], cond["reason"]) == ("False", "some_resources_are_not_ready")
@@ -51,68 +53,96 @@ def test_status_progressing_healthy_degraded(k: Kube, namespace: str) -> None:
         # the controller sized the managed worker from the desired-replicas annotation
         deps = {d["metadata"]["name"]: d for d in k.list(DEPLOYMENTS, namespace)[0]}
         worker = next(n for n in deps if n.startswith("vllm-agg-vllmdecodeworker-"))
-        wait_for(lambda: k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"] == 2,
-                 what="worker scaled to 2")
+        wait_for(
+            lambda: k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"] == 2,
+            what="worker scaled to 2",
+        )
 
         # healthy
         sim.set_status("vllm-agg-frontend")
         sim.set_status(worker)
-        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] ==
-                      "successful" and s, what="successful")
+        st = wait_for(
+            lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] == "successful" and s,
+            what="successful",
+        )
         cond = ready_cond(st)
         assert (cond["status"], cond["reason"], cond["message"]) == (
-            "True", "all_resources_are_ready", "All resources are ready")
+            "True",
+            "all_resources_are_ready",
+            "All resources are ready",
+        )
         dgd = k.get(DGDS, namespace, "vllm-agg")
         assert st["observedGeneration"] == dgd["metadata"]["generation"]
         assert st["services"]["VllmDecodeWorker"] == {
-            "componentKind": "Deployment", "componentName": worker, "componentNames": [worker],
-            "replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+            "componentKind": "Deployment",
+            "componentName": worker,
+            "componentNames": [worker],
+            "replicas": 2,
+            "readyReplicas": 2,
+            "availableReplicas": 2,
+            "updatedReplicas": 2,
+        }
         assert st["services"]["Frontend"]["replicas"] == 1
 
         # progressing: one worker pod not available any more
         sim.set_status(worker, available=1)
-        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] ==
-                      "pending" and s, what="pending again")
+        st = wait_for(
+            lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] == "pending" and s,
+            what="pending again",
+        )
         assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
         assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
 
         # degraded: the Deployment controller gave up on the frontend
         sim.set_status(worker)
         sim.set_status("vllm-agg-frontend", available=0, failed="ReplicaSet has timed out")
-        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] ==
-                      "failed" and s, what="failed")
+        st = wait_for(
+            lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] == "failed" and s,
+            what="failed",
+        )
         cond = ready_cond(st)
         assert cond["reason"] == "some_resources_failed"
         assert cond["message"].startswith(
-            "Resources failed: vllm-agg-frontend: ProgressDeadlineExceeded")
+            "Resources failed: vllm-agg-frontend: ProgressDeadlineExceeded"
+        )
 
         # recovery, and observedGeneration follows a spec change
         sim.set_status("vllm-agg-frontend")
-        wait_for(lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful",
-                 what="recovered")
-        k.request("PATCH", DGDS.path(namespace, "vllm-agg"), None,
-                  {"metadata": {"labels": {"x": "y"}}, "spec": {"envs": [
-                      {"name": "A", "value": "1"}]}}, "application/merge-patch+json")
+        wait_for(
+            lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful", what="recovered"
+        )
+        k.request(
+            "PATCH",
+            DGDS.path(namespace, "vllm-agg"),
+            None,
+            {"metadata": {"labels": {"x": "y"}}, "spec": {"envs": [{"name": "A", "value": "1"}]}},
+            "application/merge-patch+json",
+        )
         gen = k.get(DGDS, namespace, "vllm-agg")["metadata"]["generation"]
-        wait_for(lambda: status_of(k, namespace, "vllm-agg")["observedGeneration"] == gen,
-                 what="observedGeneration follows the spec")
+        wait_for(
+            lambda: status_of(k, namespace, "vllm-agg")["observedGeneration"] == gen,
+            what="observedGeneration follows the spec",
+        )
 
 
 def test_missing_deployment_is_reported(k: Kube, namespace: str) -> None:
     objs = render(SAMPLES / "vllm-agg" / "input", namespace)
     gitops_apply(k, [o for o in objs if o["metadata"]["name"] != "vllm-agg-frontend"])
     with running(settings_for_tests(namespace), k):
-        st = wait_for(lambda: (s := status_of(k, namespace, "vllm-agg")).get("state") and s,
-                      what="a status")
+        st = wait_for(
+            lambda: (s := status_of(k, namespace, "vllm-agg")).get("state") and s, what="a status"
+        )
         assert st["state"] == "pending"
         assert "vllm-agg-frontend: Deployment not found" in ready_cond(st)["message"]
         assert "Frontend" not in st["services"]
 
 
-@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.iterdir()
-                                          if (p / "input").is_dir()))
-def test_worker_hash_matches_the_renderer_after_a_round_trip(k: Kube, namespace: str,
-                                                             sample: str) -> None:
+@pytest.mark.parametrize(
+    "sample", sorted(p.name for p in SAMPLES.iterdir() if (p / "input").is_dir())
+)
+def test_worker_hash_matches_the_renderer_after_a_round_trip(
+    k: Kube, namespace: str, sample: str
+) -> None:
     """The controller's worker hash of the *live* DGD names the rendered generation."""
     objs = render(SAMPLES / sample / "input", namespace)
     dgds = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
@@ -121,8 +151,11 @@ def test_worker_hash_matches_the_renderer_after_a_round_trip(k: Kube, namespace:
         name = dgd["metadata"]["name"]
         live = k.get(DGDS, namespace, name)
         labels = [o["metadata"].get("labels") or {} for o in objs]
-        rendered = {lb.get("nvidia.com/dynamo-worker-hash") for lb in labels  # any workload
-                    if lb.get("nvidia.com/dynamo-graph-deployment-name") == name} - {None}
+        rendered = {
+            lb.get("nvidia.com/dynamo-worker-hash")
+            for lb in labels  # any workload
+            if lb.get("nvidia.com/dynamo-graph-deployment-name") == name
+        } - {None}
         # the stamp the renderer leaves on the DGD, and the controller's own computation
         assert rendered == ({HashCache().get(live)} - {None}), name
         unstamped = copy.deepcopy(live)
@@ -135,9 +168,13 @@ def test_multinode_services_report_their_leaderworkersets(k: Kube, namespace: st
     from dyn_gitops_operator.kube import LWS
 
     objs = render(SAMPLES / "multinode-lws" / "input", namespace)
-    mine = [o for o in objs if (o["metadata"].get("labels") or {}).get(
-        "nvidia.com/dynamo-graph-deployment-name") == "sglang-mn" or
-        (o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == "sglang-mn")]
+    mine = [
+        o
+        for o in objs
+        if (o["metadata"].get("labels") or {}).get("nvidia.com/dynamo-graph-deployment-name")
+        == "sglang-mn"
+        or (o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == "sglang-mn")
+    ]
     gitops_apply(k, mine, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
     sets = sorted(o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet")
     assert len(sets) == 2
@@ -145,21 +182,37 @@ def test_multinode_services_report_their_leaderworkersets(k: Kube, namespace: st
     with running(settings_for_tests(namespace), k) as m:
         assert m.lws is not None
         sim.set_status("sglang-mn-frontend")
-        want = (f"Resources not ready: {sets[0]}: 0/1 groups ready; {sets[1]}: 0/1 groups "
-                "ready")
-        st = wait_for(lambda: (s := status_of(k, namespace, "sglang-mn")).get("conditions")
-                      and ready_cond(s)["message"] == want and s, what="LWS not ready")
+        want = f"Resources not ready: {sets[0]}: 0/1 groups ready; {sets[1]}: 0/1 groups ready"
+        st = wait_for(
+            lambda: (
+                (s := status_of(k, namespace, "sglang-mn")).get("conditions")
+                and ready_cond(s)["message"] == want
+                and s
+            ),
+            what="LWS not ready",
+        )
         assert st["state"] == "pending"
         for name in sets:  # what the LeaderWorkerSet controller would report
             lws = k.get(LWS, namespace, name)
-            lws["status"] = {"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1,
-                             "conditions": [{"type": "Available", "status": "True"}]}
+            lws["status"] = {
+                "replicas": 1,
+                "readyReplicas": 1,
+                "updatedReplicas": 1,
+                "conditions": [{"type": "Available", "status": "True"}],
+            }
             k.request("PUT", LWS.path(namespace, name), None, lws)
-        st = wait_for(lambda: (s := status_of(k, namespace, "sglang-mn"))["state"] ==
-                      "successful" and s, what="successful")
+        st = wait_for(
+            lambda: (s := status_of(k, namespace, "sglang-mn"))["state"] == "successful" and s,
+            what="successful",
+        )
         assert st["services"]["decode"] == {
-            "componentKind": "LeaderWorkerSet", "componentNames": sets, "replicas": 2,
-            "readyReplicas": 2, "updatedReplicas": 2}
+            "componentKind": "LeaderWorkerSet",
+            "componentNames": sets,
+            "replicas": 2,
+            "readyReplicas": 2,
+            "updatedReplicas": 2,
+        }
     for name in sets:  # never written by the controller
         assert "dyn-gitops-controller" not in {
-            f["manager"] for f in k.get(LWS, namespace, name)["metadata"]["managedFields"]}
+            f["manager"] for f in k.get(LWS, namespace, name)["metadata"]["managedFields"]
+        }

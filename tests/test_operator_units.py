@@ -24,14 +24,17 @@ def dep(strategy: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {"name": "d"}, "spec": {"strategy": strategy}}
 
 
-@pytest.mark.parametrize(("desired", "surge", "unav", "want"), [
-    (4, None, None, (1, 1)),      # 25 % / 25 %
-    (2, None, None, (1, 0)),      # surge rounds up, unavailable down
-    (1, None, None, (1, 0)),
-    (3, 0, 0, (1, 0)),            # both zero: surge becomes 1
-    (10, "50%", "10%", (5, 1)),
-    (4, 2, 1, (2, 1)),
-])
+@pytest.mark.parametrize(
+    ("desired", "surge", "unav", "want"),
+    [
+        (4, None, None, (1, 1)),  # 25 % / 25 %
+        (2, None, None, (1, 0)),  # surge rounds up, unavailable down
+        (1, None, None, (1, 0)),
+        (3, 0, 0, (1, 0)),  # both zero: surge becomes 1
+        (10, "50%", "10%", (5, 1)),
+        (4, 2, 1, (2, 1)),
+    ],
+)
 def test_budget(desired: int, surge: Any, unav: Any, want: tuple[int, int]) -> None:
     ru = {k: v for k, v in (("maxSurge", surge), ("maxUnavailable", unav)) if v is not None}
     b = o.budget(dep({"type": "RollingUpdate", "rollingUpdate": ru}), desired)
@@ -39,8 +42,10 @@ def test_budget(desired: int, surge: Any, unav: Any, want: tuple[int, int]) -> N
 
 
 def test_distribute_keeps_newest_old_generations_first() -> None:
-    olds = [{"metadata": {"name": n}, "spec": {"replicas": r}}
-            for n, r in (("oldest", 2), ("middle", 2), ("newest", 2))]
+    olds = [
+        {"metadata": {"name": n}, "spec": {"replicas": r}}
+        for n, r in (("oldest", 2), ("middle", 2), ("newest", 2))
+    ]
     assert distribute(olds, 3) == {"newest": 2, "middle": 1, "oldest": 0}
 
 
@@ -55,10 +60,16 @@ def test_rollout_arithmetic_respects_budget_and_terminates(seed: int) -> None:
         budget = o.Budget(1, 0)
     old_spec, old_avail, new_spec, new_avail = desired, desired, 1, 0
     for _ in range(500):
-        s = size(desired, budget, old_spec=old_spec, old_available=old_avail,
-                 new_spec=new_spec, new_available=new_avail)
+        s = size(
+            desired,
+            budget,
+            old_spec=old_spec,
+            old_available=old_avail,
+            new_spec=new_spec,
+            new_available=new_avail,
+        )
         old_spec, new_spec = s.old, s.new
-        old_avail = min(old_avail, old_spec)              # scale-down kills available pods
+        old_avail = min(old_avail, old_spec)  # scale-down kills available pods
         assert old_spec + new_spec <= desired + budget.max_surge
         assert old_avail + new_avail >= desired - budget.max_unavailable
         new_avail = min(new_spec, new_avail + rnd.randint(0, 2))  # pods come up slowly
@@ -143,22 +154,27 @@ def test_informer_relists_after_410_and_reports_deletions() -> None:
     metrics = Metrics()
     inf = Informer(fake, DEPLOYMENTS, namespace=None, metrics=metrics)  # type: ignore[arg-type]
     events: list[tuple[str | None, str | None]] = []
-    inf.add_handler(lambda old, new: events.append(
-        (old and old["metadata"]["name"], new and new["metadata"]["name"])))
+    inf.add_handler(
+        lambda old, new: events.append(
+            (old and old["metadata"]["name"], new and new["metadata"]["name"])
+        )
+    )
     inf.start()
     assert fake.done.wait(5)
     inf.stop()
     assert fake.watch_rvs == ["10", "20"]  # resumed from the fresh list's version
     assert events == [(None, "a"), (None, "b"), ("b", None), (None, "c")]
     assert sorted(obj["metadata"]["name"] for obj in inf.store.items()) == ["a", "c"]
-    assert metrics.value("dyn_gitops_controller_watch_relists_total",
-                         {"resource": "deployments"}) == 1
+    assert (
+        metrics.value("dyn_gitops_controller_watch_relists_total", {"resource": "deployments"}) == 1
+    )
 
 
 def test_lease_expiry() -> None:
     now = datetime.now(UTC)
-    lease = {"spec": {"renewTime": micro_time(now - timedelta(seconds=5)),
-                      "leaseDurationSeconds": 10}}
+    lease = {
+        "spec": {"renewTime": micro_time(now - timedelta(seconds=5)), "leaseDurationSeconds": 10}
+    }
     assert not expired(lease, now)
     assert expired(lease, now + timedelta(seconds=6))
     assert expired({"spec": {"leaseDurationSeconds": 10}}, now)  # no renewTime: expired
@@ -173,9 +189,15 @@ def test_stdlib_operator_is_not_shadowed() -> None:
 def test_stamped_worker_hash_wins_over_recomputing() -> None:
     from dyn_gitops_operator.graph import HashCache
 
-    dgd = {"metadata": {"name": "g", "uid": "u", "generation": 1,
-                        "annotations": {"dyn-gitops.io/worker-hash": "abcd1234"}},
-           "spec": {"services": {"w": {"componentType": "worker"}}}}
+    dgd = {
+        "metadata": {
+            "name": "g",
+            "uid": "u",
+            "generation": 1,
+            "annotations": {"dyn-gitops.io/worker-hash": "abcd1234"},
+        },
+        "spec": {"services": {"w": {"componentType": "worker"}}},
+    }
     assert HashCache().get(dgd) == "abcd1234"
     del dgd["metadata"]["annotations"]
     assert HashCache().get(dgd) not in (None, "abcd1234")

@@ -41,9 +41,9 @@ def test_plugin_yaml_is_generated_from_the_registry() -> None:
 
 
 def test_discovery_variant_is_generated_from_the_registry() -> None:
-    assert (ARGOCD / "plugin-discovery.yaml").read_text() == plugin.plugin_yaml(
-        discovery=True), "regenerate: dyn-gitops cmp plugin-yaml --discovery > " \
-                         "deploy/argocd/plugin-discovery.yaml"
+    assert (ARGOCD / "plugin-discovery.yaml").read_text() == plugin.plugin_yaml(discovery=True), (
+        "regenerate: dyn-gitops cmp plugin-yaml --discovery > deploy/argocd/plugin-discovery.yaml"
+    )
 
 
 def test_plugin_yaml_contract() -> None:
@@ -103,8 +103,9 @@ def test_install_launcher_writes_a_runnable_script(tmp_path: Path, cli: Any) -> 
     assert os.access(dest, os.X_OK)
     first = dest.read_text().splitlines()[0]
     assert first.startswith("#!") and first.endswith(" -IS")  # no site: a fast start
-    proc = subprocess.run([str(dest), "--version"], capture_output=True, text=True,
-                          timeout=60)  # anything but `cmp generate` runs the full CLI
+    proc = subprocess.run(
+        [str(dest), "--version"], capture_output=True, text=True, timeout=60
+    )  # anything but `cmp generate` runs the full CLI
     assert proc.returncode == 0 and __version__ in proc.stdout
 
 
@@ -112,8 +113,10 @@ def test_install_launcher_writes_a_runnable_script(tmp_path: Path, cli: Any) -> 
 def _sidecars() -> dict[str, dict[str, Any]]:
     values = yaml.safe_load((ARGOCD / "helm-values.yaml").read_text())
     patch = yaml.safe_load((ARGOCD / "kustomize" / "repo-server-sidecar.yaml").read_text())
-    return {"helm": values["repoServer"]["extraContainers"][0],
-            "kustomize": patch["spec"]["template"]["spec"]["containers"][0]}
+    return {
+        "helm": values["repoServer"]["extraContainers"][0],
+        "kustomize": patch["spec"]["template"]["spec"]["containers"][0],
+    }
 
 
 def test_helm_and_kustomize_install_the_same_sidecar() -> None:
@@ -155,11 +158,26 @@ def test_helm_values_set_the_chart_fields() -> None:
 def test_helm_values_render_with_real_helm(tmp_path: Path) -> None:
     """Real helm renders the snippet through a stand-in with the chart's value paths."""
     helm = _binary("helm")
-    env = {**os.environ, "HELM_CACHE_HOME": str(tmp_path / "c"),
-           "HELM_CONFIG_HOME": str(tmp_path / "f"), "HELM_DATA_HOME": str(tmp_path / "d")}
-    proc = subprocess.run([str(helm), "template", "argocd", str(DATA / "argo-cd-standin"),
-                           "-f", str(ARGOCD / "helm-values.yaml")],
-                          capture_output=True, text=True, env=env, timeout=120)
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(tmp_path / "c"),
+        "HELM_CONFIG_HOME": str(tmp_path / "f"),
+        "HELM_DATA_HOME": str(tmp_path / "d"),
+    }
+    proc = subprocess.run(
+        [
+            str(helm),
+            "template",
+            "argocd",
+            str(DATA / "argo-cd-standin"),
+            "-f",
+            str(ARGOCD / "helm-values.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     docs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(proc.stdout) if d}
     pod = docs["argocd-repo-server"]["spec"]["template"]["spec"]
@@ -180,20 +198,23 @@ def test_kustomize_patch_builds_with_real_kustomize(tmp_path: Path) -> None:
     shutil.copytree(ARGOCD / "kustomize", overlay)
     shutil.copy(DATA / "install-standin" / "base.yaml", overlay / "base.yaml")
     k = (overlay / "kustomization.yaml").read_text()
-    k, n = re.subn(r"- https://raw\.githubusercontent\.com/argoproj/argo-cd/\S+/install\.yaml",
-                   "- base.yaml", k)
+    k, n = re.subn(
+        r"- https://raw\.githubusercontent\.com/argoproj/argo-cd/\S+/install\.yaml",
+        "- base.yaml",
+        k,
+    )
     assert n == 1
     (overlay / "kustomization.yaml").write_text(k)
-    proc = subprocess.run([str(kustomize), "build", str(overlay)], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [str(kustomize), "build", str(overlay)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     docs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(proc.stdout) if d}
     pod = docs["argocd-repo-server"]["spec"]["template"]["spec"]
     containers = {c["name"]: c for c in pod["containers"]}  # a strategic merge prepends
     assert set(containers) == {"argocd-repo-server", "dyn-gitops"}
     assert containers["dyn-gitops"] == _sidecars()["kustomize"]
-    assert {v["name"] for v in pod["volumes"]} == {"tmp", "var-files", "plugins",
-                                                   "dyn-gitops-tmp"}
+    assert {v["name"] for v in pod["volumes"]} == {"tmp", "var-files", "plugins", "dyn-gitops-tmp"}
     cm = docs["argocd-cm"]["data"]
     assert cm["application.instanceLabelKey"] == "argocd.argoproj.io/instance"  # kept
     assert "resource.customizations.health.nvidia.com_DynamoGraphDeployment" in cm

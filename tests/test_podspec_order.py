@@ -36,12 +36,17 @@ def test_volume_mounts_keep_the_written_order(tmp_path: Path) -> None:
     main = pod["containers"][0]
     # mainContainer mounts, then service mounts as written (cache path filled in), then shm
     assert [(m["name"], m["mountPath"]) for m in main["volumeMounts"]] == [
-        ("scratch", "/scratch"), ("cc", "/root/.cache/vllm"), ("models", "/models"),
-        ("shared-memory", "/dev/shm")]
+        ("scratch", "/scratch"),
+        ("cc", "/root/.cache/vllm"),
+        ("models", "/models"),
+        ("shared-memory", "/dev/shm"),
+    ]
     # every mount has a volume; missing ones are the PVC of that name
     assert [v["name"] for v in pod["volumes"]] == ["scratch", "cc", "models", "shared-memory"]
-    assert pod["volumes"][0] == {"name": "scratch",
-                                 "persistentVolumeClaim": {"claimName": "scratch"}}
+    assert pod["volumes"][0] == {
+        "name": "scratch",
+        "persistentVolumeClaim": {"claimName": "scratch"},
+    }
     env = {e["name"]: e.get("value") for e in main["env"]}
     assert env["VLLM_CACHE_ROOT"] == "/root/.cache/vllm"
     assert main["env"][-1]["name"] == "VLLM_CACHE_ROOT"  # backend env is appended last

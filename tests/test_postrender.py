@@ -54,8 +54,10 @@ def without(objs: list[dict[str, Any]], *keys: str) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------- splitting
 def test_split_groups_documents_by_template() -> None:
-    helm3 = ("---\n# Source: app/templates/a.yaml\nkind: A\n---\n# Source: app/templates/b.yaml"
-             "\nkind: B\n---\n# Source: app/templates/a.yaml\nkind: A2\n")
+    helm3 = (
+        "---\n# Source: app/templates/a.yaml\nkind: A\n---\n# Source: app/templates/b.yaml"
+        "\nkind: B\n---\n# Source: app/templates/a.yaml\nkind: A2\n"
+    )
     files = split(helm3)
     assert [f.path for f in files] == ["app/templates/a.yaml", "app/templates/b.yaml"]
     assert files[0].text.count("---") == 2  # both documents of a.yaml, still two documents
@@ -66,8 +68,9 @@ def test_split_groups_documents_by_template() -> None:
 
 # ---------------------------------------------------------------------------- the command
 def test_graphs_are_expanded_and_filed_under_their_template() -> None:
-    stream = helm4_stream(("app/templates/dgd.yaml", AGG.read_text()),
-                          ("app/templates/cm.yaml", CM))
+    stream = helm4_stream(
+        ("app/templates/dgd.yaml", AGG.read_text()), ("app/templates/cm.yaml", CM)
+    )
     res = run_cli("post-render", "--namespace", "demo", stdin=stream)
     assert res.code == 0, res.stderr
     objs = list(yaml.safe_load_all(res.stdout))
@@ -119,13 +122,17 @@ def helm(test_binaries: Any, tmp_path: Path) -> Any:
     """Run the real helm with the plugin installed in private Helm directories."""
     binary = test_binaries("helm")["helm"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DYN_GITOPS_", "HELM_"))}
-    env.update(HELM_CONFIG_HOME=str(tmp_path / "config"), HELM_DATA_HOME=str(tmp_path / "data"),
-               HELM_CACHE_HOME=str(tmp_path / "cache"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    env.update(
+        HELM_CONFIG_HOME=str(tmp_path / "config"),
+        HELM_DATA_HOME=str(tmp_path / "data"),
+        HELM_CACHE_HOME=str(tmp_path / "cache"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+    )
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(binary), *args], capture_output=True, text=True, env=env,
-                              timeout=120)
+        return subprocess.run(
+            [str(binary), *args], capture_output=True, text=True, env=env, timeout=120
+        )
 
     installed = run("plugin", "install", str(PLUGIN))
     assert installed.returncode == 0, installed.stderr
@@ -136,8 +143,15 @@ def helm(test_binaries: Any, tmp_path: Path) -> Any:
 def test_helm4_plugin_expands_a_chart(helm: Any, tmp_path: Path) -> None:
     listed = helm("plugin", "list").stdout
     assert "dyn-gitops" in listed and "postrenderer/v1" in listed
-    proc = helm("template", "rel", str(CHART), "--post-renderer", "dyn-gitops",
-                "--post-renderer-args", "--namespace=demo")
+    proc = helm(
+        "template",
+        "rel",
+        str(CHART),
+        "--post-renderer",
+        "dyn-gitops",
+        "--post-renderer-args",
+        "--namespace=demo",
+    )
     assert proc.returncode == 0, proc.stderr
     objs = [o for o in yaml.safe_load_all(proc.stdout) if o]
     plain = helm("template", "rel", str(CHART)).stdout
@@ -147,7 +161,8 @@ def test_helm4_plugin_expands_a_chart(helm: Any, tmp_path: Path) -> None:
     rendered = [o for o in objs if o["kind"] != "ConfigMap"]
     key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
     assert sorted(without(rendered, SOURCE_PATH), key=key) == sorted(
-        without(expected, SOURCE_PATH), key=key)
+        without(expected, SOURCE_PATH), key=key
+    )
     # Helm read our annotation back (children filed under the graph's template) and removed it
     assert HELM_FILENAME not in proc.stdout
     sources = [line for line in proc.stdout.splitlines() if line.startswith("# Source:")]
@@ -157,8 +172,9 @@ def test_helm4_plugin_expands_a_chart(helm: Any, tmp_path: Path) -> None:
 
 @pytest.mark.realk8s
 def test_helm_fails_on_a_bad_graph(helm: Any) -> None:
-    proc = helm("template", "rel", str(CHART), "--set", "workers=two",
-                "--post-renderer", "dyn-gitops")
+    proc = helm(
+        "template", "rel", str(CHART), "--set", "workers=two", "--post-renderer", "dyn-gitops"
+    )
     assert proc.returncode != 0 and proc.stdout == ""
     assert 'plugin "dyn-gitops" exited with error' in proc.stderr
     # Helm 4 drops the plugin's stderr; the documented way to see why shows it

@@ -50,7 +50,6 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-
 def ok(res: CliResult) -> list[dict[str, Any]]:
     assert res.code == 0, res.stderr
     return [o for o in yaml.safe_load_all(res.stdout) if o is not None]
@@ -86,7 +85,8 @@ def test_a_single_file(tmp_path: Path) -> None:
     dgd_children = [o for o in objects if o["kind"] == "Deployment"]
     assert len(dgd_children) == 2
     assert {o["metadata"]["annotations"][keys.ANN_SOURCE_PATH] for o in dgd_children} == {
-        "one.yaml"}
+        "one.yaml"
+    }
 
 
 def test_stdin(tmp_path: Path) -> None:
@@ -148,8 +148,11 @@ def test_non_dynamo_objects_pass_through_unchanged(fmt: str, tmp_path: Path) -> 
     write(tmp_path / "things.yaml", PASSTHROUGH)
     res = invoke_cli("render", str(tmp_path), "--output-format", fmt)
     assert res.code == 0, res.stderr
-    out = json.loads(res.stdout)["items"] if fmt == "json" else [
-        o for o in yaml.safe_load_all(res.stdout) if o is not None]
+    out = (
+        json.loads(res.stdout)["items"]
+        if fmt == "json"
+        else [o for o in yaml.safe_load_all(res.stdout) if o is not None]
+    )
     expected = [d for d in yaml.safe_load_all(PASSTHROUGH) if d is not None]
     by_kind = {o["kind"]: o for o in out}
     assert len(out) == len(expected)
@@ -163,8 +166,11 @@ def test_non_dynamo_objects_pass_through_unchanged(fmt: str, tmp_path: Path) -> 
 def test_pass_through_timestamps_keep_their_spelling(fmt: str, tmp_path: Path) -> None:
     """Kubernetes reads an unquoted timestamp as the string it spells; a pass-through object
     must still spell it the same way (not '2024-05-06 07:08:09+00:00')."""
-    write(tmp_path / "ts.yaml", "apiVersion: example.com/v1\nkind: Event\nmetadata:\n"
-          "  name: e\nspec:\n  at: 2024-05-06T07:08:09Z\n  day: 2024-05-06\n")
+    write(
+        tmp_path / "ts.yaml",
+        "apiVersion: example.com/v1\nkind: Event\nmetadata:\n"
+        "  name: e\nspec:\n  at: 2024-05-06T07:08:09Z\n  day: 2024-05-06\n",
+    )
     res = invoke_cli("render", str(tmp_path), "--output-format", fmt)
     assert res.code == 0, res.stderr
     assert "2024-05-06T07:08:09Z" in res.stdout, res.stdout
@@ -182,11 +188,18 @@ def test_pass_through_keeps_key_order(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- Git revisions
 def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -215,20 +228,30 @@ def repo(tmp_path: Path) -> dict[str, Any]:
 def snapshot(root: Path) -> dict[str, Any]:
     """Working-tree files (bytes and mtimes), staged changes, status and HEAD. (.git itself
     is left out: ``git status`` refreshes the index it reads.)"""
-    files = {p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
-             for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts}
-    return {"files": files, "status": git(root, "status", "--porcelain"),
-            "staged": git(root, "diff", "--cached", "--name-only"),
-            "head": git(root, "rev-parse", "HEAD")}
+    files = {
+        p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
+    return {
+        "files": files,
+        "status": git(root, "status", "--porcelain"),
+        "staged": git(root, "diff", "--cached", "--name-only"),
+        "head": git(root, "rev-parse", "HEAD"),
+    }
 
 
 def state(objects: list[dict[str, Any]]) -> str:
-    return next(o["data"]["k"] for o in objects if o["kind"] == "ConfigMap"
-                and o["metadata"]["name"] == "state")
+    return next(
+        o["data"]["k"]
+        for o in objects
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "state"
+    )
 
 
-def test_rev_reads_the_revision_not_the_working_tree(repo: dict[str, Any],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rev_reads_the_revision_not_the_working_tree(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = repo["root"]
     before = snapshot(root)
     monkeypatch.chdir(root)
@@ -238,9 +261,11 @@ def test_rev_reads_the_revision_not_the_working_tree(repo: dict[str, Any],
     assert names(at_a) == {"state"}  # neither added-in-b nor untracked
     deployments = [o for o in at_a if o["kind"] == "Deployment"]
     assert deployments and {o["metadata"]["namespace"] for o in deployments} == {"ns-a"}, (
-        "dyn-gitops.yaml must come from the revision too")
+        "dyn-gitops.yaml must come from the revision too"
+    )
     assert {o["metadata"]["annotations"][keys.ANN_SOURCE_COMMIT] for o in deployments} == {
-        repo["A"]}
+        repo["A"]
+    }
 
     for rev in ("HEAD", "main", repo["B"][:10]):
         at_b = ok(invoke_cli("render", "--rev", rev, "deploy"))
@@ -261,8 +286,9 @@ def test_rev_of_a_single_file(repo: dict[str, Any], monkeypatch: pytest.MonkeyPa
     assert names(ok(invoke_cli("render", "--rev", repo["A"], "deploy/cm.yaml"))) == {"state"}
 
 
-def test_unknown_rev_is_a_usage_error(repo: dict[str, Any],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_rev_is_a_usage_error(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(repo["root"])
     res = invoke_cli("render", "--rev", "no-such-branch", "deploy")
     assert res.code == 2, res.stderr
@@ -270,8 +296,9 @@ def test_unknown_rev_is_a_usage_error(repo: dict[str, Any],
     assert "no-such-branch" in res.stderr
 
 
-def test_path_missing_in_the_rev_is_a_usage_error(repo: dict[str, Any],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_path_missing_in_the_rev_is_a_usage_error(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(repo["root"])
     res = invoke_cli("render", "--rev", repo["A"], "deploy/added-in-b.yaml")
     assert res.code == 2, res.stderr
@@ -289,8 +316,11 @@ def expected_filename(obj: dict[str, Any]) -> str:
 
 
 def out_files(out: Path) -> dict[str, str]:
-    return {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8")
-            for p in sorted(out.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+    return {
+        p.relative_to(out).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
 def test_out_dir_writes_one_file_per_object(tmp_path: Path) -> None:
@@ -310,7 +340,8 @@ def test_out_dir_writes_one_file_per_object(tmp_path: Path) -> None:
         docs = [d for d in yaml.safe_load_all(files[expected_filename(obj)]) if d is not None]
         assert docs == [obj]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], (
-        "temporary directories left behind")
+        "temporary directories left behind"
+    )
 
     again = invoke_cli("render", str(src), "--out-dir", str(out))
     assert again.code == 0, again.stderr

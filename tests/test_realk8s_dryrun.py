@@ -22,8 +22,15 @@ def _dry_run_apply(api_client: Any, obj: dict[str, Any], namespace: str | None) 
     dyn = DynamicClient(api_client)
     res = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
     ns = obj.get("metadata", {}).get("namespace", namespace) if res.namespaced else None
-    dyn.server_side_apply(res, body=obj, name=obj["metadata"]["name"], namespace=ns,
-                          field_manager="dyn-gitops-test", force_conflicts=True, dry_run="All")
+    dyn.server_side_apply(
+        res,
+        body=obj,
+        name=obj["metadata"]["name"],
+        namespace=ns,
+        field_manager="dyn-gitops-test",
+        force_conflicts=True,
+        dry_run="All",
+    )
 
 
 @pytest.mark.parametrize("sample", SAMPLE_INPUTS, ids=lambda p: p.parent.name)
@@ -50,11 +57,16 @@ def test_invalid_deployment_is_rejected(kube: Any, namespace: str) -> None:
     from kubernetes.client.exceptions import ApiException
 
     bad = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": "bad", "namespace": namespace},
-        "spec": {"selector": {"matchLabels": {"app": "a"}},
-                 "template": {"metadata": {"labels": {"app": "b"}},
-                              "spec": {"containers": [{"name": "main", "image": "x"}]}}},
+        "spec": {
+            "selector": {"matchLabels": {"app": "a"}},
+            "template": {
+                "metadata": {"labels": {"app": "b"}},
+                "spec": {"containers": [{"name": "main", "image": "x"}]},
+            },
+        },
     }
     with pytest.raises(ApiException) as info:
         _dry_run_apply(kube, bad, namespace)
@@ -70,10 +82,12 @@ def test_invalid_dgd_is_rejected_by_our_crd(kube: Any, namespace: str) -> None:
     from kubernetes.client.exceptions import ApiException
     from kubernetes.dynamic import DynamicClient
 
-    bad = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-           "metadata": {"name": "bad", "namespace": namespace},
-           "spec": {"services": {"Frontend": {"componentType": "frontend",
-                                              "replicas": "many"}}}}
+    bad = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "bad", "namespace": namespace},
+        "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": "many"}}},
+    }
     res = DynamicClient(kube).resources.get(api_version=bad["apiVersion"], kind=bad["kind"])
     with pytest.raises(ApiException) as info:
         res.create(body=bad, namespace=namespace, dry_run="All")

@@ -27,14 +27,34 @@ GROVE_EXTRA: dict[str, dict[str, Any]] = {name: {"dra": True} for name in NEEDS_
 
 #: API groups served by kube-apiserver itself ("" is the core group)
 BUILTIN_GROUPS = {
-    "", "admissionregistration.k8s.io", "apiextensions.k8s.io", "apps", "autoscaling", "batch",
-    "certificates.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io",
-    "flowcontrol.apiserver.k8s.io", "networking.k8s.io", "node.k8s.io", "policy",
-    "rbac.authorization.k8s.io", "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apps",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
 }
 #: CRD groups the renderer is expected to emit (Dynamo, Istio, Gateway API inference extension)
-CUSTOM_GROUPS = {"nvidia.com", "networking.istio.io", "inference.networking.k8s.io",
-                 "leaderworkerset.x-k8s.io", "scheduling.volcano.sh", "grove.io"}
+CUSTOM_GROUPS = {
+    "nvidia.com",
+    "networking.istio.io",
+    "inference.networking.k8s.io",
+    "leaderworkerset.x-k8s.io",
+    "scheduling.volcano.sh",
+    "grove.io",
+}
 
 
 def group_of(obj: dict[str, Any]) -> str:
@@ -44,9 +64,9 @@ def group_of(obj: dict[str, Any]) -> str:
 def inputs() -> list[Path]:
     """Every renderable conformance example (test_conformance pins which are not) and every
     sample input directory."""
-    return sorted(p for p in CONFORMANCE.glob("*.yaml")
-                  if p.name not in NOT_RENDERED_BY_DEFAULT) \
-        + sorted(p for p in SAMPLES.glob("*/input") if p.is_dir())
+    return sorted(
+        p for p in CONFORMANCE.glob("*.yaml") if p.name not in NOT_RENDERED_BY_DEFAULT
+    ) + sorted(p for p in SAMPLES.glob("*/input") if p.is_dir())
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -54,8 +74,11 @@ def cached_schemas() -> Iterator[None]:
     """kubernetes-validate re-reads its schema files (megabytes of JSON) on every call;
     caching them makes the check about ten times faster and changes nothing else."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kubernetes_validate.utils, "schema_contents",
-                   functools.lru_cache(maxsize=None)(kubernetes_validate.utils.schema_contents))
+        mp.setattr(
+            kubernetes_validate.utils,
+            "schema_contents",
+            functools.lru_cache(maxsize=None)(kubernetes_validate.utils.schema_contents),
+        )
         yield
 
 
@@ -70,8 +93,9 @@ def label(path: Path) -> str:
 
 def schema_errors(obj: dict[str, Any]) -> Iterator[str]:
     meta = obj.get("metadata") or {}
-    ident = (f"{obj.get('apiVersion')} {obj.get('kind')} "
-             f"{meta.get('namespace', '')}/{meta.get('name')}")
+    ident = (
+        f"{obj.get('apiVersion')} {obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name')}"
+    )
     try:
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
     except kubernetes_validate.SchemaNotFoundError:
@@ -105,25 +129,29 @@ def all_errors(objs: list[dict[str, Any]]) -> list[str]:
         elif obj["kind"] == "PodCliqueSet":  # so are Grove clique pod specs
             for clique in obj["spec"]["template"]["cliques"]:
                 meta = {k: clique[k] for k in ("labels", "annotations") if k in clique}
-                errors.extend(f"clique {clique['name']}: {e}" for e in
-                              schema_errors(_as_pod(meta, clique["spec"]["podSpec"])))
+                errors.extend(
+                    f"clique {clique['name']}: {e}"
+                    for e in schema_errors(_as_pod(meta, clique["spec"]["podSpec"]))
+                )
         elif group not in CUSTOM_GROUPS:
-            errors.append(f"{obj.get('apiVersion')} {obj.get('kind')}: neither a built-in "
-                          "kind nor an expected custom resource; add a schema check for it")
+            errors.append(
+                f"{obj.get('apiVersion')} {obj.get('kind')}: neither a built-in "
+                "kind nor an expected custom resource; add a schema check for it"
+            )
     return errors
 
 
 @pytest.mark.parametrize("path", inputs(), ids=label)
-def test_builtin_objects_validate(path: Path,
-                                  all_objects: dict[str, list[dict[str, Any]]]) -> None:
+def test_builtin_objects_validate(path: Path, all_objects: dict[str, list[dict[str, Any]]]) -> None:
     objs = all_objects[label(path)]
     assert objs, "nothing rendered"
     errors = all_errors(objs)
     assert not errors, "\n".join(errors)
 
 
-@pytest.mark.parametrize("path", sorted(p for p in CONFORMANCE.glob("*.yaml")
-                                        if p.name not in NOT_ON_GROVE), ids=label)
+@pytest.mark.parametrize(
+    "path", sorted(p for p in CONFORMANCE.glob("*.yaml") if p.name not in NOT_ON_GROVE), ids=label
+)
 def test_grove_objects_validate(path: Path) -> None:
     # the Grove path of every example: its Services and every clique's pod spec
     objs = render_objects(path, grove=True, **GROVE_EXTRA.get(path.name, {}))
@@ -132,8 +160,9 @@ def test_grove_objects_validate(path: Path) -> None:
     assert not errors, "\n".join(errors)
 
 
-def test_custom_kinds_are_counted_and_listed(all_objects: dict[str, list[dict[str, Any]]],
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_custom_kinds_are_counted_and_listed(
+    all_objects: dict[str, list[dict[str, Any]]], capsys: pytest.CaptureFixture[str]
+) -> None:
     counts: Counter[str] = Counter()
     builtin = 0
     for objs in all_objects.values():
@@ -144,19 +173,21 @@ def test_custom_kinds_are_counted_and_listed(all_objects: dict[str, list[dict[st
                 counts[f"{obj['apiVersion']} {obj['kind']}"] += 1
     assert builtin > 100, f"only {builtin} built-in objects checked: did rendering change?"
     assert counts, "no custom objects at all: the source DGDs should be among them"
-    unexpected = sorted(k for k in counts if k.split(" ")[0].rpartition("/")[0]
-                        not in CUSTOM_GROUPS)
+    unexpected = sorted(
+        k for k in counts if k.split(" ")[0].rpartition("/")[0] not in CUSTOM_GROUPS
+    )
     assert not unexpected, f"custom kinds of unexpected groups: {unexpected}"
     with capsys.disabled():
-        print(f"\nschema: {builtin} built-in objects validated against Kubernetes "
-              f"{K8S_VERSION}; custom objects not schema-checked:")
+        print(
+            f"\nschema: {builtin} built-in objects validated against Kubernetes "
+            f"{K8S_VERSION}; custom objects not schema-checked:"
+        )
         for kind, n in sorted(counts.items()):
             print(f"  {n:4d}  {kind}")
 
 
 def test_the_check_fails_on_a_bad_deployment(all_objects: dict[str, list[dict[str, Any]]]) -> None:
-    deployment = next(o for objs in all_objects.values() for o in objs
-                      if o["kind"] == "Deployment")
+    deployment = next(o for objs in all_objects.values() for o in objs if o["kind"] == "Deployment")
     assert list(schema_errors(deployment)) == []
 
     unknown_field = copy.deepcopy(deployment)

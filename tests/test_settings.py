@@ -16,7 +16,6 @@ from dyn_gitops.settings import REGISTRY
 DGD = small_dgd("knobs")
 
 
-
 def settings_table(res: CliResult) -> dict[str, tuple[str, str]]:
     """``dyn-gitops settings`` output -> {setting: (value, origin)}."""
     assert res.code == 0, res.stderr
@@ -53,18 +52,38 @@ def test_defaults(src: Path) -> None:
 
 
 def test_precedence_default_file_env_flag(src: Path) -> None:
-    settings_file(src, {"namespace": "from-file", "ingress-class": "from-file",
-                        "operator-release": "from-file", "managed-replicas": False,
-                        "max-documents": 500})
-    env = {"DYN_GITOPS_INGRESS_CLASS": "from-env", "DYN_GITOPS_OPERATOR_RELEASE": "from-env",
-           "DYN_GITOPS_MANAGED_REPLICAS": "true"}
-    table = settings_table(invoke_cli("settings", str(src), "--operator-release", "from-flag",
-                                  "--no-managed-replicas", env=env))
+    settings_file(
+        src,
+        {
+            "namespace": "from-file",
+            "ingress-class": "from-file",
+            "operator-release": "from-file",
+            "managed-replicas": False,
+            "max-documents": 500,
+        },
+    )
+    env = {
+        "DYN_GITOPS_INGRESS_CLASS": "from-env",
+        "DYN_GITOPS_OPERATOR_RELEASE": "from-env",
+        "DYN_GITOPS_MANAGED_REPLICAS": "true",
+    }
+    table = settings_table(
+        invoke_cli(
+            "settings",
+            str(src),
+            "--operator-release",
+            "from-flag",
+            "--no-managed-replicas",
+            env=env,
+        )
+    )
     assert table["discovery-backend"] == ("kubernetes", "default")
     assert table["namespace"] == ("from-file", "dyn-gitops.yaml key namespace")
     # a limit the repository lowered shows the runner's ceiling beside it
-    assert table["max-documents"] == ("500", "dyn-gitops.yaml key max-documents "
-                                             "(at most 20000: default)")
+    assert table["max-documents"] == (
+        "500",
+        "dyn-gitops.yaml key max-documents (at most 20000: default)",
+    )
     assert table["ingress-class"] == ("from-env", "environment DYN_GITOPS_INGRESS_CLASS")
     assert table["operator-release"] == ("from-flag", "flag --operator-release")
     assert table["managed-replicas"] == ("false", "flag --managed-replicas")
@@ -72,8 +91,13 @@ def test_precedence_default_file_env_flag(src: Path) -> None:
 
 def test_precedence_through_the_real_entry_point(src: Path) -> None:
     settings_file(src, {"namespace": "from-file", "istio-gateway": "from-file"})
-    res = run_cli("settings", str(src), "--istio-gateway", "from-flag",
-                  env={"DYN_GITOPS_NAMESPACE": "from-env", "DYN_GITOPS_ISTIO_GATEWAY": "env"})
+    res = run_cli(
+        "settings",
+        str(src),
+        "--istio-gateway",
+        "from-flag",
+        env={"DYN_GITOPS_NAMESPACE": "from-env", "DYN_GITOPS_ISTIO_GATEWAY": "env"},
+    )
     table = settings_table(res)
     assert table["namespace"] == ("from-env", "environment DYN_GITOPS_NAMESPACE")
     assert table["istio-gateway"] == ("from-flag", "flag --istio-gateway")
@@ -86,13 +110,17 @@ def test_the_resolved_setting_is_what_renders(src: Path) -> None:
     def namespaces(*args: str, env: dict[str, str] | None = None) -> set[str]:
         res = invoke_cli("render", str(src), *args, env=env)
         assert res.code == 0, res.stderr
-        return {o["metadata"].get("namespace") for o in yaml.safe_load_all(res.stdout)
-                if o and o["kind"] == "Deployment"}
+        return {
+            o["metadata"].get("namespace")
+            for o in yaml.safe_load_all(res.stdout)
+            if o and o["kind"] == "Deployment"
+        }
 
     assert namespaces() == {"from-file"}
     assert namespaces(env={"DYN_GITOPS_NAMESPACE": "from-env"}) == {"from-env"}
-    assert namespaces("--namespace", "from-flag",
-                      env={"DYN_GITOPS_NAMESPACE": "from-env"}) == {"from-flag"}
+    assert namespaces("--namespace", "from-flag", env={"DYN_GITOPS_NAMESPACE": "from-env"}) == {
+        "from-flag"
+    }
 
 
 def test_every_setting_has_a_flag_and_an_env_var() -> None:
@@ -120,12 +148,17 @@ BAD_VALUES = [
 ]
 
 
-@pytest.mark.parametrize(("where", "name", "value"), BAD_VALUES,
-                         ids=[f"{w}-{n}-{v if isinstance(v, (str, int)) else type(v).__name__}"
-                              for w, n, v in BAD_VALUES])
+@pytest.mark.parametrize(
+    ("where", "name", "value"),
+    BAD_VALUES,
+    ids=[
+        f"{w}-{n}-{v if isinstance(v, (str, int)) else type(v).__name__}" for w, n, v in BAD_VALUES
+    ],
+)
 @pytest.mark.parametrize("command", ["render", "settings"])
-def test_bad_value_is_a_usage_error_naming_the_setting(command: str, where: str, name: str,
-                                                       value: Any, src: Path) -> None:
+def test_bad_value_is_a_usage_error_naming_the_setting(
+    command: str, where: str, name: str, value: Any, src: Path
+) -> None:
     args: list[str] = [command, str(src)]
     env: dict[str, str] = {}
     if where == "flag":
@@ -154,8 +187,9 @@ def test_unknown_key_in_the_settings_file_is_a_usage_error(src: Path) -> None:
     assert "did you mean 'namespace'" in res.stderr, res.stderr
 
 
-@pytest.mark.parametrize("text", ["- a\n- b\n", "namespace: [unclosed\n"],
-                         ids=["not-a-mapping", "malformed"])
+@pytest.mark.parametrize(
+    "text", ["- a\n- b\n", "namespace: [unclosed\n"], ids=["not-a-mapping", "malformed"]
+)
 def test_settings_command_reports_a_broken_settings_file(text: str, src: Path) -> None:
     """`settings` must not print a table of defaults while dyn-gitops.yaml is unusable."""
     (src / "dyn-gitops.yaml").write_text(text, encoding="utf-8")
@@ -177,12 +211,19 @@ def test_debug_variable_is_not_a_setting(src: Path) -> None:
 def deployments(src: Path, *args: str) -> dict[str, dict[str, Any]]:
     res = invoke_cli("render", str(src), *args)
     assert res.code == 0, res.stderr
-    return {o["metadata"]["labels"][keys.LABEL_COMPONENT]: o
-            for o in yaml.safe_load_all(res.stdout) if o and o["kind"] == "Deployment"}
+    return {
+        o["metadata"]["labels"][keys.LABEL_COMPONENT]: o
+        for o in yaml.safe_load_all(res.stdout)
+        if o and o["kind"] == "Deployment"
+    }
 
 
-CONTROLLER_ANNOTATIONS = (keys.ANN_MANAGED_REPLICAS, keys.ANN_DESIRED_REPLICAS,
-                          keys.ANN_FLUX_PRUNE, keys.ANN_ARGOCD_COMPARE_OPTIONS)
+CONTROLLER_ANNOTATIONS = (
+    keys.ANN_MANAGED_REPLICAS,
+    keys.ANN_DESIRED_REPLICAS,
+    keys.ANN_FLUX_PRUNE,
+    keys.ANN_ARGOCD_COMPARE_OPTIONS,
+)
 
 
 def test_managed_replicas_on_hands_worker_replicas_to_the_controller(src: Path) -> None:
@@ -214,8 +255,11 @@ def test_managed_replicas_off_keeps_replicas_in_git(src: Path) -> None:
 
 
 def test_managed_replicas_keeps_a_users_sync_options(src: Path) -> None:
-    text = DGD.replace("      replicas: 3\n", "      replicas: 3\n      annotations:\n"
-                       f"        {keys.ANN_ARGOCD_SYNC_OPTIONS}: ServerSideApply=true\n")
+    text = DGD.replace(
+        "      replicas: 3\n",
+        "      replicas: 3\n      annotations:\n"
+        f"        {keys.ANN_ARGOCD_SYNC_OPTIONS}: ServerSideApply=true\n",
+    )
     (src / "dgd.yaml").write_text(text, encoding="utf-8")
     opts = deployments(src)["VllmWorker"]["metadata"]["annotations"][keys.ANN_ARGOCD_SYNC_OPTIONS]
     assert set(opts.split(",")) == {"ServerSideApply=true", keys.ARGOCD_PRUNE_FALSE}

@@ -41,8 +41,13 @@ main()
 def _render(tmp_path: Path, source: Path) -> dict[str, Any]:
     report = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
-    proc = subprocess.run([sys.executable, "-c", _PROBE, str(report), "render", str(source)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(report), "render", str(source)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "\nkind: DynamoGraphDeployment\n" in proc.stdout  # rendered
     data: dict[str, Any] = json.loads(report.read_text())
@@ -50,15 +55,21 @@ def _render(tmp_path: Path, source: Path) -> dict[str, Any]:
 
 
 #: never needed to render a v1alpha1 DGD (each costs start-up time)
-NOT_IMPORTED = ("dyn_gitops.models.v1beta1", "dyn_gitops.models.convert", "dyn_gitops.crds",
-                "dyn_gitops.workflows", "dyn_gitops.argocd", "git", "difflib")
+NOT_IMPORTED = (
+    "dyn_gitops.models.v1beta1",
+    "dyn_gitops.models.convert",
+    "dyn_gitops.crds",
+    "dyn_gitops.workflows",
+    "dyn_gitops.argocd",
+    "git",
+    "difflib",
+)
 
 
 def test_render_of_a_v1alpha1_dgd_imports_only_what_it_needs(tmp_path: Path) -> None:
     modules = _render(tmp_path, SAMPLES / "vllm-disagg" / "input")["modules"]
     assert "dyn_gitops.models.v1alpha1" in modules  # the probe saw the render
-    unexpected = [m for m in modules
-                  if any(m == n or m.startswith(n + ".") for n in NOT_IMPORTED)]
+    unexpected = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_IMPORTED)]
     assert unexpected == []
 
 
@@ -69,8 +80,7 @@ def test_render_of_a_v1alpha1_dgd_builds_the_prebuilt_models_only(tmp_path: Path
     from dyn_gitops.models.v1alpha1 import PREBUILT
 
     built = _render(tmp_path, SAMPLES / "vllm-disagg" / "input")["built"]
-    assert built == sorted(f"{m.__module__.rsplit('.', 1)[1]}.{m.__qualname__}"
-                           for m in PREBUILT)
+    assert built == sorted(f"{m.__module__.rsplit('.', 1)[1]}.{m.__qualname__}" for m in PREBUILT)
 
 
 def test_a_v1beta1_dgd_imports_its_models_when_present(tmp_path: Path) -> None:
@@ -95,19 +105,23 @@ def test_settings_annotations_are_not_postponed() -> None:
     assert {s.name: s.choices for s in REGISTRY if s.choices} == {
         "discovery-backend": ("kubernetes", "etcd"),
         "source-api-version": ("v1alpha1", "as-written"),
-        "output-format": ("yaml", "json")}
+        "output-format": ("yaml", "json"),
+    }
 
 
 def _oneshot(body: str) -> subprocess.CompletedProcess[str]:
-    code = ("import atexit, sys\nfrom dyn_gitops import oneshot\n"
-            f"try:\n    {body}\nexcept SystemExit as exc:\n    oneshot.finish(exc)\n")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import atexit, sys\nfrom dyn_gitops import oneshot\n"
+        f"try:\n    {body}\nexcept SystemExit as exc:\n    oneshot.finish(exc)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
 
 def test_a_one_shot_exit_keeps_the_status_output_and_atexit_handlers() -> None:
-    proc = _oneshot("atexit.register(print, 'bye', file=sys.stderr); "
-                    "sys.stdout.write('x' * 3_000_000); sys.exit(4)")
+    proc = _oneshot(
+        "atexit.register(print, 'bye', file=sys.stderr); "
+        "sys.stdout.write('x' * 3_000_000); sys.exit(4)"
+    )
     assert (proc.returncode, len(proc.stdout), proc.stderr) == (4, 3_000_000, "bye\n")
     assert _oneshot("sys.exit()").returncode == 0
 
@@ -120,24 +134,42 @@ def test_a_one_shot_exit_with_a_message_is_the_interpreters() -> None:
 def test_a_render_runs_without_the_cyclic_collector(tmp_path: Path) -> None:
     """A one-shot process (oneshot.py); the warm render server turns it back on."""
     report = tmp_path / "gc.txt"
-    probe = ("import atexit, gc, sys\nREPORT = sys.argv.pop(1)\n"
-             "atexit.register(lambda: open(REPORT, 'w').write(str(gc.isenabled())))\n"
-             "from dyn_gitops.oneshot import main\nmain()\n")
-    proc = subprocess.run([sys.executable, "-c", probe, str(report), "render",
-                           str(SAMPLES / "vllm-disagg" / "input")],
-                          capture_output=True, text=True, timeout=120)
+    probe = (
+        "import atexit, gc, sys\nREPORT = sys.argv.pop(1)\n"
+        "atexit.register(lambda: open(REPORT, 'w').write(str(gc.isenabled())))\n"
+        "from dyn_gitops.oneshot import main\nmain()\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            probe,
+            str(report),
+            "render",
+            str(SAMPLES / "vllm-disagg" / "input"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert report.read_text() == "False"
 
 
 def test_the_warm_render_server_collects_again(tmp_path: Path) -> None:
     """`dyn-gitops cmp serve` runs through the one-shot entry, but lives on."""
-    code = ("import gc, sys; gc.disable()\nfrom dyn_gitops.argocd import server\n"
-            "code = server.serve(sys.argv[1])\nprint(code, gc.isenabled())\n")
+    code = (
+        "import gc, sys; gc.disable()\nfrom dyn_gitops.argocd import server\n"
+        "code = server.serve(sys.argv[1])\nprint(code, gc.isenabled())\n"
+    )
     blocked = tmp_path / "file"
     blocked.write_text("")  # the socket's directory cannot be made: serve returns at once
-    proc = subprocess.run([sys.executable, "-c", code, str(blocked / "dir" / "render.sock")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(blocked / "dir" / "render.sock")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.stdout == "2 True\n", proc.stderr
 
 
@@ -148,7 +180,8 @@ def test_the_printable_check_is_the_original_character_class() -> None:
     from dyn_gitops.yamlout import _printable
 
     original = re.compile(r"^[\x20-\x7e\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]*$")
-    assert [hex(c) for c in range(0x110000)
-            if _printable(chr(c)) != bool(original.fullmatch(chr(c)))] == []
+    assert [
+        hex(c) for c in range(0x110000) if _printable(chr(c)) != bool(original.fullmatch(chr(c)))
+    ] == []
     for text in ("", "plain", "two\nlines", "caf\u00e9 \u20ac", "tab\t", "nel\x85", "\U0001f600"):
         assert _printable(text) == bool(original.fullmatch(text)), text

@@ -12,26 +12,94 @@ import yaml
 from dyn_gitops.yamlout import dump_all, dump_document
 
 TRICKY = [
-    "yes", "No", "on", "~", "null", "1", "1.5", ".5", "1e3", "0x10", "0o7", "08", "25%",
-    "a: b", "a:b", "a #b", "#x", "-x", "- x", "x:", "::", "[x]", "{a}", "*a", "&a", "!t",
-    "|x", ">x", "'q'", '"d"', "", " lead", "trail ", "tab\tx", "uni é ✓", "\u2028line",
-    "a\nb", "a\nb\n", "\n", "x\n\n", "  x\ny", "@x", "`x", "%x", "2024-01-01",
-    "2024-01-01T00:00:00Z", "true", "False", "=", "<<", "=x", "a,b",
-    "python3 -m dynamo.vllm --x $MODEL", "back\\slash", "ctl\x01", "\ufeffbom", "a\u0085b",
-    "x\r\ny", "\ttab\nz", "a \nb", "\x7fdel", "😀 emoji", "n", "Y", "1e5", "0b1",
+    "yes",
+    "No",
+    "on",
+    "~",
+    "null",
+    "1",
+    "1.5",
+    ".5",
+    "1e3",
+    "0x10",
+    "0o7",
+    "08",
+    "25%",
+    "a: b",
+    "a:b",
+    "a #b",
+    "#x",
+    "-x",
+    "- x",
+    "x:",
+    "::",
+    "[x]",
+    "{a}",
+    "*a",
+    "&a",
+    "!t",
+    "|x",
+    ">x",
+    "'q'",
+    '"d"',
+    "",
+    " lead",
+    "trail ",
+    "tab\tx",
+    "uni é ✓",
+    "\u2028line",
+    "a\nb",
+    "a\nb\n",
+    "\n",
+    "x\n\n",
+    "  x\ny",
+    "@x",
+    "`x",
+    "%x",
+    "2024-01-01",
+    "2024-01-01T00:00:00Z",
+    "true",
+    "False",
+    "=",
+    "<<",
+    "=x",
+    "a,b",
+    "python3 -m dynamo.vllm --x $MODEL",
+    "back\\slash",
+    "ctl\x01",
+    "\ufeffbom",
+    "a\u0085b",
+    "x\r\ny",
+    "\ttab\nz",
+    "a \nb",
+    "\x7fdel",
+    "😀 emoji",
+    "n",
+    "Y",
+    "1e5",
+    "0b1",
 ]
 
 
 def _corpus() -> list[str]:
     rnd = random.Random(7)
     alphabet = string.printable + "é✓\u2028\x85\ufeff\x7f\x9f😀"
-    return TRICKY + ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12)))
-                     for _ in range(3000)]
+    return TRICKY + [
+        "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12))) for _ in range(3000)
+    ]
 
 
 def test_round_trip_with_pyyaml() -> None:
-    objs = [{"k": t, t or "e": [t, {"n": t}], "l": [[t], []], "d": {},
-             "i": [1, -2, 3.5, True, None, 10**20, -0.0, 1e300, 1e-5]} for t in _corpus()]
+    objs = [
+        {
+            "k": t,
+            t or "e": [t, {"n": t}],
+            "l": [[t], []],
+            "d": {},
+            "i": [1, -2, 3.5, True, None, 10**20, -0.0, 1e300, 1e-5],
+        }
+        for t in _corpus()
+    ]
     assert list(yaml.safe_load_all(dump_all(objs))) == objs
 
 
@@ -50,11 +118,12 @@ def test_strings_go_would_read_as_other_types_are_quoted(value: str) -> None:
 
 
 def test_ordinary_strings_stay_plain() -> None:
-    assert dump_document({"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0",
-                          "n1": "nope"}) == (
-        "---\nimage: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0\nn1: nope\n")
+    assert dump_document(
+        {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0", "n1": "nope"}
+    ) == ("---\nimage: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0\nn1: nope\n")
 
 
 def test_multi_line_strings_are_literal_blocks() -> None:
     assert dump_document({"data": {"cfg": "a: 1\nb: 2\n"}}) == (
-        "---\ndata:\n  cfg: |\n    a: 1\n    b: 2\n")
+        "---\ndata:\n  cfg: |\n    a: 1\n    b: 2\n"
+    )

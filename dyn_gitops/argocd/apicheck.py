@@ -23,9 +23,9 @@ _HINTS = {
     "leaderworkerset.x-k8s.io": "install LeaderWorkerSet, or set the setting lws to false",
     "grove.io": "install Grove, or set the setting grove to false",
     "scheduling.volcano.sh": "install Volcano (LeaderWorkerSet gangs), or set the setting lws "
-                             "to false",
+    "to false",
     "resource.k8s.io": "DRA needs resource.k8s.io/v1 (Kubernetes 1.34+) and a GPU DRA driver; "
-                       "or set the setting dra to false",
+    "or set the setting dra to false",
     "networking.istio.io": "install Istio, or leave the setting istio-gateway empty",
     "inference.networking.k8s.io": "install the Gateway API Inference Extension CRDs",
     "inference.networking.x-k8s.io": "install the Gateway API Inference Extension CRDs",
@@ -37,7 +37,8 @@ def _has_native_sidecar(node: Any) -> bool:
     if isinstance(node, dict):
         inits = node.get("initContainers")
         if isinstance(inits, list) and any(
-                isinstance(c, dict) and c.get("restartPolicy") == "Always" for c in inits):
+            isinstance(c, dict) and c.get("restartPolicy") == "Always" for c in inits
+        ):
             return True
         return any(_has_native_sidecar(v) for v in node.values())
     if isinstance(node, list):
@@ -47,8 +48,11 @@ def _has_native_sidecar(node: Any) -> bool:
 
 #: field-level features: (first minor where they are on by default, what, detector)
 FEATURES: tuple[tuple[tuple[int, int], str, Callable[[Any], bool]], ...] = (
-    ((1, 29), "native sidecar containers (initContainers[].restartPolicy: Always)",
-     _has_native_sidecar),
+    (
+        (1, 29),
+        "native sidecar containers (initContainers[].restartPolicy: Always)",
+        _has_native_sidecar,
+    ),
 )
 
 
@@ -109,15 +113,14 @@ def _crd_served(objects: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
     return out
 
 
-def check(objects: list[dict[str, Any]], *, kube_version: str,
-          api_versions: str) -> list[str]:
+def check(objects: list[dict[str, Any]], *, kube_version: str, api_versions: str) -> list[str]:
     """Every problem of :func:`problems`, one line each."""
-    return [str(p) for p in problems(objects, kube_version=kube_version,
-                                     api_versions=api_versions)]
+    return [str(p) for p in problems(objects, kube_version=kube_version, api_versions=api_versions)]
 
 
-def problems(objects: list[dict[str, Any]], *, kube_version: str,
-             api_versions: str) -> list[Problem]:
+def problems(
+    objects: list[dict[str, Any]], *, kube_version: str, api_versions: str
+) -> list[Problem]:
     """Every problem; empty when the cluster has what the output needs."""
     found: list[Problem] = []
     if api_versions.strip():
@@ -133,23 +136,39 @@ def problems(objects: list[dict[str, Any]], *, kube_version: str,
                 continue
             name = str((obj.get("metadata") or {}).get("name", "?"))
             missing.setdefault((_origin(obj), gv, kind), []).append(name)
-        for (origin, gv, kind), names in sorted(missing.items(),
-                                                key=lambda m: (_shown(m[0][0]), *m[0][1:])):
+        for (origin, gv, kind), names in sorted(
+            missing.items(), key=lambda m: (_shown(m[0][0]), *m[0][1:])
+        ):
             shown = ", ".join(sorted(names)[:3]) + (" ..." if len(names) > 3 else "")
             hint = _HINTS.get(gv.rpartition("/")[0], "install the API that serves it")
-            found.append(replace(origin, message=(
-                f"renders {kind} {shown} ({gv}), which the destination cluster does not serve "
-                f"(KUBE_API_VERSIONS): {hint}")))
+            found.append(
+                replace(
+                    origin,
+                    message=(
+                        f"renders {kind} {shown} ({gv}), which the destination cluster "
+                        f"does not serve (KUBE_API_VERSIONS): {hint}"
+                    ),
+                )
+            )
     have = parse_kube_version(kube_version) if kube_version else None
     if have is not None:
         for need, what, uses in FEATURES:
             for obj in objects:  # Dynamo kinds only describe pods; their children are pods
-                if (need > have and _ours(obj)
-                        and not str(obj.get("apiVersion", "")).startswith("nvidia.com/")
-                        and uses(obj)):
+                if (
+                    need > have
+                    and _ours(obj)
+                    and not str(obj.get("apiVersion", "")).startswith("nvidia.com/")
+                    and uses(obj)
+                ):
                     meta = obj.get("metadata") or {}
-                    found.append(replace(_origin(obj), message=(
-                        f"{obj.get('kind')} {meta.get('name')} uses {what}, which needs "
-                        f"Kubernetes {need[0]}.{need[1]} or newer; the destination cluster runs "
-                        f"{kube_version} (KUBE_VERSION)")))
+                    found.append(
+                        replace(
+                            _origin(obj),
+                            message=(
+                                f"{obj.get('kind')} {meta.get('name')} uses {what}, which "
+                                f"needs Kubernetes {need[0]}.{need[1]} or newer; the "
+                                f"destination cluster runs {kube_version} (KUBE_VERSION)"
+                            ),
+                        )
+                    )
     return found

@@ -39,8 +39,11 @@ def _private(directory: str) -> bool:
         st = posix.lstat(directory)
     except OSError:
         return False
-    return (st.st_mode & 0o170000 == 0o040000 and st.st_uid == posix.getuid()
-            and st.st_mode & 0o022 == 0)
+    return (
+        st.st_mode & 0o170000 == 0o040000
+        and st.st_uid == posix.getuid()
+        and st.st_mode & 0o022 == 0
+    )
 
 
 def encode_request(cwd: bytes, environ: dict[bytes, bytes]) -> bytes:
@@ -90,8 +93,11 @@ def via_server(version: str) -> int | None:
         sock.close()
     if status.strip().isdigit():
         return int(status)
-    posix.write(2, b"dyn-gitops: internal error: the render server ended without an answer; "
-                b"retry (Argo CD: hard refresh)\n")
+    posix.write(
+        2,
+        b"dyn-gitops: internal error: the render server ended without an answer; "
+        b"retry (Argo CD: hard refresh)\n",
+    )
     return DEAD_SERVER
 
 
@@ -112,8 +118,9 @@ def start_server(python: str, version: str) -> None:
         posix.closerange(3, 65536)
         posix.chdir("/")  # never in the application directory: Argo CD deletes it
         # -P: nothing imported from the working directory (a repository's files)
-        posix.execv(python, [python, "-P", "-c",
-                             "from dyn_gitops.argocd.server import main; main()", path])
+        posix.execv(
+            python, [python, "-P", "-c", "from dyn_gitops.argocd.server import main; main()", path]
+        )
     finally:
         posix._exit(127)
 
@@ -128,5 +135,13 @@ def launch(python: str, version: str) -> None:
         if posix.environ.get(b"ARGOCD_APP_NAME"):
             start_server(python, version)
         args = ["cmp", "generate", "--server", "off"]
-    posix.execv(python, [python, "-P", "-c", "import sys; sys.argv[0] = 'dyn-gitops'; "
-                      "from dyn_gitops.oneshot import main; main()", *args])
+    posix.execv(
+        python,
+        [
+            python,
+            "-P",
+            "-c",
+            "import sys; sys.argv[0] = 'dyn-gitops'; from dyn_gitops.oneshot import main; main()",
+            *args,
+        ],
+    )

@@ -71,11 +71,12 @@ def read(environ: Mapping[str, str]) -> CmpInputs:
         if var.startswith((APP_ENV_PREFIX, ENV_PREFIX)):
             settings_env[var] = value  # unknown names are reported by resolve()
         elif var.startswith(ARGOCD_ENV_PREFIX):
-            rest = var[len(ARGOCD_ENV_PREFIX):]
+            rest = var[len(ARGOCD_ENV_PREFIX) :]
             if _setting_name(rest) in BY_NAME:
                 problems.append(
                     f"environment {var}: not read: name the plugin env entry "
-                    f"{ENV_PREFIX}{rest} (Argo CD passes it as {APP_ENV_PREFIX}{rest})")
+                    f"{ENV_PREFIX}{rest} (Argo CD passes it as {APP_ENV_PREFIX}{rest})"
+                )
     parameters = parse_parameters(environ.get("ARGOCD_APP_PARAMETERS", ""), problems)
     namespace = environ.get("ARGOCD_APP_NAMESPACE", "").strip()
     if namespace:  # the same rule as the namespace setting, whatever its source
@@ -112,16 +113,17 @@ def parse_parameters(raw: str, problems: list[str]) -> dict[str, str]:
         problems.append(f"{where}: not valid JSON ({exc})")
         return {}
     if not isinstance(data, list):
-        problems.append(f"{where}: expected a JSON list of parameters, found "
-                        f"{type(data).__name__}")
+        problems.append(f"{where}: expected a JSON list of parameters, found {type(data).__name__}")
         return {}
     out: dict[str, str] = {}
     seen: set[str] = set()
     for i, item in enumerate(data):
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str) or not name:
-            problems.append(f"{where}[{i}]: expected an object with a name, found "
-                            f"{describe(item, sensitive=True)}")
+            problems.append(
+                f"{where}[{i}]: expected an object with a name, found "
+                f"{describe(item, sensitive=True)}"
+            )
             continue
         assert isinstance(item, dict)
         if name in seen:
@@ -130,16 +132,19 @@ def parse_parameters(raw: str, problems: list[str]) -> dict[str, str]:
         seen.add(name)
         for shape in ("array", "map"):
             if item.get(shape) is not None:
-                problems.append(f"parameter {name}: takes a single value (string), "
-                                f"found {'an' if shape == 'array' else 'a'} {shape}")
+                problems.append(
+                    f"parameter {name}: takes a single value (string), "
+                    f"found {'an' if shape == 'array' else 'a'} {shape}"
+                )
                 break
         else:
             value = item.get("string")
             if value is None:
                 continue
             if not isinstance(value, str):
-                problems.append(f"parameter {name}: expected a string, found "
-                                f"{describe(value, sensitive=True)}")
+                problems.append(
+                    f"parameter {name}: expected a string, found {describe(value, sensitive=True)}"
+                )
                 continue
             out[name] = value
     return out

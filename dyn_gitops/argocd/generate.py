@@ -29,15 +29,18 @@ def _err(line: str) -> None:
     sys.stderr.write(printable(line) + "\n")
 
 
-def with_destination_namespace(ctx: context.RenderContext,
-                               namespace: str) -> context.RenderContext:
+def with_destination_namespace(ctx: context.RenderContext, namespace: str) -> context.RenderContext:
     """The destination namespace replaces the registry default, nothing set explicitly."""
     resolved = ctx.resolved
     if not namespace or resolved.origins.get("namespace") != "default":
         return ctx
-    return dataclasses.replace(ctx, resolved=Resolved(
-        dataclasses.replace(resolved.settings, namespace=namespace),
-        {**resolved.origins, "namespace": "ARGOCD_APP_NAMESPACE"}))
+    return dataclasses.replace(
+        ctx,
+        resolved=Resolved(
+            dataclasses.replace(resolved.settings, namespace=namespace),
+            {**resolved.origins, "namespace": "ARGOCD_APP_NAMESPACE"},
+        ),
+    )
 
 
 def stamp_source_root(objects: list[dict[str, Any]], source_path: str) -> None:
@@ -69,11 +72,11 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
         for problem in exc.problems + _settings_problems(environ):
             _err(f"dyn-gitops: {problem}")
         return int(ExitCode.USAGE)
-    runner = context.Runner(env=inputs.settings_env, env_prefixes=cmpenv.ENV_PREFIXES,
-                            parameters=inputs.parameters)
+    runner = context.Runner(
+        env=inputs.settings_env, env_prefixes=cmpenv.ENV_PREFIXES, parameters=inputs.parameters
+    )
     try:
-        ctx = with_destination_namespace(context.open_path(".", runner=runner),
-                                         inputs.namespace)
+        ctx = with_destination_namespace(context.open_path(".", runner=runner), inputs.namespace)
         if inputs.revision and ctx.source.commit is None:
             ctx.source.commit = inputs.revision  # provenance: dyn-gitops.io/source-commit
         result = context.render(ctx)
@@ -86,14 +89,17 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
     objects = result.objects
     if inputs.source_path:
         stamp_source_root(objects, inputs.source_path)
-    found = apicheck.problems(objects, kube_version=inputs.kube_version,
-                              api_versions=inputs.kube_api_versions)
+    found = apicheck.problems(
+        objects, kube_version=inputs.kube_version, api_versions=inputs.kube_api_versions
+    )
     if found:
         for finding in found:
             _err(str(finding))
         n = len(found)
-        _err(f"dyn-gitops: {n} problem{'s' if n != 1 else ''} with the destination cluster; "
-             "nothing rendered")
+        _err(
+            f"dyn-gitops: {n} problem{'s' if n != 1 else ''} with the destination cluster; "
+            "nothing rendered"
+        )
         return int(ExitCode.INVALID_INPUT)
     settings = ctx.settings
     text = render_text(objects, settings.output_format)
@@ -114,6 +120,8 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
         return int(exc.exit_code)
     ms = (time.perf_counter() - started) * 1000
     graphs = f"{result.graphs} DynamoGraphDeployment{'s' if result.graphs != 1 else ''}"
-    _err(f"dyn-gitops: {len(objects)} objects from {graphs} in {ms:.0f} ms ({how}); "
-         f"render_ms={ms:.1f}")
+    _err(
+        f"dyn-gitops: {len(objects)} objects from {graphs} in {ms:.0f} ms ({how}); "
+        f"render_ms={ms:.1f}"
+    )
     return int(ExitCode.OK)

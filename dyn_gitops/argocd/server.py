@@ -115,7 +115,8 @@ class _Pending:
     def _read_header(self) -> None:
         while len(self.header) < HEADER_LEN:
             data, ancdata, _flags, _addr = self.conn.recvmsg(
-                HEADER_LEN - len(self.header), socket.CMSG_SPACE(2 * 4))
+                HEADER_LEN - len(self.header), socket.CMSG_SPACE(2 * 4)
+            )
             for level, kind, raw in ancdata:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     usable = len(raw) - len(raw) % 4
@@ -123,9 +124,9 @@ class _Pending:
             if not data:
                 raise ValueError("closed before the request was complete")
             self.header += data
-        if self.header[:len(MAGIC)] != MAGIC or len(self.fds) != 2:
+        if self.header[: len(MAGIC)] != MAGIC or len(self.fds) != 2:
             raise ValueError("malformed request")
-        size = int.from_bytes(self.header[len(MAGIC):], "big")
+        size = int.from_bytes(self.header[len(MAGIC) :], "big")
         if size > MAX_REQUEST_BYTES:
             raise ValueError(f"request of {size} bytes, over {MAX_REQUEST_BYTES}")
         self.size = size
@@ -148,8 +149,12 @@ def _child(conn: socket.socket, fds: list[int], cwd: bytes, env: dict[bytes, byt
         for fd in fds:
             os.close(fd)
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                      errors="backslashreplace", line_buffering=True)
+        sys.stderr = io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False),
+            encoding="utf-8",
+            errors="backslashreplace",
+            line_buffering=True,
+        )
         os.chdir(cwd)
         os.environb.clear()
         os.environb.update(env)
@@ -163,8 +168,10 @@ def _child(conn: socket.socket, fds: list[int], cwd: bytes, env: dict[bytes, byt
             traceback.print_exc()
         from ..display import printable
 
-        sys.stderr.write(printable(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} ")
-                         + "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)\n")
+        sys.stderr.write(
+            printable(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} ")
+            + "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)\n"
+        )
         code = 3
     finally:
         try:
@@ -205,10 +212,15 @@ def _no_relative_imports() -> None:
 def _prepare_dir(directory: str) -> None:
     os.makedirs(directory, mode=0o700, exist_ok=True)
     st = os.lstat(directory)
-    if not (os.path.isdir(directory) and not os.path.islink(directory)
-            and st.st_uid == os.getuid() and st.st_mode & 0o077 == 0):
-        raise PermissionError(f"{directory} is not a private directory of uid {os.getuid()}; "
-                              "refusing to serve there")
+    if not (
+        os.path.isdir(directory)
+        and not os.path.islink(directory)
+        and st.st_uid == os.getuid()
+        and st.st_mode & 0o077 == 0
+    ):
+        raise PermissionError(
+            f"{directory} is not a private directory of uid {os.getuid()}; refusing to serve there"
+        )
 
 
 def serve(path: str, *, idle_timeout: float = 0.0) -> int:
@@ -259,8 +271,13 @@ def serve(path: str, *, idle_timeout: float = 0.0) -> int:
                 break
         except FileNotFoundError:
             break
-        if (idle_timeout and time.monotonic() - last > idle_timeout and not loop.children
-                and not loop.pending and not loop.ready):
+        if (
+            idle_timeout
+            and time.monotonic() - last > idle_timeout
+            and not loop.children
+            and not loop.pending
+            and not loop.ready
+        ):
             break
         if loop.step():
             last = time.monotonic()
@@ -289,8 +306,11 @@ class _Loop:
     def step(self) -> bool:
         """One turn of the loop (at most about a second); True if a request was started."""
         now = time.monotonic()
-        timeout = 0.05 if self.ready else min(
-            [1.0, *(max(0.0, p.deadline - now) for p in self.pending.values())])
+        timeout = (
+            0.05
+            if self.ready
+            else min([1.0, *(max(0.0, p.deadline - now) for p in self.pending.values())])
+        )
         for key, _events in self.selector.select(timeout):
             if key.fileobj is self.listener:
                 self._accept()
@@ -380,8 +400,9 @@ def main() -> None:
     """Entry for the detached server started by :func:`.client.start_server`."""
     args = sys.argv[1:]
     if len(args) != 1:
-        sys.stderr.write("usage: python -c 'from dyn_gitops.argocd.server import main; main()' "
-                         "SOCKET\n")
+        sys.stderr.write(
+            "usage: python -c 'from dyn_gitops.argocd.server import main; main()' SOCKET\n"
+        )
         sys.exit(2)
     _no_relative_imports()
     try:  # detached: stderr is /dev/null, so keep a short log beside the socket

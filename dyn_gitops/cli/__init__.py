@@ -29,8 +29,17 @@ def main() -> None:
     """Render NVIDIA Dynamo graphs into the Kubernetes workloads they become."""
 
 
-for command in (render.render, render.validate, render.settings_cmd, hydrate.hydrate,
-                diff.diff_cmd, stdin.krm, stdin.post_render, render.crds, cmp.cmp):
+for command in (
+    render.render,
+    render.validate,
+    render.settings_cmd,
+    hydrate.hydrate,
+    diff.diff_cmd,
+    stdin.krm,
+    stdin.post_render,
+    render.crds,
+    cmp.cmp,
+):
     main.add_command(command)
 
 
@@ -43,9 +52,13 @@ def entry() -> None:
     except BaseException as exc:
         if os.environ.get("DYN_GITOPS_DEBUG"):
             raise
-        click.echo(printable(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} "
-                             "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)"),
-                   err=True)
+        click.echo(
+            printable(
+                f"dyn-gitops: internal error: {type(exc).__name__}: {exc} "
+                "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)"
+            ),
+            err=True,
+        )
         sys.exit(int(ExitCode.INTERNAL))
 
 

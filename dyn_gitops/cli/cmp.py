@@ -21,10 +21,14 @@ def cmp() -> None:
 
 
 @cmp.command()
-@click.option("--server", type=click.Choice(["auto", "off"]), default="auto",
-              show_default=True,
-              help="auto: use the sidecar's warm render server when one runs, and start one "
-                   "under Argo CD; off: render in this process.")
+@click.option(
+    "--server",
+    type=click.Choice(["auto", "off"]),
+    default="auto",
+    show_default=True,
+    help="auto: use the sidecar's warm render server when one runs, and start one "
+    "under Argo CD; off: render in this process.",
+)
 def generate(server: str) -> None:
     """Render the current directory with the Argo CD plugin environment.
 
@@ -56,8 +60,11 @@ def parameters() -> None:
 
 
 @cmp.command("plugin-yaml")
-@click.option("--discovery", is_flag=True,
-              help="The opt-in variant that also matches Applications without a plugin name.")
+@click.option(
+    "--discovery",
+    is_flag=True,
+    help="The opt-in variant that also matches Applications without a plugin name.",
+)
 def plugin_yaml(discovery: bool) -> None:
     """Print plugin.yaml (the repository's copy must equal this output)."""
     from ..argocd.plugin import plugin_yaml as make
@@ -67,18 +74,30 @@ def plugin_yaml(discovery: bool) -> None:
 
 
 @cmp.command()
-@click.option("--socket", "socket_path", default=None, metavar="PATH",
-              help="Unix socket (default: $TMPDIR/dyn-gitops-<uid>/render-<version>.sock, "
-                   "where generate looks for it).")
-@click.option("--idle-timeout", type=float, default=0.0, show_default=True, metavar="SECONDS",
-              help="Exit after this long without a request (0: never).")
+@click.option(
+    "--socket",
+    "socket_path",
+    default=None,
+    metavar="PATH",
+    help="Unix socket (default: $TMPDIR/dyn-gitops-<uid>/render-<version>.sock, "
+    "where generate looks for it).",
+)
+@click.option(
+    "--idle-timeout",
+    type=float,
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Exit after this long without a request (0: never).",
+)
 def serve(socket_path: str | None, idle_timeout: float) -> None:
     """Run the warm render server in the foreground (generate starts one by itself)."""
     from .. import __version__
     from ..argocd import client, server
 
-    sys.exit(server.serve(socket_path or client.socket_path(__version__),
-                          idle_timeout=idle_timeout))
+    sys.exit(
+        server.serve(socket_path or client.socket_path(__version__), idle_timeout=idle_timeout)
+    )
 
 
 @cmp.command("install-launcher")
@@ -96,15 +115,17 @@ def install_launcher(dest: str) -> None:
 
     parent = str(Path(package_init).resolve().parent.parent)  # the directory holding dyn_gitops
     python = sys.executable
-    text = (f"#!{python} -IS\n"
-            "# dyn-gitops launcher for the Argo CD sidecar (written by `dyn-gitops cmp "
-            "install-launcher`):\n"
-            "# `cmp generate` goes to the warm render server; anything else runs the full "
-            "CLI.\n"
-            "import sys\n"
-            f"sys.path.append({parent!r})\n"
-            "from dyn_gitops.argocd.client import launch\n"
-            f"launch({python!r}, {__version__!r})\n")
+    text = (
+        f"#!{python} -IS\n"
+        "# dyn-gitops launcher for the Argo CD sidecar (written by `dyn-gitops cmp "
+        "install-launcher`):\n"
+        "# `cmp generate` goes to the warm render server; anything else runs the full "
+        "CLI.\n"
+        "import sys\n"
+        f"sys.path.append({parent!r})\n"
+        "from dyn_gitops.argocd.client import launch\n"
+        f"launch({python!r}, {__version__!r})\n"
+    )
     target = Path(dest)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(text)

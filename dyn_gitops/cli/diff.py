@@ -22,10 +22,17 @@ EXIT_ERROR = 2
 @click.command("diff")
 @click.argument("path", default=".", required=False)
 @click.option("--base", required=True, metavar="REV", help="The revision to compare from.")
-@click.option("--head", default="HEAD", show_default=True, metavar="REV",
-              help="The revision to compare to.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
-              show_default=True, help="text for a terminal, markdown for a PR comment.")
+@click.option(
+    "--head", default="HEAD", show_default=True, metavar="REV", help="The revision to compare to."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, markdown for a PR comment.",
+)
 @setting_options
 def diff_cmd(path: str, base: str, head: str, fmt: str, **values: Any) -> None:
     """Render PATH at two revisions and show what changes in the workloads, field by field.

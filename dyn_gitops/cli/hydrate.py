@@ -31,29 +31,64 @@ def _author(value: str | None) -> Any:
 
 @click.command()
 @click.argument("path", default=".", required=False)
-@click.option("--rev", default="HEAD", show_default=True, metavar="REV",
-              help="Render PATH as of this Git revision (read from the object store).")
-@click.option("--branch", default="rendered", show_default=True,
-              help="Branch that receives the rendered tree (created if missing). It is "
-                   "never checked out, and only ever fast-forwarded.")
-@click.option("--out-dir", default=None, metavar="DIR",
-              help="Write the rendered tree to DIR instead of committing it "
-                   "(for `flux push artifact`).")
-@click.option("--target-path", default="", metavar="DIR",
-              help="Replace only this directory of the branch (several apps, one branch).")
+@click.option(
+    "--rev",
+    default="HEAD",
+    show_default=True,
+    metavar="REV",
+    help="Render PATH as of this Git revision (read from the object store).",
+)
+@click.option(
+    "--branch",
+    default="rendered",
+    show_default=True,
+    help="Branch that receives the rendered tree (created if missing). It is "
+    "never checked out, and only ever fast-forwarded.",
+)
+@click.option(
+    "--out-dir",
+    default=None,
+    metavar="DIR",
+    help="Write the rendered tree to DIR instead of committing it (for `flux push artifact`).",
+)
+@click.option(
+    "--target-path",
+    default="",
+    metavar="DIR",
+    help="Replace only this directory of the branch (several apps, one branch).",
+)
 @click.option("-m", "--message", default=None, help="Subject line of the commit.")
-@click.option("--author", default=None, metavar="'NAME <EMAIL>'",
-              help="Author and committer (default: the repository's user.name and "
-                   "user.email, else dyn-gitops).")
-@click.option("--no-cache", is_flag=True,
-              help="Render every input file again instead of reusing unchanged outputs.")
-@click.option("--allow-rewind", is_flag=True,
-              help="Publish even if REV does not descend from the commit the branch was last "
-                   "rendered from (a rollback, or history rewritten on purpose).")
+@click.option(
+    "--author",
+    default=None,
+    metavar="'NAME <EMAIL>'",
+    help="Author and committer (default: the repository's user.name and "
+    "user.email, else dyn-gitops).",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Render every input file again instead of reusing unchanged outputs.",
+)
+@click.option(
+    "--allow-rewind",
+    is_flag=True,
+    help="Publish even if REV does not descend from the commit the branch was last "
+    "rendered from (a rollback, or history rewritten on purpose).",
+)
 @setting_options
-def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: str,
-            message: str | None, author: str | None, no_cache: bool, allow_rewind: bool,
-            **values: Any) -> None:
+def hydrate(
+    path: str,
+    rev: str,
+    branch: str,
+    out_dir: str | None,
+    target_path: str,
+    message: str | None,
+    author: str | None,
+    no_cache: bool,
+    allow_rewind: bool,
+    **values: Any,
+) -> None:
     """Render PATH at a commit and publish the result as a commit on a branch.
 
     Prints the branch tip (the new commit, or the unchanged tip) on stdout. Exit codes:
@@ -75,13 +110,21 @@ def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: 
         if out_dir:
             from ..workflows.outdir import to_dir
 
-            p = to_dir(out_dir, src, settings, rev=rev, source_path=source_path,
-                       use_cache=not no_cache)
+            p = to_dir(
+                out_dir, src, settings, rev=rev, source_path=source_path, use_cache=not no_cache
+            )
             _report(p, f"wrote {out_dir}")
             return
-        req = hyd.Request(rev=rev, source_path=source_path, branch=branch,
-                          target_path=target_path, message=message, author=who,
-                          use_cache=not no_cache, allow_rewind=allow_rewind)
+        req = hyd.Request(
+            rev=rev,
+            source_path=source_path,
+            branch=branch,
+            target_path=target_path,
+            message=message,
+            author=who,
+            use_cache=not no_cache,
+            allow_rewind=allow_rewind,
+        )
         result = hyd.to_branch(".", src, settings, req)
     except DynGitopsError as exc:  # BranchMoved exits 4: run it again
         fail_with(exc, "nothing hydrated")
@@ -96,8 +139,9 @@ def hydrate(path: str, rev: str, branch: str, out_dir: str | None, target_path: 
 
 
 def _report(p: Any, what: str) -> None:
-    how = ("full render" if p.full else
-           f"{len(p.rendered)} input files rendered, {len(p.reused)} reused")
+    how = (
+        "full render"
+        if p.full
+        else f"{len(p.rendered)} input files rendered, {len(p.reused)} reused"
+    )
     click.echo(f"dyn-gitops: {what}: {p.objects} objects ({how})", err=True)
-
-

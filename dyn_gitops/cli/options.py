@@ -19,21 +19,29 @@ def setting_options(func: F) -> F:
     for spec in reversed(REGISTRY):
         help_text = f"{spec.help} [env {spec.env_var}; default {spec.default!r}]"
         if spec.kind is bool:
-            opt = click.option(f"{spec.cli_flag}/--no-{spec.name}", spec.attr, default=None,
-                               help=help_text)
+            opt = click.option(
+                f"{spec.cli_flag}/--no-{spec.name}", spec.attr, default=None, help=help_text
+            )
         elif spec.choices:
-            opt = click.option(spec.cli_flag, spec.attr, type=click.Choice(spec.choices),
-                               default=None, help=help_text)
+            opt = click.option(
+                spec.cli_flag,
+                spec.attr,
+                type=click.Choice(spec.choices),
+                default=None,
+                help=help_text,
+            )
         else:
-            opt = click.option(spec.cli_flag, spec.attr, type=spec.kind, default=None,
-                               help=help_text)
+            opt = click.option(
+                spec.cli_flag, spec.attr, type=spec.kind, default=None, help=help_text
+            )
         func = opt(func)
     return func
 
 
 def source_options(func: F) -> F:
-    func = click.option("--rev", default=None, metavar="REV",
-                        help="Read PATH from this Git revision (no checkout).")(func)
+    func = click.option(
+        "--rev", default=None, metavar="REV", help="Read PATH from this Git revision (no checkout)."
+    )(func)
     return click.argument("path", default=".", required=False)(func)
 
 

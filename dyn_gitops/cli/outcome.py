@@ -27,11 +27,13 @@ def problem_lines(problems: list[Any], what: str) -> list[str]:
     """Each problem, then ``N problems found; <what>``."""
     n = len(problems)
     return [str(p) for p in problems] + [
-        f"dyn-gitops: {n} problem{'s' if n != 1 else ''} found; {what}"]
+        f"dyn-gitops: {n} problem{'s' if n != 1 else ''} found; {what}"
+    ]
 
 
-def fail_with(exc: DynGitopsError, what: str = "nothing rendered",
-              code: int | None = None) -> NoReturn:
+def fail_with(
+    exc: DynGitopsError, what: str = "nothing rendered", code: int | None = None
+) -> NoReturn:
     """End the command with ``exc``'s lines and exit code (or ``code``)."""
     lines = exc.lines(what) if isinstance(exc, RenderError) else exc.lines()
     fail(lines, exc.exit_code if code is None else code)

@@ -17,8 +17,12 @@ from .outcome import fail, reported, warn
 
 @click.command()
 @source_options
-@click.option("--out-dir", default=None, metavar="DIR",
-              help="Write one file per object under DIR instead of printing a stream.")
+@click.option(
+    "--out-dir",
+    default=None,
+    metavar="DIR",
+    help="Write one file per object under DIR instead of printing a stream.",
+)
 @setting_options
 def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> None:
     """Render PATH (a directory, a file, or - for stdin) to stdout."""
@@ -51,8 +55,11 @@ def validate(path: str, rev: str | None, **values: Any) -> None:
         ctx = context.open_path(path, rev, runner=runner(values))
         result = context.render(ctx)
     warn(result.warnings)
-    click.echo(f"dyn-gitops: {len(ctx.source.files)} files, {result.graphs} "
-               f"DynamoGraphDeployments, {len(result.objects)} objects: valid", err=True)
+    click.echo(
+        f"dyn-gitops: {len(ctx.source.files)} files, {result.graphs} "
+        f"DynamoGraphDeployments, {len(result.objects)} objects: valid",
+        err=True,
+    )
 
 
 @click.command("settings")
@@ -77,10 +84,14 @@ def settings_cmd(path: str, rev: str | None, **values: Any) -> None:
 
 
 @click.command()
-@click.option("--json-schema-dir", default=None, metavar="DIR",
-              help="Write their schemas as JSON schemas for kubeconform instead, as "
-                   "DIR/<group>/<kind>_<version>.json (-schema-location "
-                   "'DIR/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json').")
+@click.option(
+    "--json-schema-dir",
+    default=None,
+    metavar="DIR",
+    help="Write their schemas as JSON schemas for kubeconform instead, as "
+    "DIR/<group>/<kind>_<version>.json (-schema-location "
+    "'DIR/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json').",
+)
 def crds(json_schema_dir: str | None) -> None:
     """Print the CustomResourceDefinitions of the Dynamo kinds (from our own models)."""
     from ..crds import crds as make

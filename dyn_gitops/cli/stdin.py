@@ -19,13 +19,20 @@ from .outcome import fail, problem_lines, reported, warn
 def _read_stdin(limit: int) -> str:
     data = sys.stdin.buffer.read(limit + 1)
     if len(data) > limit:
-        fail([f"dyn-gitops: stdin is more than {limit} bytes (setting max-file-bytes sets "
-              "the limit); nothing done"], ExitCode.INVALID_INPUT)
+        fail(
+            [
+                f"dyn-gitops: stdin is more than {limit} bytes (setting max-file-bytes sets "
+                "the limit); nothing done"
+            ],
+            ExitCode.INVALID_INPUT,
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        fail([f"dyn-gitops: stdin is not UTF-8 ({exc.reason} at byte {exc.start})"],
-             ExitCode.INVALID_INPUT)
+        fail(
+            [f"dyn-gitops: stdin is not UTF-8 ({exc.reason} at byte {exc.start})"],
+            ExitCode.INVALID_INPUT,
+        )
 
 
 @click.command()
@@ -82,5 +89,8 @@ def post_render(**values: Any) -> None:
         warn(result.warnings)
         if postrender.HELM_FILENAME in text:  # Helm 4: it files objects by this annotation
             postrender.stamp(result.objects, {f.path for f in files} - {postrender.STDIN})
-        write_stdout(render_text(result.objects, ctx.settings.output_format,
-                                 max_bytes=ctx.settings.max_output_bytes))
+        write_stdout(
+            render_text(
+                result.objects, ctx.settings.output_format, max_bytes=ctx.settings.max_output_bytes
+            )
+        )

@@ -76,9 +76,16 @@ def _field_env(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def common_env(*, dynamo_ns: str, component_type: str, dgd_name: str, dgd_namespace: str,
-               discovery_backend: str, container_discovery: bool,
-               container_name: str = MAIN_CONTAINER) -> list[dict[str, Any]]:
+def common_env(
+    *,
+    dynamo_ns: str,
+    component_type: str,
+    dgd_name: str,
+    dgd_namespace: str,
+    discovery_backend: str,
+    container_discovery: bool,
+    container_name: str = MAIN_CONTAINER,
+) -> list[dict[str, Any]]:
     env = [
         _env("DYN_NAMESPACE", dynamo_ns),
         _env("DYN_COMPONENT", component_type),
@@ -101,10 +108,22 @@ def frontend_container(dynamo_ns: str) -> dict[str, Any]:
         "command": ["python3"],
         "args": ["-m", "dynamo.frontend"],
         "ports": [_port("http", FRONTEND_PORT)],
-        "livenessProbe": _http_probe("/live", "http", initialDelaySeconds=15, periodSeconds=10,
-                                     timeoutSeconds=1, failureThreshold=3),
-        "readinessProbe": _http_probe("/health", "http", initialDelaySeconds=10,
-                                      periodSeconds=10, timeoutSeconds=3, failureThreshold=3),
+        "livenessProbe": _http_probe(
+            "/live",
+            "http",
+            initialDelaySeconds=15,
+            periodSeconds=10,
+            timeoutSeconds=1,
+            failureThreshold=3,
+        ),
+        "readinessProbe": _http_probe(
+            "/health",
+            "http",
+            initialDelaySeconds=10,
+            periodSeconds=10,
+            timeoutSeconds=3,
+            failureThreshold=3,
+        ),
         "env": [
             _env("DYNAMO_PORT", str(FRONTEND_PORT)),
             _env("DYN_HTTP_PORT", str(FRONTEND_PORT)),
@@ -115,12 +134,15 @@ def frontend_container(dynamo_ns: str) -> dict[str, Any]:
 
 def _system_probes() -> dict[str, Any]:
     return {
-        "livenessProbe": _http_probe("/live", "system", periodSeconds=5, timeoutSeconds=4,
-                                     failureThreshold=1),
-        "readinessProbe": _http_probe("/health", "system", periodSeconds=10, timeoutSeconds=4,
-                                      failureThreshold=3),
-        "startupProbe": _http_probe("/live", "system", periodSeconds=10, timeoutSeconds=5,
-                                    failureThreshold=720),
+        "livenessProbe": _http_probe(
+            "/live", "system", periodSeconds=5, timeoutSeconds=4, failureThreshold=1
+        ),
+        "readinessProbe": _http_probe(
+            "/health", "system", periodSeconds=10, timeoutSeconds=4, failureThreshold=3
+        ),
+        "startupProbe": _http_probe(
+            "/live", "system", periodSeconds=10, timeoutSeconds=5, failureThreshold=720
+        ),
     }
 
 
@@ -150,8 +172,10 @@ def planner_container() -> dict[str, Any]:
         "command": ["/bin/sh", "-c"],
         "ports": [_port("metrics", PLANNER_METRICS_PORT), _port("system", SYSTEM_PORT)],
         **_system_probes(),
-        "env": [_env("PLANNER_PROMETHEUS_PORT", str(PLANNER_METRICS_PORT)),
-                _env("DYN_SYSTEM_PORT", str(SYSTEM_PORT))],
+        "env": [
+            _env("PLANNER_PROMETHEUS_PORT", str(PLANNER_METRICS_PORT)),
+            _env("DYN_SYSTEM_PORT", str(SYSTEM_PORT)),
+        ],
     }
 
 
@@ -159,19 +183,36 @@ def epp_container(pool_name: str, pool_namespace: str) -> dict[str, Any]:
     return {
         "command": [],
         "args": [
-            "-pool-name", pool_name, "-pool-namespace", pool_namespace,
-            "-pool-group", INFERENCE_POOL_GROUP, "-v", "4", "--zap-encoder", "json",
-            "-grpc-port", str(EPP_GRPC_PORT), "-grpc-health-port", str(EPP_GRPC_HEALTH_PORT),
-            "-config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_KEY}",
+            "-pool-name",
+            pool_name,
+            "-pool-namespace",
+            pool_namespace,
+            "-pool-group",
+            INFERENCE_POOL_GROUP,
+            "-v",
+            "4",
+            "--zap-encoder",
+            "json",
+            "-grpc-port",
+            str(EPP_GRPC_PORT),
+            "-grpc-health-port",
+            str(EPP_GRPC_HEALTH_PORT),
+            "-config-file",
+            f"{EPP_CONFIG_DIR}/{EPP_CONFIG_KEY}",
         ],
-        "ports": [_port("grpc", EPP_GRPC_PORT), _port("grpc-health", EPP_GRPC_HEALTH_PORT),
-                  _port("metrics", SYSTEM_PORT)],
+        "ports": [
+            _port("grpc", EPP_GRPC_PORT),
+            _port("grpc-health", EPP_GRPC_HEALTH_PORT),
+            _port("metrics", SYSTEM_PORT),
+        ],
         "livenessProbe": _grpc_probe(initialDelaySeconds=5, periodSeconds=10),
         "readinessProbe": _grpc_probe(initialDelaySeconds=5, periodSeconds=10),
         "startupProbe": _grpc_probe(periodSeconds=10, failureThreshold=180),
-        "env": [_env("USE_STREAMING", "true"),
-                _env("RUST_LOG", "debug,dynamo_llm::kv_router=trace"),
-                _env("NVIDIA_VISIBLE_DEVICES", "void")],
+        "env": [
+            _env("USE_STREAMING", "true"),
+            _env("RUST_LOG", "debug,dynamo_llm::kv_router=trace"),
+            _env("NVIDIA_VISIBLE_DEVICES", "void"),
+        ],
         "volumeMounts": [
             {"name": EPP_CONFIG_VOLUME, "mountPath": EPP_CONFIG_DIR, "readOnly": True},
             {"name": "hf-cache", "mountPath": "/home/nonroot/.cache"},
@@ -181,14 +222,22 @@ def epp_container(pool_name: str, pool_namespace: str) -> dict[str, Any]:
 
 def epp_volumes(config_map: str, key: str) -> list[dict[str, Any]]:
     return [
-        {"name": EPP_CONFIG_VOLUME, "configMap": {
-            "name": config_map, "items": [{"key": key, "path": EPP_CONFIG_KEY}]}},
+        {
+            "name": EPP_CONFIG_VOLUME,
+            "configMap": {"name": config_map, "items": [{"key": key, "path": EPP_CONFIG_KEY}]},
+        },
         {"name": "hf-cache", "emptyDir": {}},
     ]
 
 
-def type_container(component_type: str, *, dynamo_ns: str, worker_hash: str | None,
-                   pool_name: str, pool_namespace: str) -> dict[str, Any]:
+def type_container(
+    component_type: str,
+    *,
+    dynamo_ns: str,
+    worker_hash: str | None,
+    pool_name: str,
+    pool_namespace: str,
+) -> dict[str, Any]:
     """Per-type defaults of the main container (command, args, ports, probes, env)."""
     if component_type == naming.FRONTEND:
         return frontend_container(dynamo_ns)
@@ -205,6 +254,11 @@ def service_port(component_type: str) -> dict[str, Any]:
     if component_type == naming.FRONTEND:
         return {"name": "http", "port": FRONTEND_PORT, "targetPort": "http", "protocol": "TCP"}
     if component_type == naming.EPP:
-        return {"name": "grpc", "port": EPP_GRPC_PORT, "targetPort": EPP_GRPC_PORT,
-                "protocol": "TCP", "appProtocol": "http2"}
+        return {
+            "name": "grpc",
+            "port": EPP_GRPC_PORT,
+            "targetPort": EPP_GRPC_PORT,
+            "protocol": "TCP",
+            "appProtocol": "http2",
+        }
     return {"name": "system", "port": SYSTEM_PORT, "targetPort": "system", "protocol": "TCP"}

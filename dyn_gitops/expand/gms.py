@@ -36,10 +36,15 @@ _GO_ATOI = re.compile(r"[+-]?[0-9]+")
 _MASTER_PORT_FLAG = "--master-port"
 _ENGINE_PREFIX = "engine-"
 #: env the engines must not inherit from the main container (replaced or dropped)
-_ENGINE_DROPPED_ENV = frozenset({
-    "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", "DYN_SYSTEM_PORT", "DYN_SYSTEM_ENABLED",
-    "DYN_HEALTH_CHECK_ENABLED", "CONTAINER_NAME",
-})
+_ENGINE_DROPPED_ENV = frozenset(
+    {
+        "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS",
+        "DYN_SYSTEM_PORT",
+        "DYN_SYSTEM_ENABLED",
+        "DYN_HEALTH_CHECK_ENABLED",
+        "CONTAINER_NAME",
+    }
+)
 
 
 def gms_enabled(spec: ServiceSpec) -> bool:
@@ -61,8 +66,11 @@ def gpu_count(spec: ServiceSpec) -> int:
     res = spec.resources
     if res is None:
         return 0
-    text = (res.limits.gpu if res.limits is not None else None) or (
-        res.requests.gpu if res.requests is not None else None) or ""
+    text = (
+        (res.limits.gpu if res.limits is not None else None)
+        or (res.requests.gpu if res.requests is not None else None)
+        or ""
+    )
     return _atoi(str(text)) or 0
 
 
@@ -78,6 +86,7 @@ def device_class(spec: ServiceSpec) -> str:
 
 # --- the pod spec --------------------------------------------------------------------------
 
+
 def apply(pod: Obj, ctx: ComponentContext) -> None:
     """Step 14 of ``GenerateBasePodSpec``: the GMS rewrite, then the failover rewrite.
 
@@ -91,21 +100,28 @@ def apply(pod: Obj, ctx: ComponentContext) -> None:
         return
     nodes = spec.multinode.nodeCount if spec.multinode is not None else 1
     if nodes > 1:
-        raise ComponentError(("gpuMemoryService",),
-                             "gpuMemoryService on a multinode service is not yet supported "
-                             "(the operator applies it to each leader and worker template)")
+        raise ComponentError(
+            ("gpuMemoryService",),
+            "gpuMemoryService on a multinode service is not yet supported "
+            "(the operator applies it to each leader and worker template)",
+        )
     if not ctx.settings.dra:
-        raise ComponentError(("gpuMemoryService",),
-                             "gpuMemoryService needs Dynamic Resource Allocation (the "
-                             "resource.k8s.io/v1 API); the operator refuses it without DRA: "
-                             "set the setting dra to true if the cluster serves it")
+        raise ComponentError(
+            ("gpuMemoryService",),
+            "gpuMemoryService needs Dynamic Resource Allocation (the "
+            "resource.k8s.io/v1 API); the operator refuses it without DRA: "
+            "set the setting dra to true if the cluster serves it",
+        )
     if gpu_count(spec) < 1:
-        raise ComponentError(("gpuMemoryService",),
-                             "gpuMemoryService needs a GPU count >= 1 (resources.limits.gpu "
-                             "or resources.requests.gpu)")
+        raise ComponentError(
+            ("gpuMemoryService",),
+            "gpuMemoryService needs a GPU count >= 1 (resources.limits.gpu "
+            "or resources.requests.gpu)",
+        )
     if failover_enabled(spec) and ctx.backend != "vllm":
-        raise ComponentError(("failover",), "failover is supported only for vLLM workers "
-                                            f"(backend: {ctx.backend})")
+        raise ComponentError(
+            ("failover",), f"failover is supported only for vLLM workers (backend: {ctx.backend})"
+        )
 
     containers: list[Obj] = pod["containers"]
     _apply_claim(pod, containers, claim_template_name(ctx.dgd_name, ctx.service))
@@ -130,10 +146,14 @@ def _apply_claim(pod: Obj, containers: list[Obj], template: str) -> None:
     resources["claims"] = [*resources.get("claims", []), {"name": defaults.GMS_CLAIM}]
     main["resources"] = order_keys(resources, ("limits", "requests", "claims"))
     containers[0] = order_keys(main, CONTAINER_ORDER)
-    pod["tolerations"] = [*(pod.get("tolerations") or []), {
-        "key": naming.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
-    pod["resourceClaims"] = [*(pod.get("resourceClaims") or []), {
-        "name": defaults.GMS_CLAIM, "resourceClaimTemplateName": template}]
+    pod["tolerations"] = [
+        *(pod.get("tolerations") or []),
+        {"key": naming.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    pod["resourceClaims"] = [
+        *(pod.get("resourceClaims") or []),
+        {"name": defaults.GMS_CLAIM, "resourceClaimTemplateName": template},
+    ]
 
 
 def _socket_mount() -> Obj:
@@ -168,31 +188,41 @@ def _ensure_server_sidecar(pod: Obj, containers: list[Obj]) -> None:
     sidecar: Obj = {"name": defaults.GMS_SERVER_CONTAINER}
     if main.get("image"):
         sidecar["image"] = main["image"]
-    sidecar.update({
-        "command": ["python3", "-m", defaults.GMS_SERVER_MODULE],
-        "env": [_socket_env()],
-        "resources": {"claims": [{"name": defaults.GMS_CLAIM}]},
-        "restartPolicy": "Always",
-        "volumeMounts": [_socket_mount()],
-        "startupProbe": {
-            "exec": {"command": ["test", "-f",
-                                 f"{defaults.GMS_MOUNT_PATH}/{defaults.GMS_READY_FILE}"]},
-            "periodSeconds": defaults.GMS_STARTUP_PERIOD_SECONDS,
-            "failureThreshold": defaults.GMS_STARTUP_FAILURE_THRESHOLD,
-        },
-    })
+    sidecar.update(
+        {
+            "command": ["python3", "-m", defaults.GMS_SERVER_MODULE],
+            "env": [_socket_env()],
+            "resources": {"claims": [{"name": defaults.GMS_CLAIM}]},
+            "restartPolicy": "Always",
+            "volumeMounts": [_socket_mount()],
+            "startupProbe": {
+                "exec": {
+                    "command": [
+                        "test",
+                        "-f",
+                        f"{defaults.GMS_MOUNT_PATH}/{defaults.GMS_READY_FILE}",
+                    ]
+                },
+                "periodSeconds": defaults.GMS_STARTUP_PERIOD_SECONDS,
+                "failureThreshold": defaults.GMS_STARTUP_FAILURE_THRESHOLD,
+            },
+        }
+    )
     pod["initContainers"] = [*init, sidecar]
 
 
 # --- failover ------------------------------------------------------------------------------
+
 
 def _failover_containers(containers: list[Obj], nodes: int) -> list[Obj]:
     """``buildFailoverPod`` (vLLM): ``engine-0`` and ``engine-1`` cloned from the main
     container, the other containers after them, then the vLLM overrides."""
     main, others = containers[0], containers[1:]
     engines = [_engine(main, i) for i in range(defaults.FAILOVER_ENGINES)]
-    return [_vllm_overrides(c, nodes) if str(c.get("name", "")).startswith(_ENGINE_PREFIX)
-            else c for c in (*engines, *others)]
+    return [
+        _vllm_overrides(c, nodes) if str(c.get("name", "")).startswith(_ENGINE_PREFIX) else c
+        for c in (*engines, *others)
+    ]
 
 
 def _engine(main: Obj, engine_id: int) -> Obj:
@@ -206,8 +236,10 @@ def _engine(main: Obj, engine_id: int) -> Obj:
     env += [
         {"name": "ENGINE_ID", "value": str(engine_id)},
         {"name": "CONTAINER_NAME", "value": name},
-        {"name": "FAILOVER_LOCK_PATH",
-         "value": f"{defaults.GMS_MOUNT_PATH}/{defaults.FAILOVER_LOCK_FILE}"},
+        {
+            "name": "FAILOVER_LOCK_PATH",
+            "value": f"{defaults.GMS_MOUNT_PATH}/{defaults.FAILOVER_LOCK_FILE}",
+        },
         {"name": "DYN_SYSTEM_STARTING_HEALTH_STATUS", "value": "notready"},
         {"name": "DYN_SYSTEM_PORT", "value": str(system_port)},
         {"name": "DYN_SYSTEM_ENABLED", "value": "true"},
@@ -224,20 +256,29 @@ def _vllm_overrides(container: Obj, nodes: int) -> Obj:
     """``applyVLLMOverrides``: per-engine NIXL side-channel, KV-event and master ports
     (every container whose name starts with ``engine-``)."""
     c = copy.deepcopy(container)
-    engine_id = _atoi(str(c["name"])[len(_ENGINE_PREFIX):]) or 0
-    c["env"] = [*(c.get("env") or []),
-                {"name": "DYN_VLLM_GMS_SHADOW_MODE", "value": "true"},
-                {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT",
-                 "value": str(defaults.FAILOVER_VLLM_NIXL_SIDE_CHANNEL_PORT + engine_id)},
-                {"name": "DYN_VLLM_KV_EVENT_PORT",
-                 "value": str(defaults.FAILOVER_VLLM_KV_EVENT_PORT + engine_id)}]
+    engine_id = _atoi(str(c["name"])[len(_ENGINE_PREFIX) :]) or 0
+    c["env"] = [
+        *(c.get("env") or []),
+        {"name": "DYN_VLLM_GMS_SHADOW_MODE", "value": "true"},
+        {
+            "name": "VLLM_NIXL_SIDE_CHANNEL_PORT",
+            "value": str(defaults.FAILOVER_VLLM_NIXL_SIDE_CHANNEL_PORT + engine_id),
+        },
+        {
+            "name": "DYN_VLLM_KV_EVENT_PORT",
+            "value": str(defaults.FAILOVER_VLLM_KV_EVENT_PORT + engine_id),
+        },
+    ]
     if engine_id > 0:
         offset = engine_id * defaults.FAILOVER_VLLM_MASTER_PORT_STRIDE
         if _has_master_port(c):
             _stagger_flag(c, _MASTER_PORT_FLAG, offset)
         else:
-            c["args"] = [*(c.get("args") or []), _MASTER_PORT_FLAG,
-                         str(defaults.FAILOVER_VLLM_MASTER_PORT + offset)]
+            c["args"] = [
+                *(c.get("args") or []),
+                _MASTER_PORT_FLAG,
+                str(defaults.FAILOVER_VLLM_MASTER_PORT + offset),
+            ]
     if nodes > 1:
         c["env"].append({"name": "NNODES", "value": str(nodes)})
     return order_keys(c, CONTAINER_ORDER)
@@ -245,8 +286,9 @@ def _vllm_overrides(container: Obj, nodes: int) -> Obj:
 
 def _has_master_port(c: Obj) -> bool:
     spaced = _MASTER_PORT_FLAG + " "
-    return (any(a == _MASTER_PORT_FLAG or spaced in a for a in c.get("args") or [])
-            or any(spaced in a for a in c.get("command") or []))
+    return any(a == _MASTER_PORT_FLAG or spaced in a for a in c.get("args") or []) or any(
+        spaced in a for a in c.get("command") or []
+    )
 
 
 def _leading_digits(text: str) -> str:
@@ -281,8 +323,10 @@ def _stagger_flag(c: Obj, flag: str, offset: int) -> None:
 
 # --- the ResourceClaimTemplates --------------------------------------------------------------
 
-def resource_claim_template(dgd_name: str, namespace: str, service: str,
-                            spec: ServiceSpec) -> Obj | None:
+
+def resource_claim_template(
+    dgd_name: str, namespace: str, service: str, spec: ServiceSpec
+) -> Obj | None:
     """The service's template (``dra.GenerateResourceClaimTemplate``), or None where the
     operator has none (GMS off, or no GPU count)."""
     if not gms_enabled(spec):
@@ -291,18 +335,31 @@ def resource_claim_template(dgd_name: str, namespace: str, service: str,
     if count <= 0:
         return None
     return {
-        "apiVersion": RESOURCE_API_VERSION, "kind": "ResourceClaimTemplate",
+        "apiVersion": RESOURCE_API_VERSION,
+        "kind": "ResourceClaimTemplate",
         "metadata": {"name": claim_template_name(dgd_name, service), "namespace": namespace},
-        "spec": {"spec": {"devices": {"requests": [{
-            "name": defaults.GMS_DEVICE_REQUEST,
-            "exactly": {"deviceClassName": device_class(spec),
-                        "allocationMode": "ExactCount", "count": count},
-        }]}}},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": defaults.GMS_DEVICE_REQUEST,
+                            "exactly": {
+                                "deviceClassName": device_class(spec),
+                                "allocationMode": "ExactCount",
+                                "count": count,
+                            },
+                        }
+                    ]
+                }
+            }
+        },
     }
 
 
-def resource_claim_templates(dgd: DynamoGraphDeployment, namespace: str,
-                             settings: RenderSettings) -> list[Obj]:
+def resource_claim_templates(
+    dgd: DynamoGraphDeployment, namespace: str, settings: RenderSettings
+) -> list[Obj]:
     """Every service's template; none at all without DRA (the operator syncs none then)."""
     if not settings.dra:
         return []

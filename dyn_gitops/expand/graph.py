@@ -36,34 +36,55 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
     on_grove = grove.is_grove(dgd, settings)
     exp = dgd.spec.experimental
     if exp and exp.kvTransferPolicy is not None:
-        out.append(Problem.at(("spec", "experimental", "kvTransferPolicy"),
-                              "kvTransferPolicy is not yet supported"))
+        out.append(
+            Problem.at(
+                ("spec", "experimental", "kvTransferPolicy"),
+                "kvTransferPolicy is not yet supported",
+            )
+        )
     for name, svc in sorted((dgd.spec.services or {}).items()):
         if svc.force_scaling_group and not on_grove:
-            out.append(Problem.at(
-                _svc(name, "experimental", "grove", "forceScalingGroup"),
-                "forceScalingGroup is supported only on the Grove path (setting grove true "
-                f"and no {keys.ANN_ENABLE_GROVE}: \"false\")"))
+            out.append(
+                Problem.at(
+                    _svc(name, "experimental", "grove", "forceScalingGroup"),
+                    "forceScalingGroup is supported only on the Grove path (setting grove true "
+                    f'and no {keys.ANN_ENABLE_GROVE}: "false")',
+                )
+            )
         if is_multinode(svc) and not (settings.lws or on_grove):
-            out.append(Problem.at(_svc(name, "multinode", "nodeCount"),
-                                  f"multinode services (nodeCount {node_count(svc)}) need "
-                                  "a multinode orchestrator: set the setting lws to true "
-                                  "(LeaderWorkerSet) or the setting grove to true (Grove)"))
-        if (is_multinode(svc) and not on_grove and svc.scalingAdapter is not None
-                and svc.scalingAdapter.enabled):
-            out.append(Problem.at(_svc(name, "scalingAdapter"),
-                                  "a scaling adapter on a multinode service is not yet "
-                                  "supported (its replicas are LeaderWorkerSets)"))
+            out.append(
+                Problem.at(
+                    _svc(name, "multinode", "nodeCount"),
+                    f"multinode services (nodeCount {node_count(svc)}) need "
+                    "a multinode orchestrator: set the setting lws to true "
+                    "(LeaderWorkerSet) or the setting grove to true (Grove)",
+                )
+            )
+        if (
+            is_multinode(svc)
+            and not on_grove
+            and svc.scalingAdapter is not None
+            and svc.scalingAdapter.enabled
+        ):
+            out.append(
+                Problem.at(
+                    _svc(name, "scalingAdapter"),
+                    "a scaling adapter on a multinode service is not yet "
+                    "supported (its replicas are LeaderWorkerSets)",
+                )
+            )
         if svc.checkpoint and svc.checkpoint.get("enabled"):
-            out.append(Problem.at(_svc(name, "checkpoint"),
-                                  "checkpoint/restore is not yet supported"))
+            out.append(
+                Problem.at(_svc(name, "checkpoint"), "checkpoint/restore is not yet supported")
+            )
     return out
 
 
 def _effective_command(spec: ServiceSpec, component_type: str) -> dict[str, Any]:
     mc = spec.main_container
-    base = defaults.type_container(component_type, dynamo_ns="", worker_hash=None, pool_name="",
-                                   pool_namespace="")
+    base = defaults.type_container(
+        component_type, dynamo_ns="", worker_hash=None, pool_name="", pool_namespace=""
+    )
     user = {k: v for k, v in (dump(mc) if mc else {}).items() if k in ("command", "args")}
     return merge_override({k: base[k] for k in ("command", "args") if k in base}, user)
 
@@ -85,15 +106,22 @@ def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, 
         if found is None:
             continue
         if explicit and found != explicit:
-            problems.append(Problem.at(
-                _svc(name, "extraPodSpec", "mainContainer"),
-                f"command runs dynamo.{found} but spec.backendFramework is {explicit!r}"))
+            problems.append(
+                Problem.at(
+                    _svc(name, "extraPodSpec", "mainContainer"),
+                    f"command runs dynamo.{found} but spec.backendFramework is {explicit!r}",
+                )
+            )
         detected[name] = found
     frameworks = set(detected.values())
     if not explicit and len(frameworks) > 1:
-        problems.append(Problem.at(("spec", "services"),
-                                   "workers run different backends "
-                                   f"({', '.join(sorted(frameworks))}); one graph has one"))
+        problems.append(
+            Problem.at(
+                ("spec", "services"),
+                "workers run different backends "
+                f"({', '.join(sorted(frameworks))}); one graph has one",
+            )
+        )
     if problems:
         raise RenderError(problems)
     graph = explicit or (frameworks.pop() if frameworks else None)
@@ -121,12 +149,17 @@ def _strategy(annotations: dict[str, str]) -> dict[str, Any]:
     def int_or_percent(value: str) -> int | str:
         return int(value) if value.isdigit() else value
 
-    return {"type": "RollingUpdate", "rollingUpdate": {
-        "maxSurge": int_or_percent(annotations.get(keys.ANN_MAX_SURGE,
-                                                   naming.DEFAULT_ROLLOUT_PERCENT)),
-        "maxUnavailable": int_or_percent(annotations.get(keys.ANN_MAX_UNAVAILABLE,
-                                                         naming.DEFAULT_ROLLOUT_PERCENT)),
-    }}
+    return {
+        "type": "RollingUpdate",
+        "rollingUpdate": {
+            "maxSurge": int_or_percent(
+                annotations.get(keys.ANN_MAX_SURGE, naming.DEFAULT_ROLLOUT_PERCENT)
+            ),
+            "maxUnavailable": int_or_percent(
+                annotations.get(keys.ANN_MAX_UNAVAILABLE, naming.DEFAULT_ROLLOUT_PERCENT)
+            ),
+        },
+    }
 
 
 def _with_sync_option(current: str | None, option: str) -> str:
@@ -141,8 +174,11 @@ def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> s
     rolls pods itself)."""
     if grove.is_grove(dgd, settings):
         return None
-    workers = {n: dump(s) for n, s in (dgd.spec.services or {}).items()
-               if naming.is_worker(s.componentType)}
+    workers = {
+        n: dump(s)
+        for n, s in (dgd.spec.services or {}).items()
+        if naming.is_worker(s.componentType)
+    }
     return naming.worker_hash(workers) if workers else None
 
 
@@ -169,12 +205,18 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     # DGD-level objects (dynamo-objects.md 5.1)
     if settings.planner_rbac:
         out.append(objects.service_account(naming.PLANNER_SERVICE_ACCOUNT, namespace))
-        out.append(objects.cluster_role_binding_for_sa(
-            naming.PLANNER_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-planner"))
+        out.append(
+            objects.cluster_role_binding_for_sa(
+                naming.PLANNER_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-planner"
+            )
+        )
         if eps:
             out.append(objects.service_account(naming.EPP_SERVICE_ACCOUNT, namespace))
-            out.append(objects.cluster_role_binding_for_sa(
-                naming.EPP_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-epp"))
+            out.append(
+                objects.cluster_role_binding_for_sa(
+                    naming.EPP_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-epp"
+                )
+            )
     for p in dgd.spec.pvcs or []:
         if p.create and p.name:
             out.append(objects.pvc(p, namespace))
@@ -189,8 +231,7 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
         cfg = epp.eppConfig
         dyn_ns = naming.dynamo_namespace(epp.globalDynamoNamespace, namespace, dgd_name)
         if cfg is not None and cfg.configMapRef is not None:
-            epp_cm = (str(cfg.configMapRef.name),
-                      cfg.configMapRef.key or defaults.EPP_CONFIG_KEY)
+            epp_cm = (str(cfg.configMapRef.name), cfg.configMapRef.key or defaults.EPP_CONFIG_KEY)
         elif cfg is not None and cfg.config is not None:
             out.append(objects.epp_config_map(dgd_name, namespace, epp_name, cfg.config))
         out.append(objects.inference_pool(dgd_name, namespace, epp_name, dyn_ns))
@@ -199,13 +240,33 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     for service, svc in sorted(services.items()):
         try:
             if on_grove:
-                ctx = _grove_context(dgd, service, svc, namespace, settings, backends[service],
-                                     graph_envs, epp_cm, graph_discovery)
+                ctx = _grove_context(
+                    dgd,
+                    service,
+                    svc,
+                    namespace,
+                    settings,
+                    backends[service],
+                    graph_envs,
+                    epp_cm,
+                    graph_discovery,
+                )
                 parts.append(grove.service_cliques(ctx, dgd))
                 out.extend(_grove_service_objects(ctx, dgd))
             else:
-                out.extend(_expand_service(dgd, service, svc, namespace, settings,
-                                           backends[service], whash, graph_envs, epp_cm))
+                out.extend(
+                    _expand_service(
+                        dgd,
+                        service,
+                        svc,
+                        namespace,
+                        settings,
+                        backends[service],
+                        whash,
+                        graph_envs,
+                        epp_cm,
+                    )
+                )
         except ComponentError as exc:
             problems.append(Problem.at(_svc(service, *exc.path), str(exc)))
     if problems:
@@ -215,23 +276,41 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     return out
 
 
-def _grove_context(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, namespace: str,
-                   settings: RenderSettings, backend: str, graph_envs: tuple[Obj, ...],
-                   epp_cm: tuple[str, str] | None, graph_discovery: str) -> ComponentContext:
+def _grove_context(
+    dgd: DynamoGraphDeployment,
+    service: str,
+    svc: ServiceSpec,
+    namespace: str,
+    settings: RenderSettings,
+    backend: str,
+    graph_envs: tuple[Obj, ...],
+    epp_cm: tuple[str, str] | None,
+    graph_discovery: str,
+) -> ComponentContext:
     """A Grove clique's context: no DCD, so no worker hash and no legacy DCD rewrites; the
     graph's discovery backend is forced into every component's annotations."""
     dgd_name = dgd.metadata.name
     annotations = _component_annotations(dgd, svc)
     annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
     return ComponentContext(
-        dgd_name=dgd_name, namespace=namespace, service=service, spec=svc,
+        dgd_name=dgd_name,
+        namespace=namespace,
+        service=service,
+        spec=svc,
         component_type=svc.componentType or "",
         dynamo_ns=naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
-        name=naming.base_name(dgd_name, service), worker_hash=None, backend=backend,
+        name=naming.base_name(dgd_name, service),
+        worker_hash=None,
+        backend=backend,
         discovery_backend=graph_discovery,
         container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
-        annotations=annotations, labels={}, graph_envs=tuple(merge_envs(graph_envs)),
-        settings=settings, epp_config_map=epp_cm, grove=True)
+        annotations=annotations,
+        labels={},
+        graph_envs=tuple(merge_envs(graph_envs)),
+        settings=settings,
+        epp_config_map=epp_cm,
+        grove=True,
+    )
 
 
 def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> list[Obj]:
@@ -248,37 +327,61 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
     if svc.modelRef is not None:
         out.append(objects.model_service(svc.modelRef.name, ctx.namespace))
     if svc.scalingAdapter is not None and svc.scalingAdapter.enabled:
-        out.append(objects.scaling_adapter(ctx.dgd_name, ctx.namespace, ctx.service,
-                                           svc.replicas))
+        out.append(objects.scaling_adapter(ctx.dgd_name, ctx.namespace, ctx.service, svc.replicas))
     return out
 
 
-def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, namespace: str,
-                    settings: RenderSettings, backend: str, whash: str | None,
-                    graph_envs: tuple[Obj, ...], epp_cm: tuple[str, str] | None) -> list[Obj]:
+def _expand_service(
+    dgd: DynamoGraphDeployment,
+    service: str,
+    svc: ServiceSpec,
+    namespace: str,
+    settings: RenderSettings,
+    backend: str,
+    whash: str | None,
+    graph_envs: tuple[Obj, ...],
+    epp_cm: tuple[str, str] | None,
+) -> list[Obj]:
     dgd_name = dgd.metadata.name
     ctype = svc.componentType or ""
     worker = naming.is_worker(ctype)
-    svc, env_overrides = legacy.apply(service, svc, ctype,
-                                      merge_envs(graph_envs, dump(svc.envs) or []))
+    svc, env_overrides = legacy.apply(
+        service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])
+    )
     annotations = _component_annotations(dgd, svc)
     dyn_ns = naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
     name = naming.component_name(dgd_name, service, whash if worker else None)
     labels = dict(dgd.spec.labels or {})
     labels.update(svc.labels or {})
-    labels.update({keys.LABEL_COMPONENT: service, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns,
-                   keys.LABEL_GRAPH_NAME: dgd_name})
+    labels.update(
+        {
+            keys.LABEL_COMPONENT: service,
+            keys.LABEL_DYNAMO_NAMESPACE: dyn_ns,
+            keys.LABEL_GRAPH_NAME: dgd_name,
+        }
+    )
     if worker and whash:
         labels[keys.LABEL_WORKER_HASH] = whash
     discovery = naming.discovery_backend(annotations, settings.discovery_backend)
     ctx = ComponentContext(
-        dgd_name=dgd_name, namespace=namespace, service=service, spec=svc, component_type=ctype,
-        dynamo_ns=dyn_ns, name=name, worker_hash=whash if worker else None, backend=backend,
+        dgd_name=dgd_name,
+        namespace=namespace,
+        service=service,
+        spec=svc,
+        component_type=ctype,
+        dynamo_ns=dyn_ns,
+        name=name,
+        worker_hash=whash if worker else None,
+        backend=backend,
         discovery_backend=discovery,
         container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
-        annotations=annotations, labels=labels,
-        graph_envs=tuple(merge_envs(graph_envs)), settings=settings, epp_config_map=epp_cm,
-        env_overrides=tuple(sorted(env_overrides.items())))
+        annotations=annotations,
+        labels=labels,
+        graph_envs=tuple(merge_envs(graph_envs)),
+        settings=settings,
+        epp_config_map=epp_cm,
+        env_overrides=tuple(sorted(env_overrides.items())),
+    )
 
     if svc.modelRef is not None:
         labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(svc.modelRef.name)
@@ -307,7 +410,8 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
         if not has_adapter:
             deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)
         deploy_ann[keys.ANN_ARGOCD_SYNC_OPTIONS] = _with_sync_option(
-            deploy_ann.get(keys.ANN_ARGOCD_SYNC_OPTIONS), keys.ARGOCD_PRUNE_FALSE)
+            deploy_ann.get(keys.ANN_ARGOCD_SYNC_OPTIONS), keys.ARGOCD_PRUNE_FALSE
+        )
         deploy_ann[keys.ANN_ARGOCD_COMPARE_OPTIONS] = keys.ARGOCD_IGNORE_EXTRANEOUS
         deploy_ann[keys.ANN_FLUX_PRUNE] = keys.FLUX_PRUNE_DISABLED
     elif not has_adapter:
@@ -316,19 +420,24 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
         deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
         deploy_spec["strategy"] = _strategy(annotations)
         deploy_spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
-        out.append({
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": objects.meta(name, namespace, labels, deploy_ann),
-            "spec": deploy_spec,
-        })
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": objects.meta(name, namespace, labels, deploy_ann),
+                "spec": deploy_spec,
+            }
+        )
 
     if ctype == naming.FRONTEND or ctx.k8s_discovery:
         svc_labels = dict(labels)
         if ctx.k8s_discovery:
-            svc_labels.update({keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
-                               keys.LABEL_DISCOVERY_ENABLED: "true"})
-        out.append(objects.component_service(ctx, svc_labels, dep_ann,
-                                             leader_only=is_multinode(svc)))
+            svc_labels.update(
+                {keys.LABEL_DISCOVERY_BACKEND: "kubernetes", keys.LABEL_DISCOVERY_ENABLED: "true"}
+            )
+        out.append(
+            objects.component_service(ctx, svc_labels, dep_ann, leader_only=is_multinode(svc))
+        )
     ingress = svc.ingress
     if ingress is None and ctype == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
@@ -341,21 +450,44 @@ def _expand_service(dgd: DynamoGraphDeployment, service: str, svc: ServiceSpec, 
     return out
 
 
-def _leader_worker_sets(ctx: ComponentContext, labels: dict[str, str], annotations: dict[str, str],
-                        template_meta: dict[str, Any], replicas: int) -> list[Obj]:
+def _leader_worker_sets(
+    ctx: ComponentContext,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    template_meta: dict[str, Any],
+    replicas: int,
+) -> list[Obj]:
     """A multinode service: LeaderWorkerSets + PodGroups instead of a Deployment."""
     nodes = node_count(ctx.spec)
     single = build_pod_spec(ctx)
     main = single["containers"][0]
     if not (main.get("resources") or {}).get("limits", {}).get(naming.GPU_RESOURCE):
-        raise ComponentError(("resources", "limits", "gpu"),
-                                     "a multinode service needs a GPU limit (its LeaderWorkerSet "
-                                     "worker template requires one)")
-    roles = {role: multinode.role_pod(single, role, ctx.backend, nodes, ctx.annotations,
-                                      lws.wait_leader_config_map_name(ctx.dgd_name),
-                                      ctx.settings.mpi_ssh_secret,
-                                      multinode.lws_addressing(nodes))
-             for role in (multinode.LEADER, multinode.WORKER)}
-    return lws.leader_worker_sets(ctx.name, ctx.namespace, replicas, nodes, labels, annotations,
-                                  template_meta, roles[multinode.LEADER],
-                                  roles[multinode.WORKER])
+        raise ComponentError(
+            ("resources", "limits", "gpu"),
+            "a multinode service needs a GPU limit (its LeaderWorkerSet "
+            "worker template requires one)",
+        )
+    roles = {
+        role: multinode.role_pod(
+            single,
+            role,
+            ctx.backend,
+            nodes,
+            ctx.annotations,
+            lws.wait_leader_config_map_name(ctx.dgd_name),
+            ctx.settings.mpi_ssh_secret,
+            multinode.lws_addressing(nodes),
+        )
+        for role in (multinode.LEADER, multinode.WORKER)
+    }
+    return lws.leader_worker_sets(
+        ctx.name,
+        ctx.namespace,
+        replicas,
+        nodes,
+        labels,
+        annotations,
+        template_meta,
+        roles[multinode.LEADER],
+        roles[multinode.WORKER],
+    )

@@ -51,9 +51,12 @@ def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str
     """``generateLabels``: system labels, user labels over them, then the keys a user
     cannot override re-applied (selector and component are not among them upstream)."""
     spec = ctx.spec
-    labels = {keys.LABEL_SELECTOR: naming.base_name(ctx.dgd_name, ctx.service),
-              keys.LABEL_GRAPH_NAME: ctx.dgd_name, keys.LABEL_COMPONENT: ctx.service,
-              keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns}
+    labels = {
+        keys.LABEL_SELECTOR: naming.base_name(ctx.dgd_name, ctx.service),
+        keys.LABEL_GRAPH_NAME: ctx.dgd_name,
+        keys.LABEL_COMPONENT: ctx.service,
+        keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
+    }
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
     if spec.subComponentType:
@@ -96,15 +99,26 @@ def _topology(packdomain_owner: Any) -> Obj | None:
     return {"packDomain": tc.packDomain}
 
 
-def _clique(name: str, labels: dict[str, str], annotations: dict[str, str], replicas: int,
-            min_available: int, pod: Obj, topology: Obj | None) -> Obj:
+def _clique(
+    name: str,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    replicas: int,
+    min_available: int,
+    pod: Obj,
+    topology: Obj | None,
+) -> Obj:
     clique: Obj = {"name": name, "labels": labels}
     if annotations:
         clique["annotations"] = annotations
     if topology is not None:
         clique["topologyConstraint"] = topology
-    clique["spec"] = {"roleName": name, "replicas": replicas, "minAvailable": min_available,
-                      "podSpec": pod}
+    clique["spec"] = {
+        "roleName": name,
+        "replicas": replicas,
+        "minAvailable": min_available,
+        "podSpec": pod,
+    }
     return clique
 
 
@@ -127,53 +141,94 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
     if nodes <= 1 and spec.force_scaling_group:
         # one pod per clique; the scaling group's replicas carry the horizontal scale
         return ServiceCliques(
-            cliques=[_clique(lsvc, labels, annotations, 1, 1, _with_scheduler(single, ctx),
-                             None)],
-            scaling_group=_scaling_group(lsvc, [lsvc], replicas, min_available, spec))
+            cliques=[_clique(lsvc, labels, annotations, 1, 1, _with_scheduler(single, ctx), None)],
+            scaling_group=_scaling_group(lsvc, [lsvc], replicas, min_available, spec),
+        )
     if nodes <= 1:
-        return ServiceCliques(cliques=[_clique(
-            lsvc, labels, annotations, replicas, min_available, _with_scheduler(single, ctx),
-            _topology(spec))])
+        return ServiceCliques(
+            cliques=[
+                _clique(
+                    lsvc,
+                    labels,
+                    annotations,
+                    replicas,
+                    min_available,
+                    _with_scheduler(single, ctx),
+                    _topology(spec),
+                )
+            ]
+        )
 
     addr = multinode.grove_addressing(ctx.service, nodes)
     leader_name, worker_name = naming.clique_names(ctx.service, multinode=True)
-    pods = {role: multinode.role_pod(single, role, ctx.backend, nodes, ctx.annotations,
-                                     lws.wait_leader_config_map_name(ctx.dgd_name),
-                                     ctx.settings.mpi_ssh_secret, addr, require_command=False)
-            for role in (multinode.LEADER, multinode.WORKER)}
-    leader = _clique(leader_name, labels, annotations, 1, 1,
-                     _with_scheduler(pods[multinode.LEADER], ctx), None)
-    worker = _clique(worker_name, labels, annotations, nodes - 1, nodes - 1,
-                     _with_scheduler(pods[multinode.WORKER], ctx), None)
+    pods = {
+        role: multinode.role_pod(
+            single,
+            role,
+            ctx.backend,
+            nodes,
+            ctx.annotations,
+            lws.wait_leader_config_map_name(ctx.dgd_name),
+            ctx.settings.mpi_ssh_secret,
+            addr,
+            require_command=False,
+        )
+        for role in (multinode.LEADER, multinode.WORKER)
+    }
+    leader = _clique(
+        leader_name, labels, annotations, 1, 1, _with_scheduler(pods[multinode.LEADER], ctx), None
+    )
+    worker = _clique(
+        worker_name,
+        labels,
+        annotations,
+        nodes - 1,
+        nodes - 1,
+        _with_scheduler(pods[multinode.WORKER], ctx),
+        None,
+    )
     out = ServiceCliques(cliques=[leader, worker])
     # TRT-LLM: mpirun on the leader needs every worker's sshd up first
     if ctx.backend == "trtllm":
         leader["spec"]["startsAfter"] = [worker_name]
         out.explicit_startup = True
-    out.scaling_group = _scaling_group(lsvc, [leader_name, worker_name], replicas,
-                                       min_available, spec)
+    out.scaling_group = _scaling_group(
+        lsvc, [leader_name, worker_name], replicas, min_available, spec
+    )
     return out
 
 
-def _scaling_group(name: str, cliques: list[str], replicas: int, min_available: int,
-                   spec: Any) -> Obj:
-    group: Obj = {"name": name, "cliqueNames": cliques, "replicas": replicas,
-                  "minAvailable": min_available}
+def _scaling_group(
+    name: str, cliques: list[str], replicas: int, min_available: int, spec: Any
+) -> Obj:
+    group: Obj = {
+        "name": name,
+        "cliqueNames": cliques,
+        "replicas": replicas,
+        "minAvailable": min_available,
+    }
     topology = _topology(spec)  # the group's, not its cliques'
     if topology is not None:
         group["topologyConstraint"] = topology
     return group
 
 
-def pod_clique_set(dgd: DynamoGraphDeployment, namespace: str, settings: RenderSettings,
-                   parts: list[ServiceCliques]) -> Obj:
+def pod_clique_set(
+    dgd: DynamoGraphDeployment,
+    namespace: str,
+    settings: RenderSettings,
+    parts: list[ServiceCliques],
+) -> Obj:
     cliques = sorted((c for p in parts for c in p.cliques), key=lambda c: str(c["name"]))
-    groups = sorted((p.scaling_group for p in parts if p.scaling_group is not None),
-                    key=lambda g: str(g["name"]))
+    groups = sorted(
+        (p.scaling_group for p in parts if p.scaling_group is not None),
+        key=lambda g: str(g["name"]),
+    )
     template: Obj = {
         "cliques": cliques,
-        "cliqueStartupType": (STARTUP_EXPLICIT if any(p.explicit_startup for p in parts)
-                              else STARTUP_ANY_ORDER),
+        "cliqueStartupType": (
+            STARTUP_EXPLICIT if any(p.explicit_startup for p in parts) else STARTUP_ANY_ORDER
+        ),
     }
     if dgd.spec.priorityClassName:
         template["priorityClassName"] = dgd.spec.priorityClassName
@@ -191,10 +246,14 @@ def pod_clique_set(dgd: DynamoGraphDeployment, namespace: str, settings: RenderS
     if strategy:
         spec["updateStrategy"] = {"type": strategy}
     spec["template"] = template
-    return {"apiVersion": GROVE_API, "kind": "PodCliqueSet",
-            "metadata": meta(naming.dgd_pcs_name(dgd), namespace, dgd.spec.labels,
-                             dgd.spec.annotations),
-            "spec": spec}
+    return {
+        "apiVersion": GROVE_API,
+        "kind": "PodCliqueSet",
+        "metadata": meta(
+            naming.dgd_pcs_name(dgd), namespace, dgd.spec.labels, dgd.spec.annotations
+        ),
+        "spec": spec,
+    }
 
 
 def component_service(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Obj:
@@ -203,9 +262,17 @@ def component_service(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Obj:
     labels = {**(dgd.spec.labels or {}), **(ctx.spec.labels or {})}
     if ctx.k8s_discovery:
         labels.update(discovery_labels())
-    selector = {keys.LABEL_COMPONENT_TYPE: ctx.component_type,
-                keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns, keys.LABEL_COMPONENT: ctx.service}
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": meta(naming.normalize(ctx.name), ctx.namespace, labels),
-            "spec": {"selector": dict(sorted(selector.items())),
-                     "ports": [defaults.service_port(ctx.component_type)]}}
+    selector = {
+        keys.LABEL_COMPONENT_TYPE: ctx.component_type,
+        keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
+        keys.LABEL_COMPONENT: ctx.service,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(naming.normalize(ctx.name), ctx.namespace, labels),
+        "spec": {
+            "selector": dict(sorted(selector.items())),
+            "ports": [defaults.service_port(ctx.component_type)],
+        },
+    }

@@ -32,8 +32,9 @@ def _get(obj: Any, key: str) -> Any:
     return next((v for k, v in obj.items() if isinstance(k, str) and k.lower() == lower), None)
 
 
-def apply(service: str, svc: ServiceSpec, component_type: str,
-          envs: list[dict[str, Any]]) -> tuple[ServiceSpec, dict[str, str]]:
+def apply(
+    service: str, svc: ServiceSpec, component_type: str, envs: list[dict[str, Any]]
+) -> tuple[ServiceSpec, dict[str, str]]:
     """The service with the config applied, and env values to replace (name -> value)."""
     raw = next((e.get("value") for e in envs if e.get("name") == ENV_NAME), None)
     if raw is None:
@@ -63,8 +64,9 @@ def apply(service: str, svc: ServiceSpec, component_type: str,
         update["replicas"] = workers
     res = _get(args, "resources")
     if isinstance(res, dict):
-        fields = {k: str(_get(res, k)) for k in ("cpu", "memory", "gpu")
-                  if _get(res, k) is not None}
+        fields = {
+            k: str(_get(res, k)) for k in ("cpu", "memory", "gpu") if _get(res, k) is not None
+        }
         custom = _get(res, "custom")
         if isinstance(custom, dict) and custom:
             fields["custom"] = {k: str(v) for k, v in custom.items()}  # type: ignore[assignment]
@@ -74,6 +76,7 @@ def apply(service: str, svc: ServiceSpec, component_type: str,
             base = item.model_dump(exclude_none=True) if item else {}
             return ResourceItem.model_validate({**base, **fields})
 
-        update["resources"] = Resources(requests=over(current.requests),
-                                        limits=over(current.limits), claims=current.claims)
+        update["resources"] = Resources(
+            requests=over(current.requests), limits=over(current.limits), claims=current.claims
+        )
     return (svc.model_copy(update=update) if update else svc), overrides

@@ -15,8 +15,14 @@ PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 
 
 def is_zero(value: Any) -> bool:
-    return value is None or value == "" or value is False or (value == 0 and not isinstance(
-        value, bool)) or value == [] or value == {}
+    return (
+        value is None
+        or value == ""
+        or value is False
+        or (value == 0 and not isinstance(value, bool))
+        or value == []
+        or value == {}
+    )
 
 
 def merge_override(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:
@@ -59,8 +65,9 @@ def merge_envs(*layers: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [merged[name] for name in sorted(merged)]
 
 
-def add_missing_envs(env: list[dict[str, Any]], extra: Iterable[dict[str, Any]]) -> list[
-        dict[str, Any]]:
+def add_missing_envs(
+    env: list[dict[str, Any]], extra: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Add ``extra`` entries whose name is not present ("existing wins"), keeping order sorted."""
     have = {e["name"] for e in env}
     added = [e for e in extra if e["name"] not in have]
@@ -77,20 +84,73 @@ def order_keys(obj: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
 
 
 CONTAINER_ORDER = (
-    "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
-    "resizePolicy", "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices",
-    "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
-    "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
+    "name",
+    "image",
+    "command",
+    "args",
+    "workingDir",
+    "ports",
+    "envFrom",
+    "env",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "restartPolicyRules",
+    "volumeMounts",
+    "volumeDevices",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "imagePullPolicy",
+    "securityContext",
+    "stdin",
+    "stdinOnce",
+    "tty",
 )
 
 POD_SPEC_ORDER = (
-    "volumes", "initContainers", "containers", "ephemeralContainers", "restartPolicy",
-    "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy", "nodeSelector",
-    "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName",
-    "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "securityContext",
-    "imagePullSecrets", "hostname", "hostnameOverride", "subdomain", "affinity", "schedulerName",
-    "tolerations", "hostAliases", "priorityClassName", "priority", "dnsConfig", "readinessGates",
-    "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
-    "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates",
-    "resourceClaims", "resources",
+    "volumes",
+    "initContainers",
+    "containers",
+    "ephemeralContainers",
+    "restartPolicy",
+    "terminationGracePeriodSeconds",
+    "activeDeadlineSeconds",
+    "dnsPolicy",
+    "nodeSelector",
+    "serviceAccountName",
+    "serviceAccount",
+    "automountServiceAccountToken",
+    "nodeName",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "shareProcessNamespace",
+    "securityContext",
+    "imagePullSecrets",
+    "hostname",
+    "hostnameOverride",
+    "subdomain",
+    "affinity",
+    "schedulerName",
+    "tolerations",
+    "hostAliases",
+    "priorityClassName",
+    "priority",
+    "dnsConfig",
+    "readinessGates",
+    "runtimeClassName",
+    "enableServiceLinks",
+    "preemptionPolicy",
+    "overhead",
+    "topologySpreadConstraints",
+    "setHostnameAsFQDN",
+    "os",
+    "hostUsers",
+    "schedulingGates",
+    "resourceClaims",
+    "resources",
 )

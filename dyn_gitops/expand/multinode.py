@@ -33,11 +33,27 @@ WAIT_LEADER_CONTAINER = "wait-for-leader-mp"
 
 #: env every mpirun forwards besides the container's own (``-x``)
 MPI_FORWARDED_ENV = (
-    "CUDA_VISIBLE_DEVICES", "MODEL_PATH", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT",
-    "TOKENIZERS_PARALLELISM", "NCCL_DEBUG", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
-    "TENSORRT_LLM_CACHE_DIR", "HF_HOME", "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE", "PATH",
-    "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "USER", "TRTLLM_USE_UCX_KVCACHE",
+    "CUDA_VISIBLE_DEVICES",
+    "MODEL_PATH",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_ENDPOINT",
+    "TOKENIZERS_PARALLELISM",
+    "NCCL_DEBUG",
+    "NCCL_IB_DISABLE",
+    "NCCL_P2P_DISABLE",
+    "TENSORRT_LLM_CACHE_DIR",
+    "HF_HOME",
+    "TRANSFORMERS_CACHE",
+    "HF_DATASETS_CACHE",
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+    "HOME",
+    "USER",
+    "TRTLLM_USE_UCX_KVCACHE",
 )
+
 
 @dataclass(frozen=True)
 class Addressing:
@@ -54,11 +70,16 @@ class Addressing:
 def lws_addressing(nodes: int) -> Addressing:
     """LWS injects LWS_LEADER_ADDRESS/LWS_WORKER_INDEX; a worker's name is the leader's
     with ``-<index>`` before the first dot, resolvable only once that pod exists."""
-    workers = tuple(f'$(echo "$LWS_LEADER_ADDRESS" | sed \'s/\\./-{i}\\./\')'
-                    for i in range(1, nodes))
-    return Addressing(leader_host="$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)",
-                      rank_needs_shell=False, mpi_hosts=("$(LWS_LEADER_ADDRESS)", *workers),
-                      dns_wait=True)
+    workers = tuple(
+        f"$(echo \"$LWS_LEADER_ADDRESS\" | sed 's/\\./-{i}\\./')" for i in range(1, nodes)
+    )
+    return Addressing(
+        leader_host="$(LWS_LEADER_ADDRESS)",
+        worker_rank="$(LWS_WORKER_INDEX)",
+        rank_needs_shell=False,
+        mpi_hosts=("$(LWS_LEADER_ADDRESS)", *workers),
+        dns_wait=True,
+    )
 
 
 def grove_addressing(service: str, nodes: int) -> Addressing:
@@ -67,10 +88,16 @@ def grove_addressing(service: str, nodes: int) -> Addressing:
     base = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)"
     leader_clique, worker_clique = naming.clique_names(service, multinode=True)
     leader = f"{base}-{leader_clique}-0.$(GROVE_HEADLESS_SERVICE)"
-    workers = tuple(f"{base}-{worker_clique}-{i}.$(GROVE_HEADLESS_SERVICE)"
-                    for i in range(nodes - 1))
-    return Addressing(leader_host=leader, worker_rank="$((GROVE_PCLQ_POD_INDEX + 1))",
-                      rank_needs_shell=True, mpi_hosts=(leader, *workers), dns_wait=False)
+    workers = tuple(
+        f"{base}-{worker_clique}-{i}.$(GROVE_HEADLESS_SERVICE)" for i in range(nodes - 1)
+    )
+    return Addressing(
+        leader_host=leader,
+        worker_rank="$((GROVE_PCLQ_POD_INDEX + 1))",
+        rank_needs_shell=True,
+        mpi_hosts=(leader, *workers),
+        dns_wait=False,
+    )
 
 
 #: our own script (the operator embeds an equivalent): exit once the leader accepts TCP
@@ -119,8 +146,9 @@ def quote(token: str, single_quoted: bool = False) -> str:
 
 
 def _command_line(c: Obj, single_quoted: bool = False) -> str:
-    return " ".join(quote(t, single_quoted)
-                    for t in [*(c.get("command") or []), *(c.get("args") or [])])
+    return " ".join(
+        quote(t, single_quoted) for t in [*(c.get("command") or []), *(c.get("args") or [])]
+    )
 
 
 def is_python(command: list[str]) -> bool:
@@ -142,7 +170,8 @@ def inject_flags(c: Obj, flags: str, needs_shell: bool, framework: str) -> None:
     # Go's regexp: \s is ASCII whitespace without \v, $ is the end of the text; every match
     # in the first arg that has one gets the flags before its delimiter (|, &, ;, space)
     pattern = re.compile(
-        rf"(python[0-9.]*{_GO_SPACE}+[^|&;]*{framework}[^|&;]*?)({_GO_SPACE}|\Z|[|&;])")
+        rf"(python[0-9.]*{_GO_SPACE}+[^|&;]*{framework}[^|&;]*?)({_GO_SPACE}|\Z|[|&;])"
+    )
     for i, arg in enumerate(args):
         injected = pattern.sub(lambda m: f"{m.group(1)} {flags}{m.group(2)}", arg)
         if injected != arg:
@@ -184,9 +213,12 @@ def _flag_value(tokens: list[str], flag: str) -> int:
 # ------------------------------------------------------------------------------- SGLang
 def sglang(c: Obj, role: str, nodes: int, addr: Addressing) -> None:
     rank = "0" if role == LEADER else addr.worker_rank
-    inject_flags(c, f"--dist-init-addr {addr.leader_host}:{DIST_INIT_PORT} --nnodes {nodes} "
-                 f"--node-rank {rank}", needs_shell=role == WORKER and addr.rank_needs_shell,
-                 framework="sglang")
+    inject_flags(
+        c,
+        f"--dist-init-addr {addr.leader_host}:{DIST_INIT_PORT} --nnodes {nodes} --node-rank {rank}",
+        needs_shell=role == WORKER and addr.rank_needs_shell,
+        framework="sglang",
+    )
     if role == WORKER:
         _drop_probes(c)
 
@@ -205,27 +237,41 @@ def vllm_uses_mp(annotations: dict[str, str]) -> bool:
     return bool(m and int(m.group(1)) >= 1)
 
 
-def vllm(c: Obj, pod: Obj, role: str, nodes: int, annotations: dict[str, str],
-         wait_leader_cm: str, addr: Addressing) -> None:
+def vllm(
+    c: Obj,
+    pod: Obj,
+    role: str,
+    nodes: int,
+    annotations: dict[str, str],
+    wait_leader_cm: str,
+    addr: Addressing,
+) -> None:
     gpus = gpu_count(c, ("limits",))
     tokens = _expanded_args(c)
     world = _flag_value(tokens, "--tensor-parallel-size") * _flag_value(
-        tokens, "--pipeline-parallel-size")
+        tokens, "--pipeline-parallel-size"
+    )
     dp = _flag_value(tokens, "--data-parallel-size")
     uses_mp = vllm_uses_mp(annotations)
     if gpus and world > gpus:  # tensor/pipeline parallelism spans nodes
         if uses_mp:
-            rank = ("--node-rank 0" if role == LEADER
-                    else f"--node-rank {addr.worker_rank} --headless")
-            inject_flags(c, f"--distributed-executor-backend mp --nnodes {nodes} --master-addr "
-                         f"{addr.leader_host} --master-port {DIST_INIT_PORT} {rank}",
-                         needs_shell=role == WORKER and addr.rank_needs_shell,
-                         framework="vllm")
+            rank = (
+                "--node-rank 0" if role == LEADER else f"--node-rank {addr.worker_rank} --headless"
+            )
+            inject_flags(
+                c,
+                f"--distributed-executor-backend mp --nnodes {nodes} --master-addr "
+                f"{addr.leader_host} --master-port {DIST_INIT_PORT} {rank}",
+                needs_shell=role == WORKER and addr.rank_needs_shell,
+                framework="vllm",
+            )
         elif role == LEADER:
             command = " ".join(quote(t) for t in c.get("command") or [])
             args = " ".join(quote(t) for t in c.get("args") or [])
-            c["args"] = [f"ray start --head --port={RAY_PORT} && {command} {args} "
-                         "--distributed-executor-backend ray"]
+            c["args"] = [
+                f"ray start --head --port={RAY_PORT} && {command} {args} "
+                "--distributed-executor-backend ray"
+            ]
             c["command"] = ["/bin/sh", "-c"]
         else:
             c["command"] = ["/bin/sh", "-c"]
@@ -233,36 +279,52 @@ def vllm(c: Obj, pod: Obj, role: str, nodes: int, annotations: dict[str, str],
     elif gpus and world * dp > gpus:  # data parallelism spans nodes
         local = gpus // world
         total = dp if dp != 1 else local * nodes
-        size = ("" if "--data-parallel-size" in tokens
-                else f"--data-parallel-size {total} ")
+        size = "" if "--data-parallel-size" in tokens else f"--data-parallel-size {total} "
         start = "0" if role == LEADER else f"$(( {local} * {addr.worker_rank} ))"
-        inject_flags(c, f"--data-parallel-hybrid-lb {size}--data-parallel-size-local {local} "
-                     f"--data-parallel-start-rank {start} --data-parallel-address "
-                     f"{addr.leader_host} --data-parallel-rpc-port {DP_RPC_PORT}",
-                     needs_shell=role == WORKER, framework="vllm")
+        inject_flags(
+            c,
+            f"--data-parallel-hybrid-lb {size}--data-parallel-size-local {local} "
+            f"--data-parallel-start-rank {start} --data-parallel-address "
+            f"{addr.leader_host} --data-parallel-rpc-port {DP_RPC_PORT}",
+            needs_shell=role == WORKER,
+            framework="vllm",
+        )
     if uses_mp:  # whichever launch was chosen, as the operator does
-        c.setdefault("env", []).append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {
-            "fieldRef": {"fieldPath": "status.podIP"}}})
+        c.setdefault("env", []).append(
+            {
+                "name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
+                "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}},
+            }
+        )
     if role == WORKER:
         _drop_probes(c)
         if "--distributed-executor-backend mp" in " ".join(
-                [*(c.get("command") or []), *(c.get("args") or [])]):
+            [*(c.get("command") or []), *(c.get("args") or [])]
+        ):
             _wait_for_leader(c, pod, wait_leader_cm, addr.leader_host)
 
 
 def _wait_for_leader(c: Obj, pod: Obj, config_map: str, leader_host: str) -> None:
     host = re.sub(r"\$\((\w+)\)", r"${\1}", leader_host)  # evaluated by sh, not kubelet
     init = {
-        "name": WAIT_LEADER_CONTAINER, "image": c.get("image"),
+        "name": WAIT_LEADER_CONTAINER,
+        "image": c.get("image"),
         # all three in command, no args, as the operator writes it
-        "command": ["sh", "-c", f'export LEADER_HOST="{host}" LEADER_PORT="{DIST_INIT_PORT}" '
-                    f"&& exec python3 {WAIT_LEADER_MOUNT}/{WAIT_LEADER_KEY}"],
-        "volumeMounts": [{"name": WAIT_LEADER_VOLUME, "mountPath": WAIT_LEADER_MOUNT,
-                          "readOnly": True}],
+        "command": [
+            "sh",
+            "-c",
+            f'export LEADER_HOST="{host}" LEADER_PORT="{DIST_INIT_PORT}" '
+            f"&& exec python3 {WAIT_LEADER_MOUNT}/{WAIT_LEADER_KEY}",
+        ],
+        "volumeMounts": [
+            {"name": WAIT_LEADER_VOLUME, "mountPath": WAIT_LEADER_MOUNT, "readOnly": True}
+        ],
     }
     pod["initContainers"] = [*(pod.get("initContainers") or []), init]
-    pod["volumes"] = [*(pod.get("volumes") or []), {
-        "name": WAIT_LEADER_VOLUME, "configMap": {"name": config_map}}]
+    pod["volumes"] = [
+        *(pod.get("volumes") or []),
+        {"name": WAIT_LEADER_VOLUME, "configMap": {"name": config_map}},
+    ]
 
 
 # ------------------------------------------------------------------------------ TRT-LLM
@@ -287,16 +349,25 @@ _SSHD = (
 
 
 def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addressing) -> None:
-    pod["volumes"] = [*(pod.get("volumes") or []), {
-        "name": ssh_secret, "secret": {"secretName": ssh_secret, "defaultMode": 0o644}}]
-    c["volumeMounts"] = [*(c.get("volumeMounts") or []), {
-        "name": ssh_secret, "mountPath": SSH_MOUNT, "readOnly": True}]
+    pod["volumes"] = [
+        *(pod.get("volumes") or []),
+        {"name": ssh_secret, "secret": {"secretName": ssh_secret, "defaultMode": 0o644}},
+    ]
+    c["volumeMounts"] = [
+        *(c.get("volumeMounts") or []),
+        {"name": ssh_secret, "mountPath": SSH_MOUNT, "readOnly": True},
+    ]
     c.setdefault("env", []).append({"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "1"})
     if role == WORKER:
         c.pop("livenessProbe", None)
         c.pop("startupProbe", None)
-        c["readinessProbe"] = {"tcpSocket": {"port": SSH_PORT}, "initialDelaySeconds": 20,
-                               "periodSeconds": 20, "timeoutSeconds": 5, "failureThreshold": 10}
+        c["readinessProbe"] = {
+            "tcpSocket": {"port": SSH_PORT},
+            "initialDelaySeconds": 20,
+            "periodSeconds": 20,
+            "timeoutSeconds": 5,
+            "failureThreshold": 10,
+        }
         c["command"] = ["/bin/sh", "-c"]
         c["args"] = [f"{_SSH_KEYS} && {_SSHD}"]
         return
@@ -309,9 +380,15 @@ def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addre
     workers = addr.mpi_hosts[1:]
     hosts = ",".join(addr.mpi_hosts)
     # LWS: worker DNS names appear only once their pods exist; mpirun needs all of them
-    wait_dns = ("for h in " + " ".join(workers) + "; do n=0; until getent hosts \"$h\" "
-                ">/dev/null; do n=$((n+1)); [ $n -ge 150 ] && echo \"no DNS for $h\" && "
-                "exit 1; sleep 2; done; done") if workers and addr.dns_wait else ""
+    wait_dns = (
+        (
+            "for h in " + " ".join(workers) + '; do n=0; until getent hosts "$h" '
+            '>/dev/null; do n=$((n+1)); [ $n -ge 150 ] && echo "no DNS for $h" && '
+            "exit 1; sleep 2; done; done"
+        )
+        if workers and addr.dns_wait
+        else ""
+    )
     env_names = sorted({*(e["name"] for e in c.get("env") or []), *MPI_FORWARDED_ENV})
     forwarded = " ".join(f"-x {n}" for n in env_names)
     mpirun = (
@@ -328,14 +405,24 @@ def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addre
 def check_launchable(c: Obj, role: str) -> None:
     """The operator refuses a multinode main container without a command and args."""
     if not c.get("command") or not c.get("args"):
-        raise ComponentError(("extraPodSpec", "mainContainer"),
-                             f"a multinode service's main container needs both command and "
-                             f"args (the {role} command is rewritten per node)")
+        raise ComponentError(
+            ("extraPodSpec", "mainContainer"),
+            f"a multinode service's main container needs both command and "
+            f"args (the {role} command is rewritten per node)",
+        )
 
 
-def role_pod(single: Obj, role: str, backend: str, nodes: int, annotations: dict[str, str],
-             wait_leader_cm: str, ssh_secret: str, addr: Addressing,
-             require_command: bool = True) -> Obj:
+def role_pod(
+    single: Obj,
+    role: str,
+    backend: str,
+    nodes: int,
+    annotations: dict[str, str],
+    wait_leader_cm: str,
+    ssh_secret: str,
+    addr: Addressing,
+    require_command: bool = True,
+) -> Obj:
     """The ``role`` pod spec of a multinode service, from its single-node pod spec.
 
     ``require_command``: the LWS path refuses a main container without command and args

@@ -14,8 +14,12 @@ from .context import ComponentContext
 Obj = dict[str, Any]
 
 
-def meta(name: str, namespace: str | None, labels: dict[str, str] | None = None,
-         annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def meta(
+    name: str,
+    namespace: str | None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
     m: dict[str, Any] = {"name": name}
     if namespace is not None:
         m["namespace"] = namespace
@@ -27,24 +31,34 @@ def meta(name: str, namespace: str | None, labels: dict[str, str] | None = None,
 
 
 def _rbac_labels(name: str) -> dict[str, str]:
-    return {keys.LABEL_APP_MANAGED_BY: "dynamo-operator", keys.LABEL_APP_COMPONENT: "rbac",
-            keys.LABEL_APP_NAME: name}
+    return {
+        keys.LABEL_APP_MANAGED_BY: "dynamo-operator",
+        keys.LABEL_APP_COMPONENT: "rbac",
+        keys.LABEL_APP_NAME: name,
+    }
 
 
 def service_account(name: str, namespace: str) -> Obj:
-    return {"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": meta(name, namespace, _rbac_labels(name))}
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": meta(name, namespace, _rbac_labels(name)),
+    }
 
 
 def cluster_role_binding_for_sa(sa: str, namespace: str, cluster_role: str) -> Obj:
     """RoleBinding of ``sa`` to a ClusterRole (planner / EPP)."""
     name = f"{sa}-binding"
     return {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
         "metadata": meta(name, namespace, _rbac_labels(name)),
         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": cluster_role},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": cluster_role,
+        },
     }
 
 
@@ -53,22 +67,40 @@ def discovery_rbac(dgd_name: str, namespace: str) -> list[Obj]:
     role, binding = f"{sa}-role", f"{sa}-binding"
     labels = {keys.LABEL_GRAPH_NAME: dgd_name}
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": meta(sa, namespace, {**_rbac_labels(sa), **labels})},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": meta(role, namespace, {**_rbac_labels(role), **labels}),
-         "rules": [
-             {"apiGroups": [""], "resources": ["endpoints", "pods"],
-              "verbs": ["get", "list", "watch"]},
-             {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
-              "verbs": ["get", "list", "watch"]},
-             {"apiGroups": ["nvidia.com"], "resources": ["dynamoworkermetadatas"],
-              "verbs": ["create", "get", "list", "watch", "update", "patch", "delete"]},
-         ]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": meta(binding, namespace, {**_rbac_labels(binding), **labels}),
-         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": meta(sa, namespace, {**_rbac_labels(sa), **labels}),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": meta(role, namespace, {**_rbac_labels(role), **labels}),
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["endpoints", "pods"],
+                    "verbs": ["get", "list", "watch"],
+                },
+                {
+                    "apiGroups": ["discovery.k8s.io"],
+                    "resources": ["endpointslices"],
+                    "verbs": ["get", "list", "watch"],
+                },
+                {
+                    "apiGroups": ["nvidia.com"],
+                    "resources": ["dynamoworkermetadatas"],
+                    "verbs": ["create", "get", "list", "watch", "update", "patch", "delete"],
+                },
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta(binding, namespace, {**_rbac_labels(binding), **labels}),
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+        },
     ]
 
 
@@ -79,22 +111,35 @@ def pvc(p: PVC, namespace: str) -> Obj:
     }
     if p.storageClass:
         spec["storageClassName"] = p.storageClass
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": meta(str(p.name), namespace), "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": meta(str(p.name), namespace),
+        "spec": spec,
+    }
 
 
-def component_service(ctx: ComponentContext, labels: dict[str, str],
-                      annotations: dict[str, str], leader_only: bool = False) -> Obj:
-    selector = {keys.LABEL_COMPONENT_TYPE: ctx.component_type,
-                keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
-                keys.LABEL_COMPONENT: ctx.service}
+def component_service(
+    ctx: ComponentContext,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    leader_only: bool = False,
+) -> Obj:
+    selector = {
+        keys.LABEL_COMPONENT_TYPE: ctx.component_type,
+        keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
+        keys.LABEL_COMPONENT: ctx.service,
+    }
     if leader_only:  # multinode: only the leader serves
         selector[keys.LABEL_ROLE] = "leader"
     return {
-        "apiVersion": "v1", "kind": "Service",
+        "apiVersion": "v1",
+        "kind": "Service",
         "metadata": meta(naming.normalize(ctx.name), ctx.namespace, labels, annotations),
-        "spec": {"selector": dict(sorted(selector.items())),
-                 "ports": [defaults.service_port(ctx.component_type)]},
+        "spec": {
+            "selector": dict(sorted(selector.items())),
+            "ports": [defaults.service_port(ctx.component_type)],
+        },
     }
 
 
@@ -104,74 +149,135 @@ def default_ingress(ctx: ComponentContext) -> Ingress | None:
     if not (s.ingress_class or s.istio_gateway):
         return None
     return Ingress(
-        enabled=True, host=ctx.dgd_name, useVirtualService=bool(s.istio_gateway),
+        enabled=True,
+        host=ctx.dgd_name,
+        useVirtualService=bool(s.istio_gateway),
         virtualServiceGateway=s.istio_gateway or None,
         ingressControllerClassName=s.ingress_class or None,
         tls={"secretName": s.ingress_tls_secret} if s.ingress_tls_secret else None,
-        hostSuffix=s.ingress_host_suffix or None)
+        hostSuffix=s.ingress_host_suffix or None,
+    )
 
 
 def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
     if not ingress.enabled:
         return []
-    host = (f"{ingress.hostPrefix or ''}{ingress.host or ''}."
-            f"{ingress.hostSuffix or defaults.DEFAULT_INGRESS_HOST_SUFFIX}")
+    host = (
+        f"{ingress.hostPrefix or ''}{ingress.host or ''}."
+        f"{ingress.hostSuffix or defaults.DEFAULT_INGRESS_HOST_SUFFIX}"
+    )
     backend = naming.normalize(ctx.name)
     out: list[Obj] = []
     if ingress.ingressControllerClassName:
         spec: dict[str, Any] = {
             "ingressClassName": ingress.ingressControllerClassName,
-            "rules": [{"host": host, "http": {"paths": [{
-                "path": "/", "pathType": "Prefix",
-                "backend": {"service": {"name": backend,
-                                        "port": {"number": defaults.FRONTEND_PORT}}}}]}}],
+            "rules": [
+                {
+                    "host": host,
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {
+                                    "service": {
+                                        "name": backend,
+                                        "port": {"number": defaults.FRONTEND_PORT},
+                                    }
+                                },
+                            }
+                        ]
+                    },
+                }
+            ],
         }
         if ingress.tls and ingress.tls.secretName:
             spec["tls"] = [{"hosts": [host], "secretName": ingress.tls.secretName}]
-        out.append({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-                    "metadata": meta(ctx.name, ctx.namespace), "spec": spec})
-    if (ctx.settings.istio_gateway and ingress.useVirtualService
-            and ingress.virtualServiceGateway):
-        out.append({
-            "apiVersion": "networking.istio.io/v1beta1", "kind": "VirtualService",
-            "metadata": meta(ctx.name, ctx.namespace),
-            "spec": {"hosts": [host], "gateways": [ingress.virtualServiceGateway],
-                     "http": [{"match": [{"uri": {"prefix": "/"}}],
-                               "route": [{"destination": {
-                                   "host": backend,
-                                   "port": {"number": defaults.FRONTEND_PORT}}}]}]},
-        })
+        out.append(
+            {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "Ingress",
+                "metadata": meta(ctx.name, ctx.namespace),
+                "spec": spec,
+            }
+        )
+    if ctx.settings.istio_gateway and ingress.useVirtualService and ingress.virtualServiceGateway:
+        out.append(
+            {
+                "apiVersion": "networking.istio.io/v1beta1",
+                "kind": "VirtualService",
+                "metadata": meta(ctx.name, ctx.namespace),
+                "spec": {
+                    "hosts": [host],
+                    "gateways": [ingress.virtualServiceGateway],
+                    "http": [
+                        {
+                            "match": [{"uri": {"prefix": "/"}}],
+                            "route": [
+                                {
+                                    "destination": {
+                                        "host": backend,
+                                        "port": {"number": defaults.FRONTEND_PORT},
+                                    }
+                                }
+                            ],
+                        }
+                    ],
+                },
+            }
+        )
     return out
 
 
 def model_service(model_name: str, namespace: str) -> Obj:
     h = naming.model_hash(model_name)
     return {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": meta(naming.model_service_name(model_name), namespace,
-                         {keys.LABEL_BASE_MODEL_HASH: h,
-                          keys.LABEL_MANAGED_BY_DYNAMO: "dynamo-operator"},
-                         {keys.ANN_BASE_MODEL: model_name}),
-        "spec": {"clusterIP": "None", "publishNotReadyAddresses": False,
-                 "selector": {keys.LABEL_BASE_MODEL_HASH: h},
-                 "ports": [{"name": "system", "port": defaults.SYSTEM_PORT,
-                            "targetPort": defaults.SYSTEM_PORT, "protocol": "TCP"}]},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(
+            naming.model_service_name(model_name),
+            namespace,
+            {keys.LABEL_BASE_MODEL_HASH: h, keys.LABEL_MANAGED_BY_DYNAMO: "dynamo-operator"},
+            {keys.ANN_BASE_MODEL: model_name},
+        ),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": False,
+            "selector": {keys.LABEL_BASE_MODEL_HASH: h},
+            "ports": [
+                {
+                    "name": "system",
+                    "port": defaults.SYSTEM_PORT,
+                    "targetPort": defaults.SYSTEM_PORT,
+                    "protocol": "TCP",
+                }
+            ],
+        },
     }
 
 
 def scaling_adapter(dgd_name: str, namespace: str, service: str, replicas: int | None) -> Obj:
     return {
-        "apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeploymentScalingAdapter",
-        "metadata": meta(naming.base_name(dgd_name, service), namespace,
-                         {keys.LABEL_GRAPH_NAME: dgd_name, keys.LABEL_COMPONENT: service}),
-        "spec": {"replicas": 1 if replicas is None else replicas,
-                 "dgdRef": {"name": dgd_name, "serviceName": service}},
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeploymentScalingAdapter",
+        "metadata": meta(
+            naming.base_name(dgd_name, service),
+            namespace,
+            {keys.LABEL_GRAPH_NAME: dgd_name, keys.LABEL_COMPONENT: service},
+        ),
+        "spec": {
+            "replicas": 1 if replicas is None else replicas,
+            "dgdRef": {"name": dgd_name, "serviceName": service},
+        },
     }
 
 
 def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str, Any]) -> Obj:
-    body = {"apiVersion": "inference.networking.x-k8s.io/v1alpha1",
-            "kind": "EndpointPickerConfig", **config}
+    body = {
+        "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        **config,
+    }
     try:
         from yaml import CSafeDumper as Dumper
     except ImportError:  # pragma: no cover
@@ -179,29 +285,42 @@ def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str
     # the operator writes it with sigs.k8s.io/yaml (through JSON): keys sorted
     text = yaml.dump(body, Dumper=Dumper, sort_keys=True, default_flow_style=False)
     return {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": meta(naming.epp_configmap_name(dgd_name), namespace, _epp_labels(
-            dgd_name, service)),
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta(
+            naming.epp_configmap_name(dgd_name), namespace, _epp_labels(dgd_name, service)
+        ),
         "data": {defaults.EPP_CONFIG_KEY: text},
     }
 
 
 def _epp_labels(dgd_name: str, service: str) -> dict[str, str]:
-    return {keys.LABEL_GRAPH_NAME: dgd_name, keys.LABEL_COMPONENT: service,
-            keys.LABEL_COMPONENT_TYPE: naming.EPP}
+    return {
+        keys.LABEL_GRAPH_NAME: dgd_name,
+        keys.LABEL_COMPONENT: service,
+        keys.LABEL_COMPONENT_TYPE: naming.EPP,
+    }
 
 
 def inference_pool(dgd_name: str, namespace: str, service: str, dynamo_ns: str) -> Obj:
     return {
-        "apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
-        "metadata": meta(naming.inference_pool_name(dgd_name), namespace,
-                         _epp_labels(dgd_name, service)),
+        "apiVersion": "inference.networking.k8s.io/v1",
+        "kind": "InferencePool",
+        "metadata": meta(
+            naming.inference_pool_name(dgd_name), namespace, _epp_labels(dgd_name, service)
+        ),
         "spec": {
             "targetPorts": [{"number": defaults.FRONTEND_PORT}],
-            "selector": {"matchLabels": {keys.LABEL_COMPONENT_TYPE: naming.WORKER,
-                                         keys.LABEL_DYNAMO_NAMESPACE: dynamo_ns}},
-            "endpointPickerRef": {"kind": "Service",
-                                  "name": naming.base_name(dgd_name, service),
-                                  "port": {"number": defaults.EPP_GRPC_PORT}},
+            "selector": {
+                "matchLabels": {
+                    keys.LABEL_COMPONENT_TYPE: naming.WORKER,
+                    keys.LABEL_DYNAMO_NAMESPACE: dynamo_ns,
+                }
+            },
+            "endpointPickerRef": {
+                "kind": "Service",
+                "name": naming.base_name(dgd_name, service),
+                "port": {"number": defaults.EPP_GRPC_PORT},
+            },
         },
     }

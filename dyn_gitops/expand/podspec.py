@@ -36,8 +36,10 @@ def detect_backend(container: dict[str, Any]) -> str | None:
     line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
     found = {m.group(1) for m in _BACKEND_RE.finditer(line)}
     if len(found) > 1:
-        raise ComponentError(("extraPodSpec", "mainContainer"),
-                             f"command runs several Dynamo backends ({', '.join(sorted(found))})")
+        raise ComponentError(
+            ("extraPodSpec", "mainContainer"),
+            f"command runs several Dynamo backends ({', '.join(sorted(found))})",
+        )
     return found.pop() if found else None
 
 
@@ -82,7 +84,8 @@ def _compilation_cache(ctx: ComponentContext) -> tuple[str, str] | None:
                     raise ComponentError(
                         ("volumeMounts", i, "mountPoint"),
                         f"a compilation cache needs a mountPoint for backend {ctx.backend!r} "
-                        "(only vLLM has a default)")
+                        "(only vLLM has a default)",
+                    )
             return vm.name, path
     return None
 
@@ -90,14 +93,23 @@ def _compilation_cache(ctx: ComponentContext) -> tuple[str, str] | None:
 def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     spec = ctx.spec
     base = defaults.type_container(
-        ctx.component_type, dynamo_ns=ctx.dynamo_ns, worker_hash=ctx.worker_hash,
-        pool_name=naming.inference_pool_name(ctx.dgd_name), pool_namespace=ctx.namespace)
+        ctx.component_type,
+        dynamo_ns=ctx.dynamo_ns,
+        worker_hash=ctx.worker_hash,
+        pool_name=naming.inference_pool_name(ctx.dgd_name),
+        pool_namespace=ctx.namespace,
+    )
     base_env = merge_envs(
-        defaults.common_env(dynamo_ns=ctx.dynamo_ns, component_type=ctx.component_type,
-                            dgd_name=ctx.dgd_name, dgd_namespace=ctx.namespace,
-                            discovery_backend=ctx.discovery_backend,
-                            container_discovery=ctx.container_discovery),
-        base.pop("env"))
+        defaults.common_env(
+            dynamo_ns=ctx.dynamo_ns,
+            component_type=ctx.component_type,
+            dgd_name=ctx.dgd_name,
+            dgd_namespace=ctx.namespace,
+            discovery_backend=ctx.discovery_backend,
+            container_discovery=ctx.container_discovery,
+        ),
+        base.pop("env"),
+    )
     user = user_main_container(ctx)
     user.pop("name", None)
     user_env = user.pop("env", None) or []
@@ -109,8 +121,9 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     container.update(merge_override({k: v for k, v in base.items()}, user))
     container["name"] = defaults.MAIN_CONTAINER
     if container.get("ports"):
-        container["ports"] = [{**p, "protocol": p.get("protocol") or "TCP"}
-                              for p in container["ports"]]
+        container["ports"] = [
+            {**p, "protocol": p.get("protocol") or "TCP"} for p in container["ports"]
+        ]
     if container.get("command") == []:
         del container["command"]
 
@@ -120,8 +133,10 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     env = add_missing_envs(env, _infra_env(ctx))
     if ctx.env_overrides:
         values = dict(ctx.env_overrides)
-        env = [{"name": e["name"], "value": values[e["name"]]} if e["name"] in values else e
-               for e in env]
+        env = [
+            {"name": e["name"], "value": values[e["name"]]} if e["name"] in values else e
+            for e in env
+        ]
 
     # probes: mainContainer probes field-merge into defaults; top-level ones replace wholesale
     for probe, user_probe in user_probes.items():
@@ -138,8 +153,10 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         container["resources"] = resources
 
     if spec.envFromSecret:
-        container["envFrom"] = [*container.get("envFrom", []),
-                                {"secretRef": {"name": spec.envFromSecret}}]
+        container["envFrom"] = [
+            *container.get("envFrom", []),
+            {"secretRef": {"name": spec.envFromSecret}},
+        ]
 
     mounts = list(container.get("volumeMounts") or [])
     cache = _compilation_cache(ctx)
@@ -162,9 +179,12 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
 
 def _infra_env(ctx: ComponentContext) -> list[dict[str, Any]]:
     s = ctx.settings
-    pairs = (("NATS_SERVER", s.nats_address), ("ETCD_ENDPOINTS", s.etcd_address),
-             ("MODEL_EXPRESS_URL", s.model_express_url),
-             ("PROMETHEUS_ENDPOINT", s.prometheus_endpoint))
+    pairs = (
+        ("NATS_SERVER", s.nats_address),
+        ("ETCD_ENDPOINTS", s.etcd_address),
+        ("MODEL_EXPRESS_URL", s.model_express_url),
+        ("PROMETHEUS_ENDPOINT", s.prometheus_endpoint),
+    )
     return [{"name": n, "value": v} for n, v in pairs if v]
 
 
@@ -173,8 +193,10 @@ def _check_single_node_backend(ctx: ComponentContext, container: dict[str, Any])
         return
     line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
     if "--enable-elastic-ep" in line:
-        raise NotSupportedError("vLLM elastic expert parallelism (--enable-elastic-ep) is not "
-                                "yet supported by dyn-gitops")
+        raise NotSupportedError(
+            "vLLM elastic expert parallelism (--enable-elastic-ep) is not "
+            "yet supported by dyn-gitops"
+        )
 
 
 def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | None:
@@ -183,12 +205,18 @@ def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | No
         return None
     base = defaults.frontend_container(ctx.dynamo_ns)
     env = merge_envs(
-        defaults.common_env(dynamo_ns=ctx.dynamo_ns, component_type=naming.FRONTEND,
-                            dgd_name=ctx.dgd_name, dgd_namespace=ctx.namespace,
-                            discovery_backend=ctx.discovery_backend,
-                            container_discovery=ctx.container_discovery,
-                            container_name=defaults.SIDECAR_FRONTEND),
-        base.pop("env"), dump(fs.envs) or [])
+        defaults.common_env(
+            dynamo_ns=ctx.dynamo_ns,
+            component_type=naming.FRONTEND,
+            dgd_name=ctx.dgd_name,
+            dgd_namespace=ctx.namespace,
+            discovery_backend=ctx.discovery_backend,
+            container_discovery=ctx.container_discovery,
+            container_name=defaults.SIDECAR_FRONTEND,
+        ),
+        base.pop("env"),
+        dump(fs.envs) or [],
+    )
     env = add_missing_envs(env, _infra_env(ctx))
     side: dict[str, Any] = {"name": defaults.SIDECAR_FRONTEND, "image": fs.image, **base}
     if fs.args:
@@ -221,8 +249,10 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     }
     if ctx.component_type == naming.EPP:
         pod["terminationGracePeriodSeconds"] = defaults.EPP_TERMINATION_GRACE_SECONDS
-        cm, key = ctx.epp_config_map or (naming.epp_configmap_name(ctx.dgd_name),
-                                         defaults.EPP_CONFIG_KEY)
+        cm, key = ctx.epp_config_map or (
+            naming.epp_configmap_name(ctx.dgd_name),
+            defaults.EPP_CONFIG_KEY,
+        )
         pod["volumes"] = defaults.epp_volumes(cm, key)
     user_security = "securityContext" in user_pod
     user_sa = user_pod.get("serviceAccountName")
@@ -260,17 +290,28 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
             have.add(name)
 
     shm = spec.sharedMemory
-    mounts = [m for m in main.get("volumeMounts", [])
-              if m["name"] != defaults.SHARED_MEMORY_VOLUME
-              and m.get("mountPath") != defaults.SHARED_MEMORY_PATH] if not (
-                  shm and shm.disabled) else list(main.get("volumeMounts", []))
+    mounts = (
+        [
+            m
+            for m in main.get("volumeMounts", [])
+            if m["name"] != defaults.SHARED_MEMORY_VOLUME
+            and m.get("mountPath") != defaults.SHARED_MEMORY_PATH
+        ]
+        if not (shm and shm.disabled)
+        else list(main.get("volumeMounts", []))
+    )
     if not (shm and shm.disabled):
         volumes = [v for v in volumes if v["name"] != defaults.SHARED_MEMORY_VOLUME]
         size = shm.size if shm and shm.size else defaults.SHARED_MEMORY_SIZE
-        volumes.append({"name": defaults.SHARED_MEMORY_VOLUME,
-                        "emptyDir": {"medium": "Memory", "sizeLimit": size}})
-        mounts.append({"name": defaults.SHARED_MEMORY_VOLUME,
-                       "mountPath": defaults.SHARED_MEMORY_PATH})
+        volumes.append(
+            {
+                "name": defaults.SHARED_MEMORY_VOLUME,
+                "emptyDir": {"medium": "Memory", "sizeLimit": size},
+            }
+        )
+        mounts.append(
+            {"name": defaults.SHARED_MEMORY_VOLUME, "mountPath": defaults.SHARED_MEMORY_PATH}
+        )
     if mounts:
         main["volumeMounts"] = mounts
     if volumes:

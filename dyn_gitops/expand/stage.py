@@ -41,8 +41,12 @@ def identity(obj: dict[str, Any], default_ns: str) -> tuple[str, str, str, str]:
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-    return (group, str(obj.get("kind")), str(meta.get("namespace") or default_ns),
-            str(meta.get("name")))
+    return (
+        group,
+        str(obj.get("kind")),
+        str(meta.get("namespace") or default_ns),
+        str(meta.get("name")),
+    )
 
 
 @dataclass
@@ -51,8 +55,9 @@ class Expanded:
     graphs: int = 0  # DGDs expanded
 
 
-def expand(items: Iterable[Validated], settings: RenderSettings,
-           problems: list[Problem]) -> Expanded:
+def expand(
+    items: Iterable[Validated], settings: RenderSettings, problems: list[Problem]
+) -> Expanded:
     """Expand every item, in order, until the output is over the setting max-objects (what
     is after that is not expanded); problems are appended."""
     out = Expanded()
@@ -90,8 +95,15 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     ref = f"{dgd.metadata.namespace or settings.namespace}/{dgd.metadata.name}"
     out = [Rendered(child, doc.file.path, dgd=ref, doc=doc) for child in children]
     if settings.emit_source:
-        out.append(Rendered(_source_to_emit(doc.data, dgd, children, settings), doc.file.path,
-                            dgd=ref, source_dgd=True, doc=doc))
+        out.append(
+            Rendered(
+                _source_to_emit(doc.data, dgd, children, settings),
+                doc.file.path,
+                dgd=ref,
+                source_dgd=True,
+                doc=doc,
+            )
+        )
     return out
 
 
@@ -113,10 +125,16 @@ class _Budget:
         if len(self.outputs) + per_replica <= limit:
             return None
         before = f" with the {len(self.outputs)} before it" if self.outputs else ""
-        return item.located(Problem.at(("spec", "services"), (
-            f"its multinode services would make {per_replica} LeaderWorkerSets and "
-            f"PodGroups (one each per replica), more than the {limit} objects "
-            f"allowed{before} (setting max-objects); nothing was expanded")))
+        return item.located(
+            Problem.at(
+                ("spec", "services"),
+                (
+                    f"its multinode services would make {per_replica} LeaderWorkerSets and "
+                    f"PodGroups (one each per replica), more than the {limit} objects "
+                    f"allowed{before} (setting max-objects); nothing was expanded"
+                ),
+            )
+        )
 
     def spend(self, item: Validated, made: list[Rendered]) -> Problem | None:
         """After expanding: a problem if the output is now over the limit."""
@@ -124,9 +142,16 @@ class _Budget:
         limit = self.settings.max_objects
         if len(self.outputs) <= limit:
             return None
-        return located(item.doc, Problem.at((), (
-            f"the output reaches {len(self.outputs)} objects here, more than the {limit} "
-            "allowed (setting max-objects); the rest was not expanded")))
+        return located(
+            item.doc,
+            Problem.at(
+                (),
+                (
+                    f"the output reaches {len(self.outputs)} objects here, more than the {limit} "
+                    "allowed (setting max-objects); the rest was not expanded"
+                ),
+            ),
+        )
 
 
 def _per_replica_objects(dgd: DynamoGraphDeployment, settings: RenderSettings) -> int:
@@ -134,8 +159,11 @@ def _per_replica_objects(dgd: DynamoGraphDeployment, settings: RenderSettings) -
     replica of a multinode service outside Grove (known before making them)."""
     if grove.is_grove(dgd, settings):
         return 0
-    return sum(2 * (1 if s.replicas is None else s.replicas)
-               for s in (dgd.spec.services or {}).values() if is_multinode(s))
+    return sum(
+        2 * (1 if s.replicas is None else s.replicas)
+        for s in (dgd.spec.services or {}).values()
+        if is_multinode(s)
+    )
 
 
 def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
@@ -151,8 +179,12 @@ def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
     return {}
 
 
-def _source_to_emit(data: dict[str, Any], obj: DynamoGraphDeployment,
-                    children: list[dict[str, Any]], settings: RenderSettings) -> dict[str, Any]:
+def _source_to_emit(
+    data: dict[str, Any],
+    obj: DynamoGraphDeployment,
+    children: list[dict[str, Any]],
+    settings: RenderSettings,
+) -> dict[str, Any]:
     """The source DGD as written, or a v1beta1 one as the v1alpha1 DGD it was rendered from
     (what the dyn-gitops CRDs serve and the controller reads); with the markers the
     companion controller reads (worker hash, or the Grove PodCliqueSet)."""

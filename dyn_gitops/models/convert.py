@@ -27,13 +27,20 @@ _SPLIT_TYPES = (naming.PREFILL, naming.DECODE)
 
 # v1alpha1 service field -> where the same thing lives in a v1beta1 component
 _FIELD_HOME: dict[str, FieldPath] = {
-    "componentType": ("type",), "subComponentType": ("type",),
-    "extraPodSpec": ("podTemplate", "spec"), "extraPodMetadata": ("podTemplate", "metadata"),
-    "envs": ("podTemplate",), "envFromSecret": ("podTemplate",), "resources": ("podTemplate",),
-    "livenessProbe": ("podTemplate",), "readinessProbe": ("podTemplate",),
-    "volumeMounts": ("podTemplate",), "sharedMemory": ("sharedMemorySize",),
+    "componentType": ("type",),
+    "subComponentType": ("type",),
+    "extraPodSpec": ("podTemplate", "spec"),
+    "extraPodMetadata": ("podTemplate", "metadata"),
+    "envs": ("podTemplate",),
+    "envFromSecret": ("podTemplate",),
+    "resources": ("podTemplate",),
+    "livenessProbe": ("podTemplate",),
+    "readinessProbe": ("podTemplate",),
+    "volumeMounts": ("podTemplate",),
+    "sharedMemory": ("sharedMemorySize",),
     "gpuMemoryService": ("experimental", "gpuMemoryService"),
-    "failover": ("experimental", "failover"), "checkpoint": ("experimental", "checkpoint"),
+    "failover": ("experimental", "failover"),
+    "checkpoint": ("experimental", "checkpoint"),
     "runtimeVersionOverride": ("runtimeVersion",),
 }
 
@@ -69,8 +76,12 @@ def _split_main(main: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         fields["envs"] = main.pop("env")
     env_from = list(main.pop("envFrom", None) or [])
     last = env_from[-1] if env_from else None
-    if (isinstance(last, dict) and list(last) == ["secretRef"]
-            and isinstance(last["secretRef"], dict) and list(last["secretRef"]) == ["name"]):
+    if (
+        isinstance(last, dict)
+        and list(last) == ["secretRef"]
+        and isinstance(last["secretRef"], dict)
+        and list(last["secretRef"]) == ["name"]
+    ):
         # envFromSecret is appended after mainContainer.envFrom: same order either way
         fields["envFromSecret"] = last["secretRef"]["name"]
         env_from.pop()
@@ -101,9 +112,16 @@ def _split_main(main: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def _sidecar(container: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
     extra = sorted(set(container) - {"name", "image", "args", "env", "envFrom"})
     if extra:
-        raise RenderError([Problem.at(loc, "a frontendSidecar container with "
-                                      f"{', '.join(extra)} is not yet supported (only image, "
-                                      "args, env and one envFrom secretRef)")])
+        raise RenderError(
+            [
+                Problem.at(
+                    loc,
+                    "a frontendSidecar container with "
+                    f"{', '.join(extra)} is not yet supported (only image, "
+                    "args, env and one envFrom secretRef)",
+                )
+            ]
+        )
     if not container.get("image"):
         raise RenderError([Problem.at(loc, "the frontendSidecar container needs an image")])
     out: dict[str, Any] = {"image": container["image"]}
@@ -115,8 +133,14 @@ def _sidecar(container: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
     if env_from:
         ref = env_from[0].get("secretRef") if len(env_from) == 1 else None
         if not (isinstance(ref, dict) and list(env_from[0]) == ["secretRef"] and ref.get("name")):
-            raise RenderError([Problem.at(loc, "a frontendSidecar envFrom other than one "
-                                          "secretRef is not yet supported")])
+            raise RenderError(
+                [
+                    Problem.at(
+                        loc,
+                        "a frontendSidecar envFrom other than one secretRef is not yet supported",
+                    )
+                ]
+            )
         out["envFromSecret"] = ref["name"]
     return out
 
@@ -126,17 +150,28 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
     if c.roles:
         problems.append(Problem.at((*loc, "roles"), "component roles are not yet supported"))
     if c.extraPodSpecMergeStrategy == "strategic":
-        problems.append(Problem.at((*loc, "extraPodSpecMergeStrategy"),
-                                   "the strategic extraPodSpec merge is not yet supported"))
+        problems.append(
+            Problem.at(
+                (*loc, "extraPodSpecMergeStrategy"),
+                "the strategic extraPodSpec merge is not yet supported",
+            )
+        )
     exp = c.experimental
     if exp is not None and exp.grove is not None:
         unknown = sorted(set(exp.grove) - {"forceScalingGroup"})
         if unknown:
-            problems.append(Problem.at((*loc, "experimental", "grove", unknown[0]),
-                                       "only experimental.grove.forceScalingGroup is supported"))
+            problems.append(
+                Problem.at(
+                    (*loc, "experimental", "grove", unknown[0]),
+                    "only experimental.grove.forceScalingGroup is supported",
+                )
+            )
         elif not isinstance(exp.grove.get("forceScalingGroup", False), bool):
-            problems.append(Problem.at((*loc, "experimental", "grove", "forceScalingGroup"),
-                                       "must be true or false"))
+            problems.append(
+                Problem.at(
+                    (*loc, "experimental", "grove", "forceScalingGroup"), "must be true or false"
+                )
+            )
     if problems:
         raise RenderError(problems)
 
@@ -147,25 +182,32 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
         svc["componentType"] = c.type
     if c.globalDynamoNamespace:
         svc["globalDynamoNamespace"] = True
-    for name in ("replicas", "minAvailable", "multinode", "modelRef", "eppConfig",
-                 "topologyConstraint"):
+    for name in (
+        "replicas",
+        "minAvailable",
+        "multinode",
+        "modelRef",
+        "eppConfig",
+        "topologyConstraint",
+    ):
         value = getattr(c, name)
         if value is not None:
-            svc[name] = value.model_dump(exclude_none=True) if hasattr(
-                value, "model_dump") else value
+            svc[name] = (
+                value.model_dump(exclude_none=True) if hasattr(value, "model_dump") else value
+            )
     if c.runtimeVersion:
         svc["runtimeVersionOverride"] = c.runtimeVersion
     if c.scalingAdapter is not None:
         svc["scalingAdapter"] = {"enabled": True}
     if c.sharedMemorySize is not None:
-        svc["sharedMemory"] = ({"disabled": True} if c.sharedMemorySize == "0"
-                               else {"size": c.sharedMemorySize})
+        svc["sharedMemory"] = (
+            {"disabled": True} if c.sharedMemorySize == "0" else {"size": c.sharedMemorySize}
+        )
     if exp is not None:
         for name in ("gpuMemoryService", "failover"):
             value = getattr(exp, name)
             if value is not None:
-                svc[name] = {**{k: v for k, v in value.items() if k != "enabled"},
-                             "enabled": True}
+                svc[name] = {**{k: v for k, v in value.items() if k != "enabled"}, "enabled": True}
         if exp.checkpoint is not None:
             svc["checkpoint"] = {"enabled": True, **exp.checkpoint}
 
@@ -185,8 +227,14 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
             continue
         others.append(x)
     if c.frontendSidecar and "frontendSidecar" not in svc:
-        raise RenderError([Problem.at((*loc, "frontendSidecar"),
-                                      f"no podTemplate container is named {c.frontendSidecar!r}")])
+        raise RenderError(
+            [
+                Problem.at(
+                    (*loc, "frontendSidecar"),
+                    f"no podTemplate container is named {c.frontendSidecar!r}",
+                )
+            ]
+        )
     if main is not None:
         fields, rest = _split_main(main)
         svc.update(fields)
@@ -215,18 +263,27 @@ def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeplo
     not located yet (their paths are those of the v1beta1 document)."""
     problems: list[Problem] = []
     if PRESERVED_ALPHA_ANNOTATION in (dgd.metadata.annotations or {}):
-        problems.append(Problem.at(("metadata", "annotations", PRESERVED_ALPHA_ANNOTATION),
-                                   "preserved v1alpha1 fields (written by the conversion "
-                                   "webhook) are not yet supported; write the DGD as v1alpha1 "
-                                   "instead"))
+        problems.append(
+            Problem.at(
+                ("metadata", "annotations", PRESERVED_ALPHA_ANNOTATION),
+                "preserved v1alpha1 fields (written by the conversion "
+                "webhook) are not yet supported; write the DGD as v1alpha1 "
+                "instead",
+            )
+        )
     services: dict[str, Any] = {}
     seen: dict[str, int] = {}
     for i, c in enumerate(dgd.spec.components or []):
         loc: FieldPath = ("spec", "components", i)
         if c.name.lower() in seen:
-            problems.append(Problem.at((*loc, "name"), f"component name {c.name!r} is also used "
-                                       f"by spec.components[{seen[c.name.lower()]}] (names are "
-                                       "unique case-insensitively)"))
+            problems.append(
+                Problem.at(
+                    (*loc, "name"),
+                    f"component name {c.name!r} is also used "
+                    f"by spec.components[{seen[c.name.lower()]}] (names are "
+                    "unique case-insensitively)",
+                )
+            )
             continue
         seen[c.name.lower()] = i
         try:
@@ -240,12 +297,21 @@ def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeplo
     if dgd.spec.env:
         spec["envs"] = [e.model_dump(exclude_none=True) for e in dgd.spec.env]
     try:
-        alpha = v1alpha1.DynamoGraphDeployment.model_validate({
-            "apiVersion": v1alpha1.API_VERSION, "kind": dgd.kind,
-            "metadata": dgd.metadata.model_dump(exclude_none=True), "spec": spec})
+        alpha = v1alpha1.DynamoGraphDeployment.model_validate(
+            {
+                "apiVersion": v1alpha1.API_VERSION,
+                "kind": dgd.kind,
+                "metadata": dgd.metadata.model_dump(exclude_none=True),
+                "spec": spec,
+            }
+        )
     except ValidationError as exc:  # pragma: no cover - the v1beta1 model checked the values
-        raise RenderError([Problem.at(loc_in_v1beta1(dgd)(tuple(e["loc"])), e["msg"])
-                           for e in exc.errors(include_url=False)]) from None
+        raise RenderError(
+            [
+                Problem.at(loc_in_v1beta1(dgd)(tuple(e["loc"])), e["msg"])
+                for e in exc.errors(include_url=False)
+            ]
+        ) from None
     for c in dgd.spec.components or []:
         grove = c.experimental.grove if c.experimental is not None else None
         if grove and grove.get("forceScalingGroup") is True:

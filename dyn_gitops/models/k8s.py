@@ -33,24 +33,28 @@ class Strict(BaseModel):
 
 
 _QUANTITY = re.compile(
-    r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+    r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$"
+)
 
 
 def _quantity(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError(
-            f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {value!r}")
+            f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {value!r}"
+        )
     if isinstance(value, int | float):
         value = str(value)
     if isinstance(value, str) and not _QUANTITY.match(value):
         raise ValueError(
-            f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {value!r}")
+            f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {value!r}"
+        )
     return value
 
 
 #: a resource.Quantity: written as a string or a number in YAML, rendered as a string
-Quantity = Annotated[str, BeforeValidator(_quantity),
-                     WithJsonSchema({"x-kubernetes-int-or-string": True})]
+Quantity = Annotated[
+    str, BeforeValidator(_quantity), WithJsonSchema({"x-kubernetes-int-or-string": True})
+]
 
 
 #: the schema of a free-form object: the CRDs stay as they were when only names were checked
@@ -73,14 +77,16 @@ Named = Annotated[dict[str, Any], AfterValidator(_named), _OBJECT_SCHEMA]
 def _quantity_as_written(value: Any) -> Any:
     if not isinstance(value, str | int | float) or isinstance(value, bool):
         raise ValueError(
-            f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {_kind(value)}")
+            f"expected a Kubernetes quantity such as '1', '500m' or '8Gi', found {_kind(value)}"
+        )
     _quantity(value)
     return value
 
 
 def _kind(value: Any) -> str:
     return {list: "a list", dict: "a mapping", bool: "a boolean", type(None): "null"}.get(
-        type(value), type(value).__name__)
+        type(value), type(value).__name__
+    )
 
 
 def _whole(value: Any) -> Any:
@@ -107,8 +113,7 @@ class _ResourceRequirements(TypedDict, total=False):
 
 
 #: core/v1 ResourceRequirements, checked, kept as written
-ResourceRequirements = Annotated[_ResourceRequirements, WrapValidator(_as_written),
-                                 _OBJECT_SCHEMA]
+ResourceRequirements = Annotated[_ResourceRequirements, WrapValidator(_as_written), _OBJECT_SCHEMA]
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -140,8 +145,9 @@ class EnvVar(Strict):
         # the API server rejects non-strings; YAML authors write `value: 1` by accident
         if isinstance(v, bool | int | float):
             # never the value itself: env values may be credentials (display.py)
-            raise ValueError("env values must be strings: quote it, found "
-                             f"{describe(v, sensitive=True)}")
+            raise ValueError(
+                f"env values must be strings: quote it, found {describe(v, sensitive=True)}"
+            )
         return v
 
 

@@ -248,7 +248,12 @@ class DynamoComponentDeployment(Strict):
 #: from the schemas built before it (built on first use instead, each would build its nested
 #: models again); every other model is built on its first use
 PREBUILT: tuple[type[Strict], ...] = (
-    EnvVar, Container, ExtraPodSpec, ServiceSpec, DynamoGraphDeployment)
+    EnvVar,
+    Container,
+    ExtraPodSpec,
+    ServiceSpec,
+    DynamoGraphDeployment,
+)
 for _model in PREBUILT:
     _model.model_rebuild()
 del _model

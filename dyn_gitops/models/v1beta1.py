@@ -90,7 +90,12 @@ class DynamoGraphDeployment(Strict):
 #: what converting a v1beta1 DGD validates and dumps on its own, innermost first (see
 #: ``v1alpha1.PREBUILT``)
 PREBUILT: tuple[type[BaseModel], ...] = (
-    ObjectMeta, PodSpecFields, PodTemplateMeta, GraphSpec, DynamoGraphDeployment)
+    ObjectMeta,
+    PodSpecFields,
+    PodTemplateMeta,
+    GraphSpec,
+    DynamoGraphDeployment,
+)
 for _model in PREBUILT:
     _model.model_rebuild()
 del _model

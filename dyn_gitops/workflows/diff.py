@@ -96,8 +96,9 @@ class RevisionError(RenderError):
 
 
 # ---------------------------------------------------------------------------- rendering
-def render_revision(repo_path: str, rev: str, subpath: str, *,
-                    runner: Runner) -> tuple[str, list[Obj]]:
+def render_revision(
+    repo_path: str, rev: str, subpath: str, *, runner: Runner
+) -> tuple[str, list[Obj]]:
     """(commit, objects) of ``subpath`` at ``rev``; a path missing there renders to nothing.
 
     Each revision uses its own ``dyn-gitops.yaml``, under the same environment and flags.
@@ -134,23 +135,36 @@ def _lookup(repo_path: str, rev: str, subpath: str) -> tuple[str, bool]:
 def object_key(obj: Obj) -> ObjKey:
     meta = obj.get("metadata") or {}
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-    return (group, str(obj.get("kind", "")), str(meta.get("namespace") or ""),
-            str(meta.get("name", "")))
+    return (
+        group,
+        str(obj.get("kind", "")),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name", "")),
+    )
 
 
 def _named(items: list[Any]) -> bool:
     names = [i.get("name") for i in items if isinstance(i, dict)]
-    return (len(names) == len(items) and all(isinstance(n, str) for n in names)
-            and len(set(names)) == len(names))
+    return (
+        len(names) == len(items)
+        and all(isinstance(n, str) for n in names)
+        and len(set(names)) == len(names)
+    )
 
 
 def _seg(key: str) -> str:
     return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{json.dumps(key)}]"
 
 
-def field_changes(before: Any, after: Any, path: str = "", *, kind: str | None = None,
-                  loc: tuple[str | int, ...] = (),
-                  env_name: str | None = None) -> list[FieldChange]:
+def field_changes(
+    before: Any,
+    after: Any,
+    path: str = "",
+    *,
+    kind: str | None = None,
+    loc: tuple[str | int, ...] = (),
+    env_name: str | None = None,
+) -> list[FieldChange]:
     """Every leaf that differs, with a readable path (``env[name=X].value``).
 
     Values that may not be shown (Secret data, credentials: :mod:`dyn_gitops.display`) are
@@ -163,32 +177,56 @@ def field_changes(before: Any, after: Any, path: str = "", *, kind: str | None =
         out: list[FieldChange] = []
         for k in [*before, *(k for k in after if k not in before)]:
             sub = f"{path}{_seg(str(k))}"
-            out += field_changes(before.get(k, ABSENT), after.get(k, ABSENT), sub, kind=kind,
-                                 loc=(*loc, str(k)), env_name=env_name)
+            out += field_changes(
+                before.get(k, ABSENT),
+                after.get(k, ABSENT),
+                sub,
+                kind=kind,
+                loc=(*loc, str(k)),
+                env_name=env_name,
+            )
         return out
     if isinstance(before, list) and isinstance(after, list):
         return _list_changes(before, after, path, kind, loc, env_name)
     return [_leaf(path, before, after, kind, loc, env_name)]
 
 
-def _leaf(path: str, before: Any, after: Any, kind: str | None, loc: tuple[str | int, ...],
-          env_name: str | None) -> FieldChange:
+def _leaf(
+    path: str,
+    before: Any,
+    after: Any,
+    kind: str | None,
+    loc: tuple[str | int, ...],
+    env_name: str | None,
+) -> FieldChange:
     def shown(v: Any) -> Any:
         return v if v is ABSENT else redact_tree(v, loc, kind=kind, env_name=env_name)
+
     return FieldChange(path.lstrip("."), shown(before), shown(after))
 
 
-def _list_changes(before: list[Any], after: list[Any], path: str, kind: str | None,
-                  loc: tuple[str | int, ...], env_name: str | None) -> list[FieldChange]:
+def _list_changes(
+    before: list[Any],
+    after: list[Any],
+    path: str,
+    kind: str | None,
+    loc: tuple[str | int, ...],
+    env_name: str | None,
+) -> list[FieldChange]:
     if before and after and _named(before) and _named(after):
         a = {i["name"]: i for i in before}
         b = {i["name"]: i for i in after}
         env_list = bool(loc) and loc[-1] in ("env", "envs")
         out: list[FieldChange] = []
         for n, name in enumerate([*a, *(n for n in b if n not in a)]):
-            out += field_changes(a.get(name, ABSENT), b.get(name, ABSENT),
-                                 f"{path}[name={name}]", kind=kind, loc=(*loc, n),
-                                 env_name=name if env_list else env_name)
+            out += field_changes(
+                a.get(name, ABSENT),
+                b.get(name, ABSENT),
+                f"{path}[name={name}]",
+                kind=kind,
+                loc=(*loc, n),
+                env_name=name if env_list else env_name,
+            )
         common_a = [n for n in a if n in b]
         common_b = [n for n in b if n in a]
         if common_a != common_b:  # order matters (env expansion, container order)
@@ -197,9 +235,14 @@ def _list_changes(before: list[Any], after: list[Any], path: str, kind: str | No
     if any(isinstance(i, dict | list) for i in [*before, *after]):
         out = []
         for i in range(max(len(before), len(after))):
-            out += field_changes(before[i] if i < len(before) else ABSENT,
-                                 after[i] if i < len(after) else ABSENT, f"{path}[{i}]",
-                                 kind=kind, loc=(*loc, i), env_name=env_name)
+            out += field_changes(
+                before[i] if i < len(before) else ABSENT,
+                after[i] if i < len(after) else ABSENT,
+                f"{path}[{i}]",
+                kind=kind,
+                loc=(*loc, i),
+                env_name=env_name,
+            )
         return out
     return [_leaf(path, before, after, kind, loc, env_name)]  # scalars: args read best whole
 
@@ -210,8 +253,11 @@ def _generation(obj: Obj) -> tuple[ObjKey, str, str] | None:
     if keys.LABEL_WORKER_HASH not in labels:
         return None
     group, kind, ns, _ = object_key(obj)
-    return ((group, kind, ns, ""), str(labels.get(keys.LABEL_GRAPH_NAME, "")),
-            str(labels.get(keys.LABEL_COMPONENT, "")))
+    return (
+        (group, kind, ns, ""),
+        str(labels.get(keys.LABEL_GRAPH_NAME, "")),
+        str(labels.get(keys.LABEL_COMPONENT, "")),
+    )
 
 
 def compare(base: list[Obj], head: list[Obj]) -> tuple[list[ObjectChange], int]:
@@ -234,8 +280,9 @@ def compare(base: list[Obj], head: list[Obj]) -> tuple[list[ObjectChange], int]:
         new_key = by_generation.pop(g, None) if g is not None else None
         if new_key is not None:
             new = added.pop(new_key)
-            changes.append(ObjectChange("replaced", old, new,
-                                        field_changes(old, new, kind=object_key(old)[1])))
+            changes.append(
+                ObjectChange("replaced", old, new, field_changes(old, new, kind=object_key(old)[1]))
+            )
         else:
             changes.append(ObjectChange("removed", old, None))
     changes += [ObjectChange("added", None, o) for o in added.values()]
@@ -245,10 +292,17 @@ def compare(base: list[Obj], head: list[Obj]) -> tuple[list[ObjectChange], int]:
 
 def diff(repo_path: str, base: str, head: str, subpath: str, *, runner: Runner) -> DiffResult:
     if subpath and not any(_lookup(repo_path, rev, subpath)[1] for rev in (base, head)):
-        raise context.PathNotFound(f"{subpath}: in neither {base} nor {head}; nothing to compare "
-                                "(a path added or removed is fine, but it must exist in one)")
+        raise context.PathNotFound(
+            f"{subpath}: in neither {base} nor {head}; nothing to compare "
+            "(a path added or removed is fine, but it must exist in one)"
+        )
     base_commit, before = render_revision(repo_path, base, subpath, runner=runner)
     head_commit, after = render_revision(repo_path, head, subpath, runner=runner)
     changes, unchanged = compare(before, after)
-    return DiffResult(Side(base, base_commit, len(before)), Side(head, head_commit, len(after)),
-                      subpath or ".", changes, unchanged)
+    return DiffResult(
+        Side(base, base_commit, len(before)),
+        Side(head, head_commit, len(after)),
+        subpath or ".",
+        changes,
+        unchanged,
+    )

@@ -25,14 +25,16 @@ class BranchMoved(DynGitopsError):
 
     exit_code = ExitCode.BRANCH_MOVED
 
-    def __init__(self, branch: str, expected: str | None, found: str | None, commit: str,
-                 reason: str = "") -> None:
+    def __init__(
+        self, branch: str, expected: str | None, found: str | None, commit: str, reason: str = ""
+    ) -> None:
         self.branch, self.expected, self.found, self.commit = branch, expected, found, commit
         what = reason or (f"moved from {expected or '(absent)'} to {found or '(absent)'}")
         super().__init__(
             f"branch {branch} {what} while hydrating; it was not updated. The new commit "
             f"{commit} is kept in the object store (it is not lost); re-run hydrate to build "
-            "on the current branch tip")
+            "on the current branch tip"
+        )
 
 
 def open_repo(path: str) -> pygit2.Repository:
@@ -68,15 +70,22 @@ def valid_branch(name: str) -> bool:
     control characters or ``~^:?*[\\``, no ``.lock`` or ``/`` or ``.`` at the end, no
     component starting with ``.``), plus git's own refusals for branches: no leading ``-``
     (it would read as an option) and not ``HEAD`` or ``@`` (they name revisions)."""
-    return (bool(name) and not name.startswith("-") and name not in ("HEAD", "@")
-            and pygit2.reference_is_valid_name(f"refs/heads/{name}"))
+    return (
+        bool(name)
+        and not name.startswith("-")
+        and name not in ("HEAD", "@")
+        and pygit2.reference_is_valid_name(f"refs/heads/{name}")
+    )
 
 
 def valid_path(path: str) -> bool:
     """A directory of a tree, held to the same rules as a branch name: every component is
     a plain name (no ``.`` or ``..``, none hidden, nothing git or a shell would misread)."""
-    return bool(path) and not path.startswith("-") and pygit2.reference_is_valid_name(
-        f"refs/heads/{path}")
+    return (
+        bool(path)
+        and not path.startswith("-")
+        and pygit2.reference_is_valid_name(f"refs/heads/{path}")
+    )
 
 
 def descends(repo: pygit2.Repository, new: str, old: str) -> bool | None:
@@ -141,8 +150,9 @@ def exists(repo: pygit2.Repository, commit: pygit2.Commit, path: str) -> bool:
     return True
 
 
-def walk_blobs(repo: pygit2.Repository, tree: pygit2.Tree | None,
-               prefix: str = "") -> Iterator[tuple[str, str]]:
+def walk_blobs(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, prefix: str = ""
+) -> Iterator[tuple[str, str]]:
     """(path, blob id) of every file below ``tree``."""
     if tree is None:
         return
@@ -154,8 +164,9 @@ def walk_blobs(repo: pygit2.Repository, tree: pygit2.Tree | None,
             yield path, str(entry.id)
 
 
-def read_blob(repo: pygit2.Repository, tree: pygit2.Tree | None, path: str, *,
-              limit: int | None = None) -> bytes | None:
+def read_blob(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, path: str, *, limit: int | None = None
+) -> bytes | None:
     """The blob at ``path``; None when absent, not a blob, or (checked from the object
     header, before reading it) larger than ``limit`` bytes."""
     if tree is None:
@@ -240,8 +251,9 @@ class Identity:
                 raise ValueError(f"the {what} may not contain {', '.join(map(repr, bad))}")
 
 
-def signature(repo: pygit2.Repository, who: Identity | None, when: pygit2.Commit
-              ) -> pygit2.Signature:
+def signature(
+    repo: pygit2.Repository, who: Identity | None, when: pygit2.Commit
+) -> pygit2.Signature:
     """Signature dated like the source commit, so the same input gives the same commit id.
 
     ValueError when the identity (given, or user.name/user.email) is not one git accepts.
@@ -251,27 +263,39 @@ def signature(repo: pygit2.Repository, who: Identity | None, when: pygit2.Commit
             default = repo.default_signature
             who = Identity(default.name, default.email)
         except pygit2.InvalidError as exc:  # configured, but not an identity git accepts
-            raise ValueError(f"user.name/user.email of the Git configuration: {exc}; "
-                             "pass --author 'Name <email>'") from None
+            raise ValueError(
+                f"user.name/user.email of the Git configuration: {exc}; "
+                "pass --author 'Name <email>'"
+            ) from None
         except (KeyError, pygit2.GitError):  # not configured
             who = Identity("dyn-gitops", "dyn-gitops@localhost")
         try:
             who.check()
         except ValueError as exc:
-            raise ValueError(f"user.name/user.email of the Git configuration: {exc}; "
-                             "pass --author 'Name <email>'") from None
+            raise ValueError(
+                f"user.name/user.email of the Git configuration: {exc}; "
+                "pass --author 'Name <email>'"
+            ) from None
     return pygit2.Signature(who.name, who.email, when.commit_time, when.commit_time_offset)
 
 
-def create_commit(repo: pygit2.Repository, tree: str, parent: str | None, message: str,
-                  sig: pygit2.Signature) -> str:
+def create_commit(
+    repo: pygit2.Repository, tree: str, parent: str | None, message: str, sig: pygit2.Signature
+) -> str:
     parents = [pygit2.Oid(hex=parent)] if parent else []
     oid = repo.create_commit(None, sig, sig, message, pygit2.Oid(hex=tree), parents)
     return str(oid)
 
 
-def update_branch(repo: pygit2.Repository, ref: str, new: str, expected: str | None, *,
-                  message: str, sig: pygit2.Signature) -> None:
+def update_branch(
+    repo: pygit2.Repository,
+    ref: str,
+    new: str,
+    expected: str | None,
+    *,
+    message: str,
+    sig: pygit2.Signature,
+) -> None:
     """Move ``ref`` to ``new`` only if it still points at ``expected`` (None: absent).
 
     The ref is locked the way ``git update-ref`` locks it, then re-read under the lock:
@@ -286,5 +310,6 @@ def update_branch(repo: pygit2.Repository, ref: str, new: str, expected: str | N
                 raise BranchMoved(branch, expected, found, new)
             txn.set_target(ref, new, message=message)  # reflog identity: libgit2 default
     except pygit2.GitError as exc:
-        raise BranchMoved(branch, expected, tip(repo, ref), new,
-                          reason=f"could not be locked ({exc})") from None
+        raise BranchMoved(
+            branch, expected, tip(repo, ref), new, reason=f"could not be locked ({exc})"
+        ) from None

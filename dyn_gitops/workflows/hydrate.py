@@ -86,8 +86,11 @@ def metadata_text(commit: str | None, rev: str, path: str, settings: RenderSetti
 
 
 def kustomization_text(paths: list[str]) -> bytes:
-    doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-           "resources": sorted(paths)}
+    doc = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": sorted(paths),
+    }
     head = "# Written by `dyn-gitops hydrate`: every rendered object, one file each.\n"
     return (head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)).encode()
 
@@ -97,8 +100,12 @@ def cache_text(cache: Mapping[str, Any]) -> bytes:
     head = {k: v for k, v in cache.items() if k != "units"}
     lines = [json.dumps(u, sort_keys=True, separators=(",", ":")) for u in cache.get("units", [])]
     body = ",\n".join(lines)
-    return (json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1]
-            + ',"units":[\n' + body + "\n]}\n").encode()
+    return (
+        json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1]
+        + ',"units":[\n'
+        + body
+        + "\n]}\n"
+    ).encode()
 
 
 def tree_content(p: Plan, meta: bytes) -> dict[str, Output]:
@@ -134,7 +141,8 @@ def _clean(path: str, what: str) -> str:
         raise HydrateUsageError(
             f"{what} {path!r} is not a valid directory of a branch: use plain names joined "
             "by '/' (no '..', no component starting with '.', no leading '/' or '-', no "
-            "space, control character or any of ~^:?*[\\, no '@{', no '.lock' ending)")
+            "space, control character or any of ~^:?*[\\, no '@{', no '.lock' ending)"
+        )
     return clean
 
 
@@ -156,19 +164,30 @@ def _check_rewind(repo: Any, req: Request, old: Any, source: str) -> None:
             f"{where} was last rendered from {last}, which is not in this repository (a "
             f"shallow clone?), so {source} ({req.rev}) cannot be shown to descend from it; "
             "fetch the history (git fetch --unshallow, or fetch-depth: 0 in CI), or pass "
-            "--allow-rewind to publish it anyway")
+            "--allow-rewind to publish it anyway"
+        )
     if not ok:
-        shallow = (" (or the history between them is cut off: this is a shallow clone)"
-                   if repo.is_shallow else "")
+        shallow = (
+            " (or the history between them is cut off: this is a shallow clone)"
+            if repo.is_shallow
+            else ""
+        )
         raise Rewind(
             f"{where} was last rendered from {last}; {source} ({req.rev}) does not descend "
             f"from it (an older or rewritten commit){shallow}, so publishing it would roll "
-            "the branch back; nothing committed. Pass --allow-rewind if that is intended")
+            "the branch back; nothing committed. Pass --allow-rewind if that is intended"
+        )
 
 
 # ---------------------------------------------------------------------------- to a branch
-def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Request, *,
-              before_update: Callable[[], None] | None = None) -> Result:
+def to_branch(
+    repo_path: str,
+    src: Source,
+    settings: RenderSettings,
+    req: Request,
+    *,
+    before_update: Callable[[], None] | None = None,
+) -> Result:
     """Render ``src`` and commit it on ``req.branch``; see the module docstring.
 
     Raises RenderError (bad input), HydrateUsageError, gitstore.BranchMoved (lost race).
@@ -181,7 +200,8 @@ def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Reques
     if gitstore.checked_out(repo, ref):
         raise HydrateUsageError(
             f"branch {req.branch} is checked out; hydrate never touches a work tree, so "
-            "publish to a branch that is not checked out (e.g. --branch rendered)")
+            "publish to a branch that is not checked out (e.g. --branch rendered)"
+        )
     if src.commit is None:
         raise HydrateUsageError("hydrate reads its input from a Git revision (--rev)")
     target = _clean(req.target_path, "--target-path")
@@ -198,33 +218,49 @@ def to_branch(repo_path: str, src: Source, settings: RenderSettings, req: Reques
         raise HydrateUsageError(str(exc)) from None
     old_ids = dict(gitstore.walk_blobs(repo, old))
     cache = gitstore.read_blob(repo, old, CACHE_FILE, limit=CACHE_MAX_BYTES)
-    previous = Previous(load_cache(cache), old_ids.get,
-                        lambda path: gitstore.read_blob(repo, old, path))
+    previous = Previous(
+        load_cache(cache), old_ids.get, lambda path: gitstore.read_blob(repo, old, path)
+    )
     p = plan(src, settings, previous if req.use_cache else None)
     files = tree_content(p, metadata_text(str(source.id), req.rev, req.source_path, settings))
     if parent is not None and _same_output(output_ids(files), old_ids):
         if expected != parent:  # up to date, but the local branch does not exist yet
-            gitstore.update_branch(repo, ref, parent, expected, sig=sig,
-                                   message=f"dyn-gitops hydrate: from origin/{req.branch}")
+            gitstore.update_branch(
+                repo,
+                ref,
+                parent,
+                expected,
+                sig=sig,
+                message=f"dyn-gitops hydrate: from origin/{req.branch}",
+            )
         return Result(None, parent, parent, p)
     content = {k: (v.blob if isinstance(v, Reused) else v) for k, v in files.items()}
     tree = gitstore.graft(repo, parent_tree, target, gitstore.write_files(repo, content))
     commit = gitstore.create_commit(repo, tree, parent, _message(req, str(source.id)), sig)
     if before_update is not None:
         before_update()
-    gitstore.update_branch(repo, ref, commit, expected, sig=sig,
-                           message=f"dyn-gitops hydrate: {req.rev} ({str(source.id)[:12]})")
+    gitstore.update_branch(
+        repo,
+        ref,
+        commit,
+        expected,
+        sig=sig,
+        message=f"dyn-gitops hydrate: {req.rev} ({str(source.id)[:12]})",
+    )
     return Result(commit, commit, parent, p)
 
 
 def _same_output(new: Mapping[str, str], old: Mapping[str, str]) -> bool:
     """Equal but for the metadata: a new source commit alone is not worth a commit."""
-    return ({k: v for k, v in new.items() if k != METADATA_FILE}
-            == {k: v for k, v in old.items() if k != METADATA_FILE})
+    return {k: v for k, v in new.items() if k != METADATA_FILE} == {
+        k: v for k, v in old.items() if k != METADATA_FILE
+    }
 
 
 def _message(req: Request, source: str) -> str:
     where = req.source_path or "."
     subject = req.message or f"dyn-gitops: render {where} at {source[:12]}"
-    return (f"{subject}\n\nRendered from {source} ({req.rev}) by dyn-gitops {__version__}.\n\n"
-            f"Dyn-Gitops-Source-Commit: {source}\nDyn-Gitops-Source-Path: {where}\n")
+    return (
+        f"{subject}\n\nRendered from {source} ({req.rev}) by dyn-gitops {__version__}.\n\n"
+        f"Dyn-Gitops-Source-Commit: {source}\nDyn-Gitops-Source-Path: {where}\n"
+    )

@@ -43,8 +43,12 @@ from ..settings import RenderSettings
 CACHE_FORMAT = 2
 _DOC_MARKER = re.compile(r"^(---|\.\.\.)(\s|$)", re.MULTILINE)
 #: the annotations finalize stamps; without them, shared children compare equal
-_PROVENANCE = (keys.ANN_SOURCE_PATH, keys.ANN_SOURCE_COMMIT, keys.ANN_RENDERER_VERSION,
-               keys.ANN_SOURCE_DGD)
+_PROVENANCE = (
+    keys.ANN_SOURCE_PATH,
+    keys.ANN_SOURCE_COMMIT,
+    keys.ANN_RENDERER_VERSION,
+    keys.ANN_SOURCE_DGD,
+)
 
 Obj = dict[str, Any]
 
@@ -153,8 +157,7 @@ def _unit(files: list[SourceFile], objects: list[Obj], default_ns: str) -> Unit:
             info.dgds = dgds
         infos[path] = info
         rendered[path] = obj
-    return Unit({f.path: blob_id(f.text.encode()) for f in files}, sorted(graphs), infos,
-                rendered)
+    return Unit({f.path: blob_id(f.text.encode()) for f in files}, sorted(graphs), infos, rendered)
 
 
 def _assign(objects: list[Obj], where: str) -> dict[str, Obj]:
@@ -170,22 +173,34 @@ def _text(obj: Obj) -> bytes:
 
 
 def _unit_json(u: Unit) -> dict[str, Any]:
-    return {"files": dict(sorted(u.files.items())), "graphs": u.graphs,
-            "objects": {p: {k: v for k, v in dataclasses.asdict(i).items() if v}
-                        for p, i in sorted(u.objects.items())}}
+    return {
+        "files": dict(sorted(u.files.items())),
+        "graphs": u.graphs,
+        "objects": {
+            p: {k: v for k, v in dataclasses.asdict(i).items() if v}
+            for p, i in sorted(u.objects.items())
+        },
+    }
 
 
 def _units_from_cache(cache: Any, digest: str) -> list[Unit]:
     """The previous run's units, if written for these settings and this version and
     well-formed (the cache lives on a branch people can edit); else none."""
     if not isinstance(cache, Mapping) or (
-            cache.get("format"), cache.get("renderer"), cache.get("settings")) != (
-            CACHE_FORMAT, __version__, digest):
+        cache.get("format"),
+        cache.get("renderer"),
+        cache.get("settings"),
+    ) != (CACHE_FORMAT, __version__, digest):
         return []
     try:
-        units = [Unit(_strs(u["files"]), _strs(u["graphs"]),
-                      {str(p): _info(i) for p, i in u["objects"].items()})
-                 for u in cache["units"]]
+        units = [
+            Unit(
+                _strs(u["files"]),
+                _strs(u["graphs"]),
+                {str(p): _info(i) for p, i in u["objects"].items()},
+            )
+            for u in cache["units"]
+        ]
     except (KeyError, TypeError, AttributeError):
         return []
     # output paths written by someone else: only the shape objpath produces is trusted
@@ -203,8 +218,11 @@ def _strs(value: Any) -> Any:
 
 def _info(data: Any) -> ObjInfo:
     info = ObjInfo(**data)
-    if not (isinstance(info.key, str) and isinstance(info.blob, str)
-            and isinstance(info.sig, str | None)):
+    if not (
+        isinstance(info.key, str)
+        and isinstance(info.blob, str)
+        and isinstance(info.sig, str | None)
+    ):
         raise TypeError("malformed object entry")
     _strs(info.paths)
     _strs(info.dgds)
@@ -231,9 +249,12 @@ class _Renderer:
         return _unit(files, render(src, self.unit_settings).objects, self.settings.namespace)
 
     def full(self) -> list[Obj]:
-        src = Source(files=list(self.source.files), root=self.source.root,
-                     settings_file=self.source.settings_file,
-                     problems=list(self.source.problems))
+        src = Source(
+            files=list(self.source.files),
+            root=self.source.root,
+            settings_file=self.source.settings_file,
+            problems=list(self.source.problems),
+        )
         return render(src, self.settings).objects
 
 
@@ -252,11 +273,19 @@ def _check_totals(p: Plan, settings: RenderSettings, previous: Previous, root: s
     """max-objects and max-output-bytes for the whole tree (units are rendered apart)."""
     problems: list[Problem] = []
     if len(p.files) > settings.max_objects:
-        problems.append(Problem(root, 0, message=f"the output is {len(p.files)} objects, more "
-                                f"than the {settings.max_objects} allowed (setting "
-                                "max-objects); nothing written"))
-    size = sum(len(previous.content(path) or b"") if isinstance(out, Reused) else len(out)
-               for path, out in p.files.items())
+        problems.append(
+            Problem(
+                root,
+                0,
+                message=f"the output is {len(p.files)} objects, more "
+                f"than the {settings.max_objects} allowed (setting "
+                "max-objects); nothing written",
+            )
+        )
+    size = sum(
+        len(previous.content(path) or b"") if isinstance(out, Reused) else len(out)
+        for path, out in p.files.items()
+    )
     too_big = size_problem(size, settings, root)
     if too_big is not None:
         problems.append(too_big)
@@ -284,13 +313,18 @@ def _plan(r: _Renderer, digest: str, previous: Previous) -> Plan:
     units: list[Unit] = []
     covered: set[str] = set()
     for u in _units_from_cache(previous.cache, digest):
-        if u.files and all(blobs.get(p) == b for p, b in u.files.items()) \
-                and not covered & set(u.files):
+        if (
+            u.files
+            and all(blobs.get(p) == b for p, b in u.files.items())
+            and not covered & set(u.files)
+        ):
             units.append(u)
             covered.update(u.files)
     units += [r.unit([p]) for p in sorted(blobs) if p not in covered]
-    units = [units[g[0]] if len(g) == 1 else r.unit(p for i in g for p in units[i].files)
-             for g in _clashing(units)]
+    units = [
+        units[g[0]] if len(g) == 1 else r.unit(p for i in g for p in units[i].files)
+        for g in _clashing(units)
+    ]
     units.sort(key=lambda u: sorted(u.files))  # stable cache, stable diffs
     files = _outputs(units, previous, r.settings)
     folded = {objpath.fold(p) for p in files}
@@ -298,11 +332,16 @@ def _plan(r: _Renderer, digest: str, previous: Previous) -> Plan:
         raise RenderError([])
     if not files and not r.settings.allow_empty:
         r.full()  # raises the pipeline's own "renders to nothing" problem
-    cache = {"format": CACHE_FORMAT, "renderer": __version__, "settings": digest,
-             "units": [_unit_json(u) for u in units]}
+    cache = {
+        "format": CACHE_FORMAT,
+        "renderer": __version__,
+        "settings": digest,
+        "units": [_unit_json(u) for u in units],
+    }
     rendered = sorted(set(r.rendered))
-    return Plan(files, cache, len(files), rendered,
-                sorted(p for p in blobs if p not in set(rendered)))
+    return Plan(
+        files, cache, len(files), rendered, sorted(p for p in blobs if p not in set(rendered))
+    )
 
 
 def _clashing(units: list[Unit]) -> list[list[int]]:
@@ -340,8 +379,7 @@ def _clashing(units: list[Unit]) -> list[list[int]]:
     return sorted(groups.values())
 
 
-def _outputs(units: list[Unit], previous: Previous, settings: RenderSettings
-             ) -> dict[str, Output]:
+def _outputs(units: list[Unit], previous: Previous, settings: RenderSettings) -> dict[str, Output]:
     owners: dict[str, list[Unit]] = {}
     for u in units:
         for path in u.objects:
@@ -366,8 +404,11 @@ def _merge(path: str, units: list[Unit], previous: Previous, settings: RenderSet
     if base is None:  # no contributor rendered this run: the previous output, unstamped
         try:  # read back from the branch: bounded like any input
             text = (previous.content(path) or b"").decode("utf-8")
-            base = strip(load_bounded(text, max_depth=settings.max_depth,
-                                      max_nodes=settings.max_yaml_nodes, what=path))
+            base = strip(
+                load_bounded(
+                    text, max_depth=settings.max_depth, max_nodes=settings.max_yaml_nodes, what=path
+                )
+            )
         except (ValueError, KeyError, TypeError, AttributeError):
             raise _Stale(path) from None
         if _hash(json.dumps(base, sort_keys=True, default=str)) != units[0].objects[path].sig:
@@ -376,8 +417,13 @@ def _merge(path: str, units: list[Unit], previous: Previous, settings: RenderSet
     for u in units:
         info = u.objects[path]
         for i in range(max(len(info.paths), len(info.dgds))):
-            items.append(Rendered(copy.deepcopy(base), info.paths[min(i, len(info.paths) - 1)],
-                                  dgd=info.dgds[i] if i < len(info.dgds) else None))
+            items.append(
+                Rendered(
+                    copy.deepcopy(base),
+                    info.paths[min(i, len(info.paths) - 1)],
+                    dgd=info.dgds[i] if i < len(info.dgds) else None,
+                )
+            )
     problems: list[Problem] = []
     merged = finalize(items, settings=settings, commit=None, problems=problems)
     if problems or len(merged) != 1:
@@ -386,8 +432,9 @@ def _merge(path: str, units: list[Unit], previous: Previous, settings: RenderSet
 
 
 def _full_plan(r: _Renderer, digest: str) -> Plan:
-    files: dict[str, Output] = {path: _text(obj)
-                                for path, obj in _assign(r.full(), r.source.root).items()}
+    files: dict[str, Output] = {
+        path: _text(obj) for path, obj in _assign(r.full(), r.source.root).items()
+    }
     # no per-unit identities are known: the next run starts cold
     cache = {"format": CACHE_FORMAT, "renderer": __version__, "settings": digest, "units": []}
     return Plan(files, cache, len(files), sorted(r.by_path), full=True)

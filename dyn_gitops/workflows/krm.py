@@ -73,18 +73,24 @@ class _Doc:
 
 def parse(text: str, settings: RenderSettings) -> Obj:
     problems: list[Problem] = []
-    docs = parse_documents([SourceFile("<stdin>", text)], max_documents=2,
-                           max_yaml_nodes=settings.max_yaml_nodes * NODES_FACTOR,
-                           max_total_yaml_nodes=settings.max_total_yaml_nodes,
-                           max_depth=settings.max_depth + LIST_DEPTH, problems=problems)
+    docs = parse_documents(
+        [SourceFile("<stdin>", text)],
+        max_documents=2,
+        max_yaml_nodes=settings.max_yaml_nodes * NODES_FACTOR,
+        max_total_yaml_nodes=settings.max_total_yaml_nodes,
+        max_depth=settings.max_depth + LIST_DEPTH,
+        problems=problems,
+    )
     if problems:
         raise InputError("; ".join(str(p) for p in problems))
     if len(docs) != 1 or not isinstance(docs[0].data, dict):
         raise InputError("expected one ResourceList document on stdin")
     rl: Obj = docs[0].data
     if rl.get("kind") != "ResourceList" or rl.get("apiVersion") not in API_VERSIONS:
-        raise InputError(f"expected kind ResourceList, apiVersion {API_VERSIONS[0]} "
-                         f"(found {rl.get('apiVersion')!r} {rl.get('kind')!r})")
+        raise InputError(
+            f"expected kind ResourceList, apiVersion {API_VERSIONS[0]} "
+            f"(found {rl.get('apiVersion')!r} {rl.get('kind')!r})"
+        )
     items = rl.get("items")
     if items is None:
         rl["items"] = []
@@ -142,7 +148,8 @@ def _doc_of(problem: Problem, docs: list[_Doc]) -> _Doc | None:
         if problem.line and d.first_line <= problem.line:
             found = d
         elif not problem.line and problem.obj == (
-                f"{d.item.get('kind')}/{(d.item.get('metadata') or {}).get('name')}"):
+            f"{d.item.get('kind')}/{(d.item.get('metadata') or {}).get('name')}"
+        ):
             return d
     return found
 
@@ -154,8 +161,12 @@ def _result(problem: Problem, docs: list[_Doc]) -> Obj:
     if doc is not None:
         meta = doc.item.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
-        ref = {"apiVersion": doc.item.get("apiVersion"), "kind": doc.item.get("kind"),
-               "name": meta.get("name"), "namespace": meta.get("namespace")}
+        ref = {
+            "apiVersion": doc.item.get("apiVersion"),
+            "kind": doc.item.get("kind"),
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+        }
         # only strings: a wrong shape there may hold anything, a credential included
         result["resourceRef"] = {k: v for k, v in ref.items() if v and isinstance(v, str)}
     if problem.field:
@@ -174,8 +185,9 @@ def run(rl: Obj, *, runner: Runner) -> Outcome:
     files, docs = _sources(items)
     try:
         params = function_parameters(rl.get("functionConfig"))
-        ctx = context.open_source(Source(files=files, root="<resourceList>"), runner=runner,
-                                  function_config=params)
+        ctx = context.open_source(
+            Source(files=files, root="<resourceList>"), runner=runner, function_config=params
+        )
     except UsageError as exc:  # SettingsError is one
         results = [{"message": p, "severity": "error"} for p in exc.problems]
         return Outcome(_answer(rl, items, results), False, list(exc.problems))
@@ -185,12 +197,15 @@ def run(rl: Obj, *, runner: Runner) -> Outcome:
     except RenderError as exc:
         results = [_result(p, docs) for p in exc.problems]
         return Outcome(_answer(rl, items, results), False, [_line(r) for r in results])
-    info = {"message": f"dyn-gitops: expanded {result.graphs} DynamoGraphDeployments; "
-                       f"{len(items)} items in, {len(result.objects)} out",
-            "severity": "info"}
+    info = {
+        "message": f"dyn-gitops: expanded {result.graphs} DynamoGraphDeployments; "
+        f"{len(items)} items in, {len(result.objects)} out",
+        "severity": "info",
+    }
     warnings = [_result(p, docs) for p in result.warnings]
-    out = Outcome(_answer(rl, result.objects, [*warnings, info]), True,
-                  [_line(w) for w in warnings])
+    out = Outcome(
+        _answer(rl, result.objects, [*warnings, info]), True, [_line(w) for w in warnings]
+    )
     too_big = size_problem(len(out.text.encode("utf-8")), settings, "<resourceList>")
     if too_big is not None:
         results = [{"message": too_big.message, "severity": "error"}]

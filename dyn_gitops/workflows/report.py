@@ -46,14 +46,14 @@ def _title(c: ObjectChange) -> str:
 
 
 def summary(d: DiffResult) -> str:
-    parts = [f"{d.count(s)} {s}" for s in ("changed", "replaced", "added", "removed")
-             if d.count(s)]
+    parts = [f"{d.count(s)} {s}" for s in ("changed", "replaced", "added", "removed") if d.count(s)]
     return ", ".join(parts) if parts else "no differences"
 
 
 def _revs(d: DiffResult) -> str:
-    return printable(f"{d.base.rev} ({d.base.commit[:12]}) -> {d.head.rev} "
-                     f"({d.head.commit[:12]}), path {d.path}")
+    return printable(
+        f"{d.base.rev} ({d.base.commit[:12]}) -> {d.head.rev} ({d.head.commit[:12]}), path {d.path}"
+    )
 
 
 # ---------------------------------------------------------------------------- text
@@ -67,8 +67,7 @@ def _text_field(f: FieldChange) -> str:
 
 
 def text(d: DiffResult) -> str:
-    lines = [f"dyn-gitops diff {_revs(d)}",
-             f"{summary(d)}; {d.unchanged} objects unchanged", ""]
+    lines = [f"dyn-gitops diff {_revs(d)}", f"{summary(d)}; {d.unchanged} objects unchanged", ""]
     for c in d.changes:
         lines.append(printable(f"{_MARK[c.status]} {_title(c)}"))
         lines += [_text_field(f) for f in c.fields]
@@ -131,8 +130,10 @@ def _md_section(c: ObjectChange, with_yaml: bool) -> str:
     body = [f"<details><summary>{_md_title(c)}</summary>", ""]
     if c.fields:
         body += ["| Field | Before | After |", "| --- | --- | --- |"]
-        body += [f"| {_code(f.path, raw=True)} | {_code(f.before)} | {_code(f.after)} |"
-                 for f in c.fields]
+        body += [
+            f"| {_code(f.path, raw=True)} | {_code(f.before)} | {_code(f.after)} |"
+            for f in c.fields
+        ]
     elif c.status == "added" and with_yaml:
         shown = redact_tree(c.obj, kind=object_key(c.obj)[1])
         body += _fenced(to_yaml([shown]).removeprefix("---\n").rstrip(), "yaml")
@@ -142,9 +143,12 @@ def _md_section(c: ObjectChange, with_yaml: bool) -> str:
 
 
 def markdown(d: DiffResult, *, limit: int = MARKDOWN_LIMIT) -> str:
-    head = [f"### dyn-gitops diff {_span(d.base.rev)} → {_span(d.head.rev)}", "",
-            f"Rendered {_span(d.path)} at {_span(d.base.commit[:12])} and "
-            f"{_span(d.head.commit[:12])}: **{summary(d)}**, {d.unchanged} objects unchanged."]
+    head = [
+        f"### dyn-gitops diff {_span(d.base.rev)} → {_span(d.head.rev)}",
+        "",
+        f"Rendered {_span(d.path)} at {_span(d.base.commit[:12])} and "
+        f"{_span(d.head.commit[:12])}: **{summary(d)}**, {d.unchanged} objects unchanged.",
+    ]
     if d.equal:
         return "\n".join(head) + "\n"
     table = ["", "| | Kind | Namespace | Name | Fields |", "| :-: | --- | --- | --- | --: |"]
@@ -155,8 +159,10 @@ def markdown(d: DiffResult, *, limit: int = MARKDOWN_LIMIT) -> str:
             assert c.after is not None
             name += " → " + _name(c.after["metadata"]["name"])
         ns = _name(meta["namespace"]) if meta.get("namespace") else ""
-        table.append(f"| {_MARK[c.status]} | {_name(c.obj.get('kind'))} | "
-                     f"{ns} | {name} | {len(c.fields) or ''} |")
+        table.append(
+            f"| {_MARK[c.status]} | {_name(c.obj.get('kind'))} | "
+            f"{ns} | {name} | {len(c.fields) or ''} |"
+        )
     top = "\n".join(head + table) + "\n"
     for with_yaml in (True, False):
         sections = [_md_section(c, with_yaml) for c in d.changes if c.status != "removed"]
@@ -171,6 +177,8 @@ def markdown(d: DiffResult, *, limit: int = MARKDOWN_LIMIT) -> str:
         size += len(s) + 2
     left = len(sections) - len(kept)
     command = f"dyn-gitops diff --base {d.base.rev} --head {d.head.rev} {d.path}"
-    note = (f"_{left} more objects are not shown here (comment size limit); run "
-            f"{_span(command)} locally._")
+    note = (
+        f"_{left} more objects are not shown here (comment size limit); run "
+        f"{_span(command)} locally._"
+    )
     return top + "\n" + "\n\n".join([*kept, note]) + "\n"

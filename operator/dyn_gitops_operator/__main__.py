@@ -19,8 +19,12 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: a fixed message plus lower-case key/value pairs."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {"ts": round(record.created, 3), "level": record.levelname.lower(),
-                               "logger": record.name, "msg": record.getMessage()}
+        out: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         out.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
@@ -37,31 +41,46 @@ class PlainFormatter(logging.Formatter):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dyn-gitops-operator",
-                                description="dyn-gitops companion controller")
+    p = argparse.ArgumentParser(
+        prog="dyn-gitops-operator", description="dyn-gitops companion controller"
+    )
     d = OperatorSettings(identity="x")
     p.add_argument("--version", action="version", version=__version__)
-    p.add_argument("--mode", choices=("cluster", "namespace"), default=d.mode,
-                   help="cluster-wide (default) or one namespace")
+    p.add_argument(
+        "--mode",
+        choices=("cluster", "namespace"),
+        default=d.mode,
+        help="cluster-wide (default) or one namespace",
+    )
     p.add_argument("--namespace", default="", help="the namespace watched in namespace mode")
-    p.add_argument("--kubeconfig", default=None,
-                   help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    p.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig file (default: in-cluster, then ~/.kube/config)",
+    )
     p.add_argument("--identity", default=None, help="leader identity (default: host_random)")
     p.add_argument("--workers", type=int, default=d.workers)
     p.add_argument("--resync-period", type=float, default=d.resync_period, metavar="SECONDS")
-    p.add_argument("--http-address", default=d.http_address,
-                   help="host:port for /metrics, /healthz, /readyz ('' disables)")
-    p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction,
-                   default=d.leader.enabled)
+    p.add_argument(
+        "--http-address",
+        default=d.http_address,
+        help="host:port for /metrics, /healthz, /readyz ('' disables)",
+    )
+    p.add_argument(
+        "--leader-elect", action=argparse.BooleanOptionalAction, default=d.leader.enabled
+    )
     p.add_argument("--leader-election-id", default=d.leader.lease_name)
     p.add_argument("--leader-election-namespace", default="")
     p.add_argument("--leader-lease-duration", type=float, default=d.leader.lease_duration)
     p.add_argument("--leader-renew-deadline", type=float, default=d.leader.renew_deadline)
     p.add_argument("--leader-retry-period", type=float, default=d.leader.retry_period)
-    p.add_argument("--scope-lease", action=argparse.BooleanOptionalAction,
-                   default=d.scope.enabled,
-                   help="namespace mode: hold the Dynamo scope lease; cluster mode: skip "
-                        "namespaces whose scope lease someone else holds")
+    p.add_argument(
+        "--scope-lease",
+        action=argparse.BooleanOptionalAction,
+        default=d.scope.enabled,
+        help="namespace mode: hold the Dynamo scope lease; cluster mode: skip "
+        "namespaces whose scope lease someone else holds",
+    )
     p.add_argument("--scope-lease-duration", type=int, default=d.scope.lease_duration)
     p.add_argument("--scope-lease-renew-interval", type=float, default=d.scope.renew_interval)
     p.add_argument("--log-format", choices=("json", "plain"), default="json")
@@ -72,16 +91,27 @@ def parser() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> OperatorSettings:
     extra: dict[str, Any] = {"identity": args.identity} if args.identity else {}
     return OperatorSettings(
-        mode=args.mode, namespace=args.namespace, kubeconfig=args.kubeconfig,
-        workers=args.workers, resync_period=args.resync_period, http_address=args.http_address,
-        leader=LeaderSettings(enabled=args.leader_elect, lease_name=args.leader_election_id,
-                              namespace=args.leader_election_namespace,
-                              lease_duration=args.leader_lease_duration,
-                              renew_deadline=args.leader_renew_deadline,
-                              retry_period=args.leader_retry_period),
-        scope=ScopeSettings(enabled=args.scope_lease, lease_duration=args.scope_lease_duration,
-                            renew_interval=args.scope_lease_renew_interval),
-        **extra)
+        mode=args.mode,
+        namespace=args.namespace,
+        kubeconfig=args.kubeconfig,
+        workers=args.workers,
+        resync_period=args.resync_period,
+        http_address=args.http_address,
+        leader=LeaderSettings(
+            enabled=args.leader_elect,
+            lease_name=args.leader_election_id,
+            namespace=args.leader_election_namespace,
+            lease_duration=args.leader_lease_duration,
+            renew_deadline=args.leader_renew_deadline,
+            retry_period=args.leader_retry_period,
+        ),
+        scope=ScopeSettings(
+            enabled=args.scope_lease,
+            lease_duration=args.scope_lease_duration,
+            renew_interval=args.scope_lease_renew_interval,
+        ),
+        **extra,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: manager.stop())
     code = manager.run()
-    logging.getLogger(__name__).info("controller stopped",
-                                     extra={"exit_code": code, "reason": manager.failure})
+    logging.getLogger(__name__).info(
+        "controller stopped", extra={"exit_code": code, "reason": manager.failure}
+    )
     return code
 
 

@@ -41,15 +41,17 @@ def snapshot(caches: Caches, hashes: HashCache, key: Key) -> Graph:
         g.restart = parse_restart(dgd, g.services)
         g.worker_hash = hashes.get(dgd)
     index = f"{ns}/{name}"
-    g.deployments = [d for d in caches.deployments.store.by_index("graph", index)
-                     if not o.meta(d).get("deletionTimestamp")]
+    g.deployments = [
+        d
+        for d in caches.deployments.store.by_index("graph", index)
+        if not o.meta(d).get("deletionTimestamp")
+    ]
     if caches.lws is not None:
         g.lws = caches.lws.store.by_index("graph", index)
     pcs = grove.pcs_name(dgd)
     if pcs is not None:
         g.grove = grove.GroveChildren(pcs)
-        for inf, found in ((caches.podcliques, g.grove.podcliques),
-                           (caches.pcsgs, g.grove.pcsgs)):
+        for inf, found in ((caches.podcliques, g.grove.podcliques), (caches.pcsgs, g.grove.pcsgs)):
             if inf is None:
                 continue  # the API is not served: every service reads "not found"
             for service in g.services:
@@ -73,10 +75,19 @@ def _rv_int(obj: Obj) -> int:
 class ControllerLoop:
     """Workers, the reconcile of one key, and the periodic ticker."""
 
-    def __init__(self, kube: KubeApi, caches: Caches, queue: WorkQueue[Key],
-                 chain: list[Reconciler], metrics: Metrics, *, acting: Callable[[], bool],
-                 exclusions: ScopeExclusions | None = None, resync_period: float = 300.0,
-                 reconcile: Callable[[Key], float | None] | None = None) -> None:
+    def __init__(
+        self,
+        kube: KubeApi,
+        caches: Caches,
+        queue: WorkQueue[Key],
+        chain: list[Reconciler],
+        metrics: Metrics,
+        *,
+        acting: Callable[[], bool],
+        exclusions: ScopeExclusions | None = None,
+        resync_period: float = 300.0,
+        reconcile: Callable[[Key], float | None] | None = None,
+    ) -> None:
         self.caches = caches
         self.queue = queue
         self.chain = chain
@@ -92,8 +103,12 @@ class ControllerLoop:
 
     # ------------------------------------------------------------------ keys
     def graph_keys(self, namespace: str | None = None) -> list[Key]:
-        return known_graph_keys(self.caches.dgds.store, self.caches.deployments.store,
-                                self.caches.adapters.store, namespace)
+        return known_graph_keys(
+            self.caches.dgds.store,
+            self.caches.deployments.store,
+            self.caches.adapters.store,
+            namespace,
+        )
 
     def enqueue_all(self, namespace: str | None = None) -> None:
         for key in self.graph_keys(namespace):
@@ -124,17 +139,30 @@ class ControllerLoop:
         except ConflictError as exc:
             delay = self.queue.add_rate_limited(key)
             self.metrics.workqueue_retries.inc()
-            log.info("write conflict, retrying", extra={"object": "/".join(key),
-                                                        "reconcile_id": rid, "delay": delay,
-                                                        "error": str(exc)})
+            log.info(
+                "write conflict, retrying",
+                extra={
+                    "object": "/".join(key),
+                    "reconcile_id": rid,
+                    "delay": delay,
+                    "error": str(exc),
+                },
+            )
         except Exception as exc:
             delay = self.queue.add_rate_limited(key)
             self.metrics.workqueue_retries.inc()
             level = logging.WARNING if isinstance(exc, ControllerError) else logging.ERROR
-            log.log(level, "reconcile failed, retrying",
-                    exc_info=not isinstance(exc, ControllerError),
-                    extra={"object": "/".join(key), "reconcile_id": rid, "delay": delay,
-                           "error": str(exc)})
+            log.log(
+                level,
+                "reconcile failed, retrying",
+                exc_info=not isinstance(exc, ControllerError),
+                extra={
+                    "object": "/".join(key),
+                    "reconcile_id": rid,
+                    "delay": delay,
+                    "error": str(exc),
+                },
+            )
         else:
             self.queue.forget(key)
             if requeue_after is not None:
@@ -172,13 +200,17 @@ class ControllerLoop:
             finally:
                 self.metrics.reconcile_total.labels(rec.name, result).inc()
                 self.metrics.reconcile_duration.labels(rec.name).observe(
-                    time.perf_counter() - start)
+                    time.perf_counter() - start
+                )
         return plan.requeue_after
 
     def remember(self, res: Resource, obj: Obj) -> None:
         """Write-through: keep our own write unless the watch already delivered newer."""
-        store = {DEPLOYMENTS: self.caches.deployments.store, DGDS: self.caches.dgds.store,
-                 DGDSAS: self.caches.adapters.store}.get(res)
+        store = {
+            DEPLOYMENTS: self.caches.deployments.store,
+            DGDS: self.caches.dgds.store,
+            DGDSAS: self.caches.adapters.store,
+        }.get(res)
         if store is None:
             return
         trim = o.trim_deployment if res is DEPLOYMENTS else o.trim_custom

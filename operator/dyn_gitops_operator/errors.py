@@ -52,8 +52,13 @@ class TransientError(ApiError):
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {
-    400: InvalidError, 401: ForbiddenError, 403: ForbiddenError, 404: NotFoundError,
-    409: ConflictError, 410: GoneError, 422: InvalidError,
+    400: InvalidError,
+    401: ForbiddenError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    409: ConflictError,
+    410: GoneError,
+    422: InvalidError,
 }
 
 

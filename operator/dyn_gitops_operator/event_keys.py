@@ -35,8 +35,10 @@ def split(ref: str) -> Key:
 def dgd_keys(old: Obj | None, new: Obj | None) -> list[Key]:
     if old is not None and new is not None:
         mo, mn = o.meta(old), o.meta(new)
-        if all(mo.get(f) == mn.get(f) for f in ("generation", "deletionTimestamp",
-                                                 "annotations", "labels")):
+        if all(
+            mo.get(f) == mn.get(f)
+            for f in ("generation", "deletionTimestamp", "annotations", "labels")
+        ):
             return []  # status-only change (mostly our own writes); resync covers drift
     obj = new if new is not None else old
     return [obj_key(obj)] if obj is not None else []
@@ -51,8 +53,11 @@ def workload_keys(old: Obj | None, new: Obj | None) -> list[Key]:
 
 def adapter_keys(old: Obj | None, new: Obj | None) -> list[Key]:
     """A scaling adapter: only a spec change (its status is ours)."""
-    if old is not None and new is not None and \
-            o.meta(old).get("generation") == o.meta(new).get("generation"):
+    if (
+        old is not None
+        and new is not None
+        and o.meta(old).get("generation") == o.meta(new).get("generation")
+    ):
         return []
     return [split(g) for obj in (old, new) if obj is not None for g in graph_of_adapter(obj)]
 
@@ -68,8 +73,9 @@ def grove_keys(old: Obj | None, new: Obj | None, dgds: Store) -> list[Key]:
     return [obj_key(dgd) for dgd in dgds.by_index("grove", child)]
 
 
-def known_graph_keys(dgds: Store, deployments: Store, adapters: Store,
-                     namespace: str | None = None) -> list[Key]:
+def known_graph_keys(
+    dgds: Store, deployments: Store, adapters: Store, namespace: str | None = None
+) -> list[Key]:
     """Every graph a DGD, Deployment or adapter in the caches names (sorted)."""
     found = {obj_key(d) for d in dgds.items()}
     found |= {split(g) for d in deployments.items() for g in graph_of_workload(d)}
@@ -101,5 +107,14 @@ class Enqueuer:
             self.add(key)
 
 
-__all__ = ["Enqueuer", "adapter_keys", "dgd_keys", "graph_of_adapter", "graph_of_workload",
-           "grove_keys", "known_graph_keys", "split", "workload_keys"]
+__all__ = [
+    "Enqueuer",
+    "adapter_keys",
+    "dgd_keys",
+    "graph_of_adapter",
+    "graph_of_workload",
+    "grove_keys",
+    "known_graph_keys",
+    "split",
+    "workload_keys",
+]

@@ -81,8 +81,10 @@ class Graph:
 
     def generations(self, service: str) -> tuple[Obj | None, list[Obj]]:
         """(current, older) worker Deployments of ``service`` (older: oldest first)."""
-        deps = sorted((d for d in self.deployments_of(service) if o.worker_hash(d)),
-                      key=lambda d: (o.meta(d).get("creationTimestamp") or "", o.name(d)))
+        deps = sorted(
+            (d for d in self.deployments_of(service) if o.worker_hash(d)),
+            key=lambda d: (o.meta(d).get("creationTimestamp") or "", o.name(d)),
+        )
         target = self.worker_hash
         if target is None and deps:
             target = o.worker_hash(deps[-1])  # no DGD to ask: the newest generation wins
@@ -92,9 +94,15 @@ class Graph:
     def current_lws(self, service: str) -> list[Obj]:
         """The LeaderWorkerSets of the service's current generation."""
         svc = self.services.get(service)
-        return sorted((w for w in self.lws if o.component(w) == service
-                       and (svc is None or not svc.worker
-                            or o.worker_hash(w) == self.worker_hash)), key=o.name)
+        return sorted(
+            (
+                w
+                for w in self.lws
+                if o.component(w) == service
+                and (svc is None or not svc.worker or o.worker_hash(w) == self.worker_hash)
+            ),
+            key=o.name,
+        )
 
     def current_deployment(self, service: str) -> Obj | None:
         svc = self.services.get(service)
@@ -157,9 +165,13 @@ def compute_worker_hash(dgd: Obj) -> str | None:
             if naming.is_worker(spec.componentType):
                 workers[svc_name] = dump(spec)
     except ValidationError as exc:
-        log.warning("cannot compute the worker hash, using the newest generation",
-                    extra={"object": f"{o.meta(dgd).get('namespace')}/{o.name(dgd)}",
-                           "error": str(exc).splitlines()[0]})
+        log.warning(
+            "cannot compute the worker hash, using the newest generation",
+            extra={
+                "object": f"{o.meta(dgd).get('namespace')}/{o.name(dgd)}",
+                "error": str(exc).splitlines()[0],
+            },
+        )
         return None
     return naming.worker_hash(workers) if workers else None
 
@@ -172,9 +184,12 @@ def parse_services(dgd: Obj) -> dict[str, Service]:
         reps = raw.get("replicas")
         nodes = (raw.get("multinode") or {}).get("nodeCount") or 1
         out[svc_name] = Service(
-            name=svc_name, component_type=str(raw.get("componentType") or ""),
+            name=svc_name,
+            component_type=str(raw.get("componentType") or ""),
             replicas=1 if reps is None else int(reps),
-            adapter=bool(adapter.get("enabled")), multinode=int(nodes) > 1)
+            adapter=bool(adapter.get("enabled")),
+            multinode=int(nodes) > 1,
+        )
     return out
 
 
@@ -185,6 +200,7 @@ def parse_restart(dgd: Obj, services: dict[str, Service]) -> RestartRequest | No
         return None
     strategy = restart.get("strategy") or {}
     kind: Literal["Sequential", "Parallel"] = (
-        "Parallel" if strategy.get("type") == "Parallel" else "Sequential")
+        "Parallel" if strategy.get("type") == "Parallel" else "Sequential"
+    )
     order = tuple(strategy.get("order") or sorted(services))
     return RestartRequest(str(rid), kind, order)

@@ -58,12 +58,32 @@ def trim(raw: Obj) -> Obj:
     """Only what readiness and scaling read (PodCliques carry a whole pod spec)."""
     m = o.meta(raw)
     st = raw.get("status") or {}
-    return {"metadata": {k: m.get(k) for k in ("name", "namespace", "uid", "resourceVersion",
-                                                "generation", "creationTimestamp",
-                                                "deletionTimestamp")},
-            "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
-            "status": {k: st[k] for k in ("observedGeneration", "replicas", "readyReplicas",
-                                          "availableReplicas", "updatedReplicas") if k in st}}
+    return {
+        "metadata": {
+            k: m.get(k)
+            for k in (
+                "name",
+                "namespace",
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "deletionTimestamp",
+            )
+        },
+        "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
+        "status": {
+            k: st[k]
+            for k in (
+                "observedGeneration",
+                "replicas",
+                "readyReplicas",
+                "availableReplicas",
+                "updatedReplicas",
+            )
+            if k in st
+        },
+    }
 
 
 def desired(obj: Obj) -> int:
@@ -119,13 +139,13 @@ def readiness(c: Component) -> tuple[bool, str]:
         return False, "observedGeneration is nil"
     generation = int(o.meta(obj).get("generation") or 0)
     if int(observed) < generation:
-        return False, (f"spec not yet processed: generation={generation}, "
-                       f"observedGeneration={int(observed)}")
+        return False, (
+            f"spec not yet processed: generation={generation}, observedGeneration={int(observed)}"
+        )
     want = desired(obj)
     if want == 0:
         return True, ""
-    field, word = ("availableReplicas", "available") if c.is_pcsg else ("readyReplicas",
-                                                                        "ready")
+    field, word = ("availableReplicas", "available") if c.is_pcsg else ("readyReplicas", "ready")
     counted = int(st.get(field) or 0)
     if want != counted:
         return False, f"desired={want}, {word}={counted}"
@@ -143,9 +163,13 @@ def service_status(c: Component) -> Obj | None:
     if c.obj is None:
         return None
     st = c.obj.get("status") or {}
-    out: Obj = {"componentKind": c.resource.kind, "componentName": c.name,
-                "componentNames": [c.name], "replicas": int(st.get("replicas") or 0),
-                "updatedReplicas": int(st.get("updatedReplicas") or 0)}
+    out: Obj = {
+        "componentKind": c.resource.kind,
+        "componentName": c.name,
+        "componentNames": [c.name],
+        "replicas": int(st.get("replicas") or 0),
+        "updatedReplicas": int(st.get("updatedReplicas") or 0),
+    }
     if c.is_pcsg:
         out["availableReplicas"] = int(st.get("availableReplicas") or 0)
     else:
@@ -156,9 +180,14 @@ def service_status(c: Component) -> Obj | None:
 def scale_patch(c: Component, replicas: int) -> Obj:
     """The /scale merge patch, conditional on the resourceVersion the decision read."""
     obj = c.obj or {}
-    return {"metadata": {"name": c.name, "namespace": o.meta(obj).get("namespace"),
-                         "resourceVersion": o.meta(obj).get("resourceVersion")},
-            "spec": {"replicas": max(0, int(replicas))}}
+    return {
+        "metadata": {
+            "name": c.name,
+            "namespace": o.meta(obj).get("namespace"),
+            "resourceVersion": o.meta(obj).get("resourceVersion"),
+        },
+        "spec": {"replicas": max(0, int(replicas))},
+    }
 
 
 # ------------------------------------------------------------------ restarts (the PCS)
@@ -216,8 +245,11 @@ def owned_restart_cliques(pcs: Obj) -> set[str]:
 def restart_values(pcs: Obj) -> dict[str, str | None]:
     """clique name -> its live ``nvidia.com/restartAt`` (None: not set)."""
     cliques = ((pcs.get("spec") or {}).get("template") or {}).get("cliques") or []
-    return {str(c.get("name")): (c.get("annotations") or {}).get(keys.ANN_RESTART_AT)
-            for c in cliques if isinstance(c, dict) and c.get("name")}
+    return {
+        str(c.get("name")): (c.get("annotations") or {}).get(keys.ANN_RESTART_AT)
+        for c in cliques
+        if isinstance(c, dict) and c.get("name")
+    }
 
 
 def pcs_observed(pcs: Obj) -> bool:
@@ -232,17 +264,41 @@ def restart_apply(pcs: Obj, values: dict[str, str]) -> Obj:
     identified by ``name``), conditional on the resourceVersion read. Every clique the
     controller keeps a value on must be in it (an apply drops the fields it leaves out)."""
     meta = o.meta(pcs)
-    body: Obj = {"apiVersion": PODCLIQUESETS.api_version, "kind": PODCLIQUESETS.kind,
-                 "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
-                              "resourceVersion": meta.get("resourceVersion")}}
+    body: Obj = {
+        "apiVersion": PODCLIQUESETS.api_version,
+        "kind": PODCLIQUESETS.kind,
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+    }
     if values:  # nothing to keep: no spec at all, so every field we owned is released
-        body["spec"] = {"template": {"cliques": [
-            {"name": name, "annotations": {keys.ANN_RESTART_AT: value}}
-            for name, value in sorted(values.items())]}}
+        body["spec"] = {
+            "template": {
+                "cliques": [
+                    {"name": name, "annotations": {keys.ANN_RESTART_AT: value}}
+                    for name, value in sorted(values.items())
+                ]
+            }
+        }
     return body
 
 
-__all__ = ["Component", "GroveChildren", "child_keys", "cliques_map_list",
-           "component_name", "desired", "owned_restart_cliques", "pcs_name", "pcs_observed",
-           "readiness", "restart_apply", "restart_values", "scale_patch", "service_status",
-           "trim"]
+__all__ = [
+    "Component",
+    "GroveChildren",
+    "child_keys",
+    "cliques_map_list",
+    "component_name",
+    "desired",
+    "owned_restart_cliques",
+    "pcs_name",
+    "pcs_observed",
+    "readiness",
+    "restart_apply",
+    "restart_values",
+    "scale_patch",
+    "service_status",
+    "trim",
+]

@@ -100,10 +100,19 @@ class Store:
 class Informer:
     """Keeps ``store`` equal to the server's view of one resource (optionally filtered)."""
 
-    def __init__(self, kube: KubeApi, resource: Resource, *, namespace: str | None,
-                 metrics: Metrics, label_selector: str = "", field_selector: str = "",
-                 trim: Trim | None = None, store: Store | None = None,
-                 watch_timeout: int = 290) -> None:
+    def __init__(
+        self,
+        kube: KubeApi,
+        resource: Resource,
+        *,
+        namespace: str | None,
+        metrics: Metrics,
+        label_selector: str = "",
+        field_selector: str = "",
+        trim: Trim | None = None,
+        store: Store | None = None,
+        watch_timeout: int = 290,
+    ) -> None:
         self.kube = kube
         self.resource = resource
         self.namespace = namespace
@@ -125,8 +134,9 @@ class Informer:
         self.handlers.append(handler)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"informer-{self._name}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"informer-{self._name}", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -162,8 +172,11 @@ class Informer:
                 self.metrics.watch_errors.labels(self._name, exc.error_type).inc()
                 delay = min(30.0, 0.2 * 2 ** min(failures, 8)) * (0.5 + random.random() / 2)
                 level = logging.ERROR if isinstance(exc, ForbiddenError) else logging.WARNING
-                log.log(level, "watch failed, retrying",
-                        extra={"resource": self._name, "error": str(exc), "delay": delay})
+                log.log(
+                    level,
+                    "watch failed, retrying",
+                    extra={"resource": self._name, "error": str(exc), "delay": delay},
+                )
                 self._stop.wait(delay)
             except Exception:  # a bug must not kill the informer thread silently
                 log.exception("informer crashed, restarting", extra={"resource": self._name})
@@ -174,9 +187,13 @@ class Informer:
     def relist(self) -> None:
         """List into the store (handlers see the differences) and mark it synced; the
         informer thread does this at start and after a 410, tests to fill a cache by hand."""
-        items, rv = self.kube.list(self.resource, self.namespace,
-                                   label_selector=self.label_selector,
-                                   field_selector=self.field_selector, transform=self.trim)
+        items, rv = self.kube.list(
+            self.resource,
+            self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            transform=self.trim,
+        )
         seen = set()
         for obj in items:
             seen.add(obj_key(obj))
@@ -191,11 +208,15 @@ class Informer:
         self.synced.set()
 
     def _watch(self) -> None:
-        for event in self.kube.watch(self.resource, self.namespace, self.resource_version,
-                                     label_selector=self.label_selector,
-                                     field_selector=self.field_selector,
-                                     timeout_seconds=self.watch_timeout,
-                                     on_open=self._opened):
+        for event in self.kube.watch(
+            self.resource,
+            self.namespace,
+            self.resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            timeout_seconds=self.watch_timeout,
+            on_open=self._opened,
+        ):
             if self._stop.is_set():
                 return
             raw = event["object"]
@@ -232,6 +253,7 @@ def _changed(old: Obj, new: Obj) -> bool:
 
 def strip_rv(obj: Obj) -> dict[str, Any]:
     """The object without its resourceVersion (to tell real changes from no-op events)."""
-    meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion",
-                                                                    "managedFields")}
+    meta = {
+        k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion", "managedFields")
+    }
     return {**obj, "metadata": meta}

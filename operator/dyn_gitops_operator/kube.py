@@ -41,14 +41,17 @@ def make_api_client(kubeconfig: str | None, pool_size: int = 16) -> Any:
     cfg = k8s.Configuration()
     if kubeconfig:
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, client_configuration=cfg)
+            config_file=kubeconfig, client_configuration=cfg
+        )
     else:
         try:
             k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=cfg)
+                client_configuration=cfg
+            )
         except k8s_config.ConfigException:
             k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                client_configuration=cfg)
+                client_configuration=cfg
+            )
     # every informer holds one long-lived watch connection, workers need the rest
     cfg.connection_pool_maxsize = pool_size
     return k8s.ApiClient(cfg)
@@ -57,19 +60,29 @@ def make_api_client(kubeconfig: str | None, pool_size: int = 16) -> Any:
 class Kube:
     """Typed-enough verbs over raw JSON: get, list, watch, apply, update, create, delete."""
 
-    def __init__(self, api_client: Any, request_timeout: tuple[float, float] = (5.0, 30.0),
-                 field_manager: str = FIELD_MANAGER) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        request_timeout: tuple[float, float] = (5.0, 30.0),
+        field_manager: str = FIELD_MANAGER,
+    ) -> None:
         self.api = api_client
         self.timeout = request_timeout
         self.field_manager = field_manager
 
     # ------------------------------------------------------------------ transport
-    def _open(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
-              body: Any = None, content_type: str = "application/json",
-              timeout: tuple[float, float] | None = None) -> Any:
+    def _open(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: tuple[float, float] | None = None,
+    ) -> Any:
         _, url, headers, _, _ = self.api.param_serialize(
-            method, path, query_params=query or [], header_params={},
-            auth_settings=["BearerToken"])
+            method, path, query_params=query or [], header_params={}, auth_settings=["BearerToken"]
+        )
         headers["Accept"] = "application/json"
         data = None
         if body is not None:
@@ -78,13 +91,25 @@ class Kube:
         conn, read = timeout or self.timeout
         try:
             return self.api.rest_client.pool_manager.request(
-                method, url, body=data, headers=headers, preload_content=False,
-                timeout=urllib3.Timeout(connect=conn, read=read), retries=False)
+                method,
+                url,
+                body=data,
+                headers=headers,
+                preload_content=False,
+                timeout=urllib3.Timeout(connect=conn, read=read),
+                retries=False,
+            )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(0, type(exc).__name__, str(exc)) from exc
 
-    def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
-                body: Any = None, content_type: str = "application/json") -> Obj:
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Obj:
         resp = self._open(method, path, query, body, content_type)
         try:
             raw = resp.read()
@@ -100,9 +125,16 @@ class Kube:
     def get(self, res: Resource, namespace: str | None, name: str) -> Obj:
         return self.request("GET", res.path(namespace, name))
 
-    def list(self, res: Resource, namespace: str | None = None, *, label_selector: str = "",
-             field_selector: str = "", page_size: int = 500,
-             transform: Callable[[Obj], Obj] | None = None) -> tuple[list[Obj], str]:
+    def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        page_size: int = 500,
+        transform: Callable[[Obj], Obj] | None = None,
+    ) -> tuple[list[Obj], str]:
         """All items (paginated) and the list's resourceVersion.
 
         ``transform`` is applied page by page, so a large list never sits in memory whole.
@@ -131,24 +163,35 @@ class Kube:
         when we may not list it."""
         self.request("GET", res.path(namespace), [("limit", "1")])
 
-    def watch(self, res: Resource, namespace: str | None, resource_version: str, *,
-              label_selector: str = "", field_selector: str = "",
-              timeout_seconds: int = 290,
-              on_open: Callable[[Any], None] | None = None) -> Iterator[WatchEvent]:
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        resource_version: str,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        timeout_seconds: int = 290,
+        on_open: Callable[[Any], None] | None = None,
+    ) -> Iterator[WatchEvent]:
         """Events after ``resource_version``; raises GoneError when it has expired.
 
         ``on_open`` receives the open response; its ``shutdown()`` ends the watch from
         another thread (a blocked read otherwise waits for the server-side timeout).
         """
-        query = [("watch", "true"), ("allowWatchBookmarks", "true"),
-                 ("resourceVersion", resource_version),
-                 ("timeoutSeconds", str(timeout_seconds))]
+        query = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("resourceVersion", resource_version),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
         if label_selector:
             query.append(("labelSelector", label_selector))
         if field_selector:
             query.append(("fieldSelector", field_selector))
-        resp = self._open("GET", res.path(namespace), query,
-                          timeout=(self.timeout[0], timeout_seconds + 30.0))
+        resp = self._open(
+            "GET", res.path(namespace), query, timeout=(self.timeout[0], timeout_seconds + 30.0)
+        )
         if on_open is not None:
             on_open(resp)
         try:
@@ -158,16 +201,26 @@ class Kube:
                 event = json.loads(line)
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
-                    raise api_error(int(status.get("code") or 500), status.get("reason", ""),
-                                    status.get("message", ""))
+                    raise api_error(
+                        int(status.get("code") or 500),
+                        status.get("reason", ""),
+                        status.get("message", ""),
+                    )
                 yield event
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(0, type(exc).__name__, str(exc)) from exc
         finally:
             resp.release_conn()
 
-    def apply(self, res: Resource, obj: Obj, *, subresource: str | None = None,
-              force: bool = True, dry_run: bool = False) -> Obj:
+    def apply(
+        self,
+        res: Resource,
+        obj: Obj,
+        *,
+        subresource: str | None = None,
+        force: bool = True,
+        dry_run: bool = False,
+    ) -> Obj:
         """Server-side apply of ``obj`` with our field manager.
 
         ``metadata.resourceVersion`` in ``obj`` makes the apply conditional (409 when the
@@ -177,17 +230,34 @@ class Kube:
         query = [("fieldManager", self.field_manager), ("force", "true" if force else "false")]
         if dry_run:
             query.append(("dryRun", "All"))
-        return self.request("PATCH", res.path(meta.get("namespace"), meta["name"], subresource),
-                            query, obj, "application/apply-patch+yaml")
+        return self.request(
+            "PATCH",
+            res.path(meta.get("namespace"), meta["name"], subresource),
+            query,
+            obj,
+            "application/apply-patch+yaml",
+        )
 
-    def patch(self, res: Resource, namespace: str | None, name: str, body: Obj, *,
-              subresource: str | None = None) -> Obj:
+    def patch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        body: Obj,
+        *,
+        subresource: str | None = None,
+    ) -> Obj:
         """JSON merge patch with our field manager; a ``metadata.resourceVersion`` in
         ``body`` makes it conditional (409 when the object changed). For the ``/scale``
         subresource of a custom resource, which refuses server-side apply."""
         query = [("fieldManager", self.field_manager)]
-        return self.request("PATCH", res.path(namespace, name, subresource), query, body,
-                            "application/merge-patch+json")
+        return self.request(
+            "PATCH",
+            res.path(namespace, name, subresource),
+            query,
+            body,
+            "application/merge-patch+json",
+        )
 
     def create(self, res: Resource, obj: Obj) -> Obj:
         query = [("fieldManager", self.field_manager)]
@@ -199,16 +269,27 @@ class Kube:
         query = [("fieldManager", self.field_manager)]
         return self.request("PUT", res.path(meta.get("namespace"), meta["name"]), query, obj)
 
-    def delete(self, res: Resource, namespace: str | None, name: str, *,
-               uid: str | None = None, resource_version: str | None = None) -> None:
+    def delete(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> None:
         """Delete with preconditions: never delete a different or changed object."""
         pre: dict[str, str] = {}
         if uid:
             pre["uid"] = uid
         if resource_version:
             pre["resourceVersion"] = resource_version
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
-                "preconditions": pre}
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": "Background",
+            "preconditions": pre,
+        }
         self.request("DELETE", res.path(namespace, name), None, body)
 
 
@@ -224,7 +305,7 @@ def _lines(resp: Any) -> Iterator[bytes]:
             nl = buf.find(b"\n")
             if nl < 0:
                 break
-            line, buf = buf[:nl], buf[nl + 1:]
+            line, buf = buf[:nl], buf[nl + 1 :]
             if line.strip():
                 yield line
 
@@ -238,9 +319,23 @@ def _error_from(status: int, raw: bytes) -> ApiError:
         body = {}
     if status == 410:
         return GoneError(410, body.get("reason", "Gone"), body.get("message", ""))
-    return api_error(status, body.get("reason", ""),
-                     body.get("message", raw[:200].decode(errors="replace")))
+    return api_error(
+        status, body.get("reason", ""), body.get("message", raw[:200].decode(errors="replace"))
+    )
 
 
-__all__ = ["DEPLOYMENTS", "DGDS", "DGDSAS", "LEASES", "LWS", "PCSGS", "PODCLIQUES",
-           "PODCLIQUESETS", "Kube", "Obj", "Resource", "WatchEvent", "make_api_client"]
+__all__ = [
+    "DEPLOYMENTS",
+    "DGDS",
+    "DGDSAS",
+    "LEASES",
+    "LWS",
+    "PCSGS",
+    "PODCLIQUES",
+    "PODCLIQUESETS",
+    "Kube",
+    "Obj",
+    "Resource",
+    "WatchEvent",
+    "make_api_client",
+]

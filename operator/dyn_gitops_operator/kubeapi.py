@@ -18,16 +18,29 @@ class KubeApi(Protocol):
         """The object; NotFoundError when there is none."""
         ...
 
-    def list(self, res: Resource, namespace: str | None = None, *, label_selector: str = "",
-             field_selector: str = "",
-             transform: Callable[[Obj], Obj] | None = None) -> tuple[list[Obj], str]:
+    def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        transform: Callable[[Obj], Obj] | None = None,
+    ) -> tuple[list[Obj], str]:
         """Every matching object (``transform``-ed) and the list's resourceVersion."""
         ...
 
-    def watch(self, res: Resource, namespace: str | None, resource_version: str, *,
-              label_selector: str = "", field_selector: str = "",
-              timeout_seconds: int = 290,
-              on_open: Callable[[Any], None] | None = None) -> Iterator[WatchEvent]:
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        resource_version: str,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        timeout_seconds: int = 290,
+        on_open: Callable[[Any], None] | None = None,
+    ) -> Iterator[WatchEvent]:
         """Events after ``resource_version`` (GoneError when it has expired); ``on_open``
         gets a handle whose ``shutdown()`` ends the watch from another thread."""
         ...
@@ -41,8 +54,15 @@ class KubeApi(Protocol):
         ``metadata.resourceVersion`` makes it conditional (ConflictError)."""
         ...
 
-    def patch(self, res: Resource, namespace: str | None, name: str, body: Obj, *,
-              subresource: str | None = None) -> Obj:
+    def patch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        body: Obj,
+        *,
+        subresource: str | None = None,
+    ) -> Obj:
         """JSON merge patch (conditional like ``apply``); for ``/scale`` of a custom
         resource, which refuses server-side apply."""
         ...
@@ -55,8 +75,15 @@ class KubeApi(Protocol):
         """PUT with the object's resourceVersion (ConflictError when stale)."""
         ...
 
-    def delete(self, res: Resource, namespace: str | None, name: str, *,
-               uid: str | None = None, resource_version: str | None = None) -> None:
+    def delete(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> None:
         """Delete with uid / resourceVersion preconditions (ConflictError when unmet)."""
         ...
 

@@ -32,8 +32,15 @@ Obj = dict[str, Any]
 
 
 class LeaderElector:
-    def __init__(self, kube: KubeApi, settings: LeaderSettings, namespace: str, identity: str,
-                 metrics: Metrics, on_lost: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        kube: KubeApi,
+        settings: LeaderSettings,
+        namespace: str,
+        identity: str,
+        metrics: Metrics,
+        on_lost: Callable[[], None],
+    ) -> None:
         self.kube = kube
         self.s = settings
         self.namespace = namespace
@@ -41,8 +48,8 @@ class LeaderElector:
         self.metrics = metrics
         self.on_lost = on_lost
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
-        self._observed_at = 0.0                        # monotonic time it last changed
-        self._renewed_at = 0.0      # monotonic time our last successful renewal was started
+        self._observed_at = 0.0  # monotonic time it last changed
+        self._renewed_at = 0.0  # monotonic time our last successful renewal was started
         self._leader = False
         self._stop = threading.Event()
         self.acquired = threading.Event()
@@ -81,8 +88,10 @@ class LeaderElector:
             if ok:
                 self._renewed_at = started
                 if not self._leader:
-                    log.info("became leader", extra={"identity": self.identity,
-                                                     "lease": self.s.lease_name})
+                    log.info(
+                        "became leader",
+                        extra={"identity": self.identity, "lease": self.s.lease_name},
+                    )
                     self._leader = True
                     self.acquired.set()
             elif self._leader and time.monotonic() - self._renewed_at >= self.s.renew_deadline:
@@ -97,9 +106,13 @@ class LeaderElector:
         try:
             lease = self.kube.get(LEASES, self.namespace, self.s.lease_name)
         except NotFoundError:
-            fresh: Obj = {"holderIdentity": self.identity, "acquireTime": now,
-                          "renewTime": now, "leaseDurationSeconds": int(self.s.lease_duration),
-                          "leaseTransitions": 0}
+            fresh: Obj = {
+                "holderIdentity": self.identity,
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseDurationSeconds": int(self.s.lease_duration),
+                "leaseTransitions": 0,
+            }
             try:
                 self.kube.create(LEASES, lease_body(self.namespace, self.s.lease_name, fresh))
             except ConflictError:
@@ -110,18 +123,33 @@ class LeaderElector:
         if record != self._observed:
             self._observed, self._observed_at = record, time.monotonic()
         current = holder(lease)
-        if (current and current != self.identity
-                and time.monotonic() - self._observed_at < self.s.lease_duration):
+        if (
+            current
+            and current != self.identity
+            and time.monotonic() - self._observed_at < self.s.lease_duration
+        ):
             return False  # held by someone who renewed recently enough
         if current != self.identity:
             spec["acquireTime"] = now
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
-        spec.update({"holderIdentity": self.identity, "renewTime": now,
-                     "leaseDurationSeconds": int(self.s.lease_duration)})
+        spec.update(
+            {
+                "holderIdentity": self.identity,
+                "renewTime": now,
+                "leaseDurationSeconds": int(self.s.lease_duration),
+            }
+        )
         meta = lease["metadata"]
         try:
-            self.kube.update(LEASES, lease_body(self.namespace, self.s.lease_name, spec,
-                                                resource_version=meta["resourceVersion"]))
+            self.kube.update(
+                LEASES,
+                lease_body(
+                    self.namespace,
+                    self.s.lease_name,
+                    spec,
+                    resource_version=meta["resourceVersion"],
+                ),
+            )
         except ConflictError:
             return False
         return True
@@ -133,11 +161,22 @@ class LeaderElector:
             if holder(lease) != self.identity:
                 return
             spec = dict(lease.get("spec") or {})
-            spec.update({"holderIdentity": "", "leaseDurationSeconds": 1,
-                         "renewTime": micro_time(datetime.now(UTC))})
-            self.kube.update(LEASES, lease_body(self.namespace, self.s.lease_name, spec,
-                                                resource_version=lease["metadata"]
-                                                ["resourceVersion"]))
+            spec.update(
+                {
+                    "holderIdentity": "",
+                    "leaseDurationSeconds": 1,
+                    "renewTime": micro_time(datetime.now(UTC)),
+                }
+            )
+            self.kube.update(
+                LEASES,
+                lease_body(
+                    self.namespace,
+                    self.s.lease_name,
+                    spec,
+                    resource_version=lease["metadata"]["resourceVersion"],
+                ),
+            )
             log.info("released leadership", extra={"identity": self.identity})
         except ApiError as exc:
             log.warning("could not release the leader lease", extra={"error": str(exc)})

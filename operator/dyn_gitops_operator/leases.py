@@ -49,8 +49,15 @@ def holder(lease: Obj) -> str:
     return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
 
-def lease_body(namespace: str, name: str, spec: Obj, *, resource_version: str | None = None,
-               uid: str | None = None, annotations: dict[str, str] | None = None) -> Obj:
+def lease_body(
+    namespace: str,
+    name: str,
+    spec: Obj,
+    *,
+    resource_version: str | None = None,
+    uid: str | None = None,
+    annotations: dict[str, str] | None = None,
+) -> Obj:
     meta: Obj = {"name": name, "namespace": namespace}
     if resource_version:
         meta["resourceVersion"] = resource_version
@@ -58,5 +65,4 @@ def lease_body(namespace: str, name: str, spec: Obj, *, resource_version: str | 
         meta["uid"] = uid
     if annotations:
         meta["annotations"] = annotations
-    return {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": meta,
-            "spec": spec}
+    return {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": meta, "spec": spec}

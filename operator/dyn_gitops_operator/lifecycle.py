@@ -38,9 +38,15 @@ class Work(Protocol):
 
 
 class Lifecycle:
-    def __init__(self, settings: OperatorSettings, kube: KubeApi, metrics: Metrics,
-                 informers: list[Informer], queue: WorkQueue[tuple[str, str]],
-                 exclusions: ScopeExclusions | None = None) -> None:
+    def __init__(
+        self,
+        settings: OperatorSettings,
+        kube: KubeApi,
+        metrics: Metrics,
+        informers: list[Informer],
+        queue: WorkQueue[tuple[str, str]],
+        exclusions: ScopeExclusions | None = None,
+    ) -> None:
         self.s = settings
         #: the caches' list itself: informers of optional APIs join it at start-up
         self.informers = informers
@@ -53,13 +59,23 @@ class Lifecycle:
         self.scope_holder: ScopeLeaseHolder | None = None
         if settings.scope.enabled and settings.mode == "namespace":
             self.scope_holder = ScopeLeaseHolder(
-                kube, settings.scope, settings.namespace, settings.identity, metrics,
-                on_lost=lambda: self.fail("scope lease lost"))
+                kube,
+                settings.scope,
+                settings.namespace,
+                settings.identity,
+                metrics,
+                on_lost=lambda: self.fail("scope lease lost"),
+            )
         self.elector: LeaderElector | None = None
         if settings.leader.enabled:
             self.elector = LeaderElector(
-                kube, settings.leader, settings.leader_namespace, settings.identity, metrics,
-                on_lost=lambda: self.fail("leadership lost"))
+                kube,
+                settings.leader,
+                settings.leader_namespace,
+                settings.identity,
+                metrics,
+                on_lost=lambda: self.fail("leadership lost"),
+            )
         self.http: HealthServer | None = None
         if settings.http_address:
             self.http = HealthServer(settings.http_address, metrics, self.healthy, self.ready)
@@ -73,8 +89,9 @@ class Lifecycle:
         """Start the informers, and ``work`` once caches and leases allow (a thread)."""
         for inf in self.informers:
             inf.start()
-        threading.Thread(target=self._start_acting, args=(work,), name="starter",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._start_acting, args=(work,), name="starter", daemon=True
+        ).start()
 
     def _start_acting(self, work: Work) -> None:
         for inf in self.informers:
@@ -98,10 +115,12 @@ class Lifecycle:
             t = threading.Thread(target=work.worker, name=f"worker-{i}", daemon=True)
             t.start()
             self._workers.append(t)
-        threading.Thread(target=work.ticker, args=(self.stopped,), name="ticker",
-                         daemon=True).start()
-        log.info("controller started", extra={"mode": self.s.mode,
-                                              "namespace": self.s.namespace or "*"})
+        threading.Thread(
+            target=work.ticker, args=(self.stopped,), name="ticker", daemon=True
+        ).start()
+        log.info(
+            "controller started", extra={"mode": self.s.mode, "namespace": self.s.namespace or "*"}
+        )
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
@@ -126,8 +145,10 @@ class Lifecycle:
             self.scope_holder.stop(release=self.failure is None)
         if self.elector is not None:
             self.elector.stop(release=self.failure is None)
-        stoppers = [threading.Thread(target=inf.stop, name="informer-stop", daemon=True)
-                    for inf in self.informers]
+        stoppers = [
+            threading.Thread(target=inf.stop, name="informer-stop", daemon=True)
+            for inf in self.informers
+        ]
         for s in stoppers:
             s.start()
         for s in stoppers:

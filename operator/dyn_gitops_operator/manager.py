@@ -26,26 +26,44 @@ from dyn_gitops_operator.workqueue import WorkQueue
 
 
 class Manager:
-    def __init__(self, settings: OperatorSettings, *, kube: KubeApi | None = None,
-                 metrics: Metrics | None = None,
-                 reconcilers: list[Reconciler] | None = None) -> None:
+    def __init__(
+        self,
+        settings: OperatorSettings,
+        *,
+        kube: KubeApi | None = None,
+        metrics: Metrics | None = None,
+        reconcilers: list[Reconciler] | None = None,
+    ) -> None:
         self.s = settings
         self.metrics = metrics or Metrics()
         self.kube = kube or wiring.api_client(settings)
         self.caches = wiring.build_caches(self.kube, settings, self.metrics)
-        self.queue: WorkQueue[Key] = WorkQueue(backoff_base=settings.backoff_base,
-                                               backoff_max=settings.backoff_max)
+        self.queue: WorkQueue[Key] = WorkQueue(
+            backoff_base=settings.backoff_base, backoff_max=settings.backoff_max
+        )
         self.enqueuer = Enqueuer(self.queue.add, self.caches.dgds.store)
         wiring.connect(self.caches, self.enqueuer)
         self.exclusions = wiring.scope_exclusions(
-            self.kube, settings, self.metrics, self.caches,
-            resume=lambda namespace: self.loop.enqueue_all(namespace))
-        self.lifecycle = Lifecycle(settings, self.kube, self.metrics, self.caches.informers,
-                                   self.queue, self.exclusions)
+            self.kube,
+            settings,
+            self.metrics,
+            self.caches,
+            resume=lambda namespace: self.loop.enqueue_all(namespace),
+        )
+        self.lifecycle = Lifecycle(
+            settings, self.kube, self.metrics, self.caches.informers, self.queue, self.exclusions
+        )
         self.loop = ControllerLoop(
-            self.kube, self.caches, self.queue, reconcilers or default_chain(), self.metrics,
-            acting=self.lifecycle.acting, exclusions=self.exclusions,
-            resync_period=settings.resync_period, reconcile=lambda key: self.reconcile(key))
+            self.kube,
+            self.caches,
+            self.queue,
+            reconcilers or default_chain(),
+            self.metrics,
+            acting=self.lifecycle.acting,
+            exclusions=self.exclusions,
+            resync_period=settings.resync_period,
+            reconcile=lambda key: self.reconcile(key),
+        )
 
     # ------------------------------------------------------------------ life cycle
     def run(self) -> int:
@@ -57,8 +75,7 @@ class Manager:
 
     def start(self) -> None:
         self.lifecycle.serve_health()
-        wiring.watch_optional_apis(self.kube, self.s, self.metrics, self.caches,
-                                   self.enqueuer)
+        wiring.watch_optional_apis(self.kube, self.s, self.metrics, self.caches, self.enqueuer)
         self.lifecycle.start(self.loop)
 
     def stop(self) -> None:

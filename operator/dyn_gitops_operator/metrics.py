@@ -28,9 +28,16 @@ PREFIX = "dyn_gitops_controller"
 RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status")
 RESULTS = ("success", "error", "conflict")
 DGD_STATES = ("initializing", "pending", "successful", "failed")
-ERROR_TYPES = ("not_found", "conflict", "gone", "validation", "forbidden", "unavailable",
-               "internal")
-DURATION_BUCKETS = (.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30)
+ERROR_TYPES = (
+    "not_found",
+    "conflict",
+    "gone",
+    "validation",
+    "forbidden",
+    "unavailable",
+    "internal",
+)
+DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 class Metrics:
@@ -39,42 +46,67 @@ class Metrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
         self.reconcile_total = Counter(
-            f"{PREFIX}_reconcile_total", "Reconciles per reconciler and result",
-            ["reconciler", "result"], registry=r)
+            f"{PREFIX}_reconcile_total",
+            "Reconciles per reconciler and result",
+            ["reconciler", "result"],
+            registry=r,
+        )
         self.reconcile_errors = Counter(
-            f"{PREFIX}_reconcile_errors_total", "Reconcile errors per reconciler and type",
-            ["reconciler", "error_type"], registry=r)
+            f"{PREFIX}_reconcile_errors_total",
+            "Reconcile errors per reconciler and type",
+            ["reconciler", "error_type"],
+            registry=r,
+        )
         self.reconcile_duration = Histogram(
-            f"{PREFIX}_reconcile_duration_seconds", "Time spent in one reconciler",
-            ["reconciler"], buckets=DURATION_BUCKETS, registry=r)
+            f"{PREFIX}_reconcile_duration_seconds",
+            "Time spent in one reconciler",
+            ["reconciler"],
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
         self.graph_reconcile_duration = Histogram(
             f"{PREFIX}_graph_reconcile_duration_seconds",
-            "Time to reconcile one graph (all reconcilers)", buckets=DURATION_BUCKETS,
-            registry=r)
-        self.dgds = Gauge(f"{PREFIX}_dgds", "DynamoGraphDeployments by status.state",
-                          ["state"], registry=r)
-        self.leader = Gauge(f"{PREFIX}_leader", "1 while this replica is the leader",
-                            registry=r)
+            "Time to reconcile one graph (all reconcilers)",
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.dgds = Gauge(
+            f"{PREFIX}_dgds", "DynamoGraphDeployments by status.state", ["state"], registry=r
+        )
+        self.leader = Gauge(f"{PREFIX}_leader", "1 while this replica is the leader", registry=r)
         self.scope_leases_held = Gauge(
-            f"{PREFIX}_scope_leases_held", "Namespace-scope leases held by this replica",
-            registry=r)
+            f"{PREFIX}_scope_leases_held", "Namespace-scope leases held by this replica", registry=r
+        )
         self.namespaces_excluded = Gauge(
             f"{PREFIX}_namespaces_excluded",
             "Namespaces skipped because another operator holds a live scope lease",
-            registry=r)
+            registry=r,
+        )
         self.workqueue_depth = Gauge(f"{PREFIX}_workqueue_depth", "Keys waiting", registry=r)
-        self.workqueue_retries = Counter(f"{PREFIX}_workqueue_retries_total",
-                                         "Rate-limited requeues", registry=r)
-        self.watch_events = Counter(f"{PREFIX}_watch_events_total", "Watch events received",
-                                    ["resource", "type"], registry=r)
-        self.watch_relists = Counter(f"{PREFIX}_watch_relists_total",
-                                     "Re-lists after an expired watch (410)", ["resource"],
-                                     registry=r)
-        self.watch_errors = Counter(f"{PREFIX}_watch_errors_total",
-                                    "Failed list or watch calls", ["resource", "error_type"],
-                                    registry=r)
-        self.writes = Counter(f"{PREFIX}_writes_total", "Writes sent to the API server",
-                              ["kind", "verb"], registry=r)
+        self.workqueue_retries = Counter(
+            f"{PREFIX}_workqueue_retries_total", "Rate-limited requeues", registry=r
+        )
+        self.watch_events = Counter(
+            f"{PREFIX}_watch_events_total",
+            "Watch events received",
+            ["resource", "type"],
+            registry=r,
+        )
+        self.watch_relists = Counter(
+            f"{PREFIX}_watch_relists_total",
+            "Re-lists after an expired watch (410)",
+            ["resource"],
+            registry=r,
+        )
+        self.watch_errors = Counter(
+            f"{PREFIX}_watch_errors_total",
+            "Failed list or watch calls",
+            ["resource", "error_type"],
+            registry=r,
+        )
+        self.writes = Counter(
+            f"{PREFIX}_writes_total", "Writes sent to the API server", ["kind", "verb"], registry=r
+        )
         for rec in RECONCILERS:
             self.reconcile_duration.labels(rec)
             for res in RESULTS:
@@ -93,8 +125,9 @@ class Metrics:
 class HealthServer:
     """/metrics, /healthz (threads alive) and /readyz (caches synced) on one port."""
 
-    def __init__(self, address: str, metrics: Metrics, healthy: Callable[[], bool],
-                 ready: Callable[[], bool]) -> None:
+    def __init__(
+        self, address: str, metrics: Metrics, healthy: Callable[[], bool], ready: Callable[[], bool]
+    ) -> None:
         host, _, port = address.rpartition(":")
 
         class Handler(BaseHTTPRequestHandler):
@@ -124,8 +157,7 @@ class HealthServer:
         self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
-        self._thread = threading.Thread(target=self.server.serve_forever, name="http",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

@@ -43,15 +43,21 @@ def conditions(obj: Obj) -> dict[str, Obj]:
 
 # ------------------------------------------------------------------------ trims
 def _kept_annotations(m: Obj) -> dict[str, str]:
-    return {k: v for k, v in (m.get("annotations") or {}).items()
-            if k.startswith(_KEPT_ANNOTATION_PREFIXES)}
+    return {
+        k: v
+        for k, v in (m.get("annotations") or {}).items()
+        if k.startswith(_KEPT_ANNOTATION_PREFIXES)
+    }
 
 
 def _our_fields(m: Obj) -> Obj:
     """Our manager's Apply entry on the main resource (its fieldsV1), else {}."""
     for entry in m.get("managedFields") or []:
-        if (entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply"
-                and not entry.get("subresource")):
+        if (
+            entry.get("manager") == FIELD_MANAGER
+            and entry.get("operation") == "Apply"
+            and not entry.get("subresource")
+        ):
             fields: Obj = entry.get("fieldsV1") or {}
             return fields
     return {}
@@ -68,10 +74,15 @@ def trim_deployment(raw: Obj) -> Obj:
         trimmed_spec["restartAt"] = tmpl_ann[keys.ANN_RESTART_AT]
     return {
         "metadata": {
-            "name": m["name"], "namespace": m.get("namespace"), "uid": m.get("uid"),
-            "resourceVersion": m.get("resourceVersion"), "generation": m.get("generation"),
-            "creationTimestamp": m.get("creationTimestamp"), "labels": m.get("labels") or {},
-            "annotations": _kept_annotations(m), "ourFields": _our_fields(m),
+            "name": m["name"],
+            "namespace": m.get("namespace"),
+            "uid": m.get("uid"),
+            "resourceVersion": m.get("resourceVersion"),
+            "generation": m.get("generation"),
+            "creationTimestamp": m.get("creationTimestamp"),
+            "labels": m.get("labels") or {},
+            "annotations": _kept_annotations(m),
+            "ourFields": _our_fields(m),
             "deletionTimestamp": m.get("deletionTimestamp"),
             "ownerReferences": m.get("ownerReferences") or [],
         },
@@ -83,18 +94,32 @@ def trim_deployment(raw: Obj) -> Obj:
 def trim_custom(raw: Obj) -> Obj:
     """DGD / DGDSA: everything but managedFields and large annotations."""
     m = meta(raw)
-    return {**raw, "metadata": {
-        k: v for k, v in m.items() if k not in ("managedFields", "annotations")
-    } | {"annotations": _kept_annotations(m)}}
+    return {
+        **raw,
+        "metadata": {k: v for k, v in m.items() if k not in ("managedFields", "annotations")}
+        | {"annotations": _kept_annotations(m)},
+    }
 
 
 def trim_lws(raw: Obj) -> Obj:
     """LeaderWorkerSet: only what readiness needs (the templates are large)."""
     m = meta(raw)
-    return {"metadata": {k: m.get(k) for k in ("name", "namespace", "uid", "resourceVersion",
-                                                "generation", "creationTimestamp", "labels")},
-            "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
-            "status": raw.get("status") or {}}
+    return {
+        "metadata": {
+            k: m.get(k)
+            for k in (
+                "name",
+                "namespace",
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "labels",
+            )
+        },
+        "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
+        "status": raw.get("status") or {},
+    }
 
 
 def lws_ready(lws: Obj) -> tuple[bool, str]:
@@ -111,9 +136,15 @@ def lws_ready(lws: Obj) -> tuple[bool, str]:
 
 def trim_lease(raw: Obj) -> Obj:
     m = meta(raw)
-    return {"metadata": {"name": m["name"], "namespace": m.get("namespace"),
-                         "uid": m.get("uid"), "resourceVersion": m.get("resourceVersion")},
-            "spec": raw.get("spec") or {}}
+    return {
+        "metadata": {
+            "name": m["name"],
+            "namespace": m.get("namespace"),
+            "uid": m.get("uid"),
+            "resourceVersion": m.get("resourceVersion"),
+        },
+        "spec": raw.get("spec") or {},
+    }
 
 
 # ------------------------------------------------------------------------ Deployments

@@ -31,19 +31,25 @@ class DeploymentIntent:
     def from_live(cls, dep: Obj) -> DeploymentIntent:
         ours = o.owned_owner_uids(dep)
         owner = next((r for r in o.owner_refs(dep) if r.get("uid") in ours), None)
-        return cls(live=dep,
-                   replicas=o.replicas(dep) if o.owns_replicas(dep) else None,
-                   restart_at=o.restart_at(dep) if o.owns_restart_at(dep) else None,
-                   owner=owner)
+        return cls(
+            live=dep,
+            replicas=o.replicas(dep) if o.owns_replicas(dep) else None,
+            restart_at=o.restart_at(dep) if o.owns_restart_at(dep) else None,
+            owner=owner,
+        )
 
     def changed(self) -> bool:
         """A value differs from the live one. (An equal value is not re-applied just to take
         ownership: a field nobody else sets needs no owner, and it saves a write per
         Deployment at start-up.)"""
-        return ((self.replicas is not None and self.replicas != o.replicas(self.live))
-                or (self.restart_at is not None and self.restart_at != o.restart_at(self.live))
-                or (self.owner is not None and self.owner.get("uid") not in
-                    {r.get("uid") for r in o.owner_refs(self.live)}))
+        return (
+            (self.replicas is not None and self.replicas != o.replicas(self.live))
+            or (self.restart_at is not None and self.restart_at != o.restart_at(self.live))
+            or (
+                self.owner is not None
+                and self.owner.get("uid") not in {r.get("uid") for r in o.owner_refs(self.live)}
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -96,5 +102,6 @@ class Plan:
         return o.replicas(dep)
 
     def requeue(self, seconds: float) -> None:
-        self.requeue_after = seconds if self.requeue_after is None else min(
-            self.requeue_after, seconds)
+        self.requeue_after = (
+            seconds if self.requeue_after is None else min(self.requeue_after, seconds)
+        )

@@ -29,8 +29,9 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def path(self, namespace: str | None = None, name: str | None = None,
-             subresource: str | None = None) -> str:
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if namespace:
             base += f"/namespaces/{quote(namespace, safe='')}"
@@ -44,8 +45,12 @@ class Resource:
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 DGDS = Resource("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment")
-DGDSAS = Resource("nvidia.com", "v1alpha1", "dynamographdeploymentscalingadapters",
-                  "DynamoGraphDeploymentScalingAdapter")
+DGDSAS = Resource(
+    "nvidia.com",
+    "v1alpha1",
+    "dynamographdeploymentscalingadapters",
+    "DynamoGraphDeploymentScalingAdapter",
+)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
 #: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
@@ -54,5 +59,16 @@ PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueSca
 #: Git's; read (GET) and patched only for a restart: the restartAt clique annotations
 PODCLIQUESETS = Resource("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
 
-__all__ = ["DEPLOYMENTS", "DGDS", "DGDSAS", "LEASES", "LWS", "PCSGS", "PODCLIQUES",
-           "PODCLIQUESETS", "Obj", "Resource", "WatchEvent"]
+__all__ = [
+    "DEPLOYMENTS",
+    "DGDS",
+    "DGDSAS",
+    "LEASES",
+    "LWS",
+    "PCSGS",
+    "PODCLIQUES",
+    "PODCLIQUESETS",
+    "Obj",
+    "Resource",
+    "WatchEvent",
+]

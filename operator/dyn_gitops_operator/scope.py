@@ -44,8 +44,16 @@ def holder_identity(identity: str) -> str:
 
 
 class ScopeLeaseHolder:
-    def __init__(self, kube: KubeApi, settings: ScopeSettings, namespace: str, identity: str,
-                 metrics: Metrics, on_lost: Callable[[], None], clock: Clock = _utc_now) -> None:
+    def __init__(
+        self,
+        kube: KubeApi,
+        settings: ScopeSettings,
+        namespace: str,
+        identity: str,
+        metrics: Metrics,
+        on_lost: Callable[[], None],
+        clock: Clock = _utc_now,
+    ) -> None:
         self.kube = kube
         self.s = settings
         self.namespace = namespace
@@ -67,8 +75,10 @@ class ScopeLeaseHolder:
                     self._set_held(True)
                     return True
                 if not warned:
-                    log.warning("scope lease held by someone else, waiting for it to expire",
-                                extra={"namespace": self.namespace})
+                    log.warning(
+                        "scope lease held by someone else, waiting for it to expire",
+                        extra={"namespace": self.namespace},
+                    )
                     warned = True
             except ApiError as exc:
                 log.warning("scope lease acquire failed", extra={"error": str(exc)})
@@ -76,8 +86,7 @@ class ScopeLeaseHolder:
         return False
 
     def start_renewing(self) -> None:
-        self._thread = threading.Thread(target=self._renew_loop, name="scope-lease",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._renew_loop, name="scope-lease", daemon=True)
         self._thread.start()
 
     def stop(self, release: bool = True) -> None:
@@ -90,8 +99,12 @@ class ScopeLeaseHolder:
 
     # ------------------------------------------------------------------ internals
     def _spec(self, now: str, acquire: str | None) -> Obj:
-        return {"holderIdentity": self.identity, "leaseDurationSeconds": self.s.lease_duration,
-                "acquireTime": acquire or now, "renewTime": now}
+        return {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": self.s.lease_duration,
+            "acquireTime": acquire or now,
+            "renewTime": now,
+        }
 
     def _try_acquire(self) -> bool:
         now = micro_time(self.clock())
@@ -99,20 +112,26 @@ class ScopeLeaseHolder:
             lease = self.kube.get(LEASES, self.namespace, SCOPE_LEASE_NAME)
         except NotFoundError:
             try:
-                self.kube.create(LEASES, lease_body(self.namespace, SCOPE_LEASE_NAME,
-                                                    self._spec(now, None)))
+                self.kube.create(
+                    LEASES, lease_body(self.namespace, SCOPE_LEASE_NAME, self._spec(now, None))
+                )
             except ConflictError:
                 return False
             return True
         current = holder(lease)
         if current and current != self.identity and not expired(lease, self.clock()):
             return False
-        acquire = (lease.get("spec") or {}).get("acquireTime") if current == self.identity \
-            else None
+        acquire = (lease.get("spec") or {}).get("acquireTime") if current == self.identity else None
         try:
-            self.kube.update(LEASES, lease_body(
-                self.namespace, SCOPE_LEASE_NAME, self._spec(now, acquire),
-                resource_version=lease["metadata"]["resourceVersion"]))
+            self.kube.update(
+                LEASES,
+                lease_body(
+                    self.namespace,
+                    SCOPE_LEASE_NAME,
+                    self._spec(now, acquire),
+                    resource_version=lease["metadata"]["resourceVersion"],
+                ),
+            )
         except ConflictError:
             return False
         return True
@@ -123,15 +142,22 @@ class ScopeLeaseHolder:
         try:
             lease = self.kube.get(LEASES, self.namespace, SCOPE_LEASE_NAME)
         except NotFoundError:
-            self.kube.create(LEASES, lease_body(self.namespace, SCOPE_LEASE_NAME,
-                                                self._spec(now, None)))
+            self.kube.create(
+                LEASES, lease_body(self.namespace, SCOPE_LEASE_NAME, self._spec(now, None))
+            )
             return
         if holder(lease) not in ("", self.identity) and not expired(lease, self.clock()):
             raise ConflictError(409, "Taken", f"scope lease now held by {holder(lease)}")
         acquire = (lease.get("spec") or {}).get("acquireTime")
-        self.kube.update(LEASES, lease_body(
-            self.namespace, SCOPE_LEASE_NAME, self._spec(now, acquire),
-            resource_version=lease["metadata"]["resourceVersion"]))
+        self.kube.update(
+            LEASES,
+            lease_body(
+                self.namespace,
+                SCOPE_LEASE_NAME,
+                self._spec(now, acquire),
+                resource_version=lease["metadata"]["resourceVersion"],
+            ),
+        )
 
     def _renew_loop(self) -> None:
         failures = 0
@@ -141,12 +167,15 @@ class ScopeLeaseHolder:
                 failures = 0
             except ApiError as exc:
                 failures += 1
-                log.warning("scope lease renewal failed",
-                            extra={"error": str(exc), "failures": failures,
-                                   "budget": self.max_failures})
+                log.warning(
+                    "scope lease renewal failed",
+                    extra={"error": str(exc), "failures": failures, "budget": self.max_failures},
+                )
                 if failures >= self.max_failures:
-                    log.error("scope lease lost: stopping before it can expire",
-                              extra={"namespace": self.namespace})
+                    log.error(
+                        "scope lease lost: stopping before it can expire",
+                        extra={"namespace": self.namespace},
+                    )
                     self._set_held(False)
                     self.on_lost()
                     return
@@ -157,8 +186,13 @@ class ScopeLeaseHolder:
             if holder(lease) != self.identity:
                 return
             meta = lease["metadata"]
-            self.kube.delete(LEASES, self.namespace, SCOPE_LEASE_NAME, uid=meta.get("uid"),
-                             resource_version=meta.get("resourceVersion"))
+            self.kube.delete(
+                LEASES,
+                self.namespace,
+                SCOPE_LEASE_NAME,
+                uid=meta.get("uid"),
+                resource_version=meta.get("resourceVersion"),
+            )
             log.info("released scope lease", extra={"namespace": self.namespace})
         except ApiError as exc:
             log.warning("could not release the scope lease", extra={"error": str(exc)})
@@ -171,8 +205,14 @@ class ScopeLeaseHolder:
 class ScopeExclusions:
     """Namespaces another operator claims, fed by a Lease informer (cluster mode)."""
 
-    def __init__(self, store: Store, metrics: Metrics, own_identity: str,
-                 on_resume: Callable[[str], None], clock: Clock = _utc_now) -> None:
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        own_identity: str,
+        on_resume: Callable[[str], None],
+        clock: Clock = _utc_now,
+    ) -> None:
         self.store = store
         self.metrics = metrics
         self.own = holder_identity(own_identity)
@@ -194,25 +234,31 @@ class ScopeExclusions:
 
     def refresh(self) -> None:
         """Recompute the set; resume namespaces that left it (also called on a timer)."""
-        now_excluded = {l_["metadata"].get("namespace") or "" for l_ in self.store.items()
-                        if self._claims(l_)}
+        now_excluded = {
+            l_["metadata"].get("namespace") or "" for l_ in self.store.items() if self._claims(l_)
+        }
         with self._lock:
             resumed = self._excluded - now_excluded
             added = now_excluded - self._excluded
             self._excluded = now_excluded
         self.metrics.namespaces_excluded.set(len(now_excluded))
         for ns in sorted(added):
-            log.info("excluding namespace: another operator holds its scope lease",
-                     extra={"namespace": ns})
+            log.info(
+                "excluding namespace: another operator holds its scope lease",
+                extra={"namespace": ns},
+            )
         for ns in sorted(resumed):
-            log.info("resuming namespace: its scope lease expired or was released",
-                     extra={"namespace": ns})
+            log.info(
+                "resuming namespace: its scope lease expired or was released",
+                extra={"namespace": ns},
+            )
             self.on_resume(ns)
 
     def next_expiry(self) -> float | None:
         """Seconds until the earliest live foreign lease expires (for the timer)."""
-        times = [t for l_ in self.store.items() if self._claims(l_)
-                 and (t := expires_at(l_)) is not None]
+        times = [
+            t for l_ in self.store.items() if self._claims(l_) and (t := expires_at(l_)) is not None
+        ]
         if not times:
             return None
         return max(0.0, (min(times) - self.clock()).total_seconds())

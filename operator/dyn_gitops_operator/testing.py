@@ -49,14 +49,24 @@ GROVE_MANAGER = "grove-operator"
 #: the field manager of an autoscaler writing /scale
 HPA_MANAGER = "horizontal-pod-autoscaler"
 
-KINDS: dict[str, Resource] = {"Deployment": DEPLOYMENTS, "DynamoGraphDeployment": DGDS,
-                              "DynamoGraphDeploymentScalingAdapter": DGDSAS,
-                              "LeaderWorkerSet": LWS, "PodCliqueSet": PODCLIQUESETS}
+KINDS: dict[str, Resource] = {
+    "Deployment": DEPLOYMENTS,
+    "DynamoGraphDeployment": DGDS,
+    "DynamoGraphDeploymentScalingAdapter": DGDSAS,
+    "LeaderWorkerSet": LWS,
+    "PodCliqueSet": PODCLIQUESETS,
+}
 
 
-def gitops_apply(kube: Kube, objects: list[Obj],
-                 kinds: tuple[str, ...] = ("Deployment", "DynamoGraphDeployment",
-                                           "DynamoGraphDeploymentScalingAdapter")) -> None:
+def gitops_apply(
+    kube: Kube,
+    objects: list[Obj],
+    kinds: tuple[str, ...] = (
+        "Deployment",
+        "DynamoGraphDeployment",
+        "DynamoGraphDeploymentScalingAdapter",
+    ),
+) -> None:
     """Server-side apply the rendered objects as the GitOps tool would (no pruning)."""
     gitops = Kube(kube.api, kube.timeout, field_manager=GITOPS_MANAGER)
     for obj in objects:
@@ -64,24 +74,45 @@ def gitops_apply(kube: Kube, objects: list[Obj],
             gitops.apply(KINDS[obj["kind"]], obj, force=True)
 
 
-def deployment_status(dep: Obj, *, available: int | None = None, replicas: int | None = None,
-                      updated: int | None = None, failed: str | None = None) -> Obj:
+def deployment_status(
+    dep: Obj,
+    *,
+    available: int | None = None,
+    replicas: int | None = None,
+    updated: int | None = None,
+    failed: str | None = None,
+) -> Obj:
     """What kube-controller-manager would report; defaults: fully rolled out."""
     want = (dep.get("spec") or {}).get("replicas", 1)
     replicas = want if replicas is None else replicas
     available = replicas if available is None else available
     updated = replicas if updated is None else updated
-    conds: list[Obj] = [{"type": "Available", "status": "True" if available >= want else "False",
-                         "reason": "MinimumReplicasAvailable"}]
+    conds: list[Obj] = [
+        {
+            "type": "Available",
+            "status": "True" if available >= want else "False",
+            "reason": "MinimumReplicasAvailable",
+        }
+    ]
     if failed:
-        conds.append({"type": "Progressing", "status": "False",
-                      "reason": "ProgressDeadlineExceeded", "message": failed})
+        conds.append(
+            {
+                "type": "Progressing",
+                "status": "False",
+                "reason": "ProgressDeadlineExceeded",
+                "message": failed,
+            }
+        )
     else:
-        conds.append({"type": "Progressing", "status": "True",
-                      "reason": "NewReplicaSetAvailable"})
-    return {"observedGeneration": dep["metadata"]["generation"], "replicas": replicas,
-            "updatedReplicas": updated, "readyReplicas": available,
-            "availableReplicas": available, "conditions": conds}
+        conds.append({"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"})
+    return {
+        "observedGeneration": dep["metadata"]["generation"],
+        "replicas": replicas,
+        "updatedReplicas": updated,
+        "readyReplicas": available,
+        "availableReplicas": available,
+        "conditions": conds,
+    }
 
 
 class DeploymentSimulator:
@@ -92,8 +123,9 @@ class DeploymentSimulator:
     polls; ``step()`` does one pass.
     """
 
-    def __init__(self, kube: Kube, namespace: str | None,
-                 policy: Callable[[Obj], Obj | None] | None = None) -> None:
+    def __init__(
+        self, kube: Kube, namespace: str | None, policy: Callable[[Obj], Obj | None] | None = None
+    ) -> None:
         self.kube = Kube(kube.api, kube.timeout, field_manager=KCM_MANAGER)
         self.namespace = namespace
         self.policy = policy or (lambda d: deployment_status(d))
@@ -115,8 +147,11 @@ class DeploymentSimulator:
         meta = dep["metadata"]
         self.writes += 1
         return self.kube.request(
-            "PUT", DEPLOYMENTS.path(meta["namespace"], meta["name"], "status"),
-            [("fieldManager", KCM_MANAGER)], {**dep, "status": status})
+            "PUT",
+            DEPLOYMENTS.path(meta["namespace"], meta["name"], "status"),
+            [("fieldManager", KCM_MANAGER)],
+            {**dep, "status": status},
+        )
 
     def step(self) -> int:
         """One pass over every Deployment; the number of status writes."""
@@ -136,6 +171,7 @@ class DeploymentSimulator:
             while not self._stop.wait(interval):
                 with contextlib.suppress(ApiError):
                     self.step()
+
         self._thread = threading.Thread(target=loop, name="kcm-sim", daemon=True)
         self._thread.start()
 
@@ -147,8 +183,13 @@ class DeploymentSimulator:
 
 def _same(current: Obj, wanted: Obj) -> bool:
     def strip(s: Obj) -> Obj:
-        return {**s, "conditions": sorted((c["type"], c["status"], c.get("reason"))
-                                          for c in s.get("conditions") or [])}
+        return {
+            **s,
+            "conditions": sorted(
+                (c["type"], c["status"], c.get("reason")) for c in s.get("conditions") or []
+            ),
+        }
+
     return strip(current) == strip(wanted)
 
 
@@ -165,22 +206,51 @@ def grove_children(pcs: Obj) -> list[tuple[Resource, Obj]]:
     grouped = {c for g in groups for c in g["cliqueNames"]}
     out: list[tuple[Resource, Obj]] = []
 
-    def obj(res: Resource, child: str, component: str, labels: dict[str, str],
-            spec: Obj) -> tuple[Resource, Obj]:
-        return res, {"apiVersion": res.api_version, "kind": res.kind, "metadata": {
-            "name": f"{name}-0-{child}", "namespace": ns, "labels": {
-                **labels, "app.kubernetes.io/managed-by": "grove-operator",
-                "app.kubernetes.io/part-of": name, "app.kubernetes.io/component": component,
-                "grove.io/podcliqueset-replica-index": "0"}}, "spec": spec}
+    def obj(
+        res: Resource, child: str, component: str, labels: dict[str, str], spec: Obj
+    ) -> tuple[Resource, Obj]:
+        return res, {
+            "apiVersion": res.api_version,
+            "kind": res.kind,
+            "metadata": {
+                "name": f"{name}-0-{child}",
+                "namespace": ns,
+                "labels": {
+                    **labels,
+                    "app.kubernetes.io/managed-by": "grove-operator",
+                    "app.kubernetes.io/part-of": name,
+                    "app.kubernetes.io/component": component,
+                    "grove.io/podcliqueset-replica-index": "0",
+                },
+            },
+            "spec": spec,
+        }
 
     for clique in template["cliques"]:
         if clique["name"] not in grouped:
-            out.append(obj(PODCLIQUES, clique["name"], "pcs-podclique",
-                           clique.get("labels") or {}, dict(clique["spec"])))
+            out.append(
+                obj(
+                    PODCLIQUES,
+                    clique["name"],
+                    "pcs-podclique",
+                    clique.get("labels") or {},
+                    dict(clique["spec"]),
+                )
+            )
     for group in groups:
-        out.append(obj(PCSGS, group["name"], "pcs-podcliquescalinggroup", {}, {
-            "replicas": group["replicas"], "minAvailable": group.get("minAvailable", 1),
-            "cliqueNames": group["cliqueNames"]}))
+        out.append(
+            obj(
+                PCSGS,
+                group["name"],
+                "pcs-podcliquescalinggroup",
+                {},
+                {
+                    "replicas": group["replicas"],
+                    "minAvailable": group.get("minAvailable", 1),
+                    "cliqueNames": group["cliqueNames"],
+                },
+            )
+        )
     return out
 
 
@@ -194,9 +264,15 @@ def grove_create(kube: Kube, pcs: Obj) -> dict[str, Resource]:
     return out
 
 
-def grove_status(kube: Kube, res: Resource, namespace: str, name: str, *,
-                 observed: int | Literal["current"] | None = "current",
-                 **counts: int) -> Obj:
+def grove_status(
+    kube: Kube,
+    res: Resource,
+    namespace: str,
+    name: str,
+    *,
+    observed: int | Literal["current"] | None = "current",
+    **counts: int,
+) -> Obj:
     """Write the status Grove would report. Defaults: fully ready at the desired replicas
     (``readyReplicas`` for a PodClique, ``availableReplicas`` for a PCSG), the current
     generation observed; ``counts`` override (e.g. ``readyReplicas=1``);
@@ -213,8 +289,12 @@ def grove_status(kube: Kube, res: Resource, namespace: str, name: str, *,
         elif observed is not None:
             status["observedGeneration"] = observed
         try:
-            return grove.request("PUT", res.path(namespace, name, "status"),
-                                 [("fieldManager", GROVE_MANAGER)], {**obj, "status": status})
+            return grove.request(
+                "PUT",
+                res.path(namespace, name, "status"),
+                [("fieldManager", GROVE_MANAGER)],
+                {**obj, "status": status},
+            )
         except ConflictError:
             continue
     raise RuntimeError(f"could not write status of {res.kind} {name}")
@@ -224,9 +304,13 @@ def hpa_scale(kube: Kube, namespace: str, adapter: str, replicas: int) -> None:
     """What an HPA does to a scaling adapter: a merge patch of its /scale subresource,
     under its own field manager."""
     hpa = Kube(kube.api, field_manager=HPA_MANAGER)
-    hpa.request("PATCH", DGDSAS.path(namespace, adapter, "scale"),
-                [("fieldManager", HPA_MANAGER)], {"spec": {"replicas": replicas}},
-                "application/merge-patch+json")
+    hpa.request(
+        "PATCH",
+        DGDSAS.path(namespace, adapter, "scale"),
+        [("fieldManager", HPA_MANAGER)],
+        {"spec": {"replicas": replicas}},
+        "application/merge-patch+json",
+    )
 
 
 def settings_for_tests(namespace: str, **overrides: Any) -> OperatorSettings:
@@ -234,7 +318,10 @@ def settings_for_tests(namespace: str, **overrides: Any) -> OperatorSettings:
     from dyn_gitops_operator.settings import LeaderSettings, ScopeSettings
 
     base: dict[str, Any] = {
-        "mode": "namespace", "namespace": namespace, "http_address": "", "workers": 2,
+        "mode": "namespace",
+        "namespace": namespace,
+        "http_address": "",
+        "workers": 2,
         "leader": LeaderSettings(lease_duration=4, renew_deadline=3, retry_period=0.5),
         "scope": ScopeSettings(lease_duration=6, renew_interval=2),
     }
@@ -243,8 +330,9 @@ def settings_for_tests(namespace: str, **overrides: Any) -> OperatorSettings:
 
 
 @contextlib.contextmanager
-def running(settings: OperatorSettings, kube: KubeApi, timeout: float = 30,
-            **kw: Any) -> Iterator[Manager]:
+def running(
+    settings: OperatorSettings, kube: KubeApi, timeout: float = 30, **kw: Any
+) -> Iterator[Manager]:
     """An in-process controller that is acting when the block starts."""
     manager = Manager(settings, kube=kube, **kw)
     manager.start()
@@ -256,8 +344,9 @@ def running(settings: OperatorSettings, kube: KubeApi, timeout: float = 30,
         manager.shutdown()
 
 
-def wait_for(cond: Callable[[], Any], timeout: float = 20, what: str = "condition",
-             interval: float = 0.05) -> Any:
+def wait_for(
+    cond: Callable[[], Any], timeout: float = 20, what: str = "condition", interval: float = 0.05
+) -> Any:
     """Poll until ``cond()`` is truthy; return its value or fail with ``what``."""
     end = time.monotonic() + timeout
     last_exc: Exception | None = None
@@ -269,16 +358,23 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20, what: str = "conditio
         except (ApiError, KeyError, IndexError, TypeError) as exc:
             last_exc = exc
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}"
-                         + (f" (last error: {last_exc})" if last_exc else ""))
+    raise AssertionError(
+        f"timed out after {timeout} s waiting for {what}"
+        + (f" (last error: {last_exc})" if last_exc else "")
+    )
 
 
-def helm_template(helm: Path | str, chart: Path | str, *sets: str, namespace: str = "ops",
-                  release: str = "dg", extra: list[str] | None = None) -> list[Obj]:
+def helm_template(
+    helm: Path | str,
+    chart: Path | str,
+    *sets: str,
+    namespace: str = "ops",
+    release: str = "dg",
+    extra: list[str] | None = None,
+) -> list[Obj]:
     """``helm template`` of ``chart`` (the repository's ``charts/dyn-gitops``) with
     ``--set`` pairs; the rendered objects."""
-    cmd = [str(helm), "template", release, str(chart), "--namespace", namespace,
-           *(extra or [])]
+    cmd = [str(helm), "template", release, str(chart), "--namespace", namespace, *(extra or [])]
     for s in sets:
         cmd += ["--set", s]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

@@ -65,14 +65,34 @@ def build_caches(kube: KubeApi, settings: OperatorSettings, metrics: Metrics) ->
     ns = settings.watch_namespace
     timeout = settings.watch_timeout
     deployments = Informer(
-        kube, DEPLOYMENTS, namespace=ns, metrics=metrics, watch_timeout=timeout,
-        label_selector=keys.LABEL_GRAPH_NAME, trim=o.trim_deployment,
-        store=Store({"graph": graph_of_workload}))
+        kube,
+        DEPLOYMENTS,
+        namespace=ns,
+        metrics=metrics,
+        watch_timeout=timeout,
+        label_selector=keys.LABEL_GRAPH_NAME,
+        trim=o.trim_deployment,
+        store=Store({"graph": graph_of_workload}),
+    )
     # index: the Grove objects (by namespace/name) a Grove DGD's services map to
-    dgds = Informer(kube, DGDS, namespace=ns, metrics=metrics, watch_timeout=timeout,
-                    trim=o.trim_custom, store=Store({"grove": grove.child_keys}))
-    adapters = Informer(kube, DGDSAS, namespace=ns, metrics=metrics, watch_timeout=timeout,
-                        trim=o.trim_custom, store=Store({"graph": graph_of_adapter}))
+    dgds = Informer(
+        kube,
+        DGDS,
+        namespace=ns,
+        metrics=metrics,
+        watch_timeout=timeout,
+        trim=o.trim_custom,
+        store=Store({"grove": grove.child_keys}),
+    )
+    adapters = Informer(
+        kube,
+        DGDSAS,
+        namespace=ns,
+        metrics=metrics,
+        watch_timeout=timeout,
+        trim=o.trim_custom,
+        store=Store({"graph": graph_of_adapter}),
+    )
     return Caches(deployments, dgds, adapters, informers=[deployments, dgds, adapters])
 
 
@@ -82,16 +102,26 @@ def connect(caches: Caches, enqueuer: Enqueuer) -> None:
     caches.adapters.add_handler(enqueuer.on_adapter)
 
 
-def scope_exclusions(kube: KubeApi, settings: OperatorSettings, metrics: Metrics,
-                     caches: Caches,
-                     resume: Callable[[str], None]) -> ScopeExclusions | None:
+def scope_exclusions(
+    kube: KubeApi,
+    settings: OperatorSettings,
+    metrics: Metrics,
+    caches: Caches,
+    resume: Callable[[str], None],
+) -> ScopeExclusions | None:
     """Cluster mode: skip namespaces whose scope lease someone else holds (the lease
     informer joins ``caches.informers``); ``resume(namespace)`` once a lease lapses."""
     if not (settings.scope.enabled and settings.mode == "cluster"):
         return None
-    leases = Informer(kube, LEASES, namespace=settings.watch_namespace, metrics=metrics,
-                      watch_timeout=settings.watch_timeout,
-                      field_selector=f"metadata.name={SCOPE_LEASE_NAME}", trim=o.trim_lease)
+    leases = Informer(
+        kube,
+        LEASES,
+        namespace=settings.watch_namespace,
+        metrics=metrics,
+        watch_timeout=settings.watch_timeout,
+        field_selector=f"metadata.name={SCOPE_LEASE_NAME}",
+        trim=o.trim_lease,
+    )
     exclusions = ScopeExclusions(leases.store, metrics, settings.identity, resume)
     leases.add_handler(exclusions.on_event)
     caches.informers.append(leases)
@@ -103,35 +133,46 @@ def served(kube: KubeApi, res: Resource, namespace: str | None) -> bool:
     try:
         kube.check_listable(res, namespace)
     except (NotFoundError, ForbiddenError) as exc:
-        log.info("optional API not watched", extra={"resource": res.plural,
-                                                    "reason": str(exc)})
+        log.info("optional API not watched", extra={"resource": res.plural, "reason": str(exc)})
         return False
     except ApiError as exc:
-        log.warning("optional API not watched", extra={"resource": res.plural,
-                                                       "reason": str(exc)})
+        log.warning("optional API not watched", extra={"resource": res.plural, "reason": str(exc)})
         return False
     return True
 
 
-def watch_optional_apis(kube: KubeApi, settings: OperatorSettings, metrics: Metrics,
-                        caches: Caches, enqueuer: Enqueuer) -> None:
+def watch_optional_apis(
+    kube: KubeApi, settings: OperatorSettings, metrics: Metrics, caches: Caches, enqueuer: Enqueuer
+) -> None:
     """LeaderWorkerSets (multinode services), PodCliques and PodCliqueScalingGroups (the
     Grove path) are watched only when the API exists and we may list it, so a cluster
     without them never blocks start-up. Grove creates its objects without our labels for
     sure, so those kinds are watched whole (trimmed) and looked up by namespace/name."""
     ns = settings.watch_namespace
     if served(kube, LWS, ns):
-        caches.lws = Informer(kube, LWS, namespace=ns, metrics=metrics,
-                              watch_timeout=settings.watch_timeout,
-                              label_selector=keys.LABEL_GRAPH_NAME, trim=o.trim_lws,
-                              store=Store({"graph": graph_of_workload}))
+        caches.lws = Informer(
+            kube,
+            LWS,
+            namespace=ns,
+            metrics=metrics,
+            watch_timeout=settings.watch_timeout,
+            label_selector=keys.LABEL_GRAPH_NAME,
+            trim=o.trim_lws,
+            store=Store({"graph": graph_of_workload}),
+        )
         caches.lws.add_handler(enqueuer.on_workload)
         caches.informers.append(caches.lws)
     for res in (PODCLIQUES, PCSGS):
         if not served(kube, res, ns):
             continue
-        inf = Informer(kube, res, namespace=ns, metrics=metrics,
-                       watch_timeout=settings.watch_timeout, trim=grove.trim)
+        inf = Informer(
+            kube,
+            res,
+            namespace=ns,
+            metrics=metrics,
+            watch_timeout=settings.watch_timeout,
+            trim=grove.trim,
+        )
         inf.add_handler(enqueuer.on_grove)
         caches.informers.append(inf)
         if res is PODCLIQUES:
@@ -140,5 +181,12 @@ def watch_optional_apis(kube: KubeApi, settings: OperatorSettings, metrics: Metr
             caches.pcsgs = inf
 
 
-__all__ = ["Caches", "api_client", "build_caches", "connect", "scope_exclusions", "served",
-           "watch_optional_apis"]
+__all__ = [
+    "Caches",
+    "api_client",
+    "build_caches",
+    "connect",
+    "scope_exclusions",
+    "served",
+    "watch_optional_apis",
+]

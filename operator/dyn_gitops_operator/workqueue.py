@@ -39,8 +39,14 @@ class TokenBucket:
 
 
 class WorkQueue(Generic[K]):
-    def __init__(self, *, backoff_base: float = 0.02, backoff_max: float = 60.0,
-                 qps: float = 50.0, burst: int = 300) -> None:
+    def __init__(
+        self,
+        *,
+        backoff_base: float = 0.02,
+        backoff_max: float = 60.0,
+        qps: float = 50.0,
+        burst: int = 300,
+    ) -> None:
         self._cond = threading.Condition()
         self._queue: deque[K] = deque()
         self._dirty: set[K] = set()
@@ -80,13 +86,13 @@ class WorkQueue(Generic[K]):
         """The delay the next ``add_rate_limited`` of ``key`` would use (no side effect)."""
         with self._cond:
             n = self._failures.get(key, 0)
-        return float(min(self._max, self._base * 2 ** n))
+        return float(min(self._max, self._base * 2**n))
 
     def add_rate_limited(self, key: K) -> float:
         with self._cond:
             n = self._failures.get(key, 0)
             self._failures[key] = n + 1
-        delay = float(max(min(self._max, self._base * 2 ** n), self._bucket.reserve()))
+        delay = float(max(min(self._max, self._base * 2**n), self._bucket.reserve()))
         self.add_after(key, delay)
         return delay
 

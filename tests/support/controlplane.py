@@ -34,8 +34,9 @@ def bin_dir() -> Path | None:
         return Path(env)
     if not BUILD_SCRIPT.exists():
         return None
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True, text=True
+    )
     lines = proc.stdout.strip().splitlines()
     return Path(lines[-1]) if proc.returncode == 0 and lines else None
 
@@ -48,8 +49,10 @@ def find_binary(name: str) -> Path | None:
 
 
 def missing_binary_message(name: str) -> str:
-    return (f"{name} is not built: run `bash tools/test-bins/build.sh` "
-            f"(needs Go and the Go module proxy; bin dir: {bin_dir()})")
+    return (
+        f"{name} is not built: run `bash tools/test-bins/build.sh` "
+        f"(needs Go and the Go module proxy; bin dir: {bin_dir()})"
+    )
 
 
 def free_port() -> int:
@@ -58,9 +61,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait(url: str, ok: Callable[[int, bytes], bool], timeout: float,
-          procs: list[subprocess.Popen[bytes]], log: Path,
-          ctx: ssl.SSLContext | None = None, headers: dict[str, str] | None = None) -> None:
+def _wait(
+    url: str,
+    ok: Callable[[int, bytes], bool],
+    timeout: float,
+    procs: list[subprocess.Popen[bytes]],
+    log: Path,
+    ctx: ssl.SSLContext | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         for p in procs:
@@ -116,47 +125,88 @@ def control_plane(etcd_bin: Path, apiserver_bin: Path) -> Iterator[ControlPlane]
     try:
         with open(log, "wb") as logf:
             ep, pp, ap = free_port(), free_port(), free_port()
-            etcd = subprocess.Popen([
-                str(etcd_bin), "--name=t", f"--data-dir={d / 'etcd'}",
-                f"--listen-client-urls=http://127.0.0.1:{ep}",
-                f"--advertise-client-urls=http://127.0.0.1:{ep}",
-                f"--listen-peer-urls=http://127.0.0.1:{pp}",
-                f"--initial-advertise-peer-urls=http://127.0.0.1:{pp}",
-                f"--initial-cluster=t=http://127.0.0.1:{pp}",
-                "--unsafe-no-fsync", "--log-level=warn"],
-                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+            etcd = subprocess.Popen(
+                [
+                    str(etcd_bin),
+                    "--name=t",
+                    f"--data-dir={d / 'etcd'}",
+                    f"--listen-client-urls=http://127.0.0.1:{ep}",
+                    f"--advertise-client-urls=http://127.0.0.1:{ep}",
+                    f"--listen-peer-urls=http://127.0.0.1:{pp}",
+                    f"--initial-advertise-peer-urls=http://127.0.0.1:{pp}",
+                    f"--initial-cluster=t=http://127.0.0.1:{pp}",
+                    "--unsafe-no-fsync",
+                    "--log-level=warn",
+                ],
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             procs.append(etcd)
             _wait(f"http://127.0.0.1:{ep}/health", lambda s, b: b'"true"' in b, 30, procs, log)
-            subprocess.run(["openssl", "genrsa", "-out", str(d / "sa.key"), "2048"], check=True,
-                           capture_output=True)
+            subprocess.run(
+                ["openssl", "genrsa", "-out", str(d / "sa.key"), "2048"],
+                check=True,
+                capture_output=True,
+            )
             token = "admin-" + os.urandom(12).hex()
             (d / "tokens.csv").write_text(f'{token},admin,admin-uid,"system:masters"\n')
-            apiserver = subprocess.Popen([
-                str(apiserver_bin), f"--etcd-servers=http://127.0.0.1:{ep}",
-                "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-                f"--secure-port={ap}", f"--cert-dir={d / 'certs'}",
-                f"--token-auth-file={d / 'tokens.csv'}", "--authorization-mode=RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={d / 'sa.key'}",
-                f"--service-account-signing-key-file={d / 'sa.key'}",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
-                "--enable-priority-and-fairness=false", "--profiling=false"],
-                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+            apiserver = subprocess.Popen(
+                [
+                    str(apiserver_bin),
+                    f"--etcd-servers=http://127.0.0.1:{ep}",
+                    "--bind-address=127.0.0.1",
+                    "--advertise-address=127.0.0.1",
+                    f"--secure-port={ap}",
+                    f"--cert-dir={d / 'certs'}",
+                    f"--token-auth-file={d / 'tokens.csv'}",
+                    "--authorization-mode=RBAC",
+                    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                    f"--service-account-key-file={d / 'sa.key'}",
+                    f"--service-account-signing-key-file={d / 'sa.key'}",
+                    "--service-cluster-ip-range=10.0.0.0/24",
+                    "--disable-admission-plugins=ServiceAccount",
+                    "--allow-privileged=true",
+                    "--enable-priority-and-fairness=false",
+                    "--profiling=false",
+                ],
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             procs.append(apiserver)
             url = f"https://127.0.0.1:{ap}"
             # loopback readiness probe: the kubeconfig below verifies against the CA
-            _wait(f"{url}/readyz", lambda s, b: s == 200, 120, procs, log,
-                  ctx=ssl._create_unverified_context(),
-                  headers={"Authorization": f"Bearer {token}"})
+            _wait(
+                f"{url}/readyz",
+                lambda s, b: s == 200,
+                120,
+                procs,
+                log,
+                ctx=ssl._create_unverified_context(),
+                headers={"Authorization": f"Bearer {token}"},
+            )
             kubeconfig = d / "kubeconfig"
-            kubeconfig.write_text(yaml.safe_dump({
-                "apiVersion": "v1", "kind": "Config",
-                "clusters": [{"name": "t", "cluster": {
-                    "server": url, "certificate-authority": str(d / "certs" / "apiserver.crt")}}],
-                "users": [{"name": "admin", "user": {"token": token}}],
-                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "admin"}}],
-                "current-context": "t"}))
+            kubeconfig.write_text(
+                yaml.safe_dump(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Config",
+                        "clusters": [
+                            {
+                                "name": "t",
+                                "cluster": {
+                                    "server": url,
+                                    "certificate-authority": str(d / "certs" / "apiserver.crt"),
+                                },
+                            }
+                        ],
+                        "users": [{"name": "admin", "user": {"token": token}}],
+                        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "admin"}}],
+                        "current-context": "t",
+                    }
+                )
+            )
             cp = ControlPlane(d, url, token, kubeconfig, etcd, apiserver, log)
             _wait_namespace(cp, "default")
             yield cp
@@ -210,8 +260,13 @@ def install_crds(api_client: Any, crds: list[dict[str, Any]], timeout: float = 3
         # same time, so a replace can lose the race (409) and is retried on a fresh read
         for attempt in range(10):
             current = ext.read_custom_resource_definition(crd["metadata"]["name"])
-            body = {**crd, "metadata": {**crd["metadata"],
-                                        "resourceVersion": current.metadata.resource_version}}
+            body = {
+                **crd,
+                "metadata": {
+                    **crd["metadata"],
+                    "resourceVersion": current.metadata.resource_version,
+                },
+            }
             try:
                 ext.replace_custom_resource_definition(crd["metadata"]["name"], body)
                 break

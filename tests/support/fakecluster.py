@@ -46,10 +46,14 @@ GROVE_KINDS = ("DynamoGraphDeployment", "DynamoGraphDeploymentScalingAdapter", "
 
 
 class FakeCluster:
-    def __init__(self, namespace: str = "ns", *,
-                 rules: Mapping[Resource, KindRules] | None = None,
-                 served: list[Resource] | None = None,
-                 chain: list[Reconciler] | None = None) -> None:
+    def __init__(
+        self,
+        namespace: str = "ns",
+        *,
+        rules: Mapping[Resource, KindRules] | None = None,
+        served: list[Resource] | None = None,
+        chain: list[Reconciler] | None = None,
+    ) -> None:
         self.ns = namespace
         self.kube = FakeKube(rules=rules, served=served)
         self.gitops = self.kube.as_manager(GITOPS_MANAGER)
@@ -64,9 +68,14 @@ class FakeCluster:
         enqueuer = Enqueuer(self.enqueued.add, self.caches.dgds.store)
         wiring.connect(self.caches, enqueuer)
         wiring.watch_optional_apis(self.kube, settings, self.metrics, self.caches, enqueuer)
-        self.loop = ControllerLoop(self.kube, self.caches, WorkQueue(),
-                                   chain if chain is not None else default_chain(),
-                                   self.metrics, acting=lambda: True)
+        self.loop = ControllerLoop(
+            self.kube,
+            self.caches,
+            WorkQueue(),
+            chain if chain is not None else default_chain(),
+            self.metrics,
+            acting=lambda: True,
+        )
         #: the controller's clock (status timestamps): moves only with ``advance``
         self.now = datetime(2025, 6, 1, tzinfo=UTC)
         self.loop.ctx.now = lambda: self.now
@@ -128,8 +137,10 @@ class FakeCluster:
 
     def deployments(self, component: str | None = None) -> dict[str, Obj]:
         sel = f"nvidia.com/dynamo-component={component}" if component else ""
-        return {d["metadata"]["name"]: d
-                for d in self.kube.list(DEPLOYMENTS, self.ns, label_selector=sel)[0]}
+        return {
+            d["metadata"]["name"]: d
+            for d in self.kube.list(DEPLOYMENTS, self.ns, label_selector=sel)[0]
+        }
 
     def replicas(self, name: str) -> int:
         return int(self.deployment(name)["spec"]["replicas"])
@@ -147,8 +158,9 @@ class FakeCluster:
     def set_status(self, name: str, **kw: Any) -> Obj:
         """kube-controller-manager reports a Deployment (default: fully rolled out)."""
         dep = self.deployment(name)
-        return self.kcm.update(DEPLOYMENTS, {**dep, "status": deployment_status(dep, **kw)},
-                               subresource="status")
+        return self.kcm.update(
+            DEPLOYMENTS, {**dep, "status": deployment_status(dep, **kw)}, subresource="status"
+        )
 
     def kcm_step(self, policy: Callable[[Obj], Obj | None]) -> int:
         """Every Deployment gets ``policy(dep)`` as status (None: left alone); writes."""
@@ -161,8 +173,9 @@ class FakeCluster:
         return n
 
     def hpa_scale(self, adapter: str, replicas: int) -> None:
-        self.hpa.patch(DGDSAS, self.ns, adapter, {"spec": {"replicas": replicas}},
-                       subresource="scale")
+        self.hpa.patch(
+            DGDSAS, self.ns, adapter, {"spec": {"replicas": replicas}}, subresource="scale"
+        )
 
     def grove_create(self, pcs: Obj) -> dict[str, Resource]:
         """What Grove creates for PCS replica 0 (``testing.grove_children``)."""
@@ -172,14 +185,22 @@ class FakeCluster:
             out[obj["metadata"]["name"]] = res
         return out
 
-    def grove_status(self, res: Resource, name: str, *,
-                     observed: int | Literal["current"] | None = "current",
-                     **counts: int) -> Obj:
+    def grove_status(
+        self,
+        res: Resource,
+        name: str,
+        *,
+        observed: int | Literal["current"] | None = "current",
+        **counts: int,
+    ) -> Obj:
         """Grove's status of a PodClique / PCSG; as ``testing.grove_status``."""
         obj = self.grove.get(res, self.ns, name)
         want = int(obj["spec"].get("replicas") or 0)
-        status: Obj = {"replicas": want, "updatedReplicas": want,
-                       "availableReplicas" if res is PCSGS else "readyReplicas": want}
+        status: Obj = {
+            "replicas": want,
+            "updatedReplicas": want,
+            "availableReplicas" if res is PCSGS else "readyReplicas": want,
+        }
         status.update(counts)
         if observed == "current":
             status["observedGeneration"] = obj["metadata"]["generation"]
@@ -190,6 +211,14 @@ class FakeCluster:
     def pcs_observed(self, name: str) -> None:
         """Grove has synced the PodCliqueSet: its status.observedGeneration."""
         obj = self.grove.get(PODCLIQUESETS, self.ns, name)
-        self.grove.update(PODCLIQUESETS, {**obj, "status": {
-            **(obj.get("status") or {}), "observedGeneration": obj["metadata"]["generation"]}},
-            subresource="status")
+        self.grove.update(
+            PODCLIQUESETS,
+            {
+                **obj,
+                "status": {
+                    **(obj.get("status") or {}),
+                    "observedGeneration": obj["metadata"]["generation"],
+                },
+            },
+            subresource="status",
+        )

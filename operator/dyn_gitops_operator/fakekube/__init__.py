@@ -55,5 +55,12 @@ from dyn_gitops_operator.fakekube.rules import (
 )
 from dyn_gitops_operator.fakekube.server import FakeApiServer, TickingClock
 
-__all__ = ["DEFAULT_RULES", "PCS_ATOMIC_LIST", "PCS_MAP_LIST", "FakeApiServer", "FakeKube",
-           "KindRules", "TickingClock"]
+__all__ = [
+    "DEFAULT_RULES",
+    "PCS_ATOMIC_LIST",
+    "PCS_MAP_LIST",
+    "FakeApiServer",
+    "FakeKube",
+    "KindRules",
+    "TickingClock",
+]

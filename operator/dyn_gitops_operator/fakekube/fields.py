@@ -113,8 +113,7 @@ def _step_into(node: Any, step: str) -> Any:
     if step.startswith("k:") and isinstance(node, list):
         want = json.loads(step[2:])
         for item in node:
-            if isinstance(item, dict) and all(item.get(k, MISSING) == v
-                                              for k, v in want.items()):
+            if isinstance(item, dict) and all(item.get(k, MISSING) == v for k, v in want.items()):
                 return item
     return MISSING
 
@@ -156,8 +155,11 @@ def merge_applied(live: Any, config: Any, types: ListTypes, schema: str = "") ->
     if isinstance(config, dict) and isinstance(live, dict):
         out = dict(live)
         for k, v in config.items():
-            out[k] = (merge_applied(live[k], v, types, _child(schema, k)) if k in live
-                      else copy.deepcopy(v))
+            out[k] = (
+                merge_applied(live[k], v, types, _child(schema, k))
+                if k in live
+                else copy.deepcopy(v)
+            )
         return out
     if isinstance(config, list) and isinstance(live, list):
         new_steps = _keyed_steps(config, schema, types)
@@ -190,6 +192,17 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-__all__ = ["MISSING", "ListTypes", "Path", "field_paths", "from_tree", "item_step",
-           "merge_applied", "merge_patch", "prune_empty", "remove_at", "to_tree",
-           "value_at"]
+__all__ = [
+    "MISSING",
+    "ListTypes",
+    "Path",
+    "field_paths",
+    "from_tree",
+    "item_step",
+    "merge_applied",
+    "merge_patch",
+    "prune_empty",
+    "remove_at",
+    "to_tree",
+    "value_at",
+]

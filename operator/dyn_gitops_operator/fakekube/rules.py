@@ -24,10 +24,15 @@ Obj = dict[str, Any]
 #: every object's metadata lists, as the real schema types them
 METADATA_LISTS = {"metadata.ownerReferences": ("uid",)}
 #: the keyed lists of a pod template (under ``prefix``) the rendered workloads use
-_POD_LISTS = {"containers": ("name",), "initContainers": ("name",), "volumes": ("name",),
-              "containers[].env": ("name",), "initContainers[].env": ("name",),
-              "containers[].volumeMounts": ("mountPath",),
-              "initContainers[].volumeMounts": ("mountPath",)}
+_POD_LISTS = {
+    "containers": ("name",),
+    "initContainers": ("name",),
+    "volumes": ("name",),
+    "containers[].env": ("name",),
+    "initContainers[].env": ("name",),
+    "containers[].volumeMounts": ("mountPath",),
+    "initContainers[].volumeMounts": ("mountPath",),
+}
 
 
 def pod_template_lists(prefix: str) -> dict[str, tuple[str, ...]]:
@@ -36,8 +41,7 @@ def pod_template_lists(prefix: str) -> dict[str, tuple[str, ...]]:
 
 def list_types(keys: Mapping[str, tuple[str, ...]] | None = None) -> ListTypes:
     """The object's metadata lists plus ``keys`` (ownerReference items are atomic)."""
-    return ListTypes({**METADATA_LISTS, **(keys or {})},
-                     frozenset({"metadata.ownerReferences"}))
+    return ListTypes({**METADATA_LISTS, **(keys or {})}, frozenset({"metadata.ownerReferences"}))
 
 
 @dataclass(frozen=True)
@@ -72,18 +76,31 @@ PCS_MAP_LIST = KindRules(lists=list_types({"spec.template.cliques": ("name",)}))
 PCS_ATOMIC_LIST = KindRules()
 
 DEFAULT_RULES: dict[Resource, KindRules] = {
-    DEPLOYMENTS: KindRules(lists=list_types(pod_template_lists("spec.template.spec")),
-                           unconditional_update=True, defaults=deployment_defaults),
+    DEPLOYMENTS: KindRules(
+        lists=list_types(pod_template_lists("spec.template.spec")),
+        unconditional_update=True,
+        defaults=deployment_defaults,
+    ),
     DGDS: KindRules(),
     DGDSAS: KindRules(scale_selector="status.selector"),
-    LWS: KindRules(lists=list_types(
-        pod_template_lists("spec.leaderWorkerTemplate.workerTemplate.spec")
-        | pod_template_lists("spec.leaderWorkerTemplate.leaderTemplate.spec"))),
+    LWS: KindRules(
+        lists=list_types(
+            pod_template_lists("spec.leaderWorkerTemplate.workerTemplate.spec")
+            | pod_template_lists("spec.leaderWorkerTemplate.leaderTemplate.spec")
+        )
+    ),
     PODCLIQUES: KindRules(scale_selector="status.hpaPodSelector"),
     PCSGS: KindRules(scale_selector="status.selector"),
     PODCLIQUESETS: PCS_MAP_LIST,
     LEASES: KindRules(status=False),
 }
 
-__all__ = ["DEFAULT_RULES", "PCS_ATOMIC_LIST", "PCS_MAP_LIST", "KindRules",
-           "deployment_defaults", "list_types", "pod_template_lists"]
+__all__ = [
+    "DEFAULT_RULES",
+    "PCS_ATOMIC_LIST",
+    "PCS_MAP_LIST",
+    "KindRules",
+    "deployment_defaults",
+    "list_types",
+    "pod_template_lists",
+]

@@ -69,13 +69,16 @@ def field_matcher(selector: str) -> Callable[[dict[str, Any]], bool]:
     for req in _requirements(selector):
         m = re.fullmatch(r"([a-zA-Z.]+)\s*(==|=|!=)\s*(\S*)", req)
         if m is None or m.group(1) not in _FIELDS:
-            raise InvalidError(400, "BadRequest",
-                               f"field label not supported: {req!r} in {selector!r}")
+            raise InvalidError(
+                400, "BadRequest", f"field label not supported: {req!r} in {selector!r}"
+            )
         meta_key, negate, value = _FIELDS[m.group(1)], m.group(2) == "!=", m.group(3)
 
-        def check(obj: dict[str, Any], k: str = meta_key, v: str = value,
-                  neg: bool = negate) -> bool:
+        def check(
+            obj: dict[str, Any], k: str = meta_key, v: str = value, neg: bool = negate
+        ) -> bool:
             return ((obj.get("metadata") or {}).get(k) == v) != neg
+
         checks.append(check)
     return lambda obj: all(c(obj) for c in checks)
 

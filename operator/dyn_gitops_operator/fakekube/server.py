@@ -68,9 +68,14 @@ class _Entry:
         return self.manager, self.operation, self.subresource
 
     def render(self) -> Obj:
-        out: Obj = {"manager": self.manager, "operation": self.operation,
-                    "apiVersion": self.api_version, "time": self.time,
-                    "fieldsType": "FieldsV1", "fieldsV1": to_tree(self.fields)}
+        out: Obj = {
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+            "time": self.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": to_tree(self.fields),
+        }
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -99,12 +104,16 @@ class WatchHandle:
 
 
 def _conflict(res: Resource, name: str, why: str) -> ConflictError:
-    return ConflictError(409, "Conflict", f'Operation cannot be fulfilled on '
-                                          f'{res.plural}.{res.group} "{name}": {why}')
+    return ConflictError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {res.plural}.{res.group} "{name}": {why}',
+    )
 
 
-_MODIFIED = ("the object has been modified; please apply your changes to the latest "
-             "version and try again")
+_MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
 
 
 def _dotted(path: Path) -> str:
@@ -133,15 +142,18 @@ def _seen_as(kind: str, was: bool, now: bool) -> EventType | None:
 
 
 def _owned_under(path: Path, owned: Iterable[Path]) -> bool:
-    return any(q[:len(path)] == path for q in owned)
+    return any(q[: len(path)] == path for q in owned)
 
 
 class FakeApiServer:
     """Objects, managed fields and the event log, behind one lock."""
 
-    def __init__(self, rules: Mapping[Resource, KindRules] | None = None,
-                 served: Iterable[Resource] | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        rules: Mapping[Resource, KindRules] | None = None,
+        served: Iterable[Resource] | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.rules = {**DEFAULT_RULES, **(rules or {})}
         self.served = set(self.rules) if served is None else set(served)
         self.clock = clock or TickingClock()
@@ -157,8 +169,11 @@ class FakeApiServer:
     # ------------------------------------------------------------------ helpers
     def kind(self, res: Resource) -> KindRules:
         if res not in self.served:
-            raise NotFoundError(404, "NotFound", "the server could not find the requested "
-                                                 f"resource ({res.plural}.{res.group})")
+            raise NotFoundError(
+                404,
+                "NotFound",
+                f"the server could not find the requested resource ({res.plural}.{res.group})",
+            )
         return self.rules.get(res, KindRules(status=False))
 
     def _live(self, res: Resource, namespace: str | None, name: str) -> tuple[Key, Obj]:
@@ -178,11 +193,16 @@ class FakeApiServer:
         """The part of ``obj`` a write of this (sub)resource may set."""
         if subresource == "status":
             return {"status": copy.deepcopy(obj["status"])} if "status" in obj else {}
-        out = {k: copy.deepcopy(v) for k, v in obj.items()
-               if k not in ("apiVersion", "kind", "metadata")
-               and not (rules.status and k == "status")}
-        meta = {k: copy.deepcopy(v) for k, v in (obj.get("metadata") or {}).items()
-                if k in CLIENT_METADATA}
+        out = {
+            k: copy.deepcopy(v)
+            for k, v in obj.items()
+            if k not in ("apiVersion", "kind", "metadata") and not (rules.status and k == "status")
+        }
+        meta = {
+            k: copy.deepcopy(v)
+            for k, v in (obj.get("metadata") or {}).items()
+            if k in CLIENT_METADATA
+        }
         if meta:
             out["metadata"] = meta
         return out
@@ -190,13 +210,20 @@ class FakeApiServer:
     @staticmethod
     def _changed(old: Obj, new: Obj, rules: KindRules) -> set[Path]:
         """Paths an update set to a new value (and keyed items it added)."""
-        return {p for p in field_paths(new, rules.lists)
-                if (value_at(old, p) is MISSING if p[-1].startswith("k:")
-                    else value_at(old, p) != value_at(new, p))}
+        return {
+            p
+            for p in field_paths(new, rules.lists)
+            if (
+                value_at(old, p) is MISSING
+                if p[-1].startswith("k:")
+                else value_at(old, p) != value_at(new, p)
+            )
+        }
 
     @staticmethod
-    def _take(entries: list[_Entry], manager: str, subresource: str, api_version: str,
-              changed: set[Path]) -> None:
+    def _take(
+        entries: list[_Entry], manager: str, subresource: str, api_version: str, changed: set[Path]
+    ) -> None:
         """An update: its manager owns what it changed, nobody else does any more."""
         if not changed:
             return
@@ -211,8 +238,9 @@ class FakeApiServer:
     def _entries(self, key: Key) -> list[_Entry]:
         return [copy.deepcopy(e) for e in self._fields.get(key, [])]
 
-    def _commit(self, res: Resource, key: Key, old: Obj | None, new: Obj,
-                entries: list[_Entry]) -> Obj:
+    def _commit(
+        self, res: Resource, key: Key, old: Obj | None, new: Obj, entries: list[_Entry]
+    ) -> Obj:
         """Store ``new`` unless nothing changed: defaults, ownership of what exists,
         generation, resourceVersion, the event."""
         rules = self.rules.get(res, KindRules(status=False))
@@ -226,8 +254,7 @@ class FakeApiServer:
         meta.pop("managedFields", None)
         if old is not None:
             old_meta = {k: v for k, v in old["metadata"].items() if k != "managedFields"}
-            if ({**old, "metadata": old_meta} == new
-                    and before == {e.id: e.fields for e in entries}):
+            if {**old, "metadata": old_meta} == new and before == {e.id: e.fields for e in entries}:
                 return copy.deepcopy(old)  # a no-op write keeps the resourceVersion
         now = _stamp(self.clock())
         for e in entries:
@@ -250,8 +277,9 @@ class FakeApiServer:
     def _spec(obj: Obj, rules: KindRules) -> Obj:
         """What bumps the generation: everything but metadata (and status, if a
         subresource)."""
-        return {k: v for k, v in obj.items()
-                if k != "metadata" and not (rules.status and k == "status")}
+        return {
+            k: v for k, v in obj.items() if k != "metadata" and not (rules.status and k == "status")
+        }
 
     def _log(self, kind: str, res: Resource, old: Obj | None, new: Obj) -> None:
         self._events.append(_Event(self.rv, kind, res, old, new))
@@ -260,8 +288,11 @@ class FakeApiServer:
 
     def _new_meta(self, res: Resource, namespace: str, name: str) -> Obj:
         self._uids += 1
-        meta: Obj = {"name": name, "uid": f"00000000-0000-4000-8000-{self._uids:012d}",
-                     "creationTimestamp": _stamp(self.clock())}
+        meta: Obj = {
+            "name": name,
+            "uid": f"00000000-0000-4000-8000-{self._uids:012d}",
+            "creationTimestamp": _stamp(self.clock()),
+        }
         if namespace:
             meta["namespace"] = namespace
         return meta
@@ -270,13 +301,15 @@ class FakeApiServer:
     def _name(obj: Obj) -> tuple[str, str]:
         meta = obj.get("metadata") or {}
         if not meta.get("name"):
-            raise InvalidError(422, "Invalid", "metadata.name: Required value: name or "
-                                               "generateName is required")
+            raise InvalidError(
+                422, "Invalid", "metadata.name: Required value: name or generateName is required"
+            )
         return meta.get("namespace") or "", str(meta["name"])
 
     # ------------------------------------------------------------------ reads
-    def get(self, res: Resource, namespace: str | None, name: str,
-            subresource: str | None = None) -> Obj:
+    def get(
+        self, res: Resource, namespace: str | None, name: str, subresource: str | None = None
+    ) -> Obj:
         with self.cond:
             rules = self.kind(res)
             _, live = self._live(res, namespace, name)
@@ -286,20 +319,32 @@ class FakeApiServer:
                 raise NotFoundError(404, "NotFound", f"no {subresource} subresource")
             return copy.deepcopy(live)
 
-    def list(self, res: Resource, namespace: str | None, label_selector: str,
-             field_selector: str) -> tuple[list[Obj], str]:
+    def list(
+        self, res: Resource, namespace: str | None, label_selector: str, field_selector: str
+    ) -> tuple[list[Obj], str]:
         with self.cond:
             self.kind(res)
             labels, fields = label_matcher(label_selector), field_matcher(field_selector)
-            found = [obj for (r, ns, _), obj in sorted(self._objects.items(),
-                                                       key=lambda kv: kv[0][1:])
-                     if r == res and (not namespace or ns == namespace)
-                     and labels(obj["metadata"].get("labels") or {}) and fields(obj)]
+            found = [
+                obj
+                for (r, ns, _), obj in sorted(self._objects.items(), key=lambda kv: kv[0][1:])
+                if r == res
+                and (not namespace or ns == namespace)
+                and labels(obj["metadata"].get("labels") or {})
+                and fields(obj)
+            ]
             return copy.deepcopy(found), str(self.rv)
 
-    def watch(self, res: Resource, namespace: str | None, resource_version: str,
-              label_selector: str, field_selector: str, timeout_seconds: int,
-              on_open: Callable[[Any], None] | None) -> Iterator[WatchEvent]:
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        resource_version: str,
+        label_selector: str,
+        field_selector: str,
+        timeout_seconds: int,
+        on_open: Callable[[Any], None] | None,
+    ) -> Iterator[WatchEvent]:
         """Events after ``resource_version`` until ``timeout_seconds`` or the handle's
         shutdown. ("" or "0" start at the current state without replaying it as ADDED
         events, as the real server would: informers always watch from their list.)"""
@@ -307,9 +352,12 @@ class FakeApiServer:
         labels, fields = label_matcher(label_selector), field_matcher(field_selector)
 
         def matches(obj: Obj | None) -> bool:
-            return (obj is not None and (not namespace or obj["metadata"].get("namespace")
-                                         == namespace)
-                    and labels(obj["metadata"].get("labels") or {}) and fields(obj))
+            return (
+                obj is not None
+                and (not namespace or obj["metadata"].get("namespace") == namespace)
+                and labels(obj["metadata"].get("labels") or {})
+                and fields(obj)
+            )
 
         handle = WatchHandle(self)
         if on_open is not None:
@@ -317,8 +365,9 @@ class FakeApiServer:
         with self.cond:
             pos = int(resource_version) if resource_version not in ("", "0") else self.rv
             if pos < self.compacted:
-                raise GoneError(410, "Expired", f"too old resource version: {pos} "
-                                                f"({self.compacted})")
+                raise GoneError(
+                    410, "Expired", f"too old resource version: {pos} ({self.compacted})"
+                )
         deadline = time.monotonic() + timeout_seconds
         while True:
             with self.cond:
@@ -355,25 +404,41 @@ class FakeApiServer:
             ns, name = self._name(obj)
             key = (res, ns, name)
             if key in self._objects:
-                raise ConflictError(409, "AlreadyExists",
-                                    f'{res.plural}.{res.group} "{name}" already exists')
+                raise ConflictError(
+                    409, "AlreadyExists", f'{res.plural}.{res.group} "{name}" already exists'
+                )
             body = self.scoped(obj, rules, "")
-            new: Obj = {"apiVersion": res.api_version, "kind": res.kind, **body,
-                        "metadata": {**self._new_meta(res, ns, name),
-                                     **body.get("metadata", {})}}
+            new: Obj = {
+                "apiVersion": res.api_version,
+                "kind": res.kind,
+                **body,
+                "metadata": {**self._new_meta(res, ns, name), **body.get("metadata", {})},
+            }
             if rules.defaults is not None:
                 rules.defaults(new)
-            entries = [_Entry(manager, "Update", "", res.api_version,
-                              field_paths(self.scoped(new, rules, ""), rules.lists))]
+            entries = [
+                _Entry(
+                    manager,
+                    "Update",
+                    "",
+                    res.api_version,
+                    field_paths(self.scoped(new, rules, ""), rules.lists),
+                )
+            ]
             return self._commit(res, key, None, new, entries)
 
-    def apply(self, res: Resource, obj: Obj, manager: str, subresource: str | None,
-              force: bool) -> Obj:
+    def apply(
+        self, res: Resource, obj: Obj, manager: str, subresource: str | None, force: bool
+    ) -> Obj:
         with self.cond:
             rules = self.kind(res)
             if subresource == "scale":
-                raise InvalidError(415, "UnsupportedMediaType", "the body of the request was "
-                                   "in an unknown format: application/apply-patch+yaml")
+                raise InvalidError(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was "
+                    "in an unknown format: application/apply-patch+yaml",
+                )
             if subresource not in (None, "status") or (subresource and not rules.status):
                 raise NotFoundError(404, "NotFound", f"no {subresource} subresource")
             sub = subresource or ""
@@ -384,26 +449,38 @@ class FakeApiServer:
             live = self._objects.get(key)
             if live is None:
                 if sub:
-                    raise NotFoundError(404, "NotFound",
-                                        f'{res.plural}.{res.group} "{name}" not found')
+                    raise NotFoundError(
+                        404, "NotFound", f'{res.plural}.{res.group} "{name}" not found'
+                    )
                 # (a resourceVersion in the body is not checked here: the real server
                 # creates the object all the same)
-                base = {"apiVersion": res.api_version, "kind": res.kind,
-                        "metadata": self._new_meta(res, ns, name)}
+                base = {
+                    "apiVersion": res.api_version,
+                    "kind": res.kind,
+                    "metadata": self._new_meta(res, ns, name),
+                }
                 new = merge_applied(base, config, rules.lists)
-                return self._commit(res, key, None, new, [
-                    _Entry(manager, "Apply", "", res.api_version, fields)])
+                return self._commit(
+                    res, key, None, new, [_Entry(manager, "Apply", "", res.api_version, fields)]
+                )
             self._check_rv(res, live, (obj.get("metadata") or {}).get("resourceVersion"))
             entries = self._entries(key)
             mine = next((e for e in entries if e.id == (manager, "Apply", sub)), None)
             others = [e for e in entries if e is not mine]
-            conflicts = [(e, p) for e in others for p in sorted(_leaves(fields) & e.fields)
-                         if value_at(live, p) != value_at(config, p)]
+            conflicts = [
+                (e, p)
+                for e in others
+                for p in sorted(_leaves(fields) & e.fields)
+                if value_at(live, p) != value_at(config, p)
+            ]
             if conflicts and not force:
-                raise ConflictError(409, "Conflict", f"Apply failed with {len(conflicts)} "
-                                    "conflict(s): " + "; ".join(
-                                        f'conflict with "{e.manager}": {_dotted(p)}'
-                                        for e, p in conflicts))
+                raise ConflictError(
+                    409,
+                    "Conflict",
+                    f"Apply failed with {len(conflicts)} "
+                    "conflict(s): "
+                    + "; ".join(f'conflict with "{e.manager}": {_dotted(p)}' for e, p in conflicts),
+                )
             for e, p in conflicts:
                 e.fields.discard(p)
             new = copy.deepcopy(live)
@@ -428,9 +505,13 @@ class FakeApiServer:
             key, live = self._live(res, ns, name)
             rv = (obj.get("metadata") or {}).get("resourceVersion")
             if not rv and not rules.unconditional_update:
-                raise InvalidError(422, "Invalid", f'{res.plural}.{res.group} "{name}" is '
-                                   "invalid: metadata.resourceVersion: Invalid value: 0: must "
-                                   "be specified for an update")
+                raise InvalidError(
+                    422,
+                    "Invalid",
+                    f'{res.plural}.{res.group} "{name}" is '
+                    "invalid: metadata.resourceVersion: Invalid value: 0: must "
+                    "be specified for an update",
+                )
             self._check_rv(res, live, rv)
             sub = subresource or ""
             new = copy.deepcopy(live)
@@ -440,17 +521,33 @@ class FakeApiServer:
             else:
                 body = self.scoped(obj, rules, "")
                 meta = {k: v for k, v in live["metadata"].items() if k not in CLIENT_METADATA}
-                new = {"apiVersion": res.api_version, "kind": res.kind, **body,
-                       "metadata": {**meta, **body.get("metadata", {})}}
+                new = {
+                    "apiVersion": res.api_version,
+                    "kind": res.kind,
+                    **body,
+                    "metadata": {**meta, **body.get("metadata", {})},
+                }
                 if rules.status and "status" in live:
                     new["status"] = copy.deepcopy(live["status"])
             entries = self._entries(key)
-            self._take(entries, manager, sub, res.api_version, self._changed(
-                self.scoped(live, rules, sub), self.scoped(new, rules, sub), rules))
+            self._take(
+                entries,
+                manager,
+                sub,
+                res.api_version,
+                self._changed(self.scoped(live, rules, sub), self.scoped(new, rules, sub), rules),
+            )
             return self._commit(res, key, live, new, entries)
 
-    def patch(self, res: Resource, namespace: str | None, name: str, body: Obj, manager: str,
-              subresource: str | None) -> Obj:
+    def patch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        body: Obj,
+        manager: str,
+        subresource: str | None,
+    ) -> Obj:
         with self.cond:
             rules = self.kind(res)
             key, live = self._live(res, namespace, name)
@@ -470,26 +567,47 @@ class FakeApiServer:
                 raise NotFoundError(404, "NotFound", f"no {subresource} subresource")
             entries = self._entries(key)
             scope = "" if sub == "scale" else sub
-            self._take(entries, manager, sub, res.api_version, self._changed(
-                self.scoped(live, rules, scope), self.scoped(new, rules, scope), rules))
+            self._take(
+                entries,
+                manager,
+                sub,
+                res.api_version,
+                self._changed(
+                    self.scoped(live, rules, scope), self.scoped(new, rules, scope), rules
+                ),
+            )
             out = self._commit(res, key, live, new, entries)
             return self._scale_of(res, rules, out) if sub == "scale" else out
 
-    def delete(self, res: Resource, namespace: str | None, name: str, uid: str | None,
-               resource_version: str | None) -> None:
+    def delete(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        uid: str | None,
+        resource_version: str | None,
+    ) -> None:
         with self.cond:
             self.kind(res)
             key, live = self._live(res, namespace, name)
             meta = live["metadata"]
             if uid and uid != meta["uid"]:
-                raise _conflict(res, name, f"the UID in the precondition ({uid}) does not "
-                                f"match the UID in record ({meta['uid']}). The object might "
-                                "have been deleted and then recreated")
+                raise _conflict(
+                    res,
+                    name,
+                    f"the UID in the precondition ({uid}) does not "
+                    f"match the UID in record ({meta['uid']}). The object might "
+                    "have been deleted and then recreated",
+                )
             if resource_version and resource_version != meta["resourceVersion"]:
-                raise _conflict(res, name, f"the ResourceVersion in the precondition "
-                                f"({resource_version}) does not match the ResourceVersion "
-                                f"in record ({meta['resourceVersion']}). The object might "
-                                "have been modified")
+                raise _conflict(
+                    res,
+                    name,
+                    f"the ResourceVersion in the precondition "
+                    f"({resource_version}) does not match the ResourceVersion "
+                    f"in record ({meta['resourceVersion']}). The object might "
+                    "have been modified",
+                )
             del self._objects[key]
             del self._fields[key]
             self.rv += 1
@@ -506,11 +624,16 @@ class FakeApiServer:
         selector = value_at(obj, tuple(f"f:{s}" for s in rules.scale_selector.split(".")))
         if selector is not MISSING and selector:
             status["selector"] = selector
-        return {"apiVersion": "autoscaling/v1", "kind": "Scale",
-                "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid",
-                                                      "resourceVersion", "creationTimestamp")},
-                "spec": {"replicas": int((obj.get("spec") or {}).get("replicas") or 0)},
-                "status": status}
+        return {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {
+                k: meta.get(k)
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            },
+            "spec": {"replicas": int((obj.get("spec") or {}).get("replicas") or 0)},
+            "status": status,
+        }
 
 
 __all__ = ["FakeApiServer", "TickingClock", "WatchHandle"]

@@ -15,8 +15,14 @@ from dyn_gitops_operator.reconcilers.status import StatusReconciler
 
 
 def default_chain() -> list[Reconciler]:
-    return [ScalingAdapterReconciler(), RolloutReconciler(), RestartReconciler(),
-            OwnerReconciler(), ApplyReconciler(), StatusReconciler()]
+    return [
+        ScalingAdapterReconciler(),
+        RolloutReconciler(),
+        RestartReconciler(),
+        OwnerReconciler(),
+        ApplyReconciler(),
+        StatusReconciler(),
+    ]
 
 
 __all__ = ["Context", "Reconciler", "default_chain"]

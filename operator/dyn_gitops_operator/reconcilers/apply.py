@@ -33,12 +33,19 @@ def apply_body(intent: DeploymentIntent) -> Obj:
         spec["replicas"] = intent.replicas
     if intent.restart_at is not None:
         spec["template"] = {"metadata": {"annotations": {keys.ANN_RESTART_AT: intent.restart_at}}}
-    metadata: Obj = {"name": o.name(live), "namespace": o.meta(live).get("namespace"),
-                     "resourceVersion": o.meta(live).get("resourceVersion")}
+    metadata: Obj = {
+        "name": o.name(live),
+        "namespace": o.meta(live).get("namespace"),
+        "resourceVersion": o.meta(live).get("resourceVersion"),
+    }
     if intent.owner is not None:
         metadata["ownerReferences"] = [intent.owner]
-    return {"apiVersion": DEPLOYMENTS.api_version, "kind": DEPLOYMENTS.kind,
-            "metadata": metadata, "spec": spec}
+    return {
+        "apiVersion": DEPLOYMENTS.api_version,
+        "kind": DEPLOYMENTS.kind,
+        "metadata": metadata,
+        "spec": spec,
+    }
 
 
 def run_all(calls: list[Callable[[], object]]) -> None:
@@ -62,9 +69,11 @@ class ApplyReconciler:
     def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
         deleting = {o.name(d) for d in plan.deletions}
         calls: list[Callable[[], object]] = [
-            functools.partial(ctx.patch if w.merge else ctx.apply, w.resource, w.body,
-                              subresource=w.subresource)
-            for w in plan.writes]
+            functools.partial(
+                ctx.patch if w.merge else ctx.apply, w.resource, w.body, subresource=w.subresource
+            )
+            for w in plan.writes
+        ]
         for dep_name, intent in sorted(plan.intents.items()):
             if dep_name in deleting or not intent.changed():
                 continue

@@ -35,8 +35,9 @@ class Context:
 
     def apply(self, res: Resource, obj: Obj, *, subresource: str | None = None) -> Obj:
         out = self.kube.apply(res, obj, subresource=subresource)
-        self.metrics.writes.labels(res.kind, "apply" + (f"/{subresource}" if subresource
-                                                         else "")).inc()
+        self.metrics.writes.labels(
+            res.kind, "apply" + (f"/{subresource}" if subresource else "")
+        ).inc()
         self.remember(res, out)
         return out
 
@@ -44,16 +45,23 @@ class Context:
         """A merge patch (not remembered: a /scale answer is not the object itself; the
         object's watch event brings the new state)."""
         meta = obj["metadata"]
-        out = self.kube.patch(res, meta.get("namespace"), meta["name"], obj,
-                              subresource=subresource)
-        self.metrics.writes.labels(res.kind, "patch" + (f"/{subresource}" if subresource
-                                                         else "")).inc()
+        out = self.kube.patch(
+            res, meta.get("namespace"), meta["name"], obj, subresource=subresource
+        )
+        self.metrics.writes.labels(
+            res.kind, "patch" + (f"/{subresource}" if subresource else "")
+        ).inc()
         return out
 
     def delete(self, res: Resource, obj: Obj) -> None:
         meta = obj["metadata"]
-        self.kube.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"),
-                         resource_version=meta.get("resourceVersion"))
+        self.kube.delete(
+            res,
+            meta.get("namespace"),
+            meta["name"],
+            uid=meta.get("uid"),
+            resource_version=meta.get("resourceVersion"),
+        )
         self.metrics.writes.labels(res.kind, "delete").inc()
 
 

@@ -29,8 +29,7 @@ class OwnerReconciler:
         uid = o.meta(dgd).get("uid")
         if not uid:
             return
-        ref = {"apiVersion": DGDS.api_version, "kind": DGDS.kind, "name": graph.name,
-               "uid": uid}
+        ref = {"apiVersion": DGDS.api_version, "kind": DGDS.kind, "name": graph.name, "uid": uid}
         for dep in graph.deployments:
             if o.is_managed(dep) and not o.meta(dep).get("deletionTimestamp"):
                 plan.intent(dep).owner = ref

@@ -42,10 +42,12 @@ GROVE_POLL = 2.0
 
 
 def grove_unsupported(pcs: str) -> str:
-    return (f"Restart failed: not supported by this PodCliqueSet CRD: the cliques list "
-            f"of the PodCliqueSet {pcs} is not a map list keyed by name (an older Grove?), "
-            "so applying nvidia.com/restartAt to its cliques would replace the whole list "
-            "the GitOps tool owns; the controller does not write it")
+    return (
+        f"Restart failed: not supported by this PodCliqueSet CRD: the cliques list "
+        f"of the PodCliqueSet {pcs} is not a map list keyed by name (an older Grove?), "
+        "so applying nvidia.com/restartAt to its cliques would replace the whole list "
+        "the GitOps tool owns; the controller does not write it"
+    )
 
 
 def restarted(dep: Obj | None, restart_id: str) -> bool:
@@ -68,8 +70,7 @@ class RestartReconciler:
         req = graph.restart
         # a restart that is over (or gone from Git) still leaves our stamps on a Grove
         # PodCliqueSet; one in progress handles them in _grove (one write per pass)
-        over = req is None or (prev.get("observedID") == req.id
-                               and prev.get("phase") in TERMINAL)
+        over = req is None or (prev.get("observedID") == req.id and prev.get("phase") in TERMINAL)
         if over and graph.grove is not None and prev:
             self._grove_release_stale(graph, plan, ctx)
         if req is None:
@@ -86,11 +87,13 @@ class RestartReconciler:
             # the rollout replaces the pods anyway (operator 1.2+ behaviour)
             plan.restart = {"observedID": req.id, "phase": "Superseded"}
             return
-        in_progress = (self._parallel(graph, req, plan) if req.strategy == "Parallel"
-                       else self._sequential(graph, req, plan))
+        in_progress = (
+            self._parallel(graph, req, plan)
+            if req.strategy == "Parallel"
+            else self._sequential(graph, req, plan)
+        )
         if in_progress:
-            plan.restart = {"observedID": req.id, "phase": "Restarting",
-                            "inProgress": in_progress}
+            plan.restart = {"observedID": req.id, "phase": "Restarting", "inProgress": in_progress}
         else:
             plan.restart = {"observedID": req.id, "phase": "Completed"}
 
@@ -107,8 +110,9 @@ class RestartReconciler:
         except NotFoundError:
             return
         owned = grove.owned_restart_cliques(pcs)
-        known = {c for s, svc in graph.services.items()
-                 for c in naming.clique_names(s, svc.multinode)}
+        known = {
+            c for s, svc in graph.services.items() for c in naming.clique_names(s, svc.multinode)
+        }
         if not owned - known:
             return
         live = grove.restart_values(pcs)
@@ -133,8 +137,10 @@ class RestartReconciler:
             return
         live = grove.restart_values(pcs)
         owned = grove.owned_restart_cliques(pcs)
-        services = {s: [c for c in naming.clique_names(s, svc.multinode) if c in live]
-                    for s, svc in graph.services.items()}
+        services = {
+            s: [c for c in naming.clique_names(s, svc.multinode) if c in live]
+            for s, svc in graph.services.items()
+        }
         known = {c for cs in services.values() for c in cs}
         # what we keep (an apply drops the fields it leaves out), then the new stamps
         values = {c: v for c, v in live.items() if c in owned and c in known and v}
@@ -145,8 +151,11 @@ class RestartReconciler:
 
         def done(service: str) -> bool:
             svc = graph.services[service]
-            return (stamped(service) and observed
-                    and grove.readiness(children.component(service, svc.multinode))[0])
+            return (
+                stamped(service)
+                and observed
+                and grove.readiness(children.component(service, svc.multinode))[0]
+            )
 
         waiting: list[str] = []
         if req.strategy == "Parallel":
@@ -165,15 +174,14 @@ class RestartReconciler:
                 current += 1
             if current < len(order):
                 waiting = [order[current]]
-            for service in order[:current + 1]:
+            for service in order[: current + 1]:
                 values.update(dict.fromkeys(services[service], req.id))
         if any(live.get(c) != v for c, v in values.items()):
             plan.writes.append(Write(PODCLIQUESETS, grove.restart_apply(pcs, values)))
             plan.wrote_deployments = True  # report after reading our write back
             plan.requeue(0.0)
         if waiting:
-            plan.restart = {"observedID": req.id, "phase": "Restarting",
-                            "inProgress": waiting}
+            plan.restart = {"observedID": req.id, "phase": "Restarting", "inProgress": waiting}
             plan.requeue(GROVE_POLL)  # the PCS's observedGeneration brings no event
         else:
             plan.restart = {"observedID": req.id, "phase": "Completed"}
@@ -187,9 +195,15 @@ class RestartReconciler:
             if len(self._logged) >= 10000:
                 self._logged.clear()
             self._logged.add(key)
-        log.warning("restart not supported on the Grove path: cliques is not a map list",
-                    extra={"object": f"{graph.namespace}/{graph.name}", "restart_id": req.id,
-                           "generation": key[1], "reason": message})
+        log.warning(
+            "restart not supported on the Grove path: cliques is not a map list",
+            extra={
+                "object": f"{graph.namespace}/{graph.name}",
+                "restart_id": req.id,
+                "generation": key[1],
+                "reason": message,
+            },
+        )
 
     @staticmethod
     def _started(graph: Graph, req: RestartRequest) -> bool:

@@ -34,8 +34,15 @@ class Sizes:
     new: int
 
 
-def size(desired: int, budget: o.Budget, *, old_spec: int, old_available: int,
-         new_spec: int, new_available: int) -> Sizes:
+def size(
+    desired: int,
+    budget: o.Budget,
+    *,
+    old_spec: int,
+    old_available: int,
+    new_spec: int,
+    new_available: int,
+) -> Sizes:
     """Targets for the old (summed) and new generation (the operator's 1.2+ arithmetic)."""
     min_available = desired - budget.max_unavailable
     new_unavailable = max(0, new_spec - new_available)
@@ -60,8 +67,11 @@ def distribute(olds: list[Obj], total: int) -> dict[str, int]:
 
 def drained(dep: Obj) -> bool:
     st = dep.get("status") or {}
-    return (o.replicas(dep) == 0 and int(st.get("replicas") or 0) == 0
-            and int(st.get("observedGeneration") or 0) >= int(o.meta(dep).get("generation") or 0))
+    return (
+        o.replicas(dep) == 0
+        and int(st.get("replicas") or 0) == 0
+        and int(st.get("observedGeneration") or 0) >= int(o.meta(dep).get("generation") or 0)
+    )
 
 
 @dataclass
@@ -123,8 +133,7 @@ class RolloutReconciler:
         if ready and all(drained(d) for d in olds):
             plan.deletions.extend(olds)
 
-    def _step(self, current: Obj, olds: list[Obj], desired: int, managed: bool,
-              plan: Plan) -> None:
+    def _step(self, current: Obj, olds: list[Obj], desired: int, managed: bool, plan: Plan) -> None:
         old_spec = sum(o.replicas(d) for d in olds)
         old_avail = sum(o.status_count(d, "availableReplicas") for d in olds)
         new_spec = o.replicas(current)
@@ -134,8 +143,14 @@ class RolloutReconciler:
             targets = {o.name(d): 0 for d in olds}
             new_target = desired if all(drained(d) for d in olds) else 0
         else:
-            sizes = size(desired, o.budget(current, desired), old_spec=old_spec,
-                         old_available=old_avail, new_spec=new_spec, new_available=new_avail)
+            sizes = size(
+                desired,
+                o.budget(current, desired),
+                old_spec=old_spec,
+                old_available=old_avail,
+                new_spec=new_spec,
+                new_available=new_avail,
+            )
             targets = distribute(olds, sizes.old)
             new_target = sizes.new
         for dep in olds:
@@ -148,8 +163,9 @@ class RolloutReconciler:
     def _worker_services(graph: Graph) -> list[str]:
         if graph.dgd is not None:
             return sorted(s.name for s in graph.services.values() if s.worker)
-        return sorted({c for d in graph.deployments
-                       if o.worker_hash(d) and (c := o.component(d)) is not None})
+        return sorted(
+            {c for d in graph.deployments if o.worker_hash(d) and (c := o.component(d)) is not None}
+        )
 
     @staticmethod
     def _left_component_path(graph: Graph, plan: Plan) -> None:
@@ -171,29 +187,42 @@ class RolloutReconciler:
     def _orphans(graph: Graph) -> list[Obj]:
         if graph.dgd is None:
             return []
-        return [d for d in graph.deployments
-                if o.worker_hash(d) and o.is_managed(d) and o.component(d) not in graph.services]
+        return [
+            d
+            for d in graph.deployments
+            if o.worker_hash(d) and o.is_managed(d) and o.component(d) not in graph.services
+        ]
 
     def _status(self, graph: Graph, plan: Plan, p: _Progress, ctx: Context) -> None:
         prev: Obj = dict(graph.status.get("rollingUpdate") or {})
         active = prev.get("phase") in ACTIVE_PHASES
         if p.failed or p.waiting or p.rolling:
             phase = "Failed" if p.failed else "Pending" if p.waiting else "InProgress"
-            ru: Obj = {"phase": phase,
-                       "startTime": prev.get("startTime") if active and prev.get("startTime")
-                       else timestamp(ctx.now())}
+            ru: Obj = {
+                "phase": phase,
+                "startTime": prev.get("startTime")
+                if active and prev.get("startTime")
+                else timestamp(ctx.now()),
+            }
             if p.updated:
                 ru["updatedServices"] = sorted(p.updated)
             plan.rolling_update = ru
             if p.failed:
-                plan.rollout_state = ("failed", "rolling_update_failed",
-                                      "Rolling update failed: " + "; ".join(sorted(p.failed)))
+                plan.rollout_state = (
+                    "failed",
+                    "rolling_update_failed",
+                    "Rolling update failed: " + "; ".join(sorted(p.failed)),
+                )
             else:
-                plan.rollout_state = ("pending", "rolling_update_in_progress",
-                                      "Rolling update in progress")
+                plan.rollout_state = (
+                    "pending",
+                    "rolling_update_in_progress",
+                    "Rolling update in progress",
+                )
         elif active:
             plan.rolling_update = {
-                "phase": "Completed", "startTime": prev.get("startTime"),
+                "phase": "Completed",
+                "startTime": prev.get("startTime"),
                 "endTime": timestamp(ctx.now()),
                 "updatedServices": sorted(s.name for s in graph.services.values() if s.worker),
             }

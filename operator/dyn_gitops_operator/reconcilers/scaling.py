@@ -60,29 +60,46 @@ class ScalingAdapterReconciler:
             comp = children.component(service, svc.multinode)
             if comp.obj is None or grove.desired(comp.obj) == wanted:
                 continue  # not created by Grove yet (the operator skips it too), or done
-            plan.writes.append(Write(comp.resource, grove.scale_patch(comp, wanted),
-                                     subresource="scale", merge=True))
+            plan.writes.append(
+                Write(
+                    comp.resource, grove.scale_patch(comp, wanted), subresource="scale", merge=True
+                )
+            )
             # the watch event of the scaled object triggers the next pass
             plan.wrote_deployments = True
 
-    def _publish(self, graph: Graph, service: str, adapter: Obj, wanted: int, plan: Plan,
-                 ctx: Context) -> None:
+    def _publish(
+        self, graph: Graph, service: str, adapter: Obj, wanted: int, plan: Plan, ctx: Context
+    ) -> None:
         status = adapter.get("status") or {}
         sel = selector(graph.name, service)
         generation = o.meta(adapter).get("generation")
-        if (status.get("replicas") == wanted and status.get("selector") == sel
-                and status.get("observedGeneration") == generation):
+        if (
+            status.get("replicas") == wanted
+            and status.get("selector") == sel
+            and status.get("observedGeneration") == generation
+        ):
             return
         # observedGeneration is ours (the operator has none): the Argo CD health check
         # reads it to tell "not yet seen by the controller" from "scaled"
-        new_status: Obj = {"replicas": wanted, "selector": sel,
-                           "observedGeneration": generation}
+        new_status: Obj = {"replicas": wanted, "selector": sel, "observedGeneration": generation}
         last = status.get("lastScaleTime")
-        new_status["lastScaleTime"] = (timestamp(ctx.now()) if status.get("replicas") != wanted
-                                       or not last else last)
-        plan.writes.append(Write(DGDSAS, {
-            "apiVersion": DGDSAS.api_version, "kind": DGDSAS.kind,
-            "metadata": {"name": o.name(adapter), "namespace": graph.namespace,
-                         "resourceVersion": o.meta(adapter).get("resourceVersion")},
-            "status": new_status,
-        }, subresource="status"))
+        new_status["lastScaleTime"] = (
+            timestamp(ctx.now()) if status.get("replicas") != wanted or not last else last
+        )
+        plan.writes.append(
+            Write(
+                DGDSAS,
+                {
+                    "apiVersion": DGDSAS.api_version,
+                    "kind": DGDSAS.kind,
+                    "metadata": {
+                        "name": o.name(adapter),
+                        "namespace": graph.namespace,
+                        "resourceVersion": o.meta(adapter).get("resourceVersion"),
+                    },
+                    "status": new_status,
+                },
+                subresource="status",
+            )
+        )

@@ -26,8 +26,7 @@ def lws_status(graph: Graph, service: str) -> Obj | None:
     sets = graph.current_lws(service)
     if not sets:
         return None
-    out: Obj = {"componentKind": "LeaderWorkerSet",
-                "componentNames": [o.name(w) for w in sets]}
+    out: Obj = {"componentKind": "LeaderWorkerSet", "componentNames": [o.name(w) for w in sets]}
     for field in ("replicas", "readyReplicas", "updatedReplicas"):
         out[field] = sum(o.status_count(w, field) for w in sets)
     return out
@@ -43,8 +42,9 @@ def lws_readiness(graph: Graph, service: str) -> list[str]:
         if not ok:
             out.append(f"{o.name(lws)}: {why}")
     if len(sets) < want:
-        prefix = naming.component_name(graph.name, service, graph.worker_hash
-                                      if graph.services[service].worker else None)
+        prefix = naming.component_name(
+            graph.name, service, graph.worker_hash if graph.services[service].worker else None
+        )
         out.append(f"{prefix}: {len(sets)}/{want} LeaderWorkerSets found")
     return out
 
@@ -53,8 +53,10 @@ def grove_readiness(graph: Graph, children: grove.GroveChildren) -> list[str]:
     """The operator's one entry for the PodCliqueSet: ``<pcs>: <component>: <why>; ...``
     (components sorted by name; the operator iterates a Go map)."""
     reasons = []
-    comps = sorted((children.component(s, graph.services[s].multinode) for s in graph.services),
-                   key=lambda c: c.name)
+    comps = sorted(
+        (children.component(s, graph.services[s].multinode) for s in graph.services),
+        key=lambda c: c.name,
+    )
     for comp in comps:
         ok, why = grove.readiness(comp)
         if not ok:
@@ -74,8 +76,7 @@ def service_status(graph: Graph, service: str) -> Obj | None:
         deps += graph.generations(service)[1]
     if not deps:
         return None
-    out: Obj = {"componentKind": "Deployment",
-                "componentNames": sorted(o.name(d) for d in deps)}
+    out: Obj = {"componentKind": "Deployment", "componentNames": sorted(o.name(d) for d in deps)}
     if current is not None:
         out["componentName"] = o.name(current)
     for field in ("replicas", "readyReplicas", "availableReplicas"):
@@ -98,8 +99,9 @@ def readiness(graph: Graph, plan: Plan) -> tuple[list[str], list[str]]:
         dep = graph.current_deployment(service)
         if dep is None:
             svc = graph.services[service]
-            wanted = naming.component_name(graph.name, service,
-                                          graph.worker_hash if svc.worker else None)
+            wanted = naming.component_name(
+                graph.name, service, graph.worker_hash if svc.worker else None
+            )
             not_ready.append(f"{wanted}: Deployment not found")
             continue
         reason = o.failure(dep)
@@ -120,15 +122,22 @@ def ready_condition(graph: Graph, plan: Plan) -> tuple[str, Obj]:
     if plan.rollout_state is not None:
         state, reason, message = plan.rollout_state
     elif failed:
-        state, reason, message = "failed", FAILED_REASON, "Resources failed: " + "; ".join(
-            failed + not_ready)
+        state, reason, message = (
+            "failed",
+            FAILED_REASON,
+            "Resources failed: " + "; ".join(failed + not_ready),
+        )
     elif not_ready:
         state, reason = "pending", NOT_READY_REASON
         message = "Resources not ready: " + "; ".join(not_ready)
     else:
         state, reason, message = "successful", READY_REASON, "All resources are ready"
-    return state, {"type": "Ready", "status": "True" if state == "successful" else "False",
-                   "reason": reason, "message": message}
+    return state, {
+        "type": "Ready",
+        "status": "True" if state == "successful" else "False",
+        "reason": reason,
+        "message": message,
+    }
 
 
 def desired_status(graph: Graph, plan: Plan, ctx: Context) -> Obj:
@@ -139,10 +148,15 @@ def desired_status(graph: Graph, plan: Plan, ctx: Context) -> Obj:
     old: Obj = next((c for c in prev.get("conditions") or [] if c.get("type") == "Ready"), {})
     same = old.get("status") == cond["status"] and old.get("lastTransitionTime")
     cond["lastTransitionTime"] = old["lastTransitionTime"] if same else timestamp(ctx.now())
-    services = {s: st for s in sorted(graph.services)
-                if (st := service_status(graph, s)) is not None}
-    status: Obj = {"state": state, "conditions": [cond], "services": services,
-                   "observedGeneration": generation}
+    services = {
+        s: st for s in sorted(graph.services) if (st := service_status(graph, s)) is not None
+    }
+    status: Obj = {
+        "state": state,
+        "conditions": [cond],
+        "services": services,
+        "observedGeneration": generation,
+    }
     if plan.rolling_update:
         status["rollingUpdate"] = {k: v for k, v in plan.rolling_update.items() if v is not None}
     if plan.restart:
@@ -153,8 +167,10 @@ def desired_status(graph: Graph, plan: Plan, ctx: Context) -> Obj:
 def _comparable(status: Obj) -> Obj:
     """Status minus the fields that may legitimately differ without a real change."""
     out = dict(status)
-    out["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
-                         for c in status.get("conditions") or []]
+    out["conditions"] = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in status.get("conditions") or []
+    ]
     return out
 
 
@@ -169,9 +185,17 @@ class StatusReconciler:
         status = desired_status(graph, plan, ctx)
         if _comparable(status) == _comparable(graph.status):
             return
-        ctx.apply(DGDS, {
-            "apiVersion": DGDS.api_version, "kind": DGDS.kind,
-            "metadata": {"name": graph.name, "namespace": graph.namespace,
-                         "resourceVersion": o.meta(graph.dgd).get("resourceVersion")},
-            "status": status,
-        }, subresource="status")
+        ctx.apply(
+            DGDS,
+            {
+                "apiVersion": DGDS.api_version,
+                "kind": DGDS.kind,
+                "metadata": {
+                    "name": graph.name,
+                    "namespace": graph.namespace,
+                    "resourceVersion": o.meta(graph.dgd).get("resourceVersion"),
+                },
+                "status": status,
+            },
+            subresource="status",
+        )
