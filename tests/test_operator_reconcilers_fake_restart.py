@@ -19,42 +19,12 @@ from dyn_gitops_operator.reconcilers.restart import RestartReconciler
 from dyn_gitops_operator.resources import PCSGS, PODCLIQUES, PODCLIQUESETS
 from dyn_gitops_operator.testing import GITOPS_MANAGER
 from support.fakecluster import GROVE_KINDS, FakeCluster
+from support.graphs import restart_graph as graph
 from support.rendering import render
 
 Obj = dict[str, Any]
 RESTART_AT = "nvidia.com/restartAt"
-IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
 GROVE_SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "grove-multinode" / "input"
-
-
-def graph(restart: Obj | None = None) -> Obj:
-    def worker(sub: str) -> Obj:
-        return {
-            "componentType": "worker",
-            "subComponentType": sub,
-            "replicas": 1,
-            "extraPodSpec": {"mainContainer": {"image": IMAGE}},
-        }
-
-    spec: Obj = {
-        "services": {
-            "Frontend": {
-                "componentType": "frontend",
-                "replicas": 1,
-                "extraPodSpec": {"mainContainer": {"image": IMAGE}},
-            },
-            "decode": worker("decode"),
-            "prefill": worker("prefill"),
-        }
-    }
-    if restart:
-        spec["restart"] = restart
-    return {
-        "apiVersion": "nvidia.com/v1alpha1",
-        "kind": "DynamoGraphDeployment",
-        "metadata": {"name": "rs"},
-        "spec": spec,
-    }
 
 
 def stamps(c: FakeCluster) -> dict[str, tuple[str | None, int]]:

@@ -18,41 +18,11 @@ from dyn_gitops_operator.testing import (
     settings_for_tests,
     wait_for,
 )
+from support.graphs import restart_graph as graph
 from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
 RESTART_AT = "nvidia.com/restartAt"
-IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
-
-
-def graph(restart: dict[str, Any] | None = None) -> dict[str, Any]:
-    def worker(sub: str) -> dict[str, Any]:
-        return {
-            "componentType": "worker",
-            "subComponentType": sub,
-            "replicas": 1,
-            "extraPodSpec": {"mainContainer": {"image": IMAGE}},
-        }
-
-    spec: dict[str, Any] = {
-        "services": {
-            "Frontend": {
-                "componentType": "frontend",
-                "replicas": 1,
-                "extraPodSpec": {"mainContainer": {"image": IMAGE}},
-            },
-            "decode": worker("decode"),
-            "prefill": worker("prefill"),
-        }
-    }
-    if restart:
-        spec["restart"] = restart
-    return {
-        "apiVersion": "nvidia.com/v1alpha1",
-        "kind": "DynamoGraphDeployment",
-        "metadata": {"name": "rs"},
-        "spec": spec,
-    }
 
 
 def stamps(k: Kube, ns: str) -> dict[str, tuple[str | None, int]]:

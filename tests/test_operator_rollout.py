@@ -25,47 +25,11 @@ from dyn_gitops_operator.testing import (
     settings_for_tests,
     wait_for,
 )
+from support.graphs import WORKER
+from support.graphs import rollout_graph as graph
 from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
-WORKER = "VllmDecodeWorker"
-
-
-def graph(
-    image: str, replicas: int, surge: str | None = None, unavailable: str | None = None
-) -> dict[str, Any]:
-    worker: dict[str, Any] = {
-        "componentType": "worker",
-        "replicas": replicas,
-        "resources": {"limits": {"gpu": "1"}},
-        "extraPodSpec": {
-            "mainContainer": {"image": image, "command": ["python3", "-m", "dynamo.vllm"]}
-        },
-    }
-    ann = {}
-    if surge is not None:
-        ann["nvidia.com/deployment-rolling-update-max-surge"] = surge
-    if unavailable is not None:
-        ann["nvidia.com/deployment-rolling-update-max-unavailable"] = unavailable
-    if ann:
-        worker["annotations"] = ann
-    return {
-        "apiVersion": "nvidia.com/v1alpha1",
-        "kind": "DynamoGraphDeployment",
-        "metadata": {"name": "roll"},
-        "spec": {
-            "services": {
-                "Frontend": {
-                    "componentType": "frontend",
-                    "replicas": 1,
-                    "extraPodSpec": {
-                        "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"}
-                    },
-                },
-                WORKER: worker,
-            }
-        },
-    }
 
 
 def workers(k: Kube, ns: str) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,77 @@
+"""DGDs the operator tests share: the same scenario on the fake API server
+(test_operator_reconcilers_fake_*) and on the real one (test_operator_*)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the worker service of :func:`rollout_graph`
+WORKER = "VllmDecodeWorker"
+IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
+
+
+def rollout_graph(
+    image: str, replicas: int, surge: str | None = None, unavailable: str | None = None
+) -> dict[str, Any]:
+    worker: dict[str, Any] = {
+        "componentType": "worker",
+        "replicas": replicas,
+        "resources": {"limits": {"gpu": "1"}},
+        "extraPodSpec": {
+            "mainContainer": {"image": image, "command": ["python3", "-m", "dynamo.vllm"]}
+        },
+    }
+    ann = {}
+    if surge is not None:
+        ann["nvidia.com/deployment-rolling-update-max-surge"] = surge
+    if unavailable is not None:
+        ann["nvidia.com/deployment-rolling-update-max-unavailable"] = unavailable
+    if ann:
+        worker["annotations"] = ann
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "roll"},
+        "spec": {
+            "services": {
+                "Frontend": {
+                    "componentType": "frontend",
+                    "replicas": 1,
+                    "extraPodSpec": {
+                        "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"}
+                    },
+                },
+                WORKER: worker,
+            }
+        },
+    }
+
+
+def restart_graph(restart: dict[str, Any] | None = None) -> dict[str, Any]:
+    def worker(sub: str) -> dict[str, Any]:
+        return {
+            "componentType": "worker",
+            "subComponentType": sub,
+            "replicas": 1,
+            "extraPodSpec": {"mainContainer": {"image": IMAGE}},
+        }
+
+    spec: dict[str, Any] = {
+        "services": {
+            "Frontend": {
+                "componentType": "frontend",
+                "replicas": 1,
+                "extraPodSpec": {"mainContainer": {"image": IMAGE}},
+            },
+            "decode": worker("decode"),
+            "prefill": worker("prefill"),
+        }
+    }
+    if restart:
+        spec["restart"] = restart
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "rs"},
+        "spec": spec,
+    }
