@@ -49,7 +49,7 @@ def apply(
     if component_type == naming.FRONTEND:
         entry = config.get(service)
         if not isinstance(entry, dict):
-            entry = config.get("frontend")
+            entry = config.get(naming.FRONTEND)
         if isinstance(entry, dict):
             entry["port"] = FRONTEND_PORT
             # Go's json.Marshal: sorted keys, no spaces

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dyn_gitops import naming
 from dyn_gitops_operator.fakekube.fields import ListTypes
 from dyn_gitops_operator.resources import (
     DEPLOYMENTS,
@@ -66,8 +67,8 @@ def deployment_defaults(obj: Obj) -> None:
     strategy.setdefault("type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
         ru = strategy.setdefault("rollingUpdate", {})
-        ru.setdefault("maxUnavailable", "25%")
-        ru.setdefault("maxSurge", "25%")
+        ru.setdefault("maxUnavailable", naming.DEFAULT_ROLLOUT_PERCENT)
+        ru.setdefault("maxSurge", naming.DEFAULT_ROLLOUT_PERCENT)
 
 
 #: the PodCliqueSet CRD of a current Grove: ``cliques`` a map list keyed by name
