@@ -15,6 +15,9 @@ messages, the ``diff`` reports) goes through here, so the rule lives in one plac
   ``secret`` key holding a value is sensitive);
 * is the ``value`` of an ``env``/``envs`` entry whose ``name`` names a credential (same
   words: ``HF_TOKEN``, ``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``).
+* is the ``kubectl.kubernetes.io/last-applied-configuration`` annotation of any object: it
+  is the whole object again as one JSON string (a Secret's data, env values), beyond the
+  reach of the rules above.
 
 Error messages are stricter (``strict=True``): they also never show any env value, ``args`` or
 ``command``, whatever the names; a message only needs the value's type. Sensitive values are
@@ -35,6 +38,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
+
+from .keys import ANN_KUBECTL_LAST_APPLIED
 
 REDACTED = "(redacted)"
 
@@ -86,6 +91,8 @@ def is_sensitive(
     """
     keys = [k for k in loc if isinstance(k, str)]
     if kind == "Secret" and keys and keys[0] in ("data", "stringData"):
+        return True
+    if keys[:3] == ["metadata", "annotations", ANN_KUBECTL_LAST_APPLIED]:
         return True
     # a ``secret`` block (volume source) holds references; a ``secret`` value is one
     if any(

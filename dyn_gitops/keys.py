@@ -95,3 +95,6 @@ LABEL_RENDERED_BY: Final = OUR_PREFIX + "rendered-by"
 ANN_SOURCE_ROOT: Final = OUR_PREFIX + "source-root"
 #: server-side-apply field manager of the companion controller (Argo CD ignores its fields)
 CONTROLLER_FIELD_MANAGER: Final = "dyn-gitops-controller"
+
+#: kubectl's copy of the whole object as last applied (JSON): a Secret's data included
+ANN_KUBECTL_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"

@@ -137,6 +137,39 @@ def test_the_redaction_rule() -> None:
     assert is_sensitive(("args",), strict=True) and not is_sensitive(("args",))
 
 
+def test_kubectls_last_applied_copy_of_an_object_is_never_shown() -> None:
+    """kubectl's last-applied annotation repeats the whole object as one JSON string, so a
+    Secret's data or a token env value would reach the diff through it."""
+    annotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+    def secret(password: str) -> dict[str, Any]:
+        applied = {"apiVersion": "v1", "kind": "Secret", "data": {"password": password}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "creds",
+                "namespace": "demo",
+                "annotations": {annotation: json.dumps(applied), "team": "ml"},
+            },
+            "data": {"password": password},
+        }
+
+    def deployment(token: str) -> dict[str, Any]:
+        dep = _deployment("img:1", [{"name": "HF_TOKEN", "value": token}])
+        dep["metadata"]["annotations"] = {annotation: json.dumps({"env": token})}
+        return dep
+
+    d = _diff_result([secret("b2xk"), deployment("hf_old")], [secret("bmV3"), deployment("hf_new")])
+    text, md = report.text(d), report.markdown(d)
+    for value in ("b2xk", "bmV3", "hf_old", "hf_new"):
+        assert value not in text and value not in md, value
+    changed = f'    ~ metadata.annotations["{annotation}"]: {REDACTED} -> {REDACTED}'
+    assert text.splitlines().count(changed) == 2  # the Secret's and the Deployment's
+    assert is_sensitive(("metadata", "annotations", annotation), kind="ConfigMap")
+    assert not is_sensitive(("metadata", "annotations", "team"), kind="Secret")
+
+
 def test_diff_shows_secret_changes_as_keys_with_redacted_values() -> None:
     def secret(data: dict[str, str]) -> dict[str, Any]:
         return {
