@@ -13,21 +13,12 @@ from typing import Any
 
 import pytest
 from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
-from dyn_gitops_operator.testing import deployment_status
 from support.fakecluster import FakeCluster
-from support.graphs import WORKER
+from support.graphs import WORKER, rollout_step, worker_name
 from support.graphs import rollout_graph as graph
 from support.rendering import render
 
 Obj = dict[str, Any]
-
-
-def worker_name(objs: list[Obj]) -> str:
-    return next(
-        o["metadata"]["name"]
-        for o in objs
-        if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-vllmdecodeworker-")
-    )
 
 
 @dataclass
@@ -39,19 +30,7 @@ class Kcm:
     failed: set[str] = field(default_factory=set)
 
     def policy(self, dep: Obj) -> Obj:
-        name = dep["metadata"]["name"]
-        spec = dep["spec"]["replicas"]
-        prev = int((dep.get("status") or {}).get("availableReplicas") or 0)
-        if name in self.failed:
-            return deployment_status(
-                dep,
-                available=min(prev, spec),
-                replicas=spec,
-                failed="ReplicaSet has timed out progressing",
-            )
-        if name in self.stuck:
-            return deployment_status(dep, available=min(prev, spec), replicas=spec)
-        return deployment_status(dep, available=min(spec, prev + 1), replicas=spec)
+        return rollout_step(dep, stuck=self.stuck, failed=self.failed)
 
 
 def effective(dep: Obj) -> tuple[int, int]:

@@ -19,13 +19,12 @@ from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.testing import (
     DeploymentSimulator,
-    deployment_status,
     gitops_apply,
     running,
     settings_for_tests,
     wait_for,
 )
-from support.graphs import WORKER
+from support.graphs import WORKER, rollout_step, worker_name
 from support.graphs import rollout_graph as graph
 from support.rendering import render
 
@@ -37,14 +36,6 @@ def workers(k: Kube, ns: str) -> dict[str, dict[str, Any]]:
     return {d["metadata"]["name"]: d for d in items}
 
 
-def worker_name(objs: list[dict[str, Any]]) -> str:
-    return next(
-        o["metadata"]["name"]
-        for o in objs
-        if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-vllmdecodeworker-")
-    )
-
-
 @dataclass
 class Kcm:
     """Deployment controller stand-in: new pods need one step each to become available."""
@@ -54,19 +45,7 @@ class Kcm:
     failed: set[str]
 
     def policy(self, dep: dict[str, Any]) -> dict[str, Any] | None:
-        name = dep["metadata"]["name"]
-        spec = dep["spec"]["replicas"]
-        prev = int((dep.get("status") or {}).get("availableReplicas") or 0)
-        if name in self.failed:
-            return deployment_status(
-                dep,
-                available=min(prev, spec),
-                replicas=spec,
-                failed="ReplicaSet has timed out progressing",
-            )
-        if name in self.stuck:
-            return deployment_status(dep, available=min(prev, spec), replicas=spec)
-        return deployment_status(dep, available=min(spec, prev + 1), replicas=spec)
+        return rollout_step(dep, stuck=self.stuck, failed=self.failed)
 
 
 def effective(dep: dict[str, Any]) -> tuple[int, int]:

@@ -1,9 +1,11 @@
-"""DGDs the operator tests share: the same scenario on the fake API server
-(test_operator_reconcilers_fake_*) and on the real one (test_operator_*)."""
+"""DGDs and scenario steps the operator tests share: the same scenario on the fake API
+server (test_operator_reconcilers_fake_*) and on the real one (test_operator_*)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from dyn_gitops_operator.testing import deployment_status
 
 #: the worker service of :func:`rollout_graph`
 WORKER = "VllmDecodeWorker"
@@ -75,3 +77,31 @@ def restart_graph(restart: dict[str, Any] | None = None) -> dict[str, Any]:
         "metadata": {"name": "rs"},
         "spec": spec,
     }
+
+
+def worker_name(objs: list[dict[str, Any]]) -> str:
+    """The worker Deployment of a rendered :func:`rollout_graph` (its name has the hash)."""
+    return next(
+        o["metadata"]["name"]
+        for o in objs
+        if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-vllmdecodeworker-")
+    )
+
+
+def rollout_step(dep: dict[str, Any], *, stuck: set[str], failed: set[str]) -> dict[str, Any]:
+    """kube-controller-manager's next status for ``dep`` in the rollout tests: a new pod
+    needs one step to become available; a ``stuck`` Deployment gains none; a ``failed`` one
+    also reports that its ReplicaSet timed out progressing."""
+    name = dep["metadata"]["name"]
+    spec = dep["spec"]["replicas"]
+    prev = int((dep.get("status") or {}).get("availableReplicas") or 0)
+    if name in failed:
+        return deployment_status(
+            dep,
+            available=min(prev, spec),
+            replicas=spec,
+            failed="ReplicaSet has timed out progressing",
+        )
+    if name in stuck:
+        return deployment_status(dep, available=min(prev, spec), replicas=spec)
+    return deployment_status(dep, available=min(spec, prev + 1), replicas=spec)
