@@ -2,7 +2,7 @@
 """Parity report: of the objects the real Dynamo operator creates for each upstream example
 (``../shared/conformance/operator-output/``), how many does dyn-gitops render identically?
 
-    python bench/parity_vs_operator.py [--shared DIR] [--details N]
+    python bench/parity_vs_operator.py [--shared DIR] [--details N] [--diff NAME] [--same-hash]
 
 It prints figures and asserts nothing: the parity test of issue 13 is the test. Each example
 is rendered in-process with the settings equivalent to the operator configuration those files
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -88,7 +90,32 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [path or "."]
 
 
-def compare(example: Path, expected: Path) -> tuple[Counter[str], list[str]]:
+def _worker_hashes(objs: dict[Key, Obj]) -> list[str]:
+    labels = ((o.get("metadata") or {}).get("labels") or {} for o in objs.values())
+    return sorted({str(v) for lb in labels if (v := lb.get("nvidia.com/dynamo-worker-hash"))})
+
+
+def same_hash(ours: dict[Key, Obj], theirs: dict[Key, Obj]) -> dict[Key, Obj]:
+    """``ours`` with our single worker hash spelt as the operator's, to see other differences."""
+    mine, their = _worker_hashes(ours), _worker_hashes(theirs)
+    if len(mine) != 1 or len(their) != 1:
+        return ours
+    a, b = mine[0], their[0]
+    return {
+        tuple(x.replace(a, b) for x in k): json.loads(json.dumps(v).replace(a, b))  # type: ignore[misc]
+        for k, v in ours.items()
+    }
+
+
+def unified(ours: Obj | None, theirs: Obj | None) -> list[str]:
+    a = yaml.safe_dump(ours, sort_keys=True).splitlines() if ours is not None else []
+    b = yaml.safe_dump(theirs, sort_keys=True).splitlines() if theirs is not None else []
+    return list(difflib.unified_diff(a, b, "dyn-gitops", "operator", lineterm="", n=2))
+
+
+def compare(
+    example: Path, expected: Path, hash_blind: bool = False, full_diff: bool = False
+) -> tuple[Counter[str], list[str]]:
     """Counts (operator, equal, different, missing, extra, error) and detail lines."""
     counts: Counter[str] = Counter()
     theirs = {
@@ -111,7 +138,9 @@ def compare(example: Path, expected: Path) -> tuple[Counter[str], list[str]]:
         counts["missing"] = len(theirs)
         return counts, [f"  does not render: {str(exc).splitlines()[0]}"]
     ours = {key(o): normalized(o) for o in rendered if key(o) not in cluster_state}
-    details = []
+    if hash_blind:
+        ours = same_hash(ours, theirs)
+    details: list[str] = []
     for k in sorted(set(ours) | set(theirs)):
         label = f"{k[1]}/{k[3]}"
         if k not in theirs:
@@ -127,6 +156,8 @@ def compare(example: Path, expected: Path) -> tuple[Counter[str], list[str]]:
             diff = differences(ours[k], theirs[k])
             shown = ", ".join(diff[:4]) + (f" (+{len(diff) - 4})" if len(diff) > 4 else "")
             details.append(f"  differs  {label}: {shown}")
+        if full_diff and ours.get(k) != theirs.get(k):
+            details.extend(unified(ours.get(k), theirs.get(k)))
     return counts, details
 
 
@@ -140,20 +171,33 @@ def main() -> int:
         metavar="N",
         help="print up to N lines of differences per example",
     )
+    ap.add_argument("--diff", metavar="NAME", help="only examples containing NAME, full diffs")
+    ap.add_argument(
+        "--same-hash",
+        action="store_true",
+        help="spell our worker hash as the operator's (to see the other differences)",
+    )
     args = ap.parse_args()
     conformance = Path(args.shared) / "conformance"
     outputs = sorted(p for p in (conformance / "operator-output").glob("*.yaml"))
+    if args.diff:
+        outputs = [p for p in outputs if args.diff in p.stem]
     total: Counter[str] = Counter()
     print(f"{'example':<72} {'operator':>8} {'equal':>6} {'differ':>6} {'missing':>7} {'extra':>5}")
     for expected in outputs:
-        counts, details = compare(conformance / "dynamo-examples" / expected.name, expected)
+        counts, details = compare(
+            conformance / "dynamo-examples" / expected.name,
+            expected,
+            hash_blind=args.same_hash,
+            full_diff=bool(args.diff),
+        )
         total.update(counts)
         flag = "  (does not render)" if counts["error"] else ""
         print(
             f"{expected.stem:<72.72} {counts['operator']:>8} {counts['equal']:>6} "
             f"{counts['different']:>6} {counts['missing']:>7} {counts['extra']:>5}{flag}"
         )
-        for line in details[: args.details]:
+        for line in details if args.diff else details[: args.details]:
             print(line)
     share = 100 * total["equal"] / total["operator"] if total["operator"] else 0.0
     print(
