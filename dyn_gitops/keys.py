@@ -49,11 +49,15 @@ ANN_DISABLE_PULL_SECRET_DISCOVERY: Final = "nvidia.com/disable-image-pull-secret
 ANN_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
 #: DGD metadata: the Kai scheduler queue of its Grove cliques (default "dynamo")
 ANN_KAI_QUEUE: Final = "nvidia.com/kai-scheduler-queue"
-#: DCD metadata: the node label / Grove ClusterTopology the topology-label controller reads
-ANN_TOPOLOGY_LABEL_KEY: Final = "nvidia.com/topology-label-key"
-ANN_TOPOLOGY_CLUSTER_TOPOLOGY: Final = "nvidia.com/topology-cluster-topology-name"
 #: Volcano gang of a LeaderWorkerSet pod (the PodGroup name)
 ANN_VOLCANO_GROUP: Final = "scheduling.k8s.io/group-name"
+#: kvTransferPolicy (#9879): on worker pods, the node label the operator's topology-label
+#: controller copies onto the pod, or the Grove ClusterTopologyBinding whose levels it copies
+#: as LABEL_TOPOLOGY_PREFIX + <domain> (#10041)
+ANN_TOPOLOGY_LABEL_KEY: Final = "nvidia.com/topology-label-key"
+ANN_TOPOLOGY_CLUSTER_TOPOLOGY_NAME: Final = "nvidia.com/topology-cluster-topology-name"
+TOPOLOGY_SOURCE_ANNOTATIONS: Final = (ANN_TOPOLOGY_LABEL_KEY, ANN_TOPOLOGY_CLUSTER_TOPOLOGY_NAME)
+LABEL_TOPOLOGY_PREFIX: Final = "nvidia.com/dynamo-topology."
 
 #: DGD metadata annotations the operator copies into every component (service value wins).
 PROPAGATED_DGD_ANNOTATIONS: Final = (

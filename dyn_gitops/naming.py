@@ -138,6 +138,25 @@ def discovery_service_account(dgd_name: str) -> str:
     return f"{dgd_name}-k8s-service-discovery"
 
 
+#: Kubernetes' longest label value
+MAX_LABEL_VALUE = 63
+
+
+def discovery_label_value(service_account: str) -> str:
+    """``getK8sDiscoveryLabelValue`` (#11709, 1.4): the discovery RBAC objects'
+    ``app.kubernetes.io/name``, cut to 63 characters as the first 54 + ``-`` + the first
+    8 hex digits of the full name's SHA-256."""
+    if len(service_account) <= MAX_LABEL_VALUE:
+        return service_account
+    digest = hashlib.sha256(service_account.encode()).hexdigest()[:8]
+    return f"{service_account[: MAX_LABEL_VALUE - len(digest) - 1]}-{digest}"
+
+
+def epp_service_name(dgd_name: str, service: str) -> str:
+    """The EPP component's Service (and its DestinationRule): ``<dgd>-<svc>``, normalized."""
+    return normalize(base_name(dgd_name, service))
+
+
 def epp_configmap_name(dgd_name: str) -> str:
     return f"{dgd_name}-epp-config"
 

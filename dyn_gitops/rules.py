@@ -15,7 +15,7 @@ from typing import Any
 
 from . import keys, naming
 from .errors import FieldPath, Problem
-from .models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+from .models.v1alpha1 import DynamoGraphDeployment, KVTransferPolicy, ServiceSpec
 
 _SEMVER = re.compile(
     r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
@@ -24,6 +24,11 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _TOPOLOGY_DOMAIN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _WORKER_HASH_LEN = 9  # "-" + 8 hex
+#: a label key (optional DNS-subdomain prefix and "/", then a name of at most 63)
+_LABEL_KEY = re.compile(
+    r"^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*/)?"
+    r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$"
+)
 
 
 def _svc(name: str, *rest: str | int) -> FieldPath:
@@ -76,6 +81,9 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     )
     if topo_any:
         yield from _topology_checks(dgd)
+
+    if spec.experimental is not None and spec.experimental.kvTransferPolicy is not None:
+        yield from _kv_transfer_checks(spec.experimental.kvTransferPolicy)
 
     failover_any = False
     for svc_name, svc in sorted(services.items()):
@@ -222,6 +230,36 @@ def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
         )
 
 
+def _kv_transfer_checks(kvt: KVTransferPolicy) -> Iterator[Problem]:
+    """The CRD's rules for ``spec.experimental.kvTransferPolicy`` (``KvTransferPolicy`` in
+    ``api/v1beta1/common.go`` @ 2a6da14c8, #9768/#10041)."""
+    where: FieldPath = ("spec", "experimental", "kvTransferPolicy")
+    if bool(kvt.labelKey) == bool(kvt.clusterTopologyName):
+        yield Problem.at(where, "exactly one of labelKey or clusterTopologyName is required")
+    if not kvt.domain:
+        yield Problem.at((*where, "domain"), "domain is required")
+    elif not _TOPOLOGY_DOMAIN.match(kvt.domain):
+        yield Problem.at(
+            (*where, "domain"), f"must match {_TOPOLOGY_DOMAIN.pattern}, found {kvt.domain!r}"
+        )
+    if kvt.labelKey and not _LABEL_KEY.match(kvt.labelKey):
+        yield Problem.at((*where, "labelKey"), f"not a label key: {kvt.labelKey!r}")
+    if kvt.enforcement == "preferred" and kvt.preferredWeight is None:
+        yield Problem.at(
+            (*where, "preferredWeight"), "preferredWeight is required when enforcement is preferred"
+        )
+    if kvt.preferredWeight is not None:
+        if kvt.enforcement != "preferred":
+            yield Problem.at(
+                (*where, "preferredWeight"),
+                "preferredWeight may only be set when enforcement is preferred",
+            )
+        elif not 0 <= kvt.preferredWeight <= 1:
+            yield Problem.at(
+                (*where, "preferredWeight"), f"must be from 0 to 1, found {kvt.preferredWeight}"
+            )
+
+
 def _topology_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     tc = dgd.spec.topologyConstraint
     if tc is None or not (tc.topologyProfile or tc.clusterTopologyName):
@@ -289,14 +327,17 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
     if svc.componentType == naming.EPP:
         if svc.multinode is not None and svc.multinode.nodeCount > 1:
             yield Problem.at(_svc(name, "multinode"), "an EPP service cannot be multinode")
-        if svc.replicas is not None and svc.replicas != 1:
+        # 1.5 (#11355): without eppConfig the Rust EPP runs, which replicates its state
+        # across replicas; the deprecated eppConfig keeps the single-replica Go EPP
+        cfg = svc.eppConfig
+        if cfg is not None and svc.replicas is not None and svc.replicas != 1:
             yield Problem.at(
                 _svc(name, "replicas"),
-                f"an EPP service must have exactly 1 replica, found {svc.replicas}",
+                f"an EPP service with eppConfig (the Go EPP) must have exactly 1 replica, "
+                f"found {svc.replicas}",
             )
-        cfg = svc.eppConfig
         if cfg is None:
-            yield Problem.at(_svc(name, "eppConfig"), "eppConfig is required for an EPP service")
+            pass  # the Rust EPP: no config file
         elif (cfg.configMapRef is None) == (cfg.config is None):
             yield Problem.at(_svc(name, "eppConfig"), "set exactly one of configMapRef and config")
         elif cfg.configMapRef is not None and not cfg.configMapRef.name:

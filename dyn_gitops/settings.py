@@ -125,6 +125,12 @@ class RenderSettings:
         "The Kai scheduler is enabled: Grove cliques use it, with the queue from the "
         "DGD annotation nvidia.com/kai-scheduler-queue (default dynamo).",
     )
+    grove_topology_domains: str = _setting(
+        "",
+        "Comma-separated levels (domains, in order) of the Grove ClusterTopologyBinding that "
+        "spec.experimental.kvTransferPolicy.clusterTopologyName names; the operator reads "
+        "them from the cluster, dyn-gitops from here.",
+    )
     operator_release: str = _setting(
         "dynamo-platform",
         "Helm release name of the Dynamo platform; names the planner and "
@@ -142,6 +148,66 @@ class RenderSettings:
     etcd_address: str = _setting("", "ETCD_ENDPOINTS injected into every component, if set.")
     model_express_url: str = _setting("", "MODEL_EXPRESS_URL injected, if set.")
     prometheus_endpoint: str = _setting("", "PROMETHEUS_ENDPOINT injected, if set.")
+    # transport TLS certificate paths (operator config infrastructure.*, #13689 in 1.5.0):
+    # injected as env into the main container and frontend sidecar of every DGD pod
+    nats_tls_ca_path: str = _setting(
+        "", "NATS_TLS_CA_CERT_PATH injected, if set (infrastructure.natsTLSCAPath)."
+    )
+    nats_tls_client_cert_path: str = _setting(
+        "", "NATS_TLS_CLIENT_CERT_PATH injected, if set (infrastructure.natsTLSClientCertPath)."
+    )
+    nats_tls_client_key_path: str = _setting(
+        "", "NATS_TLS_CLIENT_KEY_PATH injected, if set (infrastructure.natsTLSClientKeyPath)."
+    )
+    tcp_tls_cert_path: str = _setting(
+        "", "DYN_TCP_TLS_CERT_PATH injected, if set (infrastructure.tcpTLSCertPath)."
+    )
+    tcp_tls_key_path: str = _setting(
+        "", "DYN_TCP_TLS_KEY_PATH injected, if set (infrastructure.tcpTLSKeyPath)."
+    )
+    tcp_tls_ca_path: str = _setting(
+        "", "DYN_TCP_TLS_CA_CERT_PATH injected, if set (infrastructure.tcpTLSCAPath)."
+    )
+    tcp_tls_client_cert_path: str = _setting(
+        "", "DYN_TCP_TLS_CLIENT_CERT_PATH injected, if set (infrastructure.tcpTLSClientCertPath)."
+    )
+    tcp_tls_client_key_path: str = _setting(
+        "", "DYN_TCP_TLS_CLIENT_KEY_PATH injected, if set (infrastructure.tcpTLSClientKeyPath)."
+    )
+    tcp_tls_client_ca_path: str = _setting(
+        "",
+        "DYN_TCP_TLS_CLIENT_CA_CERT_PATH injected, if set (infrastructure.tcpTLSClientCAPath).",
+    )
+    tcp_tls_server_name: str = _setting(
+        "", "DYN_TCP_TLS_SERVER_NAME injected, if set (infrastructure.tcpTLSServerName)."
+    )
+    service_mesh: Literal["", "istio"] = _setting(
+        "",
+        "Service mesh the operator integrates with (serviceMesh.provider, enabled, and its "
+        "DestinationRule API served): istio gives every EPP Service an Istio DestinationRule.",
+    )
+    istio_tls_mode: Literal["SIMPLE", "DISABLE", "ISTIO_MUTUAL", "MUTUAL"] = _setting(
+        "SIMPLE", "TLS mode of the EPP DestinationRules (serviceMesh.istio.tlsMode)."
+    )
+    istio_insecure_skip_verify: bool = _setting(
+        True,
+        "EPP DestinationRules skip verifying the EPP's certificate "
+        "(serviceMesh.istio.insecureSkipVerify).",
+    )
+    istio_client_certificate: str = _setting(
+        "",
+        "Client certificate path in the istio-proxy for MUTUAL TLS "
+        "(serviceMesh.istio.clientCertificate).",
+    )
+    istio_private_key: str = _setting(
+        "",
+        "Client private key path in the istio-proxy for MUTUAL TLS (serviceMesh.istio.privateKey).",
+    )
+    istio_ca_certificates: str = _setting(
+        "",
+        "CA certificates path in the istio-proxy for MUTUAL TLS "
+        "(serviceMesh.istio.caCertificates).",
+    )
     max_file_bytes: int = _setting(
         8 * 1024 * 1024, "Largest input file accepted, in bytes.", group="limits"
     )
@@ -463,4 +529,49 @@ def resolve(
             ceiling, ceiling_origin = ceilings[v.name]
             origins[v.name] = f"{v.origin} (at most {ceiling}: {ceiling_origin})"
     settings = RenderSettings(**{s.attr: values[s.name] for s in REGISTRY})
+    conflicts = setting_conflicts(settings)
+    if conflicts:
+        raise SettingsError(conflicts)
     return Resolved(settings, origins)
+
+
+def setting_conflicts(s: RenderSettings) -> list[str]:
+    """Combinations the operator refuses to start with (``validateInfrastructure`` and
+    ``validateServiceMesh`` of its config validation, 1.5.0 #13689): each would render pods
+    whose transport TLS cannot connect, or a DestinationRule Istio rejects."""
+    out: list[str] = []
+
+    def both_or_neither(a: str, b: str) -> None:
+        if bool(getattr(s, a)) != bool(getattr(s, b)):
+            out.append(f"settings {_name(a)} and {_name(b)} must be set together")
+
+    both_or_neither("tcp_tls_client_cert_path", "tcp_tls_client_key_path")
+    both_or_neither("nats_tls_client_cert_path", "nats_tls_client_key_path")
+    both_or_neither("tcp_tls_cert_path", "tcp_tls_key_path")
+    server = bool(s.tcp_tls_cert_path and s.tcp_tls_key_path)
+    if server and not s.tcp_tls_ca_path:
+        out.append("setting tcp-tls-ca-path is required with tcp-tls-cert-path and key-path")
+    client = s.tcp_tls_ca_path or s.tcp_tls_client_cert_path or s.tcp_tls_client_key_path
+    if (client or s.tcp_tls_client_ca_path) and not server:
+        out.append(
+            "settings tcp-tls-cert-path and tcp-tls-key-path are required with any other "
+            "tcp-tls setting (every pod is both a TCP client and server)"
+        )
+    if s.tcp_tls_client_cert_path and not s.tcp_tls_ca_path:
+        out.append("setting tcp-tls-client-cert-path requires tcp-tls-ca-path")
+    if s.nats_tls_client_cert_path and not s.nats_tls_ca_path:
+        out.append("setting nats-tls-client-cert-path requires nats-tls-ca-path")
+    if s.tcp_tls_server_name and not s.tcp_tls_ca_path:
+        out.append("setting tcp-tls-server-name requires tcp-tls-ca-path")
+    nats_tls = s.nats_tls_ca_path or s.nats_tls_client_cert_path or s.nats_tls_client_key_path
+    if nats_tls and not s.nats_address.startswith("tls://"):
+        out.append("setting nats-address must be a tls:// address when NATS TLS is configured")
+    if s.service_mesh == "istio" and s.istio_tls_mode == "MUTUAL":
+        for attr in ("istio_client_certificate", "istio_private_key"):
+            if not getattr(s, attr):
+                out.append(f"setting {_name(attr)} is required when istio-tls-mode is MUTUAL")
+    return out
+
+
+def _name(attr: str) -> str:
+    return attr.replace("_", "-")

@@ -106,6 +106,9 @@ def test_settings_annotations_are_not_postponed() -> None:
         "discovery-backend": ("kubernetes", "etcd"),
         "source-api-version": ("v1alpha1", "as-written"),
         "output-format": ("yaml", "json"),
+        # #10773 serviceMesh.provider, #8270 serviceMesh.istio.tlsMode
+        "service-mesh": ("", "istio"),
+        "istio-tls-mode": ("SIMPLE", "DISABLE", "ISTIO_MUTUAL", "MUTUAL"),
     }
 
 

@@ -40,6 +40,8 @@ _WORDS = {
     "ssh": "SSH",
     "nats": "NATS",
     "tls": "TLS",
+    "tcp": "TCP",
+    "ca": "CA",
     "url": "URL",
     "rbac": "RBAC",
     "yaml": "YAML",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DynGitopsError, FieldPath
-from ..models.v1alpha1 import ServiceSpec
+from ..models.v1alpha1 import KVTransferPolicy, ServiceSpec
 from ..settings import RenderSettings
 
 
@@ -39,6 +39,10 @@ class ComponentContext:
     epp_config_map: tuple[str, str] | None = None  # (ConfigMap name, key) for EPP
     env_overrides: tuple[tuple[str, str], ...] = ()  # env values rewritten (legacy config)
     grove: bool = False  # rendered as a Grove clique, not a DCD (no DCD defaults apply)
+    # the graph's kvTransferPolicy, set on workers only, and the levels of its Grove
+    # ClusterTopologyBinding (setting grove-topology-domains) when it names one
+    kv_transfer: KVTransferPolicy | None = None
+    topology_domains: tuple[str, ...] = ()
 
     @property
     def k8s_discovery(self) -> bool:

@@ -13,7 +13,7 @@ from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
 from ..workerhash import compute as workerhash
 from ..workerhash import hub
-from . import defaults, gms, grove, legacy, lws, multinode, objects
+from . import defaults, gms, grove, istio, legacy, lws, multinode, objects, topology
 from .context import ComponentContext, ComponentError
 from .podspec import build_pod_spec, detect_backend, pod_labels
 
@@ -36,14 +36,7 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
     """Features this version does not render, each as a clear 'not yet supported' problem."""
     out: list[Problem] = []
     on_grove = grove.is_grove(dgd, settings)
-    exp = dgd.spec.experimental
-    if exp and exp.kvTransferPolicy is not None:
-        out.append(
-            Problem.at(
-                ("spec", "experimental", "kvTransferPolicy"),
-                "kvTransferPolicy is not yet supported",
-            )
-        )
+    out.extend(_topology_problems(dgd, settings, on_grove))
     for name, svc in sorted((dgd.spec.services or {}).items()):
         if svc.force_scaling_group and not on_grove:
             out.append(
@@ -80,6 +73,48 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                 Problem.at(_svc(name, "checkpoint"), "checkpoint/restore is not yet supported")
             )
     return out
+
+
+def grove_topology_domains(settings: RenderSettings) -> tuple[str, ...]:
+    return tuple(d.strip() for d in settings.grove_topology_domains.split(",") if d.strip())
+
+
+def _topology_problems(
+    dgd: DynamoGraphDeployment, settings: RenderSettings, on_grove: bool
+) -> list[Problem]:
+    """What the DGD webhook and the operator check of a ``clusterTopologyName`` against the
+    cluster (the Grove path, the ClusterTopologyBinding's levels: here a setting)."""
+    kvt = topology.policy(dgd)
+    if kvt is None or not kvt.clusterTopologyName:
+        return []
+    where = ("spec", "experimental", "kvTransferPolicy")
+    if not on_grove:
+        return [
+            Problem.at(
+                (*where, "clusterTopologyName"),
+                "clusterTopologyName needs the Grove path (setting grove true and no "
+                f'{keys.ANN_ENABLE_GROVE}: "false"); use labelKey otherwise',
+            )
+        ]
+    domains = grove_topology_domains(settings)
+    if not domains:
+        return [
+            Problem.at(
+                (*where, "clusterTopologyName"),
+                "clusterTopologyName needs the levels of that ClusterTopologyBinding: set the "
+                "setting grove-topology-domains (for example zone,rack,host)",
+            )
+        ]
+    if kvt.domain not in domains:
+        return [
+            Problem.at(
+                (*where, "domain"),
+                f"{kvt.domain!r} is not a level of ClusterTopologyBinding "
+                f"{kvt.clusterTopologyName!r} (setting grove-topology-domains: "
+                f"{', '.join(domains)})",
+            )
+        ]
+    return []
 
 
 def _effective_command(spec: ServiceSpec, component_type: str) -> dict[str, Any]:
@@ -237,6 +272,12 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: O
         elif cfg is not None and cfg.config is not None:
             out.append(objects.epp_config_map(dgd_name, namespace, epp_name, cfg.config))
         out.append(objects.inference_pool(dgd_name, namespace, epp_name, dyn_ns))
+        if istio.mesh_enabled(settings):  # dgd_epp_reconciler.go: a DestinationRule per EPP
+            out.append(
+                istio.destination_rule(
+                    naming.epp_service_name(dgd_name, epp_name), namespace, settings
+                )
+            )
 
     parts: list[grove.ServiceCliques] = []
     for service, svc in sorted(services.items()):
@@ -312,7 +353,19 @@ def _grove_context(
         settings=settings,
         epp_config_map=epp_cm,
         grove=True,
+        **_kv_transfer(dgd, settings, svc.componentType),
     )
+
+
+def _kv_transfer(
+    dgd: DynamoGraphDeployment, settings: RenderSettings, component_type: str | None
+) -> dict[str, Any]:
+    """The context fields of ``kvTransferPolicy``: workers only
+    (``shouldApplyKvTransferPolicyToWorkerComponent``)."""
+    kvt = topology.policy(dgd)
+    if kvt is None or not naming.is_worker(component_type):
+        return {}
+    return {"kv_transfer": kvt, "topology_domains": grove_topology_domains(settings)}
 
 
 def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> list[Obj]:
@@ -351,6 +404,12 @@ def _expand_service(
         service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])
     )
     annotations = _component_annotations(dgd, svc)
+    epm_ann = (svc.extraPodMetadata.annotations if svc.extraPodMetadata else None) or {}
+    if ctype == naming.EPP and keys.ANN_ISTIO_INJECT not in {**(svc.annotations or {}), **epm_ann}:
+        # #9935: the EPP serves its own TLS; a sidecar would wrap it in a second layer
+        annotations[keys.ANN_ISTIO_INJECT] = "false"
+    kvt = topology.policy(dgd)
+    annotations = topology.source_annotations(annotations, kvt, ctype)
     dyn_ns = naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
     name = naming.component_name(dgd_name, service, whash if worker else None)
     labels = dict(dgd.spec.labels or {})
@@ -383,6 +442,7 @@ def _expand_service(
         settings=settings,
         epp_config_map=epp_cm,
         env_overrides=tuple(sorted(env_overrides.items())),
+        **_kv_transfer(dgd, settings, ctype),
     )
 
     if svc.modelRef is not None:
@@ -393,9 +453,14 @@ def _expand_service(
     if svc.modelRef is not None:
         dep_ann[keys.ANN_BASE_MODEL] = svc.modelRef.name
     dep_ann.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
+    dep_ann = topology.source_annotations(dep_ann, kvt, ctype)
 
     pod_ann = dict(svc.extraPodMetadata.annotations or {}) if svc.extraPodMetadata else {}
     pod_ann.pop(keys.ANN_RESTART_AT, None)
+    # on the pods too: the EPP's sidecar opt-out, the topology-label controller's source
+    if ctype == naming.EPP and keys.ANN_ISTIO_INJECT in annotations:
+        pod_ann.setdefault(keys.ANN_ISTIO_INJECT, annotations[keys.ANN_ISTIO_INJECT])
+    pod_ann = topology.source_annotations(pod_ann, kvt, ctype)
     template_meta: dict[str, Any] = {"labels": pod_labels(ctx, labels)}
     if pod_ann:
         template_meta["annotations"] = dict(sorted(pod_ann.items()))

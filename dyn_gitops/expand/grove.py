@@ -13,7 +13,7 @@ from typing import Any
 from .. import keys, naming
 from ..models.v1alpha1 import DynamoGraphDeployment
 from ..settings import RenderSettings, go_duration
-from . import defaults, lws, multinode
+from . import defaults, lws, multinode, topology
 from .context import ComponentContext
 from .objects import meta
 from .podspec import build_pod_spec, discovery_labels
@@ -89,6 +89,7 @@ def clique_annotations(ctx: ComponentContext) -> dict[str, str]:
     if epm and epm.annotations:
         out.update(epm.annotations)
     out.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
+    out = topology.source_annotations(out, ctx.kv_transfer, ctx.component_type)
     return dict(sorted(out.items()))
 
 

@@ -70,7 +70,9 @@ def discovery_rbac(dgd_name: str, namespace: str) -> list[Obj]:
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": meta(sa, namespace, {**_rbac_labels(sa), **labels}),
+            "metadata": meta(
+                sa, namespace, {**_rbac_labels(naming.discovery_label_value(sa)), **labels}
+            ),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -24,7 +24,7 @@ from ..merge import (
     order_keys,
 )
 from ..models.dump import dump
-from . import defaults, gms
+from . import defaults, epp, gms, tls, topology
 from .context import ComponentContext, ComponentError
 
 
@@ -95,6 +95,8 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         pool_name=naming.inference_pool_name(ctx.dgd_name),
         pool_namespace=ctx.namespace,
     )
+    if ctx.component_type == naming.EPP and not epp.is_legacy(spec):
+        epp.to_native(base)
     base_env = merge_envs(
         defaults.common_env(
             dynamo_ns=ctx.dynamo_ns,
@@ -126,6 +128,9 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     # env (1.1 graph.go): component envs = MergeEnvs(graph envs, service envs), merged over
     # the container's env: defaults < mainContainer env < graph envs < service envs
     env = merge_envs(base_env, user_env, ctx.graph_envs, dump(spec.envs) or [])
+    if ctx.kv_transfer is not None:  # the policy's env replaces the user's of those names
+        kept = [e for e in env if e["name"] not in topology.POLICY_ENV]
+        env = merge_envs(kept, topology.worker_env(ctx.kv_transfer))
     env = add_missing_envs(env, _infra_env(ctx))
     if ctx.env_overrides:
         values = dict(ctx.env_overrides)
@@ -162,6 +167,8 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
             mounts.append({"name": cache[0], "mountPath": cache[1]})
         elif not vm.useAsCompilationCache:
             mounts.append({"name": vm.name, "mountPath": vm.mountPoint})
+    if ctx.kv_transfer is not None:
+        mounts = topology.with_mount(mounts)
     if mounts:
         container["volumeMounts"] = mounts
 
@@ -181,7 +188,8 @@ def _infra_env(ctx: ComponentContext) -> list[dict[str, Any]]:
         ("MODEL_EXPRESS_URL", s.model_express_url),
         ("PROMETHEUS_ENDPOINT", s.prometheus_endpoint),
     )
-    return [{"name": n, "value": v} for n, v in pairs if v]
+    standard = [{"name": n, "value": v} for n, v in pairs if v]
+    return [*standard, *tls.transport_env(s)]  # AddStandardEnvVars, AddTransportTLSEnvVars
 
 
 def _check_single_node_backend(ctx: ComponentContext, container: dict[str, Any]) -> None:
@@ -249,7 +257,8 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
             naming.epp_configmap_name(ctx.dgd_name),
             defaults.EPP_CONFIG_KEY,
         )
-        pod["volumes"] = defaults.epp_volumes(cm, key)
+        legacy = epp.is_legacy(spec)
+        pod["volumes"] = defaults.epp_volumes(cm, key) if legacy else epp.native_volumes()
     user_security = "securityContext" in user_pod
     user_sa = user_pod.get("serviceAccountName")
     pod = merge_override(pod, user_pod)
@@ -276,6 +285,10 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
         pod["securityContext"] = {}
 
     volumes: list[dict[str, Any]] = list(pod.get("volumes") or [])
+    if ctx.kv_transfer is not None:
+        volumes = topology.with_volume(
+            volumes, topology.volume(ctx.kv_transfer, ctx.topology_domains)
+        )
     have = {v["name"] for v in volumes}
     # every main-container mount needs a volume: a missing one is taken to be the PVC of
     # that name (the operator's appendMissingPVCVolumesForMounts), so the pod stays valid

@@ -182,7 +182,7 @@ class KVTransferPolicy(Strict):
     clusterTopologyName: str | None = None
     domain: str | None = None
     enforcement: Literal["required", "preferred"] | None = None
-    preferredWeight: int | None = None
+    preferredWeight: float | None = None  # a float32 in [0, 1]
 
 
 class Experimental(Strict):

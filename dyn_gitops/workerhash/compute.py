@@ -28,7 +28,6 @@ Obj = dict[str, Any]
 PLACEHOLDER = "worker-hash-placeholder"
 FIRST_HASHED_RUNTIME = (1, 5, 0)
 _SPEC = "struct:api/v1beta1.DynamoComponentDeploymentSpec"
-TOPOLOGY_ANNOTATIONS = (keys.ANN_TOPOLOGY_LABEL_KEY, keys.ANN_TOPOLOGY_CLUSTER_TOPOLOGY)
 _SEMVER_TAG = re.compile(
     r"[vV]?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
@@ -180,7 +179,7 @@ def _kube_annotations(c: HubComponent, dcd_annotations: Obj, spec: Obj) -> Obj:
     if model:
         out[keys.ANN_BASE_MODEL] = model
     out.pop(keys.ANN_OPERATOR_ORIGIN_VERSION, None)
-    for key in TOPOLOGY_ANNOTATIONS:
+    for key in keys.TOPOLOGY_SOURCE_ANNOTATIONS:
         out.pop(key, None)
         if dcd_annotations.get(key):
             out[key] = dcd_annotations[key]

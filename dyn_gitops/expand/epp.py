@@ -1,0 +1,43 @@
+"""The EPP's launch contract in 1.5 (#11355, v1.5.0 release notes).
+
+The Go EPP is gone; the default EPP is the Rust one shipped in the Frontend image, set up
+through ``DYN_*`` env and fixed ports: no arguments, no config file, ``HOME`` pinned to the
+Frontend image's ``/home/dynamo`` with the model-config cache mounted under it. A service
+that still sets the deprecated ``eppConfig`` keeps the Go EPP contract of 1.4 unchanged
+(flags, the config ConfigMap volume), so a DGD pinned to a 1.4 Go EPP image keeps working.
+Best-evidenced form: ``docs/reference-behaviour.md`` ("EPP in 1.5").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..models.v1alpha1 import ServiceSpec
+from . import defaults
+
+#: HOME of the Frontend image, where the Rust EPP ships
+NATIVE_HOME: Final = "/home/dynamo"
+CACHE_VOLUME: Final = "hf-cache"
+
+
+def is_legacy(spec: ServiceSpec) -> bool:
+    """``eppConfig`` present (even empty): the 1.4 Go EPP contract."""
+    return spec.eppConfig is not None
+
+
+def to_native(container: dict[str, Any]) -> None:
+    """Turn the Go EPP's default container into the Rust EPP's, in place."""
+    container.pop("args", None)  # the image's entrypoint runs; user args still apply
+    container["env"] = [*container["env"], {"name": "HOME", "value": NATIVE_HOME}]
+    mounts = container.get("volumeMounts") or []
+    container["volumeMounts"] = [
+        {"name": CACHE_VOLUME, "mountPath": f"{NATIVE_HOME}/.cache"}
+        if m["name"] == CACHE_VOLUME
+        else m
+        for m in mounts
+        if m["name"] != defaults.EPP_CONFIG_VOLUME
+    ]
+
+
+def native_volumes() -> list[dict[str, Any]]:
+    return [{"name": CACHE_VOLUME, "emptyDir": {}}]
