@@ -221,3 +221,17 @@ def worker_hash(worker_specs: dict[str, dict[str, Any]]) -> str:
         doc[name] = {k: doc[name][k] for k in _SHARED_SPEC_ORDER if k in doc[name]}
     data = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(data.encode()).hexdigest()[:8]
+
+
+#: the Kubernetes limit on a Service name (a DNS-1035 label)
+MAX_SERVICE_NAME = 63
+
+
+def elastic_ep_leader_service(component_service: str) -> str:
+    """``ElasticEPLeaderServiceName`` (#13178): ``<component Service>-ray``, cut to 63
+    characters with a 4-hex FNV-1a suffix of the full name (followers derive it too)."""
+    name = normalize(component_service + "-ray")
+    if len(name) <= MAX_SERVICE_NAME:
+        return name
+    suffix = f"{_fnv1a32(name.encode()) & 0xFFFF:04x}"
+    return f"{name[: MAX_SERVICE_NAME - len(suffix) - 1]}-{suffix}"

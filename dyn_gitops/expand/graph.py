@@ -10,7 +10,7 @@ from ..errors import FieldPath, Problem, RenderError
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
-from . import defaults, gms, grove, legacy, lws, multinode, objects
+from . import defaults, elastic_ep, gms, grove, legacy, lws, multinode, objects
 from .context import ComponentContext, ComponentError
 from .merge import merge_envs, merge_override
 from .podspec import build_pod_spec, detect_backend, pod_labels
@@ -32,7 +32,7 @@ def is_multinode(svc: ServiceSpec) -> bool:
 
 def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:
     """Features this version does not render, each as a clear 'not yet supported' problem."""
-    out: list[Problem] = []
+    out: list[Problem] = list(elastic_ep.requires_command(dgd))
     on_grove = grove.is_grove(dgd, settings)
     exp = dgd.spec.experimental
     if exp and exp.kvTransferPolicy is not None:
@@ -319,6 +319,9 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
     out: list[Obj] = []
     if ctx.component_type == naming.FRONTEND or ctx.k8s_discovery:
         out.append(grove.component_service(ctx, dgd))
+    user_main = dump(svc.main_container) if svc.main_container is not None else {}
+    if elastic_ep.is_single_pod_leader(svc, user_main):
+        out.append(elastic_ep.leader_service(grove.component_service(ctx, dgd)))
     ingress = svc.ingress
     if ingress is None and ctx.component_type == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
