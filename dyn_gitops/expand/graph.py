@@ -10,7 +10,18 @@ from ..errors import FieldPath, Problem, RenderError
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
-from . import defaults, elastic_ep, gms, grove, legacy, lws, multinode, objects
+from . import (
+    checkpoint,
+    defaults,
+    elastic_ep,
+    gms,
+    grove,
+    legacy,
+    lws,
+    multinode,
+    objects,
+    provider_override,
+)
 from .context import ComponentContext, ComponentError
 from .merge import merge_envs, merge_override
 from .podspec import build_pod_spec, detect_backend, pod_labels
@@ -32,8 +43,8 @@ def is_multinode(svc: ServiceSpec) -> bool:
 
 def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:
     """Features this version does not render, each as a clear 'not yet supported' problem."""
-    out: list[Problem] = list(elastic_ep.requires_command(dgd))
     on_grove = grove.is_grove(dgd, settings)
+    out = [*elastic_ep.requires_command(dgd), *provider_override.problems(dgd, on_grove)]
     exp = dgd.spec.experimental
     if exp and exp.kvTransferPolicy is not None:
         out.append(
@@ -73,10 +84,8 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                     "supported (its replicas are LeaderWorkerSets)",
                 )
             )
-        if svc.checkpoint and svc.checkpoint.get("enabled"):
-            out.append(
-                Problem.at(_svc(name, "checkpoint"), "checkpoint/restore is not yet supported")
-            )
+        if svc.checkpoint is not None and svc.checkpoint.enabled:
+            out.append(checkpoint.not_supported(_svc(name, "checkpoint"), svc.checkpoint))
     return out
 
 
@@ -272,7 +281,9 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     if problems:
         raise RenderError(problems)
     if on_grove:
-        out.append(grove.pod_clique_set(dgd, namespace, settings, parts))
+        out.append(
+            provider_override.apply(dgd, grove.pod_clique_set(dgd, namespace, settings, parts))
+        )
     return out
 
 
