@@ -179,6 +179,15 @@ def test_api_version_target_and_value_are_checked(tmp_path: Path) -> None:
     )
 
 
+def test_a_role_override_needs_a_multinode_component(tmp_path: Path) -> None:
+    """registry.go ExpectedTarget @ 2a6da14c8: a role scope requires a multinode component."""
+    roles = [{"name": "leader"}, {"name": "worker", "providerOverride": topo("host")}]
+    doc = dgd([component("decode", "worker", multinode={"nodeCount": 1}, roles=roles)])
+    assert "roles[1].providerOverride: a role override requires a multinode component" in errors(
+        tmp_path, doc
+    )
+
+
 def test_typed_topology_and_topology_overrides_do_not_mix(tmp_path: Path) -> None:
     """dynamographdeployment.go groveTopologyOverrideCompositionErrors @ 2a6da14c8."""
     doc = dgd(

@@ -55,9 +55,16 @@ class Located:
     role: str | None = None
 
 
+def _is_multinode(svc: ServiceSpec) -> bool:
+    return svc.multinode is not None and svc.multinode.nodeCount > 1
+
+
 def _uses_scaling_group(svc: ServiceSpec) -> bool:
-    nodes = svc.multinode.nodeCount if svc.multinode is not None else 1
-    return nodes > 1 or svc.force_scaling_group
+    return _is_multinode(svc) or svc.force_scaling_group
+
+
+def _service(dgd: DynamoGraphDeployment, name: str | None) -> ServiceSpec:
+    return (dgd.spec.services or {})[str(name)]
 
 
 def overrides(dgd: DynamoGraphDeployment) -> Iterator[Located]:
@@ -128,6 +135,9 @@ def problems(dgd: DynamoGraphDeployment, on_grove: bool) -> list[Problem]:
                     f"supported value is {GROVE_API_VERSION!r}",
                 )
             )
+            continue
+        if f.role is not None and not _is_multinode(_service(dgd, f.service)):
+            out.append(Problem.at(f.loc, "a role override requires a multinode component"))
             continue
         if ov.target is not None and ov.target != f.target:
             out.append(
