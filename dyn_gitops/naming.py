@@ -251,3 +251,17 @@ def backends_in_command(container: Mapping[str, Any]) -> set[str]:
     (``DetectBackendFrameworkFromArgs``)."""
     line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
     return {m.group(1) for m in _BACKEND_RE.finditer(line)}
+
+
+#: the Kubernetes limit on a Service name (a DNS-1035 label)
+MAX_SERVICE_NAME = 63
+
+
+def elastic_ep_leader_service(component_service: str) -> str:
+    """``ElasticEPLeaderServiceName`` (#13178): ``<component Service>-ray``, cut to 63
+    characters with a 4-hex FNV-1a suffix of the full name (followers derive it too)."""
+    name = normalize(component_service + "-ray")
+    if len(name) <= MAX_SERVICE_NAME:
+        return name
+    suffix = f"{_fnv1a32(name.encode()) & 0xFFFF:04x}"
+    return f"{name[: MAX_SERVICE_NAME - len(suffix) - 1]}-{suffix}"

@@ -88,6 +88,7 @@ def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     failover_any = False
     for svc_name, svc in sorted(services.items()):
         yield from _service_checks(svc_name, svc)
+        yield from _role_checks(svc_name, svc)
         yield from _annotation_checks(
             svc.annotations or {}, _svc(svc_name, "annotations"), service_level=True
         )
@@ -260,6 +261,46 @@ def _kv_transfer_checks(kvt: KVTransferPolicy) -> Iterator[Problem]:
             )
 
 
+_ROLES = ("leader", "worker")
+
+
+def _role_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
+    """``validateComponentRoles`` (#14419, v1.5.0): explicit roles only on a multinode
+    component, exactly ``leader`` and ``worker``, their cardinality that of nodeCount, no
+    role-specific pod template yet."""
+    roles = svc.roles
+    if roles is None:
+        return
+    loc = _svc(name, "roles")
+    if svc.multinode is None:
+        yield Problem.at(
+            loc,
+            "roles are supported only for component shapes that define a role schema; this "
+            "release supports multinode components",
+        )
+        return
+    seen: set[str] = set()
+    for i, role in enumerate(roles):
+        if role.name not in _ROLES:
+            yield Problem.at(
+                (*loc, i, "name"), f"unsupported value {role.name!r}: must be leader or worker"
+            )
+            continue
+        if role.name in seen:
+            yield Problem.at((*loc, i, "name"), f"duplicate role {role.name!r}")
+        seen.add(role.name)
+        want = 1 if role.name == "leader" else svc.multinode.nodeCount - 1
+        if role.replicas is not None and role.replicas != want:
+            yield Problem.at(
+                (*loc, i, "replicas"), f"must equal {want} for multinode role {role.name!r}"
+            )
+        if role.podTemplate is not None:
+            yield Problem.at((*loc, i, "podTemplate"), "is not supported for this component role")
+    for required in _ROLES:
+        if required not in seen:
+            yield Problem.at(loc, f"must contain the {required!r} role")
+
+
 def _topology_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     tc = dgd.spec.topologyConstraint
     if tc is None or not (tc.topologyProfile or tc.clusterTopologyName):
@@ -316,6 +357,12 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
             yield Problem.at(
                 _svc(name, "sharedMemory", "size"), "size is required unless disabled is true"
             )
+    cp = svc.checkpoint
+    if cp is not None and cp.job is not None and cp.checkpointRef:
+        # CEL on ComponentCheckpointConfig (api/v1beta1/common.go)
+        yield Problem.at(
+            _svc(name, "checkpoint", "job"), "cannot be set when checkpointRef is specified"
+        )
     eps = svc.extraPodSpec
     if svc.frontendSidecar is not None and eps is not None:
         for i, c in enumerate(eps.containers or []):
@@ -416,3 +463,20 @@ def object_shape(data: dict[str, Any]) -> Iterator[Problem]:
         for k, v in value.items():
             if not isinstance(v, str):
                 yield Problem.at(("metadata", key, k), "expected a string: quote it")
+
+
+#: Dynamo kinds a 1.5 cluster no longer has: kind -> what replaces it
+REMOVED_KINDS = {
+    "DynamoCheckpoint": (
+        "DynamoCheckpoint was removed in Dynamo 1.5 (#14076): a checkpoint is a PodSnapshot "
+        "of the standalone Snapshot operator, named by a service's checkpoint.checkpointRef"
+    ),
+}
+
+
+def removed_kind(data: dict[str, Any]) -> Iterator[Problem]:
+    """An object of a Dynamo kind the target operator no longer serves (its CRD is gone,
+    so the apply would fail)."""
+    api, kind = str(data.get("apiVersion")), str(data.get("kind"))
+    if api.startswith("nvidia.com/") and kind in REMOVED_KINDS:
+        yield Problem.at(("kind",), REMOVED_KINDS[kind])

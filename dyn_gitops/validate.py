@@ -22,7 +22,7 @@ from .errors import FieldPath, Problem, RenderError
 from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
 from .models.versions import V1BETA1
 from .parse import Document, located, object_label
-from .rules import limit_checks, object_shape, validate_graph, warn_graph
+from .rules import limit_checks, object_shape, removed_kind, validate_graph, warn_graph
 from .settings import RenderSettings
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
@@ -90,7 +90,7 @@ def _validated(
             )
         )
         return None
-    shape = [located(doc, p) for p in object_shape(data)]
+    shape = [located(doc, p) for p in (*object_shape(data), *removed_kind(data))]
     if shape:
         problems.extend(shape)
         return None

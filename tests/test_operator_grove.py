@@ -858,6 +858,9 @@ def test_restart_refused_when_cliques_is_an_atomic_list(
     k, namespace = old_grove, "old"
     caplog.set_level(logging.WARNING, logger="dyn_gitops_operator.reconcilers.restart")
     settings = {"grove": True}
+    created = with_restart("unused")
+    del created[0]["spec"]["restart"]  # an id written at create is no restart (#10955)
+    gitops_apply(k, render(created, namespace, **settings), kinds=APPLIED)
     objs = render(with_restart("r1"), namespace, **settings)
     gitops_apply(k, objs, kinds=APPLIED)
     (pcs,) = [o for o in objs if o["kind"] == "PodCliqueSet"]
@@ -889,7 +892,7 @@ def test_restart_refused_when_cliques_is_an_atomic_list(
             "would replace the whole list the GitOps tool owns; the controller "
             "does not write it",
         }
-        # more passes (status changes of the cliques): still one log line for generation 1
+        # more passes (status changes of the cliques): still one log line for generation 2
         for name, res in created.items():
             grove_status(k, res, namespace, name)
         wait_for(

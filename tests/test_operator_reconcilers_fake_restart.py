@@ -144,6 +144,21 @@ def test_the_decision_is_read_back_from_the_deployments(c: FakeCluster) -> None:
     assert plan.restart == {"observedID": "r3", "phase": "Restarting", "inProgress": ["prefill"]}
 
 
+def test_restart_id_written_at_create_counts_as_observed() -> None:
+    """#10955 82ce03df2 (v1.3, api/v1beta1/dynamographdeployment_types.go): Dynamo refuses
+    spec.restart on create, so an id a DGD is created with is already observed: nothing is
+    stamped; changing the id later restarts as usual."""
+    c = FakeCluster()
+    c.apply(render([graph({"id": "r0", "strategy": {"type": "Parallel"}})], c.ns))
+    c.converge("rs")
+    assert all(a is None for a, _ in stamps(c).values())
+    assert restart_status(c) == {"observedID": "r0", "phase": "Completed"}
+    c.apply(dgd_only(render([graph({"id": "r1", "strategy": {"type": "Parallel"}})], c.ns)))
+    c.converge("rs")
+    assert all(a == "r1" for a, _ in stamps(c).values())
+    assert restart_status(c)["phase"] == "Restarting"
+
+
 def test_restart_requested_during_a_rollout_is_superseded() -> None:
     c = FakeCluster()
     c.apply(render([graph()], c.ns))
@@ -306,6 +321,8 @@ def test_grove_restart_refused_when_cliques_is_an_atomic_list(
 
 def test_grove_pcs_not_synced_yet_is_pending() -> None:
     c = FakeCluster()
+    created = render(with_restart(None), c.ns, grove=True)  # no restart at create (#10955)
+    c.apply([o for o in created if o["kind"] != "PodCliqueSet"], kinds=GROVE_KINDS)
     docs = render(with_restart("r1"), c.ns, grove=True)
     c.apply([o for o in docs if o["kind"] != "PodCliqueSet"], kinds=GROVE_KINDS)
     plan = c.plan("vllm-agg", RestartReconciler())

@@ -13,7 +13,20 @@ from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
 from ..workerhash import compute as workerhash
 from ..workerhash import hub
-from . import defaults, gms, grove, istio, legacy, lws, multinode, objects, topology
+from . import (
+    checkpoint,
+    defaults,
+    elastic_ep,
+    gms,
+    grove,
+    istio,
+    legacy,
+    lws,
+    multinode,
+    objects,
+    provider_override,
+    topology,
+)
 from .context import ComponentContext, ComponentError
 from .podspec import build_pod_spec, detect_backend, pod_labels
 
@@ -34,8 +47,8 @@ def is_multinode(svc: ServiceSpec) -> bool:
 
 def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:
     """Features this version does not render, each as a clear 'not yet supported' problem."""
-    out: list[Problem] = []
     on_grove = grove.is_grove(dgd, settings)
+    out = [*elastic_ep.requires_command(dgd), *provider_override.problems(dgd, on_grove)]
     out.extend(_topology_problems(dgd, settings, on_grove))
     for name, svc in sorted((dgd.spec.services or {}).items()):
         if svc.force_scaling_group and not on_grove:
@@ -68,10 +81,8 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                     "supported (its replicas are LeaderWorkerSets)",
                 )
             )
-        if svc.checkpoint and svc.checkpoint.get("enabled"):
-            out.append(
-                Problem.at(_svc(name, "checkpoint"), "checkpoint/restore is not yet supported")
-            )
+        if svc.checkpoint is not None and svc.checkpoint.enabled:
+            out.append(checkpoint.not_supported(_svc(name, "checkpoint"), svc.checkpoint))
     return out
 
 
@@ -315,7 +326,9 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: O
     if problems:
         raise RenderError(problems)
     if on_grove:
-        out.append(grove.pod_clique_set(dgd, namespace, settings, parts))
+        out.append(
+            provider_override.apply(dgd, grove.pod_clique_set(dgd, namespace, settings, parts))
+        )
     return out
 
 
@@ -374,6 +387,9 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
     out: list[Obj] = []
     if ctx.component_type == naming.FRONTEND or ctx.k8s_discovery:
         out.append(grove.component_service(ctx, dgd))
+    user_main = dump(svc.main_container) if svc.main_container is not None else {}
+    if elastic_ep.is_single_pod_leader(svc, user_main):
+        out.append(elastic_ep.leader_service(grove.component_service(ctx, dgd)))
     ingress = svc.ingress
     if ingress is None and ctx.component_type == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)

@@ -24,7 +24,7 @@ from ..merge import (
     order_keys,
 )
 from ..models.dump import dump
-from . import defaults, epp, gms, tls, topology
+from . import defaults, elastic_ep, epp, gms, tls, topology
 from .context import ComponentContext, ComponentError
 
 
@@ -173,9 +173,9 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         container["volumeMounts"] = mounts
 
     # backend additions are appended after the sorted env (not merged), as the operator does
+    _vllm_elastic_ep(ctx, container, env)
     if cache is not None and ctx.backend == "vllm":
         env.append({"name": "VLLM_CACHE_ROOT", "value": cache[1]})
-    _check_single_node_backend(ctx, container)
     container["env"] = env
     return container
 
@@ -192,14 +192,19 @@ def _infra_env(ctx: ComponentContext) -> list[dict[str, Any]]:
     return [*standard, *tls.transport_env(s)]  # AddStandardEnvVars, AddTransportTLSEnvVars
 
 
-def _check_single_node_backend(ctx: ComponentContext, container: dict[str, Any]) -> None:
+def _vllm_elastic_ep(ctx: ComponentContext, container: dict[str, Any], env: list[Any]) -> None:
+    """A single pod heads its own Ray cluster (#12943); the multinode form is not ported."""
     if ctx.backend != "vllm":
         return
+    nodes = ctx.spec.multinode.nodeCount if ctx.spec.multinode is not None else 1
+    if nodes <= 1:
+        elastic_ep.apply_single_pod(container, env)
+        return
     line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
-    if "--enable-elastic-ep" in line:
+    if elastic_ep.ENABLE_FLAG in line:
         raise NotSupportedError(
-            "vLLM elastic expert parallelism (--enable-elastic-ep) is not "
-            "yet supported by dyn-gitops"
+            "vLLM elastic expert parallelism (--enable-elastic-ep) on a multinode service "
+            "is not yet supported by dyn-gitops (the single-pod form is)"
         )
 
 

@@ -147,8 +147,6 @@ def _sidecar(container: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
 
 def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
     problems: list[Problem] = []
-    if c.roles:
-        problems.append(Problem.at((*loc, "roles"), "component roles are not yet supported"))
     if c.extraPodSpecMergeStrategy == "strategic":
         problems.append(
             Problem.at(
@@ -189,6 +187,7 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
         "modelRef",
         "eppConfig",
         "topologyConstraint",
+        "providerOverride",
     ):
         value = getattr(c, name)
         if value is not None:
@@ -316,6 +315,10 @@ def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeplo
         grove = c.experimental.grove if c.experimental is not None else None
         if grove and grove.get("forceScalingGroup") is True:
             (alpha.spec.services or {})[c.name].set_force_scaling_group(True)
+        if (
+            c.roles is not None
+        ):  # validated by the rules (roles), lowered by expand/provider_override
+            (alpha.spec.services or {})[c.name].set_roles(c.roles)
     return alpha
 
 

@@ -110,6 +110,40 @@ class TopologyConstraint(Strict):
     clusterTopologyName: str | None = None
 
 
+class ProviderOverride(Strict):
+    """A sparse provider-native fragment (#13273 df7deed0d, ``api/v1beta1/common.go``): for
+    Grove, ``apiVersion: grove.io/v1alpha1``, a ``target`` admission resolves from where it
+    is written, and a ``value`` that may set only the target's ``topologyConstraint``."""
+
+    apiVersion: str = Field(min_length=1)
+    target: str | None = None
+    value: dict[str, Any]
+
+
+class ComponentRole(Strict):
+    """One named pod-producing part of a compound component (v1beta1 ``roles[]``, #14419,
+    v1.5.0): for a multinode component exactly ``leader`` and ``worker``."""
+
+    name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    replicas: int | None = Field(default=None, ge=1)
+    providerOverride: ProviderOverride | None = None
+    podTemplate: dict[str, Any] | None = None  # no role supports its own template yet
+
+
+class CheckpointConfig(Strict):
+    """``checkpoint`` (ServiceCheckpointConfig, ``api/v1alpha1/common.go`` @ 2a6da14c8); in
+    1.5 ``checkpointRef`` names a PodSnapshot of the standalone Snapshot operator (#14076)."""
+
+    enabled: bool | None = None
+    mode: Literal["Auto", "Manual"] | None = None  # deprecated
+    startupPolicy: Literal["Immediate", "WaitForCheckpoint"] | None = None
+    deletionPolicy: Literal["Delete", "Retain"] | None = None
+    checkpointRef: str | None = None
+    identity: dict[str, Any] | None = None  # deprecated, ignored by the operator
+    targetContainerName: str | None = None
+    job: dict[str, Any] | None = None
+
+
 class ServiceSpec(Strict):
     """``spec.services.<name>``: DynamoComponentDeploymentSharedSpec."""
 
@@ -138,13 +172,24 @@ class ServiceSpec(Strict):
     scalingAdapter: ScalingAdapter | None = None
     eppConfig: EPPConfig | None = None
     frontendSidecar: FrontendSidecar | None = None
-    checkpoint: dict[str, Any] | None = None
+    checkpoint: CheckpointConfig | None = None
     topologyConstraint: TopologyConstraint | None = None
     gpuMemoryService: GPUMemoryService | None = None
     failover: Failover | None = None
     runtimeVersionOverride: str | None = None
+    providerOverride: ProviderOverride | None = None
     # v1beta1 experimental.grove.forceScalingGroup (no v1alpha1 field): set by conversion
     _force_scaling_group: bool = PrivateAttr(default=False)
+    # v1beta1 roles (no v1alpha1 field): set by conversion
+    _roles: tuple[ComponentRole, ...] | None = PrivateAttr(default=None)
+
+    @property
+    def roles(self) -> tuple[ComponentRole, ...] | None:
+        """The explicit multinode roles (v1beta1 only; None: the implicit layout)."""
+        return self._roles
+
+    def set_roles(self, roles: list[ComponentRole]) -> None:
+        self._roles = tuple(roles)
 
     @property
     def force_scaling_group(self) -> bool:
@@ -201,7 +246,7 @@ class GraphSpec(Strict):
     restart: Restart | None = None
     topologyConstraint: TopologyConstraint | None = None
     experimental: Experimental | None = None
-    providerOverride: dict[str, Any] | None = None
+    providerOverride: ProviderOverride | None = None
 
 
 class DynamoGraphDeployment(Strict):

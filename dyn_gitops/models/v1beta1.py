@@ -9,10 +9,12 @@ from pydantic import BaseModel, Field
 from .k8s import EnvVar, ObjectMeta, PodSpecFields, Strict
 from .v1alpha1 import BackendFramework as BackendFramework
 from .v1alpha1 import (
+    ComponentRole,
     EPPConfig,
     Experimental,
     ModelRef,
     Multinode,
+    ProviderOverride,
     Restart,
     TopologyConstraint,
 )
@@ -54,7 +56,8 @@ class Component(Strict):
     replicas: int | None = Field(default=None, ge=0)
     minAvailable: int | None = None
     multinode: Multinode | None = None
-    roles: list[dict[str, Any]] | None = None
+    roles: list[ComponentRole] | None = None
+    providerOverride: ProviderOverride | None = None
     sharedMemorySize: str | None = None
     modelRef: ModelRef | None = None
     scalingAdapter: dict[str, Any] | None = None  # presence = enabled
@@ -76,7 +79,7 @@ class GraphSpec(Strict):
     restart: Restart | None = None
     topologyConstraint: TopologyConstraint | None = None
     experimental: Experimental | None = None
-    providerOverride: dict[str, Any] | None = None
+    providerOverride: ProviderOverride | None = None
 
 
 class DynamoGraphDeployment(Strict):

@@ -50,6 +50,12 @@ def grove_unsupported(pcs: str) -> str:
     )
 
 
+def written_at_create(dgd: Obj) -> bool:
+    """The DGD's spec is the one it was created with (generation 1: status is a subresource,
+    so only spec changes count)."""
+    return int(o.meta(dgd).get("generation") or 0) == 1
+
+
 def restarted(dep: Obj | None, restart_id: str) -> bool:
     """The Deployment runs pods of this restart: stamped and fully rolled."""
     return dep is not None and o.restart_at(dep) == restart_id and o.is_ready(dep)[0]
@@ -78,6 +84,12 @@ class RestartReconciler:
             return
         if prev.get("observedID") == req.id and prev.get("phase") in TERMINAL:
             plan.restart = prev
+            return
+        if not prev and written_at_create(graph.dgd):
+            # an id the DGD was created with asks for nothing: Dynamo >= 1.3 refuses it at
+            # create ("spec.restart must be unset on create", #10955), so a restart is only
+            # ever a later change of the id; fresh pods are not restarted
+            plan.restart = {"observedID": req.id, "phase": "Completed"}
             return
         if graph.grove is not None:
             self._grove(graph, req, plan, ctx)
