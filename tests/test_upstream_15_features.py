@@ -15,7 +15,7 @@ from test_graph_cases import deployments, dgd, env, main, pod, render, render_er
 
 from dyn_gitops import keys
 from dyn_gitops.errors import UsageError
-from dyn_gitops.expand.topology import go_float32
+from dyn_gitops.kvtransfer import go_float32
 
 Obj = dict[str, Any]
 

@@ -168,3 +168,38 @@ def test_go_zero_values_and_escaping() -> None:
     )
     # keys the Go type does not have are dropped, as the API server prunes them
     assert gojson.encode(container, {"name": "m", "bogus": 1}) == '{"name":"m","resources":{}}'
+
+
+KV_TRANSFER_DGD = """
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: kvt}
+spec:
+  backendFramework: vllm
+  env: [{name: ZED, value: "1"}]
+  experimental:
+    kvTransferPolicy:
+      {labelKey: topology.kubernetes.io/zone, domain: zone, enforcement: preferred,
+       preferredWeight: 0.3}
+  components:
+    - name: decode
+      type: decode
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0
+              env: [{name: DYN_KV_TRANSFER_DOMAIN, value: user}]
+              volumeMounts: [{name: data, mountPath: /data}]
+          volumes: [{name: data, emptyDir: {}}]
+"""
+
+
+def test_graph_env_and_kv_transfer_policy_are_baked_into_the_hashed_worker_spec() -> None:
+    # applyDGDTemplateDefaults (graph.go @ 2a6da14c8): graph env merged and sorted, the
+    # kvTransferPolicy env / topology volume / mount, and the topology-label annotation
+    g = hub.graph(yaml.safe_load(KV_TRANSFER_DGD), "default")
+    data = compute.hash_input(g)
+    assert compute.worker_hash(g) == "8524dcae"  # the operator's, same input
+    assert '"annotations":{"nvidia.com/topology-label-key":"topology.kubernetes.io/zone"}' in data
+    assert '{"name":"DYN_KV_TRANSFER_DOMAIN","value":"zone"}' in data  # the policy wins

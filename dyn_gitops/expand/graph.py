@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import keys, naming
+from .. import kvtransfer as topology
 from ..errors import FieldPath, Problem, RenderError
 from ..merge import merge_envs, merge_override
 from ..models.dump import dump
@@ -25,7 +26,6 @@ from . import (
     multinode,
     objects,
     provider_override,
-    topology,
 )
 from .context import ComponentContext, ComponentError
 from .podspec import build_pod_spec, detect_backend, pod_labels

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import keys, naming
+from .. import kvtransfer as topology
 from ..models.v1alpha1 import DynamoGraphDeployment
 from ..settings import RenderSettings, go_duration
-from . import defaults, lws, multinode, topology
+from . import defaults, lws, multinode
 from .context import ComponentContext
 from .objects import meta
 from .podspec import build_pod_spec, discovery_labels

@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from .. import keys, naming
+from .. import kvtransfer as topology
 from ..errors import NotSupportedError
 from ..merge import (
     CONTAINER_ORDER,
@@ -24,7 +25,7 @@ from ..merge import (
     order_keys,
 )
 from ..models.dump import dump
-from . import defaults, elastic_ep, epp, gms, tls, topology
+from . import defaults, elastic_ep, epp, gms, tls
 from .context import ComponentContext, ComponentError
 
 

@@ -20,7 +20,8 @@ import hashlib
 import re
 from typing import Any
 
-from .. import keys, naming
+from .. import keys, kvtransfer, naming
+from ..models.v1alpha1 import KVTransferPolicy
 from .gojson import encode, string
 from .hub import MAIN, HubComponent, HubGraph
 
@@ -134,6 +135,21 @@ def _worker_dcd(
     if g.spec.get("env"):
         main = _main(tpl)
         main["env"] = _sorted_env_merge(g.spec["env"], main.get("env") or [])
+    dcd_annotations: Obj = {}
+    kvt = (g.spec.get("experimental") or {}).get("kvTransferPolicy")
+    if kvt and (kvt.get("labelKey") or kvt.get("clusterTopologyName")):
+        # applyKvTransferPolicyToWorkerComponent: the policy env, volume and mount, baked into
+        # the worker DCD (no Grove topology domains on the DCD path)
+        policy = KVTransferPolicy.model_validate(kvt)
+        main = _main(tpl)
+        kept = [e for e in main.get("env") or [] if e.get("name") not in kvtransfer.POLICY_ENV]
+        main["env"] = _sorted_env_merge(kept, kvtransfer.worker_env(policy))
+        main["volumeMounts"] = kvtransfer.with_mount(main.get("volumeMounts") or [])
+        pod = tpl.setdefault("spec", {})
+        pod["volumes"] = kvtransfer.with_volume(
+            pod.get("volumes") or [], kvtransfer.volume(policy, ())
+        )
+        dcd_annotations = kvtransfer.source_annotations({}, policy, c.type)
     tpl_ann = tpl["metadata"]["annotations"]
     for key in keys.PROPAGATED_DGD_ANNOTATIONS:
         if key in g.annotations and key not in tpl_ann:
@@ -142,7 +158,7 @@ def _worker_dcd(
         tpl_ann.setdefault(key, value)
     for key, value in (g.spec.get("labels") or {}).items():
         tpl["metadata"]["labels"].setdefault(key, value)
-    return labels, {}, spec
+    return labels, dcd_annotations, spec
 
 
 def _kube_labels(c: HubComponent, dcd_labels: Obj, spec: Obj, dyn_ns: str) -> Obj:

@@ -14,8 +14,8 @@ import struct
 from decimal import Decimal
 from typing import Any, Final
 
-from .. import keys, naming
-from ..models.v1alpha1 import DynamoGraphDeployment, KVTransferPolicy
+from . import keys, naming
+from .models.v1alpha1 import DynamoGraphDeployment, KVTransferPolicy
 
 ENV_DOMAIN: Final = "DYN_KV_TRANSFER_DOMAIN"
 ENV_ENFORCEMENT: Final = "DYN_KV_TRANSFER_ENFORCEMENT"
