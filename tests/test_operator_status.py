@@ -160,6 +160,11 @@ def test_worker_hash_matches_the_renderer_after_a_round_trip(
         assert rendered == ({HashCache().get(live)} - {None}), name
         unstamped = copy.deepcopy(live)
         unstamped["metadata"]["annotations"].pop("dyn-gitops.io/worker-hash", None)
+        if "dyn-gitops.io/source-api-version" in unstamped["metadata"]["annotations"]:
+            # a v1beta1 source emitted as v1alpha1 (setting source-api-version) does not
+            # convert back to the same v1beta1 spec the operator hashed, so only the stamp
+            # names its generation (docs/reference-behaviour.md, "Worker hash v2")
+            continue
         assert rendered == ({compute_worker_hash(unstamped)} - {None}), name
 
 
