@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 from typing import Any
 
 from . import __version__, keys, objpath
 from .errors import Problem
 from .expand.stage import Rendered, identity
+from .merge import data_copy
 from .parse import locate
 from .settings import RenderSettings
 
@@ -108,7 +108,7 @@ def finalize(
             out.append(obj)
             emitted.append((obj, item))
             continue
-        obj = copy.deepcopy(obj) if item.source_dgd else obj
+        obj = data_copy(obj) if item.source_dgd else obj
         meta = obj.setdefault("metadata", {})
         if item.source_dgd and "namespace" not in meta:  # right after the name
             ordered = {k: v for k, v in meta.items() if k == "name"}

@@ -7,11 +7,20 @@ non-empty list replaces, maps and structs merge key by key with the source winni
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import Any
 
 PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+
+
+def data_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
+    ``copy.deepcopy`` (no memo: parsed documents hold no shared or cyclic references)."""
+    if isinstance(value, dict):
+        return {k: data_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [data_copy(v) for v in value]
+    return value
 
 
 def is_zero(value: Any) -> bool:
@@ -34,9 +43,9 @@ def merge_override(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:
             if isinstance(current, dict):
                 out[key] = merge_override(current, value)
             elif value or current is None:
-                out[key] = copy.deepcopy(value)
+                out[key] = data_copy(value)
         elif not is_zero(value):
-            out[key] = copy.deepcopy(value)
+            out[key] = data_copy(value)
     return out
 
 
@@ -47,7 +56,7 @@ def merge_probe(default: dict[str, Any] | None, user: dict[str, Any]) -> dict[st
     default handler instead of being merged beside it (which the API server rejects).
     """
     if default is None:
-        return copy.deepcopy(user)
+        return dict(data_copy(user))
     base = dict(default)
     if any(h in user for h in PROBE_HANDLERS):
         for h in PROBE_HANDLERS:

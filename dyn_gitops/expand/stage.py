@@ -8,13 +8,13 @@ counted while expanding, so an expansion bomb is stopped before it is made.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import keys
 from ..errors import NotSupportedError, Problem, RenderError
+from ..merge import data_copy
 from ..models.v1alpha1 import DynamoGraphDeployment
 from ..models.versions import V1BETA1
 from ..parse import Document, located
@@ -193,7 +193,7 @@ def _source_to_emit(
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
         stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
     else:
-        out = copy.deepcopy(data)
+        out = data_copy(data)
     if stamps:
         meta = out.setdefault("metadata", {})
         meta["annotations"] = {**(meta.get("annotations") or {}), **stamps}

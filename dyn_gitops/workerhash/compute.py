@@ -15,12 +15,12 @@ keeps its worker Deployments without a rollout.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 from typing import Any
 
 from .. import keys, kvtransfer, naming
+from ..merge import data_copy
 from ..models.v1alpha1 import KVTransferPolicy
 from .gojson import encode, string
 from .hub import MAIN, HubComponent, HubGraph
@@ -117,7 +117,7 @@ def _worker_dcd(
     g: HubGraph, c: HubComponent, has_epp: bool, backend: str | None
 ) -> tuple[Obj, Obj, Obj]:
     """(DCD labels, DCD annotations, DCD spec) as ``generateSingleDCD`` makes them."""
-    spec: Obj = copy.deepcopy(c.spec)
+    spec: Obj = data_copy(c.spec)
     if backend:
         spec["backendFramework"] = backend
     tpl_labels = ((spec.get("podTemplate") or {}).get("metadata") or {}).get("labels") or {}

@@ -10,13 +10,18 @@ Keys the Go type does not have are dropped, as the API server prunes them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from json.encoder import encode_basestring
 from typing import Any
 
 from . import golayout
 from .quantity import canonical
 
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_HTML = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+# Go escapes what the stdlib's JSON string encoder does (\b \f \n \r \t, other control
+# characters as \u00xx, lowercase) plus these, HTML-safe: translated after encoding.
+_HTML = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
 
 
 class GoTypeError(ValueError):
@@ -24,18 +29,7 @@ class GoTypeError(ValueError):
 
 
 def string(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ch in _HTML:
-            out.append(_HTML[ch])
-        elif ch < " ":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return encode_basestring(text).translate(_HTML)
 
 
 def _float(value: float) -> str:
@@ -112,47 +106,103 @@ def _is_zero(kind: str, value: Any) -> bool:
     return _is_empty(kind, value)
 
 
+Encoder = Callable[[Any], str]
+_ENCODERS: dict[str, Encoder] = {}
+
+
 def encode(kind: str, value: Any) -> str:
     """Go's ``json.Marshal`` of ``value`` typed ``kind`` (a ``golayout`` type reference);
     ``None`` is the Go zero value."""
+    return encoder(kind)(value)
+
+
+def encoder(kind: str) -> Encoder:
+    """The encoding function of ``kind``, built once (the hash encodes many specs)."""
+    fn = _ENCODERS.get(kind)
+    if fn is None:
+        fn = _ENCODERS[kind] = _build(kind)
+    return fn
+
+
+def _int(value: Any) -> str:
+    if value is None:
+        return "0"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GoTypeError(f"expected an integer, found {value!r}")
+    return str(value)
+
+
+def _build(kind: str) -> Encoder:
     head, _, rest = kind.partition(":")
     if head == "ptr":
-        return "null" if value is None else encode(rest, value)
+        inner = encoder(rest)
+        return lambda v: "null" if v is None else inner(v)
     if head == "string":
-        return string("" if value is None else str(value))
+        return lambda v: string("" if v is None else str(v))
     if head == "bool":
-        return "true" if value else "false"
+        return lambda v: "true" if v else "false"
     if head == "int":
-        if value is None:
-            return "0"
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise GoTypeError(f"expected an integer, found {value!r}")
-        return str(value)
+        return _int
     if head == "float":
-        return "0" if value is None else _float(float(value))
+        return lambda v: "0" if v is None else _float(float(v))
     if head == "slice":
+        return _slice(encoder(rest))
+    if head == "map":
+        return _map(encoder(rest))
+    if head == "struct":
+        return lambda v: _struct(rest, v)
+    if head == "marshaler":
+        return lambda v: _marshaler(rest, v)
+    if head == "bytes":
+        raise GoTypeError("byte slices are not expected in a DCD spec")
+    return _any
+
+
+def _slice(item: Encoder) -> Encoder:
+    def enc(value: Any) -> str:
         if value is None:
             return "null"
         if not isinstance(value, list):
             raise GoTypeError(f"expected a list, found {type(value).__name__}")
-        return "[" + ",".join(encode(rest, v) for v in value) + "]"
-    if head == "map":
+        return "[" + ",".join(map(item, value)) + "]"
+
+    return enc
+
+
+def _map(item: Encoder) -> Encoder:
+    def enc(value: Any) -> str:
         if value is None:
             return "null"
         if not isinstance(value, dict):
             raise GoTypeError(f"expected a mapping, found {type(value).__name__}")
-        return (
-            "{"
-            + ",".join(f"{string(str(k))}:{encode(rest, value[k])}" for k in sorted(value))
-            + "}"
+        return "{" + ",".join(f"{string(str(k))}:{item(value[k])}" for k in sorted(value)) + "}"
+
+    return enc
+
+
+#: per struct: (``"name":`` prefix, name, encoder, kind, omitempty, omitzero, dropped
+#: when absent)
+_Plan = tuple[tuple[str, str, Encoder, str, bool, bool, bool], ...]
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(name: str) -> _Plan:
+    plan = _PLANS.get(name)
+    if plan is None:
+        plan = tuple(
+            (
+                string(field) + ":",
+                field,
+                encoder(kind),
+                kind,
+                omitempty,
+                omitzero,
+                omitzero or (omitempty and not kind.startswith(("struct:", "marshaler:"))),
+            )
+            for field, kind, omitempty, omitzero in golayout.STRUCTS[name]
         )
-    if head == "struct":
-        return _struct(rest, value)
-    if head == "marshaler":
-        return _marshaler(rest, value)
-    if head == "bytes":
-        raise GoTypeError("byte slices are not expected in a DCD spec")
-    return _any(value)
+        _PLANS[name] = plan
+    return plan
 
 
 def _struct(name: str, value: Any) -> str:
@@ -161,11 +211,14 @@ def _struct(name: str, value: Any) -> str:
     if not isinstance(value, dict):
         raise GoTypeError(f"expected a mapping for {name}, found {type(value).__name__}")
     parts = []
-    for field, kind, omitempty, omitzero in golayout.STRUCTS[name]:
+    for prefix, field, enc, kind, omitempty, omitzero, drop_absent in _plan(name):
         item = value.get(field)
-        if (omitempty and _is_empty(kind, item)) or (omitzero and _is_zero(kind, item)):
+        if item is None:
+            if drop_absent:
+                continue
+        elif (omitempty and _is_empty(kind, item)) or (omitzero and _is_zero(kind, item)):
             continue
-        parts.append(f"{string(field)}:{encode(kind, item)}")
+        parts.append(prefix + enc(item))
     return "{" + ",".join(parts) + "}"
 
 

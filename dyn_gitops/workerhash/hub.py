@@ -16,12 +16,11 @@ Plain data in and out (the JSON field names), so the worker hash can encode it a
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import naming
-from ..merge import merge_override
+from ..merge import data_copy, merge_override
 from ..models.versions import V1ALPHA1
 
 Obj = dict[str, Any]
@@ -86,7 +85,7 @@ def _resource_list(item: Obj | None) -> Obj | None:
 def _resources(res: Obj) -> Obj:
     out: Obj = {}
     if res.get("claims"):
-        out["claims"] = copy.deepcopy(res["claims"])
+        out["claims"] = data_copy(res["claims"])
     for side in ("limits", "requests"):
         if res.get(side) is not None:
             values = _resource_list(res[side])
@@ -132,12 +131,12 @@ def _main_from_dedicated(svc: Obj) -> Obj:
     if svc.get("resources") is not None:
         main["resources"] = _resources(svc["resources"])
     if svc.get("envs"):
-        main["env"] = copy.deepcopy(svc["envs"])
+        main["env"] = data_copy(svc["envs"])
     if svc.get("envFromSecret"):
         main["envFrom"] = [{"secretRef": {"name": svc["envFromSecret"]}}]
     for probe in ("livenessProbe", "readinessProbe"):
         if svc.get(probe) is not None:
-            main[probe] = copy.deepcopy(svc[probe])
+            main[probe] = data_copy(svc[probe])
     mounts = [
         {"name": m.get("name", ""), "mountPath": m.get("mountPoint") or ""}
         for m in svc.get("volumeMounts") or []
@@ -156,7 +155,7 @@ def _pod_template(svc: Obj) -> Obj | None:
     tpl_meta = {k: dict(meta[k]) for k in ("annotations", "labels") if meta.get(k)}
     if tpl_meta:
         tpl["metadata"] = tpl_meta
-    eps = copy.deepcopy(svc.get("extraPodSpec") or {})
+    eps = data_copy(svc.get("extraPodSpec") or {})
     user_main = eps.pop("mainContainer", None)
     pod: Obj = eps
     main = _main_from_dedicated(svc)
@@ -173,7 +172,7 @@ def _pod_template(svc: Obj) -> Obj | None:
         if mounts:
             main["volumeMounts"] = mounts
         if user_main.get("startupProbe") is not None:
-            main["startupProbe"] = copy.deepcopy(user_main["startupProbe"])
+            main["startupProbe"] = data_copy(user_main["startupProbe"])
     main["name"] = MAIN
     pod["containers"] = [main] + [c for c in pod.get("containers") or [] if c.get("name") != MAIN]
     sidecar = svc.get("frontendSidecar")
@@ -184,7 +183,7 @@ def _pod_template(svc: Obj) -> Obj | None:
         if sidecar.get("args"):
             ctr["args"] = list(sidecar["args"])
         if sidecar.get("envs"):
-            ctr["env"] = copy.deepcopy(sidecar["envs"])
+            ctr["env"] = data_copy(sidecar["envs"])
         if sidecar.get("envFromSecret"):
             ctr["envFrom"] = [{"secretRef": {"name": sidecar["envFromSecret"]}}]
         pod["containers"].append(ctr)
@@ -262,7 +261,7 @@ def _experimental(svc: Obj) -> Obj | None:
         }
     checkpoint = svc.get("checkpoint")
     if checkpoint is not None:
-        cp = copy.deepcopy(checkpoint)
+        cp = data_copy(checkpoint)
         for key in ("mode", "startupPolicy", "deletionPolicy"):
             if key in cp:
                 cp[key] = _mode(cp[key])
@@ -274,7 +273,7 @@ def component_from_alpha(name: str, svc: Obj) -> HubComponent:
     """``ConvertFromDynamoComponentDeploymentSharedSpec`` for the service ``name``."""
     out: Obj = {"name": name}
     if svc.get("providerOverride") is not None:
-        out["providerOverride"] = copy.deepcopy(svc["providerOverride"])
+        out["providerOverride"] = data_copy(svc["providerOverride"])
     ctype, sub = svc.get("componentType") or "", svc.get("subComponentType") or ""
     promoted = ctype == naming.WORKER and sub in _PROMOTED
     if promoted or ctype:
@@ -290,7 +289,7 @@ def component_from_alpha(name: str, svc: Obj) -> HubComponent:
         for role in ("leader", "worker"):
             if mn.get(role) is not None:
                 po = mn[role].get("providerOverride")
-                multinode[role] = {"providerOverride": copy.deepcopy(po)} if po else {}
+                multinode[role] = {"providerOverride": data_copy(po)} if po else {}
         out["multinode"] = multinode
     if svc.get("modelRef") is not None:
         out["modelRef"] = {
@@ -300,7 +299,7 @@ def component_from_alpha(name: str, svc: Obj) -> HubComponent:
         pack = svc["topologyConstraint"].get("packDomain")
         out["topologyConstraint"] = {"packDomain": pack} if pack else {}
     if svc.get("eppConfig") is not None:
-        out["eppConfig"] = copy.deepcopy(svc["eppConfig"])
+        out["eppConfig"] = data_copy(svc["eppConfig"])
     shm = svc.get("sharedMemory")
     if shm is not None:
         if shm.get("disabled"):
@@ -390,7 +389,7 @@ def graph(data: Obj, default_namespace: str) -> HubGraph:
     spec = data.get("spec") or {}
     if data.get("apiVersion") == V1ALPHA1:
         hub_spec: Obj = {
-            k: copy.deepcopy(spec[k])
+            k: data_copy(spec[k])
             for k in (
                 "annotations",
                 "labels",
@@ -404,7 +403,7 @@ def graph(data: Obj, default_namespace: str) -> HubGraph:
             if spec.get(k) is not None
         }
         if spec.get("envs"):
-            hub_spec["env"] = copy.deepcopy(spec["envs"])
+            hub_spec["env"] = data_copy(spec["envs"])
         services = spec.get("services") or {}
         components = [
             component_from_alpha(name, services[name] or {})
@@ -412,9 +411,9 @@ def graph(data: Obj, default_namespace: str) -> HubGraph:
             if services[name] is not None
         ]
     else:
-        hub_spec = {k: copy.deepcopy(v) for k, v in spec.items() if k != "components"}
+        hub_spec = {k: data_copy(v) for k, v in spec.items() if k != "components"}
         components = [
-            HubComponent(spec=apply_pod_defaults(copy.deepcopy(c)))
+            HubComponent(spec=apply_pod_defaults(data_copy(c)))
             for c in spec.get("components") or []
             if isinstance(c, dict)
         ]
