@@ -16,40 +16,28 @@ keeps its worker Deployments without a rollout.
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 from .. import keys, kvtransfer, naming
 from ..merge import data_copy
 from ..models.v1alpha1 import KVTransferPolicy
+from ..runtimeversion import RuntimeVersionError, Version, resolve
 from .gojson import encode, string
 from .hub import MAIN, HubComponent, HubGraph
 
 Obj = dict[str, Any]
 PLACEHOLDER = "worker-hash-placeholder"
-FIRST_HASHED_RUNTIME = (1, 5, 0)
+FIRST_HASHED_RUNTIME = Version(1, 5, 0)
 _SPEC = "struct:api/v1beta1.DynamoComponentDeploymentSpec"
-_SEMVER_TAG = re.compile(
-    r"[vV]?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
-    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
-)
 
 
-def _image_tag(image: str) -> str:
-    ref = image.strip().split("@", 1)[0]
-    slash, colon = ref.rfind("/"), ref.rfind(":")
-    return ref[colon + 1 :] if colon > slash else ""
-
-
-def _runtime_version(component: Obj) -> tuple[int, int, int] | None:
-    """``runtimeversion.Resolve`` of the main container image or the override."""
-    override = component.get("runtimeVersionOverride") or ""
-    text = override.strip() if override else _image_tag(_main_image(component)).strip()
-    if override and text[:1] in "vV":
-        return None  # the override is strict semver without a prefix
-    match = _SEMVER_TAG.fullmatch(text)
-    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+def _runtime_version(component: Obj) -> Version | None:
+    """``runtimeversion.Resolve`` of the main container image or the override (None: does
+    not resolve, which the hash leaves out like a version before 1.5.0)."""
+    try:
+        return resolve(_main_image(component), component.get("runtimeVersionOverride") or "")
+    except RuntimeVersionError:
+        return None
 
 
 def _main_image(component: Obj) -> str:
@@ -222,7 +210,7 @@ def hash_input(g: HubGraph) -> str:
         if kube_annotations:
             fields.append(f'"annotations":{encode("map:string", kube_annotations)}')
         if version is not None and version >= FIRST_HASHED_RUNTIME:
-            fields.append(f'"runtimeVersion":{string(".".join(map(str, version)))}')
+            fields.append(f'"runtimeVersion":{string(str(version))}')
         fields.append(f'"spec":{encode(_SPEC, spec)}')
         parts[c.name] = "{" + ",".join(fields) + "}"
     return "{" + ",".join(f"{string(n)}:{parts[n]}" for n in sorted(parts)) + "}"
