@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import naming
 from ..merge import data_copy, merge_override
-from ..models.versions import V1ALPHA1
+from ..models.versions import V1ALPHA1, V1BETA1
 
 Obj = dict[str, Any]
 MAIN = "main"
@@ -387,7 +387,9 @@ def graph(data: Obj, default_namespace: str) -> HubGraph:
     """The hub form of a DGD document (either served version)."""
     meta = data.get("metadata") or {}
     spec = data.get("spec") or {}
-    if data.get("apiVersion") == V1ALPHA1:
+    if data.get("apiVersion") == V1ALPHA1 or (
+        data.get("apiVersion") != V1BETA1 and "services" in spec
+    ):
         hub_spec: Obj = {
             k: data_copy(spec[k])
             for k in (
