@@ -1134,6 +1134,20 @@ def test_vllm_mp_worker_waits_for_leader(
     ]
 
 
+@pytest.mark.parametrize(
+    "backend_arg",
+    [["--distributed-executor-backend=mp"], ["--distributed-executor-backend", "mp"]],
+)
+def test_vllm_worker_written_with_mp_waits_for_leader(backend_arg: list[str]) -> None:
+    # shouldInjectVLLMMpWaitLeaderInit / containerCommandLineHasArg (backend_vllm.go,
+    # utils.go @ 2a6da14c8): any worker whose command line runs the mp executor, also one
+    # the user wrote (here cross-node data parallel, so no flags were injected for it)
+    c = container(["python3", "-m", "dynamo.vllm"], [DP, "16", *backend_arg], gpus="8")
+    pod: Obj = {"containers": [c]}
+    multinode.vllm(c, pod, WORKER, 2, {}, "cm", lws_addr())
+    assert [i["name"] for i in pod["initContainers"]] == ["wait-for-leader-mp"]
+
+
 def test_wait_leader_config_map() -> None:
     # Go: TestGenerateWaitLeaderConfigMap, TestGetWaitLeaderConfigMapName. The script is
     # the operator's WaitLeaderScript (backend_vllm.go @ 2a6da14c8), byte for byte as the
@@ -1699,3 +1713,36 @@ def test_single_node_workers_are_left_alone(tmp_path: Path) -> None:
         assert not {"OMPI_MCA_orte_keep_fqdn_hostnames", "VLLM_NIXL_SIDE_CHANNEL_HOST"} & {
             e["name"] for e in main.get("env") or []
         }, backend
+
+
+# ========================================================================= vLLM elastic EP
+def test_vllm_multinode_elastic_ep_runs_one_ray_cluster() -> None:
+    # injectElasticEPRayLaunchFlags, multinode roles (backend_vllm.go @ 2a6da14c8, #8216):
+    # no tensor parallelism over nodes, --enable-elastic-ep: the leader heads a Ray cluster
+    # (POSIX-quoted engine command after a bounded wait for the head's port), a worker
+    # joins once the leader's /live is 200. (Single-pod elastic EP is refused in podspec.)
+    args = ["--enable-elastic-ep", "--data-parallel-backend", "ray", "--tag", "it's"]
+    leader = container(["python3", "-m", "dynamo.vllm"], args, gpus="8")
+    multinode.vllm(leader, {"containers": [leader]}, LEADER, 2, {}, "cm", lws_addr())
+    assert leader["command"] == ["/bin/sh", "-c"]
+    assert leader["args"] == [
+        'ray start --head --port=6379 --block & i=0; until python3 -c "import socket; '
+        "s=socket.create_connection(('127.0.0.1',6379),timeout=1); s.close()\" 2>/dev/null; "
+        'do i=$((i+1)); [ "$i" -ge 150 ] && { echo "ERROR: Ray head did not start within '
+        '300s" >&2; exit 1; }; sleep 2; done && python3 -m dynamo.vllm --enable-elastic-ep '
+        "--data-parallel-backend ray --tag 'it'\\''s'"
+    ]
+    worker = with_probes(container(["python3", "-m", "dynamo.vllm"], args, gpus="8"))
+    multinode.vllm(worker, {"containers": [worker]}, WORKER, 2, {}, "cm", lws_addr())
+    assert worker["args"] == [
+        'i=0; until python3 -c "import urllib.request; urllib.request.urlopen('
+        "'http://$(LWS_LEADER_ADDRESS):9090/live', timeout=5)\" 2>/dev/null; do "
+        'i=$((i+1)); [ "$i" -ge 720 ] && { echo "ERROR: leader /live did not become ready '
+        "within 3h\" >&2; exit 1; }; echo 'waiting for leader dynamo.vllm /live to return "
+        "200...'; sleep 15; done && ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"
+    ]
+    assert not PROBES & set(worker)
+    # no command: the image's entrypoint is unknown, the leader is left as written
+    bare = container(None, args, gpus="8")
+    multinode.vllm(bare, {"containers": [bare]}, LEADER, 2, {}, "cm", lws_addr())
+    assert "command" not in bare and bare["args"] == args

@@ -60,19 +60,6 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                     "(LeaderWorkerSet) or the setting grove to true (Grove)",
                 )
             )
-        if (
-            is_multinode(svc)
-            and not on_grove
-            and svc.scalingAdapter is not None
-            and svc.scalingAdapter.enabled
-        ):
-            out.append(
-                Problem.at(
-                    _svc(name, "scalingAdapter"),
-                    "a scaling adapter on a multinode service is not yet "
-                    "supported (its replicas are LeaderWorkerSets)",
-                )
-            )
         if svc.checkpoint and svc.checkpoint.get("enabled"):
             out.append(
                 Problem.at(_svc(name, "checkpoint"), "checkpoint/restore is not yet supported")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import keys
+from .. import keys, naming
 from . import multinode
 from .objects import meta
 from .wait_leader import WAIT_FOR_LEADER_SCRIPT
@@ -20,10 +20,6 @@ from .wait_leader import WAIT_FOR_LEADER_SCRIPT
 Obj = dict[str, Any]
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
-
-
-def leader_worker_set_name(dcd_name: str) -> str:
-    return f"{dcd_name}-0"
 
 
 def wait_leader_config_map_name(dgd_name: str) -> str:
@@ -77,6 +73,6 @@ def leader_worker_set(
     return {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
-        "metadata": meta(leader_worker_set_name(dcd_name), namespace, labels, annotations),
+        "metadata": meta(naming.leader_worker_set_name(dcd_name), namespace, labels, annotations),
         "spec": spec,
     }

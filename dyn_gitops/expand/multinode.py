@@ -284,6 +284,8 @@ def vllm(
         else:
             c["command"] = ["/bin/sh", "-c"]
             c["args"] = [f"ray start --address={addr.leader_host}:{RAY_PORT} --block"]
+    elif "--enable-elastic-ep" in tokens:  # one Ray cluster over every node
+        _elastic_ep(c, role, addr)
     elif gpus and world * dp > gpus:  # data parallelism spans nodes
         local = gpus // world
         total = dp if dp != 1 else local * nodes
@@ -306,10 +308,67 @@ def vllm(
         )
     if role == WORKER:
         _drop_probes(c)
-        if "--distributed-executor-backend mp" in " ".join(
-            [*(c.get("command") or []), *(c.get("args") or [])]
-        ):
+        if command_line_has_arg(c, "--distributed-executor-backend", "mp"):
             _wait_for_leader(c, pod, wait_leader_cm, addr.leader_host)
+
+
+_POSIX_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+\Z")
+
+
+def quote_posix(token: str) -> str:
+    """``shellQuotePOSIX`` (utils.go @ 2a6da14c8): one argv token through ``sh -c``,
+    single-quoted unless every character is shell-neutral."""
+    if _POSIX_SAFE.match(token):
+        return token
+    return "'" + token.replace("'", "'\\''") + "'"
+
+
+def _elastic_ep(c: Obj, role: str, addr: Addressing) -> None:
+    """``injectElasticEPRayLaunchFlags`` for a multinode leader / worker (#8216, v1.2;
+    backend_vllm.go @ 2a6da14c8): the leader starts a Ray head, waits up to 300 s for its
+    port, then runs vLLM; a worker joins only once the leader's ``/live`` answers 200, so
+    that vLLM places the initial data-parallel ranks on the leader's GPUs alone."""
+    if role == LEADER:
+        if not c.get("command"):
+            return  # the image's entrypoint is unknown: left as written, no Ray head
+        vllm_command = " ".join(
+            quote_posix(t) for t in [*(c.get("command") or []), *(c.get("args") or [])]
+        ).strip()
+        c["args"] = [
+            f"ray start --head --port={RAY_PORT} --block & i=0; until python3 -c "
+            f"\"import socket; s=socket.create_connection(('127.0.0.1',{RAY_PORT}),timeout=1); "
+            's.close()" 2>/dev/null; do i=$((i+1)); [ "$i" -ge 150 ] && { echo "ERROR: Ray '
+            'head did not start within 300s" >&2; exit 1; }; sleep 2; done && ' + vllm_command
+        ]
+    else:
+        live = f"http://{addr.leader_host}:{defaults.SYSTEM_PORT}/live"
+        gate = (
+            f"i=0; until python3 -c \"import urllib.request; urllib.request.urlopen('{live}', "
+            'timeout=5)" 2>/dev/null; do i=$((i+1)); [ "$i" -ge 720 ] && { echo "ERROR: '
+            "leader /live did not become ready within 3h\" >&2; exit 1; }; echo 'waiting for "
+            "leader dynamo.vllm /live to return 200...'; sleep 15; done"
+        )
+        c["args"] = [f"{gate} && ray start --address={addr.leader_host}:{RAY_PORT} --block"]
+    c["command"] = ["/bin/sh", "-c"]
+
+
+def _has_arg(tokens: list[str], flag: str, value: str) -> bool:
+    """``hasArg`` (internal/dynamo/utils.go @ 2a6da14c8): ``flag value`` or ``flag=value``
+    inside a token, or the two as adjacent tokens."""
+    joined, equals = f"{flag} {value}", f"{flag}={value}"
+    return any(
+        joined in tok or equals in tok or (tok == flag and tokens[i + 1 : i + 2] == [value])
+        for i, tok in enumerate(tokens)
+    )
+
+
+def command_line_has_arg(c: Obj, flag: str, value: str) -> bool:
+    """``containerCommandLineHasArg``: over command + args, as written or split on
+    whitespace (a user's own ``--distributed-executor-backend mp`` counts too)."""
+    line = [*(c.get("command") or []), *(c.get("args") or [])]
+    return _has_arg(line, flag, value) or _has_arg(
+        [t for a in line for t in a.split()], flag, value
+    )
 
 
 def _wait_for_leader(c: Obj, pod: Obj, config_map: str, leader_host: str) -> None:
