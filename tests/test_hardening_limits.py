@@ -273,8 +273,9 @@ def test_max_node_count(src: Path) -> None:
 
 
 def test_huge_counts_are_refused_before_anything_is_made(src: Path) -> None:
-    """One LeaderWorkerSet per replica, one address per node: with these counts, any work per
-    replica or node before the check would exhaust the machine instead of exiting 1."""
+    """One address per node (and, before native LWS scaling, #9612, one LeaderWorkerSet per
+    replica): with these counts, any work per replica or node before the check would
+    exhaust the machine instead of exiting 1."""
     big = 10**30
     alpha = DGD.replace(
         "      replicas: 3\n",
