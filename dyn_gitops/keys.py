@@ -26,7 +26,8 @@ LABEL_APP_COMPONENT: Final = "app.kubernetes.io/component"
 LABEL_APP_NAME: Final = "app.kubernetes.io/name"
 #: LeaderWorkerSet pod templates: leader | worker (the multinode Service selects leaders)
 LABEL_ROLE: Final = "role"
-#: LeaderWorkerSet, its pod templates and Volcano PodGroup: the DCD replica index
+#: the replica index on the per-replica LeaderWorkerSets and PodGroups of operators before
+#: native LWS scaling (#9612, v1.2); never rendered now (the operator deletes those objects)
 LABEL_INSTANCE_ID: Final = "instance-id"
 #: Grove cliques under the Kai scheduler: the Kai queue
 LABEL_KAI_QUEUE: Final = "kai.scheduler/queue"
@@ -49,7 +50,7 @@ ANN_DISABLE_PULL_SECRET_DISCOVERY: Final = "nvidia.com/disable-image-pull-secret
 ANN_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
 #: DGD metadata: the Kai scheduler queue of its Grove cliques (default "dynamo")
 ANN_KAI_QUEUE: Final = "nvidia.com/kai-scheduler-queue"
-#: Volcano gang of a LeaderWorkerSet pod (the PodGroup name)
+#: Volcano gang of a LeaderWorkerSet pod before native LWS scaling (#9612); never rendered now
 ANN_VOLCANO_GROUP: Final = "scheduling.k8s.io/group-name"
 #: kvTransferPolicy (#9879): on worker pods, the node label the operator's topology-label
 #: controller copies onto the pod, or the Grove ClusterTopologyBinding whose levels it copies

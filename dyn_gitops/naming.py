@@ -77,6 +77,12 @@ def component_name(dgd_name: str, service: str, worker_hash: str | None) -> str:
     return f"{base}-{worker_hash}" if worker_hash else base
 
 
+def leader_worker_set_name(dcd_name: str) -> str:
+    """A multinode DCD's one LeaderWorkerSet (``leaderWorkerSetName`` @ 2a6da14c8): the name
+    the first per-replica set had before native scaling (#9612), so it adopts that one."""
+    return f"{dcd_name}-0"
+
+
 def clique_names(service: str, multinode: bool) -> list[str]:
     """The PodCliqueSet cliques a service renders to: ``<svc>``, or for a multinode service
     its leader and worker cliques ``<svc>-ldr`` and ``<svc>-wkr``."""

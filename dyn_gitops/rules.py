@@ -105,7 +105,8 @@ def limit_checks(
     dgd: DynamoGraphDeployment, *, max_replicas: int, max_node_count: int
 ) -> Iterator[Problem]:
     """The runner's ceilings (settings max-replicas, max-node-count), checked before anything
-    is expanded: LeaderWorkerSets are made per replica and pod addresses per node."""
+    is expanded: pod addresses are written per node (a replica count costs nothing to expand
+    since one LeaderWorkerSet scales natively, #9612, but stays a bound on what is asked)."""
     for name, svc in sorted((dgd.spec.services or {}).items()):
         counts: list[tuple[FieldPath, object]] = [(("replicas",), svc.replicas)]
         if isinstance(svc.autoscaling, dict):

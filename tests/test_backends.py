@@ -11,9 +11,8 @@ TestGenerateWaitLeaderConfigMap, TestGetWaitLeaderConfigMapName, TestShouldUseMp
 TestShellQuoteForBashC, ..._InLeaderCommand, TestTRTLLMBackend_UpdateContainer,
 ..._UpdatePodSpec, ..._hostNamesList, ..._addSSHVolumeMount, ..._setupLeaderContainer,
 ..._setupWorkerContainer, ..._getGPUsPerNode. The single-node cases are one render test
-at the end. The SSH setup and sshd shell text is our own (it differs from upstream on
-purpose): the TRT-LLM tests pin the mpirun command, hosts, probes, volumes and env, not
-that text.
+at the end. The SSH setup, sshd and DNS-wait shell text is the operator's
+(backend_trtllm.go @ 2a6da14c8, ERRATA 3), pinned in full.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import render_objects
+from conftest import CONFORMANCE, render_objects
 
 from dyn_gitops import keys, naming
 from dyn_gitops.expand import lws, multinode
@@ -1135,27 +1134,48 @@ def test_vllm_mp_worker_waits_for_leader(
     ]
 
 
+@pytest.mark.parametrize(
+    "backend_arg",
+    [["--distributed-executor-backend=mp"], ["--distributed-executor-backend", "mp"]],
+)
+def test_vllm_worker_written_with_mp_waits_for_leader(backend_arg: list[str]) -> None:
+    # shouldInjectVLLMMpWaitLeaderInit / containerCommandLineHasArg (backend_vllm.go,
+    # utils.go @ 2a6da14c8): any worker whose command line runs the mp executor, also one
+    # the user wrote (here cross-node data parallel, so no flags were injected for it)
+    c = container(["python3", "-m", "dynamo.vllm"], [DP, "16", *backend_arg], gpus="8")
+    pod: Obj = {"containers": [c]}
+    multinode.vllm(c, pod, WORKER, 2, {}, "cm", lws_addr())
+    assert [i["name"] for i in pod["initContainers"]] == ["wait-for-leader-mp"]
+
+
 def test_wait_leader_config_map() -> None:
-    # Go: TestGenerateWaitLeaderConfigMap, TestGetWaitLeaderConfigMapName. The script is our
-    # own (docs/reference-behaviour.md): it waits for the leader's port, without the
-    # operator's Kubernetes API pod-health check.
+    # Go: TestGenerateWaitLeaderConfigMap, TestGetWaitLeaderConfigMapName. The script is
+    # the operator's WaitLeaderScript (backend_vllm.go @ 2a6da14c8), byte for byte as the
+    # operator wrote it (conformance/operator-output): leader pod Running per the API
+    # server (TCP only without RBAC), then its port
     assert lws.wait_leader_config_map_name("foo") == "foo-wait-leader-script"
     cm = lws.wait_leader_config_map("my-dgd", "my-ns")
     assert (cm["metadata"]["name"], cm["metadata"]["namespace"]) == (
         "my-dgd-wait-leader-script",
         "my-ns",
     )
-    assert cm["metadata"]["labels"][keys.LABEL_GRAPH_NAME] == "my-dgd"
+    assert cm["metadata"]["labels"] == {keys.LABEL_GRAPH_NAME: "my-dgd"}
     assert list(cm["data"]) == ["wait-for-leader.py"]
     script = cm["data"]["wait-for-leader.py"]
-    for fact in (
-        'os.environ["LEADER_HOST"]',
-        '"LEADER_PORT"',
-        "socket.create_connection",
-        "time.sleep(5)",
-    ):
-        assert fact in script
     compile(script, "wait-for-leader.py", "exec")
+    assert "fieldSelector=status.podIP={ip}" in script and 'if phase != "Running"' in script
+    made = (
+        CONFORMANCE.parent
+        / "operator-output"
+        / "examples__backends__vllm__deploy__disagg-multinode.yaml"
+    )
+    if made.exists():
+        theirs = next(
+            d
+            for d in yaml.safe_load_all(made.read_text(encoding="utf-8"))
+            if d and d["kind"] == "ConfigMap"
+        )
+        assert theirs["data"] == cm["data"]
 
 
 # Go: TestShouldUseMpBackend (the whole table)
@@ -1201,13 +1221,53 @@ OMPI_ENV = {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "1"}
 # the -x list of the Go UpdateContainer cases: the fixed set plus the container's env,
 # which by then holds OMPI_MCA_orte_keep_fqdn_hostnames
 X_LIST = (
-    "-x CUDA_VISIBLE_DEVICES -x HF_DATASETS_CACHE -x HF_ENDPOINT -x HF_HOME -x HF_TOKEN "
+    "-x CPATH -x CUDA_VISIBLE_DEVICES -x HF_DATASETS_CACHE -x HF_ENDPOINT -x HF_HOME -x HF_TOKEN "
     "-x HOME -x HUGGING_FACE_HUB_TOKEN -x LD_LIBRARY_PATH -x MODEL_PATH -x NCCL_DEBUG "
     "-x NCCL_IB_DISABLE -x NCCL_P2P_DISABLE -x OMPI_MCA_orte_keep_fqdn_hostnames -x PATH "
     "-x PYTHONPATH -x TENSORRT_LLM_CACHE_DIR -x TOKENIZERS_PARALLELISM "
-    "-x TRANSFORMERS_CACHE -x TRTLLM_USE_UCX_KVCACHE -x USER"
+    "-x TRANSFORMERS_CACHE -x TRITON_PTXAS_PATH -x TRTLLM_USE_UCX_KVCACHE -x USER"
 )
 LWS_WORKER_1 = "$(echo \"$LWS_LEADER_ADDRESS\" | sed 's/\\./-1\\./')"
+# ERRATA 3 / backend_trtllm.go @ 2a6da14c8: the SSH client set-up both roles start with,
+# the worker's sshd (three host keys, a non-root sshd_config), the leader's DNS wait
+SSH_CLIENT = (
+    "ls -la /ssh-pk/",
+    "cp /ssh-pk/private.key $HOME/.ssh/id_rsa",
+    "cp /ssh-pk/private.key.pub $HOME/.ssh/id_rsa.pub",
+    "cp /ssh-pk/private.key.pub $HOME/.ssh/authorized_keys",
+    "chmod 600 $HOME/.ssh/id_rsa $HOME/.ssh/authorized_keys",
+    "chmod 644 $HOME/.ssh/id_rsa.pub",
+    "printf 'Host *\\nIdentityFile '$HOME'/.ssh/id_rsa\\nStrictHostKeyChecking no\\nPort 2222\\n'"
+    " > $HOME/.ssh/config",
+)
+LEADER_SSH = ("mkdir -p $HOME/.ssh", *SSH_CLIENT)
+WORKER_SSHD = " && ".join(
+    (
+        "mkdir -p $HOME/.ssh $HOME/.ssh/host_keys $HOME/.ssh/run",
+        *SSH_CLIENT,
+        "ssh-keygen -t rsa -f $HOME/.ssh/host_keys/ssh_host_rsa_key -N ''",
+        "ssh-keygen -t ecdsa -f $HOME/.ssh/host_keys/ssh_host_ecdsa_key -N ''",
+        "ssh-keygen -t ed25519 -f $HOME/.ssh/host_keys/ssh_host_ed25519_key -N ''",
+        "printf 'Port 2222\\nHostKey '$HOME'/.ssh/host_keys/ssh_host_rsa_key\\n"
+        "HostKey '$HOME'/.ssh/host_keys/ssh_host_ecdsa_key\\n"
+        "HostKey '$HOME'/.ssh/host_keys/ssh_host_ed25519_key\\n"
+        "PidFile '$HOME'/.ssh/run/sshd.pid\\nStrictModes no\\nPermitRootLogin yes\\n"
+        "PasswordAuthentication no\\nPubkeyAuthentication yes\\n"
+        "AuthorizedKeysFile '$HOME'/.ssh/authorized_keys\\n' > $HOME/.ssh/sshd_config",
+        "/usr/sbin/sshd -D -f $HOME/.ssh/sshd_config",
+    )
+)
+
+
+def dns_wait(workers: str) -> str:
+    return (
+        "TIMEOUT=300; START_TIME=$(date +%s); for worker in " + workers + "; do echo "
+        '"Waiting for DNS: $worker"; until getent hosts $worker >/dev/null 2>&1; do '
+        "CURRENT_TIME=$(date +%s); if [ $((CURRENT_TIME - START_TIME)) -gt $TIMEOUT ]; then "
+        'echo "ERROR: Timeout waiting for DNS: $worker"; exit 1; fi; echo "DNS not ready for '
+        '$worker, retrying..."; sleep 2; done; echo "\u2713 DNS resolved: $worker"; done; '
+        'echo "All workers DNS ready"'
+    )
 
 
 def grove_hosts(service: str, nodes: int) -> str:
@@ -1237,8 +1297,8 @@ def trt_pod(
 
 
 def launch_line(c: Obj) -> str:
-    """The leader's mpirun command: everything from ``mpirun`` on (before it: our own SSH
-    client setup and, on LWS, the DNS wait)."""
+    """The leader's mpirun command: everything from ``mpirun`` on (before it: the SSH
+    client set-up and, on LWS, the DNS wait)."""
     assert c["command"] == ["/bin/sh", "-c"] and len(c["args"]) == 1
     line: str = c["args"][0]
     return line[line.index("mpirun ") :]
@@ -1335,12 +1395,7 @@ def test_trtllm_worker() -> None:
             "timeoutSeconds": 5,
             "failureThreshold": 10,
         }
-        assert c["command"] == ["/bin/sh", "-c"] and len(c["args"]) == 1
-        script = c["args"][0]
-        assert "cp /ssh-pk/private.key $HOME/.ssh/id_rsa" in script
-        assert "Port 2222" in script
-        assert script.endswith("/usr/sbin/sshd -D -f $HOME/.ssh/sshd_config")
-        assert "some args" not in script and "original command" not in script
+        assert c["command"] == ["/bin/sh", "-c"] and c["args"] == [WORKER_SSHD]
 
 
 def test_trtllm_leader_lws_waits_for_worker_dns() -> None:
@@ -1357,11 +1412,17 @@ def test_trtllm_leader_lws_waits_for_worker_dns() -> None:
     assert launch_line(c) == mpirun(
         2, f"$(LWS_LEADER_ADDRESS),{LWS_WORKER_1}", "python3 --model test"
     )
-    # before mpirun, wait until every worker's name resolves (not the leader's own)
-    wait = c["args"][0][: c["args"][0].index("mpirun ")]
-    assert f"for h in {LWS_WORKER_1};" in wait and "getent hosts" in wait
-    assert "LWS_LEADER_ADDRESS)" not in wait
+    # before mpirun: the SSH client set-up, then wait until every worker's name resolves
+    # (not the leader's own), 300 s in all
+    assert c["args"][0] == " && ".join((*LEADER_SSH, dns_wait(LWS_WORKER_1), launch_line(c)))
     assert set(c) >= PROBES
+
+
+def test_trtllm_leader_grove_does_not_wait_for_dns() -> None:
+    # backend_trtllm.go @ 2a6da14c8 setupLeaderContainer: NeedsDNSWait is false on Grove
+    c = container(["python3", "-m", "dynamo.trtllm"], ["--model", "m"], gpus="1")
+    trt_pod(c, LEADER, 2, grove())
+    assert c["args"][0] == " && ".join((*LEADER_SSH, launch_line(c)))
 
 
 # Go: TestTRTLLMBackend_UpdatePodSpec (multinode cases), TestTRTLLMBackend_addSSHVolumeMount
@@ -1580,10 +1641,15 @@ def test_trtllm_leader_shell_command_without_args_launches_its_command() -> None
         pytest.param({}, 0, id="Empty resources - default to 0"),
         pytest.param({"requests": {naming.GPU_RESOURCE: "2"}}, 2, id="GPU in requests"),
         pytest.param({"limits": {naming.GPU_RESOURCE: "4"}}, 4, id="GPU in limits"),
+        # ResolveContainerGPUs (graph.go, internal/dra/dra.go @ 2a6da14c8; #12166): the
+        # count vLLM and TRT-LLM share reads limits first (the 1.1 TRT-LLM read requests)
         pytest.param(
             {"requests": {naming.GPU_RESOURCE: "3"}, "limits": {naming.GPU_RESOURCE: "8"}},
-            3,
-            id="GPU in both requests and limits - requests takes precedence",
+            8,
+            id="GPU in both requests and limits - limits take precedence",
+        ),
+        pytest.param(
+            {"limits": {"amd.com/gpu": "2"}}, 2, id="any GPU resource name (isGPUResourceName)"
         ),
         pytest.param(
             {"requests": {naming.GPU_RESOURCE: "invalid"}}, 0, id="Invalid GPU value - default to 0"
@@ -1647,3 +1713,36 @@ def test_single_node_workers_are_left_alone(tmp_path: Path) -> None:
         assert not {"OMPI_MCA_orte_keep_fqdn_hostnames", "VLLM_NIXL_SIDE_CHANNEL_HOST"} & {
             e["name"] for e in main.get("env") or []
         }, backend
+
+
+# ========================================================================= vLLM elastic EP
+def test_vllm_multinode_elastic_ep_runs_one_ray_cluster() -> None:
+    # injectElasticEPRayLaunchFlags, multinode roles (backend_vllm.go @ 2a6da14c8, #8216):
+    # no tensor parallelism over nodes, --enable-elastic-ep: the leader heads a Ray cluster
+    # (POSIX-quoted engine command after a bounded wait for the head's port), a worker
+    # joins once the leader's /live is 200. (Single-pod elastic EP is refused in podspec.)
+    args = ["--enable-elastic-ep", "--data-parallel-backend", "ray", "--tag", "it's"]
+    leader = container(["python3", "-m", "dynamo.vllm"], args, gpus="8")
+    multinode.vllm(leader, {"containers": [leader]}, LEADER, 2, {}, "cm", lws_addr())
+    assert leader["command"] == ["/bin/sh", "-c"]
+    assert leader["args"] == [
+        'ray start --head --port=6379 --block & i=0; until python3 -c "import socket; '
+        "s=socket.create_connection(('127.0.0.1',6379),timeout=1); s.close()\" 2>/dev/null; "
+        'do i=$((i+1)); [ "$i" -ge 150 ] && { echo "ERROR: Ray head did not start within '
+        '300s" >&2; exit 1; }; sleep 2; done && python3 -m dynamo.vllm --enable-elastic-ep '
+        "--data-parallel-backend ray --tag 'it'\\''s'"
+    ]
+    worker = with_probes(container(["python3", "-m", "dynamo.vllm"], args, gpus="8"))
+    multinode.vllm(worker, {"containers": [worker]}, WORKER, 2, {}, "cm", lws_addr())
+    assert worker["args"] == [
+        'i=0; until python3 -c "import urllib.request; urllib.request.urlopen('
+        "'http://$(LWS_LEADER_ADDRESS):9090/live', timeout=5)\" 2>/dev/null; do "
+        'i=$((i+1)); [ "$i" -ge 720 ] && { echo "ERROR: leader /live did not become ready '
+        "within 3h\" >&2; exit 1; }; echo 'waiting for leader dynamo.vllm /live to return "
+        "200...'; sleep 15; done && ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"
+    ]
+    assert not PROBES & set(worker)
+    # no command: the image's entrypoint is unknown, the leader is left as written
+    bare = container(None, args, gpus="8")
+    multinode.vllm(bare, {"containers": [bare]}, LEADER, 2, {}, "cm", lws_addr())
+    assert "command" not in bare and bare["args"] == args

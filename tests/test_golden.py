@@ -771,35 +771,32 @@ PROBES = {"livenessProbe", "readinessProbe", "startupProbe"}
 def test_facts_multinode_lws() -> None:
     """LeaderWorkerSet path (dynamo-objects.md 6, dynamo-pod-spec.md 6.1, 7.2-7.4)."""
     objs = objects("multinode-lws")
-    # sglang: replicas 2 -> two LWS + two PodGroups <dcd>-<i>; no Deployment for the worker
-    sg = sorted(
-        (
-            o
-            for o in objs
-            if o["kind"] == "LeaderWorkerSet" and o["metadata"]["name"].startswith("sglang-mn-")
-        ),
-        key=lambda o: o["metadata"]["name"],
-    )
-    assert len(sg) == 2 and not [
+    # sglang: replicas 2 -> one LWS <dcd>-0 natively scaled, no PodGroup (#9612, v1.2;
+    # generateLeaderWorkerSet @ 2a6da14c8); no Deployment for the worker. The sample's
+    # managed replicas: the companion controller sizes it, as a managed worker Deployment
+    sg = [
+        o
+        for o in objs
+        if o["kind"] == "LeaderWorkerSet" and o["metadata"]["name"].startswith("sglang-mn-")
+    ]
+    assert len(sg) == 1 and not [
         d for d in of_kind(objs, "Deployment") if pod_labels(d).get(COMPONENT) == "decode"
     ]
-    dcd = sg[0]["metadata"]["name"][:-2]
-    assert [o["metadata"]["name"] for o in sg] == [f"{dcd}-0", f"{dcd}-1"]
-    for i, lws in enumerate(sg):
-        assert lws["spec"]["replicas"] == 1 and lws["spec"]["startupPolicy"] == "LeaderCreated"
-        assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
-        assert lws["metadata"]["labels"]["instance-id"] == str(i)
-        group = get(objs, "PodGroup", lws["metadata"]["name"])
-        assert group["spec"] == {"minMember": 2}
-        for role in ("leader", "worker"):
-            tmpl = _role(lws, role)
-            assert tmpl["metadata"]["labels"]["role"] == role
-            assert "nvidia.com/selector" not in tmpl["metadata"]["labels"]
-            assert (
-                tmpl["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
-                == (lws["metadata"]["name"])
-            )
-            assert tmpl["spec"]["schedulerName"] == "volcano"
+    assert not of_kind(objs, "PodGroup")
+    lws = sg[0]
+    assert lws["metadata"]["name"].endswith("-0")
+    assert "replicas" not in lws["spec"] and lws["spec"]["startupPolicy"] == "LeaderCreated"
+    assert lws["metadata"]["annotations"]["dyn-gitops.io/managed-replicas"] == "true"
+    assert lws["metadata"]["annotations"]["dyn-gitops.io/desired-replicas"] == "2"
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    assert "instance-id" not in lws["metadata"]["labels"]
+    for role in ("leader", "worker"):
+        tmpl = _role(lws, role)
+        assert tmpl["metadata"]["labels"]["role"] == role
+        assert "nvidia.com/selector" not in tmpl["metadata"]["labels"]
+        assert "instance-id" not in tmpl["metadata"]["labels"]
+        assert "scheduling.k8s.io/group-name" not in tmpl["metadata"].get("annotations", {})
+        assert "schedulerName" not in tmpl["spec"]
     leader, worker = _role_main(sg[0], "leader"), _role_main(sg[0], "worker")
     assert leader["args"][-6:] == [
         "--dist-init-addr",

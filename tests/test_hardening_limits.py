@@ -118,19 +118,16 @@ def multinode_dgd(*, replicas: int, node_count: int) -> str:
 
 
 def test_max_objects_is_checked_before_leader_worker_sets_are_made(src: Path) -> None:
-    """A LeaderWorkerSet and a PodGroup per replica: refused before they are built."""
-    text = multinode_dgd(replicas=60, node_count=2)
-    (src / "dgd.yaml").write_text(text)
-    assert count(invoke_cli("render", str(src), "--lws")) > 120
-    res = invoke_cli("render", str(src), "--lws", "--max-objects", "119")
-    assert_refused(
-        res,
-        1,
-        "dgd.yaml:6: DynamoGraphDeployment/limits: spec.services: its "
-        "multinode services would make 120 LeaderWorkerSets and PodGroups "
-        "(one each per replica), more than the 119 objects allowed (setting "
-        "max-objects); nothing was expanded",
-    )
+    """Native LWS scaling (#9612, v1.2): one LeaderWorkerSet per multinode service whatever
+    its replicas, no PodGroup, so 60 replicas make no more objects than 1 and max-objects
+    is checked on what was made (nothing is refused up front any more)."""
+    one = multinode_dgd(replicas=1, node_count=2)
+    (src / "dgd.yaml").write_text(one)
+    made = count(invoke_cli("render", str(src), "--lws"))
+    (src / "dgd.yaml").write_text(multinode_dgd(replicas=60, node_count=2))
+    assert count(invoke_cli("render", str(src), "--lws")) == made < 20
+    res = invoke_cli("render", str(src), "--lws", "--max-objects", str(made - 1))
+    assert_refused(res, 1, f"more than the {made - 1} allowed (setting max-objects)")
 
 
 def test_max_output_bytes(src: Path, tmp_path: Path) -> None:
@@ -276,8 +273,9 @@ def test_max_node_count(src: Path) -> None:
 
 
 def test_huge_counts_are_refused_before_anything_is_made(src: Path) -> None:
-    """One LeaderWorkerSet per replica, one address per node: with these counts, any work per
-    replica or node before the check would exhaust the machine instead of exiting 1."""
+    """One address per node (and, before native LWS scaling, #9612, one LeaderWorkerSet per
+    replica): with these counts, any work per replica or node before the check would
+    exhaust the machine instead of exiting 1."""
     big = 10**30
     alpha = DGD.replace(
         "      replicas: 3\n",

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
+from dyn_gitops_operator.resources import LWS
 from support.fakecluster import FakeCluster
 from support.graphs import WORKER, rollout_step, worker_name
 from support.graphs import rollout_graph as graph
@@ -243,3 +244,67 @@ def test_the_decision_sizes_managed_workers_only() -> None:
     worker = next(n for n in c.deployments() if n.startswith("roll-vllmdecodeworker-"))
     assert {n: i.replicas for n, i in plan.intents.items()} == {worker: 3}
     assert plan.rolling_update is None and plan.rollout_state is None
+
+
+# ------------------------------------------------------------------ multinode (LeaderWorkerSet)
+def _multinode(image: str, desired: int) -> Obj:
+    dgd = graph(image, desired)
+    dgd["spec"]["services"][WORKER]["multinode"] = {"nodeCount": 2}
+    dgd["spec"]["services"][WORKER]["extraPodSpec"]["mainContainer"]["args"] = ["--model", "m"]
+    return dgd
+
+
+def _lws_step(c: FakeCluster) -> dict[str, tuple[int, int]]:
+    """The LeaderWorkerSet controller stand-in: a new group needs one step to become
+    ready, a removed group is gone at once. Returns {name: (spec, ready)}."""
+    out = {}
+    for lws in c.kube.list(LWS, c.ns, label_selector=f"nvidia.com/dynamo-component={WORKER}")[0]:
+        spec = int(lws["spec"].get("replicas", 1))
+        prev = int((lws.get("status") or {}).get("readyReplicas") or 0)
+        ready = min(spec, prev + 1)
+        status = {
+            "replicas": spec,
+            "readyReplicas": ready,
+            "updatedReplicas": spec,
+            "conditions": [{"type": "Available", "status": "True" if ready >= spec else "False"}],
+        }
+        if status != lws.get("status"):
+            c.kcm.update(LWS, {**lws, "status": status}, subresource="status")
+        out[lws["metadata"]["name"]] = (spec, ready)
+    return out
+
+
+def test_multinode_worker_generations_roll_like_deployments() -> None:
+    """A managed multinode worker is one natively scaled LeaderWorkerSet per generation
+    (#9612, v1.2): the controller sizes it to the desired replicas and, on a new worker
+    hash, surges the new set and drains the old one within the 25 % / 25 % budget (the
+    operator's rolling update of worker DCDs, whatever their workload), then deletes it."""
+    c = FakeCluster()
+    kinds = ("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet")
+    first = render([_multinode("img:1", 4)], c.ns, lws=True)
+    (old,) = [o["metadata"]["name"] for o in first if o["kind"] == "LeaderWorkerSet"]
+    c.apply(first, kinds=kinds)
+    c.set_status("roll-frontend")
+    for _ in range(10):
+        c.converge("roll")
+        _lws_step(c)
+    c.converge("roll")
+    assert c.kube.get(LWS, c.ns, old)["spec"]["replicas"] == 4
+    assert c.status("roll")["state"] == "successful"
+
+    second = render([_multinode("img:2", 4)], c.ns, lws=True)
+    (new,) = [o["metadata"]["name"] for o in second if o["kind"] == "LeaderWorkerSet"]
+    assert new != old and new.endswith("-0")
+    c.apply(second, kinds=kinds)
+    seen = []
+    for _ in range(40):
+        c.converge("roll")
+        state = _lws_step(c)
+        seen.append(state)
+        assert sum(s for s, _ in state.values()) <= 4 + 1, state
+        assert sum(r for _, r in state.values()) >= 4 - 1, state
+        if old not in state:
+            break
+    assert old not in seen[-1] and seen[-1][new][0] == 4
+    c.converge("roll")
+    assert c.status("roll")["rollingUpdate"]["phase"] == "Completed"

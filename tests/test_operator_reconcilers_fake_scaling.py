@@ -199,3 +199,49 @@ def test_grove_podclique_follows_the_adapter_through_scale() -> None:
     before = c.writes()
     c.converge("sglang-disagg")
     assert c.writes() == before  # at the wanted size: no /scale write
+
+
+@pytest.mark.parametrize("managed", [False, True])
+def test_a_multinode_service_behind_an_adapter_scales_its_leader_worker_set(managed: bool) -> None:
+    """Native LWS scaling (#9612, v1.2) makes a multinode service scalable like any other:
+    the adapter's replicas become the LeaderWorkerSet's groups (the operator: DGDSA -> DGD
+    -> DCD replicas -> LWS spec.replicas); the rollout reconciler sizes a managed one."""
+    from dyn_gitops_operator.resources import LWS
+
+    c = FakeCluster()
+    dgd = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "mn"},
+        "spec": {
+            "services": {
+                "decode": {
+                    "componentType": "worker",
+                    "replicas": 2,
+                    "multinode": {"nodeCount": 2},
+                    "scalingAdapter": {"enabled": True},
+                    "extraPodSpec": {
+                        "mainContainer": {
+                            "image": "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.1.0",
+                            "command": ["python3", "-m", "dynamo.sglang"],
+                            "args": ["--model-path", "m"],
+                        }
+                    },
+                }
+            }
+        },
+    }
+    objs = render([dgd], c.ns, lws=True, managed_replicas=managed)
+    (lws,) = [o for o in objs if o["kind"] == "LeaderWorkerSet"]
+    assert "replicas" not in lws["spec"]  # the adapter holds them
+    name = lws["metadata"]["name"]
+    c.apply(
+        objs,
+        kinds=("DynamoGraphDeployment", "DynamoGraphDeploymentScalingAdapter", "LeaderWorkerSet"),
+    )
+    c.converge("mn")
+    assert c.kube.get(LWS, c.ns, name)["spec"]["replicas"] == 2
+    c.hpa_scale("mn-decode", 5)
+    c.converge("mn")
+    assert c.kube.get(LWS, c.ns, name)["spec"]["replicas"] == 5
+    assert c.adapter("mn-decode")["status"]["replicas"] == 5

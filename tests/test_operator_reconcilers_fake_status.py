@@ -161,6 +161,10 @@ def test_missing_deployment_is_reported() -> None:
 
 
 def test_multinode_services_report_their_leaderworkersets() -> None:
+    """One natively scaled LeaderWorkerSet per multinode service (#9612, v1.2;
+    getLeaderWorkerSetReplicasStatus / IsLeaderWorkerSetReady @ 2a6da14c8). Rendered with
+    managed replicas, the controller sizes it to the desired replicas, as it does a managed
+    worker Deployment, and the graph is ready when all its groups are."""
     c = FakeCluster()
     objs = render(SAMPLES / "multinode-lws" / "input", c.ns)
     mine = [
@@ -171,43 +175,38 @@ def test_multinode_services_report_their_leaderworkersets() -> None:
         or (o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == "sglang-mn")
     ]
     c.apply(mine, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
-    sets = sorted(o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet")
+    (name,) = [o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet"]
     c.set_status("sglang-mn-frontend")
     c.converge("sglang-mn")
+    lws = c.kube.get(LWS, c.ns, name)
+    assert lws["spec"]["replicas"] == 2  # the DGD's replicas (desired-replicas annotation)
+    assert FIELD_MANAGER in {m["manager"] for m in lws["metadata"]["managedFields"]}
     st = c.status("sglang-mn")
     assert st["state"] == "pending"
-    assert ready_cond(st)["message"] == (
-        f"Resources not ready: {sets[0]}: 0/1 groups ready; {sets[1]}: 0/1 groups ready"
-    )
-    for name in sets:
-        lws = c.kube.get(LWS, c.ns, name)
-        c.kcm.update(
-            LWS,
-            {
-                **lws,
-                "status": {
-                    "replicas": 1,
-                    "readyReplicas": 1,
-                    "updatedReplicas": 1,
-                    "conditions": [{"type": "Available", "status": "True"}],
-                },
+    assert ready_cond(st)["message"] == f"Resources not ready: {name}: 0/2 groups ready"
+    c.kcm.update(
+        LWS,
+        {
+            **lws,
+            "status": {
+                "replicas": 2,
+                "readyReplicas": 2,
+                "updatedReplicas": 2,
+                "conditions": [{"type": "Available", "status": "True"}],
             },
-            subresource="status",
-        )
+        },
+        subresource="status",
+    )
     c.converge("sglang-mn")
     st = c.status("sglang-mn")
     assert st["state"] == "successful"
     assert st["services"]["decode"] == {
         "componentKind": "LeaderWorkerSet",
-        "componentNames": sets,
+        "componentNames": [name],
         "replicas": 2,
         "readyReplicas": 2,
         "updatedReplicas": 2,
     }
-    for name in sets:  # read only
-        assert FIELD_MANAGER not in {
-            m["manager"] for m in c.kube.get(LWS, c.ns, name)["metadata"]["managedFields"]
-        }
 
 
 def test_a_graph_without_its_dgd_gets_no_status(agg: tuple[FakeCluster, str]) -> None:

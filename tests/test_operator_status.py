@@ -169,7 +169,9 @@ def test_worker_hash_matches_the_renderer_after_a_round_trip(
 
 
 def test_multinode_services_report_their_leaderworkersets(k: Kube, namespace: str) -> None:
-    """One LeaderWorkerSet per replica (read only): the graph is ready when all are."""
+    """One natively scaled LeaderWorkerSet per multinode service (#9612, v1.2): rendered
+    with managed replicas, the controller sizes it (server-side apply of spec.replicas, as
+    for a managed worker Deployment); the graph is ready when all its groups are."""
     from dyn_gitops_operator.kube import LWS
 
     objs = render(SAMPLES / "multinode-lws" / "input", namespace)
@@ -181,43 +183,40 @@ def test_multinode_services_report_their_leaderworkersets(k: Kube, namespace: st
         or (o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == "sglang-mn")
     ]
     gitops_apply(k, mine, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
-    sets = sorted(o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet")
-    assert len(sets) == 2
+    (name,) = [o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet"]
     sim = DeploymentSimulator(k, namespace)
     with running(settings_for_tests(namespace), k) as m:
         assert m.lws is not None
         sim.set_status("sglang-mn-frontend")
-        want = f"Resources not ready: {sets[0]}: 0/1 groups ready; {sets[1]}: 0/1 groups ready"
+        want = f"Resources not ready: {name}: 0/2 groups ready"
         st = wait_for(
             lambda: (
                 (s := status_of(k, namespace, "sglang-mn")).get("conditions")
                 and ready_cond(s)["message"] == want
                 and s
             ),
-            what="LWS not ready",
+            what="LWS sized, not ready",
         )
         assert st["state"] == "pending"
-        for name in sets:  # what the LeaderWorkerSet controller would report
-            lws = k.get(LWS, namespace, name)
-            lws["status"] = {
-                "replicas": 1,
-                "readyReplicas": 1,
-                "updatedReplicas": 1,
-                "conditions": [{"type": "Available", "status": "True"}],
-            }
-            k.request("PUT", LWS.path(namespace, name), None, lws)
+        lws = k.get(LWS, namespace, name)  # what the LeaderWorkerSet controller would report
+        assert lws["spec"]["replicas"] == 2
+        lws["status"] = {
+            "replicas": 2,
+            "readyReplicas": 2,
+            "updatedReplicas": 2,
+            "conditions": [{"type": "Available", "status": "True"}],
+        }
+        k.request("PUT", LWS.path(namespace, name), None, lws)
         st = wait_for(
             lambda: (s := status_of(k, namespace, "sglang-mn"))["state"] == "successful" and s,
             what="successful",
         )
         assert st["services"]["decode"] == {
             "componentKind": "LeaderWorkerSet",
-            "componentNames": sets,
+            "componentNames": [name],
             "replicas": 2,
             "readyReplicas": 2,
             "updatedReplicas": 2,
         }
-    for name in sets:  # never written by the controller
-        assert "dyn-gitops-controller" not in {
-            f["manager"] for f in k.get(LWS, namespace, name)["metadata"]["managedFields"]
-        }
+    managers = {f["manager"] for f in k.get(LWS, namespace, name)["metadata"]["managedFields"]}
+    assert "dyn-gitops-controller" in managers  # spec.replicas, nothing else

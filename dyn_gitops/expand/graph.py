@@ -68,19 +68,6 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                     "(LeaderWorkerSet) or the setting grove to true (Grove)",
                 )
             )
-        if (
-            is_multinode(svc)
-            and not on_grove
-            and svc.scalingAdapter is not None
-            and svc.scalingAdapter.enabled
-        ):
-            out.append(
-                Problem.at(
-                    _svc(name, "scalingAdapter"),
-                    "a scaling adapter on a multinode service is not yet "
-                    "supported (its replicas are LeaderWorkerSets)",
-                )
-            )
         if svc.checkpoint is not None and svc.checkpoint.enabled:
             out.append(checkpoint.not_supported(_svc(name, "checkpoint"), svc.checkpoint))
     return out
@@ -486,9 +473,7 @@ def _expand_service(
     deploy_ann = dict(dep_ann)
     deploy_spec: dict[str, Any] = {}
     out: list[Obj] = []
-    if is_multinode(svc):
-        out.extend(_leader_worker_sets(ctx, labels, dep_ann, template_meta, desired))
-    elif worker and settings.managed_replicas:
+    if worker and settings.managed_replicas:
         deploy_ann[keys.ANN_MANAGED_REPLICAS] = "true"
         if not has_adapter:
             deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)
@@ -499,7 +484,13 @@ def _expand_service(
         deploy_ann[keys.ANN_FLUX_PRUNE] = keys.FLUX_PRUNE_DISABLED
     elif not has_adapter:
         deploy_spec["replicas"] = desired
-    if not is_multinode(svc):
+    if is_multinode(svc):
+        # the operator sets no annotations on the LWS: only ours for a managed worker
+        ours = {k: v for k, v in deploy_ann.items() if k in _MANAGED_ANNOTATIONS}
+        out.append(
+            _leader_worker_set(ctx, labels, ours, template_meta, deploy_spec.get("replicas"))
+        )
+    else:
         deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
         deploy_spec["strategy"] = _strategy(annotations)
         deploy_spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
@@ -533,23 +524,27 @@ def _expand_service(
     return out
 
 
-def _leader_worker_sets(
+#: what a managed worker carries for the companion controller and the GitOps tools
+_MANAGED_ANNOTATIONS = (
+    keys.ANN_MANAGED_REPLICAS,
+    keys.ANN_DESIRED_REPLICAS,
+    keys.ANN_ARGOCD_SYNC_OPTIONS,
+    keys.ANN_ARGOCD_COMPARE_OPTIONS,
+    keys.ANN_FLUX_PRUNE,
+)
+
+
+def _leader_worker_set(
     ctx: ComponentContext,
     labels: dict[str, str],
     annotations: dict[str, str],
     template_meta: dict[str, Any],
-    replicas: int,
-) -> list[Obj]:
-    """A multinode service: LeaderWorkerSets + PodGroups instead of a Deployment."""
+    replicas: int | None,
+) -> Obj:
+    """A multinode service: one LeaderWorkerSet instead of a Deployment (no GPU check:
+    CPU-only multinode renders since #11115, v1.4)."""
     nodes = node_count(ctx.spec)
     single = build_pod_spec(ctx)
-    main = single["containers"][0]
-    if not (main.get("resources") or {}).get("limits", {}).get(naming.GPU_RESOURCE):
-        raise ComponentError(
-            ("resources", "limits", "gpu"),
-            "a multinode service needs a GPU limit (its LeaderWorkerSet "
-            "worker template requires one)",
-        )
     roles = {
         role: multinode.role_pod(
             single,
@@ -563,7 +558,7 @@ def _leader_worker_sets(
         )
         for role in (multinode.LEADER, multinode.WORKER)
     }
-    return lws.leader_worker_sets(
+    return lws.leader_worker_set(
         ctx.name,
         ctx.namespace,
         replicas,

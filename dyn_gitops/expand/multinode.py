@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import keys, naming
+from . import defaults
 from .context import ComponentError
 
 Obj = dict[str, Any]
@@ -33,6 +34,7 @@ WAIT_LEADER_CONTAINER = "wait-for-leader-mp"
 
 #: env every mpirun forwards besides the container's own (``-x``)
 MPI_FORWARDED_ENV = (
+    "CPATH",
     "CUDA_VISIBLE_DEVICES",
     "MODEL_PATH",
     "HF_TOKEN",
@@ -51,6 +53,7 @@ MPI_FORWARDED_ENV = (
     "PYTHONPATH",
     "HOME",
     "USER",
+    "TRITON_PTXAS_PATH",
     "TRTLLM_USE_UCX_KVCACHE",
 )
 
@@ -99,30 +102,6 @@ def grove_addressing(service: str, nodes: int) -> Addressing:
         dns_wait=False,
     )
 
-
-#: our own script (the operator embeds an equivalent): exit once the leader accepts TCP
-#: connections on LEADER_PORT, so that mp workers do not race the leader's rendezvous
-WAIT_FOR_LEADER_SCRIPT = """\
-import os
-import socket
-import sys
-import time
-
-host = os.environ["LEADER_HOST"]
-port = int(os.environ.get("LEADER_PORT", "29500"))
-deadline = time.monotonic() + float(os.environ.get("LEADER_WAIT_SECONDS", "3600"))
-while True:
-    try:
-        with socket.create_connection((host, port), timeout=5):
-            print(f"leader {host}:{port} is up", flush=True)
-            sys.exit(0)
-    except OSError as exc:
-        if time.monotonic() > deadline:
-            print(f"gave up waiting for leader {host}:{port}: {exc}", flush=True)
-            sys.exit(1)
-        print(f"waiting for leader {host}:{port}: {exc}", flush=True)
-        time.sleep(5)
-"""
 
 _PYTHON = re.compile(r"^(.*/)?python\d*(\.\d+)*$")
 _NEEDS_QUOTES = re.compile(r"[ \t\n'\"\\{}\[\]$`!]")
@@ -185,14 +164,29 @@ def _drop_probes(c: Obj) -> None:
         c.pop(probe, None)
 
 
-def gpu_count(c: Obj, sides: tuple[str, ...] = ("limits", "requests")) -> int:
-    """The main container's ``nvidia.com/gpu``: the first of ``sides`` that holds an
-    integer (vLLM reads the limit, TRT-LLM's ``getGPUsPerNode`` the request first)."""
+def _is_gpu_resource(name: str) -> bool:
+    """``isGPUResourceName`` (internal/dra/dra.go @ 2a6da14c8): NVIDIA's, a vendor's
+    ``*/gpu``, a MIG shape, or a ``gpu.*`` name."""
+    n = name.lower()
+    return (
+        n in (naming.GPU_RESOURCE, "gpu")
+        or n.endswith("/gpu")
+        or "/mig-" in n
+        or (n.startswith("gpu."))
+    )
+
+
+def gpu_count(c: Obj) -> int:
+    """GPUs per node: the main container's scalar GPU resource, limits before requests,
+    the first GPU name in sorted order (``ResolveContainerGPUs`` @ 2a6da14c8, shared by
+    vLLM and TRT-LLM since #12166). A count only DRA claims give is not known here: 0."""
     res = c.get("resources") or {}
-    for side in sides:
-        value = str((res.get(side) or {}).get(naming.GPU_RESOURCE, ""))
-        if _GO_INT.match(value):
-            return int(value)
+    for side in ("limits", "requests"):
+        values = res.get(side) or {}
+        names = sorted(n for n in values if _is_gpu_resource(str(n)))
+        if names:
+            value = str(values[names[0]])
+            return int(value) if _GO_INT.match(value) else 0
     return 0
 
 
@@ -224,17 +218,31 @@ def sglang(c: Obj, role: str, nodes: int, addr: Addressing) -> None:
 
 
 # --------------------------------------------------------------------------------- vLLM
-def vllm_uses_mp(annotations: dict[str, str]) -> bool:
-    """mp when annotated so, or (no valid annotation) for DGDs created by operator >= 1.0.
+#: Masterminds/semver's ``NewVersion`` (lenient: ``v`` prefix, minor and patch optional)
+_ORIGIN_VERSION = re.compile(
+    r"^v?([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?"
+    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z"
+)
 
-    The origin-version annotation is stamped by the operator's webhook and is absent in
-    Git, so an unannotated DGD takes Ray, as the operator does for such DGDs."""
+
+def origin_at_least_1_0(origin: str) -> bool:
+    """The ``VLLMMultiprocessing`` gate (internal/features/compatibility @ 2a6da14c8): the
+    origin version parses and is >= 1.0.0 (a pre-release of 1.0.0 is below it)."""
+    m = _ORIGIN_VERSION.match(origin)
+    if m is None:
+        return False
+    version = tuple(int(g or 0) for g in m.groups()[:3])
+    return version > (1, 0, 0) or (version == (1, 0, 0) and m.group(4) is None)
+
+
+def vllm_uses_mp(annotations: dict[str, str]) -> bool:
+    """mp when annotated so, else (no valid annotation) for DGDs created by operator >= 1.0
+    (ERRATA 4: a live operator's webhook stamps the origin version on every new DGD; a DGD
+    without the stamp is taken as created before 1.0 and gets Ray)."""
     value = annotations.get(keys.ANN_VLLM_EXECUTOR_BACKEND, "").lower()
     if value in ("mp", "ray"):
         return value == "mp"
-    origin = annotations.get(keys.ANN_OPERATOR_ORIGIN_VERSION, "")
-    m = re.match(r"^v?(\d+)\.", origin)
-    return bool(m and int(m.group(1)) >= 1)
+    return origin_at_least_1_0(annotations.get(keys.ANN_OPERATOR_ORIGIN_VERSION, ""))
 
 
 def vllm(
@@ -246,7 +254,7 @@ def vllm(
     wait_leader_cm: str,
     addr: Addressing,
 ) -> None:
-    gpus = gpu_count(c, ("limits",))
+    gpus = gpu_count(c)
     tokens = _expanded_args(c)
     world = _flag_value(tokens, "--tensor-parallel-size") * _flag_value(
         tokens, "--pipeline-parallel-size"
@@ -276,6 +284,8 @@ def vllm(
         else:
             c["command"] = ["/bin/sh", "-c"]
             c["args"] = [f"ray start --address={addr.leader_host}:{RAY_PORT} --block"]
+    elif "--enable-elastic-ep" in tokens:  # one Ray cluster over every node
+        _elastic_ep(c, role, addr)
     elif gpus and world * dp > gpus:  # data parallelism spans nodes
         local = gpus // world
         total = dp if dp != 1 else local * nodes
@@ -298,10 +308,67 @@ def vllm(
         )
     if role == WORKER:
         _drop_probes(c)
-        if "--distributed-executor-backend mp" in " ".join(
-            [*(c.get("command") or []), *(c.get("args") or [])]
-        ):
+        if command_line_has_arg(c, "--distributed-executor-backend", "mp"):
             _wait_for_leader(c, pod, wait_leader_cm, addr.leader_host)
+
+
+_POSIX_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+\Z")
+
+
+def quote_posix(token: str) -> str:
+    """``shellQuotePOSIX`` (utils.go @ 2a6da14c8): one argv token through ``sh -c``,
+    single-quoted unless every character is shell-neutral."""
+    if _POSIX_SAFE.match(token):
+        return token
+    return "'" + token.replace("'", "'\\''") + "'"
+
+
+def _elastic_ep(c: Obj, role: str, addr: Addressing) -> None:
+    """``injectElasticEPRayLaunchFlags`` for a multinode leader / worker (#8216, v1.2;
+    backend_vllm.go @ 2a6da14c8): the leader starts a Ray head, waits up to 300 s for its
+    port, then runs vLLM; a worker joins only once the leader's ``/live`` answers 200, so
+    that vLLM places the initial data-parallel ranks on the leader's GPUs alone."""
+    if role == LEADER:
+        if not c.get("command"):
+            return  # the image's entrypoint is unknown: left as written, no Ray head
+        vllm_command = " ".join(
+            quote_posix(t) for t in [*(c.get("command") or []), *(c.get("args") or [])]
+        ).strip()
+        c["args"] = [
+            f"ray start --head --port={RAY_PORT} --block & i=0; until python3 -c "
+            f"\"import socket; s=socket.create_connection(('127.0.0.1',{RAY_PORT}),timeout=1); "
+            's.close()" 2>/dev/null; do i=$((i+1)); [ "$i" -ge 150 ] && { echo "ERROR: Ray '
+            'head did not start within 300s" >&2; exit 1; }; sleep 2; done && ' + vllm_command
+        ]
+    else:
+        live = f"http://{addr.leader_host}:{defaults.SYSTEM_PORT}/live"
+        gate = (
+            f"i=0; until python3 -c \"import urllib.request; urllib.request.urlopen('{live}', "
+            'timeout=5)" 2>/dev/null; do i=$((i+1)); [ "$i" -ge 720 ] && { echo "ERROR: '
+            "leader /live did not become ready within 3h\" >&2; exit 1; }; echo 'waiting for "
+            "leader dynamo.vllm /live to return 200...'; sleep 15; done"
+        )
+        c["args"] = [f"{gate} && ray start --address={addr.leader_host}:{RAY_PORT} --block"]
+    c["command"] = ["/bin/sh", "-c"]
+
+
+def _has_arg(tokens: list[str], flag: str, value: str) -> bool:
+    """``hasArg`` (internal/dynamo/utils.go @ 2a6da14c8): ``flag value`` or ``flag=value``
+    inside a token, or the two as adjacent tokens."""
+    joined, equals = f"{flag} {value}", f"{flag}={value}"
+    return any(
+        joined in tok or equals in tok or (tok == flag and tokens[i + 1 : i + 2] == [value])
+        for i, tok in enumerate(tokens)
+    )
+
+
+def command_line_has_arg(c: Obj, flag: str, value: str) -> bool:
+    """``containerCommandLineHasArg``: over command + args, as written or split on
+    whitespace (a user's own ``--distributed-executor-backend mp`` counts too)."""
+    line = [*(c.get("command") or []), *(c.get("args") or [])]
+    return _has_arg(line, flag, value) or _has_arg(
+        [t for a in line for t in a.split()], flag, value
+    )
 
 
 def _wait_for_leader(c: Obj, pod: Obj, config_map: str, leader_host: str) -> None:
@@ -328,24 +395,54 @@ def _wait_for_leader(c: Obj, pod: Obj, config_map: str, leader_host: str) -> Non
 
 
 # ------------------------------------------------------------------------------ TRT-LLM
+# The SSH bootstrap of backend_trtllm.go @ 2a6da14c8 (ERRATA 3), step by step, joined with
+# " && ". $HOME, not ~: the image may set HOME while the shell user is root, and ssh, sshd
+# and mpirun must find the keys where they were put.
+_SSH_CLIENT_CONFIG = (
+    "printf 'Host *\\nIdentityFile '$HOME'/.ssh/id_rsa\\nStrictHostKeyChecking no\\n"
+    f"Port {SSH_PORT}\\n' > $HOME/.ssh/config"
+)
 _SSH_KEYS = (
-    "mkdir -p $HOME/.ssh && cp /ssh-pk/private.key $HOME/.ssh/id_rsa && "
-    "cp /ssh-pk/private.key.pub $HOME/.ssh/id_rsa.pub && "
-    "cp /ssh-pk/private.key.pub $HOME/.ssh/authorized_keys && "
-    "chmod 700 $HOME/.ssh && chmod 600 $HOME/.ssh/id_rsa $HOME/.ssh/authorized_keys && "
-    "chmod 644 $HOME/.ssh/id_rsa.pub"
+    "ls -la /ssh-pk/",
+    "cp /ssh-pk/private.key $HOME/.ssh/id_rsa",
+    "cp /ssh-pk/private.key.pub $HOME/.ssh/id_rsa.pub",
+    "cp /ssh-pk/private.key.pub $HOME/.ssh/authorized_keys",
+    "chmod 600 $HOME/.ssh/id_rsa $HOME/.ssh/authorized_keys",
+    "chmod 644 $HOME/.ssh/id_rsa.pub",
+    _SSH_CLIENT_CONFIG,
 )
-_SSH_CLIENT = (
-    f"printf 'Host *\\n  Port {SSH_PORT}\\n  StrictHostKeyChecking no\\n  "
-    "UserKnownHostsFile /dev/null\\n' > $HOME/.ssh/config && chmod 600 $HOME/.ssh/config"
+_HOST_KEY_TYPES = ("rsa", "ecdsa", "ed25519")
+#: a non-root sshd: host keys, pid file and config under $HOME; StrictModes off because
+#: $HOME may belong to another uid than the one sshd runs as
+_SSHD_CONFIG = (
+    f"printf 'Port {SSH_PORT}\\n"
+    + "".join(f"HostKey '$HOME'/.ssh/host_keys/ssh_host_{t}_key\\n" for t in _HOST_KEY_TYPES)
+    + "PidFile '$HOME'/.ssh/run/sshd.pid\\nStrictModes no\\nPermitRootLogin yes\\n"
+    "PasswordAuthentication no\\nPubkeyAuthentication yes\\n"
+    "AuthorizedKeysFile '$HOME'/.ssh/authorized_keys\\n' > $HOME/.ssh/sshd_config"
 )
-_SSHD = (
-    "ssh-keygen -q -t rsa -N '' -f $HOME/.ssh/ssh_host_rsa_key && "
-    f"printf 'Port {SSH_PORT}\\nHostKey %s/.ssh/ssh_host_rsa_key\\n"
-    "AuthorizedKeysFile %s/.ssh/authorized_keys\\nPasswordAuthentication no\\n"
-    "PidFile %s/.ssh/sshd.pid\\n' $HOME $HOME $HOME > $HOME/.ssh/sshd_config && "
-    "mkdir -p /run/sshd && exec /usr/sbin/sshd -D -f $HOME/.ssh/sshd_config"
+_LEADER_SSH = ("mkdir -p $HOME/.ssh", *_SSH_KEYS)
+_WORKER_SSHD = (
+    "mkdir -p $HOME/.ssh $HOME/.ssh/host_keys $HOME/.ssh/run",
+    *_SSH_KEYS,
+    *(f"ssh-keygen -t {t} -f $HOME/.ssh/host_keys/ssh_host_{t}_key -N ''" for t in _HOST_KEY_TYPES),
+    _SSHD_CONFIG,
+    "/usr/sbin/sshd -D -f $HOME/.ssh/sshd_config",
 )
+_DNS_TIMEOUT_SECONDS = 300
+
+
+def _dns_wait(workers: tuple[str, ...]) -> str:
+    """LWS: a worker's name resolves only once its pod exists, and mpirun needs all of
+    them; the leader waits up to 300 s in all (the operator's loop, its messages too)."""
+    return (
+        f"TIMEOUT={_DNS_TIMEOUT_SECONDS}; START_TIME=$(date +%s); for worker in "
+        f'{" ".join(workers)}; do echo "Waiting for DNS: $worker"; until getent hosts '
+        "$worker >/dev/null 2>&1; do CURRENT_TIME=$(date +%s); if [ $((CURRENT_TIME - "
+        'START_TIME)) -gt $TIMEOUT ]; then echo "ERROR: Timeout waiting for DNS: $worker"; '
+        'exit 1; fi; echo "DNS not ready for $worker, retrying..."; sleep 2; done; '
+        'echo "\u2713 DNS resolved: $worker"; done; echo "All workers DNS ready"'
+    )
 
 
 def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addressing) -> None:
@@ -369,7 +466,7 @@ def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addre
             "failureThreshold": 10,
         }
         c["command"] = ["/bin/sh", "-c"]
-        c["args"] = [f"{_SSH_KEYS} && {_SSHD}"]
+        c["args"] = [" && ".join(_WORKER_SSHD)]
         return
     # the original command goes inside bash -c '...': a python command quoted token by
     # token, else a shell form's args as they are (else its command)
@@ -377,29 +474,19 @@ def trtllm(c: Obj, pod: Obj, role: str, nodes: int, ssh_secret: str, addr: Addre
         original = _command_line(c, single_quoted=True)
     else:
         original = " ".join(c.get("args") or c.get("command") or [])
-    workers = addr.mpi_hosts[1:]
     hosts = ",".join(addr.mpi_hosts)
-    # LWS: worker DNS names appear only once their pods exist; mpirun needs all of them
-    wait_dns = (
-        (
-            "for h in " + " ".join(workers) + '; do n=0; until getent hosts "$h" '
-            '>/dev/null; do n=$((n+1)); [ $n -ge 150 ] && echo "no DNS for $h" && '
-            "exit 1; sleep 2; done; done"
-        )
-        if workers and addr.dns_wait
-        else ""
-    )
     env_names = sorted({*(e["name"] for e in c.get("env") or []), *MPI_FORWARDED_ENV})
     forwarded = " ".join(f"-x {n}" for n in env_names)
     mpirun = (
         f'mpirun $([ "$(id -u)" = "0" ] && echo --allow-run-as-root) --oversubscribe '
-        f"-n {nodes * gpu_count(c, ('requests', 'limits'))} -H {hosts} --mca pml ob1 "
+        f"-n {nodes * gpu_count(c)} -H {hosts} --mca pml ob1 "
         "--mca plm_rsh_args "
         f'"-p {SSH_PORT} -o StrictHostKeyChecking=no -i $HOME/.ssh/id_rsa" {forwarded} '
         f"bash -c 'trtllm-llmapi-launch {original}'"
     )
+    wait = (_dns_wait(addr.mpi_hosts[1:]),) if addr.dns_wait else ()
     c["command"] = ["/bin/sh", "-c"]
-    c["args"] = [" && ".join(p for p in (_SSH_KEYS, _SSH_CLIENT, wait_dns, mpirun) if p)]
+    c["args"] = [" && ".join((*_LEADER_SSH, *wait, mpirun))]
 
 
 def check_launchable(c: Obj, role: str) -> None:
@@ -410,6 +497,34 @@ def check_launchable(c: Obj, role: str) -> None:
             f"a multinode service's main container needs both command and "
             f"args (the {role} command is rewritten per node)",
         )
+
+
+def _pop_shared_memory_mount(c: Obj) -> Obj | None:
+    """The ``/dev/shm`` mount the single-node pod spec ends with, taken off: the operator
+    mounts it last, after the backend's own mounts (``ApplySharedMemoryVolumeAndMount``
+    runs after ``UpdateContainer`` in ``GenerateBasePodSpec`` @ 2a6da14c8)."""
+    mounts = c.get("volumeMounts") or []
+    if mounts and mounts[-1].get("name") == defaults.SHARED_MEMORY_VOLUME:
+        return dict(mounts.pop())
+    return None
+
+
+def volumes_in_mount_order(pod: Obj) -> None:
+    """``appendMissingPVCVolumesForMounts`` (graph.go @ 2a6da14c8), run after the backend's
+    ``UpdatePodSpec``: the main container's volumes in the order it mounts them, then the
+    rest as they were (every mount has its volume by then)."""
+    volumes = pod.get("volumes") or []
+    by_name = {v["name"]: v for v in volumes}
+    ordered: list[Obj] = []
+    seen: set[str] = set()
+    for mount in pod["containers"][0].get("volumeMounts") or []:
+        name = mount.get("name")
+        if name in by_name and name not in seen:
+            ordered.append(by_name[name])
+            seen.add(name)
+    ordered += [v for v in volumes if v["name"] not in seen]
+    if ordered:
+        pod["volumes"] = ordered
 
 
 def role_pod(
@@ -431,6 +546,7 @@ def role_pod(
     main = pod["containers"][0]
     if require_command:
         check_launchable(main, role)
+    shm = _pop_shared_memory_mount(main)
     if backend == "sglang":
         sglang(main, role, nodes, addr)
     elif backend == "vllm":
@@ -439,4 +555,7 @@ def role_pod(
         trtllm(main, pod, role, nodes, ssh_secret, addr)
     elif role == WORKER:
         _drop_probes(main)
+    if shm is not None:
+        main.setdefault("volumeMounts", []).append(shm)
+    volumes_in_mount_order(pod)
     return pod

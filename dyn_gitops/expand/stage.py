@@ -20,8 +20,7 @@ from ..models.versions import V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
 from ..validate import Validated
-from . import grove
-from .graph import expand_graph, is_multinode
+from .graph import expand_graph
 
 
 @dataclass
@@ -63,17 +62,15 @@ def expand(
     out = Expanded()
     budget = _Budget(settings)
     for item in items:
-        over = budget.refuse(item)
-        if over is None:
-            try:
-                made = expand_one(item, settings)
-            except RenderError as exc:
-                problems.extend(exc.problems)
-                continue
-            out.rendered.extend(made)
-            if item.dgd is not None:
-                out.graphs += 1
-            over = budget.spend(item, made)
+        try:
+            made = expand_one(item, settings)
+        except RenderError as exc:
+            problems.extend(exc.problems)
+            continue
+        out.rendered.extend(made)
+        if item.dgd is not None:
+            out.graphs += 1
+        over = budget.spend(item, made)
         if over is not None:
             problems.append(over)
             break
@@ -109,32 +106,13 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
 
 class _Budget:
     """Setting max-objects, counted as objects are made: what finalize will output (an
-    object several graphs share counts once)."""
+    object several graphs share counts once). No object count grows with a replica count
+    (one LeaderWorkerSet per multinode service since #9612), so nothing is refused before
+    it is made; the settings max-replicas and max-node-count bound the rest up front."""
 
     def __init__(self, settings: RenderSettings) -> None:
         self.settings = settings
         self.outputs: set[tuple[str, str, str, str]] = set()
-
-    def refuse(self, item: Validated) -> Problem | None:
-        """Before expanding a DGD: the objects its multinode services make per replica are
-        known up front (a replica count is cheap to write and costly to expand)."""
-        if item.dgd is None:
-            return None
-        limit = self.settings.max_objects
-        per_replica = _per_replica_objects(item.dgd, self.settings)
-        if len(self.outputs) + per_replica <= limit:
-            return None
-        before = f" with the {len(self.outputs)} before it" if self.outputs else ""
-        return item.located(
-            Problem.at(
-                ("spec", "services"),
-                (
-                    f"its multinode services would make {per_replica} LeaderWorkerSets and "
-                    f"PodGroups (one each per replica), more than the {limit} objects "
-                    f"allowed{before} (setting max-objects); nothing was expanded"
-                ),
-            )
-        )
 
     def spend(self, item: Validated, made: list[Rendered]) -> Problem | None:
         """After expanding: a problem if the output is now over the limit."""
@@ -152,18 +130,6 @@ class _Budget:
                 ),
             ),
         )
-
-
-def _per_replica_objects(dgd: DynamoGraphDeployment, settings: RenderSettings) -> int:
-    """What the expansion makes per replica: a LeaderWorkerSet and a PodGroup for each
-    replica of a multinode service outside Grove (known before making them)."""
-    if grove.is_grove(dgd, settings):
-        return 0
-    return sum(
-        2 * (1 if s.replicas is None else s.replicas)
-        for s in (dgd.spec.services or {}).values()
-        if is_multinode(s)
-    )
 
 
 def _markers(children: list[dict[str, Any]]) -> dict[str, str]:

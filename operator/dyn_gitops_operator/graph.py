@@ -30,7 +30,7 @@ class Service:
     component_type: str
     replicas: int
     adapter: bool
-    #: rendered as LeaderWorkerSets (one per replica), not as a Deployment
+    #: rendered as a LeaderWorkerSet (natively scaled: one per generation), not a Deployment
     multinode: bool = False
 
     @property
@@ -56,7 +56,8 @@ class Graph:
     deployments: list[Obj] = field(default_factory=list)
     #: service name -> its DynamoGraphDeploymentScalingAdapter
     adapters: dict[str, Obj] = field(default_factory=dict)
-    #: LeaderWorkerSets of multinode services (read only: status)
+    #: LeaderWorkerSets of multinode services (managed ones are sized and rolled like
+    #: managed worker Deployments)
     lws: list[Obj] = field(default_factory=list)
     #: rendered on the Grove path: its PodCliqueSet's children (no Deployments then)
     grove: GroveChildren | None = None
@@ -76,10 +77,27 @@ class Graph:
     def deployments_of(self, service: str) -> list[Obj]:
         return [d for d in self.deployments if o.component(d) == service]
 
+    @property
+    def workloads(self) -> list[Obj]:
+        """Deployments and LeaderWorkerSets: a worker generation is either."""
+        return [*self.deployments, *self.lws]
+
+    def workloads_of(self, service: str) -> list[Obj]:
+        return [w for w in self.workloads if o.component(w) == service]
+
+    def rollout_annotations(self, service: str) -> dict[str, str]:
+        """The service's annotations over the graph's (``spec.annotations``): what the
+        operator reads the rolling-update settings from, for a LeaderWorkerSet here (a
+        Deployment carries them in its rendered strategy)."""
+        spec = (self.dgd or {}).get("spec") or {}
+        svc = (spec.get("services") or {}).get(service) or {}
+        return {**(spec.get("annotations") or {}), **(svc.get("annotations") or {})}
+
     def generations(self, service: str) -> tuple[Obj | None, list[Obj]]:
-        """(current, older) worker Deployments of ``service`` (older: oldest first)."""
+        """(current, older) worker generations of ``service``, Deployments or
+        LeaderWorkerSets (older: oldest first)."""
         deps = sorted(
-            (d for d in self.deployments_of(service) if o.worker_hash(d)),
+            (d for d in self.workloads_of(service) if o.worker_hash(d)),
             key=lambda d: (o.meta(d).get("creationTimestamp") or "", o.name(d)),
         )
         target = self.worker_hash
@@ -100,6 +118,13 @@ class Graph:
             ),
             key=o.name,
         )
+
+    def current_workload(self, service: str) -> Obj | None:
+        """The current generation's Deployment, or a multinode service's LeaderWorkerSet."""
+        svc = self.services.get(service)
+        if svc is not None and svc.multinode:
+            return next(iter(self.current_lws(service)), None)
+        return self.current_deployment(service)
 
     def current_deployment(self, service: str) -> Obj | None:
         svc = self.services.get(service)

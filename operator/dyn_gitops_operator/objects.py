@@ -16,6 +16,8 @@ from dyn_gitops_operator import FIELD_MANAGER
 
 Obj = dict[str, Any]
 
+LWS_KIND = "LeaderWorkerSet"
+
 #: annotation prefixes worth caching (others, e.g. last-applied-configuration, are large)
 _KEPT_ANNOTATION_PREFIXES = ("dyn-gitops.io/", "nvidia.com/")
 
@@ -102,24 +104,32 @@ def trim_custom(raw: Obj) -> Obj:
 
 
 def trim_lws(raw: Obj) -> Obj:
-    """LeaderWorkerSet: only what readiness needs (the templates are large)."""
+    """LeaderWorkerSet: what readiness, sizing and the rolling update need (the templates
+    are large). ``kind`` is kept: the rolling update handles both kinds of workload."""
     m = meta(raw)
     return {
+        "kind": LWS_KIND,
         "metadata": {
-            k: m.get(k)
-            for k in (
-                "name",
-                "namespace",
-                "uid",
-                "resourceVersion",
-                "generation",
-                "creationTimestamp",
-                "labels",
-            )
+            "name": m["name"],
+            "namespace": m.get("namespace"),
+            "uid": m.get("uid"),
+            "resourceVersion": m.get("resourceVersion"),
+            "generation": m.get("generation"),
+            "creationTimestamp": m.get("creationTimestamp"),
+            "labels": m.get("labels") or {},
+            "annotations": _kept_annotations(m),
+            "ourFields": _our_fields(m),
+            "deletionTimestamp": m.get("deletionTimestamp"),
+            "ownerReferences": m.get("ownerReferences") or [],
         },
         "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
         "status": raw.get("status") or {},
     }
+
+
+def is_lws(workload: Obj) -> bool:
+    """A multinode service's LeaderWorkerSet (else a Deployment)."""
+    return workload.get("kind") == LWS_KIND
 
 
 def lws_ready(lws: Obj) -> tuple[bool, str]:
@@ -155,6 +165,12 @@ def replicas(dep: Obj) -> int:
 
 def status_count(dep: Obj, field: str) -> int:
     return int((dep.get("status") or {}).get(field) or 0)
+
+
+def available(workload: Obj) -> int:
+    """Serving replicas: a Deployment's available pods, a LeaderWorkerSet's ready groups
+    (its status has no available count; the operator's DCD status reads ready groups)."""
+    return status_count(workload, "readyReplicas" if is_lws(workload) else "availableReplicas")
 
 
 def restart_at(dep: Obj) -> str | None:
@@ -211,7 +227,10 @@ def owns_restart_at(dep: Obj) -> bool:
 
 
 def is_ready(dep: Obj) -> tuple[bool, str]:
-    """The DCD controller's ``IsDeploymentReady`` (runtime spec 6.3), with a reason."""
+    """The DCD controller's ``IsDeploymentReady`` (runtime spec 6.3), with a reason; for a
+    LeaderWorkerSet ``IsLeaderWorkerSetReady``."""
+    if is_lws(dep):
+        return lws_ready(dep)
     if (dep.get("spec") or {}).get("paused"):
         return False, "paused"
     want = replicas(dep)
@@ -233,7 +252,10 @@ def is_ready(dep: Obj) -> tuple[bool, str]:
 
 
 def failure(dep: Obj) -> str | None:
-    """Why the Deployment controller gave up (a degraded, not merely progressing, state)."""
+    """Why the Deployment controller gave up (a degraded, not merely progressing, state).
+    A LeaderWorkerSet has no progress deadline: never."""
+    if is_lws(dep):
+        return None
     conds = conditions(dep)
     prog = conds.get("Progressing", {})
     if prog.get("status") == "False" and prog.get("reason") == "ProgressDeadlineExceeded":
@@ -271,9 +293,18 @@ def _scaled(value: Any, total: int, round_up: bool) -> int:
         return 0
 
 
-def budget(dep: Obj, desired: int) -> Budget:
-    """Max surge / unavailable of the new generation (its rendered strategy)."""
-    ru = ((dep.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
+def budget(dep: Obj, desired: int, annotations: dict[str, str] | None = None) -> Budget:
+    """Max surge / unavailable of the new generation: a Deployment's rendered strategy; a
+    LeaderWorkerSet has none, so the component's rolling-update ``annotations`` (the
+    operator's ``resolveRollingUpdateParams`` reads those for every kind)."""
+    if is_lws(dep):
+        ann = annotations or {}
+        ru: Obj = {
+            "maxSurge": ann.get(keys.ANN_MAX_SURGE),
+            "maxUnavailable": ann.get(keys.ANN_MAX_UNAVAILABLE),
+        }
+    else:
+        ru = ((dep.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
     surge = _scaled(ru.get("maxSurge"), desired, round_up=True)
     unavailable = _scaled(ru.get("maxUnavailable"), desired, round_up=False)
     if surge == 0 and unavailable == 0:
@@ -281,5 +312,7 @@ def budget(dep: Obj, desired: int) -> Budget:
     return Budget(surge, unavailable)
 
 
-def is_recreate(dep: Obj) -> bool:
+def is_recreate(dep: Obj, annotations: dict[str, str] | None = None) -> bool:
+    if is_lws(dep):
+        return (annotations or {}).get(keys.ANN_DEPLOYMENT_STRATEGY) == "Recreate"
     return bool(((dep.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate")

@@ -67,10 +67,11 @@ app.kubernetes.io/component: controller
 - apiGroups: [apps]
   resources: [deployments]
   verbs: [get, list, watch, patch, delete]
-# read only: the status of multinode services (optional API; skipped when absent)
+# multinode services (optional API; skipped when absent): status, and as for Deployments
+# spec.replicas of a managed one (server-side apply) and delete of an old generation
 - apiGroups: [leaderworkerset.x-k8s.io]
   resources: [leaderworkersets]
-  verbs: [get, list, watch]
+  verbs: [get, list, watch, patch, delete]
 # Grove path (optional API; skipped when absent): status from what Grove creates from a
 # PodCliqueSet, and their replicas through /scale (merge patch).
 - apiGroups: [grove.io]

@@ -21,13 +21,19 @@ from dyn_gitops_operator.errors import ControllerError, NotFoundError
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import DeploymentIntent, Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj
-from dyn_gitops_operator.resources import DEPLOYMENTS
+from dyn_gitops_operator.resources import DEPLOYMENTS, LWS, Resource
 
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="write")
 
 
+def resource_of(workload: Obj) -> Resource:
+    """A worker generation is a Deployment or (multinode) a LeaderWorkerSet."""
+    return LWS if o.is_lws(workload) else DEPLOYMENTS
+
+
 def apply_body(intent: DeploymentIntent) -> Obj:
     live = intent.live
+    resource = resource_of(live)
     spec: Obj = {}
     if intent.replicas is not None:
         spec["replicas"] = intent.replicas
@@ -41,8 +47,8 @@ def apply_body(intent: DeploymentIntent) -> Obj:
     if intent.owner is not None:
         metadata["ownerReferences"] = [intent.owner]
     return {
-        "apiVersion": DEPLOYMENTS.api_version,
-        "kind": DEPLOYMENTS.kind,
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
         "metadata": metadata,
         "spec": spec,
     }
@@ -79,7 +85,7 @@ class ApplyReconciler:
                 continue
             if o.meta(intent.live).get("deletionTimestamp"):
                 continue
-            calls.append(functools.partial(ctx.apply, DEPLOYMENTS, apply_body(intent)))
+            calls.append(functools.partial(ctx.apply, resource_of(intent.live), apply_body(intent)))
             # look again at once: the cache already holds our write, so its watch event
             # will not look like a change (and readiness may already be reported)
             plan.requeue(0.0)
@@ -88,4 +94,4 @@ class ApplyReconciler:
             run_all(calls)
         for dep in plan.deletions:
             with contextlib.suppress(NotFoundError):  # already gone: the goal is reached
-                ctx.delete(DEPLOYMENTS, dep)
+                ctx.delete(resource_of(dep), dep)

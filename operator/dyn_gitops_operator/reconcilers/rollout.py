@@ -1,8 +1,10 @@
 """Managed replicas and the managed rolling update of worker generations.
 
-Worker Deployments rendered with ``dyn-gitops.io/managed-replicas: "true"`` carry no
-``spec.replicas``: this reconciler sizes them. When the live DGD's worker hash names a new
-generation while older generations of the same service still exist, it surges the new one
+Worker Deployments and LeaderWorkerSets (multinode workers) rendered with
+``dyn-gitops.io/managed-replicas: "true"`` carry no ``spec.replicas``: this reconciler
+sizes them (a LeaderWorkerSet's replicas are its groups, natively scaled since #9612).
+When the live DGD's worker hash names a new generation while older generations of the
+same service still exist, it surges the new one
 and drains the old ones within max-surge / max-unavailable (runtime spec 2.5), deletes the
 old generations once they are drained and the new one is ready, and reports
 ``status.rollingUpdate``. A new generation the Deployment controller gave up on
@@ -67,6 +69,8 @@ def distribute(olds: list[Obj], total: int) -> dict[str, int]:
 
 def drained(dep: Obj) -> bool:
     st = dep.get("status") or {}
+    if o.is_lws(dep):  # no observedGeneration in a LeaderWorkerSet's status
+        return o.replicas(dep) == 0 and int(st.get("replicas") or 0) == 0
     return (
         o.replicas(dep) == 0
         and int(st.get("replicas") or 0) == 0
@@ -126,26 +130,34 @@ class RolloutReconciler:
             progress.failed.append(f"{service}: {o.name(current)}: {reason}")
             return  # stop the drain; the old generation keeps serving
         progress.rolling.append(service)
-        self._step(current, olds, desired, managed, plan)
+        self._step(current, olds, desired, managed, plan, graph.rollout_annotations(service))
         ready = o.replicas(current) == desired and o.is_ready(current)[0]
         if ready and sum(o.status_count(d, "readyReplicas") for d in olds) == 0:
             progress.updated.append(service)
         if ready and all(drained(d) for d in olds):
             plan.deletions.extend(olds)
 
-    def _step(self, current: Obj, olds: list[Obj], desired: int, managed: bool, plan: Plan) -> None:
+    def _step(
+        self,
+        current: Obj,
+        olds: list[Obj],
+        desired: int,
+        managed: bool,
+        plan: Plan,
+        annotations: dict[str, str],
+    ) -> None:
         old_spec = sum(o.replicas(d) for d in olds)
-        old_avail = sum(o.status_count(d, "availableReplicas") for d in olds)
+        old_avail = sum(o.available(d) for d in olds)
         new_spec = o.replicas(current)
-        new_avail = o.status_count(current, "availableReplicas")
-        if o.is_recreate(current):
+        new_avail = o.available(current)
+        if o.is_recreate(current, annotations):
             # drain first, start the new generation only when nothing old runs any more
             targets = {o.name(d): 0 for d in olds}
             new_target = desired if all(drained(d) for d in olds) else 0
         else:
             sizes = size(
                 desired,
-                o.budget(current, desired),
+                o.budget(current, desired, annotations),
                 old_spec=old_spec,
                 old_available=old_avail,
                 new_spec=new_spec,
@@ -164,14 +176,15 @@ class RolloutReconciler:
         if graph.dgd is not None:
             return sorted(s.name for s in graph.services.values() if s.worker)
         return sorted(
-            {c for d in graph.deployments if o.worker_hash(d) and (c := o.component(d)) is not None}
+            {c for d in graph.workloads if o.worker_hash(d) and (c := o.component(d)) is not None}
         )
 
     @staticmethod
     def _left_component_path(graph: Graph, plan: Plan) -> None:
-        """Drain and delete managed worker Deployments of a DGD now rendered for Grove."""
+        """Drain and delete managed worker Deployments (and LeaderWorkerSets) of a DGD now
+        rendered for Grove."""
         assert graph.grove is not None
-        for dep in graph.deployments:
+        for dep in graph.workloads:
             if not (o.worker_hash(dep) and o.is_managed(dep)):
                 continue  # only what the controller sizes; the GitOps tool prunes the rest
             svc = graph.services.get(o.component(dep) or "")
@@ -189,7 +202,7 @@ class RolloutReconciler:
             return []
         return [
             d
-            for d in graph.deployments
+            for d in graph.workloads
             if o.worker_hash(d) and o.is_managed(d) and o.component(d) not in graph.services
         ]
 

@@ -3,8 +3,9 @@
 HPA, KEDA and the Planner write ``spec.replicas`` of the adapter (through /scale); that is
 the only source of replicas for its service. This reconciler publishes ``status.replicas``
 and ``status.selector`` (runtime spec 5.3) and sets ``spec.replicas`` of the service's
-Deployment. Managed worker Deployments are sized by the rollout reconciler instead, which
-reads the adapter as the desired count.
+Deployment (a multinode service's LeaderWorkerSet: its groups, natively scaled since
+#9612). Managed workers are sized by the rollout reconciler instead, which reads the
+adapter as the desired count.
 
 On the Grove path there are no Deployments: the service's PodClique (or
 PodCliqueScalingGroup) ``<pcs>-0-<svc>`` is scaled through its ``/scale`` subresource, to
@@ -40,7 +41,7 @@ class ScalingAdapterReconciler:
             self._publish(graph, service, adapter, wanted, plan, ctx)
             if graph.grove is not None:
                 continue  # no Deployments on the Grove path: see _grove
-            dep = graph.current_deployment(service)
+            dep = graph.current_workload(service)  # a Deployment, or a LeaderWorkerSet
             if dep is not None and not o.is_managed(dep):
                 plan.set_replicas(dep, wanted)
         if graph.grove is not None:

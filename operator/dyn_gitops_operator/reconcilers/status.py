@@ -22,30 +22,46 @@ NOT_READY_REASON = "some_resources_are_not_ready"
 FAILED_REASON = "some_resources_failed"
 
 
-def lws_status(graph: Graph, service: str) -> Obj | None:
+def _lws_generations(graph: Graph, service: str) -> list[Obj]:
+    """The service's LeaderWorkerSets: the current one, then (workers mid-rollout) the
+    older generations still there."""
     sets = graph.current_lws(service)
+    if graph.services[service].worker:
+        sets += [w for w in graph.generations(service)[1] if o.is_lws(w)]
+    return sets
+
+
+def lws_status(graph: Graph, service: str) -> Obj | None:
+    """The operator's ``getLeaderWorkerSetReplicasStatus`` (one natively scaled set per
+    DCD since #9612), summed over the generations of a rollout."""
+    sets = _lws_generations(graph, service)
     if not sets:
         return None
-    out: Obj = {"componentKind": "LeaderWorkerSet", "componentNames": [o.name(w) for w in sets]}
+    out: Obj = {
+        "componentKind": "LeaderWorkerSet",
+        "componentNames": sorted(o.name(w) for w in sets),
+    }
     for field in ("replicas", "readyReplicas", "updatedReplicas"):
         out[field] = sum(o.status_count(w, field) for w in sets)
     return out
 
 
-def lws_readiness(graph: Graph, service: str) -> list[str]:
-    """Not-ready descriptions: one LeaderWorkerSet per replica, each fully ready."""
+def lws_readiness(graph: Graph, service: str, plan: Plan) -> list[str]:
+    """Not-ready descriptions: the current LeaderWorkerSet with every group ready
+    (``IsLeaderWorkerSetReady``); a generation sized in this very pass is not yet."""
     sets = graph.current_lws(service)
-    want = graph.services[service].replicas
+    if not sets:
+        svc = graph.services[service]
+        dcd = naming.component_name(graph.name, service, graph.worker_hash if svc.worker else None)
+        return [f"{naming.leader_worker_set_name(dcd)}: LeaderWorkerSet not found"]
     out = []
     for lws in sets:
         ok, why = o.lws_ready(lws)
+        intent = plan.intents.get(o.name(lws))
+        if ok and intent is not None and intent.changed():
+            ok, why = False, "spec change not yet observed"
         if not ok:
             out.append(f"{o.name(lws)}: {why}")
-    if len(sets) < want:
-        prefix = naming.component_name(
-            graph.name, service, graph.worker_hash if graph.services[service].worker else None
-        )
-        out.append(f"{prefix}: {len(sets)}/{want} LeaderWorkerSets found")
     return out
 
 
@@ -94,7 +110,7 @@ def readiness(graph: Graph, plan: Plan) -> tuple[list[str], list[str]]:
     failed: list[str] = []
     for service in sorted(graph.services):
         if graph.services[service].multinode:
-            not_ready.extend(lws_readiness(graph, service))
+            not_ready.extend(lws_readiness(graph, service, plan))
             continue
         dep = graph.current_deployment(service)
         if dep is None:
