@@ -125,6 +125,13 @@ class RenderSettings:
         "The Kai scheduler is enabled: Grove cliques use it, with the queue from the "
         "DGD annotation nvidia.com/kai-scheduler-queue (default dynamo).",
     )
+    volcano_scheduler: bool = _setting(
+        False,
+        "The Volcano scheduler integration is enabled (operator config "
+        "orchestrators.volcanoScheduler.enabled): Grove cliques use the volcano scheduler, "
+        "and the DGD annotation nvidia.com/volcano-queue names the PodCliqueSet's queue. "
+        "Not together with kai-scheduler.",
+    )
     operator_release: str = _setting(
         "dynamo-platform",
         "Helm release name of the Dynamo platform; names the planner and "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .. import keys, naming
@@ -40,6 +41,22 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
             Problem.at(
                 ("spec", "experimental", "kvTransferPolicy"),
                 "kvTransferPolicy is not yet supported",
+            )
+        )
+    grove_only = f'setting grove true and no {keys.ANN_ENABLE_GROVE}: "false"'
+    if dgd.spec.priorityClassName and not on_grove:  # #10217: the webhook forbids it
+        out.append(
+            Problem.at(
+                ("spec", "priorityClassName"),
+                f"priorityClassName requires the Grove pathway ({grove_only})",
+            )
+        )
+    if on_grove and settings.kai_scheduler and settings.volcano_scheduler:
+        out.append(  # #8225, resolveGroveSchedulerQueue
+            Problem.at(
+                ("spec",),
+                "the Kai and Volcano scheduler integrations cannot both be enabled for Grove "
+                "(settings kai-scheduler and volcano-scheduler)",
             )
         )
     for name, svc in sorted((dgd.spec.services or {}).items()):
@@ -170,10 +187,9 @@ def _with_sync_option(current: str | None, option: str) -> str:
 
 
 def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> str | None:
-    """The worker generation the workers are named with (None: no workers, or Grove, which
-    rolls pods itself)."""
-    if grove.is_grove(dgd, settings):
-        return None
+    """The worker generation (None: no workers). The component path names the worker
+    Deployments with it; on Grove it only suffixes the workers' Dynamo namespace and labels
+    their cliques (#12769: a new PodCliqueSet renders the suffix whenever it has workers)."""
     workers = {
         n: dump(s)
         for n, s in (dgd.spec.services or {}).items()
@@ -182,9 +198,24 @@ def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> s
     return naming.worker_hash(workers) if workers else None
 
 
-def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
-    """Every object the operator creates for ``dgd``, in no particular order; raises
-    :class:`RenderError` with problems not located yet (their paths are the DGD's fields)."""
+def component_order(dgd: DynamoGraphDeployment, written: Sequence[str] | None) -> list[str]:
+    """The services in the order of the operator's v1beta1 component list: as written in a
+    v1beta1 document, else sorted by name (the v1alpha1 conversion sorts the map keys,
+    ``dgdServiceNamesInEmissionOrder`` @ 2a6da14c8). Grove cliques follow it."""
+    names = list(dgd.spec.services or {})
+    if written is None:
+        return sorted(names)
+    return [n for n in written if n in names] + sorted(set(names) - set(written))
+
+
+def expand_graph(
+    dgd: DynamoGraphDeployment,
+    settings: RenderSettings,
+    written_order: Sequence[str] | None = None,
+) -> list[Obj]:
+    """Every object the operator creates for ``dgd``, in no particular order (but a
+    PodCliqueSet's cliques in :func:`component_order`); raises :class:`RenderError` with
+    problems not located yet (their paths are the DGD's fields)."""
     problems = not_supported(dgd, settings)
     if problems:
         raise RenderError(problems)
@@ -237,7 +268,8 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
         out.append(objects.inference_pool(dgd_name, namespace, epp_name, dyn_ns))
 
     parts: list[grove.ServiceCliques] = []
-    for service, svc in sorted(services.items()):
+    for service in component_order(dgd, written_order):
+        svc = services[service]
         try:
             if on_grove:
                 ctx = _grove_context(
@@ -247,6 +279,7 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
                     namespace,
                     settings,
                     backends[service],
+                    whash,
                     graph_envs,
                     epp_cm,
                     graph_discovery,
@@ -283,12 +316,15 @@ def _grove_context(
     namespace: str,
     settings: RenderSettings,
     backend: str,
+    whash: str | None,
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     graph_discovery: str,
 ) -> ComponentContext:
-    """A Grove clique's context: no DCD, so no worker hash and no legacy DCD rewrites; the
-    graph's discovery backend is forced into every component's annotations."""
+    """A Grove clique's context: no DCD, so no legacy DCD rewrites and the clique keeps the
+    graph's names; workers carry the worker hash (#12769, ``dgd_grove_workload_renderer.go``
+    @ 2a6da14c8); the graph's discovery backend is forced into every component's
+    annotations."""
     dgd_name = dgd.metadata.name
     annotations = _component_annotations(dgd, svc)
     annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
@@ -300,7 +336,7 @@ def _grove_context(
         component_type=svc.componentType or "",
         dynamo_ns=naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
         name=naming.base_name(dgd_name, service),
-        worker_hash=None,
+        worker_hash=whash if naming.is_worker(svc.componentType) else None,
         backend=backend,
         discovery_backend=graph_discovery,
         container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",

@@ -87,7 +87,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     if dgd is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
     try:
-        children = expand_graph(dgd, settings)
+        children = expand_graph(dgd, settings, _written_order(doc))
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the model's fields
@@ -105,6 +105,15 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
             )
         )
     return out
+
+
+def _written_order(doc: Document) -> list[str] | None:
+    """A v1beta1 DGD's component names as its list orders them (None: a v1alpha1 map)."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    if data.get("apiVersion") != V1BETA1:
+        return None
+    comps = (data.get("spec") or {}).get("components") or []
+    return [str(c.get("name")) for c in comps if isinstance(c, dict)]
 
 
 class _Budget:

@@ -255,6 +255,41 @@ def _match_scalar(expected: Any, actual: Any, path: str) -> None:
         raise MatchError(f"{path}: value is {actual!r}, want {expected!r}")
 
 
+def explain(expected: Any, actual: Any, path: str = "$") -> list[str]:
+    """Every place ``actual`` breaks the contract, not only the first (for reports; the
+    matcher itself stops at the first)."""
+    try:
+        match(expected, actual, path)
+    except MatchError as exc:
+        first = str(exc)
+    else:
+        return []
+    both_maps = isinstance(expected, dict) and isinstance(actual, dict)
+    if both_maps and _mapping_directive(expected, path) is None:
+        out: list[str] = []
+        fields = _fields(expected)
+        for name, want in fields.items():
+            where = f"{path}.{name}"
+            if name in actual and not _is_notexists(want):
+                out.extend(explain(want, actual[name], where))
+            elif (name in actual) == _is_notexists(want):
+                out.append(f"{where}: field {'exists' if name in actual else 'does not exist'}")
+        if _strict(expected, path):
+            out.extend(
+                f"{path}.{n}: unexpected field"
+                for n in actual
+                if n not in fields or _is_notexists(fields[n])
+            )
+        return out
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        return [
+            e
+            for i, (x, y) in enumerate(zip(expected, actual, strict=True))
+            for e in explain(x, y, f"{path}[{i}]")
+        ]
+    return [first]
+
+
 # ------------------------------------------------------------------------------ object sets
 @dataclass(frozen=True)
 class Result:
