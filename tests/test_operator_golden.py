@@ -63,7 +63,21 @@ SERVER_DEFAULTED = {("apps/v1", "Deployment")}
 
 #: scenario -> why it does not pass yet (the first mismatch the matcher reports for each
 #: object names the place); an empty dict is the goal
-KNOWN_GAPS: dict[str, str] = {}
+_DECODE = (
+    "v1beta1 type decode renders as worker + subComponentType decode (the v1alpha1-era "
+    "conversion in models/convert.py); the operator @ 2a6da14c8 keeps decode "
+    "(label nvidia.com/dynamo-component-type and DYN_COMPONENT)"
+)
+KNOWN_GAPS: dict[str, str] = {
+    "dgd/components": _DECODE,
+    "dgd/grove": _DECODE,
+    "dcd/deployment": _DECODE,
+    "dcd/lws": (
+        "the LeaderWorkerSet path still wants a GPU limit on a multinode service (removed "
+        "upstream by #11115) and renders one LWS + PodGroup per replica (one <dcd>-0 LWS "
+        "with native replicas since #9612)"
+    ),
+}
 
 
 def admitted(doc: dict[str, Any]) -> dict[str, Any]:
@@ -144,9 +158,11 @@ def contract(scenario: str) -> list[dict[str, Any]]:
 
 @pytest.mark.realk8s
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_operator_golden_scenario(scenario: str, kube: Any, tmp_path: Path) -> None:
-    if scenario in KNOWN_GAPS:
-        pytest.xfail(KNOWN_GAPS[scenario])
+def test_operator_golden_scenario(
+    scenario: str, kube: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if scenario in KNOWN_GAPS:  # strict: a scenario that passes must leave the list
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_GAPS[scenario], strict=True))
     objs = as_stored(kube, rendered(scenario, tmp_path))
     result = compare(contract(scenario), objs, NAMESPACE, worker_hash(objs))
     assert result.ok, "\n".join(result.mismatches)

@@ -39,6 +39,9 @@ class ComponentContext:
     epp_config_map: tuple[str, str] | None = None  # (ConfigMap name, key) for EPP
     env_overrides: tuple[tuple[str, str], ...] = ()  # env values rewritten (legacy config)
     grove: bool = False  # rendered as a Grove clique, not a DCD (no DCD defaults apply)
+    #: pods name their graph (nvidia.com/dynamo-graph-deployment-name); a standalone DCD
+    #: has no graph to name
+    graph_label: bool = True
 
     @property
     def k8s_discovery(self) -> bool:

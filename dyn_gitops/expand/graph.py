@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from .. import keys, naming
@@ -219,6 +220,43 @@ def expand_graph(
     problems = not_supported(dgd, settings)
     if problems:
         raise RenderError(problems)
+    return _expand_graph(dgd, settings, written_order)
+
+
+def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
+    """A standalone DynamoComponentDeployment, given as the one-service DGD named like it
+    (``validate.dcd_as_graph``): what the operator's DCD controller renders from it
+    (``dynamocomponentdeployment_renderer.go`` @ 2a6da14c8). The workload and its Service
+    are named after the DCD; there is no graph: no graph-level objects (RBAC, PVCs, EPP
+    pool), no graph-name label, no worker hash (only a DGD's rollout stamps one), and
+    never Grove (the DCD controller renders a Deployment or a LeaderWorkerSet)."""
+    problems = not_supported(dgd, replace(settings, grove=False))
+    if problems:
+        raise RenderError(problems)
+    ((service, svc),) = (dgd.spec.services or {}).items()
+    _, backends = resolve_backends(dgd)
+    try:
+        return _expand_service(
+            dgd,
+            service,
+            svc,
+            dgd.metadata.namespace or settings.namespace,
+            settings,
+            backends[service],
+            None,
+            tuple(dump(dgd.spec.envs) or []),
+            None,
+            standalone=True,
+        )
+    except ComponentError as exc:
+        raise RenderError([Problem.at(_svc(service, *exc.path), str(exc))]) from None
+
+
+def _expand_graph(
+    dgd: DynamoGraphDeployment,
+    settings: RenderSettings,
+    written_order: Sequence[str] | None,
+) -> list[Obj]:
     dgd_name = dgd.metadata.name
     namespace = dgd.metadata.namespace or settings.namespace
     services = dgd.spec.services or {}
@@ -377,6 +415,7 @@ def _expand_service(
     whash: str | None,
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
+    standalone: bool = False,
 ) -> list[Obj]:
     dgd_name = dgd.metadata.name
     ctype = svc.componentType or ""
@@ -386,16 +425,17 @@ def _expand_service(
     )
     annotations = _component_annotations(dgd, svc)
     dyn_ns = naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
-    name = naming.component_name(dgd_name, service, whash if worker else None)
+    # a standalone DCD names its workload itself (kubeName = the DCD's name)
+    name = (
+        dgd_name
+        if standalone
+        else naming.component_name(dgd_name, service, whash if worker else None)
+    )
     labels = dict(dgd.spec.labels or {})
     labels.update(svc.labels or {})
-    labels.update(
-        {
-            keys.LABEL_COMPONENT: service,
-            keys.LABEL_DYNAMO_NAMESPACE: dyn_ns,
-            keys.LABEL_GRAPH_NAME: dgd_name,
-        }
-    )
+    labels.update({keys.LABEL_COMPONENT: service, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns})
+    if not standalone:
+        labels[keys.LABEL_GRAPH_NAME] = dgd_name
     if worker and whash:
         labels[keys.LABEL_WORKER_HASH] = whash
     discovery = naming.discovery_backend(annotations, settings.discovery_backend)
@@ -417,6 +457,7 @@ def _expand_service(
         settings=settings,
         epp_config_map=epp_cm,
         env_overrides=tuple(sorted(env_overrides.items())),
+        graph_label=not standalone,
     )
 
     if svc.modelRef is not None:
