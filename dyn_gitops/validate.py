@@ -153,13 +153,17 @@ def _typed(
     return parsed, same_path
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def dcd_component_name(data: dict[str, Any]) -> str:
     """``GetDCDComponentName`` (``internal/dynamo/v1beta1_helpers.go`` @ 2a6da14c8): the
     spec's component name, the component label, the v1alpha1 ``serviceName``, the DCD's
     name."""
-    spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    spec = _mapping(data.get("spec"))
+    meta = _mapping(data.get("metadata"))
+    labels = _mapping(meta.get("labels"))
     for value in (
         spec.get("name") if data.get("apiVersion") == V1BETA1 else None,
         labels.get(keys.LABEL_COMPONENT),
