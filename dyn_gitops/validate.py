@@ -56,14 +56,15 @@ def validate(
 ) -> Iterator[Validated]:
     """The validate stage, one document at a time (what the expansion does not reach, once
     it has stopped, is not validated either); problems and warnings are appended."""
-    names: dict[tuple[str, str], Document] = {}
+    names: dict[tuple[str, str, str], Document] = {}
     for doc in docs:
         item = _validated(doc, settings, problems)
         if item is None:
             continue
         if item.dgd is not None:
             ns = item.dgd.metadata.namespace or settings.namespace
-            first = names.setdefault((ns, item.dgd.metadata.name), doc)
+            kind = str(doc.data.get("kind")) if isinstance(doc.data, dict) else ""
+            first = names.setdefault((kind, ns, item.dgd.metadata.name), doc)
             if first is not doc:
                 problems.append(
                     located(
@@ -71,7 +72,7 @@ def validate(
                         Problem.at(
                             ("metadata", "name"),
                             (
-                                f"DynamoGraphDeployment {ns}/{item.dgd.metadata.name} is "
+                                f"{kind} {ns}/{item.dgd.metadata.name} is "
                                 f"also defined at {first.file.path}:{first.line}"
                             ),
                         ),
@@ -145,6 +146,10 @@ def _typed(
             )
         )
         return None
+    return _v1alpha1(doc, data, problems)
+
+
+def _v1alpha1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Typed | None:
     try:
         parsed = DynamoGraphDeployment.model_validate(data)
     except ValidationError as exc:
@@ -208,10 +213,11 @@ def _component_deployment(
     at the DCD's own fields."""
     graph, where = dcd_as_graph(data)
     found: list[Problem] = []
+    shaped = replace(doc, data=graph)
     if data.get("apiVersion") == V1BETA1:
-        typed = _v1beta1(replace(doc, data=graph), graph, found)
+        typed = _v1beta1(shaped, graph, found)
     else:
-        typed = _typed(replace(doc, data=graph), graph, str(graph["apiVersion"]), "", found)
+        typed = _v1alpha1(shaped, graph, found)
     problems.extend(located(doc, replace(p, path=_dcd_path(p.path, where))) for p in found)
     if typed is None:
         return None

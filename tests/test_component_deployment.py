@@ -100,3 +100,48 @@ def test_dcd_problems_point_at_the_dcd(tmp_path: Path) -> None:
         render(tmp_path, bad)
     text = "\n".join(str(p) for p in info.value.problems)
     assert "DynamoComponentDeployment/dcd-a: spec.replicaz: unknown field" in text
+
+
+def test_a_dcd_and_a_dgd_may_share_a_name(tmp_path: Path) -> None:
+    """Different kinds: the duplicate-name check is per kind."""
+    dgd = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "dcd-a", "namespace": "ns"},
+        "spec": {"services": {"Frontend": {"componentType": "frontend"}}},
+    }
+    path = tmp_path / "both.yaml"
+    path.write_text(yaml.safe_dump_all([BETA, dgd], sort_keys=False))
+    objs = render_objects(path, managed_replicas=False, emit_source=False)
+    assert {o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"} == {
+        "dcd-a",
+        "dcd-a-frontend",
+    }
+    path.write_text(yaml.safe_dump_all([BETA, BETA], sort_keys=False))
+    with pytest.raises(RenderError, match="DynamoComponentDeployment ns/dcd-a is also defined"):
+        render_objects(path)
+
+
+def test_multinode_dcd_gets_the_wait_for_leader_script(tmp_path: Path) -> None:
+    """A multinode pod mounts our wait-for-leader ConfigMap: rendered beside the DCD."""
+    spec = {
+        **BETA["spec"],
+        "multinode": {"nodeCount": 2},
+        "podTemplate": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "img:1",
+                        "command": ["python3", "-m", "dynamo.vllm"],
+                        "args": ["--model", "m"],
+                        "resources": {"limits": {"nvidia.com/gpu": "8"}},
+                    }
+                ]
+            }
+        },
+    }
+    objs = render(tmp_path, {**BETA, "spec": spec}, lws=True)
+    assert ("ConfigMap", "dcd-a-wait-leader-script") in {
+        (o["kind"], o["metadata"]["name"]) for o in objs
+    }

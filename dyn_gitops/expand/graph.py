@@ -235,12 +235,15 @@ def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSett
         raise RenderError(problems)
     ((service, svc),) = (dgd.spec.services or {}).items()
     _, backends = resolve_backends(dgd)
+    namespace = dgd.metadata.namespace or settings.namespace
+    # the one graph-level object a multinode pod refers to: our own wait-for-leader script
+    out = [lws.wait_leader_config_map(dgd.metadata.name, namespace)] if is_multinode(svc) else []
     try:
-        return _expand_service(
+        return out + _expand_service(
             dgd,
             service,
             svc,
-            dgd.metadata.namespace or settings.namespace,
+            namespace,
             settings,
             backends[service],
             None,
