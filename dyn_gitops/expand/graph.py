@@ -9,12 +9,15 @@ from typing import Any
 
 from .. import keys, naming
 from ..errors import FieldPath, Problem, RenderError
+from ..merge import merge_envs, merge_override
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+from ..models.versions import V1BETA1
 from ..settings import RenderSettings
+from ..workerhash import compute as workerhash
+from ..workerhash import hub
 from . import defaults, gms, grove, legacy, lws, multinode, objects
 from .context import ComponentContext, ComponentError
-from .merge import merge_envs, merge_override
 from .podspec import build_pod_spec, detect_backend, pod_labels
 
 Obj = dict[str, Any]
@@ -187,16 +190,25 @@ def _with_sync_option(current: str | None, option: str) -> str:
     return ",".join(opts)
 
 
-def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> str | None:
-    """The worker generation (None: no workers). The component path names the worker
-    Deployments with it; on Grove it only suffixes the workers' Dynamo namespace and labels
-    their cliques (#12769: a new PodCliqueSet renders the suffix whenever it has workers)."""
-    workers = {
-        n: dump(s)
-        for n, s in (dgd.spec.services or {}).items()
-        if naming.is_worker(s.componentType)
-    }
-    return naming.worker_hash(workers) if workers else None
+def graph_worker_hash(
+    dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj
+) -> str | None:
+    """The worker generation: the operator's worker hash v2 of the DGD document ``source``
+    (None: no workers). The component path names the worker Deployments with it; on Grove
+    it only suffixes the workers' Dynamo namespace and labels their cliques (#12769: a new
+    PodCliqueSet renders the suffix whenever it has workers, hashed the same way)."""
+    if not any(naming.is_worker(s.componentType) for s in (dgd.spec.services or {}).values()):
+        return None
+    return workerhash.worker_hash(hub.graph(source, settings.namespace))
+
+
+def written_order(source: Obj) -> list[str] | None:
+    """A v1beta1 DGD document's component names as its list orders them (None: a v1alpha1
+    map)."""
+    if source.get("apiVersion") != V1BETA1:
+        return None
+    comps = (source.get("spec") or {}).get("components") or []
+    return [str(c.get("name")) for c in comps if isinstance(c, dict)]
 
 
 def component_order(dgd: DynamoGraphDeployment, written: Sequence[str] | None) -> list[str]:
@@ -209,18 +221,15 @@ def component_order(dgd: DynamoGraphDeployment, written: Sequence[str] | None) -
     return [n for n in written if n in names] + sorted(set(names) - set(written))
 
 
-def expand_graph(
-    dgd: DynamoGraphDeployment,
-    settings: RenderSettings,
-    written_order: Sequence[str] | None = None,
-) -> list[Obj]:
-    """Every object the operator creates for ``dgd``, in no particular order (but a
-    PodCliqueSet's cliques in :func:`component_order`); raises :class:`RenderError` with
-    problems not located yet (their paths are the DGD's fields)."""
+def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
+    """Every object the operator creates for ``dgd`` (parsed from the document ``source``),
+    in no particular order (but a PodCliqueSet's cliques in :func:`component_order`);
+    raises :class:`RenderError` with problems not located yet (their paths are the DGD's
+    fields)."""
     problems = not_supported(dgd, settings)
     if problems:
         raise RenderError(problems)
-    return _expand_graph(dgd, settings, written_order)
+    return _expand_graph(dgd, settings, source)
 
 
 def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
@@ -255,11 +264,7 @@ def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSett
         raise RenderError([Problem.at(_svc(service, *exc.path), str(exc))]) from None
 
 
-def _expand_graph(
-    dgd: DynamoGraphDeployment,
-    settings: RenderSettings,
-    written_order: Sequence[str] | None,
-) -> list[Obj]:
+def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
     dgd_name = dgd.metadata.name
     namespace = dgd.metadata.namespace or settings.namespace
     services = dgd.spec.services or {}
@@ -268,7 +273,7 @@ def _expand_graph(
     _, backends = resolve_backends(dgd)
     on_grove = grove.is_grove(dgd, settings)
 
-    whash = graph_worker_hash(dgd, settings)
+    whash = graph_worker_hash(dgd, settings, source)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
     eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == naming.EPP]
 
@@ -309,7 +314,7 @@ def _expand_graph(
         out.append(objects.inference_pool(dgd_name, namespace, epp_name, dyn_ns))
 
     parts: list[grove.ServiceCliques] = []
-    for service in component_order(dgd, written_order):
+    for service in component_order(dgd, written_order(source)):
         svc = services[service]
         try:
             if on_grove:

@@ -90,7 +90,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
         if item.standalone_dcd:
             children = expand_component_deployment(dgd, settings)
         else:
-            children = expand_graph(dgd, settings, _written_order(doc))
+            children = expand_graph(dgd, settings, doc.data)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the model's fields
@@ -109,15 +109,6 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
             )
         )
     return out
-
-
-def _written_order(doc: Document) -> list[str] | None:
-    """A v1beta1 DGD's component names as its list orders them (None: a v1alpha1 map)."""
-    data = doc.data if isinstance(doc.data, dict) else {}
-    if data.get("apiVersion") != V1BETA1:
-        return None
-    comps = (data.get("spec") or {}).get("components") or []
-    return [str(c.get("name")) for c in comps if isinstance(c, dict)]
 
 
 class _Budget:
@@ -188,7 +179,7 @@ def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
     for child in children:
         whash = (child["metadata"].get("labels") or {}).get(keys.LABEL_WORKER_HASH)
         if whash:
-            return {keys.ANN_WORKER_HASH: whash}
+            return {keys.ANN_WORKER_HASH: whash, keys.ANN_CURRENT_WORKER_HASH_V2: whash}
     return {}
 
 
