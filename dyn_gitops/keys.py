@@ -50,6 +50,10 @@ ANN_DISABLE_PULL_SECRET_DISCOVERY: Final = "nvidia.com/disable-image-pull-secret
 ANN_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
 #: DGD metadata: the Kai scheduler queue of its Grove cliques (default "dynamo")
 ANN_KAI_QUEUE: Final = "nvidia.com/kai-scheduler-queue"
+#: DGD metadata: the Volcano queue of its Grove PodCliqueSet (setting volcano-scheduler)
+ANN_VOLCANO_QUEUE: Final = "nvidia.com/volcano-queue"
+#: PodCliqueSet metadata: the Volcano queue Grove's Volcano backend schedules it in
+ANN_GROVE_VOLCANO_QUEUE: Final = "scheduling.grove.io/volcano-queue"
 #: Volcano gang of a LeaderWorkerSet pod before native LWS scaling (#9612); never rendered now
 ANN_VOLCANO_GROUP: Final = "scheduling.k8s.io/group-name"
 #: kvTransferPolicy (#9879): on worker pods, the node label the operator's topology-label

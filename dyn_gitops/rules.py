@@ -309,14 +309,18 @@ def _topology_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
             ("spec", "topologyConstraint"),
             "topologyProfile is required when any topology constraint is set",
         )
-    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
+    services = dgd.spec.services or {}
+    # #12448 (26b83a991, v1.4.0): component-scoped topology needs no deployment pack domain;
+    # the webhook wants one only when no component is constrained
+    constrained = any(s.topologyConstraint is not None for s in services.values())
+    if tc is not None and not tc.packDomain and not constrained:
+        yield Problem.at(
+            ("spec", "topologyConstraint", "packDomain"),
+            "is required when no service has a topologyConstraint",
+        )
+    for svc_name, svc in sorted(services.items()):
         stc = svc.topologyConstraint
         if stc is None:
-            if tc is None or not tc.packDomain:
-                yield Problem.at(
-                    _svc(svc_name, "topologyConstraint"),
-                    "required for every service when spec.topologyConstraint has no packDomain",
-                )
             continue
         if not stc.packDomain:
             yield Problem.at(

@@ -131,6 +131,13 @@ class RenderSettings:
         "spec.experimental.kvTransferPolicy.clusterTopologyName names; the operator reads "
         "them from the cluster, dyn-gitops from here.",
     )
+    volcano_scheduler: bool = _setting(
+        False,
+        "The Volcano scheduler integration is enabled (operator config "
+        "orchestrators.volcanoScheduler.enabled): Grove cliques use the volcano scheduler, "
+        "and the DGD annotation nvidia.com/volcano-queue names the PodCliqueSet's queue. "
+        "Not together with kai-scheduler.",
+    )
     operator_release: str = _setting(
         "dynamo-platform",
         "Helm release name of the Dynamo platform; names the planner and "

@@ -17,9 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from . import keys
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem, RenderError
-from .models.v1alpha1 import DynamoComponentDeployment, DynamoGraphDeployment
+from .models.v1alpha1 import DynamoGraphDeployment
 from .models.versions import V1BETA1
 from .parse import Document, located, object_label
 from .rules import limit_checks, object_shape, removed_kind, validate_graph, warn_graph
@@ -41,6 +42,9 @@ class Validated:
     dgd: DynamoGraphDeployment | None = None
     #: a field path of the model -> the same field in the document (they differ for v1beta1)
     to_doc_path: Callable[[FieldPath], FieldPath] = same_path
+    #: a standalone DynamoComponentDeployment, as the one-service DGD named like it
+    #: (:func:`dcd_as_graph`): expanded as the operator's DCD controller renders it
+    standalone_dcd: bool = False
 
     def located(self, problem: Problem) -> Problem:
         """``problem``, whose path is a field of the model, in the document."""
@@ -52,14 +56,15 @@ def validate(
 ) -> Iterator[Validated]:
     """The validate stage, one document at a time (what the expansion does not reach, once
     it has stopped, is not validated either); problems and warnings are appended."""
-    names: dict[tuple[str, str], Document] = {}
+    names: dict[tuple[str, str, str], Document] = {}
     for doc in docs:
         item = _validated(doc, settings, problems)
         if item is None:
             continue
         if item.dgd is not None:
             ns = item.dgd.metadata.namespace or settings.namespace
-            first = names.setdefault((ns, item.dgd.metadata.name), doc)
+            kind = str(doc.data.get("kind")) if isinstance(doc.data, dict) else ""
+            first = names.setdefault((kind, ns, item.dgd.metadata.name), doc)
             if first is not doc:
                 problems.append(
                     located(
@@ -67,7 +72,7 @@ def validate(
                         Problem.at(
                             ("metadata", "name"),
                             (
-                                f"DynamoGraphDeployment {ns}/{item.dgd.metadata.name} is "
+                                f"{kind} {ns}/{item.dgd.metadata.name} is "
                                 f"also defined at {first.file.path}:{first.line}"
                             ),
                         ),
@@ -101,7 +106,7 @@ def _validated(
     if typed is None:
         return None
     dgd, to_doc_path = typed
-    item = Validated(doc, dgd, to_doc_path)
+    item = Validated(doc, dgd, to_doc_path, standalone_dcd=kind == "DynamoComponentDeployment")
     found = [
         *limit_checks(
             dgd, max_replicas=settings.max_replicas, max_node_count=settings.max_node_count
@@ -123,6 +128,8 @@ def _typed(
 ) -> Typed | None:
     """The DGD's model by apiVersion and kind, and the mapping of its field paths back to
     the document."""
+    if kind == "DynamoComponentDeployment" and api in (V1BETA1, "nvidia.com/v1alpha1"):
+        return _component_deployment(doc, data, problems)
     if api == V1BETA1 and kind == "DynamoGraphDeployment":
         return _v1beta1(doc, data, problems)
     if api != "nvidia.com/v1alpha1":
@@ -139,30 +146,91 @@ def _typed(
             )
         )
         return None
-    model: type[BaseModel] = (
-        DynamoGraphDeployment if kind == "DynamoGraphDeployment" else DynamoComponentDeployment
-    )
+    return _v1alpha1(doc, data, problems)
+
+
+def _v1alpha1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Typed | None:
     try:
-        parsed = model.model_validate(data)
+        parsed = DynamoGraphDeployment.model_validate(data)
     except ValidationError as exc:
-        problems.extend(_validation_problems(doc, model, exc))
+        problems.extend(_validation_problems(doc, DynamoGraphDeployment, exc))
         return None
-    if isinstance(parsed, DynamoComponentDeployment):
-        problems.append(
-            located(
-                doc,
-                Problem.at(
-                    ("kind",),
-                    (
-                        "a standalone DynamoComponentDeployment is validated but not yet "
-                        "expanded; put the service in a DynamoGraphDeployment"
-                    ),
-                ),
-            )
-        )
-        return None
-    assert isinstance(parsed, DynamoGraphDeployment)
     return parsed, same_path
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def dcd_component_name(data: dict[str, Any]) -> str:
+    """``GetDCDComponentName`` (``internal/dynamo/v1beta1_helpers.go`` @ 2a6da14c8): the
+    spec's component name, the component label, the v1alpha1 ``serviceName``, the DCD's
+    name."""
+    spec = _mapping(data.get("spec"))
+    meta = _mapping(data.get("metadata"))
+    labels = _mapping(meta.get("labels"))
+    for value in (
+        spec.get("name") if data.get("apiVersion") == V1BETA1 else None,
+        labels.get(keys.LABEL_COMPONENT),
+        spec.get("serviceName"),
+        meta.get("name"),
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def dcd_as_graph(data: dict[str, Any]) -> tuple[dict[str, Any], FieldPath]:
+    """A standalone DCD as the one-component DGD named like it, and where the component's
+    fields are in that DGD. The DCD controller names what it renders after the DCD and, with
+    no owning DGD, uses the DCD's name as the parent graph name (Dynamo namespace, discovery
+    service account, ``DYN_PARENT_DGD_K8S_NAME``: ``GenerateBasePodSpecForController``)."""
+    spec = dict(data.get("spec") or {})
+    name = dcd_component_name(data)
+    graph_spec: dict[str, Any] = {}
+    if "backendFramework" in spec:
+        graph_spec["backendFramework"] = spec.pop("backendFramework")
+    if data.get("apiVersion") == V1BETA1:
+        graph_spec["components"] = [{**spec, "name": name}]
+        where: FieldPath = ("spec", "components", 0)
+    else:
+        spec.pop("serviceName", None)
+        graph_spec["services"] = {name: spec}
+        where = ("spec", "services", name)
+    out = {
+        "apiVersion": data.get("apiVersion"),
+        "kind": "DynamoGraphDeployment",
+        "metadata": data.get("metadata"),
+        "spec": graph_spec,
+    }
+    return out, where
+
+
+def _component_deployment(
+    doc: Document, data: dict[str, Any], problems: list[Problem]
+) -> Typed | None:
+    """A standalone DCD (v1alpha1 or v1beta1) as its one-service DGD; problems are located
+    at the DCD's own fields."""
+    graph, where = dcd_as_graph(data)
+    found: list[Problem] = []
+    shaped = replace(doc, data=graph)
+    if data.get("apiVersion") == V1BETA1:
+        typed = _v1beta1(shaped, graph, found)
+    else:
+        typed = _v1alpha1(shaped, graph, found)
+    problems.extend(located(doc, replace(p, path=_dcd_path(p.path, where))) for p in found)
+    if typed is None:
+        return None
+    dgd, to_graph_path = typed
+    return dgd, lambda path: _dcd_path(to_graph_path(path), where)
+
+
+def _dcd_path(path: FieldPath, where: FieldPath) -> FieldPath:
+    """A field of the DCD's one-service DGD, in the DCD."""
+    n = len(where)
+    if tuple(path[:n]) == where:
+        return ("spec", *path[n:])
+    return path
 
 
 def _v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Typed | None:

@@ -974,10 +974,13 @@ def test_facts_grove_multinode() -> None:
     trt = get(objs, "PodCliqueSet", "trtllm-disagg-mn")["spec"]
     assert trt["replicas"] == 1
     t = trt["template"]
+    # in the v1beta1 component order: the v1alpha1 conversion sorts the service names as
+    # bytes ("Frontend" < "decode"), roles in order (GenerateGrovePodCliqueSet and
+    # dgdServiceNamesInEmissionOrder @ 2a6da14c8)
     assert [c["name"] for c in t["cliques"]] == [
+        "frontend",
         "decode-ldr",
         "decode-wkr",
-        "frontend",
         "prefill-ldr",
         "prefill-wkr",
     ]
@@ -1012,7 +1015,11 @@ def test_facts_grove_multinode() -> None:
     )
     assert wkr["spec"]["podSpec"]["containers"][0]["readinessProbe"]["tcpSocket"] == {"port": 2222}
     for clique in (ldr, wkr):
-        # no worker hash on this path
+        # the worker hash labels the clique and suffixes the Dynamo namespace (#12769), but
+        # names nothing: the selector is the component's
+        whash = clique["labels"]["nvidia.com/dynamo-worker-hash"]
+        env = {e["name"]: e.get("value") for e in clique["spec"]["podSpec"]["containers"][0]["env"]}
+        assert env["DYN_NAMESPACE_WORKER_SUFFIX"] == whash
         assert clique["labels"]["nvidia.com/selector"] == "trtllm-disagg-mn-decode"
         assert clique["labels"]["nvidia.com/dynamo-sub-component-type"] == "decode"
     # vLLM mp over 2 x 8 GPUs: Grove addressing, worker rank by shell arithmetic

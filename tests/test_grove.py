@@ -198,7 +198,9 @@ def test_single_node_pod_clique_set(tmp_path: Path) -> None:
 
 
 def test_clique_pod_spec_is_the_component_path_pod_spec(tmp_path: Path) -> None:
-    # one pod-spec builder for both paths: only the service account fallback differs
+    # one pod-spec builder for both paths: only the service account fallback differs, and
+    # a clique's containers spell an empty resources as Go encodes it (the API server
+    # gives a Deployment the same; dgd/grove golden output @ 2a6da14c8)
     graph = _single_node_graph()
     grove_objs = render(tmp_path, graph)
     comp = render(tmp_path, graph, grove=False)
@@ -209,7 +211,12 @@ def test_clique_pod_spec_is_the_component_path_pod_spec(tmp_path: Path) -> None:
             if o["kind"] == "Deployment"
             and o["metadata"]["name"].startswith(f"test-dynamo-graph-deployment-{service}")
         )
-        assert clique["spec"]["podSpec"] == dep["spec"]["template"]["spec"], service
+        pod = dep["spec"]["template"]["spec"]
+        go_encoded = {
+            **pod,
+            "containers": [{**c, "resources": c.get("resources") or {}} for c in pod["containers"]],
+        }
+        assert clique["spec"]["podSpec"] == go_encoded, service
 
 
 def test_multinode_sglang(tmp_path: Path) -> None:
@@ -382,6 +389,8 @@ def test_multinode_vllm_and_sglang_have_no_startup_order(tmp_path: Path, backend
 
 
 def test_component_min_available(tmp_path: Path) -> None:
+    """#10532 (5d3bb78df, v1.3.0): component minAvailable on Grove, defaulted to 1
+    (buildCliqueForRole / buildGroveScalingGroupConfig in graph.go @ 2a6da14c8)."""
     # Go: TestGenerateGrovePodCliqueSet_ComponentMinAvailable
     objs = render(
         tmp_path,
@@ -404,6 +413,9 @@ def test_component_min_available(tmp_path: Path) -> None:
 
 
 def test_single_node_force_scaling_group(tmp_path: Path) -> None:
+    """#11772 (5c59b3e61, v1.5.0): experimental.grove.forceScalingGroup renders a
+    single-node component as a PodCliqueScalingGroup (expandSingleNodeScalingGroupRoles in
+    graph.go @ 2a6da14c8)."""
     # Go: TestGenerateGrovePodCliqueSet_SingleNodeForceScalingGroup (v1beta1 only)
     doc = {
         "apiVersion": "nvidia.com/v1beta1",
@@ -483,6 +495,8 @@ def test_fnv1a_suffix_matches_go() -> None:
 
 
 def test_long_dgd_name_gets_a_truncated_pcs(tmp_path: Path) -> None:
+    """#8563 (cce641360, v1.2.0): PCSNameForDGD cuts a DGD name to the 45-character Grove
+    budget plus an FNV suffix (graph.go @ 2a6da14c8)."""
     name = "a-very-long-dynamo-graph-deployment-name-x"  # 42 characters
     objs = render(
         tmp_path,
@@ -540,12 +554,13 @@ def test_grove_services_and_ingress(tmp_path: Path) -> None:
     assert ingress["metadata"]["name"] == "g.v1-frontend"  # no dot replacement
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == "g-v1-frontend"
-    # the PodCliqueSet copies only the DGD's spec labels
+    # the PodCliqueSet copies the DGD's spec labels and names its DGD (its own name may be
+    # cut: #8563, GenerateGrovePodCliqueSet @ 2a6da14c8)
     assert {
         k: v
         for k, v in pcs(objs)["metadata"]["labels"].items()
         if not k.startswith(keys.OUR_PREFIX)
-    } == {"org": "o"}
+    } == {"org": "o", keys.LABEL_GRAPH_NAME: "g.v1"}
 
 
 def test_enable_grove_false_keeps_the_component_path(tmp_path: Path) -> None:
@@ -555,25 +570,36 @@ def test_enable_grove_false_keeps_the_component_path(tmp_path: Path) -> None:
     assert [o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"] == ["g-frontend"]
 
 
-def test_no_worker_hash_on_grove(tmp_path: Path) -> None:
-    objs = render(
-        tmp_path,
-        dgd(
-            "g",
-            {
-                "decode": {
-                    "componentType": "worker",
-                    "extraPodSpec": {
-                        "mainContainer": {"image": "i", "command": ["python3", "-m", "dynamo.vllm"]}
-                    },
-                }
+def test_grove_workers_get_the_worker_hash_suffix(tmp_path: Path) -> None:
+    """#12769 (05f14653a, v1.5.0; dgd/grove golden output @ 2a6da14c8): a worker clique is
+    labelled with the worker hash and its Dynamo namespace suffixed with it, as on the
+    component path; the names stay the component's (Grove rolls the pods itself)."""
+    doc = dgd(
+        "g",
+        {
+            "Frontend": FRONTEND,
+            "decode": {
+                "componentType": "worker",
+                "extraPodSpec": {
+                    "mainContainer": {"image": "i", "command": ["python3", "-m", "dynamo.vllm"]}
+                },
             },
-        ),
+        },
     )
+    objs = render(tmp_path, doc)
     clique = cliques(objs)["decode"]
-    assert keys.LABEL_WORKER_HASH not in clique["labels"]
-    assert "DYN_NAMESPACE_WORKER_SUFFIX" not in env(main(clique))
+    comp = render(tmp_path, doc, grove=False)
+    whash = next(
+        o for o in comp if o["kind"] == "Deployment" and "decode" in o["metadata"]["name"]
+    )["metadata"]["labels"][keys.LABEL_WORKER_HASH]
+    assert clique["labels"][keys.LABEL_WORKER_HASH] == whash  # the same hash as the DCD path
+    assert env(main(clique))["DYN_NAMESPACE_WORKER_SUFFIX"] == whash
     assert clique["labels"][keys.LABEL_SELECTOR] == "g-decode"
+    assert pcs(objs)["metadata"]["name"] == "g"
+    # not on a frontend
+    frontend = cliques(objs)["frontend"]
+    assert keys.LABEL_WORKER_HASH not in frontend["labels"]
+    assert "DYN_NAMESPACE_WORKER_SUFFIX" not in env(main(frontend))
 
 
 def test_grove_labels_metrics_from_the_dgd_annotation_only(tmp_path: Path) -> None:
@@ -618,8 +644,9 @@ def test_termination_delay_update_strategy_topology(tmp_path: Path) -> None:
     t = p["spec"]["template"]
     assert t["terminationDelay"] == "4h0m0s"
     assert t["priorityClassName"] == "high"
-    assert t["topologyConstraint"] == {"packDomain": "zone"}
-    assert t["cliques"][0]["topologyConstraint"] == {"packDomain": "rack"}
+    # Grove alpha.11 form (#11405): the PCS names the topology, a clique inherits it
+    assert t["topologyConstraint"] == {"topologyName": "p", "pack": {"required": "zone"}}
+    assert t["cliques"][0]["topologyConstraint"] == {"pack": {"required": "rack"}}
     doc["metadata"]["annotations"] = {keys.ANN_GROVE_UPDATE_STRATEGY: "Sometimes"}
     assert "must be one of RollingRecreate, OnDelete" in render_error(tmp_path, doc)
 
@@ -627,3 +654,145 @@ def test_termination_delay_update_strategy_topology(tmp_path: Path) -> None:
 def test_restart_annotation_is_left_to_the_controller(tmp_path: Path) -> None:
     doc = dgd("g", {"a": {**FRONTEND, "annotations": {keys.ANN_RESTART_AT: "2026-01-01"}}})
     assert keys.ANN_RESTART_AT not in (cliques(render(tmp_path, doc))["a"].get("annotations") or {})
+
+
+def test_grove_update_strategy_annotation(tmp_path: Path) -> None:
+    """#11085 (8d92187fc, v1.4.0): nvidia.com/grove-update-strategy -> PCS
+    spec.updateStrategy (groveUpdateStrategyFromAnnotations in graph.go @ 2a6da14c8)."""
+    for value in ("RollingRecreate", "OnDelete"):
+        doc = dgd("g", {"a": FRONTEND}, annotations={keys.ANN_GROVE_UPDATE_STRATEGY: value})
+        assert pcs(render(tmp_path, doc))["spec"]["updateStrategy"] == {"type": value}
+    assert "updateStrategy" not in pcs(render(tmp_path, dgd("g", {"a": FRONTEND})))["spec"]
+    doc = dgd("g", {"a": FRONTEND}, annotations={keys.ANN_GROVE_UPDATE_STRATEGY: "Coherent"})
+    assert "must be one of RollingRecreate, OnDelete" in render_error(tmp_path, doc)
+
+
+def test_volcano_scheduler(tmp_path: Path) -> None:
+    """#8225 (ac5e2a96e, v1.4.0): with the Volcano integration (operator config
+    volcanoScheduler.enabled, setting volcano-scheduler) cliques use schedulerName volcano
+    unless the user chose another, and nvidia.com/volcano-queue becomes the PodCliqueSet
+    annotation scheduling.grove.io/volcano-queue (injectVolcanoSchedulerIfEnabled,
+    injectVolcanoQueueAnnotation in grove.go @ 2a6da14c8)."""
+    doc = dgd(
+        "g",
+        {
+            "a": FRONTEND,
+            "b": {
+                **FRONTEND,
+                "extraPodSpec": {"schedulerName": "my-scheduler", "mainContainer": {"image": "i"}},
+            },
+        },
+        annotations={keys.ANN_VOLCANO_QUEUE: " team-queue "},
+    )
+    objs = render(tmp_path, doc, volcano_scheduler=True)
+    cl = cliques(objs)
+    assert cl["a"]["spec"]["podSpec"]["schedulerName"] == "volcano"
+    assert cl["b"]["spec"]["podSpec"]["schedulerName"] == "my-scheduler"
+    assert pcs(objs)["metadata"]["annotations"][keys.ANN_GROVE_VOLCANO_QUEUE] == "team-queue"
+    assert keys.LABEL_KAI_QUEUE not in cl["a"]["labels"]
+    # off: neither
+    objs = render(tmp_path, doc)
+    assert "schedulerName" not in cliques(objs)["a"]["spec"]["podSpec"]
+    assert keys.ANN_GROVE_VOLCANO_QUEUE not in (pcs(objs)["metadata"].get("annotations") or {})
+    # no queue annotation: no PCS annotation, the scheduler still
+    doc["metadata"].pop("annotations")
+    objs = render(tmp_path, doc, volcano_scheduler=True)
+    assert keys.ANN_GROVE_VOLCANO_QUEUE not in (pcs(objs)["metadata"].get("annotations") or {})
+    assert cliques(objs)["a"]["spec"]["podSpec"]["schedulerName"] == "volcano"
+    # not together with Kai (resolveGroveSchedulerQueue)
+    message = render_error(tmp_path, doc, volcano_scheduler=True, kai_scheduler=True)
+    assert "cannot both be enabled" in message
+
+
+def test_priority_class_name_only_on_grove(tmp_path: Path) -> None:
+    """#10217 (4691c5cc2, v1.3.0): DGD spec.priorityClassName goes to the PodCliqueSet
+    template; the validating webhook forbids it off the Grove pathway
+    (webhook/validation/dynamographdeployment.go @ 2a6da14c8)."""
+    doc = dgd("g", {"a": FRONTEND}, priorityClassName="high")
+    assert pcs(render(tmp_path, doc))["spec"]["template"]["priorityClassName"] == "high"
+    message = render_error(tmp_path, doc, grove=False)
+    assert "spec.priorityClassName" in message and "requires the Grove pathway" in message
+    doc["metadata"]["annotations"] = {keys.ANN_ENABLE_GROVE: "false"}
+    assert "requires the Grove pathway" in render_error(tmp_path, doc)
+
+
+def test_topology_constraint_alpha11_form(tmp_path: Path) -> None:
+    """#11405 (b6fc32fea, v1.4.0): Grove alpha.11 TopologyConstraint{topologyName, pack:
+    {required}} (specToGroveTopologyConstraint / toGroveTopologyConstraint in grove.go @
+    2a6da14c8). With a deployment pack domain the components inherit the topology name;
+    without one each constrained component names it; a multinode component's constraint
+    is its scaling group's."""
+    sglang = ["python3", "-m", "dynamo.sglang"]
+    services = {
+        "a": {**FRONTEND, "topologyConstraint": {"packDomain": "rack"}},
+        "b": FRONTEND,
+        "w": worker(2, sglang, ["--tp", "4"], topologyConstraint={"packDomain": "block"}),
+    }
+    p = pcs(render(tmp_path, dgd("g", services, topologyConstraint={"topologyProfile": "t"})))
+    t = p["spec"]["template"]
+    assert "topologyConstraint" not in t
+    cl = {c["name"]: c for c in t["cliques"]}
+    assert cl["a"]["topologyConstraint"] == {"topologyName": "t", "pack": {"required": "rack"}}
+    assert "topologyConstraint" not in cl["b"]
+    assert "topologyConstraint" not in cl["w-ldr"]
+    assert t["podCliqueScalingGroups"][0]["topologyConstraint"] == {
+        "topologyName": "t",
+        "pack": {"required": "block"},
+    }
+    tc = {"topologyProfile": "t", "packDomain": "zone"}
+    t = pcs(render(tmp_path, dgd("g", services, topologyConstraint=tc)))["spec"]["template"]
+    assert t["topologyConstraint"] == {"topologyName": "t", "pack": {"required": "zone"}}
+    assert {c["name"]: c for c in t["cliques"]}["a"]["topologyConstraint"] == {
+        "pack": {"required": "rack"}
+    }
+
+
+def test_cliques_in_component_order(tmp_path: Path) -> None:
+    """GenerateGrovePodCliqueSet @ 2a6da14c8 appends cliques and scaling groups per
+    component, in the v1beta1 component list's order; a v1alpha1 DGD's services come
+    sorted by name as bytes (dgdServiceNamesInEmissionOrder). The dgd/grove golden output
+    lists frontend before decode-ldr and decode-wkr."""
+    sglang = ["python3", "-m", "dynamo.sglang"]
+    alpha = dgd("g", {"zeta": FRONTEND, "Alpha": FRONTEND, "mid": worker(2, sglang, [])})
+    names = [c["name"] for c in pcs(render(tmp_path, alpha))["spec"]["template"]["cliques"]]
+    assert names == ["alpha", "mid-ldr", "mid-wkr", "zeta"]
+
+    def component(name: str, **extra: Any) -> Obj:
+        container = {"name": "main", "image": "i", "command": sglang}
+        return {
+            "name": name,
+            "type": "worker",
+            "podTemplate": {"spec": {"containers": [container]}},
+            **extra,
+        }
+
+    beta = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "g", "namespace": "ns"},
+        "spec": {
+            "components": [
+                component("zeta", multinode={"nodeCount": 2}),
+                component("alpha", multinode={"nodeCount": 2}),
+            ]
+        },
+    }
+    t = pcs(render(tmp_path, beta))["spec"]["template"]
+    assert [c["name"] for c in t["cliques"]] == ["zeta-ldr", "zeta-wkr", "alpha-ldr", "alpha-wkr"]
+    assert [g["name"] for g in t["podCliqueScalingGroups"]] == ["zeta", "alpha"]
+
+
+def test_component_scoped_topology(tmp_path: Path) -> None:
+    """#12448 (26b83a991, v1.4.0): with no deployment pack domain, constraining only some
+    components is valid; with no component constrained the deployment needs a pack domain
+    (webhook/validation/dynamographdeployment.go @ 2a6da14c8)."""
+    tc = {"topologyProfile": "t"}
+    doc = dgd(
+        "g",
+        {"a": {**FRONTEND, "topologyConstraint": {"packDomain": "rack"}}, "b": FRONTEND},
+        topologyConstraint=tc,
+    )
+    assert pcs(render(tmp_path, doc))
+    doc = dgd("g", {"a": FRONTEND}, topologyConstraint=tc)
+    message = render_error(tmp_path, doc)
+    assert "spec.topologyConstraint.packDomain: is required when no service" in message

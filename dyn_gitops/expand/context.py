@@ -43,6 +43,9 @@ class ComponentContext:
     # ClusterTopologyBinding (setting grove-topology-domains) when it names one
     kv_transfer: KVTransferPolicy | None = None
     topology_domains: tuple[str, ...] = ()
+    #: pods name their graph (nvidia.com/dynamo-graph-deployment-name); a standalone DCD
+    #: has no graph to name
+    graph_label: bool = True
 
     @property
     def k8s_discovery(self) -> bool:

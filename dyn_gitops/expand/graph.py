@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from .. import keys, naming
@@ -11,6 +13,7 @@ from ..errors import FieldPath, Problem, RenderError
 from ..merge import merge_envs, merge_override
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+from ..models.versions import V1BETA1
 from ..settings import RenderSettings
 from ..workerhash import compute as workerhash
 from ..workerhash import hub
@@ -50,6 +53,22 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
     on_grove = grove.is_grove(dgd, settings)
     out = [*elastic_ep.requires_command(dgd), *provider_override.problems(dgd, on_grove)]
     out.extend(_topology_problems(dgd, settings, on_grove))
+    grove_only = f'setting grove true and no {keys.ANN_ENABLE_GROVE}: "false"'
+    if dgd.spec.priorityClassName and not on_grove:  # #10217: the webhook forbids it
+        out.append(
+            Problem.at(
+                ("spec", "priorityClassName"),
+                f"priorityClassName requires the Grove pathway ({grove_only})",
+            )
+        )
+    if on_grove and settings.kai_scheduler and settings.volcano_scheduler:
+        out.append(  # #8225, resolveGroveSchedulerQueue
+            Problem.at(
+                ("spec",),
+                "the Kai and Volcano scheduler integrations cannot both be enabled for Grove "
+                "(settings kai-scheduler and volcano-scheduler)",
+            )
+        )
     for name, svc in sorted((dgd.spec.services or {}).items()):
         if svc.force_scaling_group and not on_grove:
             out.append(
@@ -207,22 +226,78 @@ def _with_sync_option(current: str | None, option: str) -> str:
 def graph_worker_hash(
     dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj
 ) -> str | None:
-    """The worker generation the workers are named with: the operator's worker hash v2 of
-    the DGD document ``source`` (None: no workers, or Grove, which rolls pods itself)."""
-    if grove.is_grove(dgd, settings):
-        return None
+    """The worker generation: the operator's worker hash v2 of the DGD document ``source``
+    (None: no workers). The component path names the worker Deployments with it; on Grove
+    it only suffixes the workers' Dynamo namespace and labels their cliques (#12769: a new
+    PodCliqueSet renders the suffix whenever it has workers, hashed the same way)."""
     if not any(naming.is_worker(s.componentType) for s in (dgd.spec.services or {}).values()):
         return None
     return workerhash.worker_hash(hub.graph(source, settings.namespace))
 
 
+def written_order(source: Obj) -> list[str] | None:
+    """A v1beta1 DGD document's component names as its list orders them (None: a v1alpha1
+    map)."""
+    if source.get("apiVersion") != V1BETA1:
+        return None
+    comps = (source.get("spec") or {}).get("components") or []
+    return [str(c.get("name")) for c in comps if isinstance(c, dict)]
+
+
+def component_order(dgd: DynamoGraphDeployment, written: Sequence[str] | None) -> list[str]:
+    """The services in the order of the operator's v1beta1 component list: as written in a
+    v1beta1 document, else sorted by name (the v1alpha1 conversion sorts the map keys,
+    ``dgdServiceNamesInEmissionOrder`` @ 2a6da14c8). Grove cliques follow it."""
+    names = list(dgd.spec.services or {})
+    if written is None:
+        return sorted(names)
+    return [n for n in written if n in names] + sorted(set(names) - set(written))
+
+
 def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
     """Every object the operator creates for ``dgd`` (parsed from the document ``source``),
-    in no particular order; raises :class:`RenderError` with problems not located yet
-    (their paths are the DGD's fields)."""
+    in no particular order (but a PodCliqueSet's cliques in :func:`component_order`);
+    raises :class:`RenderError` with problems not located yet (their paths are the DGD's
+    fields)."""
     problems = not_supported(dgd, settings)
     if problems:
         raise RenderError(problems)
+    return _expand_graph(dgd, settings, source)
+
+
+def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
+    """A standalone DynamoComponentDeployment, given as the one-service DGD named like it
+    (``validate.dcd_as_graph``): what the operator's DCD controller renders from it
+    (``dynamocomponentdeployment_renderer.go`` @ 2a6da14c8). The workload and its Service
+    are named after the DCD; there is no graph: no graph-level objects (RBAC, PVCs, EPP
+    pool), no graph-name label, no worker hash (only a DGD's rollout stamps one), and
+    never Grove (the DCD controller renders a Deployment or a LeaderWorkerSet)."""
+    problems = not_supported(dgd, replace(settings, grove=False))
+    if problems:
+        raise RenderError(problems)
+    ((service, svc),) = (dgd.spec.services or {}).items()
+    _, backends = resolve_backends(dgd)
+    namespace = dgd.metadata.namespace or settings.namespace
+    # the one graph-level object a multinode pod refers to: our own wait-for-leader script
+    out = [lws.wait_leader_config_map(dgd.metadata.name, namespace)] if is_multinode(svc) else []
+    try:
+        return out + _expand_service(
+            dgd,
+            service,
+            svc,
+            namespace,
+            settings,
+            backends[service],
+            None,
+            tuple(dump(dgd.spec.envs) or []),
+            None,
+            standalone=True,
+        )
+    except ComponentError as exc:
+        raise RenderError([Problem.at(_svc(service, *exc.path), str(exc))]) from None
+
+
+def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
     dgd_name = dgd.metadata.name
     namespace = dgd.metadata.namespace or settings.namespace
     services = dgd.spec.services or {}
@@ -278,7 +353,8 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: O
             )
 
     parts: list[grove.ServiceCliques] = []
-    for service, svc in sorted(services.items()):
+    for service in component_order(dgd, written_order(source)):
+        svc = services[service]
         try:
             if on_grove:
                 ctx = _grove_context(
@@ -288,6 +364,7 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: O
                     namespace,
                     settings,
                     backends[service],
+                    whash,
                     graph_envs,
                     epp_cm,
                     graph_discovery,
@@ -326,12 +403,15 @@ def _grove_context(
     namespace: str,
     settings: RenderSettings,
     backend: str,
+    whash: str | None,
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     graph_discovery: str,
 ) -> ComponentContext:
-    """A Grove clique's context: no DCD, so no worker hash and no legacy DCD rewrites; the
-    graph's discovery backend is forced into every component's annotations."""
+    """A Grove clique's context: no DCD, so no legacy DCD rewrites and the clique keeps the
+    graph's names; workers carry the worker hash (#12769, ``dgd_grove_workload_renderer.go``
+    @ 2a6da14c8); the graph's discovery backend is forced into every component's
+    annotations."""
     dgd_name = dgd.metadata.name
     annotations = _component_annotations(dgd, svc)
     annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
@@ -343,7 +423,7 @@ def _grove_context(
         component_type=svc.componentType or "",
         dynamo_ns=naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
         name=naming.base_name(dgd_name, service),
-        worker_hash=None,
+        worker_hash=whash if naming.is_worker(svc.componentType) else None,
         backend=backend,
         discovery_backend=graph_discovery,
         container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
@@ -399,6 +479,7 @@ def _expand_service(
     whash: str | None,
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
+    standalone: bool = False,
 ) -> list[Obj]:
     dgd_name = dgd.metadata.name
     ctype = svc.componentType or ""
@@ -414,16 +495,17 @@ def _expand_service(
     kvt = topology.policy(dgd)
     annotations = topology.source_annotations(annotations, kvt, ctype)
     dyn_ns = naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
-    name = naming.component_name(dgd_name, service, whash if worker else None)
+    # a standalone DCD names its workload itself (kubeName = the DCD's name)
+    name = (
+        dgd_name
+        if standalone
+        else naming.component_name(dgd_name, service, whash if worker else None)
+    )
     labels = dict(dgd.spec.labels or {})
     labels.update(svc.labels or {})
-    labels.update(
-        {
-            keys.LABEL_COMPONENT: service,
-            keys.LABEL_DYNAMO_NAMESPACE: dyn_ns,
-            keys.LABEL_GRAPH_NAME: dgd_name,
-        }
-    )
+    labels.update({keys.LABEL_COMPONENT: service, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns})
+    if not standalone:
+        labels[keys.LABEL_GRAPH_NAME] = dgd_name
     if worker and whash:
         labels[keys.LABEL_WORKER_HASH] = whash
     discovery = naming.discovery_backend(annotations, settings.discovery_backend)
@@ -446,6 +528,7 @@ def _expand_service(
         epp_config_map=epp_cm,
         env_overrides=tuple(sorted(env_overrides.items())),
         **_kv_transfer(dgd, settings, ctype),
+        graph_label=not standalone,
     )
 
     if svc.modelRef is not None:

@@ -26,6 +26,7 @@ STARTUP_ANY_ORDER = "CliqueStartupTypeAnyOrder"
 STARTUP_EXPLICIT = "CliqueStartupTypeExplicit"
 KAI_SCHEDULER = "kai-scheduler"
 DEFAULT_KAI_QUEUE = "dynamo"
+VOLCANO_SCHEDULER = "volcano"
 
 
 @dataclass
@@ -75,8 +76,10 @@ def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
     labels[keys.LABEL_DYNAMO_NAMESPACE] = ctx.dynamo_ns
-    if user.get(keys.LABEL_WORKER_HASH):
-        labels[keys.LABEL_WORKER_HASH] = user[keys.LABEL_WORKER_HASH]
+    # the worker generation of a worker clique (#12769), else a user's own label
+    whash = ctx.worker_hash or user.get(keys.LABEL_WORKER_HASH)
+    if whash:
+        labels[keys.LABEL_WORKER_HASH] = whash
     if ctx.k8s_discovery:
         labels.update(discovery_labels())
     if ctx.settings.kai_scheduler:
@@ -94,11 +97,38 @@ def clique_annotations(ctx: ComponentContext) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def _topology(packdomain_owner: Any) -> Obj | None:
-    tc = getattr(packdomain_owner, "topologyConstraint", None)
+def _grove_topology(topology_name: str, domain: str | None) -> Obj | None:
+    """Grove's alpha.11 constraint (#11405, ``groveTopologyConstraint`` in grove.go @
+    2a6da14c8): the ClusterTopologyBinding's name, if any, and the required pack domain."""
+    if not domain:
+        return None
+    out: Obj = {"topologyName": topology_name} if topology_name else {}
+    out["pack"] = {"required": domain}
+    return out
+
+
+def _topology_name(tc: Any) -> str:
+    """The deployment's ClusterTopology: v1alpha1 ``topologyProfile`` (v1beta1
+    ``clusterTopologyName``, which the conversion maps it to)."""
+    return str(tc.topologyProfile or tc.clusterTopologyName or "") if tc is not None else ""
+
+
+def _pcs_topology(dgd: DynamoGraphDeployment) -> Obj | None:
+    tc = dgd.spec.topologyConstraint
+    return None if tc is None else _grove_topology(_topology_name(tc), tc.packDomain)
+
+
+def _component_topology(spec: Any, dgd: DynamoGraphDeployment) -> Obj | None:
+    """A component's constraint inherits the topology name from a constrained PodCliqueSet;
+    with no deployment pack domain there is no parent constraint, so it names the topology
+    itself (``toGroveTopologyConstraint``)."""
+    tc = spec.topologyConstraint
     if tc is None or not tc.packDomain:
         return None
-    return {"packDomain": tc.packDomain}
+    deployment = dgd.spec.topologyConstraint
+    inherited = deployment is not None and bool(deployment.packDomain)
+    name = "" if deployment is None or inherited else _topology_name(deployment)
+    return _grove_topology(name, tc.packDomain)
 
 
 def _clique(
@@ -119,15 +149,31 @@ def _clique(
         "roleName": name,
         "replicas": replicas,
         "minAvailable": min_available,
-        "podSpec": pod,
+        "podSpec": _as_go_encodes(pod),
     }
     return clique
 
 
+def _as_go_encodes(pod: Obj) -> Obj:
+    """The pod spec as the operator's Go client writes it into the PodCliqueSet: a
+    container's ``resources`` is a struct, encoded even when empty (``resources: {}``, the
+    dgd/grove golden output @ 2a6da14c8). A Deployment gets the same from the API server."""
+    out = dict(pod)
+    for key in ("initContainers", "containers"):
+        if key in out:
+            out[key] = [{**c, "resources": c.get("resources") or {}} for c in out[key]]
+    return out
+
+
 def _with_scheduler(pod: Obj, ctx: ComponentContext) -> Obj:
-    """Kai: the cliques use its scheduler unless the user chose another one."""
-    if ctx.settings.kai_scheduler and pod.get("schedulerName") in (None, "", KAI_SCHEDULER):
-        pod = {**pod, "schedulerName": KAI_SCHEDULER}
+    """Kai or Volcano (#8225, ``injectVolcanoSchedulerIfEnabled``): the cliques use its
+    scheduler unless the user chose another one."""
+    for enabled, scheduler in (
+        (ctx.settings.kai_scheduler, KAI_SCHEDULER),
+        (ctx.settings.volcano_scheduler, VOLCANO_SCHEDULER),
+    ):
+        if enabled and pod.get("schedulerName") in (None, "", scheduler):
+            pod = {**pod, "schedulerName": scheduler}
     return pod
 
 
@@ -144,7 +190,9 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
         # one pod per clique; the scaling group's replicas carry the horizontal scale
         return ServiceCliques(
             cliques=[_clique(lsvc, labels, annotations, 1, 1, _with_scheduler(single, ctx), None)],
-            scaling_group=_scaling_group(lsvc, [lsvc], replicas, min_available, spec),
+            scaling_group=_scaling_group(
+                lsvc, [lsvc], replicas, min_available, _component_topology(spec, dgd)
+            ),
         )
     if nodes <= 1:
         return ServiceCliques(
@@ -156,7 +204,7 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
                     replicas,
                     min_available,
                     _with_scheduler(single, ctx),
-                    _topology(spec),
+                    _component_topology(spec, dgd),
                 )
             ]
         )
@@ -195,13 +243,13 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
         leader["spec"]["startsAfter"] = [worker_name]
         out.explicit_startup = True
     out.scaling_group = _scaling_group(
-        lsvc, [leader_name, worker_name], replicas, min_available, spec
+        lsvc, [leader_name, worker_name], replicas, min_available, _component_topology(spec, dgd)
     )
     return out
 
 
 def _scaling_group(
-    name: str, cliques: list[str], replicas: int, min_available: int, spec: Any
+    name: str, cliques: list[str], replicas: int, min_available: int, topology: Obj | None
 ) -> Obj:
     group: Obj = {
         "name": name,
@@ -209,8 +257,7 @@ def _scaling_group(
         "replicas": replicas,
         "minAvailable": min_available,
     }
-    topology = _topology(spec)  # the group's, not its cliques'
-    if topology is not None:
+    if topology is not None:  # the group's, not its cliques'
         group["topologyConstraint"] = topology
     return group
 
@@ -221,11 +268,9 @@ def pod_clique_set(
     settings: RenderSettings,
     parts: list[ServiceCliques],
 ) -> Obj:
-    cliques = sorted((c for p in parts for c in p.cliques), key=lambda c: str(c["name"]))
-    groups = sorted(
-        (p.scaling_group for p in parts if p.scaling_group is not None),
-        key=lambda g: str(g["name"]),
-    )
+    # in component order, roles in their order (GenerateGrovePodCliqueSet @ 2a6da14c8)
+    cliques = [c for p in parts for c in p.cliques]
+    groups = [p.scaling_group for p in parts if p.scaling_group is not None]
     template: Obj = {
         "cliques": cliques,
         "cliqueStartupType": (
@@ -235,7 +280,7 @@ def pod_clique_set(
     if dgd.spec.priorityClassName:
         template["priorityClassName"] = dgd.spec.priorityClassName
     template["headlessServiceConfig"] = {"publishNotReadyAddresses": True}
-    topology = _topology(dgd.spec)
+    topology = _pcs_topology(dgd)
     if topology is not None:
         template["topologyConstraint"] = topology
     delay = go_duration(settings.grove_termination_delay)
@@ -248,12 +293,16 @@ def pod_clique_set(
     if strategy:
         spec["updateStrategy"] = {"type": strategy}
     spec["template"] = template
+    # the PCS name may be cut (#8563): the label names the DGD it renders
+    labels = {**(dgd.spec.labels or {}), keys.LABEL_GRAPH_NAME: dgd.metadata.name}
+    annotations = dict(dgd.spec.annotations or {})
+    queue = (dgd.metadata.annotations or {}).get(keys.ANN_VOLCANO_QUEUE, "").strip()
+    if settings.volcano_scheduler and queue:  # #8225, injectVolcanoQueueAnnotation
+        annotations[keys.ANN_GROVE_VOLCANO_QUEUE] = queue
     return {
         "apiVersion": GROVE_API,
         "kind": "PodCliqueSet",
-        "metadata": meta(
-            naming.dgd_pcs_name(dgd), namespace, dgd.spec.labels, dgd.spec.annotations
-        ),
+        "metadata": meta(naming.dgd_pcs_name(dgd), namespace, labels, annotations),
         "spec": spec,
     }
 

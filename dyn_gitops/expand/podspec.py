@@ -348,7 +348,8 @@ def pod_labels(ctx: ComponentContext, deployment_labels: dict[str, str]) -> dict
     labels = dict(deployment_labels)
     if ctx.annotations.get(keys.ANN_ENABLE_METRICS, "").lower() != "false":
         labels[keys.LABEL_METRICS_ENABLED] = "true"
-    labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
+    if ctx.graph_label:
+        labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
     if ctx.spec.subComponentType:
@@ -361,7 +362,8 @@ def pod_labels(ctx: ComponentContext, deployment_labels: dict[str, str]) -> dict
         labels.update(epm.labels)
     # system labels cannot be overridden (the selector too: a mismatch breaks the Deployment)
     labels[keys.LABEL_COMPONENT] = ctx.service
-    labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
+    if ctx.graph_label:
+        labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
     labels[keys.LABEL_DYNAMO_NAMESPACE] = ctx.dynamo_ns

@@ -20,7 +20,7 @@ from ..models.versions import V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
 from ..validate import Validated
-from .graph import expand_graph
+from .graph import expand_component_deployment, expand_graph
 
 
 @dataclass
@@ -84,14 +84,18 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     if dgd is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
     try:
-        children = expand_graph(dgd, settings, doc.data)
+        if item.standalone_dcd:
+            children = expand_component_deployment(dgd, settings)
+        else:
+            children = expand_graph(dgd, settings, doc.data)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the model's fields
         raise RenderError([item.located(p) for p in exc.problems]) from None
     ref = f"{dgd.metadata.namespace or settings.namespace}/{dgd.metadata.name}"
     out = [Rendered(child, doc.file.path, dgd=ref, doc=doc) for child in children]
-    if settings.emit_source:
+    # a standalone DCD is rendered, not emitted: the companion controller manages DGDs
+    if settings.emit_source and not item.standalone_dcd:
         out.append(
             Rendered(
                 _source_to_emit(doc.data, dgd, children, settings),
