@@ -37,10 +37,13 @@ SETTINGS: dict[str, Any] = {
 BOOKKEEPING = ("nvidia.com/last-applied-", "dyn-gitops.io/")
 
 
-def key(obj: Obj) -> Key:
+def key(obj: Obj, namespace: str = "") -> Key:
+    """(group, kind, namespace, name); ``namespace`` for an object that names none (a
+    namespaced input object is applied to the namespace the settings name)."""
     meta = obj.get("metadata") or {}
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-    return group, str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))
+    ns = str(meta.get("namespace") or namespace)
+    return group, str(obj.get("kind")), ns, str(meta.get("name"))
 
 
 def normalized(obj: Obj) -> Obj:
@@ -106,18 +109,17 @@ def compare(example: Path, expected: Path, settings: dict[str, Any] | None = Non
     }
     out = Comparison(expected.stem, theirs)
     inputs = [o for o in yaml.safe_load_all(example.read_text()) if isinstance(o, dict)]
-    cluster_state = {
-        key({**o, "metadata": {"namespace": "default", **(o.get("metadata") or {})}})
-        for o in inputs
-        if o.get("kind") != "DynamoGraphDeployment"
-    }
+    namespace = str((settings or SETTINGS)["namespace"])
+    cluster_state = {key(o, namespace) for o in inputs if o.get("kind") != "DynamoGraphDeployment"}
     try:
         ctx = context.open_path(str(example), runner=context.Runner(flags=settings or SETTINGS))
         rendered = context.render(ctx).objects
     except DynGitopsError as exc:  # reported as a finding; a crash is raised
         out.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return out
-    out.ours = {key(o): normalized(o) for o in rendered if key(o) not in cluster_state}
+    out.ours = {
+        key(o, namespace): normalized(o) for o in rendered if key(o, namespace) not in cluster_state
+    }
     return out
 
 
