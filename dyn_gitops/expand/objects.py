@@ -47,12 +47,13 @@ def service_account(name: str, namespace: str) -> Obj:
 
 
 def cluster_role_binding_for_sa(sa: str, namespace: str, cluster_role: str) -> Obj:
-    """RoleBinding of ``sa`` to a ClusterRole (planner / EPP)."""
+    """RoleBinding of ``sa`` to a ClusterRole (planner / EPP); labelled with the
+    ServiceAccount's name (``internal/rbac/manager.go`` @ 2a6da14c8, ERRATA 5)."""
     name = f"{sa}-binding"
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": meta(name, namespace, _rbac_labels(name)),
+        "metadata": meta(name, namespace, _rbac_labels(sa)),
         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io",
@@ -63,19 +64,22 @@ def cluster_role_binding_for_sa(sa: str, namespace: str, cluster_role: str) -> O
 
 
 def discovery_rbac(dgd_name: str, namespace: str) -> list[Obj]:
+    """The discovery ServiceAccount, Role and RoleBinding: all three labelled with the
+    ServiceAccount's name capped at 63 characters, no graph label
+    (``internal/discovery/resource.go`` @ 2a6da14c8, #11709, ERRATA 5)."""
     sa = naming.discovery_service_account(dgd_name)
     role, binding = f"{sa}-role", f"{sa}-binding"
-    labels = {keys.LABEL_GRAPH_NAME: dgd_name}
+    labels = _rbac_labels(naming.label_value_63(sa))
     return [
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": meta(sa, namespace, {**_rbac_labels(sa), **labels}),
+            "metadata": meta(sa, namespace, labels),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": meta(role, namespace, {**_rbac_labels(role), **labels}),
+            "metadata": meta(role, namespace, labels),
             "rules": [
                 {
                     "apiGroups": [""],
@@ -97,7 +101,7 @@ def discovery_rbac(dgd_name: str, namespace: str) -> list[Obj]:
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": meta(binding, namespace, {**_rbac_labels(binding), **labels}),
+            "metadata": meta(binding, namespace, labels),
             "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
         },
@@ -127,7 +131,7 @@ def component_service(
 ) -> Obj:
     selector = {
         keys.LABEL_COMPONENT_TYPE: ctx.component_type,
-        keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
+        keys.LABEL_DYNAMO_NAMESPACE: ctx.spec.dynamoNamespace or ctx.dynamo_ns,
         keys.LABEL_COMPONENT: ctx.service,
     }
     if leader_only:  # multinode: only the leader serves
@@ -311,9 +315,10 @@ def inference_pool(dgd_name: str, namespace: str, service: str, dynamo_ns: str) 
         ),
         "spec": {
             "targetPorts": [{"number": defaults.FRONTEND_PORT}],
+            # the workers' component class, not type (``epp/inference_pool.go`` @ 2a6da14c8)
             "selector": {
                 "matchLabels": {
-                    keys.LABEL_COMPONENT_TYPE: naming.WORKER,
+                    keys.LABEL_COMPONENT_CLASS: naming.COMPONENT_CLASS_WORKER,
                     keys.LABEL_DYNAMO_NAMESPACE: dynamo_ns,
                 }
             },

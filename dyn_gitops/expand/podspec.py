@@ -25,6 +25,7 @@ from .merge import (
     merge_envs,
     merge_override,
     merge_probe,
+    omit_empty_values,
     order_keys,
 )
 
@@ -148,9 +149,8 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     if spec.readinessProbe is not None:
         container["readinessProbe"] = copy.deepcopy(spec.readinessProbe)
 
-    resources = _resources(ctx, user_resources)
-    if resources:
-        container["resources"] = resources
+    # always present, `{}` when empty: Go encodes the struct (component_common.go @ 2a6da14c8)
+    container["resources"] = _resources(ctx, user_resources)
 
     if spec.envFromSecret:
         container["envFrom"] = [
@@ -173,7 +173,7 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     if cache is not None and ctx.backend == "vllm":
         env.append({"name": "VLLM_CACHE_ROOT", "value": cache[1]})
     _check_single_node_backend(ctx, container)
-    container["env"] = env
+    container["env"] = omit_empty_values(env)
     return container
 
 
@@ -223,7 +223,8 @@ def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | No
         side["args"] = list(fs.args)
     if fs.envFromSecret:
         side["envFrom"] = [{"secretRef": {"name": fs.envFromSecret}}]
-    side["env"] = env
+    side["env"] = omit_empty_values(env)
+    side["resources"] = {}
     have = set()
     mounts = []
     for m in main.get("volumeMounts") or []:
@@ -330,30 +331,30 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
 
 
 def pod_labels(ctx: ComponentContext, deployment_labels: dict[str, str]) -> dict[str, str]:
+    """``generatePodTemplateSpec`` (``internal/controller/dynamocomponentdeployment_renderer.go``
+    @ 2a6da14c8): the Deployment's labels, then the system labels over them."""
     labels = dict(deployment_labels)
-    if ctx.annotations.get(keys.ANN_ENABLE_METRICS, "").lower() != "false":
+    if ctx.annotations.get(keys.ANN_ENABLE_METRICS) != "false":
         labels[keys.LABEL_METRICS_ENABLED] = "true"
     labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
-    if ctx.spec.subComponentType:
-        labels[keys.LABEL_SUB_COMPONENT_TYPE] = ctx.spec.subComponentType
-    labels[keys.LABEL_SELECTOR] = ctx.name
-    if ctx.k8s_discovery:
-        labels.update(discovery_labels())
-    epm = ctx.spec.extraPodMetadata
-    if epm and epm.labels:
-        labels.update(epm.labels)
-    # system labels cannot be overridden (the selector too: a mismatch breaks the Deployment)
     labels[keys.LABEL_COMPONENT] = ctx.service
-    labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
-    if ctx.component_type:
-        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
-    labels[keys.LABEL_DYNAMO_NAMESPACE] = ctx.dynamo_ns
+    labels[keys.LABEL_DYNAMO_NAMESPACE] = selector_dynamo_namespace(ctx)
     if ctx.worker_hash:
         labels[keys.LABEL_WORKER_HASH] = ctx.worker_hash
     labels[keys.LABEL_SELECTOR] = ctx.name
+    if ctx.k8s_discovery:
+        labels.update(discovery_labels())
     return dict(sorted(labels.items()))
+
+
+def selector_dynamo_namespace(ctx: ComponentContext) -> str:
+    """The Dynamo namespace pods are labelled and selected with: a v1alpha1 service's
+    deprecated ``dynamoNamespace`` survives conversion and wins there (not in env or
+    object labels; ``GetDCDDynamoNamespace``, ``internal/dynamo/v1beta1_helpers.go`` @
+    2a6da14c8)."""
+    return ctx.spec.dynamoNamespace or ctx.dynamo_ns
 
 
 def discovery_labels() -> dict[str, str]:
