@@ -56,6 +56,11 @@ def key(obj: Obj) -> Key:
     return group, str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))
 
 
+def in_default(obj: Obj) -> Key:
+    """``key`` of ``obj`` with an absent namespace taken as the examples' ``default``."""
+    return key({**obj, "metadata": {"namespace": "default", **(obj.get("metadata") or {})}})
+
+
 def normalized(obj: Obj) -> Obj:
     out = copy.deepcopy(obj)
     meta = out.get("metadata") or {}
@@ -126,9 +131,7 @@ def compare(
     counts["operator"] = len(theirs)
     inputs = [o for o in yaml.safe_load_all(example.read_text()) if isinstance(o, dict)]
     cluster_state = {
-        key({**o, "metadata": {"namespace": "default", **(o.get("metadata") or {})}})
-        for o in inputs
-        if o.get("kind") != "DynamoGraphDeployment"
+        in_default(o) for o in inputs if o.get("kind") != "DynamoGraphDeployment"
     }
     try:
         ctx = context.open_path(str(example), runner=context.Runner(flags=SETTINGS))
@@ -137,7 +140,8 @@ def compare(
         counts["error"] = 1
         counts["missing"] = len(theirs)
         return counts, [f"  does not render: {str(exc).splitlines()[0]}"]
-    ours = {key(o): normalized(o) for o in rendered if key(o) not in cluster_state}
+    # a passed-through input keeps its (absent) namespace: match it as the input's
+    ours = {key(o): normalized(o) for o in rendered if in_default(o) not in cluster_state}
     if hash_blind:
         ours = same_hash(ours, theirs)
     details: list[str] = []

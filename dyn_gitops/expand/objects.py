@@ -245,8 +245,8 @@ def model_service(model_name: str, namespace: str) -> Obj:
             {keys.ANN_BASE_MODEL: model_name},
         ),
         "spec": {
+            # publishNotReadyAddresses false is Go's omitted zero (model_service.go @ 2a6da14c8)
             "clusterIP": "None",
-            "publishNotReadyAddresses": False,
             "selector": {keys.LABEL_BASE_MODEL_HASH: h},
             "ports": [
                 {
@@ -276,18 +276,54 @@ def scaling_adapter(dgd_name: str, namespace: str, service: str, replicas: int |
     }
 
 
+#: the fields Go's ``EndpointPickerConfig`` (gateway-api-inference-extension v1.2.0, the
+#: operator's) keeps of a plugin and of a scheduling-profile entry, with their zero values:
+#: none is ``omitempty``, so an absent one is written as ``""`` / ``null``
+_EPP_PLUGIN_FIELDS: dict[str, Any] = {"name": "", "type": "", "parameters": None}
+_EPP_PROFILE_PLUGIN_FIELDS: dict[str, Any] = {"pluginRef": "", "weight": None}
+
+
+def _go_epp_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The inline config after the operator's round trip through its Go struct
+    (``marshalEndpointPickerConfig``, ``internal/dynamo/epp/config.go`` @ 2a6da14c8)."""
+
+    def entry(item: Any, fields: dict[str, Any]) -> Any:
+        if not isinstance(item, dict):
+            return item
+        return {k: item.get(k, zero) for k, zero in fields.items()}
+
+    out = dict(config)
+    if isinstance(out.get("plugins"), list):
+        out["plugins"] = [entry(p, _EPP_PLUGIN_FIELDS) for p in out["plugins"]]
+    if isinstance(out.get("schedulingProfiles"), list):
+        profiles = []
+        for profile in out["schedulingProfiles"]:
+            if isinstance(profile, dict) and isinstance(profile.get("plugins"), list):
+                profile = {
+                    **profile,
+                    "plugins": [entry(p, _EPP_PROFILE_PLUGIN_FIELDS) for p in profile["plugins"]],
+                }
+            profiles.append(profile)
+        out["schedulingProfiles"] = profiles
+    return out
+
+
+class _GoYamlDumper(yaml.SafeDumper):
+    """sigs.k8s.io/yaml's style: a string that needs quoting is double-quoted."""
+
+    def choose_scalar_style(self) -> str:
+        style = str(super().choose_scalar_style())
+        return '"' if style == "'" else style
+
+
 def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str, Any]) -> Obj:
     body = {
         "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
         "kind": "EndpointPickerConfig",
-        **config,
+        **_go_epp_config(config),
     }
-    try:
-        from yaml import CSafeDumper as Dumper
-    except ImportError:  # pragma: no cover
-        from yaml import SafeDumper as Dumper  # type: ignore[assignment]
     # the operator writes it with sigs.k8s.io/yaml (through JSON): keys sorted
-    text = yaml.dump(body, Dumper=Dumper, sort_keys=True, default_flow_style=False)
+    text = yaml.dump(body, Dumper=_GoYamlDumper, sort_keys=True, default_flow_style=False)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -199,7 +199,10 @@ def _check_single_node_backend(ctx: ComponentContext, container: dict[str, Any])
         )
 
 
-def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | None:
+def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The frontend sidecar; it shares the main container's mounts as they were before
+    shared memory was added (``frontendSidecarMounts`` in ``GenerateBasePodSpec``,
+    ``internal/dynamo/graph.go`` @ 2a6da14c8)."""
     fs = ctx.spec.frontendSidecar
     if fs is None:
         return None
@@ -227,7 +230,7 @@ def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | No
     side["resources"] = {}
     have = set()
     mounts = []
-    for m in main.get("volumeMounts") or []:
+    for m in main_mounts:
         if m["name"] not in have:
             mounts.append(copy.deepcopy(m))
             have.add(m["name"])
@@ -290,6 +293,7 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
             volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name}})
             have.add(name)
 
+    sidecar_mounts = list(main.get("volumeMounts") or [])
     shm = spec.sharedMemory
     mounts = (
         [
@@ -322,7 +326,7 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     for c in user_containers:
         if c.get("name") != defaults.MAIN_CONTAINER:
             containers.append(c)
-    sidecar = _sidecar(ctx, main)
+    sidecar = _sidecar(ctx, sidecar_mounts)
     if sidecar is not None:
         containers.append(sidecar)
     pod["containers"] = containers
