@@ -130,9 +130,7 @@ def compare(
     }
     counts["operator"] = len(theirs)
     inputs = [o for o in yaml.safe_load_all(example.read_text()) if isinstance(o, dict)]
-    cluster_state = {
-        in_default(o) for o in inputs if o.get("kind") != "DynamoGraphDeployment"
-    }
+    cluster_state = {in_default(o) for o in inputs if o.get("kind") != "DynamoGraphDeployment"}
     try:
         ctx = context.open_path(str(example), runner=context.Runner(flags=SETTINGS))
         rendered = context.render(ctx).objects

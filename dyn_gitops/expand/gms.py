@@ -366,7 +366,7 @@ def resource_claim_template(
                         }
                     ]
                 }
-            }
+            },
         },
     }
 
