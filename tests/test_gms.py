@@ -173,7 +173,7 @@ def test_resource_claim_template_shape(tmp_path: Path) -> None:
                             }
                         ]
                     }
-                }
+                },
             },
         }
     ]
