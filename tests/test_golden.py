@@ -482,13 +482,16 @@ def test_facts_extrapodspec_merge() -> None:
         ("metrics", 8081),
     ]
     e = env(main)
-    assert e["SHARED_SETTING"] == "from-service-envs"  # v1alpha1 era: service envs win
+    # mainContainer env wins over service envs (mergeExtraPodSpecMainContainer,
+    # api/v1alpha1/shared_spec_conversion.go @ 2a6da14c8)
+    assert e["SHARED_SETTING"] == "from-main-container"
     assert e["VLLM_LOGGING_LEVEL"] == "DEBUG"
     assert e["DYN_SYSTEM_PORT"] == "9090"  # defaults kept
-    # top-level resources beat mainContainer ones key by key (pod-spec 4.1)
+    # mainContainer resources beat top-level ones key by key (the same mergo merge @
+    # 2a6da14c8; the 1.1 line had it the other way round)
     assert main["resources"] == {
-        "requests": {"cpu": "8", "memory": "32Gi"},
-        "limits": {"memory": "64Gi", "nvidia.com/gpu": "1"},
+        "requests": {"cpu": "4", "memory": "32Gi"},
+        "limits": {"memory": "48Gi", "nvidia.com/gpu": "1"},
     }
     assert mounts(main) == [
         ("engine-config", "/etc/vllm"),
@@ -526,10 +529,12 @@ def test_facts_graph_envs() -> None:
     assert we["DYN_LOG"] == "info"
     # ... and beat operator defaults
     assert we["DYN_HEALTH_CHECK_ENABLED"] == "true"
-    # service envs beat graph envs (and, v1alpha1 era, mainContainer env)
+    # service envs beat graph envs; mainContainer env beats both (the operator converts the
+    # service to a v1beta1 pod template first: mergeExtraPodSpecMainContainer,
+    # api/v1alpha1/shared_spec_conversion.go, then applyDGDTemplateDefaults @ 2a6da14c8)
     assert fe["DYN_LOG"] == "debug"
     assert fe["DYN_ROUTER_MODE"] == "kv"
-    assert we["LOG_FORMAT"] == "service-text"
+    assert we["LOG_FORMAT"] == "main-container"
     assert we["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token-secret", "key": "HF_TOKEN"}}
     assert "DYN_ROUTER_MODE" not in we
     for c in (frontend, worker):
@@ -537,9 +542,11 @@ def test_facts_graph_envs() -> None:
         assert listed == sorted(listed)
 
 
-def test_facts_graph_envs_graph_beats_main_container() -> None:
+def test_facts_graph_envs_main_container_beats_graph() -> None:
+    # was graph-beats-main-container (1.1); at 2a6da14c8 the graph envs are the lowest
+    # layer above the defaults (applyDGDTemplateDefaults, internal/dynamo/graph.go)
     worker = container(component(objects("graph-envs"), "Deployment", "VllmDecodeWorker"))
-    assert env(worker)["HF_HUB_OFFLINE"] == "0"
+    assert env(worker)["HF_HUB_OFFLINE"] == "1"
 
 
 def test_facts_user_probes() -> None:

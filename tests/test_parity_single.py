@@ -405,3 +405,77 @@ def test_model_service_omits_false_publish_not_ready_addresses(tmp_path: Path) -
     )
     assert "publishNotReadyAddresses" not in svc["spec"]
     assert svc["spec"]["clusterIP"] == "None"
+
+
+def test_frontend_sidecar_container_name_is_main_in_container_mode(tmp_path: Path) -> None:
+    """``mergeFrontendSidecarDefaults`` builds the sidecar from the frontend's common
+    container, whose ``CONTAINER_NAME`` is the constant ``main`` (``getCommonContainer``,
+    ``internal/dynamo/component_common.go`` @ 2a6da14c8; #9366: only in container mode)."""
+    doc = dgd({"w": worker(frontendSidecar={"image": IMAGE})})
+    doc["metadata"]["annotations"] = {"nvidia.com/dynamo-kube-discovery-mode": "container"}
+    containers = by_kind(render(tmp_path, doc), "Deployment", "g-w")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    for c in containers:
+        assert env_of(c)["CONTAINER_NAME"] == "main"
+        assert env_of(c)["DYN_KUBE_DISCOVERY_MODE"] == "container"
+    plain = render(tmp_path, dgd({"w": worker(frontendSidecar={"image": IMAGE})}))
+    for c in by_kind(plain, "Deployment", "g-w")["spec"]["template"]["spec"]["containers"]:
+        assert "CONTAINER_NAME" not in env_of(c)
+
+
+# --- merge precedence of the v1beta1 conversion -------------------------------------------
+
+
+def test_env_precedence_main_container_over_service_over_graph(tmp_path: Path) -> None:
+    """``mergeExtraPodSpecMainContainer`` (``api/v1alpha1/shared_spec_conversion.go`` @
+    2a6da14c8) merges the mainContainer env over the service ``envs``, and
+    ``applyDGDTemplateDefaults`` (``internal/dynamo/graph.go``) puts the graph ``envs``
+    under both: defaults < graph < service < mainContainer."""
+    svc = worker(envs=[{"name": "A", "value": "service"}, {"name": "B", "value": "service"}])
+    svc["extraPodSpec"]["mainContainer"]["env"] = [{"name": "A", "value": "main"}]
+    doc = dgd(
+        {"w": svc},
+        envs=[
+            {"name": "A", "value": "graph"},
+            {"name": "B", "value": "graph"},
+            {"name": "C", "value": "graph"},
+            {"name": "DYN_SYSTEM_PORT", "value": "9999"},
+        ],
+    )
+    env = env_of(main_container(by_kind(render(tmp_path, doc), "Deployment", "g-w")))
+    assert (env["A"], env["B"], env["C"], env["DYN_SYSTEM_PORT"]) == (
+        "main",
+        "service",
+        "graph",
+        "9999",
+    )
+
+
+def test_main_container_resources_beat_service_resources(tmp_path: Path) -> None:
+    """The same conversion mergo-merges the mainContainer over the dedicated fields
+    (``buildSharedPodTemplateFromAlpha`` @ 2a6da14c8): its resources win key by key."""
+    svc = worker(resources={"requests": {"cpu": "8", "memory": "1Gi"}, "limits": {"gpu": "1"}})
+    svc["extraPodSpec"]["mainContainer"]["resources"] = {"requests": {"cpu": "4"}}
+    main = main_container(by_kind(render(tmp_path, dgd({"w": svc})), "Deployment", "g-w"))
+    assert main["resources"] == {
+        "requests": {"cpu": "4", "memory": "1Gi"},
+        "limits": {"nvidia.com/gpu": "1"},
+    }
+
+
+def test_main_container_probe_replaces_the_default(tmp_path: Path) -> None:
+    """``mergeContainerByName`` (``internal/dynamo/graph.go`` @ 2a6da14c8): a converted
+    main-container probe replaces the default wholesale; a service-level probe and a
+    mainContainer probe are merged first (the mainContainer's fields win)."""
+    probe = {"httpGet": {"path": "/ready", "port": 9090}, "periodSeconds": 7}
+    svc = worker(livenessProbe={"httpGet": {"path": "/live", "port": 9090}, "timeoutSeconds": 9})
+    svc["extraPodSpec"]["mainContainer"]["readinessProbe"] = probe
+    svc["extraPodSpec"]["mainContainer"]["livenessProbe"] = {"periodSeconds": 3}
+    main = main_container(by_kind(render(tmp_path, dgd({"w": svc})), "Deployment", "g-w"))
+    assert main["readinessProbe"] == probe
+    assert main["livenessProbe"] == {
+        "httpGet": {"path": "/live", "port": 9090},
+        "timeoutSeconds": 9,
+        "periodSeconds": 3,
+    }

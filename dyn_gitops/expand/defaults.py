@@ -81,7 +81,6 @@ def common_env(
     dgd_namespace: str,
     discovery_backend: str,
     container_discovery: bool,
-    container_name: str = MAIN_CONTAINER,
 ) -> list[dict[str, Any]]:
     env = [
         _env("DYN_NAMESPACE", dynamo_ns),
@@ -95,7 +94,7 @@ def common_env(
     if discovery_backend != "etcd":
         env.append(_env("DYN_DISCOVERY_BACKEND", "kubernetes"))
     if container_discovery:
-        env.append(_env("CONTAINER_NAME", container_name))
+        env.append(_env("CONTAINER_NAME", MAIN_CONTAINER))
         env.append(_env("DYN_KUBE_DISCOVERY_MODE", "container"))
     return env
 

@@ -1,10 +1,10 @@
 """Pod spec of one component (``GenerateBasePodSpec``, single node, component path).
 
-Merge order is the v1alpha1-era operator's (the Dynamo 1.1 baseline): defaults, then the
-user's ``extraPodSpec.mainContainer`` (mergo override), then graph ``envs`` and service
-``envs`` over mainContainer ``env``, top-level probes and resources over mainContainer
-ones, then ``envFromSecret``, volume mounts, compilation cache, shared memory and backend
-additions.
+Merge order is the operator's at upstream ``2a6da14c8``, which converts a v1alpha1 service
+to a v1beta1 pod template first: defaults, then the user's ``extraPodSpec.mainContainer``
+(mergo override); env: graph ``envs`` < service ``envs`` < mainContainer ``env``; probes
+and resources: the mainContainer's over the service-level ones; then ``envFromSecret``,
+volume mounts, compilation cache, shared memory and backend additions.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .context import ComponentContext, ComponentError
 from .merge import (
     CONTAINER_ORDER,
     POD_SPEC_ORDER,
+    PROBE_HANDLERS,
     add_missing_envs,
     merge_envs,
     merge_override,
@@ -50,6 +51,9 @@ def user_main_container(ctx: ComponentContext) -> dict[str, Any]:
 
 
 def _resources(ctx: ComponentContext, base: dict[str, Any]) -> dict[str, Any]:
+    """The service's ``resources`` under the mainContainer's (``base``): the conversion
+    mergo-merges the mainContainer over the dedicated fields (``buildSharedPodTemplateFromAlpha``,
+    ``api/v1alpha1/shared_spec_conversion.go`` @ 2a6da14c8)."""
     res = ctx.spec.resources
     if res is None:
         return base
@@ -67,10 +71,10 @@ def _resources(ctx: ComponentContext, base: dict[str, Any]) -> dict[str, Any]:
             values[item.gpuType or naming.GPU_RESOURCE] = item.gpu
         for key, qty in (item.custom or {}).items():
             values[key] = qty
-        if values:  # top-level fields beat mainContainer ones, key by key
-            out[side] = {**out.get(side, {}), **values}
-    if res.claims:
-        out["claims"] = [*out.get("claims", []), *copy.deepcopy(res.claims)]
+        if values:  # mainContainer fields beat top-level ones, key by key
+            out[side] = {**values, **out.get(side, {})}
+    if res.claims and not out.get("claims"):  # a mainContainer list replaces the other
+        out["claims"] = copy.deepcopy(res.claims)
     return out
 
 
@@ -128,9 +132,11 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     if container.get("command") == []:
         del container["command"]
 
-    # env (1.1 graph.go): component envs = MergeEnvs(graph envs, service envs), merged over
-    # the container's env: defaults < mainContainer env < graph envs < service envs
-    env = merge_envs(base_env, user_env, ctx.graph_envs, dump(spec.envs) or [])
+    # env: the v1beta1 conversion merges mainContainer env over the service envs
+    # (mergeExtraPodSpecMainContainer, api/v1alpha1/shared_spec_conversion.go @ 2a6da14c8),
+    # the graph envs go under them (applyDGDTemplateDefaults) and all over the defaults:
+    # defaults < graph envs < service envs < mainContainer env
+    env = merge_envs(base_env, ctx.graph_envs, dump(spec.envs) or [], user_env)
     env = add_missing_envs(env, _infra_env(ctx))
     if ctx.env_overrides:
         values = dict(ctx.env_overrides)
@@ -139,15 +145,22 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
             for e in env
         ]
 
-    # probes: mainContainer probes field-merge into defaults; top-level ones replace wholesale
-    for probe, user_probe in user_probes.items():
-        container[probe] = merge_probe(base.get(probe), user_probe)
+    # probes: the conversion merges a mainContainer probe over the service-level one, and
+    # the result replaces the default wholesale (mergeContainerByName, graph.go @
+    # 2a6da14c8). A handler-less mainContainer probe alone would leave a probe the API
+    # server rejects: that one is merged into the default instead.
+    for probe in ("livenessProbe", "readinessProbe"):
+        top = getattr(spec, probe)
+        main_probe = user_probes.get(probe)
+        if top is not None:
+            container[probe] = merge_probe(top, main_probe) if main_probe else copy.deepcopy(top)
+        elif main_probe is not None:
+            handled = any(h in main_probe for h in PROBE_HANDLERS)
+            container[probe] = (
+                copy.deepcopy(main_probe) if handled else merge_probe(base.get(probe), main_probe)
+            )
     if user_startup is not None:
         container["startupProbe"] = copy.deepcopy(user_startup)
-    if spec.livenessProbe is not None:
-        container["livenessProbe"] = copy.deepcopy(spec.livenessProbe)
-    if spec.readinessProbe is not None:
-        container["readinessProbe"] = copy.deepcopy(spec.readinessProbe)
 
     # always present, `{}` when empty: Go encodes the struct (component_common.go @ 2a6da14c8)
     container["resources"] = _resources(ctx, user_resources)
@@ -202,7 +215,9 @@ def _check_single_node_backend(ctx: ComponentContext, container: dict[str, Any])
 def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The frontend sidecar; it shares the main container's mounts as they were before
     shared memory was added (``frontendSidecarMounts`` in ``GenerateBasePodSpec``,
-    ``internal/dynamo/graph.go`` @ 2a6da14c8)."""
+    ``internal/dynamo/graph.go`` @ 2a6da14c8). Its defaults are the frontend's common
+    container, so in container discovery mode its ``CONTAINER_NAME`` is ``main``
+    (``getCommonContainer``, ``component_common.go`` @ 2a6da14c8)."""
     fs = ctx.spec.frontendSidecar
     if fs is None:
         return None
@@ -215,7 +230,6 @@ def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[s
             dgd_namespace=ctx.namespace,
             discovery_backend=ctx.discovery_backend,
             container_discovery=ctx.container_discovery,
-            container_name=defaults.SIDECAR_FRONTEND,
         ),
         base.pop("env"),
         dump(fs.envs) or [],
