@@ -479,3 +479,15 @@ def test_main_container_probe_replaces_the_default(tmp_path: Path) -> None:
         "timeoutSeconds": 9,
         "periodSeconds": 3,
     }
+
+
+def test_ingress_named_after_the_normalized_component_name(tmp_path: Path) -> None:
+    """``generateIngress`` (``internal/controller/dynamocomponentdeployment_controller.go``
+    @ 2a6da14c8) names the Ingress ``NormalizeKubeResourceName(dcd name)``: dots become
+    dashes, as for the Service it points at."""
+    svc = frontend(ingress={"enabled": True, "host": "h", "ingressControllerClassName": "nginx"})
+    objs = render(tmp_path, dgd({"Front.End": svc}, name="my.graph"))
+    ingress = next(o for o in objs if o["kind"] == "Ingress")
+    assert ingress["metadata"]["name"] == "my-graph-front-end"
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend["name"] == "my-graph-front-end"

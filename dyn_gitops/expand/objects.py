@@ -170,6 +170,9 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
         f"{ingress.hostPrefix or ''}{ingress.host or ''}."
         f"{ingress.hostSuffix or defaults.DEFAULT_INGRESS_HOST_SUFFIX}"
     )
+    # Ingress, VirtualService and their backend are named after the normalized DCD name
+    # (generateIngress / generateVirtualService, dynamocomponentdeployment_controller.go @
+    # 2a6da14c8)
     backend = naming.normalize(ctx.name)
     out: list[Obj] = []
     if ingress.ingressControllerClassName:
@@ -201,7 +204,7 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
             {
                 "apiVersion": "networking.k8s.io/v1",
                 "kind": "Ingress",
-                "metadata": meta(ctx.name, ctx.namespace),
+                "metadata": meta(backend, ctx.namespace),
                 "spec": spec,
             }
         )
@@ -210,7 +213,7 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
             {
                 "apiVersion": "networking.istio.io/v1beta1",
                 "kind": "VirtualService",
-                "metadata": meta(ctx.name, ctx.namespace),
+                "metadata": meta(backend, ctx.namespace),
                 "spec": {
                     "hosts": [host],
                     "gateways": [ingress.virtualServiceGateway],
