@@ -112,7 +112,7 @@ def test_a_pull_request_diff_shows_the_fields(repo: Repo) -> None:
     replaced = [line for line in lines if "(new worker generation)" in line]
     assert len(replaced) == 2  # its Deployment and its Service
     assert replaced[1].startswith(
-        "~ Deployment demo/agg-vllmdecodeworker-05a0beef -> agg-vllmdecodeworker-"
+        "~ Deployment demo/agg-vllmdecodeworker-c5e2c1a0 -> agg-vllmdecodeworker-"
     )
     # the planner RBAC every graph of the namespace shares no longer lists pair-b
     assert "~ ServiceAccount demo/planner-serviceaccount" in lines

@@ -698,9 +698,14 @@ def test_facts_v1beta1_pair() -> None:
         str(SAMPLES / "v1beta1-pair" / "v1alpha1" / "sglang-disagg.yaml"),
     )
     assert twin.code == 0, twin.stderr
+    # The worker hash v2 is over each side's converted spec, and the operator's conversion is
+    # not exact for this pair: mergo lets extraPodSpec.mainContainer.envFrom replace the
+    # envFromSecret entry, so the v1alpha1 twin hashes differently (values printed by the
+    # operator's ComputeDGDWorkersSpecHash at 2a6da14c8 for each file).
+    assert "-2b9cd7df" in twin.stdout and "-8b55d4f4" in _render("v1beta1-pair")
     assert _documents_except_dgds(
         _without_source_path(_render("v1beta1-pair"))
-    ) == _documents_except_dgds(_without_source_path(twin.stdout))
+    ) == _documents_except_dgds(_without_source_path(twin.stdout.replace("2b9cd7df", "8b55d4f4")))
     objs = objects("v1beta1-pair")
     [emitted] = of_kind(objs, "DynamoGraphDeployment")
     assert emitted["apiVersion"] == "nvidia.com/v1alpha1"
@@ -712,7 +717,9 @@ def test_facts_v1beta1_pair() -> None:
     def model(dgd: Obj) -> Obj:
         dgd = copy.deepcopy(dgd)
         dgd["metadata"]["annotations"] = {
-            k: v for k, v in annotations(dgd).items() if not k.startswith("dyn-gitops.io/")
+            k: v
+            for k, v in annotations(dgd).items()
+            if not k.startswith("dyn-gitops.io/") and k != "nvidia.com/current-worker-hash-v2"
         }
         return DynamoGraphDeployment.model_validate(dgd).model_dump(exclude_none=True)
 

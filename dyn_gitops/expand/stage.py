@@ -87,7 +87,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     if dgd is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
     try:
-        children = expand_graph(dgd, settings)
+        children = expand_graph(dgd, settings, doc.data)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the model's fields
@@ -175,7 +175,7 @@ def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
     for child in children:
         whash = (child["metadata"].get("labels") or {}).get(keys.LABEL_WORKER_HASH)
         if whash:
-            return {keys.ANN_WORKER_HASH: whash}
+            return {keys.ANN_WORKER_HASH: whash, keys.ANN_CURRENT_WORKER_HASH_V2: whash}
     return {}
 
 
