@@ -83,6 +83,12 @@ def add_missing_envs(
     return merge_envs(env, added) if added else env
 
 
+def omit_empty_values(env: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Env as Go encodes ``corev1.EnvVar``: an empty ``value`` is left out (``omitempty``),
+    e.g. ``DYN_COMPONENT`` of a component without a type (operator-output @ 2a6da14c8)."""
+    return [{k: v for k, v in e.items() if not (k == "value" and v == "")} for e in env]
+
+
 def order_keys(obj: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     """Canonical key order (Go struct order); unknown keys follow, sorted."""
     out = {k: obj[k] for k in order if k in obj}

@@ -27,6 +27,8 @@ PREFILL: Final = "prefill"
 DECODE: Final = "decode"
 EPP: Final = "epp"
 WORKER_TYPES = frozenset({WORKER, PREFILL, DECODE})
+#: ``nvidia.com/dynamo-component-class`` of workers in a graph with an EPP (the pool selects it)
+COMPONENT_CLASS_WORKER: Final = "worker"
 
 # ------------------------------------------------------------------- resources, rollout
 #: the GPU resource key of a container's limits/requests (and a service's default gpuType)
@@ -49,6 +51,16 @@ GROVE_UPDATE_STRATEGIES = ("RollingRecreate", "OnDelete")
 
 def is_worker(component_type: str | None) -> bool:
     return component_type in WORKER_TYPES
+
+
+def workload_type(component_type: str | None, sub_component_type: str | None) -> str:
+    """The component type the operator renders with (env, pod labels, selectors): a
+    v1alpha1 ``worker`` whose ``subComponentType`` is ``prefill`` or ``decode`` converts to
+    that v1beta1 type (``sharedComponentTypeToHub``, ``api/v1alpha1/shared_spec_conversion.go``
+    @ 2a6da14c8)."""
+    if component_type == WORKER and sub_component_type in (PREFILL, DECODE):
+        return str(sub_component_type)
+    return component_type or ""
 
 
 def discovery_backend(annotations: Mapping[str, str] | None, default: str) -> str:
@@ -140,22 +152,21 @@ def model_service_name(model_name: str) -> str:
     return f"dynamo-model-{model_hash(model_name)}"
 
 
+#: Kubernetes' limit on a label value
+LABEL_VALUE_MAX = 63
+
+
+def label_value_63(value: str) -> str:
+    """A label value of at most 63 characters: a longer one is cut to 54 characters,
+    ``-`` and the first 8 hex characters of its SHA-256 (``getK8sDiscoveryLabelValue``)."""
+    if len(value) <= LABEL_VALUE_MAX:
+        return value
+    digest = hashlib.sha256(value.encode()).hexdigest()[:8]
+    return f"{value[: LABEL_VALUE_MAX - len(digest) - 1]}-{digest}"
+
+
 def discovery_service_account(dgd_name: str) -> str:
     return f"{dgd_name}-k8s-service-discovery"
-
-
-#: Kubernetes' longest label value
-MAX_LABEL_VALUE = 63
-
-
-def discovery_label_value(service_account: str) -> str:
-    """``getK8sDiscoveryLabelValue`` (#11709, 1.4): the discovery RBAC objects'
-    ``app.kubernetes.io/name``, cut to 63 characters as the first 54 + ``-`` + the first
-    8 hex digits of the full name's SHA-256."""
-    if len(service_account) <= MAX_LABEL_VALUE:
-        return service_account
-    digest = hashlib.sha256(service_account.encode()).hexdigest()[:8]
-    return f"{service_account[: MAX_LABEL_VALUE - len(digest) - 1]}-{digest}"
 
 
 def epp_service_name(dgd_name: str, service: str) -> str:

@@ -20,8 +20,10 @@ Obj = dict[str, Any]
 
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
 CLAIM = "intrapod-shared-gpu"
-SOCKET_ENV = {"name": "GMS_SOCKET_DIR", "value": "/shared"}
-SOCKET_MOUNT = {"name": "gms-shared", "mountPath": "/shared"}
+# ERRATA 2 / internal/gms/gms.go @ 2a6da14c8: the intra-pod control volume (the 1.1-era
+# fork pin used gms-shared at /shared), and a server sidecar without a startup probe
+SOCKET_ENV = {"name": "GMS_SOCKET_DIR", "value": "/gms-intrapod-control"}
+SOCKET_MOUNT = {"name": "gms-intrapod-control", "mountPath": "/gms-intrapod-control"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 DISCOVERY_MODE = "nvidia.com/dynamo-kube-discovery-mode"
 GMS_SERVER = {
@@ -32,11 +34,6 @@ GMS_SERVER = {
     "resources": {"claims": [{"name": CLAIM}]},
     "restartPolicy": "Always",
     "volumeMounts": [SOCKET_MOUNT],
-    "startupProbe": {
-        "exec": {"command": ["test", "-f", "/shared/gms-ready"]},
-        "periodSeconds": 1,
-        "failureThreshold": 300,
-    },
 }
 
 
@@ -133,7 +130,7 @@ def test_gms_replaces_the_gpu_with_a_shared_claim_and_adds_the_server_sidecar(
     assert pod["tolerations"] == [GPU_TOLERATION]
     assert pod["resourceClaims"] == [{"name": CLAIM, "resourceClaimTemplateName": "gms-w-gpu"}]
     # gms.EnsureServerSidecar: socket volume, mount and env (appended), native sidecar
-    assert pod["volumes"][-1] == {"name": "gms-shared", "emptyDir": {}}
+    assert pod["volumes"][-1] == {"name": "gms-intrapod-control", "emptyDir": {}}
     assert main["volumeMounts"][-1] == SOCKET_MOUNT
     assert main["env"][-1] == SOCKET_ENV
     assert pod["initContainers"] == [GMS_SERVER]
@@ -160,7 +157,9 @@ def test_resource_claim_template_shape(tmp_path: Path) -> None:
                     "dyn-gitops.io/source-path": "dgd.yaml",
                 },
             },
+            # Go's empty template ObjectMeta (dra.GenerateResourceClaimTemplate @ 2a6da14c8)
             "spec": {
+                "metadata": {},
                 "spec": {
                     "devices": {
                         "requests": [
@@ -174,7 +173,7 @@ def test_resource_claim_template_shape(tmp_path: Path) -> None:
                             }
                         ]
                     }
-                }
+                },
             },
         }
     ]
@@ -295,14 +294,14 @@ def test_failover_clones_main_into_two_engines(tmp_path: Path) -> None:
             assert engine[probe]["httpGet"]["port"] == f"system-{i}"
         assert e["ENGINE_ID"] == str(i)
         assert e["CONTAINER_NAME"] == f"engine-{i}"
-        assert e["FAILOVER_LOCK_PATH"] == "/shared/failover.lock"
+        assert e["FAILOVER_LOCK_PATH"] == "/gms-intrapod-control/failover.lock"
         assert e["DYN_SYSTEM_STARTING_HEALTH_STATUS"] == "notready"
         assert e["DYN_SYSTEM_PORT"] == str(9090 + i)
         assert e["DYN_SYSTEM_ENABLED"] == "true"
         assert e["DYN_VLLM_GMS_SHADOW_MODE"] == "true"
         assert e["VLLM_NIXL_SIDE_CHANNEL_PORT"] == str(5600 + i)
         assert e["DYN_VLLM_KV_EVENT_PORT"] == str(20080 + i)
-        assert e["GMS_SOCKET_DIR"] == "/shared"
+        assert e["GMS_SOCKET_DIR"] == "/gms-intrapod-control"
         assert e["DYN_KUBE_DISCOVERY_MODE"] == "container"
         assert "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS" not in e
         assert "DYN_HEALTH_CHECK_ENABLED" not in e
@@ -310,7 +309,8 @@ def test_failover_clones_main_into_two_engines(tmp_path: Path) -> None:
         assert engine["resources"]["claims"] == [{"name": CLAIM}]
         assert SOCKET_MOUNT in engine["volumeMounts"]
         # failover env is appended after the main container's (sorted) env, in this order
-        assert [x["name"] for x in engine["env"]][-10:] == [
+        # (failover.go @ 2a6da14c8: each engine's own DYN_FORWARDPASS_METRIC_PORT last)
+        assert [x["name"] for x in engine["env"]][-11:] == [
             "GMS_SOCKET_DIR",
             "ENGINE_ID",
             "CONTAINER_NAME",
@@ -318,6 +318,7 @@ def test_failover_clones_main_into_two_engines(tmp_path: Path) -> None:
             "DYN_SYSTEM_STARTING_HEALTH_STATUS",
             "DYN_SYSTEM_PORT",
             "DYN_SYSTEM_ENABLED",
+            "DYN_FORWARDPASS_METRIC_PORT",
             "DYN_VLLM_GMS_SHADOW_MODE",
             "VLLM_NIXL_SIDE_CHANNEL_PORT",
             "DYN_VLLM_KV_EVENT_PORT",

@@ -257,20 +257,23 @@ def test_facts_vllm_disagg() -> None:
         (decode, "decode", "--is-decode-worker"),
     ):
         labels = pod_labels(dep)
-        # v1alpha1-era operator (1.1): worker type + sub-component label (pod-spec 2)
-        assert labels[COMPONENT_TYPE] == "worker"
+        # worker + subComponentType prefill/decode is that v1beta1 type
+        # (sharedComponentTypeToHub, api/v1alpha1/shared_spec_conversion.go @ 2a6da14c8),
+        # the sub-component label kept (GetDCDKubeLabels)
+        assert labels[COMPONENT_TYPE] == sub
         assert labels[SUB_COMPONENT_TYPE] == sub
+        assert dep["metadata"]["labels"][SUB_COMPONENT_TYPE] == sub
         main = container(dep)
         assert main["command"] == ["python3", "-m", "dynamo.vllm"]
         assert flag in main["args"]
-        assert env(main)["DYN_COMPONENT"] == "worker"
+        assert env(main)["DYN_COMPONENT"] == sub
         assert [p["name"] for p in main["ports"]] == ["system", "nixl"]
     assert annotations(prefill)[DESIRED_REPLICAS] == "2"
     assert annotations(decode)[DESIRED_REPLICAS] == "1"
     svc = component(objs, "Service", "VllmPrefillWorker")
     assert svc["spec"]["selector"] == {
         COMPONENT: "VllmPrefillWorker",
-        COMPONENT_TYPE: "worker",
+        COMPONENT_TYPE: "prefill",
         "nvidia.com/dynamo-namespace": "demo-vllm-disagg",
     }
 
@@ -479,13 +482,16 @@ def test_facts_extrapodspec_merge() -> None:
         ("metrics", 8081),
     ]
     e = env(main)
-    assert e["SHARED_SETTING"] == "from-service-envs"  # v1alpha1 era: service envs win
+    # mainContainer env wins over service envs (mergeExtraPodSpecMainContainer,
+    # api/v1alpha1/shared_spec_conversion.go @ 2a6da14c8)
+    assert e["SHARED_SETTING"] == "from-main-container"
     assert e["VLLM_LOGGING_LEVEL"] == "DEBUG"
     assert e["DYN_SYSTEM_PORT"] == "9090"  # defaults kept
-    # top-level resources beat mainContainer ones key by key (pod-spec 4.1)
+    # mainContainer resources beat top-level ones key by key (the same mergo merge @
+    # 2a6da14c8; the 1.1 line had it the other way round)
     assert main["resources"] == {
-        "requests": {"cpu": "8", "memory": "32Gi"},
-        "limits": {"memory": "64Gi", "nvidia.com/gpu": "1"},
+        "requests": {"cpu": "4", "memory": "32Gi"},
+        "limits": {"memory": "48Gi", "nvidia.com/gpu": "1"},
     }
     assert mounts(main) == [
         ("engine-config", "/etc/vllm"),
@@ -523,10 +529,12 @@ def test_facts_graph_envs() -> None:
     assert we["DYN_LOG"] == "info"
     # ... and beat operator defaults
     assert we["DYN_HEALTH_CHECK_ENABLED"] == "true"
-    # service envs beat graph envs (and, v1alpha1 era, mainContainer env)
+    # service envs beat graph envs; mainContainer env beats both (the operator converts the
+    # service to a v1beta1 pod template first: mergeExtraPodSpecMainContainer,
+    # api/v1alpha1/shared_spec_conversion.go, then applyDGDTemplateDefaults @ 2a6da14c8)
     assert fe["DYN_LOG"] == "debug"
     assert fe["DYN_ROUTER_MODE"] == "kv"
-    assert we["LOG_FORMAT"] == "service-text"
+    assert we["LOG_FORMAT"] == "main-container"
     assert we["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token-secret", "key": "HF_TOKEN"}}
     assert "DYN_ROUTER_MODE" not in we
     for c in (frontend, worker):
@@ -534,9 +542,11 @@ def test_facts_graph_envs() -> None:
         assert listed == sorted(listed)
 
 
-def test_facts_graph_envs_graph_beats_main_container() -> None:
+def test_facts_graph_envs_main_container_beats_graph() -> None:
+    # was graph-beats-main-container (1.1); at 2a6da14c8 the graph envs are the lowest
+    # layer above the defaults (applyDGDTemplateDefaults, internal/dynamo/graph.go)
     worker = container(component(objects("graph-envs"), "Deployment", "VllmDecodeWorker"))
-    assert env(worker)["HF_HUB_OFFLINE"] == "0"
+    assert env(worker)["HF_HUB_OFFLINE"] == "1"
 
 
 def test_facts_user_probes() -> None:
@@ -591,18 +601,28 @@ def test_facts_epp_sidecar() -> None:
         "kind": "ClusterRole",
         "name": "dynamo-platform-dynamo-operator-epp",
     }
-    # EPP ConfigMap: the inline config plus apiVersion/kind
+    # EPP ConfigMap: the inline config plus apiVersion/kind, through the operator's Go
+    # struct: plugins' absent name/parameters and profile plugins' absent weight written as
+    # "" / null (internal/dynamo/epp/config.go @ 2a6da14c8)
     source = load_input("epp-sidecar", "qwen-gaie-agg.yaml")["spec"]["services"]
+    config = copy.deepcopy(source["Epp"]["eppConfig"]["config"])
+    for plugin in config["plugins"]:
+        plugin.setdefault("name", "")
+        plugin.setdefault("parameters", None)
+    for profile in config["schedulingProfiles"]:
+        for ref in profile["plugins"]:
+            ref.setdefault("weight", None)
     cm = get(objs, "ConfigMap", "qwen-agg-epp-config")
     assert yaml.safe_load(cm["data"]["epp-config-dynamo.yaml"]) == {
         "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
         "kind": "EndpointPickerConfig",
-        **source["Epp"]["eppConfig"]["config"],
+        **config,
     }
     pool = get(objs, "InferencePool", "qwen-agg-pool")["spec"]
     assert pool["targetPorts"] == [{"number": 8000}]
+    # the workers' class (epp/inference_pool.go @ 2a6da14c8)
     assert pool["selector"]["matchLabels"] == {
-        COMPONENT_TYPE: "worker",
+        "nvidia.com/dynamo-component-class": "worker",
         "nvidia.com/dynamo-namespace": "demo-qwen-agg",
     }
     assert pool["endpointPickerRef"] == {
@@ -625,7 +645,7 @@ def test_facts_epp_sidecar() -> None:
     assert volumes(epp)["epp-config"]["configMap"]["name"] == "qwen-agg-epp-config"
     main = container(epp)
     assert "command" not in main  # image entrypoint
-    assert main["args"][:2] == ["-pool-name", "qwen-agg-pool"]
+    assert main["args"][:2] == ["--pool-name", "qwen-agg-pool"]  # component_epp.go @ 2a6da14c8
     assert main["livenessProbe"]["grpc"] == {"port": 9003, "service": "inference-extension"}
     # the worker carries a frontend sidecar instead of a Frontend service
     assert not [n for n in names(objs, "Deployment") if n.endswith("-frontend")]
@@ -719,11 +739,12 @@ def test_facts_v1beta1_pair() -> None:
     )
     assert beta["apiVersion"] == "nvidia.com/v1beta1" and "components" in beta["spec"]
     decode = component(objs, "Deployment", "decode")
-    # type: decode renders as the v1alpha1-era operator renders worker + subComponentType
-    assert pod_labels(decode)[COMPONENT_TYPE] == "worker"
+    # type: decode renders as decode, with the sub-component label the operator restores
+    # through v1alpha1 (dynamocomponentdeployment_renderer.go, v1beta1_helpers.go @ 2a6da14c8)
+    assert pod_labels(decode)[COMPONENT_TYPE] == "decode"
     assert pod_labels(decode)[SUB_COMPONENT_TYPE] == "decode"
     main = container(decode)
-    assert env(main)["DYN_COMPONENT"] == "worker"
+    assert env(main)["DYN_COMPONENT"] == "decode"
     assert env(main)["DYN_LOG"] == "info"  # graph env
     assert env(main)["SGLANG_LOG_LEVEL"] == "debug"
     assert main["envFrom"] == [
@@ -873,15 +894,16 @@ def test_facts_multinode_lws() -> None:
 
 
 def test_facts_vllm_gms() -> None:
-    """GPU Memory Service and failover (docs/reference-behaviour.md; the operator's
-    internal/dra/dra.go, internal/gms/gms.go and internal/dynamo/failover*.go)."""
+    """GPU Memory Service and failover (the operator's internal/dra/dra.go,
+    internal/gms/gms.go and internal/dynamo/failover*.go @ 2a6da14c8; ERRATA 2)."""
     objs = objects("vllm-gms")
     claim = "intrapod-shared-gpu"
-    socket_mount = ("gms-shared", "/shared")
+    socket_mount = ("gms-intrapod-control", "/gms-intrapod-control")
     for dgd, gpus in (("vllm-gms", 1), ("vllm-failover", 2)):
         rct = get(objs, "ResourceClaimTemplate", f"{dgd}-vllmworker-gpu")
         assert rct["apiVersion"] == "resource.k8s.io/v1"
         assert rct["spec"] == {
+            "metadata": {},  # Go's empty template ObjectMeta
             "spec": {
                 "devices": {
                     "requests": [
@@ -895,7 +917,7 @@ def test_facts_vllm_gms() -> None:
                         }
                     ]
                 }
-            }
+            },
         }
         worker = component(objs, "Deployment", "VllmWorker", dgd)
         spec = pod(worker)
@@ -905,23 +927,22 @@ def test_facts_vllm_gms() -> None:
         assert spec["tolerations"] == [
             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
         ]
-        assert volumes(worker)["gms-shared"] == {"name": "gms-shared", "emptyDir": {}}
+        assert volumes(worker)["gms-intrapod-control"] == {
+            "name": "gms-intrapod-control",
+            "emptyDir": {},
+        }
         (server,) = spec["initContainers"]
         assert server["name"] == "gms-server" and server["restartPolicy"] == "Always"
         assert server["command"] == ["python3", "-m", "gpu_memory_service.cli.server"]
         assert server["image"] == spec["containers"][0]["image"]
-        assert env(server) == {"GMS_SOCKET_DIR": "/shared"}
+        assert env(server) == {"GMS_SOCKET_DIR": "/gms-intrapod-control"}
         assert server["resources"] == {"claims": [{"name": claim}]}
         assert mounts(server) == [socket_mount]
-        assert server["startupProbe"] == {
-            "exec": {"command": ["test", "-f", "/shared/gms-ready"]},
-            "periodSeconds": 1,
-            "failureThreshold": 300,
-        }
+        assert "startupProbe" not in server  # gms.EnsureServerSidecar @ 2a6da14c8
         for c in spec["containers"]:
             assert c["resources"] == {"claims": [{"name": claim}]}  # no nvidia.com/gpu left
             assert socket_mount in mounts(c)
-            assert env(c)["GMS_SOCKET_DIR"] == "/shared"
+            assert env(c)["GMS_SOCKET_DIR"] == "/gms-intrapod-control"
         # only GMS services change: the frontend keeps a plain pod
         assert "resourceClaims" not in pod(component(objs, "Deployment", "Frontend", dgd))
     assert [
@@ -943,7 +964,8 @@ def test_facts_vllm_gms() -> None:
             f"engine-{i}",
             str(9090 + i),
         )
-        assert e["FAILOVER_LOCK_PATH"] == "/shared/failover.lock"
+        assert e["FAILOVER_LOCK_PATH"] == "/gms-intrapod-control/failover.lock"
+        assert e["DYN_FORWARDPASS_METRIC_PORT"] == str(20380 + i)
         assert e["DYN_SYSTEM_STARTING_HEALTH_STATUS"] == "notready"
         assert e["DYN_VLLM_GMS_SHADOW_MODE"] == "true"
         assert (e["VLLM_NIXL_SIDE_CHANNEL_PORT"], e["DYN_VLLM_KV_EVENT_PORT"]) == (

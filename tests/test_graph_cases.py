@@ -110,8 +110,10 @@ def env(container: Obj) -> dict[str, Any]:
     entries = container.get("env") or []
     names = [e["name"] for e in entries]
     assert len(names) == len(set(names)), f"duplicate env names: {names}"
+    # an empty value is left out, as Go's omitempty does (operator-output @ 2a6da14c8)
     return {
-        e["name"]: e["value"] if "value" in e else {"valueFrom": e["valueFrom"]} for e in entries
+        e["name"]: {"valueFrom": e["valueFrom"]} if "valueFrom" in e else e.get("value", "")
+        for e in entries
     }
 
 
@@ -166,16 +168,17 @@ def test_generate_dynamo_components_deployments_names_and_labels(
         dep = deps[svc]
         assert dep["metadata"]["name"] == f"{TEST_DGD}-{svc}"
         assert dep["metadata"]["namespace"] == "default"
-        # DCD labels = exactly the three system labels (no service/DGD labels in the input)
-        assert dynamo_labels(dep["metadata"]["labels"]) == {
-            L_COMPONENT: svc,
-            L_NAMESPACE: TEST_DYN_NS,
-            L_GRAPH: TEST_DGD,
-        }
+        # DCD labels = the three system labels (no service/DGD labels in the input), and
+        # the sub-component type GetDCDKubeLabels restores (v1beta1_helpers.go @ 2a6da14c8)
+        expected = {L_COMPONENT: svc, L_NAMESPACE: TEST_DYN_NS, L_GRAPH: TEST_DGD}
+        if sub_type and svc == "service1":
+            expected["nvidia.com/dynamo-sub-component-type"] = sub_type
+        assert dynamo_labels(dep["metadata"]["labels"]) == expected
         assert dep["spec"]["replicas"] == 3
-        # the deprecated dynamoNamespace never reaches the env or the pod label
+        # the deprecated dynamoNamespace never reaches the env; since v1beta1 conversion it
+        # labels the pods (GetDCDDynamoNamespace, v1beta1_helpers.go @ 2a6da14c8)
         assert env(main(dep))["DYN_NAMESPACE"] == TEST_DYN_NS
-        assert pod_labels(dep)[L_NAMESPACE] == TEST_DYN_NS
+        assert pod_labels(dep)[L_NAMESPACE] == (dynamo_namespace or TEST_DYN_NS)
         assert main(dep)["resources"] == {
             "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "0"}
         }
@@ -435,7 +438,9 @@ def test_generate_component_context(
     assert e["DYN_COMPONENT"] == svc["componentType"]
     assert e["DYN_PARENT_DGD_K8S_NAME"] == dgd_name
     assert e["DYN_PARENT_DGD_K8S_NAMESPACE"] == namespace
-    assert pod_labels(dep)[L_NAMESPACE] == want_ns
+    # the deprecated field labels the pods (GetDCDDynamoNamespace, v1beta1_helpers.go @
+    # 2a6da14c8), not the env
+    assert pod_labels(dep)[L_NAMESPACE] == svc.get("dynamoNamespace", want_ns)
     if discovery == "etcd":
         assert "DYN_DISCOVERY_BACKEND" not in e
     else:
@@ -1077,8 +1082,16 @@ def test_labels_and_annotations_precedence(tmp_path: Path) -> None:
     assert pod_labels(dep)[L_TYPE] == "worker"  # v1alpha1 baseline: not promoted to prefill
     ann = dep["metadata"]["annotations"]
     assert ann["dgd-annotation"] == "from-dgd"
-    assert ann["legacy-annotation"] == "kept"
+    # component path @ 2a6da14c8 (unlike the Grove-path Go test): applyDGDTemplateDefaults
+    # fills the pod template with the DGD's annotations, and GetDCDKubeAnnotations lets the
+    # pod template beat the service's preserved v1alpha1 annotations (v1beta1_helpers.go)
+    assert ann["legacy-annotation"] == "from-dgd"
     assert ann["pod-template-annotation"] == "from-pod-template"
+    pod_ann = dep["spec"]["template"]["metadata"]["annotations"]
+    assert {k: pod_ann[k] for k in ("dgd-annotation", "legacy-annotation")} == {
+        "dgd-annotation": "from-dgd",
+        "legacy-annotation": "from-dgd",
+    }
 
 
 def test_system_labels_not_overridable(tmp_path: Path) -> None:

@@ -551,7 +551,8 @@ def test_grove_services_and_ingress(tmp_path: Path) -> None:
     # a multinode Service selects leader and workers alike (no role selector)
     assert "role" not in services["g-v1-worker"]["spec"]["selector"]
     ingress = next(o for o in objs if o["kind"] == "Ingress")
-    assert ingress["metadata"]["name"] == "g.v1-frontend"  # no dot replacement
+    # GenerateComponentIngress normalizes the name on every path (graph.go @ 2a6da14c8)
+    assert ingress["metadata"]["name"] == "g-v1-frontend"
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == "g-v1-frontend"
     # the PodCliqueSet copies the DGD's spec labels and names its DGD (its own name may be

@@ -35,19 +35,16 @@ EPP_CONFIG_KEY: Final = "epp-config-dynamo.yaml"
 EPP_CONFIG_DIR: Final = "/etc/epp"
 EPP_CONFIG_VOLUME: Final = "epp-config"
 
-# GPU Memory Service and failover (docs/reference-behaviour.md, the operator's internal/gms,
-# internal/dra and internal/dynamo/failover*.go at the 1.1 baseline)
+# GPU Memory Service and failover (the operator's internal/gms, internal/dra and
+# internal/dynamo/failover*.go @ 2a6da14c8; ERRATA 2: the intra-pod control volume)
 GMS_CLAIM: Final = "intrapod-shared-gpu"
 GMS_DEVICE_CLASS: Final = "gpu.nvidia.com"
 GMS_DEVICE_REQUEST: Final = "gpus"
 GMS_SERVER_CONTAINER: Final = "gms-server"
 GMS_SERVER_MODULE: Final = "gpu_memory_service.cli.server"
-GMS_VOLUME: Final = "gms-shared"
-GMS_MOUNT_PATH: Final = "/shared"
+GMS_VOLUME: Final = "gms-intrapod-control"
+GMS_MOUNT_PATH: Final = "/gms-intrapod-control"
 GMS_SOCKET_DIR_ENV: Final = "GMS_SOCKET_DIR"
-GMS_READY_FILE: Final = "gms-ready"
-GMS_STARTUP_PERIOD_SECONDS: Final = 1
-GMS_STARTUP_FAILURE_THRESHOLD: Final = 300
 FAILOVER_ENGINES: Final = 2
 FAILOVER_LOCK_FILE: Final = "failover.lock"
 FAILOVER_VLLM_NIXL_SIDE_CHANNEL_PORT: Final = 5600
@@ -84,7 +81,6 @@ def common_env(
     dgd_namespace: str,
     discovery_backend: str,
     container_discovery: bool,
-    container_name: str = MAIN_CONTAINER,
 ) -> list[dict[str, Any]]:
     env = [
         _env("DYN_NAMESPACE", dynamo_ns),
@@ -98,7 +94,7 @@ def common_env(
     if discovery_backend != "etcd":
         env.append(_env("DYN_DISCOVERY_BACKEND", "kubernetes"))
     if container_discovery:
-        env.append(_env("CONTAINER_NAME", container_name))
+        env.append(_env("CONTAINER_NAME", MAIN_CONTAINER))
         env.append(_env("DYN_KUBE_DISCOVERY_MODE", "container"))
     return env
 
@@ -179,25 +175,27 @@ def planner_container() -> dict[str, Any]:
     }
 
 
-def epp_container(pool_name: str, pool_namespace: str) -> dict[str, Any]:
+def epp_container(pool_name: str, pool_namespace: str, dynamo_ns: str) -> dict[str, Any]:
+    """``EPPDefaults.GetBaseContainer`` (``internal/dynamo/component_epp.go`` @ 2a6da14c8):
+    double-dash flags, and the env of ERRATA 1 (no ``NVIDIA_VISIBLE_DEVICES``)."""
     return {
         "command": [],
         "args": [
-            "-pool-name",
+            "--pool-name",
             pool_name,
-            "-pool-namespace",
+            "--pool-namespace",
             pool_namespace,
-            "-pool-group",
+            "--pool-group",
             INFERENCE_POOL_GROUP,
             "-v",
             "4",
             "--zap-encoder",
             "json",
-            "-grpc-port",
+            "--grpc-port",
             str(EPP_GRPC_PORT),
-            "-grpc-health-port",
+            "--grpc-health-port",
             str(EPP_GRPC_HEALTH_PORT),
-            "-config-file",
+            "--config-file",
             f"{EPP_CONFIG_DIR}/{EPP_CONFIG_KEY}",
         ],
         "ports": [
@@ -210,8 +208,9 @@ def epp_container(pool_name: str, pool_namespace: str) -> dict[str, Any]:
         "startupProbe": _grpc_probe(periodSeconds=10, failureThreshold=180),
         "env": [
             _env("USE_STREAMING", "true"),
-            _env("RUST_LOG", "debug,dynamo_llm::kv_router=trace"),
-            _env("NVIDIA_VISIBLE_DEVICES", "void"),
+            _env("RUST_LOG", "info"),
+            _env("DYN_ENFORCE_DISAGG", "false"),
+            _env("DYN_NAMESPACE_PREFIX", dynamo_ns),
         ],
         "volumeMounts": [
             {"name": EPP_CONFIG_VOLUME, "mountPath": EPP_CONFIG_DIR, "readOnly": True},
@@ -246,7 +245,7 @@ def type_container(
     if component_type == naming.PLANNER:
         return planner_container()
     if component_type == naming.EPP:
-        return epp_container(pool_name, pool_namespace)
+        return epp_container(pool_name, pool_namespace, dynamo_ns)
     return {"command": ["/bin/sh", "-c"], "env": []}
 
 

@@ -43,8 +43,20 @@ _ENGINE_DROPPED_ENV = frozenset(
         "DYN_SYSTEM_ENABLED",
         "DYN_HEALTH_CHECK_ENABLED",
         "CONTAINER_NAME",
+        "DYN_FORWARDPASS_METRIC_PORT",
     }
 )
+#: the resource names ``dra.RemoveGPUResources`` takes off a GMS client (``isGPUResourceName``)
+
+
+def _is_gpu_resource(name: str) -> bool:
+    lower = name.lower()
+    return (
+        lower in (naming.GPU_RESOURCE, "gpu")
+        or lower.endswith("/gpu")
+        or "/mig-" in lower
+        or lower.startswith("gpu.")
+    )
 
 
 def gms_enabled(spec: ServiceSpec) -> bool:
@@ -138,7 +150,7 @@ def _apply_claim(pod: Obj, containers: list[Obj], template: str) -> None:
     resources = dict(main.get("resources") or {})
     for side in ("limits", "requests"):
         if side in resources:
-            rest = {k: v for k, v in resources[side].items() if k != naming.GPU_RESOURCE}
+            rest = {k: v for k, v in resources[side].items() if not _is_gpu_resource(k)}
             if rest:
                 resources[side] = rest
             else:
@@ -146,10 +158,14 @@ def _apply_claim(pod: Obj, containers: list[Obj], template: str) -> None:
     resources["claims"] = [*resources.get("claims", []), {"name": defaults.GMS_CLAIM}]
     main["resources"] = order_keys(resources, ("limits", "requests", "claims"))
     containers[0] = order_keys(main, CONTAINER_ORDER)
-    pod["tolerations"] = [
-        *(pod.get("tolerations") or []),
-        {"key": naming.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
-    ]
+    tolerations = list(pod.get("tolerations") or [])
+    if not any(
+        t.get("key") == naming.GPU_RESOURCE and t.get("effect") == "NoSchedule" for t in tolerations
+    ):
+        tolerations.append(
+            {"key": naming.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+        )
+    pod["tolerations"] = tolerations
     pod["resourceClaims"] = [
         *(pod.get("resourceClaims") or []),
         {"name": defaults.GMS_CLAIM, "resourceClaimTemplateName": template},
@@ -165,8 +181,9 @@ def _socket_env() -> Obj:
 
 
 def _ensure_server_sidecar(pod: Obj, containers: list[Obj]) -> None:
-    """``gms.EnsureServerSidecar``: socket volume, mount and env on the main container, and
-    the GMS server as a native sidecar (each only if not there yet)."""
+    """``gms.EnsureServerSidecar`` (``internal/gms/gms.go`` @ 2a6da14c8): socket volume,
+    mount and env on the main container, and the GMS server as a native sidecar without a
+    startup probe (each only if not there yet)."""
     main = containers[0]
     volumes = list(pod.get("volumes") or [])
     if not any(v.get("name") == defaults.GMS_VOLUME for v in volumes):
@@ -195,17 +212,6 @@ def _ensure_server_sidecar(pod: Obj, containers: list[Obj]) -> None:
             "resources": {"claims": [{"name": defaults.GMS_CLAIM}]},
             "restartPolicy": "Always",
             "volumeMounts": [_socket_mount()],
-            "startupProbe": {
-                "exec": {
-                    "command": [
-                        "test",
-                        "-f",
-                        f"{defaults.GMS_MOUNT_PATH}/{defaults.GMS_READY_FILE}",
-                    ]
-                },
-                "periodSeconds": defaults.GMS_STARTUP_PERIOD_SECONDS,
-                "failureThreshold": defaults.GMS_STARTUP_FAILURE_THRESHOLD,
-            },
         }
     )
     pod["initContainers"] = [*init, sidecar]
@@ -243,6 +249,12 @@ def _engine(main: Obj, engine_id: int) -> Obj:
         {"name": "DYN_SYSTEM_STARTING_HEALTH_STATUS", "value": "notready"},
         {"name": "DYN_SYSTEM_PORT", "value": str(system_port)},
         {"name": "DYN_SYSTEM_ENABLED", "value": "true"},
+        # both engines share the pod network: one forward-pass metric port each
+        # (buildEngineContainer, internal/dynamo/failover.go @ 2a6da14c8)
+        {
+            "name": "DYN_FORWARDPASS_METRIC_PORT",
+            "value": str(defaults.FORWARDPASS_METRIC_PORT + engine_id),
+        },
     ]
     engine["env"] = env
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
@@ -338,7 +350,9 @@ def resource_claim_template(
         "apiVersion": RESOURCE_API_VERSION,
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": claim_template_name(dgd_name, service), "namespace": namespace},
+        # Go encodes the template's empty ObjectMeta (dra.GenerateResourceClaimTemplate)
         "spec": {
+            "metadata": {},
             "spec": {
                 "devices": {
                     "requests": [
@@ -352,7 +366,7 @@ def resource_claim_template(
                         }
                     ]
                 }
-            }
+            },
         },
     }
 

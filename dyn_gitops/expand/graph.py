@@ -469,6 +469,34 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
     return out
 
 
+def _has_epp(dgd: DynamoGraphDeployment) -> bool:
+    return any(s.componentType == naming.EPP for s in (dgd.spec.services or {}).values())
+
+
+def _template_metadata(
+    dgd: DynamoGraphDeployment, svc: ServiceSpec, ctype: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The component's pod-template labels and annotations as the operator builds them:
+    ``extraPodMetadata``, then (EPP) the Istio opt-out, then the propagated DGD metadata
+    annotations, then DGD ``spec.labels``/``spec.annotations``, each only where the key is
+    not set yet (``generateSingleDCD``, ``applyDGDTemplateDefaults``,
+    ``mergeLowPriorityMetadata`` in ``internal/dynamo/graph.go`` @ 2a6da14c8)."""
+    epm = svc.extraPodMetadata
+    labels = dict(epm.labels or {}) if epm else {}
+    annotations = dict(epm.annotations or {}) if epm else {}
+    if ctype == naming.EPP:
+        annotations.setdefault(keys.ANN_ISTIO_INJECT, "false")
+    meta_ann = dgd.metadata.annotations or {}
+    for key in keys.PROPAGATED_DGD_ANNOTATIONS:
+        if key in meta_ann:
+            annotations.setdefault(key, meta_ann[key])
+    for key, value in (dgd.spec.annotations or {}).items():
+        annotations.setdefault(key, value)
+    for key, value in (dgd.spec.labels or {}).items():
+        labels.setdefault(key, value)
+    return labels, annotations
+
+
 def _expand_service(
     dgd: DynamoGraphDeployment,
     service: str,
@@ -482,16 +510,17 @@ def _expand_service(
     standalone: bool = False,
 ) -> list[Obj]:
     dgd_name = dgd.metadata.name
-    ctype = svc.componentType or ""
+    # a v1alpha1 worker with subComponentType prefill/decode is that type in v1beta1
+    ctype = naming.workload_type(svc.componentType, svc.subComponentType)
     worker = naming.is_worker(ctype)
     svc, env_overrides = legacy.apply(
         service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])
     )
-    annotations = _component_annotations(dgd, svc)
-    epm_ann = (svc.extraPodMetadata.annotations if svc.extraPodMetadata else None) or {}
-    if ctype == naming.EPP and keys.ANN_ISTIO_INJECT not in {**(svc.annotations or {}), **epm_ann}:
-        # #9935: the EPP serves its own TLS; a sidecar would wrap it in a second layer
-        annotations[keys.ANN_ISTIO_INJECT] = "false"
+    tmpl_labels, tmpl_ann = _template_metadata(dgd, svc, ctype)
+    # GetDCDKubeAnnotations / GetDCDKubeLabels (internal/dynamo/v1beta1_helpers.go @
+    # 2a6da14c8): the v1alpha1 service's own annotations and labels, then the pod
+    # template's, then the system labels
+    annotations = {**(svc.annotations or {}), **tmpl_ann}
     kvt = topology.policy(dgd)
     annotations = topology.source_annotations(annotations, kvt, ctype)
     dyn_ns = naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
@@ -501,13 +530,16 @@ def _expand_service(
         if standalone
         else naming.component_name(dgd_name, service, whash if worker else None)
     )
-    labels = dict(dgd.spec.labels or {})
-    labels.update(svc.labels or {})
+    labels = {**(svc.labels or {}), **tmpl_labels}
+    if svc.subComponentType:
+        labels[keys.LABEL_SUB_COMPONENT_TYPE] = svc.subComponentType
     labels.update({keys.LABEL_COMPONENT: service, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns})
     if not standalone:
         labels[keys.LABEL_GRAPH_NAME] = dgd_name
     if worker and whash:
         labels[keys.LABEL_WORKER_HASH] = whash
+    if worker and _has_epp(dgd):
+        labels[keys.LABEL_COMPONENT_CLASS] = naming.COMPONENT_CLASS_WORKER
     discovery = naming.discovery_backend(annotations, settings.discovery_backend)
     ctx = ComponentContext(
         dgd_name=dgd_name,
@@ -534,22 +566,15 @@ def _expand_service(
     if svc.modelRef is not None:
         labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(svc.modelRef.name)
     dep_ann = dict(annotations)
-    if svc.extraPodMetadata and svc.extraPodMetadata.annotations:
-        dep_ann.update(svc.extraPodMetadata.annotations)
     if svc.modelRef is not None:
         dep_ann[keys.ANN_BASE_MODEL] = svc.modelRef.name
     dep_ann.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
     dep_ann = topology.source_annotations(dep_ann, kvt, ctype)
 
-    pod_ann = dict(svc.extraPodMetadata.annotations or {}) if svc.extraPodMetadata else {}
-    pod_ann.pop(keys.ANN_RESTART_AT, None)
-    # on the pods too: the EPP's sidecar opt-out, the topology-label controller's source
-    if ctype == naming.EPP and keys.ANN_ISTIO_INJECT in annotations:
-        pod_ann.setdefault(keys.ANN_ISTIO_INJECT, annotations[keys.ANN_ISTIO_INJECT])
-    pod_ann = topology.source_annotations(pod_ann, kvt, ctype)
+    # the pod template carries the Deployment's annotations (both are GetDCDKubeAnnotations)
     template_meta: dict[str, Any] = {"labels": pod_labels(ctx, labels)}
-    if pod_ann:
-        template_meta["annotations"] = dict(sorted(pod_ann.items()))
+    if dep_ann:
+        template_meta["annotations"] = dict(sorted(dep_ann.items()))
 
     has_adapter = svc.scalingAdapter is not None and svc.scalingAdapter.enabled
     desired = 1 if svc.replicas is None else svc.replicas
@@ -570,9 +595,14 @@ def _expand_service(
     if is_multinode(svc):
         # the operator sets no annotations on the LWS: only ours for a managed worker
         ours = {k: v for k, v in deploy_ann.items() if k in _MANAGED_ANNOTATIONS}
-        out.append(
-            _leader_worker_set(ctx, labels, ours, template_meta, deploy_spec.get("replicas"))
-        )
+        # the LWS pods are labelled with the DCD's Dynamo namespace: a v1alpha1
+        # dynamoNamespace does not reach them (generateLeaderWorkerSet @ 2a6da14c8; the
+        # deepseek-r1 sglang recipe in conformance/operator-output)
+        lws_meta = {
+            **template_meta,
+            "labels": {**template_meta["labels"], keys.LABEL_DYNAMO_NAMESPACE: dyn_ns},
+        }
+        out.append(_leader_worker_set(ctx, labels, ours, lws_meta, deploy_spec.get("replicas")))
     else:
         deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
         deploy_spec["strategy"] = _strategy(annotations)

@@ -47,12 +47,13 @@ def service_account(name: str, namespace: str) -> Obj:
 
 
 def cluster_role_binding_for_sa(sa: str, namespace: str, cluster_role: str) -> Obj:
-    """RoleBinding of ``sa`` to a ClusterRole (planner / EPP)."""
+    """RoleBinding of ``sa`` to a ClusterRole (planner / EPP); labelled with the
+    ServiceAccount's name (``internal/rbac/manager.go`` @ 2a6da14c8, ERRATA 5)."""
     name = f"{sa}-binding"
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": meta(name, namespace, _rbac_labels(name)),
+        "metadata": meta(name, namespace, _rbac_labels(sa)),
         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io",
@@ -63,21 +64,22 @@ def cluster_role_binding_for_sa(sa: str, namespace: str, cluster_role: str) -> O
 
 
 def discovery_rbac(dgd_name: str, namespace: str) -> list[Obj]:
+    """The discovery ServiceAccount, Role and RoleBinding: all three labelled with the
+    ServiceAccount's name capped at 63 characters, no graph label
+    (``internal/discovery/resource.go`` @ 2a6da14c8, #11709, ERRATA 5)."""
     sa = naming.discovery_service_account(dgd_name)
     role, binding = f"{sa}-role", f"{sa}-binding"
-    labels = {keys.LABEL_GRAPH_NAME: dgd_name}
+    labels = _rbac_labels(naming.label_value_63(sa))
     return [
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": meta(
-                sa, namespace, {**_rbac_labels(naming.discovery_label_value(sa)), **labels}
-            ),
+            "metadata": meta(sa, namespace, labels),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": meta(role, namespace, {**_rbac_labels(role), **labels}),
+            "metadata": meta(role, namespace, labels),
             "rules": [
                 {
                     "apiGroups": [""],
@@ -99,7 +101,7 @@ def discovery_rbac(dgd_name: str, namespace: str) -> list[Obj]:
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": meta(binding, namespace, {**_rbac_labels(binding), **labels}),
+            "metadata": meta(binding, namespace, labels),
             "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
         },
@@ -129,7 +131,7 @@ def component_service(
 ) -> Obj:
     selector = {
         keys.LABEL_COMPONENT_TYPE: ctx.component_type,
-        keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
+        keys.LABEL_DYNAMO_NAMESPACE: ctx.spec.dynamoNamespace or ctx.dynamo_ns,
         keys.LABEL_COMPONENT: ctx.service,
     }
     if leader_only:  # multinode: only the leader serves
@@ -168,6 +170,9 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
         f"{ingress.hostPrefix or ''}{ingress.host or ''}."
         f"{ingress.hostSuffix or defaults.DEFAULT_INGRESS_HOST_SUFFIX}"
     )
+    # Ingress, VirtualService and their backend are named after the normalized DCD name
+    # (generateIngress / generateVirtualService, dynamocomponentdeployment_controller.go @
+    # 2a6da14c8)
     backend = naming.normalize(ctx.name)
     out: list[Obj] = []
     if ingress.ingressControllerClassName:
@@ -199,7 +204,7 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
             {
                 "apiVersion": "networking.k8s.io/v1",
                 "kind": "Ingress",
-                "metadata": meta(ctx.name, ctx.namespace),
+                "metadata": meta(backend, ctx.namespace),
                 "spec": spec,
             }
         )
@@ -208,7 +213,7 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
             {
                 "apiVersion": "networking.istio.io/v1beta1",
                 "kind": "VirtualService",
-                "metadata": meta(ctx.name, ctx.namespace),
+                "metadata": meta(backend, ctx.namespace),
                 "spec": {
                     "hosts": [host],
                     "gateways": [ingress.virtualServiceGateway],
@@ -243,8 +248,8 @@ def model_service(model_name: str, namespace: str) -> Obj:
             {keys.ANN_BASE_MODEL: model_name},
         ),
         "spec": {
+            # publishNotReadyAddresses false is Go's omitted zero (model_service.go @ 2a6da14c8)
             "clusterIP": "None",
-            "publishNotReadyAddresses": False,
             "selector": {keys.LABEL_BASE_MODEL_HASH: h},
             "ports": [
                 {
@@ -274,18 +279,54 @@ def scaling_adapter(dgd_name: str, namespace: str, service: str, replicas: int |
     }
 
 
+#: the fields Go's ``EndpointPickerConfig`` (gateway-api-inference-extension v1.2.0, the
+#: operator's) keeps of a plugin and of a scheduling-profile entry, with their zero values:
+#: none is ``omitempty``, so an absent one is written as ``""`` / ``null``
+_EPP_PLUGIN_FIELDS: dict[str, Any] = {"name": "", "type": "", "parameters": None}
+_EPP_PROFILE_PLUGIN_FIELDS: dict[str, Any] = {"pluginRef": "", "weight": None}
+
+
+def _go_epp_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The inline config after the operator's round trip through its Go struct
+    (``marshalEndpointPickerConfig``, ``internal/dynamo/epp/config.go`` @ 2a6da14c8)."""
+
+    def entry(item: Any, fields: dict[str, Any]) -> Any:
+        if not isinstance(item, dict):
+            return item
+        return {k: item.get(k, zero) for k, zero in fields.items()}
+
+    out = dict(config)
+    if isinstance(out.get("plugins"), list):
+        out["plugins"] = [entry(p, _EPP_PLUGIN_FIELDS) for p in out["plugins"]]
+    if isinstance(out.get("schedulingProfiles"), list):
+        profiles = []
+        for profile in out["schedulingProfiles"]:
+            if isinstance(profile, dict) and isinstance(profile.get("plugins"), list):
+                profile = {
+                    **profile,
+                    "plugins": [entry(p, _EPP_PROFILE_PLUGIN_FIELDS) for p in profile["plugins"]],
+                }
+            profiles.append(profile)
+        out["schedulingProfiles"] = profiles
+    return out
+
+
+class _GoYamlDumper(yaml.SafeDumper):
+    """sigs.k8s.io/yaml's style: a string that needs quoting is double-quoted."""
+
+    def choose_scalar_style(self) -> str:
+        style = str(super().choose_scalar_style())
+        return '"' if style == "'" else style
+
+
 def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str, Any]) -> Obj:
     body = {
         "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
         "kind": "EndpointPickerConfig",
-        **config,
+        **_go_epp_config(config),
     }
-    try:
-        from yaml import CSafeDumper as Dumper
-    except ImportError:  # pragma: no cover
-        from yaml import SafeDumper as Dumper  # type: ignore[assignment]
     # the operator writes it with sigs.k8s.io/yaml (through JSON): keys sorted
-    text = yaml.dump(body, Dumper=Dumper, sort_keys=True, default_flow_style=False)
+    text = yaml.dump(body, Dumper=_GoYamlDumper, sort_keys=True, default_flow_style=False)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -313,9 +354,10 @@ def inference_pool(dgd_name: str, namespace: str, service: str, dynamo_ns: str) 
         ),
         "spec": {
             "targetPorts": [{"number": defaults.FRONTEND_PORT}],
+            # the workers' component class, not type (``epp/inference_pool.go`` @ 2a6da14c8)
             "selector": {
                 "matchLabels": {
-                    keys.LABEL_COMPONENT_TYPE: naming.WORKER,
+                    keys.LABEL_COMPONENT_CLASS: naming.COMPONENT_CLASS_WORKER,
                     keys.LABEL_DYNAMO_NAMESPACE: dynamo_ns,
                 }
             },

@@ -1,10 +1,10 @@
 """Pod spec of one component (``GenerateBasePodSpec``, single node, component path).
 
-Merge order is the v1alpha1-era operator's (the Dynamo 1.1 baseline): defaults, then the
-user's ``extraPodSpec.mainContainer`` (mergo override), then graph ``envs`` and service
-``envs`` over mainContainer ``env``, top-level probes and resources over mainContainer
-ones, then ``envFromSecret``, volume mounts, compilation cache, shared memory and backend
-additions.
+Merge order is the operator's at upstream ``2a6da14c8``, which converts a v1alpha1 service
+to a v1beta1 pod template first: defaults, then the user's ``extraPodSpec.mainContainer``
+(mergo override); env: graph ``envs`` < service ``envs`` < mainContainer ``env``; probes
+and resources: the mainContainer's over the service-level ones; then ``envFromSecret``,
+volume mounts, compilation cache, shared memory and backend additions.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from ..errors import NotSupportedError
 from ..merge import (
     CONTAINER_ORDER,
     POD_SPEC_ORDER,
+    PROBE_HANDLERS,
     add_missing_envs,
     merge_envs,
     merge_override,
     merge_probe,
+    omit_empty_values,
     order_keys,
 )
 from ..models.dump import dump
@@ -46,6 +48,9 @@ def user_main_container(ctx: ComponentContext) -> dict[str, Any]:
 
 
 def _resources(ctx: ComponentContext, base: dict[str, Any]) -> dict[str, Any]:
+    """The service's ``resources`` under the mainContainer's (``base``): the conversion
+    mergo-merges the mainContainer over the dedicated fields (``buildSharedPodTemplateFromAlpha``,
+    ``api/v1alpha1/shared_spec_conversion.go`` @ 2a6da14c8)."""
     res = ctx.spec.resources
     if res is None:
         return base
@@ -63,10 +68,10 @@ def _resources(ctx: ComponentContext, base: dict[str, Any]) -> dict[str, Any]:
             values[item.gpuType or naming.GPU_RESOURCE] = item.gpu
         for key, qty in (item.custom or {}).items():
             values[key] = qty
-        if values:  # top-level fields beat mainContainer ones, key by key
-            out[side] = {**out.get(side, {}), **values}
-    if res.claims:
-        out["claims"] = [*out.get("claims", []), *copy.deepcopy(res.claims)]
+        if values:  # mainContainer fields beat top-level ones, key by key
+            out[side] = {**values, **out.get(side, {})}
+    if res.claims and not out.get("claims"):  # a mainContainer list replaces the other
+        out["claims"] = copy.deepcopy(res.claims)
     return out
 
 
@@ -126,9 +131,11 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     if container.get("command") == []:
         del container["command"]
 
-    # env (1.1 graph.go): component envs = MergeEnvs(graph envs, service envs), merged over
-    # the container's env: defaults < mainContainer env < graph envs < service envs
-    env = merge_envs(base_env, user_env, ctx.graph_envs, dump(spec.envs) or [])
+    # env: the v1beta1 conversion merges mainContainer env over the service envs
+    # (mergeExtraPodSpecMainContainer, api/v1alpha1/shared_spec_conversion.go @ 2a6da14c8),
+    # the graph envs go under them (applyDGDTemplateDefaults) and all over the defaults:
+    # defaults < graph envs < service envs < mainContainer env
+    env = merge_envs(base_env, ctx.graph_envs, dump(spec.envs) or [], user_env)
     if ctx.kv_transfer is not None:  # the policy's env replaces the user's of those names
         kept = [e for e in env if e["name"] not in topology.POLICY_ENV]
         env = merge_envs(kept, topology.worker_env(ctx.kv_transfer))
@@ -140,19 +147,25 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
             for e in env
         ]
 
-    # probes: mainContainer probes field-merge into defaults; top-level ones replace wholesale
-    for probe, user_probe in user_probes.items():
-        container[probe] = merge_probe(base.get(probe), user_probe)
+    # probes: the conversion merges a mainContainer probe over the service-level one, and
+    # the result replaces the default wholesale (mergeContainerByName, graph.go @
+    # 2a6da14c8). A handler-less mainContainer probe alone would leave a probe the API
+    # server rejects: that one is merged into the default instead.
+    for probe in ("livenessProbe", "readinessProbe"):
+        top = getattr(spec, probe)
+        main_probe = user_probes.get(probe)
+        if top is not None:
+            container[probe] = merge_probe(top, main_probe) if main_probe else copy.deepcopy(top)
+        elif main_probe is not None:
+            handled = any(h in main_probe for h in PROBE_HANDLERS)
+            container[probe] = (
+                copy.deepcopy(main_probe) if handled else merge_probe(base.get(probe), main_probe)
+            )
     if user_startup is not None:
         container["startupProbe"] = copy.deepcopy(user_startup)
-    if spec.livenessProbe is not None:
-        container["livenessProbe"] = copy.deepcopy(spec.livenessProbe)
-    if spec.readinessProbe is not None:
-        container["readinessProbe"] = copy.deepcopy(spec.readinessProbe)
 
-    resources = _resources(ctx, user_resources)
-    if resources:
-        container["resources"] = resources
+    # always present, `{}` when empty: Go encodes the struct (component_common.go @ 2a6da14c8)
+    container["resources"] = _resources(ctx, user_resources)
 
     if spec.envFromSecret:
         container["envFrom"] = [
@@ -177,7 +190,7 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     _vllm_elastic_ep(ctx, container, env)
     if cache is not None and ctx.backend == "vllm":
         env.append({"name": "VLLM_CACHE_ROOT", "value": cache[1]})
-    container["env"] = env
+    container["env"] = omit_empty_values(env)
     return container
 
 
@@ -209,7 +222,12 @@ def _vllm_elastic_ep(ctx: ComponentContext, container: dict[str, Any], env: list
         )
 
 
-def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | None:
+def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The frontend sidecar; it shares the main container's mounts as they were before
+    shared memory was added (``frontendSidecarMounts`` in ``GenerateBasePodSpec``,
+    ``internal/dynamo/graph.go`` @ 2a6da14c8). Its defaults are the frontend's common
+    container, so in container discovery mode its ``CONTAINER_NAME`` is ``main``
+    (``getCommonContainer``, ``component_common.go`` @ 2a6da14c8)."""
     fs = ctx.spec.frontendSidecar
     if fs is None:
         return None
@@ -222,7 +240,6 @@ def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | No
             dgd_namespace=ctx.namespace,
             discovery_backend=ctx.discovery_backend,
             container_discovery=ctx.container_discovery,
-            container_name=defaults.SIDECAR_FRONTEND,
         ),
         base.pop("env"),
         dump(fs.envs) or [],
@@ -233,10 +250,11 @@ def _sidecar(ctx: ComponentContext, main: dict[str, Any]) -> dict[str, Any] | No
         side["args"] = list(fs.args)
     if fs.envFromSecret:
         side["envFrom"] = [{"secretRef": {"name": fs.envFromSecret}}]
-    side["env"] = env
+    side["env"] = omit_empty_values(env)
+    side["resources"] = {}
     have = set()
     mounts = []
-    for m in main.get("volumeMounts") or []:
+    for m in main_mounts:
         if m["name"] not in have:
             mounts.append(copy.deepcopy(m))
             have.add(m["name"])
@@ -304,6 +322,7 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
             volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name}})
             have.add(name)
 
+    sidecar_mounts = list(main.get("volumeMounts") or [])
     shm = spec.sharedMemory
     mounts = (
         [
@@ -336,7 +355,7 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     for c in user_containers:
         if c.get("name") != defaults.MAIN_CONTAINER:
             containers.append(c)
-    sidecar = _sidecar(ctx, main)
+    sidecar = _sidecar(ctx, sidecar_mounts)
     if sidecar is not None:
         containers.append(sidecar)
     pod["containers"] = containers
@@ -345,32 +364,31 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
 
 
 def pod_labels(ctx: ComponentContext, deployment_labels: dict[str, str]) -> dict[str, str]:
+    """``generatePodTemplateSpec`` (``internal/controller/dynamocomponentdeployment_renderer.go``
+    @ 2a6da14c8): the Deployment's labels, then the system labels over them."""
     labels = dict(deployment_labels)
-    if ctx.annotations.get(keys.ANN_ENABLE_METRICS, "").lower() != "false":
+    if ctx.annotations.get(keys.ANN_ENABLE_METRICS) != "false":
         labels[keys.LABEL_METRICS_ENABLED] = "true"
     if ctx.graph_label:
         labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
-    if ctx.spec.subComponentType:
-        labels[keys.LABEL_SUB_COMPONENT_TYPE] = ctx.spec.subComponentType
-    labels[keys.LABEL_SELECTOR] = ctx.name
-    if ctx.k8s_discovery:
-        labels.update(discovery_labels())
-    epm = ctx.spec.extraPodMetadata
-    if epm and epm.labels:
-        labels.update(epm.labels)
-    # system labels cannot be overridden (the selector too: a mismatch breaks the Deployment)
     labels[keys.LABEL_COMPONENT] = ctx.service
-    if ctx.graph_label:
-        labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
-    if ctx.component_type:
-        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
-    labels[keys.LABEL_DYNAMO_NAMESPACE] = ctx.dynamo_ns
+    labels[keys.LABEL_DYNAMO_NAMESPACE] = selector_dynamo_namespace(ctx)
     if ctx.worker_hash:
         labels[keys.LABEL_WORKER_HASH] = ctx.worker_hash
     labels[keys.LABEL_SELECTOR] = ctx.name
+    if ctx.k8s_discovery:
+        labels.update(discovery_labels())
     return dict(sorted(labels.items()))
+
+
+def selector_dynamo_namespace(ctx: ComponentContext) -> str:
+    """The Dynamo namespace pods are labelled and selected with: a v1alpha1 service's
+    deprecated ``dynamoNamespace`` survives conversion and wins there (not in env or
+    object labels; ``GetDCDDynamoNamespace``, ``internal/dynamo/v1beta1_helpers.go`` @
+    2a6da14c8)."""
+    return ctx.spec.dynamoNamespace or ctx.dynamo_ns
 
 
 def discovery_labels() -> dict[str, str]:
