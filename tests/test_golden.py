@@ -1066,11 +1066,12 @@ def test_facts_grove_multinode() -> None:
     )
     assert v_wkr["initContainers"][0]["name"] == "wait-for-leader-mp"
     assert _clique(objs, "vllm-agg", "frontend")["spec"]["replicas"] == 2
-    # Services from the DGD controller: <dgd>-<service>, component selector, no role
+    # Services from the DGD controller: <dgd>-<service>, component selector, no role; a
+    # worker with subComponentType decode is type decode (sharedComponentTypeToHub @ 2a6da14c8)
     svc = get(objs, "Service", "trtllm-disagg-mn-decode")
     assert svc["spec"]["selector"] == {
         COMPONENT: "decode",
-        "nvidia.com/dynamo-component-type": "worker",
+        "nvidia.com/dynamo-component-type": "decode",
         "nvidia.com/dynamo-namespace": "demo-trtllm-disagg-mn",
     }
     assert names(objs, "ConfigMap") == [

@@ -63,21 +63,7 @@ SERVER_DEFAULTED = {("apps/v1", "Deployment")}
 
 #: scenario -> why it does not pass yet (the first mismatch the matcher reports for each
 #: object names the place); an empty dict is the goal
-_DECODE = (
-    "v1beta1 type decode renders as worker + subComponentType decode (the v1alpha1-era "
-    "conversion in models/convert.py); the operator @ 2a6da14c8 keeps decode "
-    "(label nvidia.com/dynamo-component-type and DYN_COMPONENT)"
-)
-KNOWN_GAPS: dict[str, str] = {
-    "dgd/components": _DECODE,
-    "dgd/grove": _DECODE,
-    "dcd/deployment": _DECODE,
-    "dcd/lws": (
-        "the LeaderWorkerSet path still wants a GPU limit on a multinode service (removed "
-        "upstream by #11115) and renders one LWS + PodGroup per replica (one <dcd>-0 LWS "
-        "with native replicas since #9612)"
-    ),
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def admitted(doc: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import run_cli
 
 from dyn_gitops import keys
 from dyn_gitops.workerhash import compute, gojson, hub
@@ -203,3 +204,16 @@ def test_graph_env_and_kv_transfer_policy_are_baked_into_the_hashed_worker_spec(
     assert compute.worker_hash(g) == "8524dcae"  # the operator's, same input
     assert '"annotations":{"nvidia.com/topology-label-key":"topology.kubernetes.io/zone"}' in data
     assert '{"name":"DYN_KV_TRANSFER_DOMAIN","value":"zone"}' in data  # the policy wins
+
+
+def test_a_field_of_the_wrong_type_is_an_input_error_naming_it(tmp_path: Path) -> None:
+    # found by the fuzz test: an integer field written as a list crashed the encoder
+    (tmp_path / "bad.yaml").write_text(
+        "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: bad}\n"
+        "spec:\n  services:\n    w:\n      componentType: worker\n      extraPodSpec:\n"
+        "        securityContext: {runAsUser: []}\n        mainContainer: {image: 'x:1.0.0'}\n"
+    )
+    result = run_cli("render", str(tmp_path / "bad.yaml"))
+    assert result.code == 1, result.stderr
+    assert "components.w.podTemplate.spec.securityContext.runAsUser" in result.stderr
+    assert "expected an integer, found []" in result.stderr

@@ -17,6 +17,8 @@ from ..models.versions import V1BETA1
 from ..settings import RenderSettings
 from ..workerhash import compute as workerhash
 from ..workerhash import hub
+from ..workerhash.gojson import GoTypeError
+from ..workerhash.quantity import QuantityError
 from . import (
     checkpoint,
     defaults,
@@ -232,7 +234,14 @@ def graph_worker_hash(
     PodCliqueSet renders the suffix whenever it has workers, hashed the same way)."""
     if not any(naming.is_worker(s.componentType) for s in (dgd.spec.services or {}).values()):
         return None
-    return workerhash.worker_hash(hub.graph(source, settings.namespace))
+    try:
+        return workerhash.worker_hash(hub.graph(source, settings.namespace))
+    except (GoTypeError, QuantityError) as exc:
+        # a field whose type the API server's schema would refuse (the hash encodes the
+        # spec as the operator's Go types)
+        raise RenderError(
+            [Problem.at(("spec",), f"the worker hash cannot be computed: {exc}")]
+        ) from None
 
 
 def written_order(source: Obj) -> list[str] | None:
@@ -420,7 +429,7 @@ def _grove_context(
         namespace=namespace,
         service=service,
         spec=svc,
-        component_type=svc.componentType or "",
+        component_type=naming.workload_type(svc.componentType, svc.subComponentType),
         dynamo_ns=naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
         name=naming.base_name(dgd_name, service),
         worker_hash=whash if naming.is_worker(svc.componentType) else None,
@@ -569,6 +578,9 @@ def _expand_service(
     if svc.modelRef is not None:
         dep_ann[keys.ANN_BASE_MODEL] = svc.modelRef.name
     dep_ann.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
+    # GetDCDKubeAnnotations (v1beta1_helpers.go @ 2a6da14c8) drops the origin-version stamp
+    # from the workload and its pods; it still gates rendering (ctx.annotations)
+    dep_ann.pop(keys.ANN_OPERATOR_ORIGIN_VERSION, None)
     dep_ann = topology.source_annotations(dep_ann, kvt, ctype)
 
     # the pod template carries the Deployment's annotations (both are GetDCDKubeAnnotations)

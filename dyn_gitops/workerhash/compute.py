@@ -22,7 +22,7 @@ from .. import keys, kvtransfer, naming
 from ..merge import data_copy
 from ..models.v1alpha1 import KVTransferPolicy
 from ..runtimeversion import RuntimeVersionError, Version, resolve
-from .gojson import encode, string
+from .gojson import GoTypeError, encode, string
 from .hub import MAIN, HubComponent, HubGraph
 
 Obj = dict[str, Any]
@@ -211,7 +211,10 @@ def hash_input(g: HubGraph) -> str:
             fields.append(f'"annotations":{encode("map:string", kube_annotations)}')
         if version is not None and version >= FIRST_HASHED_RUNTIME:
             fields.append(f'"runtimeVersion":{string(str(version))}')
-        fields.append(f'"spec":{encode(_SPEC, spec)}')
+        try:
+            fields.append(f'"spec":{encode(_SPEC, spec)}')
+        except GoTypeError as exc:  # where, in the component as the operator holds it
+            raise GoTypeError(exc.reason, ("components", c.name, *exc.path)) from None
         parts[c.name] = "{" + ",".join(fields) + "}"
     return "{" + ",".join(f"{string(n)}:{parts[n]}" for n in sorted(parts)) + "}"
 

@@ -25,7 +25,13 @@ _HTML = str.maketrans(
 
 
 class GoTypeError(ValueError):
-    """The data does not fit the Go type (a bug or an input the API server would refuse)."""
+    """The data does not fit the Go type (an input the API server would refuse); ``path``
+    is where, in the value encoded."""
+
+    def __init__(self, reason: str, path: tuple[str | int, ...] = ()) -> None:
+        self.reason, self.path = reason, path
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        super().__init__(f"{where}: {reason}" if where else reason)
 
 
 def string(text: str) -> str:
@@ -164,7 +170,13 @@ def _slice(item: Encoder) -> Encoder:
             return "null"
         if not isinstance(value, list):
             raise GoTypeError(f"expected a list, found {type(value).__name__}")
-        return "[" + ",".join(map(item, value)) + "]"
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(item(v))
+            except GoTypeError as exc:
+                raise GoTypeError(exc.reason, (i, *exc.path)) from None
+        return "[" + ",".join(out) + "]"
 
     return enc
 
@@ -218,7 +230,10 @@ def _struct(name: str, value: Any) -> str:
                 continue
         elif (omitempty and _is_empty(kind, item)) or (omitzero and _is_zero(kind, item)):
             continue
-        parts.append(prefix + enc(item))
+        try:
+            parts.append(prefix + enc(item))
+        except GoTypeError as exc:
+            raise GoTypeError(exc.reason, (field, *exc.path)) from None
     return "{" + ",".join(parts) + "}"
 
 
