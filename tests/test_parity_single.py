@@ -491,3 +491,17 @@ def test_ingress_named_after_the_normalized_component_name(tmp_path: Path) -> No
     assert ingress["metadata"]["name"] == "my-graph-front-end"
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == "my-graph-front-end"
+
+
+def test_main_container_comes_before_user_sidecars(tmp_path: Path) -> None:
+    """ERRATA 6 says user sidecars come first and ``main`` last; the reference operator
+    does the opposite: ``GenerateBasePodSpec`` (``internal/dynamo/graph.go`` @ 2a6da14c8)
+    builds ``append([]Container{main}, sidecars...)`` after merging the pod template, and
+    the v1alpha1 conversion (``buildSharedPodTemplateFromAlpha``) also puts ``main`` first.
+    The 1.5 code is the target (docs/reference-behaviour.md, "Errata")."""
+    svc = worker()
+    svc["extraPodSpec"]["containers"] = [{"name": "log-shipper", "image": "busybox:1.36"}]
+    objs = render(tmp_path, dgd({"Frontend": frontend(), "w": svc}))
+    dep = by_kind(objs, "Deployment", "-w-")
+    names = [c["name"] for c in dep["spec"]["template"]["spec"]["containers"]]
+    assert names == ["main", "log-shipper"]
