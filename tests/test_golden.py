@@ -806,7 +806,8 @@ def test_facts_multinode_lws() -> None:
     assert set(leader) >= PROBES and not PROBES & set(worker)
     svc = component(objs, "Service", "decode", "sglang-mn")
     assert svc["spec"]["selector"]["role"] == "leader"
-    # vLLM TP 16 > 8 GPUs, no annotation: Ray (graph_test.go "multinode vllm")
+    # vLLM TP 16 > 8 GPUs, Ray (graph_test.go "multinode vllm", where no origin version is
+    # stamped; the sample asks for ray, since a 1.5 origin stamp selects mp: ERRATA 4)
     ray = _lws(objs, "vllm-ray")
     assert _role_main(ray, "leader")["args"] == [
         "ray start --head --port=6379 && python3 -m dynamo.vllm --model Qwen/Qwen3-32B "

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import keys, naming
+from .. import gates, keys, naming
 from ..errors import FieldPath, Problem, RenderError
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
 from . import defaults, gms, grove, legacy, lws, multinode, objects
-from .context import ComponentContext, ComponentError
+from .context import ComponentContext, ComponentError, component_runtime
 from .merge import merge_envs, merge_override
 from .podspec import build_pod_spec, detect_backend, pod_labels
 
@@ -71,6 +71,20 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                     _svc(name, "scalingAdapter"),
                     "a scaling adapter on a multinode service is not yet "
                     "supported (its replicas are LeaderWorkerSets)",
+                )
+            )
+        if (
+            svc.componentType == naming.EPP
+            and svc.eppConfig is None
+            and gates.NATIVE_RUST_EPP.enabled(component_runtime(svc))
+        ):
+            out.append(
+                Problem.at(
+                    _svc(name),
+                    "the native Rust EPP (runtime version "
+                    f"{gates.NATIVE_RUST_EPP.min_runtime} or later, #11355) is not yet "
+                    "supported; only the legacy Go EPP (an image before 1.5.0, with eppConfig) "
+                    "is rendered",
                 )
             )
         if svc.checkpoint and svc.checkpoint.get("enabled"):
@@ -143,8 +157,11 @@ def _component_annotations(dgd: DynamoGraphDeployment, svc: ServiceSpec) -> dict
 
 
 def _strategy(annotations: dict[str, str]) -> dict[str, Any]:
-    if annotations.get(keys.ANN_DEPLOYMENT_STRATEGY) == "Recreate":
-        return {"type": "Recreate"}
+    """The Deployment strategy from the component's annotations, pod template ones included
+    (``generateDeployment``, dynamocomponentdeployment_controller.go @ 2a6da14c8): exactly
+    ``Recreate`` (#11909), anything else a rolling update."""
+    if annotations.get(keys.ANN_DEPLOYMENT_STRATEGY) == keys.DEPLOYMENT_STRATEGY_RECREATE:
+        return {"type": keys.DEPLOYMENT_STRATEGY_RECREATE}
 
     def int_or_percent(value: str) -> int | str:
         return int(value) if value.isdigit() else value
@@ -310,6 +327,7 @@ def _grove_context(
         settings=settings,
         epp_config_map=epp_cm,
         grove=True,
+        runtime=component_runtime(svc),
     )
 
 
@@ -381,6 +399,7 @@ def _expand_service(
         settings=settings,
         epp_config_map=epp_cm,
         env_overrides=tuple(sorted(env_overrides.items())),
+        runtime=component_runtime(svc),
     )
 
     if svc.modelRef is not None:
@@ -388,11 +407,15 @@ def _expand_service(
     dep_ann = dict(annotations)
     if svc.extraPodMetadata and svc.extraPodMetadata.annotations:
         dep_ann.update(svc.extraPodMetadata.annotations)
+    strategy = _strategy(dep_ann)
+    dep_ann = naming.workload_annotations(dep_ann)
     if svc.modelRef is not None:
         dep_ann[keys.ANN_BASE_MODEL] = svc.modelRef.name
     dep_ann.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
 
-    pod_ann = dict(svc.extraPodMetadata.annotations or {}) if svc.extraPodMetadata else {}
+    pod_ann = naming.workload_annotations(
+        svc.extraPodMetadata.annotations or {} if svc.extraPodMetadata else {}
+    )
     pod_ann.pop(keys.ANN_RESTART_AT, None)
     template_meta: dict[str, Any] = {"labels": pod_labels(ctx, labels)}
     if pod_ann:
@@ -418,7 +441,7 @@ def _expand_service(
         deploy_spec["replicas"] = desired
     if not is_multinode(svc):
         deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
-        deploy_spec["strategy"] = _strategy(annotations)
+        deploy_spec["strategy"] = strategy
         deploy_spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
         out.append(
             {

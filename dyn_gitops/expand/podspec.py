@@ -98,6 +98,7 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         worker_hash=ctx.worker_hash,
         pool_name=naming.inference_pool_name(ctx.dgd_name),
         pool_namespace=ctx.namespace,
+        runtime=ctx.runtime,
     )
     base_env = merge_envs(
         defaults.common_env(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import keys
+from .. import admission, keys
 from ..errors import NotSupportedError, Problem, RenderError
 from ..models.v1alpha1 import DynamoGraphDeployment
 from ..models.versions import V1BETA1
@@ -187,8 +187,13 @@ def _source_to_emit(
 ) -> dict[str, Any]:
     """The source DGD as written, or a v1beta1 one as the v1alpha1 DGD it was rendered from
     (what the dyn-gitops CRDs serve and the controller reads); with the markers the
-    companion controller reads (worker hash, or the Grove PodCliqueSet)."""
+    companion controller reads (worker hash, or the Grove PodCliqueSet) and the annotations
+    the Dynamo 1.5 defaulting webhook stamps (:mod:`dyn_gitops.admission`)."""
     stamps = _markers(children)
+    # the admission stamps (obj was admitted with them): the webhook's, owned by the applier
+    written = (data.get("metadata") or {}).get("annotations") or {}
+    admitted = obj.metadata.annotations or {}
+    stamps.update({k: admitted[k] for k in admission.STAMPED if k in admitted and k not in written})
     if data.get("apiVersion") == V1BETA1 and settings.source_api_version == "v1alpha1":
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
         stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
