@@ -13,6 +13,8 @@ Emitting both on the source DGD keeps a later apply from removing what the webho
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import keys, naming
 from .models.v1alpha1 import DynamoGraphDeployment
 from .settings import NO_ORIGIN_STAMP, RenderSettings
@@ -41,3 +43,18 @@ def stamp(dgd: DynamoGraphDeployment, settings: RenderSettings) -> DynamoGraphDe
         update={"annotations": {**(dgd.metadata.annotations or {}), **added}}
     )
     return dgd.model_copy(update={"metadata": meta})
+
+
+def admitted_document(data: dict[str, Any], dgd: DynamoGraphDeployment) -> dict[str, Any]:
+    """The DGD document ``data`` as the API server stores it once ``dgd`` (its model, passed
+    through :func:`stamp`) was admitted: with the stamps among its annotations. The worker
+    hash reads it (the origin version reaches the worker DCDs), the source DGD is emitted
+    from it. ``data`` itself is not changed."""
+    written = (data.get("metadata") or {}).get("annotations") or {}
+    admitted = dgd.metadata.annotations or {}
+    added = {k: admitted[k] for k in STAMPED if k in admitted and k not in written}
+    if not added:
+        return data
+    meta = dict(data.get("metadata") or {})
+    meta["annotations"] = {**written, **added}
+    return {**data, "metadata": meta}

@@ -49,6 +49,9 @@ ANN_DISABLE_PULL_SECRET_DISCOVERY: Final = "nvidia.com/disable-image-pull-secret
 ANN_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
 #: DGD metadata: the Kai scheduler queue of its Grove cliques (default "dynamo")
 ANN_KAI_QUEUE: Final = "nvidia.com/kai-scheduler-queue"
+#: DCD metadata: the node label / Grove ClusterTopology the topology-label controller reads
+ANN_TOPOLOGY_LABEL_KEY: Final = "nvidia.com/topology-label-key"
+ANN_TOPOLOGY_CLUSTER_TOPOLOGY: Final = "nvidia.com/topology-cluster-topology-name"
 #: Volcano gang of a LeaderWorkerSet pod (the PodGroup name)
 ANN_VOLCANO_GROUP: Final = "scheduling.k8s.io/group-name"
 
@@ -97,6 +100,9 @@ ANN_MANAGED_REPLICAS: Final = OUR_PREFIX + "managed-replicas"
 #: controller prefers it over recomputing the hash (renderer and controller versions may
 #: differ); without it the controller recomputes with its own copy of the renderer.
 ANN_WORKER_HASH: Final = OUR_PREFIX + "worker-hash"
+#: DGD metadata: the worker hash v2 the operator itself records (``worker-hash.md``); we stamp it
+#: on the emitted DGD too, so a cluster handed to or from the operator keeps its generation
+ANN_CURRENT_WORKER_HASH_V2: Final = "nvidia.com/current-worker-hash-v2"
 #: on an emitted DGD rendered on the Grove path: its PodCliqueSet's name (there are no
 #: Deployments or worker generations for the controller to manage on that path)
 ANN_PODCLIQUESET: Final = OUR_PREFIX + "podcliqueset"

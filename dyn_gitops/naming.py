@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -236,3 +237,13 @@ def worker_hash(worker_specs: dict[str, dict[str, Any]]) -> str:
         doc[name] = {k: doc[name][k] for k in _SHARED_SPEC_ORDER if k in doc[name]}
     data = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(data.encode()).hexdigest()[:8]
+
+
+_BACKEND_RE = re.compile(r"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.(vllm|sglang|trtllm)[^|&;]*")
+
+
+def backends_in_command(container: Mapping[str, Any]) -> set[str]:
+    """Frameworks named by ``python -m dynamo.<backend>`` in a container's command + args
+    (``DetectBackendFrameworkFromArgs``)."""
+    line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
+    return {m.group(1) for m in _BACKEND_RE.finditer(line)}

@@ -27,8 +27,8 @@ from conftest import AS_APPLIED, render_objects
 
 from dyn_gitops.errors import RenderError
 from dyn_gitops.expand.graph import resolve_backends
-from dyn_gitops.expand.merge import merge_envs
 from dyn_gitops.expand.podspec import detect_backend
+from dyn_gitops.merge import merge_envs
 from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
 
 Obj = dict[str, Any]

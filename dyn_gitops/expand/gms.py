@@ -23,11 +23,11 @@ import re
 from typing import Any
 
 from .. import naming
+from ..merge import CONTAINER_ORDER, order_keys
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
 from . import defaults
 from .context import ComponentContext, ComponentError
-from .merge import CONTAINER_ORDER, order_keys
 
 Obj = dict[str, Any]
 

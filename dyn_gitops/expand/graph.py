@@ -7,12 +7,14 @@ from typing import Any
 
 from .. import gates, keys, naming
 from ..errors import FieldPath, Problem, RenderError
+from ..merge import merge_envs, merge_override
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
+from ..workerhash import compute as workerhash
+from ..workerhash import hub
 from . import defaults, gms, grove, legacy, lws, multinode, objects
 from .context import ComponentContext, ComponentError, component_runtime
-from .merge import merge_envs, merge_override
 from .podspec import build_pod_spec, detect_backend, pod_labels
 
 Obj = dict[str, Any]
@@ -186,22 +188,22 @@ def _with_sync_option(current: str | None, option: str) -> str:
     return ",".join(opts)
 
 
-def graph_worker_hash(dgd: DynamoGraphDeployment, settings: RenderSettings) -> str | None:
-    """The worker generation the workers are named with (None: no workers, or Grove, which
-    rolls pods itself)."""
+def graph_worker_hash(
+    dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj
+) -> str | None:
+    """The worker generation the workers are named with: the operator's worker hash v2 of
+    the DGD document ``source`` (None: no workers, or Grove, which rolls pods itself)."""
     if grove.is_grove(dgd, settings):
         return None
-    workers = {
-        n: dump(s)
-        for n, s in (dgd.spec.services or {}).items()
-        if naming.is_worker(s.componentType)
-    }
-    return naming.worker_hash(workers) if workers else None
+    if not any(naming.is_worker(s.componentType) for s in (dgd.spec.services or {}).values()):
+        return None
+    return workerhash.worker_hash(hub.graph(source, settings.namespace))
 
 
-def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
-    """Every object the operator creates for ``dgd``, in no particular order; raises
-    :class:`RenderError` with problems not located yet (their paths are the DGD's fields)."""
+def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
+    """Every object the operator creates for ``dgd`` (parsed from the document ``source``),
+    in no particular order; raises :class:`RenderError` with problems not located yet
+    (their paths are the DGD's fields)."""
     problems = not_supported(dgd, settings)
     if problems:
         raise RenderError(problems)
@@ -213,7 +215,7 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[O
     _, backends = resolve_backends(dgd)
     on_grove = grove.is_grove(dgd, settings)
 
-    whash = graph_worker_hash(dgd, settings)
+    whash = graph_worker_hash(dgd, settings, source)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
     eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == naming.EPP]
 

@@ -10,15 +10,11 @@ additions.
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 from .. import keys, naming
 from ..errors import NotSupportedError
-from ..models.dump import dump
-from . import defaults, gms
-from .context import ComponentContext, ComponentError
-from .merge import (
+from ..merge import (
     CONTAINER_ORDER,
     POD_SPEC_ORDER,
     add_missing_envs,
@@ -27,14 +23,14 @@ from .merge import (
     merge_probe,
     order_keys,
 )
-
-_BACKEND_RE = re.compile(r"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.(vllm|sglang|trtllm)[^|&;]*")
+from ..models.dump import dump
+from . import defaults, gms
+from .context import ComponentContext, ComponentError
 
 
 def detect_backend(container: dict[str, Any]) -> str | None:
     """Framework named by ``python -m dynamo.<backend>`` in command + args, if exactly one."""
-    line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
-    found = {m.group(1) for m in _BACKEND_RE.finditer(line)}
+    found = naming.backends_in_command(container)
     if len(found) > 1:
         raise ComponentError(
             ("extraPodSpec", "mainContainer"),

@@ -86,8 +86,9 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     doc, dgd = item.doc, item.dgd
     if dgd is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
+    source = admission.admitted_document(doc.data, dgd)  # with the webhook's stamps
     try:
-        children = expand_graph(dgd, settings)
+        children = expand_graph(dgd, settings, source)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the model's fields
@@ -97,7 +98,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     if settings.emit_source:
         out.append(
             Rendered(
-                _source_to_emit(doc.data, dgd, children, settings),
+                _source_to_emit(source, dgd, children, settings),
                 doc.file.path,
                 dgd=ref,
                 source_dgd=True,
@@ -175,7 +176,7 @@ def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
     for child in children:
         whash = (child["metadata"].get("labels") or {}).get(keys.LABEL_WORKER_HASH)
         if whash:
-            return {keys.ANN_WORKER_HASH: whash}
+            return {keys.ANN_WORKER_HASH: whash, keys.ANN_CURRENT_WORKER_HASH_V2: whash}
     return {}
 
 
@@ -185,15 +186,12 @@ def _source_to_emit(
     children: list[dict[str, Any]],
     settings: RenderSettings,
 ) -> dict[str, Any]:
-    """The source DGD as written, or a v1beta1 one as the v1alpha1 DGD it was rendered from
-    (what the dyn-gitops CRDs serve and the controller reads); with the markers the
-    companion controller reads (worker hash, or the Grove PodCliqueSet) and the annotations
-    the Dynamo 1.5 defaulting webhook stamps (:mod:`dyn_gitops.admission`)."""
+    """The source DGD as admitted (``data``: as written plus the Dynamo 1.5 defaulting
+    webhook's stamps, :mod:`dyn_gitops.admission`, which the applier then owns), or a v1beta1
+    one as the v1alpha1 DGD it was rendered from (what the dyn-gitops CRDs serve and the
+    controller reads); with the markers the companion controller reads (worker hash, or the
+    Grove PodCliqueSet)."""
     stamps = _markers(children)
-    # the admission stamps (obj was admitted with them): the webhook's, owned by the applier
-    written = (data.get("metadata") or {}).get("annotations") or {}
-    admitted = obj.metadata.annotations or {}
-    stamps.update({k: admitted[k] for k in admission.STAMPED if k in admitted and k not in written})
     if data.get("apiVersion") == V1BETA1 and settings.source_api_version == "v1alpha1":
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
         stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1

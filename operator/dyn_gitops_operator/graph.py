@@ -13,11 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from dyn_gitops import keys, naming
-from dyn_gitops.models.dump import dump
-from dyn_gitops.models.v1alpha1 import ServiceSpec
+from dyn_gitops.workerhash import compute, hub
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.grove import GroveChildren
 
@@ -153,27 +150,24 @@ class HashCache:
 
 
 def compute_worker_hash(dgd: Obj) -> str | None:
-    """The renderer's worker hash for the live spec (None: no workers, rendered on the
-    Grove path, or unparseable)."""
+    """The operator's worker hash v2 of the live spec, as the renderer computes it (None: no
+    workers, rendered on the Grove path, or unparseable)."""
     if o.annotations_of(dgd).get(keys.ANN_PODCLIQUESET):
         return None  # Grove: a PodCliqueSet, no hash-named worker generations
-    services = (dgd.get("spec") or {}).get("services") or {}
-    workers: dict[str, Any] = {}
     try:
-        for svc_name, raw in services.items():
-            spec = ServiceSpec.model_validate(raw)
-            if naming.is_worker(spec.componentType):
-                workers[svc_name] = dump(spec)
-    except ValidationError as exc:
+        graph = hub.graph(dgd, str(o.meta(dgd).get("namespace") or ""))
+        if not any(naming.is_worker(c.type) for c in graph.components):
+            return None
+        return compute.worker_hash(graph)
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
         log.warning(
             "cannot compute the worker hash, using the newest generation",
             extra={
                 "object": f"{o.meta(dgd).get('namespace')}/{o.name(dgd)}",
-                "error": str(exc).splitlines()[0],
+                "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             },
         )
         return None
-    return naming.worker_hash(workers) if workers else None
 
 
 def parse_services(dgd: Obj) -> dict[str, Service]:
