@@ -386,3 +386,19 @@ def test_recreate_strategy_from_the_pod_template_annotation(tmp_path: Path) -> N
     dep = one(result.objects, "Deployment", "-worker")
     assert dep["spec"]["strategy"]["type"] == "RollingUpdate"
     assert any("'recreate' is not 'Recreate'" in str(w) for w in result.warnings)
+
+
+def test_the_worker_hash_covers_the_origin_stamp(tmp_path: Path) -> None:
+    """conformance/operator-output/README.md and ``hash.go`` @ 2a6da14c8: the stamped origin
+    version reaches the worker DCDs' pod template annotations, which the v2 worker hash
+    covers; stamped by the setting or written in Git, the hash is the same."""
+
+    def worker_name(objs: list[Obj]) -> str:
+        return str(one(objs, "Deployment", "-worker")["metadata"]["name"])
+
+    stamped = worker_name(render(tmp_path, graph()))
+    as_applied = worker_name(render(tmp_path, graph(), origin_version="none"))
+    in_git = {keys.ANN_OPERATOR_ORIGIN_VERSION: "1.5.1"}
+    written = worker_name(render(tmp_path, graph(annotations=in_git), origin_version="none"))
+    assert stamped != as_applied
+    assert stamped == written
