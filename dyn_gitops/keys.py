@@ -73,6 +73,19 @@ PROPAGATED_DGD_ANNOTATIONS: Final = (
     ANN_VLLM_EXECUTOR_BACKEND,
 )
 
+#: component annotations the DCD controller leaves off the Deployment, its pod template and
+#: the Service it creates (``GetDCDKubeAnnotations``, internal/dynamo/v1beta1_helpers.go @
+#: 2a6da14c8): the origin version stays on the DGD and its DCDs
+DCD_ONLY_ANNOTATIONS: Final = (ANN_OPERATOR_ORIGIN_VERSION,)
+
+#: values of nvidia.com/workload-provider (``consts.WorkloadProvider*``)
+WORKLOAD_PROVIDER_COMPONENT: Final = "component"
+WORKLOAD_PROVIDER_GROVE: Final = "grove"
+WORKLOAD_PROVIDERS: Final = (WORKLOAD_PROVIDER_COMPONENT, WORKLOAD_PROVIDER_GROVE)
+#: nvidia.com/deployment-strategy: Recreate scales old worker generations to zero before the
+#: new one starts (#11909); anything else is a rolling update
+DEPLOYMENT_STRATEGY_RECREATE: Final = "Recreate"
+
 # --- GitOps tool annotations (theirs, stamped by us) -----------------------------------------
 ANN_ARGOCD_SYNC_OPTIONS: Final = "argocd.argoproj.io/sync-options"
 ANN_FLUX_PRUNE: Final = "kustomize.toolkit.fluxcd.io/prune"

@@ -70,6 +70,21 @@ def discovery_backend(annotations: Mapping[str, str] | None, default: str) -> st
     return (annotations or {}).get(keys.ANN_DISCOVERY_BACKEND) or default
 
 
+def workload_provider(annotations: Mapping[str, str] | None, grove_enabled: bool) -> str:
+    """The provider the 1.5 defaulting webhook writes on create (``defaultWorkloadProvider``,
+    webhook/defaulting/dynamographdeployment_handler.go @ 2a6da14c8, #12942): Grove when it
+    is enabled and the DGD does not opt out with ``nvidia.com/enable-grove: "false"``."""
+    opted_out = (annotations or {}).get(keys.ANN_ENABLE_GROVE, "").lower() == "false"
+    if grove_enabled and not opted_out:
+        return keys.WORKLOAD_PROVIDER_GROVE
+    return keys.WORKLOAD_PROVIDER_COMPONENT
+
+
+def workload_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+    """A component's annotations as the operator puts them on the workloads of a DCD."""
+    return {k: v for k, v in annotations.items() if k not in keys.DCD_ONLY_ANNOTATIONS}
+
+
 def normalize(name: str) -> str:
     """``NormalizeKubeResourceName``: lowercase, dots to dashes (Service names)."""
     return name.lower().replace(".", "-")

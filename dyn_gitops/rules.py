@@ -13,12 +13,20 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from . import keys, naming
+from . import gates, keys, naming
 from .errors import FieldPath, Problem
 from .models.v1alpha1 import DynamoGraphDeployment, KVTransferPolicy, ServiceSpec
+from .runtimeversion import (
+    RuntimeVersionError,
+    Version,
+    parse_image_version,
+    parse_origin,
+    resolve,
+)
 
-_SEMVER = re.compile(
-    r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
+#: the CRD's pattern of runtimeVersionOverride (api/v1alpha1 and v1beta1 @ 2a6da14c8)
+_RUNTIME_VERSION_OVERRIDE = re.compile(
+    r"(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})"
 )
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -170,7 +178,7 @@ def _annotation_checks(
     ann: dict[str, str], loc: FieldPath, service_level: bool = False
 ) -> Iterator[Problem]:
     v = ann.get(keys.ANN_OPERATOR_ORIGIN_VERSION)
-    if v is not None and not service_level and not _SEMVER.match(v):
+    if v is not None and not service_level and parse_origin(v) is None:
         yield Problem.at(
             (*loc, keys.ANN_OPERATOR_ORIGIN_VERSION), f"must be a semantic version, found {v!r}"
         )
@@ -190,10 +198,10 @@ def _annotation_checks(
             (*loc, keys.ANN_DISCOVERY_BACKEND), f"must be 'kubernetes' or 'etcd', found {v!r}"
         )
     v = ann.get(keys.ANN_WORKLOAD_PROVIDER)
-    if v is not None and not service_level and v not in ("component", "grove", "disaggregatedset"):
+    if v is not None and not service_level and v not in keys.WORKLOAD_PROVIDERS:
         yield Problem.at(
             (*loc, keys.ANN_WORKLOAD_PROVIDER),
-            f"must be 'component', 'grove' or 'disaggregatedset', found {v!r}",
+            f"must be {' or '.join(map(repr, keys.WORKLOAD_PROVIDERS))}, found {v!r}",
         )
     v = ann.get(keys.ANN_GROVE_UPDATE_STRATEGY)
     if v is not None and not service_level and v not in naming.GROVE_UPDATE_STRATEGIES:
@@ -337,7 +345,23 @@ def _topology_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
             )
 
 
+def _runtime(svc: ServiceSpec) -> Version | None:
+    """The component's runtime version, None when it does not resolve."""
+    main = svc.main_container
+    try:
+        return resolve((main.image if main else None) or "", svc.runtimeVersionOverride)
+    except RuntimeVersionError:
+        return None
+
+
 def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
+    override = svc.runtimeVersionOverride
+    if override is not None and not _RUNTIME_VERSION_OVERRIDE.fullmatch(override):
+        yield Problem.at(
+            _svc(name, "runtimeVersionOverride"),
+            "must be the Dynamo runtime version as MAJOR.MINOR.PATCH, such as 1.5.1 (each part "
+            f"at most 4 digits, no leading zero), found {override!r}",
+        )
     if svc.replicas is not None and svc.replicas < 0:
         yield Problem.at(_svc(name, "replicas"), f"must be >= 0, found {svc.replicas}")
     if svc.minAvailable is not None and svc.minAvailable < 0:
@@ -388,8 +412,21 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
                 f"an EPP service with eppConfig (the Go EPP) must have exactly 1 replica, "
                 f"found {svc.replicas}",
             )
-        if cfg is None:
-            pass  # the Rust EPP: no config file
+        rust = gates.NATIVE_RUST_EPP.enabled(_runtime(svc))
+        if rust and cfg is not None:
+            # the native Rust EPP takes no config (shared_helpers.go in the 1.5 release, #11355)
+            yield Problem.at(
+                _svc(name, "eppConfig"),
+                "must be omitted for native Rust EPP images with runtime version "
+                f"{gates.NATIVE_RUST_EPP.min_runtime} or later",
+            )
+        elif cfg is None:
+            if _runtime(svc) is not None and not rust:
+                yield Problem.at(
+                    _svc(name, "eppConfig"),
+                    "eppConfig is required for an EPP service with a Go EPP image (runtime "
+                    f"version earlier than {gates.NATIVE_RUST_EPP.min_runtime})",
+                )
         elif (cfg.configMapRef is None) == (cfg.config is None):
             yield Problem.at(_svc(name, "eppConfig"), "set exactly one of configMapRef and config")
         elif cfg.configMapRef is not None and not cfg.configMapRef.name:
@@ -428,18 +465,99 @@ def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
             yield Problem.at(_svc(name, "failover", "mode"), "interPod mode is not supported")
 
 
-def warn_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+def runtime_version_admission(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+    """The Dynamo 1.5 webhook's runtime-version rules for a DGD (setting
+    runtime-version-admission: strict): every component has a main-container image, and one
+    whose tag is no semantic version declares its runtime version (``shared_v1alpha1.go`` /
+    ``shared_v1beta1.go`` @ 2a6da14c8, #10494 in the v1.5.0 ledger)."""
+    lenient = "setting runtime-version-admission: lenient"
+    for name, svc in sorted((dgd.spec.services or {}).items()):
+        main = svc.main_container
+        image = (main.image if main else None) or ""
+        if not image:
+            yield Problem.at(
+                _svc(name, "extraPodSpec", "mainContainer", "image"),
+                "is required: Dynamo 1.5 admission needs a main-container image on every "
+                f"component ({lenient} accepts a DGD without one, as created before 1.5)",
+            )
+            continue
+        if svc.runtimeVersionOverride:
+            continue  # checked against the CRD's pattern in _service_checks
+        try:
+            parse_image_version(image)
+        except RuntimeVersionError as exc:
+            yield Problem.at(
+                _svc(name, "runtimeVersionOverride"),
+                f"is required when the main container image has no semantic-version tag ({exc}): "
+                'set it to the Dynamo runtime version of the image, such as "1.5.1" '
+                f"(Dynamo 1.5 admission; {lenient} renders it with the legacy profile, every "
+                "runtime gate off)",
+            )
+
+
+def workload_provider_checks(dgd: DynamoGraphDeployment, grove_enabled: bool) -> Iterator[Problem]:
+    """``nvidia.com/workload-provider`` written in Git must be the provider the DGD renders
+    with: the 1.5 webhook writes that one on create and refuses any change later, and the
+    operator never falls back from Grove to components (#12942, 73a3fd26f)."""
+    ann = dgd.metadata.annotations or {}
+    written = ann.get(keys.ANN_WORKLOAD_PROVIDER)
+    rendered = naming.workload_provider(ann, grove_enabled)
+    if written not in keys.WORKLOAD_PROVIDERS or written == rendered:
+        return  # absent (stamped), or not a provider (refused by _annotation_checks)
+    if written == keys.WORKLOAD_PROVIDER_GROVE:
+        why = (
+            f'the DGD opts out with {keys.ANN_ENABLE_GROVE}: "false"'
+            if grove_enabled
+            else "the setting grove is false"
+        )
+        fix = "remove the annotation or render with Grove"
+    else:
+        why = "Grove is enabled (setting grove) and the DGD does not opt out"
+        fix = f'annotate {keys.ANN_ENABLE_GROVE}: "false" or remove the annotation'
+    yield Problem.at(
+        ("metadata", "annotations", keys.ANN_WORKLOAD_PROVIDER),
+        f"says {written!r} but the DGD renders with the {rendered!r} provider ({why}); the "
+        f"operator keeps the provider a DGD was created with and refuses to change it: {fix}",
+    )
+
+
+def warn_graph(dgd: DynamoGraphDeployment, *, image_required: bool = False) -> Iterator[Problem]:
     """What renders (the operator would create it too) but the API server will refuse or
-    the workload cannot run: reported as warnings, output unchanged."""
+    the workload cannot run, or what the operator silently reads otherwise than written:
+    reported as warnings, output unchanged (``image_required``: a missing image is an error
+    already)."""
+    yield from _deployment_strategy_warnings(("spec", "annotations"), dgd.spec.annotations)
     for svc_name, svc in sorted((dgd.spec.services or {}).items()):
         main = svc.main_container
-        if main is None or not main.image:
+        if (main is None or not main.image) and not image_required:
             yield Problem.at(
                 _svc(svc_name, "extraPodSpec", "mainContainer", "image"),
                 "no image: the operator has no default image, and the API server "
                 "refuses a workload whose main container has none",
                 severity="warning",
             )
+        yield from _deployment_strategy_warnings(_svc(svc_name, "annotations"), svc.annotations)
+        pod_meta = svc.extraPodMetadata
+        yield from _deployment_strategy_warnings(
+            _svc(svc_name, "extraPodMetadata", "annotations"),
+            pod_meta.annotations if pod_meta else None,
+        )
+
+
+def _deployment_strategy_warnings(
+    loc: FieldPath, annotations: dict[str, str] | None
+) -> Iterator[Problem]:
+    """``nvidia.com/deployment-strategy`` other than exactly ``Recreate`` is a rolling update
+    to the operator (``deployment_strategy.go`` @ 2a6da14c8, #11909): likely a typo."""
+    value = (annotations or {}).get(keys.ANN_DEPLOYMENT_STRATEGY)
+    if value is not None and value != keys.DEPLOYMENT_STRATEGY_RECREATE:
+        yield Problem.at(
+            (*loc, keys.ANN_DEPLOYMENT_STRATEGY),
+            f"{value!r} is not {keys.DEPLOYMENT_STRATEGY_RECREATE!r}: the operator rolls the "
+            "component's pods (RollingUpdate); only the exact value Recreate stops the old "
+            "ones first",
+            severity="warning",
+        )
 
 
 def object_shape(data: dict[str, Any]) -> Iterator[Problem]:

@@ -7,8 +7,10 @@ wins. Only the MAJOR.MINOR.PATCH core counts: prerelease and build suffixes are 
 Digests without a tag, ``latest`` and custom tags do not resolve.
 
 Behaviour ported from ``deploy/operator/internal/runtimeversion/runtimeversion.go`` @ 2a6da14c8
-(#10494, #12421), which parses with Masterminds semver v3 ``StrictNewVersion``. This module
-imports nothing of the project: validation, the expansion and the worker hash all read it.
+(#10494, #12421), which parses with Masterminds semver v3 ``StrictNewVersion``. The operator
+version in the origin-version annotation is read as its compatibility gates read it
+(:func:`parse_origin`, Masterminds ``NewVersion``). This module imports nothing of the
+project: settings, validation, the expansion and the worker hash all read it.
 """
 
 from __future__ import annotations
@@ -96,6 +98,44 @@ def image_tag(image: str) -> str:
     if last_colon <= ref.rfind("/"):
         return ""
     return ref[last_colon + 1 :]
+
+
+@dataclass(frozen=True)
+class OriginVersion:
+    """An operator version as the origin-version annotation holds it: the core and its
+    prerelease (a prerelease comes before its release, ``1.0.0-rc.1`` < ``1.0.0``)."""
+
+    core: Version
+    prerelease: str = ""
+
+    def at_least(self, minimum: Version) -> bool:
+        """At or above a release version (``compatibility.Gate.Enabled``)."""
+        return self.core > minimum or (self.core == minimum and not self.prerelease)
+
+
+# Masterminds' loose form, which NewVersion coerces (``1``, ``1.2``, ``v1.2.3``, ``01.2.3``)
+_LOOSE = re.compile(
+    r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?"
+    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
+    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
+)
+
+
+def parse_origin(value: str) -> OriginVersion | None:
+    """An origin version as the operator reads it (Masterminds semver v3.4.0 ``NewVersion``,
+    which coerces): what its validating webhook accepts as "valid semver"; None otherwise."""
+    m = _LOOSE.fullmatch(value)
+    if m is None:
+        return None
+    major, minor, patch = (int((g or "0").lstrip(".")) for g in m.group(1, 2, 3))
+    prerelease, metadata = m.group(4) or "", m.group(5)
+    if max(major, minor, patch) > _UINT64_MAX:
+        return None
+    if prerelease and not _identifiers_ok(prerelease, numeric_rule=True):
+        return None
+    if metadata is not None and not _identifiers_ok(metadata, numeric_rule=False):
+        return None
+    return OriginVersion(Version(major, minor, patch), prerelease)
 
 
 def _strict(value: str) -> Version | None:

@@ -30,12 +30,17 @@ from typing import Any, Literal, get_args, get_origin
 
 from .errors import UsageError
 from .objpath import dns_label
+from .runtimeversion import parse_origin
 
 SETTINGS_FILE = "dyn-gitops.yaml"
 ENV_PREFIX = "DYN_GITOPS_"
 #: variables with our prefix that are not render settings (debugging, test tooling)
 RESERVED_ENV = frozenset({"DYN_GITOPS_DEBUG", "DYN_GITOPS_TEST_BINS", "DYN_GITOPS_TEST_BINS_CACHE"})
 ARGOCD_ENV_PREFIX = "ARGOCD_ENV_"
+#: the Dynamo operator release dyn-gitops renders like (its defaulting webhook stamps it)
+REFERENCE_OPERATOR_VERSION = "1.5.1"
+#: setting origin-version: stamp nothing, render the DGD as applied (no webhook stamp)
+NO_ORIGIN_STAMP = "none"
 
 
 #: the largest value any limit takes (Kubernetes' int32 range): more is a typo, not a need
@@ -78,6 +83,21 @@ class RenderSettings:
         "API version of an emitted nvidia.com/v1beta1 source DGD: v1alpha1 (the "
         "version the dyn-gitops CRDs and controller serve; the same conversion the renderer "
         "uses), or as-written (for clusters with Dynamo's own v1beta1 CRDs).",
+    )
+    runtime_version_admission: Literal["strict", "lenient"] = _setting(
+        "strict",
+        "Dynamo 1.5 admission of each component's runtime version: strict (as the 1.5 "
+        "webhook: every component needs a main-container image whose tag is a semantic "
+        "version such as 1.5.1, or a runtimeVersionOverride) or lenient (accept any image, or "
+        "none, as for a DGD created before 1.5; a version that does not resolve renders the "
+        "legacy profile, every runtime gate off).",
+    )
+    origin_version: str = _setting(
+        REFERENCE_OPERATOR_VERSION,
+        "Operator version stamped as nvidia.com/dynamo-operator-origin-version on a DGD that "
+        "has none, as the 1.5 defaulting webhook does on create (it gates e.g. vLLM "
+        "multinode: multiprocessing from 1.0.0, Ray before); the DGD's own annotation wins. "
+        f"'{NO_ORIGIN_STAMP}': no stamp, render the DGD as applied.",
     )
     output_format: Literal["yaml", "json"] = _setting(
         "yaml", "Output format: a YAML stream, or a JSON List.", group="output"
@@ -359,7 +379,18 @@ def namespace_name(text: str) -> str:
     return text
 
 
-_NORMALIZERS = {"grove_termination_delay": go_duration, "namespace": namespace_name}
+def origin_version(text: str) -> str:
+    """A version the operator's webhook accepts as the origin version, or ``none``."""
+    if text != NO_ORIGIN_STAMP and parse_origin(text) is None:
+        raise ValueError(f"expected a version such as 1.5.1, or {NO_ORIGIN_STAMP}, found {text!r}")
+    return text
+
+
+_NORMALIZERS = {
+    "grove_termination_delay": go_duration,
+    "namespace": namespace_name,
+    "origin_version": origin_version,
+}
 
 
 def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:

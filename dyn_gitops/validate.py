@@ -17,13 +17,21 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from . import keys
+from . import admission, keys
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem, RenderError
 from .models.v1alpha1 import DynamoGraphDeployment
 from .models.versions import V1BETA1
 from .parse import Document, located, object_label
-from .rules import limit_checks, object_shape, removed_kind, validate_graph, warn_graph
+from .rules import (
+    limit_checks,
+    object_shape,
+    removed_kind,
+    runtime_version_admission,
+    validate_graph,
+    warn_graph,
+    workload_provider_checks,
+)
 from .settings import RenderSettings
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
@@ -106,18 +114,23 @@ def _validated(
     if typed is None:
         return None
     dgd, to_doc_path = typed
-    item = Validated(doc, dgd, to_doc_path, standalone_dcd=kind == "DynamoComponentDeployment")
+    standalone = kind == "DynamoComponentDeployment"
+    item = Validated(doc, dgd, to_doc_path, standalone_dcd=standalone)
+    strict = settings.runtime_version_admission == "strict"
     found = [
         *limit_checks(
             dgd, max_replicas=settings.max_replicas, max_node_count=settings.max_node_count
         ),
         *validate_graph(dgd),
+        *workload_provider_checks(dgd, settings.grove),
+        *(runtime_version_admission(dgd) if strict else ()),
     ]
     if found:
         problems.extend(item.located(p) for p in found)
         return None
-    problems.extend(item.located(p) for p in warn_graph(dgd))
-    return item
+    problems.extend(item.located(p) for p in warn_graph(dgd, image_required=strict))
+    # admitted: with the defaulting webhook's stamps, which the expansion reads
+    return Validated(doc, admission.stamp(dgd, settings), to_doc_path, standalone_dcd=standalone)
 
 
 Typed = tuple[DynamoGraphDeployment, Callable[[FieldPath], FieldPath]]

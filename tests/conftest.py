@@ -15,6 +15,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/support
 SAMPLES = REPO / "samples"
 CONFORMANCE = REPO.parent / "shared" / "conformance" / "dynamo-examples"
+#: render a DGD as applied, without the Dynamo 1.5 webhooks: no runtime-version admission
+#: (placeholder images such as ``test-image``, ``${VERSION}`` or ``my-tag`` are accepted) and
+#: no origin-version stamp. The upstream examples were rendered so by the oracle
+#: (conformance/operator-output/README.md), and the operator's Go tests, which many tests
+#: port, call its reconcilers without the webhooks. The 1.5 defaults: tests/test_gates.py.
+AS_APPLIED: dict[str, str] = {"runtime_version_admission": "lenient", "origin_version": "none"}
+#: the same as CLI flags
+AS_APPLIED_FLAGS = ("--runtime-version-admission", "lenient", "--origin-version", "none")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

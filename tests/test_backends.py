@@ -1695,7 +1695,11 @@ def test_single_node_workers_are_left_alone(tmp_path: Path) -> None:
                         "replicas": 1,
                         "resources": {"limits": {"gpu": "1"}},
                         "extraPodSpec": {
-                            "mainContainer": {"image": "img", "command": command, "args": args}
+                            "mainContainer": {
+                                "image": "img:1.1.0",
+                                "command": command,
+                                "args": args,
+                            }
                         },
                     }
                 },

@@ -345,6 +345,9 @@ spec:
     Frontend:
       componentType: frontend
       replicas: -3
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
 """,
     )
     write(tmp_path / "d-fine.yaml", GOOD_CM)
@@ -402,9 +405,19 @@ spec:
 
 def test_a_service_without_image_renders_with_a_warning(tmp_path: Path) -> None:
     # the operator renders it too (no default image); the API server will refuse the
-    # Deployment, so the user hears it now, with file, line and field
+    # Deployment, so the user hears it now, with file, line and field. The 1.5 admission
+    # (default, #10494) refuses it at the same field; lenient renders it as before 1.5.
     (tmp_path / "dgd.yaml").write_text(NO_IMAGE)
-    res = run_cli("render", str(tmp_path / "dgd.yaml"))
+    strict = run_cli("render", str(tmp_path / "dgd.yaml"))
+    assert_refused(strict, "1 problem found")
+    problem(
+        strict,
+        "dgd.yaml",
+        7,
+        "DynamoGraphDeployment/snippet",
+        "spec.services.Frontend.extraPodSpec.mainContainer.image: is required",
+    )
+    res = run_cli("render", str(tmp_path / "dgd.yaml"), "--runtime-version-admission", "lenient")
     assert res.code == 0, res.stderr
     assert "kind: Deployment" in res.stdout
     assert res.stderr.splitlines() == [
@@ -420,7 +433,8 @@ def test_warnings_reach_krm_results(tmp_path: Path) -> None:
 
     doc = yaml.safe_load(NO_IMAGE)
     rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [doc]}
-    res = run_cli("krm", stdin=yaml.safe_dump(rl))
+    lenient = {"DYN_GITOPS_RUNTIME_VERSION_ADMISSION": "lenient"}  # no image: pre-1.5 DGD
+    res = run_cli("krm", stdin=yaml.safe_dump(rl), env=lenient)
     assert res.code == 0, res.stderr
     out = yaml.safe_load(res.stdout)
     warnings = [r for r in out["results"] if r["severity"] == "warning"]

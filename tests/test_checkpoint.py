@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import render_objects
+from conftest import AS_APPLIED, render_objects
 
 from dyn_gitops.errors import RenderError
 
@@ -46,7 +46,7 @@ def dgd(checkpoint: Obj | None) -> Obj:
 def render(tmp_path: Path, *docs: Obj) -> list[Obj]:
     path = tmp_path / "in.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    return render_objects(path)
+    return render_objects(path, **AS_APPLIED)
 
 
 def errors(tmp_path: Path, *docs: Obj) -> str:

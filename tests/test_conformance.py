@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, invoke_cli
+from conftest import AS_APPLIED_FLAGS, CONFORMANCE, invoke_cli
 
 from dyn_gitops import keys
 
@@ -72,7 +72,7 @@ def test_corpus_is_present_and_the_lists_are_current() -> None:
 def test_example_renders(name: str) -> None:
     path = CONFORMANCE / name
     flags = [*(["--lws"] if name in NEEDS_LWS else []), *(["--dra"] if name in NEEDS_DRA else [])]
-    res = invoke_cli("render", *flags, str(path))
+    res = invoke_cli("render", *AS_APPLIED_FLAGS, *flags, str(path))
     assert res.code == 0, f"{name} must render:\n{res.stderr}"
     assert "problem" not in res.stderr, res.stderr
     warned = sorted(ln.split(": ")[2] for ln in res.stderr.splitlines() if ln.endswith("(warning)"))
@@ -130,7 +130,7 @@ def test_example_renders(name: str) -> None:
 
 
 def _assert_refused(name: str, reason: str, word: str) -> None:
-    res = invoke_cli("render", str(CONFORMANCE / name))
+    res = invoke_cli("render", *AS_APPLIED_FLAGS, str(CONFORMANCE / name))
     assert res.code == 1, f"{name} ({reason}): exit {res.code}\n{res.stderr[:2000]}"
     assert res.stdout == ""
     refusals = [
@@ -154,7 +154,7 @@ def test_listed_examples_are_refused_as_not_yet_supported() -> None:
 
 @pytest.mark.parametrize("name", sorted(PASSTHROUGH_ONLY))
 def test_dynamo_model_passes_through_unchanged(name: str) -> None:
-    res = invoke_cli("render", str(CONFORMANCE / name))
+    res = invoke_cli("render", *AS_APPLIED_FLAGS, str(CONFORMANCE / name))
     assert res.code == 0, res.stderr
     out = [o for o in yaml.safe_load_all(res.stdout) if o is not None]
     assert out == documents(CONFORMANCE / name)
@@ -162,7 +162,7 @@ def test_dynamo_model_passes_through_unchanged(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(NEEDS_LWS))
 def test_multinode_example_without_lws_is_a_clear_error(name: str) -> None:
-    res = invoke_cli("render", str(CONFORMANCE / name))
+    res = invoke_cli("render", *AS_APPLIED_FLAGS, str(CONFORMANCE / name))
     assert res.code == 1 and res.stdout == ""
     assert any(
         ln.startswith(f"{name}:")
@@ -174,7 +174,7 @@ def test_multinode_example_without_lws_is_a_clear_error(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(NEEDS_DRA))
 def test_gms_example_without_dra_is_a_clear_error(name: str) -> None:
-    res = invoke_cli("render", str(CONFORMANCE / name))
+    res = invoke_cli("render", *AS_APPLIED_FLAGS, str(CONFORMANCE / name))
     assert res.code == 1 and res.stdout == ""
     assert any(
         ln.startswith(f"{name}:")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, render_objects
+from conftest import AS_APPLIED, CONFORMANCE, render_objects
 from support.controlplane import ensure_namespace
 from test_conformance import (
     EXAMPLES,
@@ -93,7 +93,7 @@ def _params(names: list[str]) -> list[Any]:
 
 def _render(name: str, namespace: str, **settings: Any) -> list[dict[str, Any]]:
     """In-process (no DYN_GITOPS_* variables read); a RenderError lists every problem."""
-    return render_objects(CONFORMANCE / name, namespace=namespace, **settings)
+    return render_objects(CONFORMANCE / name, namespace=namespace, **{**AS_APPLIED, **settings})
 
 
 def _component_settings(name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, SAMPLES, invoke_cli, run_cli
+from conftest import AS_APPLIED_FLAGS, CONFORMANCE, SAMPLES, invoke_cli, run_cli
 from test_conformance import NOT_RENDERED_BY_DEFAULT
 
 from dyn_gitops import keys
@@ -31,7 +31,7 @@ FORMATS = ["yaml", "json"]
 
 
 def render(path: Path, fmt: str) -> str:
-    res = invoke_cli("render", str(path), "--output-format", fmt)
+    res = invoke_cli("render", *AS_APPLIED_FLAGS, str(path), "--output-format", fmt)
     assert res.code == 0, f"{path}:\n{res.stderr}"
     assert res.stdout
     return res.stdout
@@ -135,6 +135,7 @@ def test_two_processes_give_identical_bytes(
     outs = [
         run_cli(
             "render",
+            *AS_APPLIED_FLAGS,
             str(sources[case]),
             "--output-format",
             fmt,

@@ -111,8 +111,8 @@ def test_a_pull_request_diff_shows_the_fields(repo: Repo) -> None:
     # the worker: new spec, new hash, new name; paired and compared, not removed + added
     replaced = [line for line in lines if "(new worker generation)" in line]
     assert len(replaced) == 2  # its Deployment and its Service
-    assert replaced[1].startswith(
-        "~ Deployment demo/agg-vllmdecodeworker-c5e2c1a0 -> agg-vllmdecodeworker-"
+    assert replaced[1].startswith(  # the hash covers the origin-version stamp (1.5.1)
+        "~ Deployment demo/agg-vllmdecodeworker-ac793228 -> agg-vllmdecodeworker-"
     )
     # the planner RBAC every graph of the namespace shares no longer lists pair-b
     assert "~ ServiceAccount demo/planner-serviceaccount" in lines

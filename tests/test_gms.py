@@ -202,7 +202,16 @@ def test_only_gms_services_get_a_template(tmp_path: Path) -> None:
     del plain["gpuMemoryService"]
     objs = render(
         tmp_path,
-        graph({"W": worker(), "Plain": plain, "Frontend": {"componentType": "frontend"}}),
+        graph(
+            {
+                "W": worker(),
+                "Plain": plain,
+                "Frontend": {
+                    "componentType": "frontend",
+                    "extraPodSpec": {"mainContainer": {"image": IMAGE}},
+                },
+            }
+        ),
         dra=True,
     )
     assert [t["metadata"]["name"] for t in templates(objs)] == ["gms-w-gpu"]

@@ -683,6 +683,13 @@ def _without_source_path(text: str) -> str:
     )
 
 
+def _worker_hash(text: str) -> str:
+    """The worker hash a rendered stream names its workers with."""
+    found = re.findall(r"nvidia\.com/dynamo-worker-hash: '?([0-9a-f]{8})'?", text)
+    assert found, "no worker hash"
+    return str(found[0])
+
+
 def _documents_except_dgds(text: str) -> list[str]:
     return [d for d in text.split("---\n") if d and "\nkind: DynamoGraphDeployment\n" not in d]
 
@@ -701,11 +708,18 @@ def test_facts_v1beta1_pair() -> None:
     # The worker hash v2 is over each side's converted spec, and the operator's conversion is
     # not exact for this pair: mergo lets extraPodSpec.mainContainer.envFrom replace the
     # envFromSecret entry, so the v1alpha1 twin hashes differently (values printed by the
-    # operator's ComputeDGDWorkersSpecHash at 2a6da14c8 for each file).
-    assert "-2b9cd7df" in twin.stdout and "-8b55d4f4" in _render("v1beta1-pair")
-    assert _documents_except_dgds(
-        _without_source_path(_render("v1beta1-pair"))
-    ) == _documents_except_dgds(_without_source_path(twin.stdout.replace("2b9cd7df", "8b55d4f4")))
+    # operator's ComputeDGDWorkersSpecHash at 2a6da14c8 for each file, as applied: without the
+    # origin-version stamp, which the hash covers).
+    as_applied = ("--namespace", "demo", "--origin-version", "none")
+    twin_applied = run_cli("render", *as_applied, str(SAMPLES / "v1beta1-pair" / "v1alpha1"))
+    beta_applied = run_cli("render", *as_applied, str(SAMPLES / "v1beta1-pair" / "input"))
+    assert "-2b9cd7df" in twin_applied.stdout and "-8b55d4f4" in beta_applied.stdout
+    beta_hash = _worker_hash(_render("v1beta1-pair"))
+    assert _documents_except_dgds(_without_source_path(_render("v1beta1-pair"))) == (
+        _documents_except_dgds(
+            _without_source_path(twin.stdout.replace(_worker_hash(twin.stdout), beta_hash))
+        )
+    )
     objs = objects("v1beta1-pair")
     [emitted] = of_kind(objs, "DynamoGraphDeployment")
     assert emitted["apiVersion"] == "nvidia.com/v1alpha1"
@@ -831,7 +845,8 @@ def test_facts_multinode_lws() -> None:
     assert set(leader) >= PROBES and not PROBES & set(worker)
     svc = component(objs, "Service", "decode", "sglang-mn")
     assert svc["spec"]["selector"]["role"] == "leader"
-    # vLLM TP 16 > 8 GPUs, no annotation: Ray (graph_test.go "multinode vllm")
+    # vLLM TP 16 > 8 GPUs, Ray (graph_test.go "multinode vllm", where no origin version is
+    # stamped; the sample asks for ray, since a 1.5 origin stamp selects mp: ERRATA 4)
     ray = _lws(objs, "vllm-ray")
     assert _role_main(ray, "leader")["args"] == [
         "ray start --head --port=6379 && python3 -m dynamo.vllm --model Qwen/Qwen3-32B "

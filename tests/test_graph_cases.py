@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import render_objects
+from conftest import AS_APPLIED, render_objects
 
 from dyn_gitops.errors import RenderError
 from dyn_gitops.expand.graph import resolve_backends
@@ -74,7 +74,7 @@ def dgd(
 def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
     path = tmp_path / "dgd.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_objects(path, **settings)
+    return render_objects(path, **{**AS_APPLIED, **settings})  # Go tests: no webhooks
 
 
 def render_error(tmp_path: Path, doc: Obj, **settings: Any) -> RenderError:
@@ -1221,20 +1221,22 @@ def test_planner_defaults_get_base_container(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "image",
+    ("image", "canary", "failures"),
     [
-        None,  # "unknown legacy runtime": health checks off, liveness failure 1
-        "test-image:1.3.0",  # "older runtime"
-        "test-image:1.4.0",  # "minimum supported runtime": Go true/3 (gate); baseline false/1
-        "test-image:2.0.0",  # "newer runtime": Go true/3 (gate); baseline false/1
+        (None, "false", 1),  # "unknown legacy runtime": health checks off, liveness failure 1
+        ("test-image:1.3.0", "false", 1),  # "older runtime"
+        ("test-image:1.4.9", "false", 1),  # "older runtime" (the 1.5 release's case)
+        ("test-image:1.5.0", "true", 3),  # "minimum supported runtime"
+        ("test-image:2.0.0", "true", 3),  # "newer runtime"
     ],
 )
 def test_worker_defaults_canary_health_check_version_gate(
-    tmp_path: Path, image: str | None
+    tmp_path: Path, image: str | None, canary: str, failures: int
 ) -> None:
-    # Go: TestWorkerDefaultsCanaryHealthCheckVersionGate (component_worker_test.go, newer
-    # operator). The 1.1 baseline has no runtime-version gates (expand/defaults.py), so every
-    # image renders the ungated defaults.
+    # Go: TestWorkerDefaultsCanaryHealthCheckVersionGate (component_worker_test.go of the 1.5
+    # release line, #11083 / #13512: CanaryHealthChecks and IncreasedWorkerFailureThreshold
+    # from runtime 1.5.0; an earlier revision had the canary gate at 1.4.0, unread at
+    # 2a6da14c8). Rendered as applied (no image is no admission error there).
     svc: Obj = {"componentType": "worker"}
     if image:
         svc["extraPodSpec"] = {"mainContainer": {"image": image}}
@@ -1243,14 +1245,14 @@ def test_worker_defaults_canary_health_check_version_gate(
             "worker"
         ]
     )
-    assert env(c)["DYN_HEALTH_CHECK_ENABLED"] == "false"
-    assert c["livenessProbe"]["failureThreshold"] == 1
+    assert env(c)["DYN_HEALTH_CHECK_ENABLED"] == canary
+    assert c["livenessProbe"]["failureThreshold"] == failures
 
 
 def test_generate_base_pod_spec_worker(tmp_path: Path) -> None:
-    # Go: TestGenerateBasePodSpec_Worker. Differences from the Go golden, all by design:
-    # image tag 1.5.0 turns on runtime gates there (DYN_HEALTH_CHECK_ENABLED=true, liveness
-    # failureThreshold 3); the baseline has no gates. The Go test calls GenerateBasePodSpec
+    # Go: TestGenerateBasePodSpec_Worker. Image tag 1.5.0 turns on the runtime gates
+    # (DYN_HEALTH_CHECK_ENABLED=true, liveness failureThreshold 3; #11083, #13512), as there.
+    # Difference from the Go golden, by design: the Go test calls GenerateBasePodSpec
     # without a worker-hash label, so it has no DYN_NAMESPACE_WORKER_SUFFIX; the component
     # path always has one for workers (dynamo-pod-spec.md 8.1).
     doc = dgd(
@@ -1289,7 +1291,7 @@ def test_generate_base_pod_spec_worker(tmp_path: Path) -> None:
         "DYN_COMPONENT": "worker",
         "DYN_DISCOVERY_BACKEND": "kubernetes",
         "DYN_FORWARDPASS_METRIC_PORT": "20380",
-        "DYN_HEALTH_CHECK_ENABLED": "false",  # Go: "true" (runtime >= 1.5.0 gate)
+        "DYN_HEALTH_CHECK_ENABLED": "true",  # runtime >= 1.5.0 gate
         "DYN_NAMESPACE": "default-test-deployment",
         "DYN_NAMESPACE_WORKER_SUFFIX": whash,  # component path only
         "DYN_PARENT_DGD_K8S_NAME": "test-deployment",
@@ -1309,8 +1311,8 @@ def test_generate_base_pod_spec_worker(tmp_path: Path) -> None:
         "httpGet": {"path": "/live", "port": "system"},
         "periodSeconds": 5,
         "timeoutSeconds": 4,
-        "failureThreshold": 1,
-    }  # Go: 3 (runtime >= 1.5.0 gate)
+        "failureThreshold": 3,
+    }  # runtime >= 1.5.0 gate (#13512)
     assert c["readinessProbe"] == {
         "httpGet": {"path": "/health", "port": "system"},
         "periodSeconds": 10,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import render_objects
+from conftest import AS_APPLIED, render_objects
 
 from dyn_gitops import keys, naming
 from dyn_gitops.errors import RenderError
@@ -49,7 +49,7 @@ def dgd(
 def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
     path = tmp_path / "dgd.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_objects(path, **{"grove": True, **settings})
+    return render_objects(path, **{"grove": True, **AS_APPLIED, **settings})  # no webhooks
 
 
 def render_error(tmp_path: Path, doc: Obj, **settings: Any) -> str:

@@ -37,7 +37,7 @@ def dgd(name: str = "g", *, envs: str = "", container: str = "") -> str:
         f"apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\n"
         f"metadata:\n  name: {name}\n  namespace: demo\nspec:\n{envs}"
         "  services:\n    Frontend:\n      componentType: frontend\n      replicas: 1\n"
-        "      extraPodSpec:\n        mainContainer:\n          image: nvcr.io/x:1\n"
+        "      extraPodSpec:\n        mainContainer:\n          image: nvcr.io/x:1.1.0\n"
         f"{container}"
     )
 

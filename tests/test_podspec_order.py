@@ -22,7 +22,7 @@ spec:
       - {name: models, mountPoint: /models}
       extraPodSpec:
         mainContainer:
-          image: img:1
+          image: img:1.1.0
           command: [python3, -m, dynamo.vllm]
           volumeMounts:
           - {name: scratch, mountPath: /scratch}

@@ -17,7 +17,7 @@ from typing import Any
 import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
-from conftest import CONFORMANCE, SAMPLES, render_objects
+from conftest import AS_APPLIED, CONFORMANCE, SAMPLES, render_objects
 from test_conformance import NEEDS_DRA, NOT_RENDERED_BY_DEFAULT, PASSTHROUGH_ONLY
 
 K8S_VERSION = "1.34.0"
@@ -84,7 +84,7 @@ def cached_schemas() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def all_objects() -> dict[str, list[dict[str, Any]]]:
-    return {label(path): render_objects(path) for path in inputs()}
+    return {label(path): render_objects(path, **AS_APPLIED) for path in inputs()}
 
 
 def label(path: Path) -> str:
@@ -154,7 +154,7 @@ def test_builtin_objects_validate(path: Path, all_objects: dict[str, list[dict[s
 )
 def test_grove_objects_validate(path: Path) -> None:
     # the Grove path of every example: its Services and every clique's pod spec
-    objs = render_objects(path, grove=True, **GROVE_EXTRA.get(path.name, {}))
+    objs = render_objects(path, grove=True, **AS_APPLIED, **GROVE_EXTRA.get(path.name, {}))
     assert any(o["kind"] == "PodCliqueSet" for o in objs)
     errors = all_errors(objs)
     assert not errors, "\n".join(errors)

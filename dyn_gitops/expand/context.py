@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import DynGitopsError, FieldPath
 from ..models.v1alpha1 import KVTransferPolicy, ServiceSpec
+from ..runtimeversion import RuntimeVersionError, Version, resolve
 from ..settings import RenderSettings
 
 
@@ -46,7 +47,22 @@ class ComponentContext:
     #: pods name their graph (nvidia.com/dynamo-graph-deployment-name); a standalone DCD
     #: has no graph to name
     graph_label: bool = True
+    #: the component's runtime version; None: it does not resolve (the legacy profile)
+    runtime: Version | None = None
 
     @property
     def k8s_discovery(self) -> bool:
         return self.discovery_backend == "kubernetes"
+
+
+def component_runtime(spec: ServiceSpec) -> Version | None:
+    """The runtime version the operator renders the component by (``graph.go``
+    ``generateComponentContext`` in the 1.5 release): its ``runtimeVersionOverride``, else its
+    main image's tag; None when neither resolves. A bad override is an error, not a fallback."""
+    main = spec.main_container
+    try:
+        return resolve((main.image if main else None) or "", spec.runtimeVersionOverride)
+    except RuntimeVersionError as exc:
+        if spec.runtimeVersionOverride:
+            raise ComponentError(("runtimeVersionOverride",), str(exc)) from None
+        return None

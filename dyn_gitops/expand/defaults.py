@@ -1,15 +1,15 @@
 """What the Dynamo operator puts in every component by default (``dynamo-pod-spec.md`` 5.1).
 
-Baseline: the Dynamo 1.1 line. Runtime-version gates of later operators (startup probe
-for frontends, canary health checks) are off, as they are for images whose tag is not a
-release at or above the gate.
+Baseline: the Dynamo 1.1 line, with the 1.5 runtime-version gates (:mod:`dyn_gitops.gates`)
+of the worker defaults: a runtime that does not resolve gets the legacy profile.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from .. import naming
+from .. import gates, naming
+from ..runtimeversion import Version
 
 MAIN_CONTAINER: Final = "main"
 SIDECAR_FRONTEND: Final = "sidecar-frontend"
@@ -128,10 +128,20 @@ def frontend_container(dynamo_ns: str) -> dict[str, Any]:
     }
 
 
-def _system_probes() -> dict[str, Any]:
+#: worker liveness failureThreshold: legacy workers restart after one failed check
+LEGACY_LIVENESS_FAILURES: Final = 1
+#: ... runtimes with IncreasedWorkerFailureThreshold after three (#13512)
+TOLERANT_LIVENESS_FAILURES: Final = 3
+
+
+def _system_probes(liveness_failures: int = LEGACY_LIVENESS_FAILURES) -> dict[str, Any]:
     return {
         "livenessProbe": _http_probe(
-            "/live", "system", periodSeconds=5, timeoutSeconds=4, failureThreshold=1
+            "/live",
+            "system",
+            periodSeconds=5,
+            timeoutSeconds=4,
+            failureThreshold=liveness_failures,
         ),
         "readinessProbe": _http_probe(
             "/health", "system", periodSeconds=10, timeoutSeconds=4, failureThreshold=3
@@ -142,12 +152,16 @@ def _system_probes() -> dict[str, Any]:
     }
 
 
-def worker_container(worker_hash: str | None) -> dict[str, Any]:
+def worker_container(worker_hash: str | None, runtime: Version | None = None) -> dict[str, Any]:
+    """The worker defaults (``component_worker.go``) for the component's runtime version
+    (None: unresolved, the legacy profile)."""
+    canary = gates.CANARY_HEALTH_CHECKS.enabled(runtime)
+    tolerant = gates.INCREASED_WORKER_FAILURE_THRESHOLD.enabled(runtime)
     env = [
         _env("DYN_SYSTEM_ENABLED", "true"),
         _env("DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", '["generate"]'),
         _env("DYN_SYSTEM_PORT", str(SYSTEM_PORT)),
-        _env("DYN_HEALTH_CHECK_ENABLED", "false"),
+        _env("DYN_HEALTH_CHECK_ENABLED", "true" if canary else "false"),
         _env("NIXL_TELEMETRY_ENABLE", "n"),
         _env("NIXL_TELEMETRY_EXPORTER", "prometheus"),
         _env("NIXL_TELEMETRY_PROMETHEUS_PORT", str(NIXL_PORT)),
@@ -158,7 +172,7 @@ def worker_container(worker_hash: str | None) -> dict[str, Any]:
     return {
         "command": ["/bin/sh", "-c"],
         "ports": [_port("system", SYSTEM_PORT), _port("nixl", NIXL_PORT)],
-        **_system_probes(),
+        **_system_probes(TOLERANT_LIVENESS_FAILURES if tolerant else LEGACY_LIVENESS_FAILURES),
         "env": env,
     }
 
@@ -236,12 +250,14 @@ def type_container(
     worker_hash: str | None,
     pool_name: str,
     pool_namespace: str,
+    runtime: Version | None = None,
 ) -> dict[str, Any]:
-    """Per-type defaults of the main container (command, args, ports, probes, env)."""
+    """Per-type defaults of the main container (command, args, ports, probes, env);
+    ``runtime``: the component's resolved runtime version (None: the legacy profile)."""
     if component_type == naming.FRONTEND:
         return frontend_container(dynamo_ns)
     if naming.is_worker(component_type):
-        return worker_container(worker_hash)
+        return worker_container(worker_hash, runtime)
     if component_type == naming.PLANNER:
         return planner_container()
     if component_type == naming.EPP:

@@ -32,7 +32,7 @@ from . import (
     objects,
     provider_override,
 )
-from .context import ComponentContext, ComponentError
+from .context import ComponentContext, ComponentError, component_runtime
 from .podspec import build_pod_spec, detect_backend, pod_labels
 
 Obj = dict[str, Any]
@@ -199,8 +199,11 @@ def _component_annotations(dgd: DynamoGraphDeployment, svc: ServiceSpec) -> dict
 
 
 def _strategy(annotations: dict[str, str]) -> dict[str, Any]:
-    if annotations.get(keys.ANN_DEPLOYMENT_STRATEGY) == "Recreate":
-        return {"type": "Recreate"}
+    """The Deployment strategy from the component's annotations, pod template ones included
+    (``generateDeployment``, dynamocomponentdeployment_controller.go @ 2a6da14c8): exactly
+    ``Recreate`` (#11909), anything else a rolling update."""
+    if annotations.get(keys.ANN_DEPLOYMENT_STRATEGY) == keys.DEPLOYMENT_STRATEGY_RECREATE:
+        return {"type": keys.DEPLOYMENT_STRATEGY_RECREATE}
 
     def int_or_percent(value: str) -> int | str:
         return int(value) if value.isdigit() else value
@@ -443,6 +446,7 @@ def _grove_context(
         epp_config_map=epp_cm,
         grove=True,
         **_kv_transfer(dgd, settings, svc.componentType),
+        runtime=component_runtime(svc),
     )
 
 
@@ -570,11 +574,14 @@ def _expand_service(
         env_overrides=tuple(sorted(env_overrides.items())),
         **_kv_transfer(dgd, settings, ctype),
         graph_label=not standalone,
+        runtime=component_runtime(svc),
     )
 
     if svc.modelRef is not None:
         labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(svc.modelRef.name)
     dep_ann = dict(annotations)
+    strategy = _strategy(dep_ann)
+    dep_ann = naming.workload_annotations(dep_ann)
     if svc.modelRef is not None:
         dep_ann[keys.ANN_BASE_MODEL] = svc.modelRef.name
     dep_ann.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
@@ -617,7 +624,7 @@ def _expand_service(
         out.append(_leader_worker_set(ctx, labels, ours, lws_meta, deploy_spec.get("replicas")))
     else:
         deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
-        deploy_spec["strategy"] = _strategy(annotations)
+        deploy_spec["strategy"] = strategy
         deploy_spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
         out.append(
             {

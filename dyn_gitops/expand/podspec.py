@@ -100,6 +100,7 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         worker_hash=ctx.worker_hash,
         pool_name=naming.inference_pool_name(ctx.dgd_name),
         pool_namespace=ctx.namespace,
+        runtime=ctx.runtime,
     )
     if ctx.component_type == naming.EPP and not epp.is_legacy(spec):
         epp.to_native(base)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import keys
+from .. import admission, keys
 from ..errors import NotSupportedError, Problem, RenderError
 from ..merge import data_copy
 from ..models.v1alpha1 import DynamoGraphDeployment
@@ -83,11 +83,12 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     doc, dgd = item.doc, item.dgd
     if dgd is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
+    source = admission.admitted_document(doc.data, dgd)  # with the webhook's stamps
     try:
         if item.standalone_dcd:
             children = expand_component_deployment(dgd, settings)
         else:
-            children = expand_graph(dgd, settings, doc.data)
+            children = expand_graph(dgd, settings, source)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the model's fields
@@ -98,7 +99,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     if settings.emit_source and not item.standalone_dcd:
         out.append(
             Rendered(
-                _source_to_emit(doc.data, dgd, children, settings),
+                _source_to_emit(source, dgd, children, settings),
                 doc.file.path,
                 dgd=ref,
                 source_dgd=True,
@@ -155,9 +156,11 @@ def _source_to_emit(
     children: list[dict[str, Any]],
     settings: RenderSettings,
 ) -> dict[str, Any]:
-    """The source DGD as written, or a v1beta1 one as the v1alpha1 DGD it was rendered from
-    (what the dyn-gitops CRDs serve and the controller reads); with the markers the
-    companion controller reads (worker hash, or the Grove PodCliqueSet)."""
+    """The source DGD as admitted (``data``: as written plus the Dynamo 1.5 defaulting
+    webhook's stamps, :mod:`dyn_gitops.admission`, which the applier then owns), or a v1beta1
+    one as the v1alpha1 DGD it was rendered from (what the dyn-gitops CRDs serve and the
+    controller reads); with the markers the companion controller reads (worker hash, or the
+    Grove PodCliqueSet)."""
     stamps = _markers(children)
     if data.get("apiVersion") == V1BETA1 and settings.source_api_version == "v1alpha1":
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .. import keys, kvtransfer, naming
+from .. import gates, keys, kvtransfer, naming
 from ..merge import data_copy
 from ..models.v1alpha1 import KVTransferPolicy
 from ..runtimeversion import RuntimeVersionError, Version, resolve
@@ -27,7 +27,6 @@ from .hub import MAIN, HubComponent, HubGraph
 
 Obj = dict[str, Any]
 PLACEHOLDER = "worker-hash-placeholder"
-FIRST_HASHED_RUNTIME = Version(1, 5, 0)
 _SPEC = "struct:api/v1beta1.DynamoComponentDeploymentSpec"
 
 
@@ -209,7 +208,7 @@ def hash_input(g: HubGraph) -> str:
             fields.append(f'"labels":{encode("map:string", kube_labels)}')
         if kube_annotations:
             fields.append(f'"annotations":{encode("map:string", kube_annotations)}')
-        if version is not None and version >= FIRST_HASHED_RUNTIME:
+        if version is not None and version >= gates.MIN_HASHED_RUNTIME:
             fields.append(f'"runtimeVersion":{string(str(version))}')
         try:
             fields.append(f'"spec":{encode(_SPEC, spec)}')

@@ -33,6 +33,10 @@ SETTINGS: dict[str, Any] = {
     "mpi-ssh-secret": "mpi-run-ssh-secret",
     "planner-rbac": True,
     "namespace": "default",
+    # the oracle ran the 2a6da14c8 reconcilers without the 1.5 runtime-version admission
+    # (examples use ${VERSION} and my-tag) and without the origin-version stamp (README)
+    "runtime-version-admission": "lenient",
+    "origin-version": "none",
 }
 BOOKKEEPING = ("nvidia.com/last-applied-", "dyn-gitops.io/")
 

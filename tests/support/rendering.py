@@ -18,7 +18,9 @@ def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) ->
     render settings by their Python names (``emit_source=False``, ``grove=True``)."""
     from dyn_gitops import context
 
-    flags = {k.replace("_", "-"): v for k, v in {"namespace": namespace, **settings}.items()}
+    # the controller's tests roll placeholder images (img:1, img:broken): no 1.5 admission
+    settings = {"namespace": namespace, "runtime_version_admission": "lenient", **settings}
+    flags = {k.replace("_", "-"): v for k, v in settings.items()}
     with tempfile.TemporaryDirectory() as tmp:
         if isinstance(dgd_docs, list):
             (Path(tmp) / "graph.yaml").write_text(yaml.safe_dump_all(dgd_docs))
