@@ -407,3 +407,38 @@ def test_the_worker_hash_covers_the_origin_stamp(tmp_path: Path) -> None:
     written = worker_name(render(tmp_path, graph(annotations=in_git), origin_version="none"))
     assert stamped != as_applied
     assert stamped == written
+
+
+def test_v1beta1_components_take_runtime_version_override(tmp_path: Path) -> None:
+    """The v1beta1 component field is ``runtimeVersionOverride`` (its JSON name in
+    ``api/v1beta1`` @ 2a6da14c8, #10494): accepted, and it selects the runtime gates."""
+    doc = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "b"},
+        "spec": {
+            "components": [
+                {
+                    "name": "w",
+                    "type": "worker",
+                    "runtimeVersionOverride": "1.5.1",
+                    "podTemplate": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": f"{VLLM}:custom",
+                                    "command": ["python3", "-m", "dynamo.vllm"],
+                                }
+                            ]
+                        }
+                    },
+                }
+            ]
+        },
+    }
+    dep = one(render(tmp_path, doc), "Deployment", "-w-")
+    env = {
+        e["name"]: e.get("value") for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["DYN_HEALTH_CHECK_ENABLED"] == "true"

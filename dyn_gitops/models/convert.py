@@ -41,7 +41,7 @@ _FIELD_HOME: dict[str, FieldPath] = {
     "gpuMemoryService": ("experimental", "gpuMemoryService"),
     "failover": ("experimental", "failover"),
     "checkpoint": ("experimental", "checkpoint"),
-    "runtimeVersionOverride": ("runtimeVersion",),
+    "runtimeVersionOverride": ("runtimeVersionOverride",),
 }
 
 
@@ -194,8 +194,8 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
             svc[name] = (
                 value.model_dump(exclude_none=True) if hasattr(value, "model_dump") else value
             )
-    if c.runtimeVersion:
-        svc["runtimeVersionOverride"] = c.runtimeVersion
+    if c.runtimeVersionOverride:
+        svc["runtimeVersionOverride"] = c.runtimeVersionOverride
     if c.scalingAdapter is not None:
         svc["scalingAdapter"] = {"enabled": True}
     if c.sharedMemorySize is not None:

@@ -50,7 +50,7 @@ class Component(Strict):
 
     name: str = Field(min_length=1)
     type: str | None = None
-    runtimeVersion: str | None = None
+    runtimeVersionOverride: str | None = None  # JSON name at 2a6da14c8 (v1beta1 types)
     globalDynamoNamespace: bool = False
     podTemplate: PodTemplate | None = None
     replicas: int | None = Field(default=None, ge=0)
