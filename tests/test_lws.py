@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, render_objects
+from conftest import AS_APPLIED, CONFORMANCE, render_objects
+from support.parity import SETTINGS as PARITY_SETTINGS
 
 from dyn_gitops import keys
 from dyn_gitops.expand import multinode
@@ -24,18 +25,7 @@ Obj = dict[str, Any]
 
 OPERATOR_OUTPUT = CONFORMANCE.parent / "operator-output"
 #: the operator configuration the operator-output files were made with (their README)
-AS_MADE = {
-    "managed-replicas": False,
-    "emit-source": False,
-    "discovery-backend": "kubernetes",
-    "lws": True,
-    "dra": True,
-    "grove": False,
-    "operator-release": "dynamo-platform",
-    "mpi-ssh-secret": "mpi-run-ssh-secret",
-    "planner-rbac": True,
-    "namespace": "default",
-}
+AS_MADE = PARITY_SETTINGS
 WITH_LWS = sorted(
     p.name
     for p in OPERATOR_OUTPUT.glob("*.yaml")
@@ -242,7 +232,9 @@ def test_vllm_multinode_launch_follows_the_origin_version(
     """ERRATA 4 (internal/features/compatibility ``VLLMMultiprocessing`` @ 2a6da14c8): the
     DGD's ``nvidia.com/dynamo-operator-origin-version`` >= 1.0.0 launches with
     multiprocessing, without it (or older) with Ray."""
-    lws = only_lws(render_objects(write_dgd(tmp_path, annotations=annotations), lws=True))
+    lws = only_lws(
+        render_objects(write_dgd(tmp_path, annotations=annotations), lws=True, **AS_APPLIED)
+    )
     leader = role_spec(lws, multinode.LEADER)["containers"][0]
     worker_pod = role_spec(lws, multinode.WORKER)
     worker = worker_pod["containers"][0]
