@@ -274,7 +274,8 @@ def test_go_epp_kept_when_epp_config_is_set(tmp_path: Path) -> None:
     """#11355: ``eppConfig`` is deprecated but honoured, so a DGD pinned to a 1.4 Go EPP
     image keeps its launch contract: flags, the config ConfigMap and its volume; one
     replica only (the webhook's rule for the Go EPP)."""
-    objs = render(tmp_path, graph(Epp={"eppConfig": EPP_CONFIG}))
+    go_epp = {"extraPodSpec": {"mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/epp:1.4.0"}}}
+    objs = render(tmp_path, graph(Epp={"eppConfig": EPP_CONFIG, **go_epp}))
     epp = deployments(objs)["Epp"]
     c = main(epp)
     assert "-config-file" in c["args"][-2] or "--config-file" in c["args"][-2]
@@ -284,7 +285,7 @@ def test_go_epp_kept_when_epp_config_is_set(tmp_path: Path) -> None:
         "hf-cache",
     }
     assert [o for o in kinds(objs, "ConfigMap") if o["metadata"]["name"] == "g-epp-config"]
-    err = render_error(tmp_path, graph(Epp={"eppConfig": EPP_CONFIG, "replicas": 2}))
+    err = render_error(tmp_path, graph(Epp={"eppConfig": EPP_CONFIG, "replicas": 2, **go_epp}))
     assert "exactly 1 replica" in str(err)
 
 
