@@ -9,7 +9,6 @@ controller all read names and constants from here (labels and annotations are in
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -195,84 +194,6 @@ def epp_configmap_name(dgd_name: str) -> str:
 
 def inference_pool_name(dgd_name: str) -> str:
     return f"{dgd_name}-pool"
-
-
-# Fields of the shared spec in Go declaration order, and those the v1 hash leaves out.
-_SHARED_SPEC_ORDER = (
-    "annotations",
-    "labels",
-    "serviceName",
-    "componentType",
-    "subComponentType",
-    "dynamoNamespace",
-    "globalDynamoNamespace",
-    "resources",
-    "autoscaling",
-    "envs",
-    "envFromSecret",
-    "volumeMounts",
-    "ingress",
-    "modelRef",
-    "sharedMemory",
-    "extraPodMetadata",
-    "extraPodSpec",
-    "livenessProbe",
-    "readinessProbe",
-    "replicas",
-    "multinode",
-    "scalingAdapter",
-    "eppConfig",
-    "frontendSidecar",
-    "checkpoint",
-    "topologyConstraint",
-    "gpuMemoryService",
-    "failover",
-)
-_HASH_EXCLUDED = frozenset(
-    {
-        "annotations",
-        "labels",
-        "serviceName",
-        "componentType",
-        "subComponentType",
-        "dynamoNamespace",
-        "replicas",
-        "autoscaling",
-        "scalingAdapter",
-        "ingress",
-        "modelRef",
-        "eppConfig",
-        "runtimeVersionOverride",
-    }
-)
-
-
-def _omit_empty(value: Any) -> Any:
-    if isinstance(value, dict):
-        out = {k: _omit_empty(v) for k, v in sorted(value.items())}
-        return {k: v for k, v in out.items() if v not in (None, "", False, [], {})}
-    if isinstance(value, list):
-        return [_omit_empty(v) for v in value]
-    return value
-
-
-def worker_hash(worker_specs: dict[str, dict[str, Any]]) -> str:
-    """8-hex hash over every worker's pod-affecting spec (the operator's v1 scheme).
-
-    Same inputs and field exclusions as ``ComputeDGDWorkersSpecHash``; the bytes are a
-    canonical JSON (declared field order, empty values omitted, nested maps sorted), so the
-    value is deterministic and stable under reformatting but not byte-identical to the
-    operator's Go encoding (``docs/reference-behaviour.md``).
-    """
-    doc: dict[str, Any] = {}
-    for name in sorted(worker_specs):
-        spec = worker_specs[name]
-        ordered = {k: spec[k] for k in _SHARED_SPEC_ORDER if k in spec and k not in _HASH_EXCLUDED}
-        doc[name] = _omit_empty(ordered) if ordered else {}
-        # keep declared order at the top level, sorted below it
-        doc[name] = {k: doc[name][k] for k in _SHARED_SPEC_ORDER if k in doc[name]}
-    data = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(data.encode()).hexdigest()[:8]
 
 
 _BACKEND_RE = re.compile(r"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.(vllm|sglang|trtllm)[^|&;]*")

@@ -235,8 +235,3 @@ def _struct(name: str, value: Any) -> str:
         except GoTypeError as exc:
             raise GoTypeError(exc.reason, (field, *exc.path)) from None
     return "{" + ",".join(parts) + "}"
-
-
-def dumps_sorted(value: Any) -> str:
-    """``json.Marshal`` of an untyped Go value (maps sorted)."""
-    return _any(value)

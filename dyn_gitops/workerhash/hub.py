@@ -37,6 +37,7 @@ class HubComponent:
     alpha_labels: dict[str, str] = field(default_factory=dict)
     alpha_annotations: dict[str, str] = field(default_factory=dict)
     dynamo_namespace: str | None = None  # v1alpha1 ``dynamoNamespace``
+    alpha_sub_component_type: str = ""  # a v1alpha1 ``subComponentType`` not promoted
 
     @property
     def name(self) -> str:
@@ -49,9 +50,7 @@ class HubComponent:
     @property
     def sub_component_type(self) -> str:
         """What the operator reads back as the v1alpha1 ``subComponentType``."""
-        return self.type if self.type in _PROMOTED else self._alpha_sub
-
-    _alpha_sub: str = ""
+        return self.type if self.type in _PROMOTED else self.alpha_sub_component_type
 
 
 @dataclass
@@ -323,15 +322,13 @@ def component_from_alpha(name: str, svc: Obj) -> HubComponent:
         if svc.get("frontendSidecar") is not None:
             out["frontendSidecar"] = FRONTEND_SIDECAR
         out["podTemplate"] = tpl
-    hub = HubComponent(
+    return HubComponent(
         spec=apply_pod_defaults(out),
         alpha_labels=dict(svc.get("labels") or {}),
         alpha_annotations=dict(svc.get("annotations") or {}),
         dynamo_namespace=svc.get("dynamoNamespace"),
+        alpha_sub_component_type="" if promoted else sub,
     )
-    if sub and not promoted:
-        hub._alpha_sub = sub
-    return hub
 
 
 # -------------------------------------------------------------- CRD schema defaults
