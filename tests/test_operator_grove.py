@@ -34,6 +34,7 @@ from dyn_gitops_operator.testing import (
     settings_for_tests,
     wait_for,
 )
+from support.graphs import component_patch
 from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
@@ -379,7 +380,7 @@ def test_multinode_graph_counts_every_scaling_group(k: Kube, namespace: str) -> 
             "PATCH",
             DGDS.path(namespace, "trtllm-disagg-mn"),
             None,
-            {"spec": {"services": {"decode": {"replicas": 2}}}},
+            component_patch(k.get(DGDS, namespace, "trtllm-disagg-mn"), "decode", replicas=2),
             "application/merge-patch+json",
         )
         pcsg = wait_for(
@@ -486,7 +487,7 @@ def test_scaling_adapter_scales_the_podclique_through_scale(k: Kube, namespace: 
             "PATCH",
             DGDS.path(namespace, "sglang-disagg"),
             None,
-            {"spec": {"services": {"prefill": {"replicas": 3}}}},
+            component_patch(k.get(DGDS, namespace, "sglang-disagg"), "prefill", replicas=3),
             "application/merge-patch+json",
         )
         wait_for(
@@ -840,13 +841,12 @@ def old_grove(test_binaries: Any) -> Iterator[Kube]:
     """A private control plane whose PodCliqueSet CRD is free-form: ``cliques`` is an
     atomic list, which a server-side apply would take over whole."""
     from support.controlplane import control_plane, install_crds
+    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import thirdparty_crds
-
-    from dyn_gitops.crds import crds
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
-        install_crds(cp.client(), crds() + thirdparty_crds(pcs_map_list=False))
+        install_crds(cp.client(), dynamo_crds() + thirdparty_crds(pcs_map_list=False))
         kube = Kube(cp.client())
         kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "old"}})
         yield kube
@@ -926,16 +926,16 @@ def bare(test_binaries: Any) -> Iterator[Kube]:
     """A private control plane with our CRDs and the PodCliqueSet CRD, but not Grove's
     PodClique / PodCliqueScalingGroup (as if Grove were not installed)."""
     from support.controlplane import control_plane, install_crds
+    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import grove_crds, thirdparty_crds
-
-    from dyn_gitops.crds import crds
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
         grove_kinds = {c["metadata"]["name"] for c in grove_crds()}
         install_crds(
             cp.client(),
-            crds() + [c for c in thirdparty_crds() if c["metadata"]["name"] not in grove_kinds],
+            dynamo_crds()
+            + [c for c in thirdparty_crds() if c["metadata"]["name"] not in grove_kinds],
         )
         yield Kube(cp.client())
 

@@ -14,6 +14,7 @@ from dyn_gitops_operator.reconcilers.scaling import ScalingAdapterReconciler, se
 from dyn_gitops_operator.resources import DGDS, DGDSAS, PODCLIQUES, PODCLIQUESETS
 from dyn_gitops_operator.testing import GITOPS_MANAGER
 from support.fakecluster import GROVE_KINDS, FakeCluster
+from support.graphs import component_patch
 from support.rendering import render
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -184,7 +185,7 @@ def test_grove_podclique_follows_the_adapter_through_scale() -> None:
 
     # no adapter: Git's replicas reach the PodClique (Grove seeds them only at creation)
     c.gitops.patch(
-        DGDS, c.ns, "sglang-disagg", {"spec": {"services": {"prefill": {"replicas": 3}}}}
+        DGDS, c.ns, "sglang-disagg", component_patch(c.dgd("sglang-disagg"), "prefill", replicas=3)
     )
     c.converge("sglang-disagg")
     replicas = {n: c.kube.get(PODCLIQUES, c.ns, n)["spec"]["replicas"] for n in created}

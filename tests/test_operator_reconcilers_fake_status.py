@@ -91,7 +91,7 @@ def test_pending_healthy_degraded_recovered(agg: tuple[FakeCluster, str]) -> Non
     c.set_status("vllm-agg-frontend")
     c.converge("vllm-agg")
     assert c.status("vllm-agg")["state"] == "successful"
-    c.gitops.patch(DGDS, c.ns, "vllm-agg", {"spec": {"envs": [{"name": "A", "value": "1"}]}})
+    c.gitops.patch(DGDS, c.ns, "vllm-agg", {"spec": {"env": [{"name": "A", "value": "1"}]}})
     c.converge("vllm-agg")
     assert c.status("vllm-agg")["observedGeneration"] == 2
 

@@ -346,7 +346,7 @@ def test_managed_workers_are_owned_by_their_dgd(k: Kube, namespace: str) -> None
         uid = k.get(DGDS, namespace, "roll")["metadata"]["uid"]
         want = [
             {
-                "apiVersion": "nvidia.com/v1alpha1",
+                "apiVersion": "nvidia.com/v1beta1",
                 "kind": "DynamoGraphDeployment",
                 "name": "roll",
                 "uid": uid,

@@ -26,6 +26,7 @@ from typing import Any
 from dyn_gitops import keys
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.dgdview import component_names
 from dyn_gitops_operator.resources import PCSGS, PODCLIQUES, PODCLIQUESETS, Resource
 
 Obj = dict[str, Any]
@@ -45,13 +46,12 @@ def component_name(pcs: str, service: str) -> str:
 
 
 def child_keys(dgd: Obj) -> list[str]:
-    """``namespace/name`` of every PodClique / PCSG the DGD's services map to (an index)."""
+    """``namespace/name`` of every PodClique / PCSG the DGD's components map to (an index)."""
     pcs = pcs_name(dgd)
     if pcs is None:
         return []
     ns = o.meta(dgd).get("namespace") or ""
-    services = (dgd.get("spec") or {}).get("services") or {}
-    return [f"{ns}/{component_name(pcs, s)}" for s in services]
+    return [f"{ns}/{component_name(pcs, s)}" for s in component_names(dgd)]
 
 
 def trim(raw: Obj) -> Obj:

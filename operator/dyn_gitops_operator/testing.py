@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import yaml
 
+from dyn_gitops_operator.dgdview import as_v1beta1
 from dyn_gitops_operator.errors import ApiError, ConflictError, NotFoundError
 from dyn_gitops_operator.kube import (
     DEPLOYMENTS,
@@ -71,7 +72,15 @@ def gitops_apply(
     gitops = Kube(kube.api, kube.timeout, field_manager=GITOPS_MANAGER)
     for obj in objects:
         if obj["kind"] in kinds:
-            gitops.apply(KINDS[obj["kind"]], obj, force=True)
+            gitops.apply(KINDS[obj["kind"]], as_served(obj), force=True)
+
+
+def as_served(obj: Obj) -> Obj:
+    """``obj`` in the version the controller's resources name: a v1alpha1 DGD (an old
+    rendering, a hand-written test graph) converted to v1beta1 as the operator stores it."""
+    if obj.get("kind") == DGDS.kind and DGDS.version == "v1beta1":
+        return as_v1beta1(obj)
+    return obj
 
 
 def deployment_status(
