@@ -18,8 +18,11 @@ from support.cluster import (
     POD_CIDR,
     cap_pods,
     fail_pod,
+    gated,
+    hold,
     is_ready,
     pods,
+    release,
     uncap_pods,
 )
 
@@ -138,3 +141,20 @@ def test_a_failed_pod_is_not_replaced_under_a_pod_cap(
         assert sum(is_ready(p) for p in pods(cluster_kube, ns, "app=w")) == 1
     uncap_pods(cluster_kube, ns)
     wait_for(lambda: available(cluster_kube, ns, "w") == 2, 60, "replaced once uncapped")
+
+
+def test_held_pods_stay_pending_until_released_one_by_one(
+    cluster_kube: Any, cluster_namespace: str
+) -> None:
+    ns = cluster_namespace
+    (dep,) = hold([deployment("h", 2, 1)])
+    k8s.AppsV1Api(cluster_kube).create_namespaced_deployment(ns, dep)
+    wait_for(lambda: len(gated(cluster_kube, ns, "app=h")) == 2, 60, "2 held pods")
+    for _ in range(5):
+        assert available(cluster_kube, ns, "h") == 0
+    assert all(p.status.phase == "Pending" for p in pods(cluster_kube, ns, "app=h"))
+    assert len(release(cluster_kube, ns, "app=h", count=1)) == 1
+    wait_for(lambda: available(cluster_kube, ns, "h") == 1, 60, "one released pod available")
+    assert len(gated(cluster_kube, ns, "app=h")) == 1
+    release(cluster_kube, ns)
+    wait_for(lambda: available(cluster_kube, ns, "h") == 2, 60, "all available")

@@ -8,10 +8,13 @@ next to the binary): a scheduled pod becomes Running and Ready at once, a delete
 removed. Pod IPs come from a loopback range (:data:`POD_CIDR`), so a test can serve HTTP
 on a pod's address. Ways to keep pods from becoming (or staying) ready, all real:
 
+* :func:`hold` / :func:`release`: a scheduling gate in the pod templates (the GitOps side
+  applies it) keeps every new pod Pending (``SchedulingGated``) until the test releases it,
+  one pod or all at once (the Deployment is then simply not available yet: pending);
 * more GPUs than a node has (:data:`GPUS_PER_NODE`) or a node selector no node matches:
   the pods stay Pending (``FailedScheduling``);
 * :func:`cap_pods`: a ResourceQuota on the namespace's pod count, so a ReplicaSet cannot
-  create more pods (a lost pod is not replaced);
+  create more pods (a lost pod is not replaced; the Deployment reports ``ReplicaFailure``);
 * :func:`fail_pod`: KWOK's own chaos Stage turns a Running pod Failed (not Ready); its
   ReplicaSet replaces it unless :func:`cap_pods` forbids.
 
@@ -54,6 +57,8 @@ KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 FAIL_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
 #: the ResourceQuota :func:`cap_pods` writes
 QUOTA = "test-pod-cap"
+#: the scheduling gate :func:`hold` puts in pod templates
+GATE = "dyn-gitops.test/hold"
 
 
 @dataclass
@@ -207,6 +212,53 @@ def _wait_nodes_ready(
 
 
 # ------------------------------------------------------------------------ test-side helpers
+def hold(objs: list[dict[str, Any]], names: Any = None) -> list[dict[str, Any]]:
+    """Copies of ``objs`` whose Deployments (those ``names(name)`` accepts, default all)
+    create their pods with the :data:`GATE` scheduling gate: Pending until released."""
+    import copy
+
+    out = copy.deepcopy(objs)
+    for obj in out:
+        if obj["kind"] == "Deployment" and (names is None or names(obj["metadata"]["name"])):
+            spec = obj["spec"]["template"]["spec"]
+            spec["schedulingGates"] = [{"name": GATE}]
+    return out
+
+
+def gated(api: Any, namespace: str, selector: str = "") -> list[Any]:
+    """The pods still held by :data:`GATE`, oldest first."""
+    held = [
+        p
+        for p in pods(api, namespace, selector)
+        if any(g.name == GATE for g in p.spec.scheduling_gates or [])
+        and not p.metadata.deletion_timestamp
+    ]
+    return sorted(held, key=lambda p: (p.metadata.creation_timestamp, p.metadata.name))
+
+
+def release(api: Any, namespace: str, selector: str = "", count: int | None = None) -> list[str]:
+    """Remove the gate from ``count`` held pods (oldest first; default all): the scheduler
+    places them and KWOK makes them Ready. Returns their names."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api)
+    done = []
+    for pod in gated(api, namespace, selector)[:count]:
+        try:
+            core.patch_namespaced_pod(
+                pod.metadata.name,
+                namespace,
+                {"spec": {"schedulingGates": None}},
+                _content_type="application/merge-patch+json",
+            )
+            done.append(pod.metadata.name)
+        except ApiException as exc:
+            if exc.status != 404:  # deleted meanwhile (scaled down)
+                raise
+    return done
+
+
 def cap_pods(api: Any, namespace: str, pods: int) -> None:
     """Allow at most ``pods`` non-terminal pods in ``namespace`` (a ResourceQuota: the
     ReplicaSet controller's creations beyond it are refused by the API server)."""
