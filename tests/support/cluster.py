@@ -28,7 +28,7 @@ import contextlib
 import ssl
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,7 +212,9 @@ def _wait_nodes_ready(
 
 
 # ------------------------------------------------------------------------ test-side helpers
-def hold(objs: list[dict[str, Any]], names: Any = None) -> list[dict[str, Any]]:
+def hold(
+    objs: list[dict[str, Any]], names: Callable[[str], bool] | None = None
+) -> list[dict[str, Any]]:
     """Copies of ``objs`` whose Deployments (those ``names(name)`` accepts, default all)
     create their pods with the :data:`GATE` scheduling gate: Pending until released."""
     import copy
@@ -236,15 +238,22 @@ def gated(api: Any, namespace: str, selector: str = "") -> list[Any]:
     return sorted(held, key=lambda p: (p.metadata.creation_timestamp, p.metadata.name))
 
 
-def release(api: Any, namespace: str, selector: str = "", count: int | None = None) -> list[str]:
-    """Remove the gate from ``count`` held pods (oldest first; default all): the scheduler
-    places them and KWOK makes them Ready. Returns their names."""
+def release(
+    api: Any,
+    namespace: str,
+    selector: str = "",
+    count: int | None = None,
+    only: Callable[[str], bool] | None = None,
+) -> list[str]:
+    """Remove the gate from ``count`` held pods (oldest first; default all; ``only(pod
+    name)`` filters): the scheduler places them and KWOK makes them Ready. Their names."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     core = client.CoreV1Api(api)
     done = []
-    for pod in gated(api, namespace, selector)[:count]:
+    held = [p for p in gated(api, namespace, selector) if only is None or only(p.metadata.name)]
+    for pod in held[:count]:
         try:
             core.patch_namespaced_pod(
                 pod.metadata.name,
