@@ -165,6 +165,58 @@ def k(kube: Any) -> Any:
     return Kube(kube)
 
 
+@pytest.fixture(scope="session")
+def cluster() -> Any:
+    """The realistic cluster for the session (tests/support/cluster.py): etcd,
+    kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with fake GPU nodes;
+    Deployments get real ReplicaSets and Ready pods. A separate API server from
+    ``control_plane`` (there, status-writing simulators must not race a real controller)."""
+    from support.cluster import BINARIES, STAGES_FILE, realistic_cluster
+
+    bins = need_binaries(*BINARIES)
+    stages = bins["kwok"].parent / STAGES_FILE
+    if not stages.is_file():
+        missing_component(f"{stages} is missing: rebuild kwok with tools/test-bins/build.sh")
+    with realistic_cluster(bins, stages) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def cluster_kube(cluster: Any) -> Any:
+    """An ApiClient for the realistic cluster with our CRDs (and minimal third-party ones)."""
+    from support.controlplane import install_crds
+    from support.thirdparty_crds import thirdparty_crds
+
+    from dyn_gitops.crds import crds
+
+    client = cluster.client()
+    install_crds(client, crds() + thirdparty_crds())
+    return client
+
+
+@pytest.fixture
+def cluster_namespace(cluster_kube: Any) -> Any:
+    """A fresh namespace per test on the realistic cluster, deleted afterwards (the
+    namespace controller deletes its pods, freeing the nodes' GPUs; not waited for)."""
+    import uuid
+
+    from kubernetes import client as k8s
+
+    name = f"c-{uuid.uuid4().hex[:10]}"
+    core = k8s.CoreV1Api(cluster_kube)
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+@pytest.fixture
+def cluster_k(cluster_kube: Any) -> Any:
+    """The companion controller's API client, on the realistic cluster."""
+    from dyn_gitops_operator.kube import Kube
+
+    return Kube(cluster_kube)
+
+
 def small_dgd(name: str) -> str:
     """A two-service DGD (frontend with 2 replicas, a 1-GPU worker with 3), as YAML text."""
     return f"""\

@@ -15,7 +15,6 @@ import pytest
 from dyn_gitops_operator.errors import ConflictError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube, Obj, Resource
 from dyn_gitops_operator.testing import (
-    DeploymentSimulator,
     gitops_apply,
     running,
     settings_for_tests,
@@ -49,36 +48,35 @@ class StaleFirstWrites(Kube):
         return super().apply(res, obj, **kw)
 
 
-def test_conflicts_are_retried_until_the_write_lands(kube: Any, namespace: str) -> None:
+def test_conflicts_are_retried_until_the_write_lands(
+    cluster_kube: Any, cluster_namespace: str
+) -> None:
+    """On the realistic cluster: the Deployments' pods really become Ready (KWOK)."""
+    kube, namespace = cluster_kube, cluster_namespace
     k = Kube(kube)
     stale = StaleFirstWrites(kube, n=1)
     gitops_apply(k, render(SAMPLES / "scaling-adapter" / "input", namespace))
-    sim = DeploymentSimulator(k, namespace)
-    sim.start(0.1)
-    try:
-        with running(settings_for_tests(namespace), stale) as m:
-            st = wait_for(
-                lambda: (
-                    (s := k.get(DGDS, namespace, "sglang-disagg").get("status", {})).get("state")
-                    == "successful"
-                    and s
-                ),
-                timeout=30,
-                what="converged despite conflicts",
+    with running(settings_for_tests(namespace), stale) as m:
+        st = wait_for(
+            lambda: (
+                (s := k.get(DGDS, namespace, "sglang-disagg").get("status", {})).get("state")
+                == "successful"
+                and s
+            ),
+            timeout=90,
+            what="converged despite conflicts",
+        )
+        assert st["services"]["decode"]["replicas"] == 2
+        assert k.get(DGDSAS, namespace, "sglang-disagg-decode")["status"]["replicas"] == 2
+        assert stale.conflicts >= 4  # real 409s from the API server ...
+        assert (
+            m.metrics.value(
+                "dyn_gitops_controller_reconcile_errors_total",
+                {"reconciler": "status", "error_type": "conflict"},
             )
-            assert st["services"]["decode"]["replicas"] == 2
-            assert k.get(DGDSAS, namespace, "sglang-disagg-decode")["status"]["replicas"] == 2
-            assert stale.conflicts >= 4  # real 409s from the API server ...
-            assert (
-                m.metrics.value(
-                    "dyn_gitops_controller_reconcile_errors_total",
-                    {"reconciler": "status", "error_type": "conflict"},
-                )
-                >= 1
-            )
-            # parallel writes of one pass fail together and are retried together
-            assert m.metrics.value("dyn_gitops_controller_workqueue_retries_total") >= 2
-    finally:
-        sim.stop()
+            >= 1
+        )
+        # parallel writes of one pass fail together and are retried together
+        assert m.metrics.value("dyn_gitops_controller_workqueue_retries_total") >= 2
     for d in k.list(DEPLOYMENTS, namespace)[0]:  # ... and every write landed once retried
         assert d["spec"]["replicas"] >= 1

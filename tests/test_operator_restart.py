@@ -1,5 +1,9 @@
-"""``spec.restart`` against the real kube-apiserver: Sequential waits for each service to be
-ready before stamping the next, Parallel stamps all at once; both report status.restart."""
+"""``spec.restart`` on the realistic cluster: Sequential waits for each service to be
+ready before stamping the next, Parallel stamps all at once; both report status.restart.
+
+A restart stamp changes the pod template, so kube-controller-manager rolls the Deployment
+out for real; the pods are held by a scheduling gate until the test releases those of a
+service, which is what makes that service ready again."""
 
 from __future__ import annotations
 
@@ -12,12 +16,12 @@ from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.testing import (
     GITOPS_MANAGER,
-    DeploymentSimulator,
     gitops_apply,
     running,
     settings_for_tests,
     wait_for,
 )
+from support.cluster import hold, release
 from support.graphs import restart_graph as graph
 from support.rendering import render
 
@@ -53,23 +57,34 @@ def names_by_component(k: Kube, ns: str) -> dict[str, str]:
     }
 
 
-def settle(k: Kube, ns: str, sim: DeploymentSimulator) -> None:
-    """Every Deployment ready and the graph successful."""
-    for name in names_by_component(k, ns).values():
-        sim.set_status(name)
+def settle(k: Kube, ns: str) -> None:
+    """Every held pod released and the graph successful."""
     wait_for(
-        lambda: k.get(DGDS, ns, "rs").get("status", {}).get("state") == "successful",
+        lambda: (
+            release(k.api, ns) is not None
+            and k.get(DGDS, ns, "rs").get("status", {}).get("state") == "successful"
+        ),
+        timeout=90,
         what="graph ready",
     )
 
 
-def test_sequential_restart_waits_for_each_service(k: Kube, namespace: str) -> None:
-    objs = render([graph()], namespace)
+def release_service(k: Kube, ns: str, deployment: str) -> None:
+    """Let the pods of one Deployment be scheduled (its restart rollout then completes)."""
+    wait_for(
+        lambda: release(k.api, ns, only=lambda pod: pod.startswith(deployment + "-")),
+        timeout=60,
+        what=f"held pods of {deployment}",
+    )
+
+
+def test_sequential_restart_waits_for_each_service(cluster_k: Kube, cluster_namespace: str) -> None:
+    k, namespace = cluster_k, cluster_namespace
+    objs = hold(render([graph()], namespace))
     gitops_apply(k, objs)
-    sim = DeploymentSimulator(k, namespace)
     with running(settings_for_tests(namespace), k):
         wait_for(lambda: workers_sized(k, namespace), what="workers sized")
-        settle(k, namespace, sim)
+        settle(k, namespace)
         before = stamps(k, namespace)
         deps = names_by_component(k, namespace)
 
@@ -98,9 +113,10 @@ def test_sequential_restart_waits_for_each_service(k: Kube, namespace: str) -> N
             now = stamps(k, namespace)
             for later in order[i + 1 :]:
                 assert now[later][0] is None, f"{later} stamped before {service} was ready"
-            sim.set_status(deps[service])
+            release_service(k, namespace, deps[service])
         st = wait_for(
             lambda: (r := restart_status(k, namespace)).get("phase") == "Completed" and r,
+            timeout=60,
             what="restart completed",
         )
         assert st == {"observedID": "r1", "phase": "Completed"}
@@ -109,7 +125,7 @@ def test_sequential_restart_waits_for_each_service(k: Kube, namespace: str) -> N
         assert {c: g - before[c][1] for c, (_, g) in after.items()} == dict.fromkeys(order, 1)
 
         # GitOps re-syncing the Deployments keeps the controller's annotation
-        gitops_apply(k, render([graph(restart)], namespace))
+        gitops_apply(k, hold(render([graph(restart)], namespace)))
         assert all(a == "r1" for a, _ in stamps(k, namespace).values())
     dep = k.get(DEPLOYMENTS, namespace, deps["Frontend"])
     mf = {
@@ -123,13 +139,15 @@ def test_sequential_restart_waits_for_each_service(k: Kube, namespace: str) -> N
     assert "f:containers" in mf[GITOPS_MANAGER]["f:spec"]["f:template"]["f:spec"]
 
 
-def test_parallel_restart_stamps_everything_at_once(k: Kube, namespace: str) -> None:
-    objs = render([graph()], namespace)
+def test_parallel_restart_stamps_everything_at_once(
+    cluster_k: Kube, cluster_namespace: str
+) -> None:
+    k, namespace = cluster_k, cluster_namespace
+    objs = hold(render([graph()], namespace))
     gitops_apply(k, objs)
-    sim = DeploymentSimulator(k, namespace)
     with running(settings_for_tests(namespace), k):
         wait_for(lambda: workers_sized(k, namespace), what="workers sized")
-        settle(k, namespace, sim)
+        settle(k, namespace)
         deps = names_by_component(k, namespace)
         dgd = copy.deepcopy(graph({"id": "r2", "strategy": {"type": "Parallel"}}))
         gitops_apply(
@@ -149,15 +167,17 @@ def test_parallel_restart_stamps_everything_at_once(k: Kube, namespace: str) -> 
             what="all in progress",
         )
         assert st["observedID"] == "r2"
-        sim.set_status(deps["decode"])
-        sim.set_status(deps["Frontend"])
+        release_service(k, namespace, deps["decode"])
+        release_service(k, namespace, deps["Frontend"])
         wait_for(
             lambda: restart_status(k, namespace).get("inProgress") == ["prefill"],
+            timeout=60,
             what="only prefill left",
         )
-        sim.set_status(deps["prefill"])
+        release_service(k, namespace, deps["prefill"])
         wait_for(
             lambda: restart_status(k, namespace) == {"observedID": "r2", "phase": "Completed"},
+            timeout=60,
             what="completed",
         )
         # the same id again is not a new restart; removing spec.restart keeps the stamps

@@ -1,30 +1,31 @@
-"""Managed rolling update of worker generations against the real kube-apiserver.
+"""Managed rolling update of worker generations on the realistic cluster.
 
 Git changes the worker spec -> the renderer names a new worker generation -> GitOps applies
-it beside the old one (old generations are never pruned by GitOps). The test plays
-kube-controller-manager: new pods become available one per step, pods of a scaled-down
-generation disappear at once (the worst case for availability). Every state observed is
-checked against max-surge / max-unavailable.
+it beside the old one (old generations are never pruned by GitOps). Real
+kube-controller-manager, scheduler and KWOK run the Deployments; the worker pods are held
+Pending by a scheduling gate and the test releases one per step, so new pods become
+available one at a time; pods of a scaled-down generation are deleted at once (KWOK). Every
+state observed is checked against max-surge / max-unavailable.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.testing import (
-    DeploymentSimulator,
     gitops_apply,
     running,
     settings_for_tests,
     wait_for,
 )
-from support.graphs import WORKER, rollout_step, worker_name
+from support.cluster import hold, pods, release
+from support.graphs import WORKER, worker_name
 from support.graphs import rollout_graph as graph
 from support.rendering import render
 
@@ -36,16 +37,36 @@ def workers(k: Kube, ns: str) -> dict[str, dict[str, Any]]:
     return {d["metadata"]["name"]: d for d in items}
 
 
+def held(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rendered graph with its worker pods held until the test releases them."""
+    return hold(objs, names=lambda n: n.startswith("roll-vllmdecodeworker-"))
+
+
 @dataclass
 class Kcm:
-    """Deployment controller stand-in: new pods need one step each to become available."""
+    """What the test lets the cluster do: one held worker pod becomes schedulable (then
+    Ready) per step, none of a ``stuck`` generation."""
 
-    sim: DeploymentSimulator
-    stuck: set[str]
-    failed: set[str]
+    api: Any
+    namespace: str
+    stuck: set[str] = field(default_factory=set)
 
-    def policy(self, dep: dict[str, Any]) -> dict[str, Any] | None:
-        return rollout_step(dep, stuck=self.stuck, failed=self.failed)
+    def step(self) -> int:
+        def free(pod: str) -> bool:
+            return not any(pod.startswith(gen + "-") for gen in self.stuck)
+
+        return len(release(self.api, self.namespace, count=1, only=free))
+
+    def give_up(self, k: Kube, deployment: str) -> None:
+        """An admin shortens the progress deadline: kube-controller-manager then reports
+        ProgressDeadlineExceeded for a rollout that made no progress."""
+        k.request(
+            "PATCH",
+            DEPLOYMENTS.path(self.namespace, deployment),
+            [("fieldManager", "cluster-admin")],
+            {"spec": {"progressDeadlineSeconds": 1}},
+            "application/merge-patch+json",
+        )
 
 
 def effective(dep: dict[str, Any]) -> tuple[int, int]:
@@ -64,7 +85,7 @@ def drive(
     surge: int,
     unavailable: int,
     until: Any,
-    timeout: float = 40,
+    timeout: float = 120,
 ) -> list[dict[str, tuple[int, int]]]:
     """Alternate kcm steps and observations until ``until(workers)``; check every state."""
     seen: list[dict[str, tuple[int, int]]] = []
@@ -80,14 +101,21 @@ def drive(
             assert total_avail >= desired - unavailable, f"max unavailable exceeded: {state}"
         if until(deps):
             return seen
-        kcm.sim.step()
-        time.sleep(0.05)
+        kcm.step()
+        time.sleep(0.2)
     raise AssertionError(f"rollout did not finish: {seen[-3:]}")
 
 
-def ready_all(k: Kube, ns: str, sim: DeploymentSimulator) -> None:
-    for name in [*workers(k, ns), "roll-frontend"]:
-        sim.set_status(name)
+def ready_all(k: Kube, ns: str, kcm: Kcm) -> None:
+    """Release every held worker pod until the graph is successful."""
+    wait_for(
+        lambda: (
+            release(kcm.api, ns) is not None
+            and k.get(DGDS, ns, "roll").get("status", {}).get("state") == "successful"
+        ),
+        timeout=90,
+        what="graph ready",
+    )
 
 
 @pytest.mark.parametrize(
@@ -98,32 +126,27 @@ def ready_all(k: Kube, ns: str, sim: DeploymentSimulator) -> None:
     ],
 )
 def test_rollout_respects_budget_and_removes_old_generation(
-    k: Kube,
-    namespace: str,
+    cluster_k: Kube,
+    cluster_namespace: str,
     desired: int,
     surge_ann: str | None,
     unav_ann: str | None,
     surge: int,
     unav: int,
 ) -> None:
-    first = render([graph("img:1", desired, surge_ann, unav_ann)], namespace)
+    k, namespace = cluster_k, cluster_namespace
+    first = held(render([graph("img:1", desired, surge_ann, unav_ann)], namespace))
     old = worker_name(first)
     gitops_apply(k, first)
-    sim = DeploymentSimulator(k, namespace)
-    kcm = Kcm(sim, set(), set())
-    sim.policy = kcm.policy
+    kcm = Kcm(k.api, namespace)
     with running(settings_for_tests(namespace), k):
         wait_for(
             lambda: workers(k, namespace)[old]["spec"]["replicas"] == desired,
             what="first generation sized",
         )
-        ready_all(k, namespace, sim)
-        wait_for(
-            lambda: k.get(DGDS, namespace, "roll").get("status", {}).get("state") == "successful",
-            what="graph ready before the update",
-        )
+        ready_all(k, namespace, kcm)
 
-        second = render([graph("img:2", desired, surge_ann, unav_ann)], namespace)
+        second = held(render([graph("img:2", desired, surge_ann, unav_ann)], namespace))
         new = worker_name(second)
         assert new != old
         gitops_apply(k, second)
@@ -152,7 +175,6 @@ def test_rollout_respects_budget_and_removes_old_generation(
         assert len(set(old_sizes)) > 2, old_sizes
         assert old_sizes == sorted(old_sizes, reverse=True)
 
-        sim.step()
         st = wait_for(
             lambda: (
                 (s := k.get(DGDS, namespace, "roll")["status"])
@@ -162,6 +184,7 @@ def test_rollout_respects_budget_and_removes_old_generation(
                 and s["state"] == "successful"
                 and s
             ),
+            timeout=90,
             what="rollout completed",
         )
         ru = st["rollingUpdate"]
@@ -171,22 +194,21 @@ def test_rollout_respects_budget_and_removes_old_generation(
 
 
 def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
-    k: Kube, namespace: str
+    cluster_k: Kube, cluster_namespace: str
 ) -> None:
+    k, namespace = cluster_k, cluster_namespace
     desired, surge, unav = 4, 1, 1
-    first = render([graph("img:1", desired)], namespace)
+    first = held(render([graph("img:1", desired)], namespace))
     old = worker_name(first)
     gitops_apply(k, first)
-    sim = DeploymentSimulator(k, namespace)
-    kcm = Kcm(sim, set(), set())
-    sim.policy = kcm.policy
+    kcm = Kcm(k.api, namespace)
     with running(settings_for_tests(namespace), k):
         wait_for(
             lambda: workers(k, namespace)[old]["spec"]["replicas"] == desired,
             what="first generation sized",
         )
-        ready_all(k, namespace, sim)
-        second = render([graph("img:broken", desired)], namespace)
+        ready_all(k, namespace, kcm)
+        second = held(render([graph("img:broken", desired)], namespace))
         new = worker_name(second)
         kcm.stuck.add(new)  # its pods never become ready ...
         gitops_apply(k, second)
@@ -202,15 +224,15 @@ def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
                 and deps[new]["spec"]["replicas"] >= 1
                 and deps[old]["spec"]["replicas"] < desired
             ),
-            timeout=20,
         )
-        kcm.failed.add(new)  # ... and the Deployment controller gives up
+        kcm.give_up(k, new)  # ... and the Deployment controller gives up
         st = wait_for(
             lambda: (
-                kcm.sim.step() >= 0
+                kcm.step() >= 0
                 and (s := k.get(DGDS, namespace, "roll")["status"])["state"] == "failed"
                 and s
             ),
+            timeout=90,
             what="failure reported",
         )
         assert st["rollingUpdate"]["phase"] == "Failed"
@@ -219,7 +241,7 @@ def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
         assert new in cond["message"] and "ProgressDeadlineExceeded" in cond["message"]
         frozen = {n: d["spec"]["replicas"] for n, d in workers(k, namespace).items()}
         for _ in range(10):  # nothing moves any more, the old generation keeps serving
-            kcm.sim.step()
+            kcm.step()
             time.sleep(0.1)
             deps = workers(k, namespace)
             assert {n: d["spec"]["replicas"] for n, d in deps.items()} == frozen
@@ -237,30 +259,27 @@ def test_failed_generation_keeps_the_old_one_serving_and_git_revert_rolls_back(
             unavailable=unav,
             until=lambda deps: new not in deps and deps[old]["spec"]["replicas"] == desired,
         )
-        ready_all(k, namespace, sim)
-        st = wait_for(
-            lambda: (s := k.get(DGDS, namespace, "roll")["status"])["state"] == "successful" and s,
-            what="recovered",
-        )
+        ready_all(k, namespace, kcm)
+        st = k.get(DGDS, namespace, "roll")["status"]
         assert st["rollingUpdate"]["phase"] == "Completed"
     mf = {m["manager"] for m in k.get(DEPLOYMENTS, namespace, old)["metadata"]["managedFields"]}
     assert FIELD_MANAGER in mf
 
 
-def test_restart_requested_during_a_rollout_is_superseded(k: Kube, namespace: str) -> None:
-    first = render([graph("img:1", 2)], namespace)
+def test_restart_requested_during_a_rollout_is_superseded(
+    cluster_k: Kube, cluster_namespace: str
+) -> None:
+    k, namespace = cluster_k, cluster_namespace
+    first = held(render([graph("img:1", 2)], namespace))
     gitops_apply(k, first)
-    sim = DeploymentSimulator(k, namespace)
-    kcm = Kcm(sim, set(), set())
-    sim.policy = kcm.policy
+    kcm = Kcm(k.api, namespace)
     with running(settings_for_tests(namespace), k):
         wait_for(
             lambda: workers(k, namespace)[worker_name(first)]["spec"]["replicas"] == 2, what="sized"
         )
-        ready_all(k, namespace, sim)
-        second = render([graph("img:2", 2)], namespace)
-        kcm.stuck.add(worker_name(second))  # the rollout stays in progress
-        gitops_apply(k, second)
+        ready_all(k, namespace, kcm)
+        second = held(render([graph("img:2", 2)], namespace))
+        gitops_apply(k, second)  # its pods stay held: the rollout stays in progress
         wait_for(
             lambda: (
                 k.get(DGDS, namespace, "roll")["status"].get("rollingUpdate", {}).get("phase")
@@ -278,6 +297,7 @@ def test_restart_requested_during_a_rollout_is_superseded(k: Kube, namespace: st
                 k.get(DGDS, namespace, "roll")["status"].get("restart")
                 == {"observedID": "during-rollout", "phase": "Superseded"}
             ),
+            timeout=60,
             what="superseded",
         )
         for dep in k.list(DEPLOYMENTS, namespace)[0]:
@@ -285,7 +305,10 @@ def test_restart_requested_during_a_rollout_is_superseded(k: Kube, namespace: st
             assert "nvidia.com/restartAt" not in ann, dep["metadata"]["name"]
 
 
-def test_worker_service_removed_from_git_is_drained_and_deleted(k: Kube, namespace: str) -> None:
+def test_worker_service_removed_from_git_is_drained_and_deleted(
+    cluster_k: Kube, cluster_namespace: str
+) -> None:
+    k, namespace = cluster_k, cluster_namespace
     with_extra = graph("img:1", 2)
     with_extra["spec"]["services"]["Extra"] = copy.deepcopy(
         with_extra["spec"]["services"][WORKER]
@@ -297,48 +320,42 @@ def test_worker_service_removed_from_git_is_drained_and_deleted(k: Kube, namespa
         for o in first
         if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-extra-")
     )
-    sim = DeploymentSimulator(k, namespace)
-    sim.start(0.1)
-    try:
-        with running(settings_for_tests(namespace), k):
-            wait_for(
-                lambda: (
-                    k.get(DGDS, namespace, "roll").get("status", {}).get("state") == "successful"
-                ),
-                what="ready with Extra",
-            )
-            second = render([graph("img:1", 2)], namespace)  # Extra removed from Git
-            gitops_apply(k, second)
-            wait_for(
-                lambda: (
-                    extra not in {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
-                ),
-                timeout=30,
-                what="Extra drained and deleted",
-            )
-            st = wait_for(
-                lambda: (
-                    (s := k.get(DGDS, namespace, "roll")["status"])
-                    .get("rollingUpdate", {})
-                    .get("phase")
-                    == "Completed"
-                    and s["state"] == "successful"
-                    and s
-                ),
-                what="completed",
-            )
-            assert set(st["services"]) == {"Frontend", WORKER}
-            names = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
-            assert names == {"roll-frontend", worker_name(second)}
-    finally:
-        sim.stop()
+    with running(settings_for_tests(namespace), k):
+        wait_for(
+            lambda: k.get(DGDS, namespace, "roll").get("status", {}).get("state") == "successful",
+            timeout=90,
+            what="ready with Extra",
+        )
+        second = render([graph("img:1", 2)], namespace)  # Extra removed from Git
+        gitops_apply(k, second)
+        wait_for(
+            lambda: extra not in {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]},
+            timeout=90,
+            what="Extra drained and deleted",
+        )
+        st = wait_for(
+            lambda: (
+                (s := k.get(DGDS, namespace, "roll")["status"])
+                .get("rollingUpdate", {})
+                .get("phase")
+                == "Completed"
+                and s["state"] == "successful"
+                and s
+            ),
+            timeout=60,
+            what="completed",
+        )
+        assert set(st["services"]) == {"Frontend", WORKER}
+        names = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
+        assert names == {"roll-frontend", worker_name(second)}
 
 
-def test_managed_workers_are_owned_by_their_dgd(k: Kube, namespace: str) -> None:
+def test_managed_workers_are_owned_by_their_dgd(cluster_k: Kube, cluster_namespace: str) -> None:
     """A DGD removed from Git takes its Prune=false workers with it: the controller makes
-    the live DGD their owner (Kubernetes' garbage collector then deletes them with it; the
-    test control plane runs no garbage collector, so the reference itself is checked).
+    the live DGD their owner, and Kubernetes' garbage collector (kube-controller-manager on
+    the realistic cluster) deletes them, pods included, once the DGD is deleted.
     A re-sync keeps it; a graph whose DGD is not in the cluster owns nothing."""
+    k, namespace = cluster_k, cluster_namespace
     objs = render([graph("img:1", 2)], namespace)
     gitops_apply(k, objs)
     worker = worker_name(objs)
@@ -379,3 +396,17 @@ def test_managed_workers_are_owned_by_their_dgd(k: Kube, namespace: str) -> None
             what="the DGD-less worker is sized",
         )
         assert "ownerReferences" not in k.get(DEPLOYMENTS, namespace, bare)["metadata"]
+
+        # the GitOps tool prunes the DGD: the garbage collector deletes its workers and pods
+        k.request("DELETE", DGDS.path(namespace, "roll"), None, None)
+
+        def collected() -> bool:
+            names = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
+            return worker not in names and not pods(
+                k.api,
+                namespace,
+                "nvidia.com/dynamo-graph-deployment-name=roll,nvidia.com/dynamo-component-type=worker",
+            )
+
+        wait_for(collected, timeout=90, what="the worker and its pods garbage-collected")
+        assert k.get(DEPLOYMENTS, namespace, bare)["spec"]["replicas"] == 2  # not owned

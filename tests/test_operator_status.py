@@ -1,8 +1,10 @@
 """DGD status aggregation against the real kube-apiserver: healthy, progressing, degraded.
 
 The rendered sample is applied as Argo CD would (server-side apply, its own manager); the
-controller runs in-process; Deployment status is written through the status subresource
-because no kube-controller-manager runs.
+controller runs in-process. On the realistic cluster (``cluster_k``: kube-controller-manager,
+scheduler, KWOK) Deployment status comes from real ReplicaSets and pods; held pods (a
+scheduling gate), a failed pod or an unschedulable template produce the not-ready states.
+LeaderWorkerSet status is written by hand: no LeaderWorkerSet controller runs.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ import pytest
 from dyn_gitops_operator.graph import HashCache, compute_worker_hash
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.testing import (
-    DeploymentSimulator,
     gitops_apply,
     running,
     settings_for_tests,
     wait_for,
 )
+from support.cluster import fail_pod, gated, hold, is_ready, pods, release
 from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
@@ -35,9 +37,11 @@ def ready_cond(status: dict[str, Any]) -> dict[str, Any]:
     return next(c for c in status.get("conditions") or [] if c["type"] == "Ready")
 
 
-def test_status_progressing_healthy_degraded(k: Kube, namespace: str) -> None:
-    gitops_apply(k, render(SAMPLES / "vllm-agg" / "input", namespace))
-    sim = DeploymentSimulator(k, namespace)
+def test_status_progressing_healthy_degraded(cluster_k: Kube, cluster_namespace: str) -> None:
+    k, namespace, api = cluster_k, cluster_namespace, cluster_k.api
+    # every pod is held Pending until the test releases it: nothing rolled out yet
+    objs = hold(render(SAMPLES / "vllm-agg" / "input", namespace))
+    gitops_apply(k, objs)
     with running(settings_for_tests(namespace), k):
         # nothing rolled out yet: pending, every Deployment named in the message
         st = wait_for(
@@ -58,11 +62,14 @@ def test_status_progressing_healthy_degraded(k: Kube, namespace: str) -> None:
             what="worker scaled to 2",
         )
 
-        # healthy
-        sim.set_status("vllm-agg-frontend")
-        sim.set_status(worker)
+        # healthy: the pods are released, scheduled, and KWOK makes them Ready
         st = wait_for(
-            lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] == "successful" and s,
+            lambda: (
+                release(api, namespace) is not None
+                and (s := status_of(k, namespace, "vllm-agg"))["state"] == "successful"
+                and s
+            ),
+            timeout=90,
             what="successful",
         )
         cond = ready_cond(st)
@@ -84,20 +91,49 @@ def test_status_progressing_healthy_degraded(k: Kube, namespace: str) -> None:
         }
         assert st["services"]["Frontend"]["replicas"] == 1
 
-        # progressing: one worker pod not available any more
-        sim.set_status(worker, available=1)
+        # progressing: a worker pod fails; its replacement is held Pending
+        victim = next(p for p in pods(api, namespace) if p.metadata.name.startswith(worker))
+        assert is_ready(victim)
+        fail_pod(api, namespace, victim.metadata.name)
         st = wait_for(
             lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] == "pending" and s,
+            timeout=60,
             what="pending again",
         )
         assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
         assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
+        assert len(gated(api, namespace)) == 1  # the replacement
+        wait_for(
+            lambda: (
+                release(api, namespace) is not None
+                and status_of(k, namespace, "vllm-agg")["state"] == "successful"
+            ),
+            timeout=90,
+            what="worker pod replaced",
+        )
 
-        # degraded: the Deployment controller gave up on the frontend
-        sim.set_status(worker)
-        sim.set_status("vllm-agg-frontend", available=0, failed="ReplicaSet has timed out")
+        # degraded: a frontend change whose pods cannot be scheduled (and are held); the
+        # Deployment controller gives up after its progress deadline (shortened by an admin)
+        admin = Kube(api, field_manager="cluster-admin")
+        admin.request(
+            "PATCH",
+            DEPLOYMENTS.path(namespace, "vllm-agg-frontend"),
+            [("fieldManager", "cluster-admin")],
+            {"spec": {"progressDeadlineSeconds": 2}},
+            "application/merge-patch+json",
+        )
+        frontend = copy.deepcopy(
+            next(
+                o
+                for o in objs
+                if o["kind"] == "Deployment" and o["metadata"]["name"] == "vllm-agg-frontend"
+            )
+        )
+        frontend["spec"]["template"]["spec"]["nodeSelector"] = {"dyn-gitops.test/pool": "none"}
+        gitops_apply(k, [frontend])
         st = wait_for(
             lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] == "failed" and s,
+            timeout=90,
             what="failed",
         )
         cond = ready_cond(st)
@@ -106,10 +142,19 @@ def test_status_progressing_healthy_degraded(k: Kube, namespace: str) -> None:
             "Resources failed: vllm-agg-frontend: ProgressDeadlineExceeded"
         )
 
-        # recovery, and observedGeneration follows a spec change
-        sim.set_status("vllm-agg-frontend")
+        # recovery (Git reverts the frontend), and observedGeneration follows a spec change
+        gitops_apply(
+            k,
+            [
+                o
+                for o in objs
+                if o["metadata"]["name"] == "vllm-agg-frontend" and o["kind"] == "Deployment"
+            ],
+        )
         wait_for(
-            lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful", what="recovered"
+            lambda: status_of(k, namespace, "vllm-agg")["state"] == "successful",
+            timeout=90,
+            what="recovered",
         )
         k.request(
             "PATCH",
@@ -167,11 +212,17 @@ def test_worker_hash_matches_the_renderer_after_a_round_trip(
         assert rendered == ({compute_worker_hash(unstamped)} - {None}), name
 
 
-def test_multinode_services_report_their_leaderworkersets(k: Kube, namespace: str) -> None:
+def test_multinode_services_report_their_leaderworkersets(
+    cluster_k: Kube, cluster_namespace: str
+) -> None:
     """One natively scaled LeaderWorkerSet per multinode service (#9612, v1.2): rendered
     with managed replicas, the controller sizes it (server-side apply of spec.replicas, as
-    for a managed worker Deployment); the graph is ready when all its groups are."""
+    for a managed worker Deployment); the graph is ready when all its groups are. The
+    frontend's pods are real; the LeaderWorkerSet's status is written by hand (no
+    LeaderWorkerSet controller runs)."""
     from dyn_gitops_operator.kube import LWS
+
+    k, namespace = cluster_k, cluster_namespace
 
     objs = render(SAMPLES / "multinode-lws" / "input", namespace)
     mine = [
@@ -183,10 +234,8 @@ def test_multinode_services_report_their_leaderworkersets(k: Kube, namespace: st
     ]
     gitops_apply(k, mine, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
     (name,) = [o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet"]
-    sim = DeploymentSimulator(k, namespace)
     with running(settings_for_tests(namespace), k) as m:
         assert m.lws is not None
-        sim.set_status("sglang-mn-frontend")
         want = f"Resources not ready: {name}: 0/2 groups ready"
         st = wait_for(
             lambda: (

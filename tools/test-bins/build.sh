@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Build the real Kubernetes tools the realk8s tests need (kube-apiserver, etcd, helm,
-# kustomize, kubeconform, argocd-cmp-server) from the Go module proxy, at the versions
-# pinned in versions.env. See docs/test-bins.md.
+# Build the real Kubernetes tools the realk8s tests need (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kwok and its stage files, helm, kustomize,
+# kubeconform, argocd-cmp-server) from the Go module proxy, at the versions pinned in
+# versions.env. See docs/test-bins.md.
 #
 #   BIN=$(tools/test-bins/build.sh | tail -n 1)    # build what is missing, print the bin dir
 #   tools/test-bins/build.sh --only etcd,kube-apiserver
@@ -18,7 +19,16 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VERSIONS_FILE=$HERE/versions.env
-TOOLS=(etcd kube-apiserver helm kustomize kubeconform argocd-cmp-server)
+# kube-apiserver, kube-controller-manager and kube-scheduler come from one wrapper module
+# (built in this order, they share its module graph and so most GOCACHE entries).
+TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm kustomize kubeconform
+  argocd-cmp-server)
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler)
+# The KWOK Stage files written next to the kwok binary (kwok-stages.yaml), as paths under
+# the pinned module's kustomize/stage/: kwok itself embeds none (only kwokctl does).
+KWOK_STAGES=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+  pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+  pod/chaos/pod-container-running-failed.yaml)
 EXTRA_PINS=(argocd-gitops-engine)   # optional entries in versions.env that are not tools
 
 log() { printf '%s\n' "$*" >&2; }
@@ -74,6 +84,10 @@ while IFS= read -r line || [ -n "$line" ]; do
 done <"$VERSIONS_FILE"
 for t in "${TOOLS[@]}"; do
   [ -n "${VERSION[$t]:-}" ] || die "$VERSIONS_FILE: no version for $t"
+done
+for t in "${K8S_CMDS[@]}"; do
+  [ "${VERSION[$t]}" = "${VERSION[kube-apiserver]}" ] ||
+    die "$VERSIONS_FILE: $t must have kube-apiserver's version (one wrapper module builds both)"
 done
 
 KEY=$(sha256sum "$VERSIONS_FILE" | cut -c1-12)
@@ -156,29 +170,73 @@ build_etcd() {
   GOFLAGS=$FLAGS_WRAPPER go build -ldflags "-s -w" -o "$out" go.etcd.io/etcd/server/v3
 }
 
-build_kube-apiserver() {
-  # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with
-  # ./staging/src/...; map each one to its published v0.X.Y instead.
-  local ver=$1 out=$2 dir gomod stg minor m ld
-  local -a edits=()
+# The wrapper module for k8s.io/kubernetes VERSION, made once per run; prints its path.
+# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with
+# ./staging/src/...; map each one to its published v0.X.Y instead.
+k8s_wrapper() {
+  local ver=$1 dir=$WORK/k8s gomod stg m c
+  local -a edits=() pkgs=()
+  if [ -f "$dir/.ready" ]; then
+    printf '%s\n' "$dir"
+    return 0
+  fi
   stg=v0.${ver#v1.}
-  minor=$(cut -d. -f2 <<<"$ver")
   gomod=$(gomod_of "k8s.io/kubernetes@$ver")
   [ -n "$gomod" ] || { log "cannot download k8s.io/kubernetes@$ver"; return 1; }
   while read -r m new; do
     case $new in ./staging/*) edits+=("-replace=$m=$m@$stg") ;; esac
   done < <(replaces_of "$gomod")
   [ ${#edits[@]} -gt 0 ] || { log "no staging replaces found in $gomod"; return 1; }
-  log "kube-apiserver: ${#edits[@]} staging modules mapped to $stg"
-  dir=$(new_wrapper kube-apiserver)
+  log "k8s wrapper: ${#edits[@]} staging modules mapped to $stg"
+  rm -rf "$dir"
+  dir=$(new_wrapper k8s)
+  for c in "${K8S_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c@$ver"); done
+  (
+    cd "$dir"
+    go mod edit "${edits[@]}"
+    GOFLAGS=$FLAGS_WRAPPER go get "${pkgs[@]}" >&2
+  ) || return 1
+  touch "$dir/.ready"
+  printf '%s\n' "$dir"
+}
+
+# One k8s.io/kubernetes command from the shared wrapper: build_k8s_cmd NAME VERSION OUTPUT.
+build_k8s_cmd() {
+  local cmd=$1 ver=$2 out=$3 dir minor ld p
+  minor=$(cut -d. -f2 <<<"$ver")
+  dir=$(k8s_wrapper "$ver")
   cd "$dir"
-  go mod edit "${edits[@]}"
-  GOFLAGS=$FLAGS_WRAPPER go get "k8s.io/kubernetes/cmd/kube-apiserver@$ver"
   ld="-s -w"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld+=" -X $p.gitVersion=$ver -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
-  GOFLAGS=$FLAGS_WRAPPER go build -ldflags "$ld" -o "$out" k8s.io/kubernetes/cmd/kube-apiserver
+  GOFLAGS=$FLAGS_WRAPPER go build -ldflags "$ld" -o "$out" "k8s.io/kubernetes/cmd/$cmd"
+}
+
+build_kube-apiserver() { build_k8s_cmd kube-apiserver "$@"; }
+build_kube-controller-manager() { build_k8s_cmd kube-controller-manager "$@"; }
+build_kube-scheduler() { build_k8s_cmd kube-scheduler "$@"; }
+
+build_kwok() {
+  # go.mod has no replace directives: a plain go install. Its Stage files (the fake node and
+  # pod lifecycle; kwok refuses to start without any) are taken from the same module.
+  local ver=$1 out=$2 moddir f stages
+  (cd "$WORK" && GOBIN=$WORK/kwok-bin go install \
+    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$ver" "sigs.k8s.io/kwok/cmd/kwok@$ver")
+  moddir=$(cd "$WORK" && go mod download -json "sigs.k8s.io/kwok@$ver" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  [ -d "$moddir/kustomize/stage" ] || { log "no kustomize/stage in sigs.k8s.io/kwok@$ver"; return 1; }
+  stages=$(dirname "$out")/kwok-stages.yaml
+  {
+    printf '# KWOK Stages from sigs.k8s.io/kwok@%s kustomize/stage/ (written by build.sh)\n' "$ver"
+    for f in "${KWOK_STAGES[@]}"; do
+      [ -f "$moddir/kustomize/stage/$f" ] || { log "kwok@$ver has no stage $f"; return 1; }
+      printf -- '---\n# %s\n' "$f"
+      cat "$moddir/kustomize/stage/$f"
+    done
+  } >"$stages.partial"
+  mv -f "$stages.partial" "$stages"
+  mv "$WORK/kwok-bin/kwok" "$out"
 }
 
 build_helm() {
@@ -240,7 +298,7 @@ build_argocd-cmp-server() {
 # How each binary reports its version; the output must contain the pinned version.
 version_of() {
   case $1 in
-    kube-apiserver|etcd) "$2" --version ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|etcd|kwok) "$2" --version ;;
     kubeconform) "$2" -v ;;
     *) "$2" version ;;
   esac 2>&1
@@ -265,7 +323,7 @@ for tool in "${selected[@]}"; do
   ver=${VERSION[$tool]}
   bin=$BIN_DIR/$tool
   if [ -x "$bin" ]; then
-    printf '%-18s %-8s cached %5ss  cpu %5ss  %s\n' "$tool" "$ver" 0 0 "$bin"
+    printf '%-23s %-8s cached %5ss  cpu %5ss  %s\n' "$tool" "$ver" 0 0 "$bin"
     continue
   fi
   log "=== building $tool $ver"
@@ -289,15 +347,15 @@ for tool in "${selected[@]}"; do
   cpu=$((CPU - cpu_start))
   if [ $rc -eq 0 ]; then
     mv -f "$partial" "$bin"
-    printf '%-18s %-8s built  %5ss  cpu %5ss  %s\n' "$tool" "$ver" "$took" "$cpu" "$bin"
+    printf '%-23s %-8s built  %5ss  cpu %5ss  %s\n' "$tool" "$ver" "$took" "$cpu" "$bin"
   else
     rm -f "$partial"
     failed+=("$tool")
-    printf '%-18s %-8s FAILED %5ss  cpu %5ss  (exit %s, see stderr)\n' "$tool" "$ver" "$took" "$cpu" "$rc"
+    printf '%-23s %-8s FAILED %5ss  cpu %5ss  (exit %s, see stderr)\n' "$tool" "$ver" "$took" "$cpu" "$rc"
   fi
 done
 child_cpu
-printf '%-18s %-8s        %5ss  cpu %5ss\n' total "" "$((SECONDS - total_start))" "$CPU"
+printf '%-23s %-8s        %5ss  cpu %5ss\n' total "" "$((SECONDS - total_start))" "$CPU"
 
 if [ ${#failed[@]} -gt 0 ]; then
   log "build.sh: FAILED: ${failed[*]}"
