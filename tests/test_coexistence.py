@@ -484,3 +484,39 @@ def test_lease_removed_upstream_webhooks_act_despite_our_lease_and_stamps_keep_a
     finally:
         holder.stop(release=True)
     assert keys.ANN_WORKLOAD_PROVIDER == PROVIDER  # the stand-in and the renderer agree
+
+
+def test_omit_mode_the_controller_rolls_workers_from_the_workloads_alone() -> None:
+    """With nvidia-objects omit there is no DGD for the companion controller to read: the
+    newest worker generation is current, sized from the rendered desired count and rolled
+    in within the budget, the old one drained and deleted (in-memory API server)."""
+    from support.fakecluster import FakeCluster
+    from support.graphs import WORKER, rollout_graph, rollout_step, worker_name
+    from support.rendering import render
+
+    c = FakeCluster()
+
+    def kcm(dep: Obj) -> Obj:
+        return rollout_step(dep, stuck=set(), failed=set())
+
+    first = render([rollout_graph("img:1", 4)], c.ns, nvidia_objects="omit")
+    assert not [o for o in first if o["apiVersion"].startswith("nvidia.com/")]
+    old = worker_name(first)
+    c.apply(first)
+    for _ in range(10):
+        c.converge("roll")
+        c.kcm_step(kcm)
+    assert c.replicas(old) == 4
+    c.advance(10)
+    second = render([rollout_graph("img:2", 4)], c.ns, nvidia_objects="omit")
+    new = worker_name(second)
+    c.apply(second)
+    for _ in range(60):
+        c.converge("roll")
+        deps = c.deployments(WORKER)
+        assert sum(d["spec"]["replicas"] for d in deps.values()) <= 4 + 1  # max-surge 25 %
+        if old not in deps:
+            break
+        c.kcm_step(kcm)
+    assert set(c.deployments(WORKER)) == {new}
+    assert c.replicas(new) == 4
