@@ -253,16 +253,19 @@ def assert_stable(k: Kube, dgd: Obj) -> None:
 
 
 # ---------------------------------------------------------------- row: cluster-wide operator
+@pytest.mark.parametrize("grove", [False, True])
 def test_cluster_wide_ssa_of_the_rendered_dgd_twice_is_stable(
-    operator: Callable[..., Operator], k: Kube, tmp_path: Path
+    operator: Callable[..., Operator], k: Kube, tmp_path: Path, grove: bool
 ) -> None:
     """The rendered DGD carries the stamps the defaulting webhook would write: applied
     twice with the operator's webhooks in place, no conflict and no diff; the applier owns
-    the stamps, the webhook changed nothing."""
-    op = operator()
+    the stamps, the webhook changed nothing (component path, and Grove on both sides). A
+    service without ``replicas`` gets 1 from the webhook on every write, owned by no one:
+    no diff either."""
+    op = operator(grove_enabled=grove)
     ns = op.namespace("cw")
-    dgd = rendered_dgd(tmp_path, ns)
-    assert annotations(dgd)[PROVIDER] == "component"
+    dgd = rendered_dgd(tmp_path, ns, grove=grove)
+    assert annotations(dgd)[PROVIDER] == ("grove" if grove else "component")
     assert annotations(dgd)[ORIGIN] == "1.5.1"
     first = ssa(k, dgd)
     assert {PROVIDER, ORIGIN} <= owned_annotations(first, ARGO)
@@ -276,6 +279,18 @@ def test_cluster_wide_ssa_of_the_rendered_dgd_twice_is_stable(
         ("validate", "UPDATE"),
     }
     assert all(s.allowed and not s.skipped and not s.patched for s in seen)
+
+    src = tmp_path / "r.yaml"
+    src.write_text(small_dgd("r").replace("      replicas: 2\n", ""))
+    (no_replicas,) = [
+        o
+        for o in render_objects(src, namespace=ns, grove=grove)
+        if o["kind"] == "DynamoGraphDeployment"
+    ]
+    assert "replicas" not in no_replicas["spec"]["services"]["Frontend"]
+    stored = ssa(k, no_replicas)
+    assert stored["spec"]["services"]["Frontend"]["replicas"] == 1  # the webhook's default
+    assert_stable(k, no_replicas)
 
 
 def test_cluster_wide_client_side_apply_and_replace_are_stable_with_the_stamps(

@@ -12,10 +12,10 @@ touches a GitOps apply of a DGD:
   opt out with ``nvidia.com/enable-grove: "false"``, else ``component``), overwriting a
   value the request carries, and ``nvidia.com/dynamo-operator-origin-version`` is stamped
   unless present;
-* validation (``validation/dynamographdeployment.go``): on CREATE the provider must be
-  ``component`` or ``grove`` and the origin version a semantic version; on UPDATE (unless
-  the DGD is being deleted) the provider may not be added by anyone but the operator's
-  principal (when one is configured), and once set may be neither changed nor removed;
+* validation (``validation/dynamographdeployment.go``): the provider must be ``component``
+  or ``grove`` and the origin version a semantic version; on UPDATE (unless the DGD is being
+  deleted) the provider may not be added by anyone but the operator's principal (when one
+  is configured), and once set may be neither changed nor removed;
 * both skip (allow, unchanged) a namespace whose ``dynamo-operator-namespace-scope`` Lease is
   live (``webhook/common.go`` ``shouldSkipAdmission``; ``LeaseWatcher.Contains`` re-checks
   expiry on every call, so the stand-in reads the Lease on every request).
@@ -114,7 +114,8 @@ class StandIn:
         new = req["object"]
         ann = (new.get("metadata") or {}).get("annotations") or {}
         errs: list[str] = []
-        if req["operation"] == "CREATE":
+        deleting = bool((new.get("metadata") or {}).get("deletionTimestamp"))
+        if not deleting:  # the stateless rules, on CREATE and UPDATE alike
             if PROVIDER in ann and ann[PROVIDER] not in PROVIDERS:
                 errs.append(
                     f'metadata.annotations[{PROVIDER}]: Unsupported value: "{ann[PROVIDER]}": '
@@ -125,9 +126,7 @@ class StandIn:
                     f'metadata.annotations[{ORIGIN}]: Invalid value: "{ann[ORIGIN]}": '
                     "must be valid semver"
                 )
-        elif req["operation"] == "UPDATE" and not (new.get("metadata") or {}).get(
-            "deletionTimestamp"
-        ):
+        if req["operation"] == "UPDATE" and not deleting:
             old_ann = ((req.get("oldObject") or {}).get("metadata") or {}).get("annotations") or {}
             user = (req.get("userInfo") or {}).get("username", "")
             if (
