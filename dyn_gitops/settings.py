@@ -78,6 +78,14 @@ class RenderSettings:
     emit_source: bool = _setting(
         True, "Emit the source DynamoGraphDeployments beside the expanded objects."
     )
+    nvidia_objects: Literal["emit", "omit"] = _setting(
+        "emit",
+        "nvidia.com objects in the output: emit (the source DGDs, as setting emit-source "
+        "says, scaling adapters and nvidia.com objects of the input) or omit (none: for a "
+        "namespace where a Dynamo operator would act on them, i.e. a cluster-wide operator "
+        "without a live namespace-scope lease there; the DGD is rendered but not emitted, "
+        "and a scaling adapter or a nvidia.com object in the input is refused).",
+    )
     source_api_version: Literal["v1alpha1", "as-written"] = _setting(
         "v1alpha1",
         "API version of an emitted nvidia.com/v1beta1 source DGD: v1alpha1 (the "

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from . import admission, keys
+from . import admission, coexistence, keys
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem, RenderError
 from .models.v1alpha1 import DynamoGraphDeployment
@@ -109,7 +109,9 @@ def _validated(
         return None
     api, kind = str(data["apiVersion"]), str(data["kind"])
     if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
-        return Validated(doc)
+        omitted = [located(doc, p) for p in coexistence.passthrough_checks(data, settings)]
+        problems.extend(omitted)
+        return None if omitted else Validated(doc)
     typed = _typed(doc, data, api, kind, problems)
     if typed is None:
         return None
@@ -123,6 +125,7 @@ def _validated(
         ),
         *validate_graph(dgd),
         *workload_provider_checks(dgd, settings.grove),
+        *coexistence.graph_checks(dgd, settings),
         *(runtime_version_admission(dgd) if strict else ()),
     ]
     if found:

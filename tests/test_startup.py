@@ -104,6 +104,7 @@ def test_settings_annotations_are_not_postponed() -> None:
     assert all(isinstance(s.kind, type) for s in REGISTRY)
     assert {s.name: s.choices for s in REGISTRY if s.choices} == {
         "discovery-backend": ("kubernetes", "etcd"),
+        "nvidia-objects": ("emit", "omit"),
         "source-api-version": ("v1alpha1", "as-written"),
         "runtime-version-admission": ("strict", "lenient"),
         "output-format": ("yaml", "json"),

@@ -1,9 +1,9 @@
 """The expand stage: validated documents -> what they render to (:class:`Rendered`).
 
 An object passed through is itself. A DynamoGraphDeployment is every object the Dynamo
-operator would create for it (:mod:`.graph`), plus the DGD itself as emitted (setting
-emit-source) with the markers the companion controller reads. The setting max-objects is
-counted while expanding, so an expansion bomb is stopped before it is made.
+operator would create for it (:mod:`.graph`), plus the DGD itself as emitted (settings
+emit-source and nvidia-objects) with the markers the companion controller reads. The setting
+max-objects is counted while expanding, so an expansion bomb is stopped before it is made.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import admission, keys
+from .. import admission, coexistence, keys
 from ..errors import NotSupportedError, Problem, RenderError
 from ..merge import data_copy
 from ..models.v1alpha1 import DynamoGraphDeployment
@@ -96,7 +96,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     ref = f"{dgd.metadata.namespace or settings.namespace}/{dgd.metadata.name}"
     out = [Rendered(child, doc.file.path, dgd=ref, doc=doc) for child in children]
     # a standalone DCD is rendered, not emitted: the companion controller manages DGDs
-    if settings.emit_source and not item.standalone_dcd:
+    if coexistence.emits_source(settings) and not item.standalone_dcd:
         out.append(
             Rendered(
                 _source_to_emit(source, dgd, children, settings),
