@@ -166,18 +166,26 @@ def k(kube: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Any:
-    """The realistic cluster for the session (tests/support/cluster.py): etcd,
-    kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with fake GPU nodes;
-    Deployments get real ReplicaSets and Ready pods. A separate API server from
-    ``control_plane`` (there, status-writing simulators must not race a real controller)."""
-    from support.cluster import BINARIES, STAGES_FILE, realistic_cluster
+def cluster_binaries() -> tuple[dict[str, Path], Path]:
+    """(binaries, KWOK stage file) of the realistic cluster; fails under CI when missing."""
+    from support.cluster import BINARIES, STAGES_FILE
 
     bins = need_binaries(*BINARIES)
     stages = bins["kwok"].parent / STAGES_FILE
     if not stages.is_file():
         missing_component(f"{stages} is missing: rebuild kwok with tools/test-bins/build.sh")
-    with realistic_cluster(bins, stages) as c:
+    return bins, stages
+
+
+@pytest.fixture(scope="session")
+def cluster(cluster_binaries: tuple[dict[str, Path], Path]) -> Any:
+    """The realistic cluster for the session (tests/support/cluster.py): etcd,
+    kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with fake GPU nodes;
+    Deployments get real ReplicaSets and Ready pods. A separate API server from
+    ``control_plane`` (there, status-writing simulators must not race a real controller)."""
+    from support.cluster import realistic_cluster
+
+    with realistic_cluster(*cluster_binaries) as c:
         yield c
 
 

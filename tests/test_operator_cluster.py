@@ -1,7 +1,9 @@
 """Cluster-wide mode and API-server faults, on a private control plane.
 
 A cluster-wide controller would also act on every other test's namespace, and these
-tests stop and restart the API server, so they get their own etcd + kube-apiserver.
+tests stop and restart the API server, so they get their own etcd + kube-apiserver
+(``plane``); the API-server crash test gets its own realistic cluster (``rplane``: with
+kube-controller-manager, scheduler and KWOK, which reconnect after the crash too).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from dyn_gitops_operator.kube import (
 from dyn_gitops_operator.leases import micro_time
 from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
 from dyn_gitops_operator.testing import (
-    DeploymentSimulator,
     gitops_apply,
     running,
     settings_for_tests,
@@ -115,6 +116,23 @@ def plane(test_binaries: Any) -> Iterator[Plane]:
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
         install_crds(cp.client(), dynamo_crds())
         p = Plane(cp)
+        try:
+            yield p
+        finally:
+            p.close()
+
+
+@pytest.fixture(scope="module")
+def rplane(cluster_binaries: Any) -> Iterator[Plane]:
+    """A private realistic cluster (tests/support/cluster.py) whose API server can crash."""
+    from support.cluster import realistic_cluster
+    from support.controlplane import install_crds
+
+    from dyn_gitops.crds import crds
+
+    with realistic_cluster(*cluster_binaries) as c:
+        install_crds(c.client(), crds())
+        p = Plane(c.plane)
         try:
             yield p
         finally:
@@ -211,12 +229,15 @@ def restart_graph(restart: dict[str, Any] | None = None) -> dict[str, Any]:
     }
 
 
-def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(
-    plane: Plane, pk: Kube
-) -> None:
+def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(rplane: Plane) -> None:
+    """The pods are real and held by a scheduling gate: a service restarted by a stamp is
+    ready again once the test releases its new pods."""
+    from support.cluster import hold, release, release_deployment
+
+    plane = rplane
+    pk = Kube(make_api_client(str(plane.cp.kubeconfig)))
     ns = new_namespace(pk, "faults")
-    gitops_apply(pk, render([restart_graph()], ns))
-    sim = DeploymentSimulator(pk, ns)
+    gitops_apply(pk, hold(render([restart_graph()], ns)))
 
     def deps() -> dict[str, dict[str, Any]]:
         return {
@@ -231,10 +252,12 @@ def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(
 
     with running(cluster_settings(), pk) as m:
         wait_for(lambda: all(d["spec"]["replicas"] == 2 for d in deps().values()), what="sized")
-        for d in deps().values():
-            sim.set_status(d["metadata"]["name"], namespace=ns)
         wait_for(
-            lambda: pk.get(DGDS, ns, "faulty").get("status", {}).get("state") == "successful",
+            lambda: (
+                release(pk.api, ns) is not None
+                and pk.get(DGDS, ns, "faulty").get("status", {}).get("state") == "successful"
+            ),
+            timeout=90,
             what="ready",
         )
         before = {c: d["metadata"]["generation"] for c, d in deps().items()}
@@ -273,16 +296,16 @@ def test_api_server_restart_mid_restart_loses_and_duplicates_nothing(
         for service in order:
             wait_for(
                 lambda s=service: stamp(deps()[s]) == "fault-1",
-                timeout=30,
+                timeout=60,
                 what=f"{service} stamped after the restart",
             )
-            sim.set_status(deps()[service]["metadata"]["name"], namespace=ns)
+            release_deployment(pk.api, ns, deps()[service]["metadata"]["name"])
         wait_for(
             lambda: (
                 pk.get(DGDS, ns, "faulty")["status"].get("restart")
                 == {"observedID": "fault-1", "phase": "Completed"}
             ),
-            timeout=30,
+            timeout=60,
             what="restart completed",
         )
         after = {c: d["metadata"]["generation"] for c, d in deps().items()}

@@ -25,7 +25,6 @@ from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, PCSGS, PODCLIQUE
 from dyn_gitops_operator.testing import (
     GROVE_MANAGER,
     PODCLIQUESETS,
-    DeploymentSimulator,
     gitops_apply,
     grove_create,
     grove_status,
@@ -508,11 +507,16 @@ def test_scaling_adapter_scales_the_podclique_through_scale(k: Kube, namespace: 
 
 
 def test_moving_to_grove_drains_the_old_workers_once_grove_is_ready(
-    k: Kube, namespace: str
+    cluster_k: Kube, cluster_namespace: str
 ) -> None:
     """A DGD re-rendered for Grove: its managed worker Deployment (Prune=false, so the GitOps
     tool keeps it) serves until the worker's PodClique is ready, then is drained and
-    deleted; the frontend Deployment is the GitOps tool's to prune, not ours."""
+    deleted; the frontend Deployment is the GitOps tool's to prune, not ours. On the
+    realistic cluster: the Deployments' pods are real; no Grove runs, so the PodCliques and
+    their status are written as Grove would."""
+    from support.cluster import is_ready, pods
+
+    k, namespace = cluster_k, cluster_namespace
     component = render(SAMPLES / "vllm-agg" / "input", namespace)
     gitops_apply(k, component)
     worker = next(
@@ -521,45 +525,48 @@ def test_moving_to_grove_drains_the_old_workers_once_grove_is_ready(
         if o["kind"] == "Deployment"
         and o["metadata"]["name"].startswith("vllm-agg-vllmdecodeworker-")
     )
-    sim = DeploymentSimulator(k, namespace)
-    sim.start(0.1)
-    try:
-        with running(settings_for_tests(namespace), k):
-            wait_for(
-                lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
-                what="component path ready",
-            )
-            serving = k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"]
-            assert serving >= 1
-            pcs = apply_graph(k, namespace, "vllm-agg", SAMPLES / "vllm-agg" / "input", grove=True)
-            created = grove_create(k, pcs)
-            wait_for(
-                lambda: message_is(
-                    k,
-                    namespace,
-                    "vllm-agg",
-                    "Resources not ready: vllm-agg: "
-                    "podclique/vllm-agg-0-frontend: observedGeneration is nil; "
-                    "podclique/vllm-agg-0-vllmdecodeworker: observedGeneration is nil",
-                ),
-                what="Grove status",
-            )
-            time.sleep(1)  # a few reconcile passes: the old worker keeps serving meanwhile
-            assert k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"] == serving
-            for name, res in created.items():
-                grove_status(k, res, namespace, name)
-            wait_for(
-                lambda: (
-                    worker not in {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
-                ),
-                timeout=30,
-                what="old worker drained and deleted",
-            )
-            assert status_of(k, namespace, "vllm-agg")["state"] == "successful"
-            # not ours to delete (no managed-replicas annotation): left to the GitOps tool
-            assert k.get(DEPLOYMENTS, namespace, "vllm-agg-frontend")
-    finally:
-        sim.stop()
+    with running(settings_for_tests(namespace), k):
+        wait_for(
+            lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
+            timeout=90,
+            what="component path ready",
+        )
+        serving = k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"]
+        assert serving >= 1
+
+        def worker_pods() -> list[Any]:
+            return [p for p in pods(k.api, namespace) if p.metadata.name.startswith(worker)]
+
+        assert sum(is_ready(p) for p in worker_pods()) == serving
+        pcs = apply_graph(k, namespace, "vllm-agg", SAMPLES / "vllm-agg" / "input", grove=True)
+        created = grove_create(k, pcs)
+        wait_for(
+            lambda: message_is(
+                k,
+                namespace,
+                "vllm-agg",
+                "Resources not ready: vllm-agg: "
+                "podclique/vllm-agg-0-frontend: observedGeneration is nil; "
+                "podclique/vllm-agg-0-vllmdecodeworker: observedGeneration is nil",
+            ),
+            what="Grove status",
+        )
+        time.sleep(1)  # a few reconcile passes: the old worker keeps serving meanwhile
+        assert k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"] == serving
+        assert sum(is_ready(p) for p in worker_pods()) == serving
+        for name, res in created.items():
+            grove_status(k, res, namespace, name)
+        wait_for(
+            lambda: (
+                worker not in {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
+            ),
+            timeout=90,
+            what="old worker drained and deleted",
+        )
+        wait_for(lambda: not worker_pods(), timeout=90, what="its pods deleted")
+        assert status_of(k, namespace, "vllm-agg")["state"] == "successful"
+        # not ours to delete (no managed-replicas annotation): left to the GitOps tool
+        assert k.get(DEPLOYMENTS, namespace, "vllm-agg-frontend")
 
 
 def test_stale_cache_scale_is_refused_not_applied(k: Kube, namespace: str) -> None:

@@ -21,7 +21,7 @@ from dyn_gitops_operator.testing import (
     settings_for_tests,
     wait_for,
 )
-from support.cluster import hold, release
+from support.cluster import hold, release, release_deployment
 from support.graphs import restart_graph as graph
 from support.rendering import render
 
@@ -71,11 +71,7 @@ def settle(k: Kube, ns: str) -> None:
 
 def release_service(k: Kube, ns: str, deployment: str) -> None:
     """Let the pods of one Deployment be scheduled (its restart rollout then completes)."""
-    wait_for(
-        lambda: release(k.api, ns, only=lambda pod: pod.startswith(deployment + "-")),
-        timeout=60,
-        what=f"held pods of {deployment}",
-    )
+    release_deployment(k.api, ns, deployment)
 
 
 def test_sequential_restart_waits_for_each_service(cluster_k: Kube, cluster_namespace: str) -> None:

@@ -1,7 +1,8 @@
 """Scaling adapters and managed replicas against the real kube-apiserver.
 
 HPA / KEDA / the Planner write the DGDSA's ``/scale`` subresource; the controller publishes
-the adapter's scale status and sets the Deployment's ``spec.replicas``. Field ownership is
+the adapter's scale status and sets the Deployment's ``spec.replicas``; on the realistic
+cluster the pods follow (kube-controller-manager, scheduler, KWOK). Field ownership is
 checked through ``managedFields``: the controller owns only what the table gives it.
 """
 
@@ -21,6 +22,7 @@ from dyn_gitops_operator.testing import (
     settings_for_tests,
     wait_for,
 )
+from support.cluster import is_ready, pods
 from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
@@ -39,7 +41,12 @@ def replicas(k: Kube, ns: str, name: str) -> int:
     return int(k.get(DEPLOYMENTS, ns, name)["spec"]["replicas"])
 
 
-def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> None:
+def ready_pods(k: Kube, ns: str, deployment: str) -> int:
+    return sum(is_ready(p) for p in pods(k.api, ns) if p.metadata.name.startswith(deployment + "-"))
+
+
+def test_scale_subresource_drives_the_deployments(cluster_k: Kube, cluster_namespace: str) -> None:
+    k, namespace = cluster_k, cluster_namespace
     objs = render(SAMPLES / "scaling-adapter" / "input", namespace)
     gitops_apply(k, objs)
     deps = {o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"}
@@ -75,6 +82,20 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
             lambda: replicas(k, namespace, "sglang-disagg-frontend") == 3,
             what="frontend scaled to 3",
         )
+        wait_for(lambda: ready_pods(k, namespace, decode) == 4, 90, "4 decode pods Ready")
+        st = wait_for(
+            lambda: (
+                (s := k.get(DGDS, namespace, "sglang-disagg").get("status", {}))
+                .get("services", {})
+                .get("decode", {})
+                .get("availableReplicas")
+                == 4
+                and s
+            ),
+            timeout=90,
+            what="the DGD reports the 4 available decode workers",
+        )
+        assert st["services"]["Frontend"]["availableReplicas"] == 3
         adapter = wait_for(
             lambda: (
                 (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))["status"]["replicas"] == 4
@@ -99,6 +120,11 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
         # scale to zero is a valid request
         hpa_scale(k, namespace, "sglang-disagg-decode", 0)
         wait_for(lambda: replicas(k, namespace, decode) == 0, what="decode at 0")
+        wait_for(
+            lambda: not [p for p in pods(k.api, namespace) if p.metadata.name.startswith(decode)],
+            timeout=90,
+            what="the decode pods deleted",
+        )
 
     # ownership: the controller owns spec.replicas of the workloads, the owner reference
     # to the DGD of the managed workers and the status of the custom resources, nothing

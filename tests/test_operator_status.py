@@ -102,7 +102,7 @@ def test_status_progressing_healthy_degraded(cluster_k: Kube, cluster_namespace:
         )
         assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
         assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
-        assert len(gated(api, namespace)) == 1  # the replacement
+        wait_for(lambda: len(gated(api, namespace)) == 1, 60, "the replacement, held")
         wait_for(
             lambda: (
                 release(api, namespace) is not None

@@ -268,6 +268,32 @@ def release(
     return done
 
 
+def rolled_out(api: Any, namespace: str, deployment: str) -> bool:
+    """The Deployment's current template is fully rolled out and available."""
+    from kubernetes import client
+
+    d = client.AppsV1Api(api).read_namespaced_deployment(deployment, namespace)
+    st, want = d.status, d.spec.replicas
+    return bool(
+        (st.observed_generation or 0) >= (d.metadata.generation or 0)
+        and (st.updated_replicas or 0) == want
+        and (st.available_replicas or 0) == want
+        and (st.replicas or 0) == want
+    )
+
+
+def release_deployment(api: Any, namespace: str, deployment: str, timeout: float = 90) -> None:
+    """Release the held pods of one Deployment, as they come, until it is rolled out (a
+    rolling update creates its new pods a few at a time)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        release(api, namespace, only=lambda pod: pod.startswith(deployment + "-"))
+        if rolled_out(api, namespace, deployment):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"Deployment {deployment} in {namespace} not rolled out after {timeout} s")
+
+
 def cap_pods(api: Any, namespace: str, pods: int) -> None:
     """Allow at most ``pods`` non-terminal pods in ``namespace`` (a ResourceQuota: the
     ReplicaSet controller's creations beyond it are refused by the API server)."""

@@ -87,7 +87,7 @@ for t in "${TOOLS[@]}"; do
 done
 for t in "${K8S_CMDS[@]}"; do
   [ "${VERSION[$t]}" = "${VERSION[kube-apiserver]}" ] ||
-    die "$VERSIONS_FILE: $t must have kube-apiserver's version (one wrapper module builds both)"
+    die "$VERSIONS_FILE: $t must have kube-apiserver's version (one wrapper module builds the three)"
 done
 
 KEY=$(sha256sum "$VERSIONS_FILE" | cut -c1-12)
@@ -322,7 +322,7 @@ total_start=$SECONDS
 for tool in "${selected[@]}"; do
   ver=${VERSION[$tool]}
   bin=$BIN_DIR/$tool
-  if [ -x "$bin" ]; then
+  if [ -x "$bin" ] && { [ "$tool" != kwok ] || [ -f "$BIN_DIR/kwok-stages.yaml" ]; }; then
     printf '%-23s %-8s cached %5ss  cpu %5ss  %s\n' "$tool" "$ver" 0 0 "$bin"
     continue
   fi
