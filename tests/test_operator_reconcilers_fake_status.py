@@ -61,23 +61,27 @@ def test_pending_healthy_degraded_recovered(agg: tuple[FakeCluster, str]) -> Non
         == cond["observedGeneration"]
         == c.dgd("vllm-agg")["metadata"]["generation"]
     )
-    assert st["services"]["VllmDecodeWorker"] == {
+    # ComponentReplicaStatus (api/v1beta1/common.go @ 2a6da14c8); a worker's runtime
+    # namespace carries its generation (ComponentRuntimeNamespace, v1beta1_helpers.go)
+    assert st["components"]["VllmDecodeWorker"] == {
         "componentKind": "Deployment",
-        "componentName": worker,
         "componentNames": [worker],
+        "runtimeNamespace": f"{c.ns}-vllm-agg-{worker.rsplit('-', 1)[1]}",
         "replicas": 2,
         "readyReplicas": 2,
         "availableReplicas": 2,
         "updatedReplicas": 2,
     }
-    assert st["services"]["Frontend"]["replicas"] == 1
+    assert st["components"]["Frontend"]["replicas"] == 1
+    assert st["components"]["Frontend"]["runtimeNamespace"] == f"{c.ns}-vllm-agg"
+    assert "services" not in st  # the v1alpha1 name is gone from the v1beta1 status
 
     c.set_status(worker, available=1)
     c.converge("vllm-agg")
     st = c.status("vllm-agg")
     assert st["state"] == "pending"
     assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
-    assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
+    assert st["components"]["VllmDecodeWorker"]["availableReplicas"] == 1
 
     c.set_status(worker)
     c.set_status("vllm-agg-frontend", available=0, failed="ReplicaSet has timed out")
@@ -157,7 +161,10 @@ def test_missing_deployment_is_reported() -> None:
     st = c.status("vllm-agg")
     assert st["state"] == "pending"
     assert "vllm-agg-frontend: Deployment not found" in ready_cond(st)["message"]
-    assert "Frontend" not in st["services"]
+    assert "Frontend" not in st["components"]
+
+
+WORKER_HASH = "nvidia.com/dynamo-worker-hash"
 
 
 def test_multinode_services_report_their_leaderworkersets() -> None:
@@ -200,9 +207,10 @@ def test_multinode_services_report_their_leaderworkersets() -> None:
     c.converge("sglang-mn")
     st = c.status("sglang-mn")
     assert st["state"] == "successful"
-    assert st["services"]["decode"] == {
+    assert st["components"]["decode"] == {
         "componentKind": "LeaderWorkerSet",
         "componentNames": [name],
+        "runtimeNamespace": f"{c.ns}-sglang-mn-{lws['metadata']['labels'][WORKER_HASH]}",
         "replicas": 2,
         "readyReplicas": 2,
         "updatedReplicas": 2,
