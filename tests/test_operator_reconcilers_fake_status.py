@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.status import StatusReconciler
@@ -224,3 +225,69 @@ def test_a_graph_without_its_dgd_gets_no_status(agg: tuple[FakeCluster, str]) ->
     before = c.writes()
     StatusReconciler().reconcile(graph, Plan(), c.loop.ctx)
     assert c.writes() == before
+
+
+def _stamped(objs: list[dict[str, Any]], commit: str) -> list[dict[str, Any]]:
+    """The objects as a renderer that knows the commit stamps them (finalize.py)."""
+    out = copy.deepcopy(objs)
+    for obj in out:
+        obj["metadata"].setdefault("annotations", {})["dyn-gitops.io/source-commit"] = commit
+    return out
+
+
+def test_ready_only_once_the_dgds_commit_is_served() -> None:
+    """observedGeneration gating (#3567, DGD "Successful" during a rollout): a DGD applied
+    from a new commit whose workloads still come from the old one is not Ready for its
+    new generation, although every workload it had reports ready; Ready once they follow."""
+    c = FakeCluster()
+    (source,) = yaml.safe_load_all((SAMPLES / "vllm-agg" / "input" / "vllm-agg.yaml").read_text())
+    changed = copy.deepcopy(source)
+    changed["spec"]["services"]["Frontend"]["envs"] = [{"name": "A", "value": "1"}]
+    old, new = render([source], c.ns), render([changed], c.ns)
+    c.apply(_stamped(old, "a" * 40))
+    c.converge("vllm-agg")
+    for name in c.deployments():
+        c.set_status(name)
+    c.converge("vllm-agg")
+    assert c.status("vllm-agg")["state"] == "successful"
+
+    # the GitOps tool applied the DGD of commit b (a frontend change) but no workload yet
+    c.apply(_stamped([o for o in new if o["kind"] == "DynamoGraphDeployment"], "b" * 40))
+    c.converge("vllm-agg")
+    st = c.status("vllm-agg")
+    cond = ready_cond(st)
+    assert c.dgd("vllm-agg")["metadata"]["generation"] == 2
+    assert st["observedGeneration"] == cond["observedGeneration"] == 2
+    assert (st["state"], cond["status"], cond["reason"], cond["message"]) == (
+        "pending",
+        "False",
+        "some_resources_are_not_ready",
+        "Resources not ready: "
+        "vllm-agg-frontend: rendered from commit aaaaaaaaaaaa, the DGD from bbbbbbbbbbbb; "
+        f"{next(n for n in c.deployments() if n != 'vllm-agg-frontend')}: "
+        "rendered from commit aaaaaaaaaaaa, the DGD from bbbbbbbbbbbb",
+    )
+
+    c.apply(_stamped([o for o in new if o["kind"] == "Deployment"], "b" * 40))
+    c.converge("vllm-agg")
+    assert ready_cond(c.status("vllm-agg"))["status"] == "False"  # the new spec not observed
+    for name in c.deployments():
+        c.set_status(name)
+    c.converge("vllm-agg")
+    assert ready_cond(c.status("vllm-agg"))["status"] == "True"
+
+
+def test_other_conditions_on_the_dgd_are_kept(agg: tuple[FakeCluster, str]) -> None:
+    """``conditions`` is a map list by type: the controller owns Ready only."""
+    c, worker = agg
+    dgd = c.dgd("vllm-agg")
+    other = {"type": "TopologyLevelsAvailable", "status": "True", "reason": "r", "message": "m"}
+    c.kube.update(
+        DGDS,
+        {**dgd, "status": {**dgd["status"], "conditions": [*dgd["status"]["conditions"], other]}},
+        subresource="status",
+    )
+    c.set_status(worker)
+    c.converge("vllm-agg")
+    conds = c.status("vllm-agg")["conditions"]
+    assert [x["type"] for x in conds] == ["Ready", "TopologyLevelsAvailable"]
