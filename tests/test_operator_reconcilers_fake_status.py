@@ -291,3 +291,58 @@ def test_other_conditions_on_the_dgd_are_kept(agg: tuple[FakeCluster, str]) -> N
     c.converge("vllm-agg")
     conds = c.status("vllm-agg")["conditions"]
     assert [x["type"] for x in conds] == ["Ready", "TopologyLevelsAvailable"]
+
+
+def test_grove_ready_reasons_through_the_controller() -> None:
+    """The 1.4+ Ready reasons on the Grove path (evaluateGroveComponents and
+    observePodCliqueReadiness, internal/dynamo/grove.go @ 2a6da14c8): a capacity blocker,
+    an unfinished update, pods scheduled but not ready, and disagreeing components."""
+    from dyn_gitops_operator.resources import PODCLIQUES
+    from support.fakecluster import GROVE_KINDS
+
+    c = FakeCluster()
+    objs = render(SAMPLES / "scaling-adapter" / "input", c.ns, grove=True)
+    c.apply(objs, kinds=GROVE_KINDS)
+    (pcs,) = [o for o in objs if o["kind"] == "PodCliqueSet"]
+    created = c.grove_create(pcs)
+    for name, res in created.items():
+        c.grove_status(res, name)
+    c.converge("sglang-disagg")
+    assert c.status("sglang-disagg")["state"] == "successful"
+    decode, prefill = "sglang-disagg-0-decode", "sglang-disagg-0-prefill"
+    want = c.grove.get(PODCLIQUES, c.ns, decode)["spec"]["replicas"]
+
+    def verdict() -> tuple[str, str, str]:
+        c.converge("sglang-disagg")
+        st = c.status("sglang-disagg")
+        cond = ready_cond(st)
+        return st["state"], cond["reason"], cond["message"]
+
+    c.grove_status(PODCLIQUES, decode, scheduleGatedReplicas=1, readyReplicas=want - 1)
+    assert verdict() == (
+        "pending",
+        "insufficient_capacity",
+        "Resources not ready: sglang-disagg: decode: schedule-gated replicas: 1",
+    )
+    c.grove_status(PODCLIQUES, decode, updatedReplicas=0, readyReplicas=0)
+    assert verdict()[:2] == ("pending", "updating")
+    c.grove_status(PODCLIQUES, decode, readyReplicas=0)
+    assert verdict() == (
+        "pending",
+        "pods_not_ready",
+        f"Resources not ready: sglang-disagg: decode: scheduled but ready=0/{want}",
+    )
+    c.grove_status(PODCLIQUES, prefill, readyReplicas=0, scheduleGatedReplicas=1)
+    assert verdict()[:2] == ("pending", "mixed_not_ready_reasons")
+    st = c.status("sglang-disagg")
+    assert st["components"]["decode"] == {
+        "componentKind": "PodClique",
+        "componentNames": [decode],
+        "replicas": want,
+        "updatedReplicas": want,
+        "readyReplicas": 0,
+        "scheduledReplicas": want,
+    }
+    for name, res in created.items():
+        c.grove_status(res, name)
+    assert verdict()[:2] == ("successful", "all_resources_are_ready")
