@@ -295,7 +295,7 @@ class Tracker:
             st = d.get("status") or {}
             ok = (
                 st.get("state") == "successful"
-                and len(st.get("services") or {}) == 4
+                and len(st.get("components") or {}) == 4
                 and st.get("observedGeneration") == d["metadata"]["generation"]
             )
             return {"metadata": d["metadata"] | {"managedFields": None}, "ok": ok}

@@ -494,14 +494,15 @@ def test_controller_works_with_exactly_the_chart_rbac(
             lambda: (
                 pk.get(DGDS, work_ns, "sglang-disagg")
                 .get("status", {})
-                .get("services", {})
+                .get("components", {})
                 .get("decode", {})
-                .get("componentName")
+                .get("componentNames")
             ),
             what="status written",
         )
-        decode = pk.get(DGDS, work_ns, "sglang-disagg")["status"]["services"]["decode"]
-        assert pk.get(DEPLOYMENTS, work_ns, decode["componentName"])["spec"]["replicas"] == 2
+        decode = pk.get(DGDS, work_ns, "sglang-disagg")["status"]["components"]["decode"]
+        (name,) = decode["componentNames"]  # no rollout: the current generation only
+        assert pk.get(DEPLOYMENTS, work_ns, name)["spec"]["replicas"] == 2
         wait_for(
             lambda: pk.get(PODCLIQUES, work_ns, "vllm-agg-0-frontend")["spec"]["replicas"] == 2,
             what="PodClique scaled through /scale",
@@ -510,7 +511,7 @@ def test_controller_works_with_exactly_the_chart_rbac(
             lambda: (
                 pk.get(DGDS, work_ns, "vllm-agg")
                 .get("status", {})
-                .get("services", {})
+                .get("components", {})
                 .get("VllmDecodeWorker", {})
                 .get("componentKind")
                 == "PodCliqueScalingGroup"

@@ -130,10 +130,10 @@ def test_rollout_respects_budget_and_removes_old_generation(
             "phase": "Completed",
             "startTime": "2025-06-01T00:00:10Z",
             "endTime": "2025-06-01T00:00:20Z",
-            "updatedServices": [WORKER],
+            "updatedComponents": [WORKER],
         },
     )
-    assert st["services"][WORKER]["componentNames"] == [new]
+    assert st["components"][WORKER]["componentNames"] == [new]
     assert c.replicas(new) == desired
 
 
@@ -213,9 +213,9 @@ def test_worker_service_removed_from_git_is_drained_and_deleted() -> None:
             break
         c.kcm_step(kcm.policy)
         c.converge("roll")
-    assert set(st["services"]) == {"Frontend", WORKER}
+    assert set(st["components"]) == {"Frontend", WORKER}
     assert set(c.deployments()) == {"roll-frontend", worker_name(second)}
-    assert st["rollingUpdate"]["updatedServices"] == [WORKER]
+    assert st["rollingUpdate"]["updatedComponents"] == [WORKER]
 
 
 def test_recreate_drains_first_then_starts_the_new_generation() -> None:

@@ -179,7 +179,7 @@ def test_grove_podclique_follows_the_adapter_through_scale() -> None:
     assert live["spec"]["replicas"] == 4 and live["metadata"]["generation"] == 2
     assert (FIELD_MANAGER, "scale") in managers(live)
     assert c.status("sglang-disagg")["conditions"][0]["message"] == (
-        f"Resources not ready: sglang-disagg: podclique/{decode}: spec not yet processed: "
+        "Resources not ready: sglang-disagg: decode: spec not yet processed: "
         "generation=2, observedGeneration=1"
     )
 

@@ -80,16 +80,19 @@ def test_status_progressing_healthy_degraded(cluster_k: Kube, cluster_namespace:
         )
         dgd = k.get(DGDS, namespace, "vllm-agg")
         assert st["observedGeneration"] == dgd["metadata"]["generation"]
-        assert st["services"]["VllmDecodeWorker"] == {
+        # ComponentReplicaStatus (api/v1beta1/common.go @ 2a6da14c8): no v1alpha1
+        # componentName; the worker's runtime namespace names its generation
+        assert "services" not in st
+        assert st["components"]["VllmDecodeWorker"] == {
             "componentKind": "Deployment",
-            "componentName": worker,
             "componentNames": [worker],
+            "runtimeNamespace": f"{namespace}-vllm-agg-{worker.rsplit('-', 1)[1]}",
             "replicas": 2,
             "readyReplicas": 2,
             "availableReplicas": 2,
             "updatedReplicas": 2,
         }
-        assert st["services"]["Frontend"]["replicas"] == 1
+        assert st["components"]["Frontend"]["replicas"] == 1
 
         # progressing: a worker pod fails; its replacement is held Pending
         victim = next(p for p in pods(api, namespace) if p.metadata.name.startswith(worker))
@@ -101,7 +104,7 @@ def test_status_progressing_healthy_degraded(cluster_k: Kube, cluster_namespace:
             what="pending again",
         )
         assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
-        assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
+        assert st["components"]["VllmDecodeWorker"]["availableReplicas"] == 1
         wait_for(lambda: len(gated(api, namespace)) == 1, 60, "the replacement, held")
         wait_for(
             lambda: (
@@ -179,7 +182,7 @@ def test_missing_deployment_is_reported(k: Kube, namespace: str) -> None:
         )
         assert st["state"] == "pending"
         assert "vllm-agg-frontend: Deployment not found" in ready_cond(st)["message"]
-        assert "Frontend" not in st["services"]
+        assert "Frontend" not in st["components"]
 
 
 @pytest.mark.parametrize(
@@ -210,6 +213,9 @@ def test_worker_hash_matches_the_renderer_after_a_round_trip(
         unstamped["metadata"]["annotations"].pop("dyn-gitops.io/worker-hash", None)
         assert live["apiVersion"] == "nvidia.com/v1beta1" and live["spec"]["components"]
         assert rendered == ({compute_worker_hash(unstamped)} - {None}), name
+
+
+WORKER_HASH = "nvidia.com/dynamo-worker-hash"
 
 
 def test_multinode_services_report_their_leaderworkersets(
@@ -259,9 +265,10 @@ def test_multinode_services_report_their_leaderworkersets(
             lambda: (s := status_of(k, namespace, "sglang-mn"))["state"] == "successful" and s,
             what="successful",
         )
-        assert st["services"]["decode"] == {
+        assert st["components"]["decode"] == {
             "componentKind": "LeaderWorkerSet",
             "componentNames": [name],
+            "runtimeNamespace": f"{namespace}-sglang-mn-{lws['metadata']['labels'][WORKER_HASH]}",
             "replicas": 2,
             "readyReplicas": 2,
             "updatedReplicas": 2,

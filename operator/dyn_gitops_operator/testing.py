@@ -282,15 +282,15 @@ def grove_status(
     observed: int | Literal["current"] | None = "current",
     **counts: int,
 ) -> Obj:
-    """Write the status Grove would report. Defaults: fully ready at the desired replicas
-    (``readyReplicas`` for a PodClique, ``availableReplicas`` for a PCSG), the current
-    generation observed; ``counts`` override (e.g. ``readyReplicas=1``);
+    """Write the status Grove would report. Defaults: fully ready and scheduled at the
+    desired replicas (``readyReplicas`` for a PodClique, ``availableReplicas`` for a PCSG),
+    the current generation observed; ``counts`` override (e.g. ``readyReplicas=1``);
     ``observed=None`` leaves ``observedGeneration`` out."""
     grove = Kube(kube.api, kube.timeout, field_manager=GROVE_MANAGER)
     for _ in range(20):
         obj = grove.get(res, namespace, name)
         want = int(obj["spec"].get("replicas") or 0)
-        status: Obj = {"replicas": want, "updatedReplicas": want}
+        status: Obj = {"replicas": want, "updatedReplicas": want, "scheduledReplicas": want}
         status["availableReplicas" if res is PCSGS else "readyReplicas"] = want
         status.update(counts)
         if observed == "current":

@@ -200,6 +200,7 @@ class FakeCluster:
         status: Obj = {
             "replicas": want,
             "updatedReplicas": want,
+            "scheduledReplicas": want,
             "availableReplicas" if res is PCSGS else "readyReplicas": want,
         }
         status.update(counts)
