@@ -657,7 +657,6 @@ def test_moving_to_grove_drains_the_old_workers_once_grove_is_ready(
         if o["kind"] == "Deployment"
         and o["metadata"]["name"].startswith("vllm-agg-vllmdecodeworker-")
     )
-<<<<<<< HEAD
     with running(settings_for_tests(namespace), k):
         wait_for(
             lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
@@ -679,8 +678,8 @@ def test_moving_to_grove_drains_the_old_workers_once_grove_is_ready(
                 namespace,
                 "vllm-agg",
                 "Resources not ready: vllm-agg: "
-                "podclique/vllm-agg-0-frontend: observedGeneration is nil; "
-                "podclique/vllm-agg-0-vllmdecodeworker: observedGeneration is nil",
+                "Frontend: observedGeneration is nil; "
+                "VllmDecodeWorker: observedGeneration is nil",
             ),
             what="Grove status",
         )
@@ -700,47 +699,6 @@ def test_moving_to_grove_drains_the_old_workers_once_grove_is_ready(
         assert status_of(k, namespace, "vllm-agg")["state"] == "successful"
         # not ours to delete (no managed-replicas annotation): left to the GitOps tool
         assert k.get(DEPLOYMENTS, namespace, "vllm-agg-frontend")
-=======
-    sim = DeploymentSimulator(k, namespace)
-    sim.start(0.1)
-    try:
-        with running(settings_for_tests(namespace), k):
-            wait_for(
-                lambda: status_of(k, namespace, "vllm-agg").get("state") == "successful",
-                what="component path ready",
-            )
-            serving = k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"]
-            assert serving >= 1
-            pcs = apply_graph(k, namespace, "vllm-agg", SAMPLES / "vllm-agg" / "input", grove=True)
-            created = grove_create(k, pcs)
-            wait_for(
-                lambda: message_is(
-                    k,
-                    namespace,
-                    "vllm-agg",
-                    "Resources not ready: vllm-agg: "
-                    "Frontend: observedGeneration is nil; "
-                    "VllmDecodeWorker: observedGeneration is nil",
-                ),
-                what="Grove status",
-            )
-            time.sleep(1)  # a few reconcile passes: the old worker keeps serving meanwhile
-            assert k.get(DEPLOYMENTS, namespace, worker)["spec"]["replicas"] == serving
-            for name, res in created.items():
-                grove_status(k, res, namespace, name)
-            wait_for(
-                lambda: (
-                    worker not in {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
-                ),
-                timeout=30,
-                what="old worker drained and deleted",
-            )
-            assert status_of(k, namespace, "vllm-agg")["state"] == "successful"
-            # not ours to delete (no managed-replicas annotation): left to the GitOps tool
-            assert k.get(DEPLOYMENTS, namespace, "vllm-agg-frontend")
-    finally:
-        sim.stop()
->>>>>>> p14/controller
 
 
 def test_stale_cache_scale_is_refused_not_applied(k: Kube, namespace: str) -> None:

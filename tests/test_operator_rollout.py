@@ -320,7 +320,6 @@ def test_worker_service_removed_from_git_is_drained_and_deleted(
         for o in first
         if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("roll-extra-")
     )
-<<<<<<< HEAD
     with running(settings_for_tests(namespace), k):
         wait_for(
             lambda: k.get(DGDS, namespace, "roll").get("status", {}).get("state") == "successful",
@@ -346,46 +345,9 @@ def test_worker_service_removed_from_git_is_drained_and_deleted(
             timeout=60,
             what="completed",
         )
-        assert set(st["services"]) == {"Frontend", WORKER}
+        assert set(st["components"]) == {"Frontend", WORKER}
         names = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
         assert names == {"roll-frontend", worker_name(second)}
-=======
-    sim = DeploymentSimulator(k, namespace)
-    sim.start(0.1)
-    try:
-        with running(settings_for_tests(namespace), k):
-            wait_for(
-                lambda: (
-                    k.get(DGDS, namespace, "roll").get("status", {}).get("state") == "successful"
-                ),
-                what="ready with Extra",
-            )
-            second = render([graph("img:1", 2)], namespace)  # Extra removed from Git
-            gitops_apply(k, second)
-            wait_for(
-                lambda: (
-                    extra not in {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
-                ),
-                timeout=30,
-                what="Extra drained and deleted",
-            )
-            st = wait_for(
-                lambda: (
-                    (s := k.get(DGDS, namespace, "roll")["status"])
-                    .get("rollingUpdate", {})
-                    .get("phase")
-                    == "Completed"
-                    and s["state"] == "successful"
-                    and s
-                ),
-                what="completed",
-            )
-            assert set(st["components"]) == {"Frontend", WORKER}
-            names = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
-            assert names == {"roll-frontend", worker_name(second)}
-    finally:
-        sim.stop()
->>>>>>> p14/controller
 
 
 def test_managed_workers_are_owned_by_their_dgd(cluster_k: Kube, cluster_namespace: str) -> None:
