@@ -127,11 +127,10 @@ def rplane(cluster_binaries: Any) -> Iterator[Plane]:
     """A private realistic cluster (tests/support/cluster.py) whose API server can crash."""
     from support.cluster import realistic_cluster
     from support.controlplane import install_crds
-
-    from dyn_gitops.crds import crds
+    from support.dynamo_crds import dynamo_crds
 
     with realistic_cluster(*cluster_binaries) as c:
-        install_crds(c.client(), crds())
+        install_crds(c.client(), dynamo_crds())
         p = Plane(c.plane)
         try:
             yield p

@@ -86,7 +86,7 @@ def test_scale_subresource_drives_the_deployments(cluster_k: Kube, cluster_names
         st = wait_for(
             lambda: (
                 (s := k.get(DGDS, namespace, "sglang-disagg").get("status", {}))
-                .get("services", {})
+                .get("components", {})
                 .get("decode", {})
                 .get("availableReplicas")
                 == 4
@@ -95,7 +95,7 @@ def test_scale_subresource_drives_the_deployments(cluster_k: Kube, cluster_names
             timeout=90,
             what="the DGD reports the 4 available decode workers",
         )
-        assert st["services"]["Frontend"]["availableReplicas"] == 3
+        assert st["components"]["Frontend"]["availableReplicas"] == 3
         adapter = wait_for(
             lambda: (
                 (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))["status"]["replicas"] == 4
