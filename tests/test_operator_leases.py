@@ -22,10 +22,14 @@ from typing import Any
 
 import pytest
 from dyn_gitops_operator import FIELD_MANAGER
-from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import DGDS, LEASES, Kube
 from dyn_gitops_operator.leases import micro_time, parse_time
-from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
+from dyn_gitops_operator.settings import (
+    SCOPE_LEASE_HANDOVER_ANNOTATION,
+    SCOPE_LEASE_NAME,
+    OperatorSettings,
+    ScopeSettings,
+)
 from dyn_gitops_operator.testing import (
     gitops_apply,
     hpa_scale,
@@ -77,8 +81,57 @@ def test_namespace_mode_holds_renews_and_releases_the_scope_lease(k: Kube, names
             what="a renewal (interval 2 s)",
         )
         assert m.metrics.value("dyn_gitops_controller_scope_leases_held") == 1
-    with pytest.raises(NotFoundError):  # released on clean shutdown
-        k.get(LEASES, namespace, SCOPE_LEASE_NAME)
+        before = k.get(LEASES, namespace, SCOPE_LEASE_NAME)
+    # a clean shutdown keeps the lease (a cluster-wide Dynamo operator stays out) and marks
+    # it for hand-over, renewed once more
+    lease = k.get(LEASES, namespace, SCOPE_LEASE_NAME)
+    assert lease["metadata"]["annotations"][SCOPE_LEASE_HANDOVER_ANNOTATION] == "true"
+    assert lease["spec"]["holderIdentity"] == spec["holderIdentity"]
+    assert lease["spec"]["renewTime"] >= before["spec"]["renewTime"]
+
+
+def test_a_successor_takes_a_handed_over_scope_lease_without_a_gap(k: Kube, namespace: str) -> None:
+    """Hand-over on a clean shutdown: the successor (another process, e.g. the next pod of
+    a rolling update) takes the marked lease at once; the lease never disappears and never
+    expires, so a cluster-wide Dynamo operator is excluded throughout. The lease lasts an
+    hour here: a successor that waited for expiry would time out."""
+
+    def hour_lease() -> OperatorSettings:  # a new identity each call (another process)
+        return settings_for_tests(
+            namespace, scope=ScopeSettings(lease_duration=3600, renew_interval=2)
+        )
+
+    with running(hour_lease(), k):
+        lease = k.get(LEASES, namespace, SCOPE_LEASE_NAME)
+        first, uid = lease["spec"]["holderIdentity"], lease["metadata"]["uid"]
+    seen: list[str] = []
+    with running(hour_lease(), k, timeout=HANG_GUARD):
+        lease = k.get(LEASES, namespace, SCOPE_LEASE_NAME)
+        seen.append(lease["spec"]["holderIdentity"])
+        assert SCOPE_LEASE_HANDOVER_ANNOTATION not in (lease["metadata"].get("annotations") or {})
+        assert lease["metadata"]["uid"] == uid  # the same object: never deleted in between
+    assert seen and seen[0] != first
+
+
+def test_a_live_foreign_lease_marked_for_hand_over_is_not_taken(k: Kube, namespace: str) -> None:
+    """Only a dyn-gitops holder's mark counts: a Dynamo operator's live lease with the
+    annotation is still waited for."""
+    from dyn_gitops_operator.manager import Manager
+
+    foreign_lease(k, namespace, 3600, "namespace-restricted-operator-1.5.1")
+    lease = k.get(LEASES, namespace, SCOPE_LEASE_NAME)
+    lease["metadata"].setdefault("annotations", {})[SCOPE_LEASE_HANDOVER_ANNOTATION] = "true"
+    k.update(LEASES, lease)
+    m = Manager(settings_for_tests(namespace), kube=k)
+    m.start()
+    try:
+        time.sleep(2)  # several acquire attempts (retry 1 s); none may succeed
+        assert not m.acting()
+        held = k.get(LEASES, namespace, SCOPE_LEASE_NAME)["spec"]["holderIdentity"]
+        assert held == "namespace-restricted-operator-1.5.1"
+    finally:
+        m.stop()
+        m.shutdown()
 
 
 def test_namespace_mode_waits_for_a_live_foreign_scope_lease(k: Kube, namespace: str) -> None:
@@ -367,8 +420,8 @@ def test_two_replicas_never_act_at_once(
         assert follower.stop(signal.SIGTERM) == 0
         lease = k.get(LEASES, namespace, "dyn-gitops-controller")
         assert lease["spec"]["holderIdentity"] == ""  # released on clean shutdown
-        with pytest.raises(NotFoundError):
-            k.get(LEASES, namespace, SCOPE_LEASE_NAME)
+        scope = k.get(LEASES, namespace, SCOPE_LEASE_NAME)  # kept, marked for hand-over
+        assert scope["metadata"]["annotations"][SCOPE_LEASE_HANDOVER_ANNOTATION] == "true"
     finally:
         for r in replicas.values():
             r.stop(signal.SIGKILL)

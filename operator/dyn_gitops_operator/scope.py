@@ -4,8 +4,10 @@
   in the watched namespace, so a cluster-wide Dynamo operator (or a cluster-wide dyn-gitops
   controller) leaves the namespace alone. A live lease held by someone else is never taken
   over: we wait for it to expire. After ``floor(duration / interval) - 1`` failed renewals
-  in a row we stop acting, before the lease can expire under us. A clean shutdown deletes
-  the lease (holder checked, uid and resourceVersion preconditions).
+  in a row we stop acting, before the lease can expire under us. A clean shutdown does not
+  delete the lease, which would let a cluster-wide Dynamo operator in until the successor
+  acquires it: it renews it once more and marks it for hand-over, and the next dyn-gitops
+  controller (any version) takes a marked lease over at once instead of waiting for expiry.
 * ``ScopeExclusions`` (cluster mode): every live scope lease held by someone else excludes
   its namespace; the namespace is resumed when the lease expires or disappears.
 """
@@ -25,7 +27,12 @@ from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.leases import expired, expires_at, holder, lease_body, micro_time
 from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.resources import LEASES
-from dyn_gitops_operator.settings import SCOPE_LEASE_NAME, ScopeSettings
+from dyn_gitops_operator.settings import (
+    SCOPE_HOLDER_PREFIX,
+    SCOPE_LEASE_HANDOVER_ANNOTATION,
+    SCOPE_LEASE_NAME,
+    ScopeSettings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +47,15 @@ def _utc_now() -> datetime:
 def holder_identity(identity: str) -> str:
     """Versioned like the operator's ``namespace-restricted-operator-<version>``, plus a
     per-process suffix so a cleanup never deletes another holder's lease."""
-    return f"dyn-gitops-controller-{__version__}-{identity}"
+    return f"{SCOPE_HOLDER_PREFIX}{__version__}-{identity}"
+
+
+def handed_over(lease: Obj) -> bool:
+    """A dyn-gitops scope lease its holder marked for hand-over on a clean shutdown."""
+    annotations = (lease.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(SCOPE_LEASE_HANDOVER_ANNOTATION) == "true" and holder(lease).startswith(
+        SCOPE_HOLDER_PREFIX
+    )
 
 
 class ScopeLeaseHolder:
@@ -119,7 +134,12 @@ class ScopeLeaseHolder:
                 return False
             return True
         current = holder(lease)
-        if current and current != self.identity and not expired(lease, self.clock()):
+        if (
+            current
+            and current != self.identity
+            and not expired(lease, self.clock())
+            and not handed_over(lease)
+        ):
             return False
         acquire = (lease.get("spec") or {}).get("acquireTime") if current == self.identity else None
         try:
@@ -181,21 +201,30 @@ class ScopeLeaseHolder:
                     return
 
     def _release(self) -> None:
+        """Renew once more and mark for hand-over (never delete: see the module docstring)."""
         try:
             lease = self.kube.get(LEASES, self.namespace, SCOPE_LEASE_NAME)
             if holder(lease) != self.identity:
                 return
             meta = lease["metadata"]
-            self.kube.delete(
+            self.kube.update(
                 LEASES,
-                self.namespace,
-                SCOPE_LEASE_NAME,
-                uid=meta.get("uid"),
-                resource_version=meta.get("resourceVersion"),
+                lease_body(
+                    self.namespace,
+                    SCOPE_LEASE_NAME,
+                    self._spec(
+                        micro_time(self.clock()), (lease.get("spec") or {}).get("acquireTime")
+                    ),
+                    resource_version=meta.get("resourceVersion"),
+                    annotations={
+                        **(meta.get("annotations") or {}),
+                        SCOPE_LEASE_HANDOVER_ANNOTATION: "true",
+                    },
+                ),
             )
-            log.info("released scope lease", extra={"namespace": self.namespace})
+            log.info("scope lease marked for hand-over", extra={"namespace": self.namespace})
         except ApiError as exc:
-            log.warning("could not release the scope lease", extra={"error": str(exc)})
+            log.warning("could not mark the scope lease for hand-over", extra={"error": str(exc)})
 
     def _set_held(self, held: bool) -> None:
         self.held = held

@@ -15,6 +15,11 @@ Mode = Literal["cluster", "namespace"]
 
 #: the Lease the Dynamo operator's namespace-restricted mode uses (runtime spec 4.1)
 SCOPE_LEASE_NAME = "dynamo-operator-namespace-scope"
+#: set on our scope lease by a clean shutdown: the lease stays live (the Dynamo operator stays
+#: out) and the next dyn-gitops controller may take it over at once
+SCOPE_LEASE_HANDOVER_ANNOTATION = "dyn-gitops.io/scope-lease-handover"
+#: every dyn-gitops scope-lease holder identity starts with this (any version)
+SCOPE_HOLDER_PREFIX = "dyn-gitops-controller-"
 DEFAULT_LEADER_LEASE_NAME = "dyn-gitops-controller"
 
 
