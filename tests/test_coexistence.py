@@ -34,7 +34,11 @@ from dyn_gitops_operator.leases import expired
 from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.resources import LEASES
 from dyn_gitops_operator.scope import ScopeLeaseHolder
-from dyn_gitops_operator.settings import SCOPE_LEASE_NAME, ScopeSettings
+from dyn_gitops_operator.settings import (
+    SCOPE_LEASE_HANDOVER_ANNOTATION,
+    SCOPE_LEASE_NAME,
+    ScopeSettings,
+)
 from support.dynamo_webhook import (
     ORIGIN,
     PROVIDER,
@@ -469,6 +473,11 @@ def test_namespace_scope_lease_keeps_the_webhooks_out_and_stamps_keep_the_dgd_va
         assert live_dgd(k, ns, "bare")["spec"]["services"]["Frontend"]["replicas"] == 2
     finally:
         holder.stop(release=True)
+    # a clean stop keeps the lease live, marked for a successor (the webhooks still skip);
+    # with no successor it expires: stand for that by deleting it
+    lease = k.get(LEASES, ns, SCOPE_LEASE_NAME)
+    assert lease["metadata"]["annotations"][SCOPE_LEASE_HANDOVER_ANNOTATION] == "true"
+    k.delete(LEASES, ns, SCOPE_LEASE_NAME)
     with pytest.raises(NotFoundError):
         k.get(LEASES, ns, SCOPE_LEASE_NAME)
 
