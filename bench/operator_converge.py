@@ -357,7 +357,7 @@ def main() -> int:
         print("etcd / kube-apiserver not built: bash tools/test-bins/build.sh", file=sys.stderr)
         return 2
     with control_plane(etcd, apiserver) as cp, tempfile.TemporaryDirectory() as tmp:
-        install_crds(cp.client(), crds())
+        install_crds(cp.client(), crds("v1alpha1"))
         setup(cp.kubeconfig, args.graphs, args.kcm)
         baseline = api_write_latency(cp.kubeconfig)
         tracker = Tracker(Kube(make_api_client(str(cp.kubeconfig))))

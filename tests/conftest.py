@@ -142,7 +142,8 @@ def kube(control_plane: Any) -> Any:
     from dyn_gitops.crds import crds
 
     client = control_plane.client()
-    install_crds(client, crds() + thirdparty_crds())
+    # v1alpha1 DGDs until the companion controller reads v1beta1 (support/rendering.py)
+    install_crds(client, crds("v1alpha1") + thirdparty_crds())
     return client
 
 

@@ -114,7 +114,7 @@ def plane(test_binaries: Any) -> Iterator[Plane]:
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
-        install_crds(cp.client(), crds())
+        install_crds(cp.client(), crds("v1alpha1"))
         p = Plane(cp)
         try:
             yield p

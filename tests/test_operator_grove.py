@@ -846,7 +846,7 @@ def old_grove(test_binaries: Any) -> Iterator[Kube]:
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
-        install_crds(cp.client(), crds() + thirdparty_crds(pcs_map_list=False))
+        install_crds(cp.client(), crds("v1alpha1") + thirdparty_crds(pcs_map_list=False))
         kube = Kube(cp.client())
         kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "old"}})
         yield kube
@@ -935,7 +935,8 @@ def bare(test_binaries: Any) -> Iterator[Kube]:
         grove_kinds = {c["metadata"]["name"] for c in grove_crds()}
         install_crds(
             cp.client(),
-            crds() + [c for c in thirdparty_crds() if c["metadata"]["name"] not in grove_kinds],
+            crds("v1alpha1")
+            + [c for c in thirdparty_crds() if c["metadata"]["name"] not in grove_kinds],
         )
         yield Kube(cp.client())
 

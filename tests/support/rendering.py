@@ -19,7 +19,14 @@ def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) ->
     from dyn_gitops import context
 
     # the controller's tests roll placeholder images (img:1, img:broken): no 1.5 admission
-    settings = {"namespace": namespace, "runtime_version_admission": "lenient", **settings}
+    # the companion controller reads v1alpha1 DGDs (until it reads v1beta1, issue 13 point
+    # 2): these tests emit them so, on CRDs serving v1alpha1 (conftest ``kube``)
+    settings = {
+        "namespace": namespace,
+        "runtime_version_admission": "lenient",
+        "source_api_version": "v1alpha1",
+        **settings,
+    }
     flags = {k.replace("_", "-"): v for k, v in settings.items()}
     with tempfile.TemporaryDirectory() as tmp:
         if isinstance(dgd_docs, list):
