@@ -13,12 +13,14 @@ the DGD came through the operator's webhook or through dyn-gitops.
 
 from __future__ import annotations
 
+import json
+from contextlib import suppress
 from typing import Any
 
 from . import keys, naming
 from .merge import data_copy
 from .models.versions import V1BETA1
-from .workerhash import golayout, gojson, hub
+from .workerhash import gojson, golayout, hub
 from .workerhash.quantity import canonical
 
 Obj = dict[str, Any]
@@ -40,7 +42,8 @@ def dgd(data: Obj) -> Obj:
     components = []
     for name in sorted(services):
         if services[name] is not None:
-            components.append(hub.component_from_alpha(name, services[name], defaults=False).spec)
+            component = hub.component_from_alpha(name, services[name], defaults=False).spec
+            components.append(as_stored(component))
     if components:
         out_spec["components"] = components
     payload = preserved_spec(spec)
@@ -52,6 +55,37 @@ def dgd(data: Obj) -> Obj:
         meta.pop("annotations", None)
     # a status in Git is never applied (status subresource): not converted
     return {"apiVersion": V1BETA1, "kind": data.get("kind"), "metadata": meta, "spec": out_spec}
+
+
+def as_stored(component: Obj) -> Obj:
+    """``component`` as the webhook returns it: Go's encoding of the v1beta1 type (zero
+    values of fields without ``omitempty`` written, empty ones dropped, quantities
+    canonical), less the empty value-struct artefacts (``resources: {}``, ``metadata: {}``)
+    its ``MarshalJSON`` strips (``api/v1beta1/marshal.go`` @ 2a6da14c8)."""
+    out: Obj = json.loads(gojson.encode(golayout.ROOT, component))
+    _strip_empty_value_structs(golayout.ROOT, out)
+    return out
+
+
+def _strip_empty_value_structs(kind: str, value: Any) -> None:
+    head, _, rest = kind.partition(":")
+    if head == "ptr":
+        _strip_empty_value_structs(rest, value)
+    elif head == "slice" and isinstance(value, list):
+        for item in value:
+            _strip_empty_value_structs(rest, item)
+    elif head == "map" and isinstance(value, dict):
+        for item in value.values():
+            _strip_empty_value_structs(rest, item)
+    elif head == "struct" and isinstance(value, dict):
+        for name, field_kind, _, _ in golayout.STRUCTS[rest]:
+            if name not in value:
+                continue
+            _strip_empty_value_structs(field_kind, value[name])
+            # a value (not pointer) struct, or a JSON value (a struct too in Go)
+            is_struct = field_kind.startswith("struct:") or field_kind.endswith(".JSON")
+            if is_struct and value[name] == {}:
+                del value[name]
 
 
 # ------------------------------------------------------------------ the sparse save
@@ -168,10 +202,8 @@ def _resource_list(item: Obj | None) -> dict[str, str] | None:
     out: dict[str, str] = {}
 
     def put(key: str, value: Any) -> None:
-        try:
+        with suppress(ValueError):  # Go drops what does not parse
             out[key] = canonical(str(value))
-        except ValueError:
-            pass
 
     for key in ("cpu", "memory"):
         if item.get(key):

@@ -15,20 +15,13 @@ import yaml
 from conftest import AS_APPLIED, CONFORMANCE, render_objects
 
 from dyn_gitops import to_v1beta1
+from dyn_gitops.errors import RenderError
 from dyn_gitops.workerhash import hub
 
 Obj = dict[str, Any]
 ORACLE = json.loads((Path(__file__).parent / "golden" / "operator-conversion.json").read_text())
 EXAMPLES: dict[str, Obj] = ORACLE["examples"]
 DGD_SPEC = "nvidia.com/dgd-spec"
-#: where the operator's stored spec differs from ours only by Go's encoding of zero values
-#: (``name: ""``, ``parameters: null``, an empty ``value``, a ``resources: {}`` its
-#: normalizer strips), which the API server treats alike
-GO_ZERO_ENCODING = {
-    "examples__backends__vllm__deploy__gaie__agg",
-    "examples__diffusers__deploy__agg",
-    "recipes__deepseek-v32-fp4__trtllm__agg-round-robin__deploy",
-}
 
 
 def _source(entry: Obj) -> Obj:
@@ -51,28 +44,17 @@ def _stored(spec: Obj) -> Obj:
     return spec
 
 
-def _drop_zero(value: Any) -> Any:
-    if isinstance(value, dict):
-        out = {k: _drop_zero(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v not in (None, "", {})}
-    if isinstance(value, list):
-        return [_drop_zero(v) for v in value]
-    return value
-
-
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_conversion_equals_the_operators(name: str) -> None:
     """Each v1alpha1 upstream example converts to what the operator's conversion stores:
-    the ``nvidia.com/dgd-spec`` annotation byte-identical, the spec equal."""
+    the ``nvidia.com/dgd-spec`` annotation byte-identical, the spec equal (Go's zero values
+    included: ``name: ""`` and ``parameters: null`` of EPP plugins, no empty env ``value``,
+    no ``resources: {}``), the API server's defaults aside."""
     entry = EXAMPLES[name]
     got = to_v1beta1.dgd(_source(entry))
     assert got["apiVersion"] == "nvidia.com/v1beta1"
     assert (got["metadata"].get("annotations") or {}).get(DGD_SPEC) == entry["dgd-spec"]
-    if name in GO_ZERO_ENCODING:
-        assert _stored(got["spec"]) != entry["spec"]
-        assert _drop_zero(_stored(got["spec"])) == _drop_zero(entry["spec"])
-    else:
-        assert _stored(got["spec"]) == entry["spec"]
+    assert _stored(got["spec"]) == entry["spec"]
 
 
 def test_the_oracle_covers_the_alpha_only_fields() -> None:
@@ -246,3 +228,19 @@ def test_every_v1alpha1_example_emitted_in_v1beta1_renders_alike(tmp_path: Path)
         assert alpha_children == beta_children, name
         same += 1
     assert same >= 1, same  # 1 at 2a6da14c8: every other example has a payload
+
+
+def test_a_conversion_payload_on_a_v1alpha1_dgd_is_refused(tmp_path: Path) -> None:
+    """The operator's ConvertTo restores v1beta1-only fields from ``nvidia.com/dgd-spec``
+    (not ported): refused at the annotation rather than dropped."""
+    text = PLAIN_ALPHA.replace(
+        "  name: pair\n", "  name: pair\n  annotations:\n    nvidia.com/dgd-spec: '{}'\n"
+    )
+    (tmp_path / "dgd.yaml").write_text(text)
+    with pytest.raises(RenderError) as err:
+        render_objects(tmp_path, namespace="demo", **AS_APPLIED)
+    [problem] = err.value.problems
+    assert problem.path == ("metadata", "annotations", DGD_SPEC)
+    assert "write the DGD in v1beta1" in problem.message
+    # emitted in v1alpha1, nothing is converted: accepted
+    render_objects(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)

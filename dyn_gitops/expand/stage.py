@@ -97,9 +97,13 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     out = [Rendered(child, doc.file.path, dgd=ref, doc=doc) for child in children]
     # a standalone DCD is rendered, not emitted: the companion controller manages DGDs
     if settings.emit_source and not item.standalone_dcd:
+        try:
+            emitted = _source_to_emit(source, dgd, children, settings)
+        except RenderError as exc:
+            raise RenderError([item.located(p) for p in exc.problems]) from None
         out.append(
             Rendered(
-                _source_to_emit(source, dgd, children, settings),
+                emitted,
                 doc.file.path,
                 dgd=ref,
                 source_dgd=True,
@@ -168,6 +172,18 @@ def _source_to_emit(
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
         stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
     elif version == V1ALPHA1 and settings.source_api_version == "v1beta1":
+        if keys.ANN_DGD_SPEC in ((data.get("metadata") or {}).get("annotations") or {}):
+            # the operator's ConvertTo would restore v1beta1-only fields from it: not ported
+            raise RenderError(
+                [
+                    Problem.at(
+                        ("metadata", "annotations", keys.ANN_DGD_SPEC),
+                        "the operator's conversion payload on a v1alpha1 DGD is not "
+                        "supported: write the DGD in v1beta1 (kubectl get "
+                        "dynamographdeployments.v1beta1.nvidia.com), or remove the annotation",
+                    )
+                ]
+            )
         out = to_v1beta1.dgd(data)
     else:
         out = data_copy(data)
