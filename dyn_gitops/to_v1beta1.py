@@ -38,6 +38,8 @@ def dgd(data: Obj) -> Obj:
     spec = data.get("spec") or {}
     graph = hub.graph({**data, "spec": spec}, "")
     out_spec: Obj = dict(graph.spec)
+    if out_spec.get("env"):
+        out_spec["env"] = json.loads(gojson.encode("slice:struct:core/v1.EnvVar", out_spec["env"]))
     services = spec.get("services") or {}
     components = []
     for name in sorted(services):

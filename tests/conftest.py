@@ -147,6 +147,24 @@ def kube(control_plane: Any) -> Any:
     return client
 
 
+@pytest.fixture(scope="session")
+def beta_kube() -> Any:
+    """A second control plane with our default CRDs (DGD and DCD served and stored in
+    v1beta1, what the renderer emits) and the minimal third-party ones; ``kube`` serves
+    v1alpha1 to the companion controller's tests until it reads v1beta1."""
+    from support.controlplane import control_plane as start
+    from support.controlplane import install_crds
+    from support.thirdparty_crds import thirdparty_crds
+
+    from dyn_gitops.crds import crds
+
+    bins = need_binaries("etcd", "kube-apiserver")
+    with start(bins["etcd"], bins["kube-apiserver"]) as cp:
+        client = cp.client()
+        install_crds(client, crds() + thirdparty_crds())
+        yield client
+
+
 @pytest.fixture
 def namespace(kube: Any) -> str:
     """A fresh namespace per test (namespaces never finish deleting without a controller)."""

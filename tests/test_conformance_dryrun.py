@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AS_APPLIED, CONFORMANCE, need_binaries, render_objects
+from conftest import AS_APPLIED, CONFORMANCE, render_objects
 from support.controlplane import ensure_namespace
 from test_conformance import (
     EXAMPLES,
@@ -101,22 +101,6 @@ def _component_settings(name: str) -> dict[str, Any]:
     """The settings test_conformance.py renders with: lws on for the multinode examples,
     dra on for the GPU-memory-service ones (for the others they change nothing)."""
     return {"lws": name in NEEDS_LWS, "dra": name in NEEDS_DRA}
-
-
-@pytest.fixture(scope="module")
-def beta_kube() -> Any:
-    """A control plane of this module's own with our default CRDs (DGD and DCD served and
-    stored in v1beta1) and the minimal third-party ones."""
-    from support.controlplane import control_plane, install_crds
-    from support.thirdparty_crds import thirdparty_crds
-
-    from dyn_gitops.crds import crds
-
-    bins = need_binaries("etcd", "kube-apiserver")
-    with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
-        client = cp.client()
-        install_crds(client, crds() + thirdparty_crds())
-        yield client
 
 
 @pytest.fixture
