@@ -36,8 +36,7 @@ def dgd(data: Obj) -> Obj:
         k: v for k, v in (meta.get("annotations") or {}).items() if k not in _CONVERSION_ANNOTATIONS
     }
     spec = data.get("spec") or {}
-    graph = hub.graph({**data, "spec": spec}, "")
-    out_spec: Obj = dict(graph.spec)
+    out_spec = hub.spec_from_alpha(spec)
     if out_spec.get("env"):
         out_spec["env"] = json.loads(gojson.encode("slice:struct:core/v1.EnvVar", out_spec["env"]))
     services = spec.get("services") or {}
@@ -69,6 +68,17 @@ def as_stored(component: Obj) -> Obj:
     return out
 
 
+#: per struct: its fields' kinds by JSON name
+_FIELD_KINDS: dict[str, dict[str, str]] = {}
+
+
+def _field_kinds(struct: str) -> dict[str, str]:
+    kinds = _FIELD_KINDS.get(struct)
+    if kinds is None:
+        kinds = _FIELD_KINDS[struct] = {f[0]: f[1] for f in golayout.STRUCTS[struct]}
+    return kinds
+
+
 def _strip_empty_value_structs(kind: str, value: Any) -> None:
     head, _, rest = kind.partition(":")
     if head == "ptr":
@@ -80,13 +90,16 @@ def _strip_empty_value_structs(kind: str, value: Any) -> None:
         for item in value.values():
             _strip_empty_value_structs(rest, item)
     elif head == "struct" and isinstance(value, dict):
-        for name, field_kind, _, _ in golayout.STRUCTS[rest]:
-            if name not in value:
+        kinds = _field_kinds(rest)
+        for name in list(value):
+            field_kind = kinds.get(name)
+            child = value[name]
+            if field_kind is None or not isinstance(child, (dict, list)):
                 continue
-            _strip_empty_value_structs(field_kind, value[name])
+            _strip_empty_value_structs(field_kind, child)
             # a value (not pointer) struct, or a JSON value (a struct too in Go)
             is_struct = field_kind.startswith("struct:") or field_kind.endswith(".JSON")
-            if is_struct and value[name] == {}:
+            if is_struct and child == {}:
                 del value[name]
 
 

@@ -381,6 +381,28 @@ def apply_pod_defaults(component: Obj) -> Obj:
 
 
 # ------------------------------------------------------------------------- graphs
+def spec_from_alpha(spec: Obj) -> Obj:
+    """``ConvertFromDynamoGraphDeploymentSpec`` without the components."""
+    out: Obj = {
+        k: data_copy(spec[k])
+        for k in (
+            "annotations",
+            "labels",
+            "priorityClassName",
+            "backendFramework",
+            "providerOverride",
+            "restart",
+            "experimental",
+        )
+        if spec.get(k) is not None
+    }
+    if spec.get("topologyConstraint") is not None:
+        out["topologyConstraint"] = spec_topology_from_alpha(spec["topologyConstraint"])
+    if spec.get("envs"):
+        out["env"] = data_copy(spec["envs"])
+    return out
+
+
 def spec_topology_from_alpha(tc: Obj) -> Obj:
     """``ConvertFromSpecTopologyConstraint``: ``topologyProfile`` is v1beta1's
     ``clusterTopologyName`` (a v1alpha1 DGD that already says ``clusterTopologyName``, which
@@ -400,23 +422,7 @@ def graph(data: Obj, default_namespace: str) -> HubGraph:
     if data.get("apiVersion") == V1ALPHA1 or (
         data.get("apiVersion") != V1BETA1 and "services" in spec
     ):
-        hub_spec: Obj = {
-            k: data_copy(spec[k])
-            for k in (
-                "annotations",
-                "labels",
-                "priorityClassName",
-                "backendFramework",
-                "providerOverride",
-                "restart",
-                "experimental",
-            )
-            if spec.get(k) is not None
-        }
-        if spec.get("topologyConstraint") is not None:
-            hub_spec["topologyConstraint"] = spec_topology_from_alpha(spec["topologyConstraint"])
-        if spec.get("envs"):
-            hub_spec["env"] = data_copy(spec["envs"])
+        hub_spec = spec_from_alpha(spec)
         services = spec.get("services") or {}
         components = [
             component_from_alpha(name, services[name] or {})
