@@ -349,7 +349,8 @@ def main() -> int:
 
     from dyn_gitops_operator.kube import Kube, make_api_client
     from support.controlplane import control_plane, find_binary, install_crds
-    from support.dynamo_crds import dynamo_crds
+
+    from dyn_gitops.crds import crds as dynamo_crds
 
     etcd, apiserver = find_binary("etcd"), find_binary("kube-apiserver")
     if etcd is None or apiserver is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .models import v1alpha1
+from .models import v1alpha1, v1beta1
 
 _DROP = {"title", "description", "default", "additionalProperties"}
 
@@ -79,7 +79,11 @@ def _crd(
     *,
     columns: list[dict[str, Any]],
     scale: bool = False,
+    version: str = v1alpha1.VERSION,
 ) -> dict[str, Any]:
+    """The CRD of ``kind``, serving one version (``model``'s), which is its storage version:
+    without a conversion webhook the API server can serve two versions of different
+    schemas only by relabelling objects, losing what the other schema does not have."""
     subresources: dict[str, Any] = {"status": {}}
     if scale:
         subresources["scale"] = {
@@ -117,7 +121,7 @@ def _crd(
             "scope": "Namespaced",
             "versions": [
                 {
-                    "name": v1alpha1.VERSION,
+                    "name": version,
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": schema},
@@ -133,13 +137,23 @@ def _age() -> dict[str, Any]:
     return {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
-def crds() -> list[dict[str, Any]]:
+#: what ``crds`` serves for DGD and DCD: ``v1beta1`` (Dynamo 1.5's storage version, what
+#: dyn-gitops emits by default), or ``v1alpha1`` (for the setting source-api-version v1alpha1)
+DGD_VERSIONS = ("v1beta1", "v1alpha1")
+
+
+def crds(dgd_version: str = "v1beta1") -> list[dict[str, Any]]:
+    """Our CRDs; DGD and DCD served (and stored) in ``dgd_version`` only."""
+    beta = dgd_version == "v1beta1"
+    if dgd_version not in DGD_VERSIONS:
+        raise ValueError(f"dgd_version must be one of {DGD_VERSIONS}, not {dgd_version!r}")
     return [
         _crd(
             "DynamoGraphDeployment",
             "dynamographdeployments",
             "dgd",
-            v1alpha1.DynamoGraphDeployment,
+            v1beta1.DynamoGraphDeployment if beta else v1alpha1.DynamoGraphDeployment,
+            version=dgd_version,
             columns=[
                 {
                     "name": "Ready",
@@ -154,7 +168,8 @@ def crds() -> list[dict[str, Any]]:
             "DynamoComponentDeployment",
             "dynamocomponentdeployments",
             "dcd",
-            v1alpha1.DynamoComponentDeployment,
+            v1beta1.DynamoComponentDeployment if beta else v1alpha1.DynamoComponentDeployment,
+            version=dgd_version,
             columns=[
                 {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
                 _age(),
@@ -176,12 +191,12 @@ def crds() -> list[dict[str, Any]]:
     ]
 
 
-def json_schemas() -> dict[str, dict[str, Any]]:
+def json_schemas(dgd_version: str = "v1beta1") -> dict[str, dict[str, Any]]:
     """Each served version's schema as a standalone JSON schema, keyed by the path
     kubeconform's ``-schema-location '<dir>/{{ .Group }}/{{ .ResourceKind }}_{{
     .ResourceAPIVersion }}.json'`` asks for (the CRDs-catalog layout)."""
     out: dict[str, dict[str, Any]] = {}
-    for crd in crds():
+    for crd in crds(dgd_version):
         spec = crd["spec"]
         for version in spec["versions"]:
             if not version.get("served"):

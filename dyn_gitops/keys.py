@@ -41,6 +41,9 @@ ANN_VLLM_EXECUTOR_BACKEND: Final = "nvidia.com/vllm-distributed-executor-backend
 ANN_ENABLE_GROVE: Final = "nvidia.com/enable-grove"
 ANN_GROVE_UPDATE_STRATEGY: Final = "nvidia.com/grove-update-strategy"
 ANN_WORKLOAD_PROVIDER: Final = "nvidia.com/workload-provider"
+#: the operator's conversion keeps v1alpha1-only fields of a DGD here, as a JSON payload
+#: (``api/v1alpha1/dynamographdeployment_conversion.go`` @ 2a6da14c8)
+ANN_DGD_SPEC: Final = "nvidia.com/dgd-spec"
 ANN_RESTART_AT: Final = "nvidia.com/restartAt"
 ANN_BASE_MODEL: Final = "nvidia.com/dynamo-base-model"
 ANN_DEPLOYMENT_STRATEGY: Final = "nvidia.com/deployment-strategy"

@@ -86,11 +86,13 @@ class RenderSettings:
         "without a live namespace-scope lease there; the DGD is rendered but not emitted, "
         "and a scaling adapter or a nvidia.com object in the input is refused).",
     )
-    source_api_version: Literal["v1alpha1", "as-written"] = _setting(
-        "v1alpha1",
-        "API version of an emitted nvidia.com/v1beta1 source DGD: v1alpha1 (the "
-        "version the dyn-gitops CRDs and controller serve; the same conversion the renderer "
-        "uses), or as-written (for clusters with Dynamo's own v1beta1 CRDs).",
+    source_api_version: Literal["v1beta1", "v1alpha1", "as-written"] = _setting(
+        "v1beta1",
+        "API version of the emitted source DGDs: v1beta1 (what Dynamo 1.5 stores and the "
+        "dyn-gitops CRDs serve; a v1alpha1 DGD is converted as the operator's conversion "
+        "webhook does, its v1alpha1-only fields in the nvidia.com/dgd-spec annotation), "
+        "v1alpha1 (for clusters whose DGD CRD does not serve v1beta1; a v1beta1 DGD is "
+        "emitted as the v1alpha1 DGD it renders like), or as-written.",
     )
     runtime_version_admission: Literal["strict", "lenient"] = _setting(
         "strict",

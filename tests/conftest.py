@@ -137,12 +137,20 @@ def control_plane() -> Any:
 def kube(control_plane: Any) -> Any:
     """An ApiClient for the control plane with our CRDs (and minimal third-party ones)."""
     from support.controlplane import install_crds
-    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import thirdparty_crds
+
+    from dyn_gitops.crds import crds as dynamo_crds
 
     client = control_plane.client()
     install_crds(client, dynamo_crds() + thirdparty_crds())
     return client
+
+
+@pytest.fixture(scope="session")
+def beta_kube(kube: Any) -> Any:
+    """The session control plane: our default CRDs serve and store DGD and DCD in v1beta1,
+    what the renderer emits (and the companion controller reads)."""
+    return kube
 
 
 @pytest.fixture
@@ -193,8 +201,9 @@ def cluster(cluster_binaries: tuple[dict[str, Path], Path]) -> Any:
 def cluster_kube(cluster: Any) -> Any:
     """An ApiClient for the realistic cluster with our CRDs (and minimal third-party ones)."""
     from support.controlplane import install_crds
-    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import thirdparty_crds
+
+    from dyn_gitops.crds import crds as dynamo_crds
 
     client = cluster.client()
     install_crds(client, dynamo_crds() + thirdparty_crds())

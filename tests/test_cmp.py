@@ -95,6 +95,22 @@ def test_settings_change_the_output_as_the_cli_flags_do(app: Path) -> None:
     assert "DynamoGraphDeployment" not in {o["kind"] for o in objects(res.stdout)}
 
 
+def test_source_api_version_parameter(app: Path) -> None:
+    """The source DGD is emitted in v1beta1 by default; the parameter source-api-version
+    gives what the CLI flag gives (v1alpha1 for clusters whose CRDs serve only that)."""
+    res = generate(app, {}, "--server", "off")
+    assert res.code == 0, res.stderr
+    [dgd] = [o for o in objects(res.stdout) if o["kind"] == "DynamoGraphDeployment"]
+    assert dgd["apiVersion"] == "nvidia.com/v1beta1" and "components" in dgd["spec"]
+    env = {"ARGOCD_APP_PARAMETERS": params(source_api_version={"string": "v1alpha1"})}
+    res = generate(app, env, "--server", "off")
+    assert res.code == 0, res.stderr
+    ref = run_cli("render", str(app), "--source-api-version", "v1alpha1")
+    assert res.stdout == ref.stdout
+    [dgd] = [o for o in objects(res.stdout) if o["kind"] == "DynamoGraphDeployment"]
+    assert dgd["apiVersion"] == "nvidia.com/v1alpha1" and "services" in dgd["spec"]
+
+
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
@@ -241,9 +257,11 @@ CORE = (
     "apps/v1/Deployment,rbac.authorization.k8s.io/v1,rbac.authorization.k8s.io/v1/Role,"
     "rbac.authorization.k8s.io/v1/RoleBinding"
 )
+#: as a cluster with our CRDs serves them: the DGD in v1beta1 (what is emitted), the DGDSA
+#: in v1alpha1
 DYNAMO = (
-    "nvidia.com/v1alpha1,nvidia.com/v1alpha1/DynamoGraphDeployment,"
-    "nvidia.com/v1alpha1/DynamoGraphDeploymentScalingAdapter"
+    "nvidia.com/v1beta1,nvidia.com/v1beta1/DynamoGraphDeployment,"
+    "nvidia.com/v1alpha1,nvidia.com/v1alpha1/DynamoGraphDeploymentScalingAdapter"
 )
 
 
@@ -259,7 +277,7 @@ def test_missing_api_is_a_clear_error(app: Path) -> None:
     assert res.code == 1 and res.stdout == ""
     assert (
         "vllm-agg.yaml: DynamoGraphDeployment default/vllm-agg: renders "
-        "DynamoGraphDeployment vllm-agg (nvidia.com/v1alpha1), which the destination "
+        "DynamoGraphDeployment vllm-agg (nvidia.com/v1beta1), which the destination "
         "cluster does not serve (KUBE_API_VERSIONS): install the Dynamo CRDs"
     ) in res.stderr
 

@@ -6,16 +6,16 @@ The settings, the lists of what is expected not to render and of what needs the 
 lws or dra all come from ``test_conformance.py``: that module stays the single place they
 are written.
 
-The ``nvidia.com/v1beta1`` examples (``V1BETA1_EXAMPLES``) are rendered with the default
-settings like every other: their source DGD is emitted as the v1alpha1 DGD it converts to
-(setting source-api-version), which our CRD serves; emitted as written (v1beta1) it would
-be refused, which a test shows.
+Every source DGD is emitted in ``nvidia.com/v1beta1`` (setting source-api-version), the
+version our CRDs serve and store: the v1alpha1 examples as the operator's conversion webhook
+stores them. These tests run on a control plane of their own with those CRDs (the session's
+serves v1alpha1 to the companion controller's tests); a DGD emitted as v1alpha1 is refused
+there, which a test shows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -103,16 +103,28 @@ def _component_settings(name: str) -> dict[str, Any]:
     return {"lws": name in NEEDS_LWS, "dra": name in NEEDS_DRA}
 
 
+@pytest.fixture
+def namespace(beta_kube: Any) -> str:
+    """A fresh namespace on this module's control plane."""
+    import uuid
+
+    from kubernetes import client as k8s
+
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    k8s.CoreV1Api(beta_kube).create_namespace({"metadata": {"name": name}})
+    return name
+
+
 @pytest.fixture(scope="module")
-def dyn(kube: Any) -> Any:
+def dyn(beta_kube: Any) -> Any:
     """A dynamic client, with a minimal DynamoModel CRD as well: a Dynamo kind that we do
     not generate a CRD for (user-authored, it passes through unchanged; one example is one)."""
     from kubernetes.dynamic import DynamicClient
     from support.controlplane import install_crds
     from support.thirdparty_crds import _crd
 
-    install_crds(kube, [_crd("nvidia.com", "v1alpha1", "DynamoModel", "dynamomodels")])
-    return DynamicClient(kube)
+    install_crds(beta_kube, [_crd("nvidia.com", "v1alpha1", "DynamoModel", "dynamomodels")])
+    return DynamicClient(beta_kube)
 
 
 def _reason(exc: Any) -> str:
@@ -212,38 +224,26 @@ def test_example_output_accepted_by_real_apiserver(dyn: Any, namespace: str, nam
     assert {d["metadata"]["name"] for d in _documents(name) if d.get("kind") == DGD_KIND} == set(
         dgds
     ), "every source DGD is emitted"
-    if name in V1BETA1_EXAMPLES:  # emitted as the v1alpha1 DGD it was rendered from
-        assert {d["apiVersion"] for d in dgds.values()} == {"nvidia.com/v1alpha1"}
+    # v1alpha1 ones converted as the operator's webhook stores them
+    assert {d["apiVersion"] for d in dgds.values()} <= {V1BETA1}
     _assert_accepted(dyn, name, objects, namespace, KNOWN_REJECTIONS)
 
 
-@pytest.fixture(scope="module")
-def crds_only(test_binaries: Any) -> Iterator[Any]:
-    """A private control plane with exactly ``dyn-gitops crds`` (the session one also serves
-    the controller's v1beta1 DGD: tests/support/dynamo_crds.py)."""
-    from kubernetes.dynamic import DynamicClient
-    from support.controlplane import control_plane, install_crds
-
-    from dyn_gitops.crds import crds
-
-    bins = test_binaries("etcd", "kube-apiserver")
-    with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
-        install_crds(cp.client(), crds())
-        yield DynamicClient(cp.client())
-
-
 @pytest.mark.parametrize("name", sorted(V1BETA1_EXAMPLES))
-def test_v1beta1_source_as_written_is_not_served_by_our_crd(crds_only: Any, name: str) -> None:
-    """Why source-api-version defaults to v1alpha1: our CRD does not serve v1beta1, so a
-    source DGD emitted as written is refused (clusters with Dynamo's own CRDs can use
-    as-written)."""
-    assert V1BETA1.split("/")[1] not in _served_dgd_versions()
-    namespace = "asw"
-    ensure_namespace(crds_only.client, namespace)
+def test_v1beta1_source_as_written_is_not_served_by_our_crd(
+    dyn: Any, namespace: str, name: str
+) -> None:
+    """Why source-api-version v1alpha1 needs other CRDs (``dyn-gitops crds --dgd-version
+    v1alpha1``, or Dynamo's own): ours serve v1beta1 only (no conversion webhook), so a
+    source DGD emitted as v1alpha1 is refused; as written, v1beta1, it is accepted."""
+    assert _served_dgd_versions() == {"v1beta1"}
+    objects = _render(name, namespace, source_api_version="v1alpha1", **_component_settings(name))
+    rejected = _dry_run_apply_all(dyn, [o for o in objects if o["kind"] == DGD_KIND], namespace)
+    assert rejected and all("does not serve this kind" in r for r in rejected), rejected
     objects = _render(name, namespace, source_api_version="as-written", **_component_settings(name))
     dgds = [o for o in objects if o["kind"] == DGD_KIND]
-    rejected = _dry_run_apply_all(crds_only, dgds, namespace)
-    assert rejected and all("does not serve this kind" in r for r in rejected), rejected
+    assert {d["apiVersion"] for d in dgds} == {V1BETA1}
+    assert _dry_run_apply_all(dyn, dgds, namespace) == []
 
 
 #: the Grove variant: every example with a DGD (a file without one has no Grove path)

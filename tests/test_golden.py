@@ -696,8 +696,9 @@ def _documents_except_dgds(text: str) -> list[str]:
 
 def test_facts_v1beta1_pair() -> None:
     """A v1beta1 DGD renders byte-identically to its v1alpha1 twin (dynamo-pod-spec.md 4, 9);
-    only the source-path annotation differs; the source DGD is emitted as the v1alpha1 DGD
-    it converts to (setting source-api-version), equal to the twin."""
+    only the source-path annotation differs; the source DGD is emitted as written (v1beta1),
+    or, with source-api-version v1alpha1, as the v1alpha1 DGD it converts to, equal to the
+    twin."""
     twin = run_cli(
         "render",
         "--namespace",
@@ -721,11 +722,36 @@ def test_facts_v1beta1_pair() -> None:
         )
     )
     objs = objects("v1beta1-pair")
-    [emitted] = of_kind(objs, "DynamoGraphDeployment")
+    [beta_emitted] = of_kind(objs, "DynamoGraphDeployment")
+    assert (
+        beta_emitted["apiVersion"] == "nvidia.com/v1beta1" and "components" in beta_emitted["spec"]
+    )
+    # for clusters whose CRDs serve v1alpha1 only: the v1alpha1 DGD it converts to
+    as_alpha = run_cli(
+        "render",
+        "--namespace",
+        "demo",
+        "--source-api-version",
+        "v1alpha1",
+        str(SAMPLES / "v1beta1-pair" / "input" / "sglang-disagg.yaml"),
+    )
+    assert as_alpha.code == 0, as_alpha.stderr
+    [emitted] = of_kind(
+        [yaml.safe_load(d) for d in as_alpha.stdout.split("---\n") if d], "DynamoGraphDeployment"
+    )
     assert emitted["apiVersion"] == "nvidia.com/v1alpha1"
     assert annotations(emitted)["dyn-gitops.io/source-api-version"] == "nvidia.com/v1beta1"
+    twin_alpha = run_cli(
+        "render",
+        "--namespace",
+        "demo",
+        "--source-api-version",
+        "v1alpha1",
+        str(SAMPLES / "v1beta1-pair" / "v1alpha1" / "sglang-disagg.yaml"),
+    )
     [written] = of_kind(
-        [yaml.safe_load(d) for d in twin.stdout.split("---\n") if d], "DynamoGraphDeployment"
+        [yaml.safe_load(d) for d in twin_alpha.stdout.split("---\n") if d],
+        "DynamoGraphDeployment",
     )
 
     def model(dgd: Obj) -> Obj:

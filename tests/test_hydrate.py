@@ -138,6 +138,15 @@ def test_hydrate_publishes_the_full_render_with_metadata(repo: Repo, tmp_path: P
     assert meta["settings"]["namespace"] == "demo"  # from deploy/dyn-gitops.yaml
     # objects do not carry the commit: one-file changes stay one-file diffs
     assert b"source-commit" not in b"".join(objects_of(files).values())
+    # the source DGDs are published in v1beta1 (setting source-api-version)
+    dgds = [
+        d
+        for text in objects_of(files).values()
+        for d in yaml.safe_load_all(text)
+        if d and d.get("kind") == "DynamoGraphDeployment"
+    ]
+    assert dgds and {d["apiVersion"] for d in dgds} == {"nvidia.com/v1beta1"}
+    assert all("components" in d["spec"] for d in dgds)
     message = repo.git("log", "-1", "--format=%B", "rendered")
     assert f"Dyn-Gitops-Source-Commit: {head}" in message
 

@@ -82,6 +82,8 @@ def test_dgds_are_expanded_and_other_items_kept_untouched() -> None:
     # the source DGD is emitted (default setting) with the orchestrator's annotations kept
     source = [i for i in items if i["kind"] == "DynamoGraphDeployment"]
     assert len(source) == 1
+    # in v1beta1, converted as the operator's webhook stores it (setting source-api-version)
+    assert source[0]["apiVersion"] == "nvidia.com/v1beta1" and "components" in source[0]["spec"]
     assert source[0]["metadata"]["annotations"]["config.k8s.io/id"] == "7"
     assert out["results"][0]["severity"] == "info"
 
@@ -236,8 +238,8 @@ def test_kustomize_fails_the_build_on_a_bad_graph(test_binaries: Any, tmp_path: 
 
 @pytest.mark.realk8s
 def test_kustomize_with_a_v1beta1_dgd(test_binaries: Any, tmp_path: Path) -> None:
-    """A v1beta1 DGD through the function: its source comes back as the v1alpha1 DGD it
-    renders from (setting source-api-version), and kustomize takes the changed item."""
+    """A v1beta1 DGD through the function: its source comes back as written, in v1beta1
+    (setting source-api-version), and kustomize takes the changed item."""
     work = tmp_path / "k"
     shutil.copytree(SAMPLE, work)
     beta = SAMPLES / "v1beta1-pair" / "input" / "sglang-disagg.yaml"
@@ -254,4 +256,4 @@ def test_kustomize_with_a_v1beta1_dgd(test_binaries: Any, tmp_path: Path) -> Non
 
     assert sorted(without(built, OURS), key=key) == sorted(without([*expected, pvc], OURS), key=key)
     (dgd,) = [o for o in built if o["kind"] == "DynamoGraphDeployment"]
-    assert dgd["apiVersion"] == "nvidia.com/v1alpha1"
+    assert dgd["apiVersion"] == "nvidia.com/v1beta1" and "components" in dgd["spec"]

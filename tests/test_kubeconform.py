@@ -105,7 +105,7 @@ def test_kubeconform_catches_bad_objects(
     dep = next(o for o in objs if o["kind"] == "Deployment")
     dep["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy2"] = "Always"
     dgd = next(o for o in objs if o["kind"] == "DynamoGraphDeployment")
-    next(iter(dgd["spec"]["services"].values()))["replicas"] = "two"
+    dgd["spec"]["components"][0]["replicas"] = "two"  # emitted in v1beta1
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump_all([dep, dgd]))
     code, out = kubeconform(binary, schemas, [bad])

@@ -110,7 +110,8 @@ def _etcd(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def plane(test_binaries: Any) -> Iterator[Plane]:
     from support.controlplane import control_plane, install_crds
-    from support.dynamo_crds import dynamo_crds
+
+    from dyn_gitops.crds import crds as dynamo_crds
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
@@ -127,7 +128,8 @@ def rplane(cluster_binaries: Any) -> Iterator[Plane]:
     """A private realistic cluster (tests/support/cluster.py) whose API server can crash."""
     from support.cluster import realistic_cluster
     from support.controlplane import install_crds
-    from support.dynamo_crds import dynamo_crds
+
+    from dyn_gitops.crds import crds as dynamo_crds
 
     with realistic_cluster(*cluster_binaries) as c:
         install_crds(c.client(), dynamo_crds())
@@ -361,7 +363,6 @@ CHART_MODES = {
 def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path, mode: str) -> None:
     from dyn_gitops_operator.testing import helm_template
     from support.controlplane import install_crds
-    from support.dynamo_crds import with_v1beta1
     from support.thirdparty_crds import _crd
 
     install_crds(
@@ -390,8 +391,7 @@ def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
         "CustomResourceDefinition",
     }
     for obj in objs:
-        # (the chart's DGD CRD keeps the v1beta1 the plane stores until it serves it itself)
-        out = apply_object(pk, with_v1beta1(obj), dry_run=True)  # raises on any rejection
+        out = apply_object(pk, obj, dry_run=True)  # raises on any rejection
         assert out["kind"] == obj["kind"]
     # and the real helm's own server-side dry run of the install
     args = [a for s in CHART_MODES[mode] for a in ("--set", s)]

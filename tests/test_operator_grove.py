@@ -980,8 +980,9 @@ def old_grove(test_binaries: Any) -> Iterator[Kube]:
     """A private control plane whose PodCliqueSet CRD is free-form: ``cliques`` is an
     atomic list, which a server-side apply would take over whole."""
     from support.controlplane import control_plane, install_crds
-    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import thirdparty_crds
+
+    from dyn_gitops.crds import crds as dynamo_crds
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
@@ -1065,8 +1066,9 @@ def bare(test_binaries: Any) -> Iterator[Kube]:
     """A private control plane with our CRDs and the PodCliqueSet CRD, but not Grove's
     PodClique / PodCliqueScalingGroup (as if Grove were not installed)."""
     from support.controlplane import control_plane, install_crds
-    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import grove_crds, thirdparty_crds
+
+    from dyn_gitops.crds import crds as dynamo_crds
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:

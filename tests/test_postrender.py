@@ -163,6 +163,9 @@ def test_helm4_plugin_expands_a_chart(helm: Any, tmp_path: Path) -> None:
     assert sorted(without(rendered, SOURCE_PATH), key=key) == sorted(
         without(expected, SOURCE_PATH), key=key
     )
+    # the source DGD comes back in v1beta1 (setting source-api-version)
+    [emitted] = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+    assert emitted["apiVersion"] == "nvidia.com/v1beta1" and "components" in emitted["spec"]
     # Helm read our annotation back (children filed under the graph's template) and removed it
     assert HELM_FILENAME not in proc.stdout
     sources = [line for line in proc.stdout.splitlines() if line.startswith("# Source:")]

@@ -1,5 +1,6 @@
 """Every golden sample's output is accepted by a real kube-apiserver (server-side apply,
-dry-run), with our CRDs installed; and the check can fail."""
+dry-run), with our CRDs installed (``dyn-gitops crds``: the DGD in v1beta1, as emitted); and
+the check can fail."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ from conftest import SAMPLES, run_cli
 from support.controlplane import ensure_namespace
 
 pytestmark = pytest.mark.realk8s
+
+
+@pytest.fixture(scope="module")
+def kube(beta_kube: Any) -> Any:
+    """The control plane with our default (v1beta1) CRDs."""
+    return beta_kube
+
 
 SAMPLE_INPUTS = sorted(p for p in SAMPLES.glob("*/input") if p.is_dir())
 
@@ -83,13 +91,13 @@ def test_invalid_dgd_is_rejected_by_our_crd(kube: Any, namespace: str) -> None:
     from kubernetes.dynamic import DynamicClient
 
     bad = {
-        "apiVersion": "nvidia.com/v1alpha1",
+        "apiVersion": "nvidia.com/v1beta1",
         "kind": "DynamoGraphDeployment",
         "metadata": {"name": "bad", "namespace": namespace},
-        "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": "many"}}},
+        "spec": {"components": [{"name": "Frontend", "type": "frontend", "replicas": "many"}]},
     }
     res = DynamicClient(kube).resources.get(api_version=bad["apiVersion"], kind=bad["kind"])
     with pytest.raises(ApiException) as info:
         res.create(body=bad, namespace=namespace, dry_run="All")
     assert info.value.status == 422
-    assert "spec.services.Frontend.replicas" in info.value.body
+    assert "spec.components[0].replicas" in info.value.body

@@ -105,7 +105,7 @@ def test_settings_annotations_are_not_postponed() -> None:
     assert {s.name: s.choices for s in REGISTRY if s.choices} == {
         "discovery-backend": ("kubernetes", "etcd"),
         "nvidia-objects": ("emit", "omit"),
-        "source-api-version": ("v1alpha1", "as-written"),
+        "source-api-version": ("v1beta1", "v1alpha1", "as-written"),
         "runtime-version-admission": ("strict", "lenient"),
         "output-format": ("yaml", "json"),
         # #10773 serviceMesh.provider, #8270 serviceMesh.istio.tlsMode

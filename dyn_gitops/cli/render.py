@@ -92,7 +92,16 @@ def settings_cmd(path: str, rev: str | None, **values: Any) -> None:
     "DIR/<group>/<kind>_<version>.json (-schema-location "
     "'DIR/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json').",
 )
-def crds(json_schema_dir: str | None) -> None:
+@click.option(
+    "--dgd-version",
+    type=click.Choice(["v1beta1", "v1alpha1"]),
+    default="v1beta1",
+    show_default=True,
+    help="The one version DynamoGraphDeployment and DynamoComponentDeployment are served and "
+    "stored in (there is no conversion webhook, so never both): v1beta1, or v1alpha1 to go "
+    "with the setting source-api-version v1alpha1.",
+)
+def crds(json_schema_dir: str | None, dgd_version: str) -> None:
     """Print the CustomResourceDefinitions of the Dynamo kinds (from our own models)."""
     from ..crds import crds as make
     from ..crds import json_schemas
@@ -100,13 +109,13 @@ def crds(json_schema_dir: str | None) -> None:
 
     if json_schema_dir is None:
         with reported():
-            write_stdout(to_yaml(make()))
+            write_stdout(to_yaml(make(dgd_version)))
         return
     import json
     from pathlib import Path
 
     written = 0
-    for rel, schema in sorted(json_schemas().items()):
+    for rel, schema in sorted(json_schemas(dgd_version).items()):
         target = Path(json_schema_dir) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")

@@ -12,11 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import admission, coexistence, keys
+from .. import admission, coexistence, keys, to_v1beta1
 from ..errors import NotSupportedError, Problem, RenderError
 from ..merge import data_copy
 from ..models.v1alpha1 import DynamoGraphDeployment
-from ..models.versions import V1BETA1
+from ..models.versions import V1ALPHA1, V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
 from ..validate import Validated
@@ -97,9 +97,13 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     out = [Rendered(child, doc.file.path, dgd=ref, doc=doc) for child in children]
     # a standalone DCD is rendered, not emitted: the companion controller manages DGDs
     if coexistence.emits_source(settings) and not item.standalone_dcd:
+        try:
+            emitted = _source_to_emit(source, dgd, children, settings)
+        except RenderError as exc:
+            raise RenderError([item.located(p) for p in exc.problems]) from None
         out.append(
             Rendered(
-                _source_to_emit(source, dgd, children, settings),
+                emitted,
                 doc.file.path,
                 dgd=ref,
                 source_dgd=True,
@@ -157,14 +161,30 @@ def _source_to_emit(
     settings: RenderSettings,
 ) -> dict[str, Any]:
     """The source DGD as admitted (``data``: as written plus the Dynamo 1.5 defaulting
-    webhook's stamps, :mod:`dyn_gitops.admission`, which the applier then owns), or a v1beta1
-    one as the v1alpha1 DGD it was rendered from (what the dyn-gitops CRDs serve and the
-    controller reads); with the markers the companion controller reads (worker hash, or the
-    Grove PodCliqueSet)."""
+    webhook's stamps, :mod:`dyn_gitops.admission`, which the applier then owns) in the API
+    version of the setting source-api-version: a v1alpha1 one as the operator's conversion
+    webhook stores it in v1beta1 (:mod:`dyn_gitops.to_v1beta1`), or a v1beta1 one as the
+    v1alpha1 DGD it was rendered from; with the markers the companion controller reads
+    (worker hash, or the Grove PodCliqueSet)."""
     stamps = _markers(children)
-    if data.get("apiVersion") == V1BETA1 and settings.source_api_version == "v1alpha1":
+    version = data.get("apiVersion")
+    if version == V1BETA1 and settings.source_api_version == "v1alpha1":
         out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
         stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
+    elif version == V1ALPHA1 and settings.source_api_version == "v1beta1":
+        if keys.ANN_DGD_SPEC in ((data.get("metadata") or {}).get("annotations") or {}):
+            # the operator's ConvertTo would restore v1beta1-only fields from it: not ported
+            raise RenderError(
+                [
+                    Problem.at(
+                        ("metadata", "annotations", keys.ANN_DGD_SPEC),
+                        "the operator's conversion payload on a v1alpha1 DGD is not "
+                        "supported: write the DGD in v1beta1 (kubectl get "
+                        "dynamographdeployments.v1beta1.nvidia.com), or remove the annotation",
+                    )
+                ]
+            )
+        out = to_v1beta1.dgd(data)
     else:
         out = data_copy(data)
     if stamps:

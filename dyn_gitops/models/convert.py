@@ -17,12 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import naming
+from .. import keys, naming
 from ..errors import FieldPath, Problem, RenderError
 from . import v1alpha1, v1beta1
 
 MAIN = "main"
-PRESERVED_ALPHA_ANNOTATION = "nvidia.com/dgd-spec"
+PRESERVED_ALPHA_ANNOTATION = keys.ANN_DGD_SPEC
 _SPLIT_TYPES = (naming.PREFILL, naming.DECODE)
 
 # v1alpha1 service field -> where the same thing lives in a v1beta1 component

@@ -90,6 +90,23 @@ class DynamoGraphDeployment(Strict):
     status: dict[str, Any] | None = None  # never read; tolerated on exported objects
 
 
+class ComponentDeploymentSpec(Component):
+    """A v1beta1 DynamoComponentDeployment's spec: one component and its backend."""
+
+    backendFramework: BackendFramework | None = None
+
+
+class DynamoComponentDeployment(Strict):
+    """``nvidia.com/v1beta1`` DynamoComponentDeployment (the CRD's schema; a standalone DCD
+    in Git is read in v1alpha1)."""
+
+    apiVersion: Literal["nvidia.com/v1beta1"]
+    kind: Literal["DynamoComponentDeployment"]
+    metadata: ObjectMeta
+    spec: ComponentDeploymentSpec
+    status: dict[str, Any] | None = None
+
+
 #: what converting a v1beta1 DGD validates and dumps on its own, innermost first (see
 #: ``v1alpha1.PREBUILT``)
 PREBUILT: tuple[type[BaseModel], ...] = (

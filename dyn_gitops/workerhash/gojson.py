@@ -82,6 +82,8 @@ def _marshaler(kind: str, value: Any) -> str:
         return str(value) if isinstance(value, int) else string(value)
     if kind.endswith("v1.Time"):
         return "null" if value in (None, "") else string(str(value))
+    if kind.endswith("v1alpha1.ExtraPodSpec"):
+        return _extra_pod_spec(value)
     if kind.endswith("v1.Duration"):
         return string("0s" if value is None else str(value))
     return _any(value)  # raw JSON: apiextensions JSON, json.RawMessage, FieldsV1
@@ -218,12 +220,19 @@ def _plan(name: str) -> _Plan:
 
 
 def _struct(name: str, value: Any) -> str:
+    return "{" + ",".join(_fields(name, value)) + "}"
+
+
+def _fields(name: str, value: Any, skip: str = "") -> list[str]:
+    """The encoded ``"name":value`` members of struct ``name`` (field ``skip`` left out)."""
     if value is None:
         value = {}
     if not isinstance(value, dict):
         raise GoTypeError(f"expected a mapping for {name}, found {type(value).__name__}")
     parts = []
     for prefix, field, enc, kind, omitempty, omitzero, drop_absent in _plan(name):
+        if field == skip:
+            continue
         item = value.get(field)
         if item is None:
             if drop_absent:
@@ -234,4 +243,20 @@ def _struct(name: str, value: Any) -> str:
             parts.append(prefix + enc(item))
         except GoTypeError as exc:
             raise GoTypeError(exc.reason, (field, *exc.path)) from None
+    return parts
+
+
+def _extra_pod_spec(value: Any) -> str:
+    """v1alpha1 ``ExtraPodSpec.MarshalJSON`` (``api/v1alpha1/common.go``): the embedded
+    PodSpec's fields (only when decoding allocated it: some field was given), then
+    ``containers`` and ``mainContainer``, both omitted when empty."""
+    value = value if isinstance(value, dict) else {}
+    pod = {k: v for k, v in value.items() if k != "mainContainer"}
+    parts = _fields("core/v1.PodSpec", pod, skip="containers") if pod else []
+    if pod.get("containers"):
+        parts.append('"containers":' + encode("slice:struct:core/v1.Container", pod["containers"]))
+    if value.get("mainContainer") is not None:
+        parts.append(
+            '"mainContainer":' + encode("struct:core/v1.Container", value["mainContainer"])
+        )
     return "{" + ",".join(parts) + "}"

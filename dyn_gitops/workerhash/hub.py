@@ -268,8 +268,9 @@ def _experimental(svc: Obj) -> Obj | None:
     return exp or None
 
 
-def component_from_alpha(name: str, svc: Obj) -> HubComponent:
-    """``ConvertFromDynamoComponentDeploymentSharedSpec`` for the service ``name``."""
+def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubComponent:
+    """``ConvertFromDynamoComponentDeploymentSharedSpec`` for the service ``name``; with
+    ``defaults``, also the CRD schema's pod-field defaults (the stored form the hash reads)."""
     out: Obj = {"name": name}
     if svc.get("providerOverride") is not None:
         out["providerOverride"] = data_copy(svc["providerOverride"])
@@ -323,7 +324,7 @@ def component_from_alpha(name: str, svc: Obj) -> HubComponent:
             out["frontendSidecar"] = FRONTEND_SIDECAR
         out["podTemplate"] = tpl
     return HubComponent(
-        spec=apply_pod_defaults(out),
+        spec=apply_pod_defaults(out) if defaults else out,
         alpha_labels=dict(svc.get("labels") or {}),
         alpha_annotations=dict(svc.get("annotations") or {}),
         dynamo_namespace=svc.get("dynamoNamespace"),
@@ -380,6 +381,40 @@ def apply_pod_defaults(component: Obj) -> Obj:
 
 
 # ------------------------------------------------------------------------- graphs
+def spec_from_alpha(spec: Obj) -> Obj:
+    """``ConvertFromDynamoGraphDeploymentSpec`` without the components."""
+    out: Obj = {
+        k: data_copy(spec[k])
+        for k in (
+            "annotations",
+            "labels",
+            "priorityClassName",
+            "backendFramework",
+            "providerOverride",
+            "restart",
+            "experimental",
+        )
+        if spec.get(k) is not None
+    }
+    if spec.get("topologyConstraint") is not None:
+        out["topologyConstraint"] = spec_topology_from_alpha(spec["topologyConstraint"])
+    if spec.get("envs"):
+        out["env"] = data_copy(spec["envs"])
+    return out
+
+
+def spec_topology_from_alpha(tc: Obj) -> Obj:
+    """``ConvertFromSpecTopologyConstraint``: ``topologyProfile`` is v1beta1's
+    ``clusterTopologyName`` (a v1alpha1 DGD that already says ``clusterTopologyName``, which
+    our model tolerates, keeps it)."""
+    out: Obj = {
+        "clusterTopologyName": tc.get("topologyProfile") or tc.get("clusterTopologyName") or ""
+    }
+    if tc.get("packDomain"):
+        out["packDomain"] = tc["packDomain"]
+    return out
+
+
 def graph(data: Obj, default_namespace: str) -> HubGraph:
     """The hub form of a DGD document (either served version)."""
     meta = data.get("metadata") or {}
@@ -387,22 +422,7 @@ def graph(data: Obj, default_namespace: str) -> HubGraph:
     if data.get("apiVersion") == V1ALPHA1 or (
         data.get("apiVersion") != V1BETA1 and "services" in spec
     ):
-        hub_spec: Obj = {
-            k: data_copy(spec[k])
-            for k in (
-                "annotations",
-                "labels",
-                "priorityClassName",
-                "backendFramework",
-                "providerOverride",
-                "restart",
-                "topologyConstraint",
-                "experimental",
-            )
-            if spec.get(k) is not None
-        }
-        if spec.get("envs"):
-            hub_spec["env"] = data_copy(spec["envs"])
+        hub_spec = spec_from_alpha(spec)
         services = spec.get("services") or {}
         components = [
             component_from_alpha(name, services[name] or {})

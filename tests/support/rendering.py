@@ -19,7 +19,11 @@ def render(dgd_docs: list[Obj] | str | Path, namespace: str, **settings: Any) ->
     from dyn_gitops import context
 
     # the controller's tests roll placeholder images (img:1, img:broken): no 1.5 admission
-    settings = {"namespace": namespace, "runtime_version_admission": "lenient", **settings}
+    settings = {
+        "namespace": namespace,
+        "runtime_version_admission": "lenient",
+        **settings,
+    }
     flags = {k.replace("_", "-"): v for k, v in settings.items()}
     with tempfile.TemporaryDirectory() as tmp:
         if isinstance(dgd_docs, list):

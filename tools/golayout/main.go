@@ -1,5 +1,6 @@
 // Command golayout prints the JSON encoding layout of the Go types reachable from the v1beta1
-// DynamoComponentDeploymentSpec: for each struct, its fields in encoding order.
+// DynamoComponentDeploymentSpec (the worker hash) and the v1alpha1 DynamoGraphDeploymentSpec
+// (the conversion's preserved-spec annotation): for each struct, its fields in encoding order.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	v1alpha1 "github.com/ai-dynamo/dynamo/deploy/operator/api/v1alpha1"
 	v1beta1 "github.com/ai-dynamo/dynamo/deploy/operator/api/v1beta1"
 )
 
@@ -108,12 +110,13 @@ func fields(t reflect.Type) []field {
 
 func main() {
 	root := ref(reflect.TypeOf(v1beta1.DynamoComponentDeploymentSpec{}))
+	alphaSpec := ref(reflect.TypeOf(v1alpha1.DynamoGraphDeploymentSpec{}))
 	names := make([]string, 0, len(structs))
 	for n := range structs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	ordered := map[string]any{"root": root, "structs": structs}
+	ordered := map[string]any{"root": root, "alphaGraphSpec": alphaSpec, "structs": structs}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", " ")
 	if err := enc.Encode(ordered); err != nil {

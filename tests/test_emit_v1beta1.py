@@ -1,0 +1,246 @@
+"""The source DGD is emitted in ``nvidia.com/v1beta1`` (setting source-api-version): a
+v1alpha1 DGD as the Dynamo operator's conversion webhook stores it (``api/v1alpha1``
+``ConvertTo`` @ 2a6da14c8), its v1alpha1-only fields in ``nvidia.com/dgd-spec``, byte for
+byte; the worker hash does not change with the emitted version."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import AS_APPLIED, CONFORMANCE, render_objects
+
+from dyn_gitops import to_v1beta1
+from dyn_gitops.errors import RenderError
+from dyn_gitops.workerhash import hub
+
+Obj = dict[str, Any]
+ORACLE = json.loads((Path(__file__).parent / "golden" / "operator-conversion.json").read_text())
+EXAMPLES: dict[str, Obj] = ORACLE["examples"]
+DGD_SPEC = "nvidia.com/dgd-spec"
+
+
+def _source(entry: Obj) -> Obj:
+    docs = yaml.safe_load_all((CONFORMANCE / entry["file"]).read_text())
+    [dgd] = [
+        d
+        for d in docs
+        if d and d.get("kind") == "DynamoGraphDeployment" and d["metadata"]["name"] == entry["name"]
+    ]
+    return dgd
+
+
+def _stored(spec: Obj) -> Obj:
+    """``spec`` as the API server stores it: the CRD schema's pod defaults and the
+    defaulting webhook's ``replicas: 1``."""
+    spec = copy.deepcopy(spec)
+    for c in spec.get("components") or []:
+        hub.apply_pod_defaults(c)
+        c.setdefault("replicas", 1)
+    return spec
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_conversion_equals_the_operators(name: str) -> None:
+    """Each v1alpha1 upstream example converts to what the operator's conversion stores:
+    the ``nvidia.com/dgd-spec`` annotation byte-identical, the spec equal (Go's zero values
+    included: ``name: ""`` and ``parameters: null`` of EPP plugins, no empty env ``value``,
+    no ``resources: {}``), the API server's defaults aside."""
+    entry = EXAMPLES[name]
+    got = to_v1beta1.dgd(_source(entry))
+    assert got["apiVersion"] == "nvidia.com/v1beta1"
+    assert (got["metadata"].get("annotations") or {}).get(DGD_SPEC) == entry["dgd-spec"]
+    assert _stored(got["spec"]) == entry["spec"]
+
+
+def test_the_oracle_covers_the_alpha_only_fields() -> None:
+    """The examples exercise the preserved payload (figures at 2a6da14c8)."""
+    with_payload = [n for n, e in EXAMPLES.items() if e["dgd-spec"]]
+    assert len(EXAMPLES) == 36 and len(with_payload) >= 20, len(with_payload)
+
+
+ALPHA_ONLY = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+spec:
+  pvcs:
+  - name: models
+    create: false
+  topologyConstraint:
+    topologyProfile: zone-a
+    packDomain: zone
+  services:
+    Frontend:
+      componentType: frontend
+      dynamoNamespace: legacy
+      labels: {team: a}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1
+    worker:
+      componentType: worker
+      subComponentType: prefill
+      sharedMemory: {disabled: false}
+      resources:
+        limits: {gpu: "1", gpuType: nvidia.com/gpu}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1
+"""
+
+
+def test_alpha_only_fields_are_preserved_as_the_operator_does() -> None:
+    """PVCs, ``dynamoNamespace``, service labels, a non-canonical GPU type and an enabled
+    shared memory without a size have no v1beta1 home: they go to the payload, with the
+    main container's origins; ``topologyProfile`` is v1beta1's ``clusterTopologyName``;
+    ``subComponentType: prefill`` is promoted to the type."""
+    got = to_v1beta1.dgd(yaml.safe_load(ALPHA_ONLY))
+    # Go's encoding: declaration order, a zero Quantity as "0", the main container's
+    # origins (name and resources are not omitempty) for the service whose resources it holds
+    assert got["metadata"]["annotations"][DGD_SPEC] == (
+        '{"version":1,"spec":{"pvcs":[{"create":false,"name":"models","size":"0"}],'
+        '"services":{"Frontend":{"labels":{"team":"a"},"dynamoNamespace":"legacy"},'
+        '"worker":{"resources":{"limits":{"gpu":"1","gpuType":"nvidia.com/gpu"}},'
+        '"sharedMemory":{"size":"0"},"extraPodSpec":{"mainContainer":{"name":"","resources":{}}}}}}}'
+    )
+    assert got["spec"]["topologyConstraint"] == {
+        "clusterTopologyName": "zone-a",
+        "packDomain": "zone",
+    }
+    types = {c["name"]: c.get("type") for c in got["spec"]["components"]}
+    assert types == {"Frontend": "frontend", "worker": "prefill"}
+    assert "services" not in got["spec"] and "pvcs" not in got["spec"]
+
+
+PLAIN_ALPHA = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: pair
+spec:
+  backendFramework: vllm
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+    VllmWorker:
+      componentType: worker
+      replicas: 2
+      resources:
+        limits: {gpu: "1"}
+"""
+
+PLAIN_BETA = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: pair
+spec:
+  backendFramework: vllm
+  components:
+  - name: Frontend
+    type: frontend
+    replicas: 1
+  - name: VllmWorker
+    type: worker
+    replicas: 2
+    podTemplate:
+      spec:
+        containers:
+        - name: main
+          resources:
+            limits: {nvidia.com/gpu: "1"}
+"""
+
+
+def _emitted(tmp_path: Path, text: str, **settings: Any) -> tuple[Obj, list[Obj]]:
+    (tmp_path / "dgd.yaml").write_text(text)
+    objs = render_objects(tmp_path, namespace="demo", **{**AS_APPLIED, **settings})
+    [dgd] = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+    rest = [o for o in objs if o["kind"] != "DynamoGraphDeployment"]
+    for o in [dgd, *rest]:
+        (o["metadata"].get("annotations") or {}).pop("dyn-gitops.io/source-path", None)
+    return dgd, rest
+
+
+def test_v1alpha1_and_equivalent_v1beta1_emit_the_same_dgd(tmp_path: Path) -> None:
+    """A v1alpha1 DGD and the v1beta1 DGD it converts to emit the same v1beta1 DGD (worker
+    hash marker included) and the same children."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    alpha, alpha_children = _emitted(tmp_path / "a", PLAIN_ALPHA)
+    beta, beta_children = _emitted(tmp_path / "b", PLAIN_BETA)
+    assert alpha["apiVersion"] == beta["apiVersion"] == "nvidia.com/v1beta1"
+    assert alpha == beta
+    assert alpha_children == beta_children
+    assert "nvidia.com/current-worker-hash-v2" in alpha["metadata"]["annotations"]
+
+
+def test_emitted_version_does_not_change_the_worker_hash(tmp_path: Path) -> None:
+    """The hash is over the hub form: v1beta1 or v1alpha1 emission names the workers alike,
+    and only the source DGD differs."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    beta, beta_children = _emitted(tmp_path / "a", PLAIN_ALPHA)
+    alpha, alpha_children = _emitted(tmp_path / "b", PLAIN_ALPHA, source_api_version="v1alpha1")
+    assert alpha["apiVersion"] == "nvidia.com/v1alpha1" and "services" in alpha["spec"]
+    assert beta_children == alpha_children
+    key = "nvidia.com/current-worker-hash-v2"
+    assert beta["metadata"]["annotations"][key] == alpha["metadata"]["annotations"][key]
+
+
+def test_our_annotations_are_kept_on_the_converted_dgd(tmp_path: Path) -> None:
+    """The admission stamps and the companion controller's markers survive conversion."""
+    (tmp_path / "dgd.yaml").write_text(PLAIN_ALPHA)
+    objs = render_objects(tmp_path, namespace="demo", runtime_version_admission="lenient")
+    [dgd] = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+    ann = dgd["metadata"]["annotations"]
+    assert dgd["apiVersion"] == "nvidia.com/v1beta1"
+    for key in (
+        "nvidia.com/current-worker-hash-v2",
+        "nvidia.com/dynamo-operator-origin-version",
+        "nvidia.com/workload-provider",
+        "dyn-gitops.io/worker-hash",
+    ):
+        assert ann.get(key), key
+
+
+def test_every_v1alpha1_example_emitted_in_v1beta1_renders_alike(tmp_path: Path) -> None:
+    """Fixpoint over the upstream examples: each v1alpha1 DGD without a preserved payload,
+    re-read as the v1beta1 DGD we emit, renders the same children and emits the same DGD."""
+    same = 0
+    for name, entry in sorted(EXAMPLES.items()):
+        if entry["dgd-spec"]:
+            continue  # a v1beta1 input with the payload is refused (models/convert.py)
+        src = _source(entry)
+        (tmp_path / name / "a").mkdir(parents=True)
+        (tmp_path / name / "b").mkdir(parents=True)
+        alpha, alpha_children = _emitted(tmp_path / name / "a", yaml.safe_dump(src), lws=True)
+        beta_src = yaml.safe_dump(to_v1beta1.dgd(src))
+        beta, beta_children = _emitted(tmp_path / name / "b", beta_src, lws=True)
+        assert alpha == beta, name
+        assert alpha_children == beta_children, name
+        same += 1
+    assert same >= 1, same  # 1 at 2a6da14c8: every other example has a payload
+
+
+def test_a_conversion_payload_on_a_v1alpha1_dgd_is_refused(tmp_path: Path) -> None:
+    """The operator's ConvertTo restores v1beta1-only fields from ``nvidia.com/dgd-spec``
+    (not ported): refused at the annotation rather than dropped."""
+    text = PLAIN_ALPHA.replace(
+        "  name: pair\n", "  name: pair\n  annotations:\n    nvidia.com/dgd-spec: '{}'\n"
+    )
+    (tmp_path / "dgd.yaml").write_text(text)
+    with pytest.raises(RenderError) as err:
+        render_objects(tmp_path, namespace="demo", **AS_APPLIED)
+    [problem] = err.value.problems
+    assert problem.path == ("metadata", "annotations", DGD_SPEC)
+    assert "write the DGD in v1beta1" in problem.message
+    # emitted in v1alpha1, nothing is converted: accepted
+    render_objects(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)
