@@ -56,7 +56,7 @@ Obj = dict[str, Any]
 ARGO = "argocd-controller"  # the field manager Argo CD applies with
 CSA = "kubectl-client-side-apply"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-DGD_API = "/apis/nvidia.com/v1alpha1"
+DGD_API = "/apis/nvidia.com/v1beta1"
 
 
 # ------------------------------------------------------------------------------ harness
@@ -91,10 +91,10 @@ class Operator:
 
     def wait_covered(self, ns: str) -> None:
         probe = {
-            "apiVersion": "nvidia.com/v1alpha1",
+            "apiVersion": "nvidia.com/v1beta1",
             "kind": "DynamoGraphDeployment",
             "metadata": {"name": "webhook-probe", "namespace": ns},
-            "spec": {"services": {}},
+            "spec": {"components": []},
         }
 
         def create() -> None:
@@ -220,6 +220,11 @@ def _three_way(original: Any, modified: Any, current: Any) -> Any:
     return out
 
 
+def component(dgd: Obj, name: str) -> Obj:
+    """The v1beta1 DGD's component ``name``."""
+    return next(c for c in dgd["spec"]["components"] if c["name"] == name)
+
+
 def live_dgd(k: Kube, ns: str, name: str = "g") -> Obj:
     return k.request("GET", dgd_path(ns, name))
 
@@ -291,9 +296,9 @@ def test_cluster_wide_ssa_of_the_rendered_dgd_twice_is_stable(
         for o in render_objects(src, namespace=ns, grove=grove)
         if o["kind"] == "DynamoGraphDeployment"
     ]
-    assert "replicas" not in no_replicas["spec"]["services"]["Frontend"]
+    assert "replicas" not in component(no_replicas, "Frontend")
     stored = ssa(k, no_replicas)
-    assert stored["spec"]["services"]["Frontend"]["replicas"] == 1  # the webhook's default
+    assert component(stored, "Frontend")["replicas"] == 1  # the webhook's default
     assert_stable(k, no_replicas)
 
 
@@ -470,7 +475,7 @@ def test_namespace_scope_lease_keeps_the_webhooks_out_and_stamps_keep_the_dgd_va
         assert seen and all(s.skipped and s.allowed and not s.patched for s in seen)
         assert annotations(stored)[PROVIDER] == "component"
         assert PROVIDER not in annotations(bare_stored)  # the webhook skipped: no stamp
-        assert live_dgd(k, ns, "bare")["spec"]["services"]["Frontend"]["replicas"] == 2
+        assert component(live_dgd(k, ns, "bare"), "Frontend")["replicas"] == 2
     finally:
         holder.stop(release=True)
     # a clean stop keeps the lease live, marked for a successor (the webhooks still skip);
