@@ -146,13 +146,6 @@ def kube(control_plane: Any) -> Any:
     return client
 
 
-@pytest.fixture(scope="session")
-def beta_kube(kube: Any) -> Any:
-    """The session control plane: our default CRDs serve and store DGD and DCD in v1beta1,
-    what the renderer emits (and the companion controller reads)."""
-    return kube
-
-
 @pytest.fixture
 def namespace(kube: Any) -> str:
     """A fresh namespace per test (namespaces never finish deleting without a controller)."""

@@ -104,27 +104,27 @@ def _component_settings(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def namespace(beta_kube: Any) -> str:
+def namespace(kube: Any) -> str:
     """A fresh namespace on this module's control plane."""
     import uuid
 
     from kubernetes import client as k8s
 
     name = f"t-{uuid.uuid4().hex[:10]}"
-    k8s.CoreV1Api(beta_kube).create_namespace({"metadata": {"name": name}})
+    k8s.CoreV1Api(kube).create_namespace({"metadata": {"name": name}})
     return name
 
 
 @pytest.fixture(scope="module")
-def dyn(beta_kube: Any) -> Any:
+def dyn(kube: Any) -> Any:
     """A dynamic client, with a minimal DynamoModel CRD as well: a Dynamo kind that we do
     not generate a CRD for (user-authored, it passes through unchanged; one example is one)."""
     from kubernetes.dynamic import DynamicClient
     from support.controlplane import install_crds
     from support.thirdparty_crds import _crd
 
-    install_crds(beta_kube, [_crd("nvidia.com", "v1alpha1", "DynamoModel", "dynamomodels")])
-    return DynamicClient(beta_kube)
+    install_crds(kube, [_crd("nvidia.com", "v1alpha1", "DynamoModel", "dynamomodels")])
+    return DynamicClient(kube)
 
 
 def _reason(exc: Any) -> str:

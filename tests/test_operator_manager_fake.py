@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dyn_gitops_operator.fakekube import FakeKube
 from dyn_gitops_operator.resources import DEPLOYMENTS, DGDS, LEASES, PCSGS, PODCLIQUES
-from dyn_gitops_operator.settings import SCOPE_LEASE_NAME
+from dyn_gitops_operator.settings import SCOPE_LEASE_HANDOVER_ANNOTATION, SCOPE_LEASE_NAME
 from dyn_gitops_operator.testing import (
     GITOPS_MANAGER,
     KCM_MANAGER,
@@ -62,10 +62,9 @@ def test_the_controller_converges_on_the_fake_server() -> None:
     finally:
         stop.set()
         sim.join(5)
-    # a clean stop hands the scope lease over (deleted) and releases the leadership
-    assert SCOPE_LEASE_NAME not in {
-        lease["metadata"]["name"] for lease in kube.list(LEASES, "ns")[0]
-    }
+    # a clean stop marks the scope lease for hand-over (kept live) and releases leadership
+    (scope,) = [x for x in kube.list(LEASES, "ns")[0] if x["metadata"]["name"] == SCOPE_LEASE_NAME]
+    assert scope["metadata"]["annotations"][SCOPE_LEASE_HANDOVER_ANNOTATION] == "true"
 
 
 def test_optional_apis_that_are_not_served_are_not_watched() -> None:

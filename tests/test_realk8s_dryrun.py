@@ -15,12 +15,6 @@ from support.controlplane import ensure_namespace
 pytestmark = pytest.mark.realk8s
 
 
-@pytest.fixture(scope="module")
-def kube(beta_kube: Any) -> Any:
-    """The control plane with our default (v1beta1) CRDs."""
-    return beta_kube
-
-
 SAMPLE_INPUTS = sorted(p for p in SAMPLES.glob("*/input") if p.is_dir())
 
 
