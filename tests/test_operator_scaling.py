@@ -83,19 +83,20 @@ def test_scale_subresource_drives_the_deployments(cluster_k: Kube, cluster_names
             what="frontend scaled to 3",
         )
         wait_for(lambda: ready_pods(k, namespace, decode) == 4, 90, "4 decode pods Ready")
-        st = wait_for(
+
+        def available(s: dict[str, Any], component: str) -> Any:
+            return s.get("components", {}).get(component, {}).get("availableReplicas")
+
+        # (the frontend's third pod may become available after the fourth decode worker)
+        wait_for(
             lambda: (
-                (s := k.get(DGDS, namespace, "sglang-disagg").get("status", {}))
-                .get("components", {})
-                .get("decode", {})
-                .get("availableReplicas")
+                available(s := k.get(DGDS, namespace, "sglang-disagg").get("status", {}), "decode")
                 == 4
-                and s
+                and available(s, "Frontend") == 3
             ),
             timeout=90,
-            what="the DGD reports the 4 available decode workers",
+            what="the DGD reports the 4 available decode workers and 3 frontends",
         )
-        assert st["components"]["Frontend"]["availableReplicas"] == 3
         adapter = wait_for(
             lambda: (
                 (a := k.get(DGDSAS, namespace, "sglang-disagg-decode"))["status"]["replicas"] == 4

@@ -98,12 +98,16 @@ def test_status_progressing_healthy_degraded(cluster_k: Kube, cluster_namespace:
         victim = next(p for p in pods(api, namespace) if p.metadata.name.startswith(worker))
         assert is_ready(victim)
         fail_pod(api, namespace, victim.metadata.name)
+        # (until kcm has created the replacement the worker reads "1/2 updated")
         st = wait_for(
-            lambda: (s := status_of(k, namespace, "vllm-agg"))["state"] == "pending" and s,
+            lambda: (
+                (s := status_of(k, namespace, "vllm-agg"))["state"] == "pending"
+                and ready_cond(s)["message"] == f"Resources not ready: {worker}: 1/2 available"
+                and s
+            ),
             timeout=60,
-            what="pending again",
+            what="pending again, 1/2 available",
         )
-        assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
         assert st["components"]["VllmDecodeWorker"]["availableReplicas"] == 1
         wait_for(lambda: len(gated(api, namespace)) == 1, 60, "the replacement, held")
         wait_for(
