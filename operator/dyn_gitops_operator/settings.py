@@ -16,6 +16,10 @@ Mode = Literal["cluster", "namespace"]
 #: the Lease the Dynamo operator's namespace-restricted mode uses (runtime spec 4.1)
 SCOPE_LEASE_NAME = "dynamo-operator-namespace-scope"
 DEFAULT_LEADER_LEASE_NAME = "dyn-gitops-controller"
+#: seconds a worker generation newer than the DGD's current one, and never sized by the
+#: controller, is left alone: the GitOps tool applies Deployments before the DGD that names
+#: them (Argo CD's kind order), so it is the next generation, not an abandoned one
+UNNAMED_GENERATION_GRACE = 120.0
 
 
 def default_identity() -> str:
