@@ -18,7 +18,13 @@ import pytest
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.reconcilers import Reconciler, default_chain
 from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
-from dyn_gitops_operator.testing import gitops_apply, running, settings_for_tests, wait_for
+from dyn_gitops_operator.testing import (
+    gitops_apply,
+    grove_status,
+    running,
+    settings_for_tests,
+    wait_for,
+)
 from support.cluster import gated, hold, release
 from support.graphs import WORKER, worker_name
 from support.graphs import rollout_graph as graph
@@ -246,3 +252,57 @@ def test_one_worker_with_max_unavailable_one_never_has_zero_ready_pods(
             settle(k, ns, new, 1, "generation B serving 1, A deleted", api)
             wait_for(lambda: pods.count() == 1, 30, "the pod watch caught up")
             assert pods.fewest() >= 1, f"no ready worker at some point: {pods.history}"
+
+
+# ------------------------------------------------------------------ Ready gating (#3567)
+def test_grove_graph_is_not_ready_before_grove_processed_the_new_spec(
+    k: Kube, namespace: str
+) -> None:
+    """ai-dynamo/dynamo#3567 on the Grove path (bare API server; Grove simulated: no Grove
+    controller here). Git changes the worker's image: until Grove has observed the new
+    PodCliqueSet generation, its PodCliques still describe the old spec, fully ready and
+    updated, and the operator (and the controller before this change) reported the graph
+    ready. Ready again only once Grove observed it and the PodCliques are ready."""
+    from dyn_gitops_operator.kube import PCSGS
+    from test_operator_grove import APPLIED, PCSG, pcs_observed, ready_grove_graph, with_restart
+
+    ready_grove_graph(k, namespace)
+    with running(settings_for_tests(namespace), k):
+        wait_for(lambda: gstate(k, namespace) == "successful", 30, "successful before")
+        docs = with_restart("unused")
+        del docs[0]["spec"]["restart"]
+        worker = docs[0]["spec"]["services"]["VllmDecodeWorker"]
+        worker["extraPodSpec"]["mainContainer"]["image"] += "-2"
+        changed = render(docs, namespace, grove=True)
+        # the PodCliqueSet before the DGD (an earlier sync wave): the controller does not
+        # watch PodCliqueSets, so it learns of the new one when the DGD changes
+        gitops_apply(k, changed, kinds=("PodCliqueSet",))
+        gitops_apply(k, changed, kinds=APPLIED)
+        st = wait_for(
+            lambda: (s := gstatus(k, namespace)).get("observedGeneration") == 2 and s,
+            30,
+            "the new DGD generation observed",
+        )
+        assert st["state"] == "pending", st
+        cond = next(c for c in st["conditions"] if c["type"] == "Ready")
+        assert cond["status"] == "False"
+        assert "podcliqueset/vllm-agg: spec not yet processed: generation=2" in cond["message"]
+        # Grove observes the PCS and starts rolling the worker's scaling group
+        pcs_observed(k, namespace)
+        grove_status(k, PCSGS, namespace, PCSG, updatedReplicas=0)
+        wait_for(lambda: "updated=0" in gcond(k, namespace)["message"], 30, "Grove's rollout shown")
+        assert gstate(k, namespace) == "pending"
+        grove_status(k, PCSGS, namespace, PCSG)
+        wait_for(lambda: gstate(k, namespace) == "successful", 30, "ready once rolled")
+
+
+def gstatus(k: Kube, ns: str) -> dict[str, Any]:
+    return dict(k.get(DGDS, ns, "vllm-agg").get("status") or {})
+
+
+def gstate(k: Kube, ns: str) -> str:
+    return str(gstatus(k, ns).get("state"))
+
+
+def gcond(k: Kube, ns: str) -> dict[str, Any]:
+    return next(c for c in gstatus(k, ns)["conditions"] if c["type"] == "Ready")

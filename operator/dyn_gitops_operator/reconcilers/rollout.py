@@ -24,9 +24,13 @@ from datetime import datetime
 
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
+from dyn_gitops_operator.reconcilers.restart import GROVE_POLL
+from dyn_gitops_operator.reconcilers.status import NOT_READY_REASON
+from dyn_gitops_operator.resources import PODCLIQUESETS
 from dyn_gitops_operator.settings import UNNAMED_GENERATION_GRACE
 
 ACTIVE_PHASES = ("Pending", "InProgress", "Failed")
@@ -77,6 +81,25 @@ def distribute(olds: list[Obj], total: int) -> dict[str, int]:
         out[o.name(dep)] = keep
         total -= keep
     return out
+
+
+def grove_gate(graph: Graph, ctx: Context) -> tuple[str, str, str] | None:
+    """Not ready while Grove has not processed the PodCliqueSet's current generation
+    (ai-dynamo/dynamo#3567 on Grove): until then its PodCliques still describe the previous
+    spec, fully ready and updated, and the operator reports the graph ready. A PCS whose
+    status has no observedGeneration at all is left to the PodCliques' readiness."""
+    assert graph.grove is not None
+    try:
+        pcs = ctx.kube.get(PODCLIQUESETS, graph.namespace, graph.grove.pcs)
+    except NotFoundError:
+        return None  # its PodCliques are missing too: not ready for that reason
+    observed = (pcs.get("status") or {}).get("observedGeneration")
+    generation = int(o.meta(pcs).get("generation") or 0)
+    if observed is None or int(observed) >= generation:
+        return None
+    why = f"spec not yet processed: generation={generation}, observedGeneration={int(observed)}"
+    message = f"Resources not ready: {graph.grove.pcs}: podcliqueset/{graph.grove.pcs}: {why}"
+    return ("pending", NOT_READY_REASON, message)
 
 
 def created(workload: Obj) -> datetime | None:
@@ -130,6 +153,10 @@ class RolloutReconciler:
             prev: Obj = dict(graph.status.get("rollingUpdate") or {})
             plan.rolling_update = None if prev.get("phase") in ACTIVE_PHASES else prev or None
             self._left_component_path(graph, plan)
+            gate = grove_gate(graph, ctx)
+            if gate is not None:
+                plan.rollout_state = gate
+                plan.requeue(GROVE_POLL)  # the PCS is read, not watched
             return
         progress = _Progress()
         for service in self._worker_services(graph):
