@@ -249,6 +249,16 @@ def test_one_worker_with_max_unavailable_one_is_never_left_without_a_serving_pod
     assert max(sum(s for s, _ in st.values()) for st in seen) == 2  # the surge pod
 
 
+def test_a_deployment_with_terminating_pods_is_not_drained() -> None:
+    from dyn_gitops_operator.reconcilers.rollout import drained
+
+    dep: Obj = {"metadata": {"generation": 2}, "spec": {"replicas": 0}}
+    dep["status"] = {"observedGeneration": 2, "replicas": 0, "terminatingReplicas": 1}
+    assert not drained(dep)  # status.replicas leaves terminating pods out
+    dep["status"]["terminatingReplicas"] = 0
+    assert drained(dep)
+
+
 def test_the_decision_sizes_managed_workers_only() -> None:
     c = FakeCluster()
     c.apply(render([graph("img:1", 3)], c.ns))

@@ -128,9 +128,12 @@ def drained(dep: Obj) -> bool:
     st = dep.get("status") or {}
     if o.is_lws(dep):  # no observedGeneration in a LeaderWorkerSet's status
         return o.replicas(dep) == 0 and int(st.get("replicas") or 0) == 0
+    # status.replicas leaves terminating pods out; terminatingReplicas (Kubernetes 1.33+,
+    # on by default since 1.35) counts them: Recreate starts nothing while an old pod runs
     return (
         o.replicas(dep) == 0
         and int(st.get("replicas") or 0) == 0
+        and int(st.get("terminatingReplicas") or 0) == 0
         and int(st.get("observedGeneration") or 0) >= int(o.meta(dep).get("generation") or 0)
     )
 
