@@ -97,7 +97,7 @@ def ready_status(dep: dict[str, Any], replicas: int, generation: int) -> dict[st
 
 def setup(kubeconfig: Path, graphs: int, kcm: str) -> list[str]:
     from dyn_gitops_operator.kube import DEPLOYMENTS, Kube, make_api_client
-    from dyn_gitops_operator.testing import GITOPS_MANAGER, KINDS
+    from dyn_gitops_operator.testing import GITOPS_MANAGER, KINDS, as_served
     from support.rendering import render
 
     k = Kube(make_api_client(str(kubeconfig), 32))
@@ -115,7 +115,7 @@ def setup(kubeconfig: Path, graphs: int, kcm: str) -> list[str]:
     print(f"rendered {len(objs)} objects in {time.monotonic() - t0:.1f} s", flush=True)
 
     def put(obj: dict[str, Any]) -> None:
-        live = gitops.apply(KINDS[obj["kind"]], obj, force=True)
+        live = gitops.apply(KINDS[obj["kind"]], as_served(obj), force=True)
         if obj["kind"] != "Deployment" or kcm != "instant":
             return
         # what kube-controller-manager reports once the companion controller sized it
@@ -295,7 +295,7 @@ class Tracker:
             st = d.get("status") or {}
             ok = (
                 st.get("state") == "successful"
-                and len(st.get("services") or {}) == 4
+                and len(st.get("components") or {}) == 4
                 and st.get("observedGeneration") == d["metadata"]["generation"]
             )
             return {"metadata": d["metadata"] | {"managedFields": None}, "ok": ok}
@@ -349,15 +349,14 @@ def main() -> int:
 
     from dyn_gitops_operator.kube import Kube, make_api_client
     from support.controlplane import control_plane, find_binary, install_crds
-
-    from dyn_gitops.crds import crds
+    from support.dynamo_crds import dynamo_crds
 
     etcd, apiserver = find_binary("etcd"), find_binary("kube-apiserver")
     if etcd is None or apiserver is None:
         print("etcd / kube-apiserver not built: bash tools/test-bins/build.sh", file=sys.stderr)
         return 2
     with control_plane(etcd, apiserver) as cp, tempfile.TemporaryDirectory() as tmp:
-        install_crds(cp.client(), crds())
+        install_crds(cp.client(), dynamo_crds())
         setup(cp.kubeconfig, args.graphs, args.kcm)
         baseline = api_write_latency(cp.kubeconfig)
         tracker = Tracker(Kube(make_api_client(str(cp.kubeconfig))))

@@ -137,12 +137,11 @@ def control_plane() -> Any:
 def kube(control_plane: Any) -> Any:
     """An ApiClient for the control plane with our CRDs (and minimal third-party ones)."""
     from support.controlplane import install_crds
+    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import thirdparty_crds
 
-    from dyn_gitops.crds import crds
-
     client = control_plane.client()
-    install_crds(client, crds() + thirdparty_crds())
+    install_crds(client, dynamo_crds() + thirdparty_crds())
     return client
 
 
@@ -186,12 +185,11 @@ def cluster() -> Any:
 def cluster_kube(cluster: Any) -> Any:
     """An ApiClient for the realistic cluster with our CRDs (and minimal third-party ones)."""
     from support.controlplane import install_crds
+    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import thirdparty_crds
 
-    from dyn_gitops.crds import crds
-
     client = cluster.client()
-    install_crds(client, crds() + thirdparty_crds())
+    install_crds(client, dynamo_crds() + thirdparty_crds())
     return client
 
 

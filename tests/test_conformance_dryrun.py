@@ -15,6 +15,7 @@ be refused, which a test shows.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -216,16 +217,32 @@ def test_example_output_accepted_by_real_apiserver(dyn: Any, namespace: str, nam
     _assert_accepted(dyn, name, objects, namespace, KNOWN_REJECTIONS)
 
 
+@pytest.fixture(scope="module")
+def crds_only(test_binaries: Any) -> Iterator[Any]:
+    """A private control plane with exactly ``dyn-gitops crds`` (the session one also serves
+    the controller's v1beta1 DGD: tests/support/dynamo_crds.py)."""
+    from kubernetes.dynamic import DynamicClient
+    from support.controlplane import control_plane, install_crds
+
+    from dyn_gitops.crds import crds
+
+    bins = test_binaries("etcd", "kube-apiserver")
+    with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
+        install_crds(cp.client(), crds())
+        yield DynamicClient(cp.client())
+
+
 @pytest.mark.parametrize("name", sorted(V1BETA1_EXAMPLES))
-def test_v1beta1_source_as_written_is_not_served_by_our_crd(
-    dyn: Any, namespace: str, name: str
-) -> None:
+def test_v1beta1_source_as_written_is_not_served_by_our_crd(crds_only: Any, name: str) -> None:
     """Why source-api-version defaults to v1alpha1: our CRD does not serve v1beta1, so a
     source DGD emitted as written is refused (clusters with Dynamo's own CRDs can use
     as-written)."""
     assert V1BETA1.split("/")[1] not in _served_dgd_versions()
+    namespace = "asw"
+    ensure_namespace(crds_only.client, namespace)
     objects = _render(name, namespace, source_api_version="as-written", **_component_settings(name))
-    rejected = _dry_run_apply_all(dyn, [o for o in objects if o["kind"] == DGD_KIND], namespace)
+    dgds = [o for o in objects if o["kind"] == DGD_KIND]
+    rejected = _dry_run_apply_all(crds_only, dgds, namespace)
     assert rejected and all("does not serve this kind" in r for r in rejected), rejected
 
 

@@ -109,12 +109,11 @@ def _etcd(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def plane(test_binaries: Any) -> Iterator[Plane]:
     from support.controlplane import control_plane, install_crds
-
-    from dyn_gitops.crds import crds
+    from support.dynamo_crds import dynamo_crds
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
-        install_crds(cp.client(), crds())
+        install_crds(cp.client(), dynamo_crds())
         p = Plane(cp)
         try:
             yield p
@@ -340,6 +339,7 @@ CHART_MODES = {
 def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path, mode: str) -> None:
     from dyn_gitops_operator.testing import helm_template
     from support.controlplane import install_crds
+    from support.dynamo_crds import with_v1beta1
     from support.thirdparty_crds import _crd
 
     install_crds(
@@ -368,7 +368,8 @@ def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
         "CustomResourceDefinition",
     }
     for obj in objs:
-        out = apply_object(pk, obj, dry_run=True)  # raises on any rejection
+        # (the chart's DGD CRD keeps the v1beta1 the plane stores until it serves it itself)
+        out = apply_object(pk, with_v1beta1(obj), dry_run=True)  # raises on any rejection
         assert out["kind"] == obj["kind"]
     # and the real helm's own server-side dry run of the install
     args = [a for s in CHART_MODES[mode] for a in ("--set", s)]
@@ -470,14 +471,15 @@ def test_controller_works_with_exactly_the_chart_rbac(
             lambda: (
                 pk.get(DGDS, work_ns, "sglang-disagg")
                 .get("status", {})
-                .get("services", {})
+                .get("components", {})
                 .get("decode", {})
-                .get("componentName")
+                .get("componentNames")
             ),
             what="status written",
         )
-        decode = pk.get(DGDS, work_ns, "sglang-disagg")["status"]["services"]["decode"]
-        assert pk.get(DEPLOYMENTS, work_ns, decode["componentName"])["spec"]["replicas"] == 2
+        decode = pk.get(DGDS, work_ns, "sglang-disagg")["status"]["components"]["decode"]
+        (name,) = decode["componentNames"]  # no rollout: the current generation only
+        assert pk.get(DEPLOYMENTS, work_ns, name)["spec"]["replicas"] == 2
         wait_for(
             lambda: pk.get(PODCLIQUES, work_ns, "vllm-agg-0-frontend")["spec"]["replicas"] == 2,
             what="PodClique scaled through /scale",
@@ -486,7 +488,7 @@ def test_controller_works_with_exactly_the_chart_rbac(
             lambda: (
                 pk.get(DGDS, work_ns, "vllm-agg")
                 .get("status", {})
-                .get("services", {})
+                .get("components", {})
                 .get("VllmDecodeWorker", {})
                 .get("componentKind")
                 == "PodCliqueScalingGroup"
@@ -543,10 +545,10 @@ def test_controller_works_with_exactly_the_chart_rbac(
         as_sa.apply(
             DGDS,
             {
-                "apiVersion": "nvidia.com/v1alpha1",
+                "apiVersion": DGDS.api_version,
                 "kind": "DynamoGraphDeployment",
                 "metadata": {"name": "sglang-disagg", "namespace": work_ns},
-                "spec": {"envs": []},
+                "spec": {"env": []},
             },
         )
     for res, name in ((PODCLIQUES, "vllm-agg-0-frontend"), (PCSGS, "vllm-agg-0-vllmdecodeworker")):

@@ -349,12 +349,12 @@ def test_status_subresource(api: Api) -> None:
         "apiVersion": DGDS.api_version,
         "kind": DGDS.kind,
         "metadata": {"name": "g", "namespace": api.ns},
-        "spec": {"services": {"F": {"componentType": "frontend", "replicas": 1}}},
+        "spec": {"components": [{"name": "F", "type": "frontend", "replicas": 1}]},
     }
     gitops.apply(DGDS, dgd)
     out = me.apply(
         DGDS,
-        {**dgd, "spec": {"services": {}}, "status": {"state": "pending"}},
+        {**dgd, "spec": {"components": []}, "status": {"state": "pending"}},
         subresource="status",
     )
     assert out["spec"] == dgd["spec"] and out["status"] == {"state": "pending"}

@@ -66,7 +66,7 @@ def test_conflicts_are_retried_until_the_write_lands(
             timeout=90,
             what="converged despite conflicts",
         )
-        assert st["services"]["decode"]["replicas"] == 2
+        assert st["components"]["decode"]["replicas"] == 2
         assert k.get(DGDSAS, namespace, "sglang-disagg-decode")["status"]["replicas"] == 2
         assert stale.conflicts >= 4  # real 409s from the API server ...
         assert (

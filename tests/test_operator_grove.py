@@ -34,6 +34,7 @@ from dyn_gitops_operator.testing import (
     settings_for_tests,
     wait_for,
 )
+from support.graphs import component_patch
 from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
@@ -112,7 +113,7 @@ def _comp(kind: str, spec: int, generation: int = 1, **status: int) -> grove.Com
         (_comp("pclq", 0, observedGeneration=1), ""),  # desired 0 is ready, whatever runs
         (
             _comp("pclq", 2, observedGeneration=1, readyReplicas=1, updatedReplicas=2, replicas=2),
-            "desired=2, ready=1",
+            "scheduled but ready=1/2",
         ),
         (
             _comp(
@@ -124,7 +125,7 @@ def _comp(kind: str, spec: int, generation: int = 1, **status: int) -> grove.Com
                 updatedReplicas=2,
                 replicas=2,
             ),
-            "desired=2, available=1",
+            "scheduled but available=1/2",
         ),
         (
             _comp("pclq", 2, observedGeneration=1, readyReplicas=2, updatedReplicas=1, replicas=2),
@@ -146,6 +147,122 @@ def _comp(kind: str, spec: int, generation: int = 1, **status: int) -> grove.Com
 )
 def test_readiness_reasons_are_the_operators(comp: grove.Component, want: str) -> None:
     assert grove.readiness(comp) == (not want, want)
+
+
+def _cond(kind: str, status: str, reason: str) -> dict[str, str]:
+    return {"type": kind, "status": status, "reason": reason, "message": "m"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "why", "reason"),
+    [
+        # observePodCliqueReadiness / observePCSGReadiness, internal/dynamo/grove.go @ 2a6da14c8
+        ("pclq", {}, "observedGeneration is nil", "some_resources_are_not_ready"),
+        (
+            "pclq",
+            {"readyReplicas": 4, "updatedReplicas": 4, "replicas": 4},
+            "",  # fully ready is checked first: Grove may leave scheduledReplicas unset
+            "",
+        ),
+        (
+            "pclq",
+            {"scheduleGatedReplicas": 2, "scheduledReplicas": 2, "replicas": 4},
+            "schedule-gated replicas: 2",
+            "insufficient_capacity",
+        ),
+        (
+            "pclq",
+            {
+                "replicas": 4,
+                "conditions": [_cond("PodCliqueScheduled", "False", "InsufficientScheduledPods")],
+            },
+            "scheduling condition InsufficientScheduledPods: m",
+            "insufficient_capacity",
+        ),
+        (
+            "pclq",  # another scheduling reason is no capacity signal
+            {
+                "replicas": 4,
+                "updatedReplicas": 4,
+                "conditions": [_cond("PodCliqueScheduled", "False", "Other")],
+            },
+            "scheduled but ready=0/4",
+            "pods_not_ready",
+        ),
+        (
+            "pclq",
+            {"scheduledReplicas": 3, "replicas": 4, "updatedReplicas": 4, "readyReplicas": 3},
+            "insufficient scheduled replicas: scheduled=3/4",
+            "insufficient_capacity",
+        ),
+        (
+            "pcsg",
+            {
+                "replicas": 4,
+                "conditions": [
+                    _cond(
+                        "MinAvailableBreached",
+                        "False",
+                        "InsufficientScheduledPodCliqueScalingGroupReplicas",
+                    )
+                ],
+            },
+            "min-available breached (InsufficientScheduledPodCliqueScalingGroupReplicas): m",
+            "insufficient_capacity",
+        ),
+        (
+            "pcsg",  # Grove alpha.8 polarity: True pairs with the availability reason
+            {
+                "replicas": 4,
+                "updatedReplicas": 4,
+                "scheduledReplicas": 4,
+                "conditions": [
+                    _cond(
+                        "MinAvailableBreached",
+                        "True",
+                        "InsufficientAvailablePodCliqueScalingGroupReplicas",
+                    )
+                ],
+            },
+            "scheduled but available=0/4",
+            "pods_not_ready",
+        ),
+        (
+            "pclq",
+            {"scheduledReplicas": 4, "replicas": 4, "updatedReplicas": 2, "readyReplicas": 4},
+            "desired=4, updated=2",
+            "updating",
+        ),
+        (
+            "pcsg",
+            {"scheduledReplicas": 4, "replicas": 5, "updatedReplicas": 4, "availableReplicas": 4},
+            "performing rolling update: desired=4, replicas=5",
+            "updating",
+        ),
+    ],
+)
+def test_not_ready_components_are_classified_as_the_operator_does(
+    kind: str, status: dict[str, Any], why: str, reason: str
+) -> None:
+    """The DGD Ready reasons of 1.4+ (#11057 / #11131): each component implies one."""
+    observed = {} if not status else {"observedGeneration": 1}
+    r = grove.classify(_comp(kind, 4, **observed, **status))
+    assert (r.ready, r.why, r.reason) == (not why, why, reason)
+
+
+@pytest.mark.parametrize(
+    ("reasons", "want"),
+    [
+        ([], "all_resources_are_ready"),
+        (["updating"], "updating"),
+        (["pods_not_ready", "pods_not_ready"], "pods_not_ready"),
+        (["insufficient_capacity", "updating"], "mixed_not_ready_reasons"),
+    ],
+)
+def test_not_ready_reasons_aggregate_as_the_operator_does(reasons: list[str], want: str) -> None:
+    """``evaluateGroveComponents`` (internal/dynamo/grove.go @ 2a6da14c8): the components'
+    common reason, else mixed."""
+    assert grove.aggregate(reasons) == want
 
 
 def _pcs(*entries: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
@@ -201,11 +318,25 @@ def test_status_from_podclique_and_pcsg(k: Kube, namespace: str) -> None:
                 namespace,
                 "vllm-agg",
                 "Resources not ready: vllm-agg: "
-                f"podclique/{pclq}: resource not found; pcsg/{pcsg}: resource not found",
+                "Frontend: resource not found; VllmDecodeWorker: resource not found",
             ),
             what="not found",
         )
-        assert st["state"] == "pending" and st["services"] == {}
+        # a missing object still has its entry: kind and expected name (grove.go @ 2a6da14c8)
+        assert st["state"] == "pending" and st["components"] == {
+            "Frontend": {
+                "componentKind": "PodClique",
+                "componentNames": [pclq],
+                "replicas": 0,
+                "updatedReplicas": 0,
+            },
+            "VllmDecodeWorker": {
+                "componentKind": "PodCliqueScalingGroup",
+                "componentNames": [pcsg],
+                "replicas": 0,
+                "updatedReplicas": 0,
+            },
+        }
         assert ready_cond(st)["reason"] == "some_resources_are_not_ready"
 
         # created, nothing observed yet
@@ -216,33 +347,35 @@ def test_status_from_podclique_and_pcsg(k: Kube, namespace: str) -> None:
                 namespace,
                 "vllm-agg",
                 "Resources not ready: vllm-agg: "
-                f"podclique/{pclq}: observedGeneration is nil; "
-                f"pcsg/{pcsg}: observedGeneration is nil",
+                "Frontend: observedGeneration is nil; "
+                "VllmDecodeWorker: observedGeneration is nil",
             ),
             what="not observed",
         )
-        assert st["services"]["Frontend"] == {
+        assert st["components"]["Frontend"] == {
             "componentKind": "PodClique",
-            "componentName": pclq,
             "componentNames": [pclq],
             "replicas": 0,
             "updatedReplicas": 0,
             "readyReplicas": 0,
         }
 
-        # pods coming up: one ready of two, no PCSG replica available
+        # pods coming up: one ready of two, no PCSG replica available (scheduled):
+        # pods_not_ready (observePodCliqueReadiness / observePCSGReadiness @ 2a6da14c8)
         grove_status(k, PODCLIQUES, namespace, pclq, readyReplicas=1)
         grove_status(k, PCSGS, namespace, pcsg, availableReplicas=0)
-        wait_for(
+        st = wait_for(
             lambda: message_is(
                 k,
                 namespace,
                 "vllm-agg",
-                "Resources not ready: vllm-agg: "
-                f"podclique/{pclq}: desired=2, ready=1; pcsg/{pcsg}: desired=1, available=0",
+                "Resources not ready: vllm-agg: Frontend: scheduled but ready=1/2; "
+                "VllmDecodeWorker: scheduled but available=0/1",
             ),
             what="not ready",
         )
+        assert ready_cond(st)["reason"] == "pods_not_ready"
+        assert st["components"]["Frontend"]["scheduledReplicas"] == 2
         # updated and total replicas count too
         grove_status(k, PODCLIQUES, namespace, pclq, updatedReplicas=1)
         grove_status(k, PCSGS, namespace, pcsg, replicas=2)
@@ -252,11 +385,12 @@ def test_status_from_podclique_and_pcsg(k: Kube, namespace: str) -> None:
                 namespace,
                 "vllm-agg",
                 "Resources not ready: vllm-agg: "
-                f"podclique/{pclq}: desired=2, updated=1; "
-                f"pcsg/{pcsg}: performing rolling update: desired=1, replicas=2",
+                "Frontend: desired=2, updated=1; "
+                "VllmDecodeWorker: performing rolling update: desired=1, replicas=2",
             ),
             what="not updated / rolling",
         )
+        assert ready_cond(status_of(k, namespace, "vllm-agg"))["reason"] == "updating"
 
         # ready
         grove_status(k, PODCLIQUES, namespace, pclq)
@@ -273,22 +407,22 @@ def test_status_from_podclique_and_pcsg(k: Kube, namespace: str) -> None:
             "lastTransitionTime": None,
             "observedGeneration": k.get(DGDS, namespace, "vllm-agg")["metadata"]["generation"],
         }
-        assert st["services"] == {
+        assert st["components"] == {
             "Frontend": {
                 "componentKind": "PodClique",
-                "componentName": pclq,
                 "componentNames": [pclq],
                 "replicas": 2,
                 "updatedReplicas": 2,
                 "readyReplicas": 2,
+                "scheduledReplicas": 2,
             },
             "VllmDecodeWorker": {
                 "componentKind": "PodCliqueScalingGroup",
-                "componentName": pcsg,
                 "componentNames": [pcsg],
                 "replicas": 1,
                 "updatedReplicas": 1,
                 "availableReplicas": 1,
+                "scheduledReplicas": 1,
             },
         }
         assert "rollingUpdate" not in st and "restart" not in st
@@ -308,7 +442,7 @@ def test_status_from_podclique_and_pcsg(k: Kube, namespace: str) -> None:
                 namespace,
                 "vllm-agg",
                 "Resources not ready: vllm-agg: "
-                f"podclique/{pclq}: spec not yet processed: generation=2, observedGeneration=1",
+                "Frontend: spec not yet processed: generation=2, observedGeneration=1",
             ),
             what="generation not observed",
         )
@@ -325,11 +459,11 @@ def test_status_from_podclique_and_pcsg(k: Kube, namespace: str) -> None:
                 k,
                 namespace,
                 "vllm-agg",
-                f"Resources not ready: vllm-agg: podclique/{pclq}: resource not found",
+                "Resources not ready: vllm-agg: Frontend: resource not found",
             ),
             what="deleted",
         )
-        assert set(st["services"]) == {"VllmDecodeWorker"}
+        assert st["components"]["Frontend"]["replicas"] == 0
 
     # never wrote the PodCliqueSet, the PCSG, or any Deployment
     assert FIELD_MANAGER not in {
@@ -357,17 +491,16 @@ def test_multinode_graph_counts_every_scaling_group(k: Kube, namespace: str) -> 
                 k,
                 namespace,
                 "trtllm-disagg-mn",
-                "Resources not ready: trtllm-disagg-mn: "
-                "pcsg/trtllm-disagg-mn-0-prefill: desired=2, available=1",
+                "Resources not ready: trtllm-disagg-mn: prefill: scheduled but available=1/2",
             ),
             what="prefill",
         )
-        assert {s: v["componentKind"] for s, v in st["services"].items()} == {
+        assert {s: v["componentKind"] for s, v in st["components"].items()} == {
             "Frontend": "PodClique",
             "prefill": "PodCliqueScalingGroup",
             "decode": "PodCliqueScalingGroup",
         }
-        assert st["services"]["prefill"]["availableReplicas"] == 1
+        assert st["components"]["prefill"]["availableReplicas"] == 1
         grove_status(k, PCSGS, namespace, "trtllm-disagg-mn-0-prefill")
         wait_for(
             lambda: status_of(k, namespace, "trtllm-disagg-mn")["state"] == "successful",
@@ -379,7 +512,7 @@ def test_multinode_graph_counts_every_scaling_group(k: Kube, namespace: str) -> 
             "PATCH",
             DGDS.path(namespace, "trtllm-disagg-mn"),
             None,
-            {"spec": {"services": {"decode": {"replicas": 2}}}},
+            component_patch(k.get(DGDS, namespace, "trtllm-disagg-mn"), "decode", replicas=2),
             "application/merge-patch+json",
         )
         pcsg = wait_for(
@@ -396,7 +529,7 @@ def test_multinode_graph_counts_every_scaling_group(k: Kube, namespace: str) -> 
                 namespace,
                 "trtllm-disagg-mn",
                 "Resources not ready: trtllm-disagg-mn: "
-                "pcsg/trtllm-disagg-mn-0-decode: spec not yet processed: generation=2, "
+                "decode: spec not yet processed: generation=2, "
                 "observedGeneration=1",
             ),
             what="decode scale not observed",
@@ -453,7 +586,7 @@ def test_scaling_adapter_scales_the_podclique_through_scale(k: Kube, namespace: 
                 namespace,
                 "sglang-disagg",
                 "Resources not ready: sglang-disagg: "
-                f"podclique/{decode}: spec not yet processed: generation=2, "
+                "decode: spec not yet processed: generation=2, "
                 "observedGeneration=1",
             ),
             what="scale not observed",
@@ -470,11 +603,11 @@ def test_scaling_adapter_scales_the_podclique_through_scale(k: Kube, namespace: 
                 k,
                 namespace,
                 "sglang-disagg",
-                f"Resources not ready: sglang-disagg: podclique/{decode}: desired=4, ready=3",
+                "Resources not ready: sglang-disagg: decode: scheduled but ready=3/4",
             ),
             what="3 of 4",
         )
-        assert st["services"]["decode"]["replicas"] == 4
+        assert st["components"]["decode"]["replicas"] == 4
         grove_status(k, PODCLIQUES, namespace, decode)
         wait_for(
             lambda: status_of(k, namespace, "sglang-disagg")["state"] == "successful",
@@ -486,7 +619,7 @@ def test_scaling_adapter_scales_the_podclique_through_scale(k: Kube, namespace: 
             "PATCH",
             DGDS.path(namespace, "sglang-disagg"),
             None,
-            {"spec": {"services": {"prefill": {"replicas": 3}}}},
+            component_patch(k.get(DGDS, namespace, "sglang-disagg"), "prefill", replicas=3),
             "application/merge-patch+json",
         )
         wait_for(
@@ -538,8 +671,8 @@ def test_moving_to_grove_drains_the_old_workers_once_grove_is_ready(
                     namespace,
                     "vllm-agg",
                     "Resources not ready: vllm-agg: "
-                    "podclique/vllm-agg-0-frontend: observedGeneration is nil; "
-                    "podclique/vllm-agg-0-vllmdecodeworker: observedGeneration is nil",
+                    "Frontend: observedGeneration is nil; "
+                    "VllmDecodeWorker: observedGeneration is nil",
                 ),
                 what="Grove status",
             )
@@ -840,13 +973,12 @@ def old_grove(test_binaries: Any) -> Iterator[Kube]:
     """A private control plane whose PodCliqueSet CRD is free-form: ``cliques`` is an
     atomic list, which a server-side apply would take over whole."""
     from support.controlplane import control_plane, install_crds
+    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import thirdparty_crds
-
-    from dyn_gitops.crds import crds
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
-        install_crds(cp.client(), crds() + thirdparty_crds(pcs_map_list=False))
+        install_crds(cp.client(), dynamo_crds() + thirdparty_crds(pcs_map_list=False))
         kube = Kube(cp.client())
         kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "old"}})
         yield kube
@@ -926,16 +1058,16 @@ def bare(test_binaries: Any) -> Iterator[Kube]:
     """A private control plane with our CRDs and the PodCliqueSet CRD, but not Grove's
     PodClique / PodCliqueScalingGroup (as if Grove were not installed)."""
     from support.controlplane import control_plane, install_crds
+    from support.dynamo_crds import dynamo_crds
     from support.thirdparty_crds import grove_crds, thirdparty_crds
-
-    from dyn_gitops.crds import crds
 
     bins = test_binaries("etcd", "kube-apiserver")
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
         grove_kinds = {c["metadata"]["name"] for c in grove_crds()}
         install_crds(
             cp.client(),
-            crds() + [c for c in thirdparty_crds() if c["metadata"]["name"] not in grove_kinds],
+            dynamo_crds()
+            + [c for c in thirdparty_crds() if c["metadata"]["name"] not in grove_kinds],
         )
         yield Kube(cp.client())
 
@@ -951,10 +1083,13 @@ def test_controller_starts_without_the_grove_crds(bare: Kube) -> None:
                 "nogrove",
                 "vllm-agg",
                 "Resources not ready: vllm-agg: "
-                "podclique/vllm-agg-0-frontend: resource not found; "
-                "pcsg/vllm-agg-0-vllmdecodeworker: resource not found",
+                "Frontend: resource not found; "
+                "VllmDecodeWorker: resource not found",
             ),
             what="not found",
         )
-        assert st["state"] == "pending" and st["services"] == {}
+        assert st["state"] == "pending" and set(st["components"]) == {
+            "Frontend",
+            "VllmDecodeWorker",
+        }
         assert m.healthy() and m.ready()

@@ -345,7 +345,7 @@ def test_two_replicas_never_act_at_once(
             hpa_scale(k, namespace, "sglang-disagg-decode", 3)
             wait_for(
                 lambda: (
-                    k.get(DGDS, namespace, "sglang-disagg")["status"]["services"]["decode"][
+                    k.get(DGDS, namespace, "sglang-disagg")["status"]["components"]["decode"][
                         "replicas"
                     ]
                     == 3

@@ -14,6 +14,7 @@ from dyn_gitops_operator.testing import (
     GITOPS_MANAGER,
     KCM_MANAGER,
     KINDS,
+    as_served,
     deployment_status,
     running,
     settings_for_tests,
@@ -29,7 +30,7 @@ def test_the_controller_converges_on_the_fake_server() -> None:
     gitops, kcm = kube.as_manager(GITOPS_MANAGER), kube.as_manager(KCM_MANAGER)
     for obj in render(SAMPLES / "vllm-agg" / "input", "ns"):
         if obj["kind"] in ("Deployment", "DynamoGraphDeployment"):
-            gitops.apply(KINDS[obj["kind"]], obj)
+            gitops.apply(KINDS[obj["kind"]], as_served(obj))
     stop = threading.Event()
 
     def controller_manager() -> None:  # every Deployment rolls out at once
@@ -53,7 +54,7 @@ def test_the_controller_converges_on_the_fake_server() -> None:
             leases = {lease["metadata"]["name"] for lease in kube.list(LEASES, "ns")[0]}
             assert leases == {SCOPE_LEASE_NAME, "dyn-gitops-controller"}
             # a spec change arrives through the DGD watch
-            gitops.patch(DGDS, "ns", "vllm-agg", {"spec": {"envs": [{"name": "A", "value": "1"}]}})
+            gitops.patch(DGDS, "ns", "vllm-agg", {"spec": {"env": [{"name": "A", "value": "1"}]}})
             wait_for(
                 lambda: kube.get(DGDS, "ns", "vllm-agg")["status"]["observedGeneration"] == 2,
                 what="observedGeneration follows",

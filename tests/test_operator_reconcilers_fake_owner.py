@@ -17,6 +17,8 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
 def test_managed_workers_are_owned_by_their_dgd() -> None:
+    """The reference names the DGD's storage version, v1beta1, as the 1.5 operator's
+    (controller-runtime writes the hub type it reconciles, api/v1beta1 @ 2a6da14c8)."""
     c = FakeCluster()
     objs = render(SAMPLES / "vllm-agg" / "input", c.ns)
     c.apply(objs)
@@ -24,7 +26,7 @@ def test_managed_workers_are_owned_by_their_dgd() -> None:
     uid = c.dgd("vllm-agg")["metadata"]["uid"]
     want = [
         {
-            "apiVersion": "nvidia.com/v1alpha1",
+            "apiVersion": "nvidia.com/v1beta1",
             "kind": "DynamoGraphDeployment",
             "name": "vllm-agg",
             "uid": uid,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
-from dyn_gitops_operator.resources import LWS
+from dyn_gitops_operator.resources import DEPLOYMENTS, LWS
 from support.fakecluster import FakeCluster
 from support.graphs import WORKER, rollout_step, worker_name
 from support.graphs import rollout_graph as graph
@@ -112,6 +112,15 @@ def test_rollout_respects_budget_and_removes_old_generation(
     st = c.status("roll")
     assert (st["state"], st["rollingUpdate"]["phase"]) == ("pending", "InProgress")
     assert st["rollingUpdate"]["startTime"] == "2025-06-01T00:00:10Z"
+    cond = next(x for x in st["conditions"] if x["type"] == "Ready")
+    assert (cond["status"], cond["reason"]) == ("False", "rolling_update_in_progress")
+    # mergeWorkerComponentStatuses (dgd_worker_rollout_reconciler.go @ 2a6da14c8): both
+    # generations listed, routing still on the old generation's runtime namespace
+    mid = st["components"][WORKER]
+    assert mid["componentNames"] == sorted([old, new])
+    assert mid["runtimeNamespace"].endswith("-" + old.rsplit("-", 1)[1])
+    new_status = c.kube.get(DEPLOYMENTS, c.ns, new).get("status") or {}
+    assert mid["updatedReplicas"] == new_status.get("updatedReplicas", 0)  # the new one only
 
     c.advance(10)
     seen = drive(
@@ -130,10 +139,11 @@ def test_rollout_respects_budget_and_removes_old_generation(
             "phase": "Completed",
             "startTime": "2025-06-01T00:00:10Z",
             "endTime": "2025-06-01T00:00:20Z",
-            "updatedServices": [WORKER],
+            "updatedComponents": [WORKER],
         },
     )
-    assert st["services"][WORKER]["componentNames"] == [new]
+    assert st["components"][WORKER]["componentNames"] == [new]
+    assert st["components"][WORKER]["runtimeNamespace"].endswith("-" + new.rsplit("-", 1)[1])
     assert c.replicas(new) == desired
 
 
@@ -213,9 +223,9 @@ def test_worker_service_removed_from_git_is_drained_and_deleted() -> None:
             break
         c.kcm_step(kcm.policy)
         c.converge("roll")
-    assert set(st["services"]) == {"Frontend", WORKER}
+    assert set(st["components"]) == {"Frontend", WORKER}
     assert set(c.deployments()) == {"roll-frontend", worker_name(second)}
-    assert st["rollingUpdate"]["updatedServices"] == [WORKER]
+    assert st["rollingUpdate"]["updatedComponents"] == [WORKER]
 
 
 def test_recreate_drains_first_then_starts_the_new_generation() -> None:

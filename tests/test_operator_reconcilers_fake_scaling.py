@@ -14,6 +14,7 @@ from dyn_gitops_operator.reconcilers.scaling import ScalingAdapterReconciler, se
 from dyn_gitops_operator.resources import DGDS, DGDSAS, PODCLIQUES, PODCLIQUESETS
 from dyn_gitops_operator.testing import GITOPS_MANAGER
 from support.fakecluster import GROVE_KINDS, FakeCluster
+from support.graphs import component_patch
 from support.rendering import render
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -178,13 +179,13 @@ def test_grove_podclique_follows_the_adapter_through_scale() -> None:
     assert live["spec"]["replicas"] == 4 and live["metadata"]["generation"] == 2
     assert (FIELD_MANAGER, "scale") in managers(live)
     assert c.status("sglang-disagg")["conditions"][0]["message"] == (
-        f"Resources not ready: sglang-disagg: podclique/{decode}: spec not yet processed: "
+        "Resources not ready: sglang-disagg: decode: spec not yet processed: "
         "generation=2, observedGeneration=1"
     )
 
     # no adapter: Git's replicas reach the PodClique (Grove seeds them only at creation)
     c.gitops.patch(
-        DGDS, c.ns, "sglang-disagg", {"spec": {"services": {"prefill": {"replicas": 3}}}}
+        DGDS, c.ns, "sglang-disagg", component_patch(c.dgd("sglang-disagg"), "prefill", replicas=3)
     )
     c.converge("sglang-disagg")
     replicas = {n: c.kube.get(PODCLIQUES, c.ns, n)["spec"]["replicas"] for n in created}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.status import StatusReconciler
@@ -61,23 +62,27 @@ def test_pending_healthy_degraded_recovered(agg: tuple[FakeCluster, str]) -> Non
         == cond["observedGeneration"]
         == c.dgd("vllm-agg")["metadata"]["generation"]
     )
-    assert st["services"]["VllmDecodeWorker"] == {
+    # ComponentReplicaStatus (api/v1beta1/common.go @ 2a6da14c8); a worker's runtime
+    # namespace carries its generation (ComponentRuntimeNamespace, v1beta1_helpers.go)
+    assert st["components"]["VllmDecodeWorker"] == {
         "componentKind": "Deployment",
-        "componentName": worker,
         "componentNames": [worker],
+        "runtimeNamespace": f"{c.ns}-vllm-agg-{worker.rsplit('-', 1)[1]}",
         "replicas": 2,
         "readyReplicas": 2,
         "availableReplicas": 2,
         "updatedReplicas": 2,
     }
-    assert st["services"]["Frontend"]["replicas"] == 1
+    assert st["components"]["Frontend"]["replicas"] == 1
+    assert st["components"]["Frontend"]["runtimeNamespace"] == f"{c.ns}-vllm-agg"
+    assert "services" not in st  # the v1alpha1 name is gone from the v1beta1 status
 
     c.set_status(worker, available=1)
     c.converge("vllm-agg")
     st = c.status("vllm-agg")
     assert st["state"] == "pending"
     assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
-    assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
+    assert st["components"]["VllmDecodeWorker"]["availableReplicas"] == 1
 
     c.set_status(worker)
     c.set_status("vllm-agg-frontend", available=0, failed="ReplicaSet has timed out")
@@ -91,7 +96,7 @@ def test_pending_healthy_degraded_recovered(agg: tuple[FakeCluster, str]) -> Non
     c.set_status("vllm-agg-frontend")
     c.converge("vllm-agg")
     assert c.status("vllm-agg")["state"] == "successful"
-    c.gitops.patch(DGDS, c.ns, "vllm-agg", {"spec": {"envs": [{"name": "A", "value": "1"}]}})
+    c.gitops.patch(DGDS, c.ns, "vllm-agg", {"spec": {"env": [{"name": "A", "value": "1"}]}})
     c.converge("vllm-agg")
     assert c.status("vllm-agg")["observedGeneration"] == 2
 
@@ -157,7 +162,10 @@ def test_missing_deployment_is_reported() -> None:
     st = c.status("vllm-agg")
     assert st["state"] == "pending"
     assert "vllm-agg-frontend: Deployment not found" in ready_cond(st)["message"]
-    assert "Frontend" not in st["services"]
+    assert "Frontend" not in st["components"]
+
+
+WORKER_HASH = "nvidia.com/dynamo-worker-hash"
 
 
 def test_multinode_services_report_their_leaderworkersets() -> None:
@@ -200,9 +208,10 @@ def test_multinode_services_report_their_leaderworkersets() -> None:
     c.converge("sglang-mn")
     st = c.status("sglang-mn")
     assert st["state"] == "successful"
-    assert st["services"]["decode"] == {
+    assert st["components"]["decode"] == {
         "componentKind": "LeaderWorkerSet",
         "componentNames": [name],
+        "runtimeNamespace": f"{c.ns}-sglang-mn-{lws['metadata']['labels'][WORKER_HASH]}",
         "replicas": 2,
         "readyReplicas": 2,
         "updatedReplicas": 2,
@@ -216,3 +225,124 @@ def test_a_graph_without_its_dgd_gets_no_status(agg: tuple[FakeCluster, str]) ->
     before = c.writes()
     StatusReconciler().reconcile(graph, Plan(), c.loop.ctx)
     assert c.writes() == before
+
+
+def _stamped(objs: list[dict[str, Any]], commit: str) -> list[dict[str, Any]]:
+    """The objects as a renderer that knows the commit stamps them (finalize.py)."""
+    out = copy.deepcopy(objs)
+    for obj in out:
+        obj["metadata"].setdefault("annotations", {})["dyn-gitops.io/source-commit"] = commit
+    return out
+
+
+def test_ready_only_once_the_dgds_commit_is_served() -> None:
+    """observedGeneration gating (#3567, DGD "Successful" during a rollout): a DGD applied
+    from a new commit whose workloads still come from the old one is not Ready for its
+    new generation, although every workload it had reports ready; Ready once they follow."""
+    c = FakeCluster()
+    (source,) = yaml.safe_load_all((SAMPLES / "vllm-agg" / "input" / "vllm-agg.yaml").read_text())
+    changed = copy.deepcopy(source)
+    changed["spec"]["services"]["Frontend"]["envs"] = [{"name": "A", "value": "1"}]
+    old, new = render([source], c.ns), render([changed], c.ns)
+    c.apply(_stamped(old, "a" * 40))
+    c.converge("vllm-agg")
+    for name in c.deployments():
+        c.set_status(name)
+    c.converge("vllm-agg")
+    assert c.status("vllm-agg")["state"] == "successful"
+
+    # the GitOps tool applied the DGD of commit b (a frontend change) but no workload yet
+    c.apply(_stamped([o for o in new if o["kind"] == "DynamoGraphDeployment"], "b" * 40))
+    c.converge("vllm-agg")
+    st = c.status("vllm-agg")
+    cond = ready_cond(st)
+    assert c.dgd("vllm-agg")["metadata"]["generation"] == 2
+    assert st["observedGeneration"] == cond["observedGeneration"] == 2
+    assert (st["state"], cond["status"], cond["reason"], cond["message"]) == (
+        "pending",
+        "False",
+        "some_resources_are_not_ready",
+        "Resources not ready: "
+        "vllm-agg-frontend: rendered from commit aaaaaaaaaaaa, the DGD from bbbbbbbbbbbb; "
+        f"{next(n for n in c.deployments() if n != 'vllm-agg-frontend')}: "
+        "rendered from commit aaaaaaaaaaaa, the DGD from bbbbbbbbbbbb",
+    )
+
+    c.apply(_stamped([o for o in new if o["kind"] == "Deployment"], "b" * 40))
+    c.converge("vllm-agg")
+    assert ready_cond(c.status("vllm-agg"))["status"] == "False"  # the new spec not observed
+    for name in c.deployments():
+        c.set_status(name)
+    c.converge("vllm-agg")
+    assert ready_cond(c.status("vllm-agg"))["status"] == "True"
+
+
+def test_other_conditions_on_the_dgd_are_kept(agg: tuple[FakeCluster, str]) -> None:
+    """``conditions`` is a map list by type: the controller owns Ready only."""
+    c, worker = agg
+    dgd = c.dgd("vllm-agg")
+    other = {"type": "TopologyLevelsAvailable", "status": "True", "reason": "r", "message": "m"}
+    c.kube.update(
+        DGDS,
+        {**dgd, "status": {**dgd["status"], "conditions": [*dgd["status"]["conditions"], other]}},
+        subresource="status",
+    )
+    c.set_status(worker)
+    c.converge("vllm-agg")
+    conds = c.status("vllm-agg")["conditions"]
+    assert [x["type"] for x in conds] == ["Ready", "TopologyLevelsAvailable"]
+
+
+def test_grove_ready_reasons_through_the_controller() -> None:
+    """The 1.4+ Ready reasons on the Grove path (evaluateGroveComponents and
+    observePodCliqueReadiness, internal/dynamo/grove.go @ 2a6da14c8): a capacity blocker,
+    an unfinished update, pods scheduled but not ready, and disagreeing components."""
+    from dyn_gitops_operator.resources import PODCLIQUES
+    from support.fakecluster import GROVE_KINDS
+
+    c = FakeCluster()
+    objs = render(SAMPLES / "scaling-adapter" / "input", c.ns, grove=True)
+    c.apply(objs, kinds=GROVE_KINDS)
+    (pcs,) = [o for o in objs if o["kind"] == "PodCliqueSet"]
+    created = c.grove_create(pcs)
+    for name, res in created.items():
+        c.grove_status(res, name)
+    c.converge("sglang-disagg")
+    assert c.status("sglang-disagg")["state"] == "successful"
+    decode, prefill = "sglang-disagg-0-decode", "sglang-disagg-0-prefill"
+    want = c.grove.get(PODCLIQUES, c.ns, decode)["spec"]["replicas"]
+
+    def verdict() -> tuple[str, str, str]:
+        c.converge("sglang-disagg")
+        st = c.status("sglang-disagg")
+        cond = ready_cond(st)
+        return st["state"], cond["reason"], cond["message"]
+
+    c.grove_status(PODCLIQUES, decode, scheduleGatedReplicas=1, readyReplicas=want - 1)
+    assert verdict() == (
+        "pending",
+        "insufficient_capacity",
+        "Resources not ready: sglang-disagg: decode: schedule-gated replicas: 1",
+    )
+    c.grove_status(PODCLIQUES, decode, updatedReplicas=0, readyReplicas=0)
+    assert verdict()[:2] == ("pending", "updating")
+    c.grove_status(PODCLIQUES, decode, readyReplicas=0)
+    assert verdict() == (
+        "pending",
+        "pods_not_ready",
+        f"Resources not ready: sglang-disagg: decode: scheduled but ready=0/{want}",
+    )
+    c.grove_status(PODCLIQUES, prefill, readyReplicas=0, scheduleGatedReplicas=1)
+    assert verdict()[:2] == ("pending", "mixed_not_ready_reasons")
+    st = c.status("sglang-disagg")
+    assert st["components"]["decode"] == {
+        "componentKind": "PodClique",
+        "componentNames": [decode],
+        "replicas": want,
+        "updatedReplicas": want,
+        "readyReplicas": 0,
+        "scheduledReplicas": want,
+    }
+    for name, res in created.items():
+        c.grove_status(res, name)
+    assert verdict()[:2] == ("successful", "all_resources_are_ready")

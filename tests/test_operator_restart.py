@@ -39,7 +39,7 @@ def stamps(k: Kube, ns: str) -> dict[str, tuple[str | None, int]]:
 
 def workers_sized(k: Kube, ns: str) -> bool:
     """The controller has looked at the graph (the workers want 1, the default replicas)."""
-    return bool(k.get(DGDS, ns, "rs").get("status", {}).get("services"))
+    return bool(k.get(DGDS, ns, "rs").get("status", {}).get("components"))
 
 
 def restart_status(k: Kube, ns: str) -> dict[str, Any]:

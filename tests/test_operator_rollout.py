@@ -165,8 +165,8 @@ def test_rollout_respects_budget_and_removes_old_generation(
             what="rollout completed",
         )
         ru = st["rollingUpdate"]
-        assert ru["updatedServices"] == [WORKER] and ru["startTime"] <= ru["endTime"]
-        assert st["services"][WORKER]["componentNames"] == [new]
+        assert ru["updatedComponents"] == [WORKER] and ru["startTime"] <= ru["endTime"]
+        assert st["components"][WORKER]["componentNames"] == [new]
         assert workers(k, namespace)[new]["spec"]["replicas"] == desired
 
 
@@ -327,7 +327,7 @@ def test_worker_service_removed_from_git_is_drained_and_deleted(k: Kube, namespa
                 ),
                 what="completed",
             )
-            assert set(st["services"]) == {"Frontend", WORKER}
+            assert set(st["components"]) == {"Frontend", WORKER}
             names = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, namespace)[0]}
             assert names == {"roll-frontend", worker_name(second)}
     finally:
@@ -346,7 +346,7 @@ def test_managed_workers_are_owned_by_their_dgd(k: Kube, namespace: str) -> None
         uid = k.get(DGDS, namespace, "roll")["metadata"]["uid"]
         want = [
             {
-                "apiVersion": "nvidia.com/v1alpha1",
+                "apiVersion": "nvidia.com/v1beta1",
                 "kind": "DynamoGraphDeployment",
                 "name": "roll",
                 "uid": uid,

@@ -115,7 +115,7 @@ def test_scale_subresource_drives_the_deployments(k: Kube, namespace: str) -> No
         if name != "sglang-disagg-frontend":  # a managed worker: the DGD owns it
             assert dep["metadata"]["ownerReferences"] == [
                 {
-                    "apiVersion": "nvidia.com/v1alpha1",
+                    "apiVersion": "nvidia.com/v1beta1",
                     "kind": "DynamoGraphDeployment",
                     "name": "sglang-disagg",
                     "uid": uid,

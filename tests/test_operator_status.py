@@ -80,16 +80,19 @@ def test_status_progressing_healthy_degraded(cluster_k: Kube, cluster_namespace:
         )
         dgd = k.get(DGDS, namespace, "vllm-agg")
         assert st["observedGeneration"] == dgd["metadata"]["generation"]
-        assert st["services"]["VllmDecodeWorker"] == {
+        # ComponentReplicaStatus (api/v1beta1/common.go @ 2a6da14c8): no v1alpha1
+        # componentName; the worker's runtime namespace names its generation
+        assert "services" not in st
+        assert st["components"]["VllmDecodeWorker"] == {
             "componentKind": "Deployment",
-            "componentName": worker,
             "componentNames": [worker],
+            "runtimeNamespace": f"{namespace}-vllm-agg-{worker.rsplit('-', 1)[1]}",
             "replicas": 2,
             "readyReplicas": 2,
             "availableReplicas": 2,
             "updatedReplicas": 2,
         }
-        assert st["services"]["Frontend"]["replicas"] == 1
+        assert st["components"]["Frontend"]["replicas"] == 1
 
         # progressing: a worker pod fails; its replacement is held Pending
         victim = next(p for p in pods(api, namespace) if p.metadata.name.startswith(worker))
@@ -101,7 +104,7 @@ def test_status_progressing_healthy_degraded(cluster_k: Kube, cluster_namespace:
             what="pending again",
         )
         assert ready_cond(st)["message"] == f"Resources not ready: {worker}: 1/2 available"
-        assert st["services"]["VllmDecodeWorker"]["availableReplicas"] == 1
+        assert st["components"]["VllmDecodeWorker"]["availableReplicas"] == 1
         assert len(gated(api, namespace)) == 1  # the replacement
         wait_for(
             lambda: (
@@ -160,7 +163,7 @@ def test_status_progressing_healthy_degraded(cluster_k: Kube, cluster_namespace:
             "PATCH",
             DGDS.path(namespace, "vllm-agg"),
             None,
-            {"metadata": {"labels": {"x": "y"}}, "spec": {"envs": [{"name": "A", "value": "1"}]}},
+            {"metadata": {"labels": {"x": "y"}}, "spec": {"env": [{"name": "A", "value": "1"}]}},
             "application/merge-patch+json",
         )
         gen = k.get(DGDS, namespace, "vllm-agg")["metadata"]["generation"]
@@ -179,7 +182,7 @@ def test_missing_deployment_is_reported(k: Kube, namespace: str) -> None:
         )
         assert st["state"] == "pending"
         assert "vllm-agg-frontend: Deployment not found" in ready_cond(st)["message"]
-        assert "Frontend" not in st["services"]
+        assert "Frontend" not in st["components"]
 
 
 @pytest.mark.parametrize(
@@ -188,8 +191,11 @@ def test_missing_deployment_is_reported(k: Kube, namespace: str) -> None:
 def test_worker_hash_matches_the_renderer_after_a_round_trip(
     k: Kube, namespace: str, sample: str
 ) -> None:
-    """The controller's worker hash of the *live* DGD names the rendered generation."""
-    objs = render(SAMPLES / sample / "input", namespace)
+    """The controller's worker hash of the *live* v1beta1 DGD names the rendered generation:
+    recomputed from the stored object (a v1beta1 source as written; a v1alpha1 one
+    converted as the operator stores it, its service labels and annotations kept in the
+    conversion annotation, api/v1alpha1/dynamographdeployment_conversion.go @ 2a6da14c8)."""
+    objs = render(SAMPLES / sample / "input", namespace, source_api_version="as-written")
     dgds = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
     gitops_apply(k, dgds)
     for dgd in dgds:
@@ -205,12 +211,11 @@ def test_worker_hash_matches_the_renderer_after_a_round_trip(
         assert rendered == ({HashCache().get(live)} - {None}), name
         unstamped = copy.deepcopy(live)
         unstamped["metadata"]["annotations"].pop("dyn-gitops.io/worker-hash", None)
-        if "dyn-gitops.io/source-api-version" in unstamped["metadata"]["annotations"]:
-            # a v1beta1 source emitted as v1alpha1 (setting source-api-version) does not
-            # convert back to the same v1beta1 spec the operator hashed, so only the stamp
-            # names its generation (docs/reference-behaviour.md, "Worker hash v2")
-            continue
+        assert live["apiVersion"] == "nvidia.com/v1beta1" and live["spec"]["components"]
         assert rendered == ({compute_worker_hash(unstamped)} - {None}), name
+
+
+WORKER_HASH = "nvidia.com/dynamo-worker-hash"
 
 
 def test_multinode_services_report_their_leaderworkersets(
@@ -260,9 +265,10 @@ def test_multinode_services_report_their_leaderworkersets(
             lambda: (s := status_of(k, namespace, "sglang-mn"))["state"] == "successful" and s,
             what="successful",
         )
-        assert st["services"]["decode"] == {
+        assert st["components"]["decode"] == {
             "componentKind": "LeaderWorkerSet",
             "componentNames": [name],
+            "runtimeNamespace": f"{namespace}-sglang-mn-{lws['metadata']['labels'][WORKER_HASH]}",
             "replicas": 2,
             "readyReplicas": 2,
             "updatedReplicas": 2,

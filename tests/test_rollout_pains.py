@@ -286,7 +286,8 @@ def test_grove_graph_is_not_ready_before_grove_processed_the_new_spec(
         assert st["state"] == "pending", st
         cond = next(c for c in st["conditions"] if c["type"] == "Ready")
         assert cond["status"] == "False"
-        assert "podcliqueset/vllm-agg: spec not yet processed: generation=2" in cond["message"]
+        assert cond["reason"] == "updating"
+        assert "vllm-agg: vllm-agg: spec not yet processed: generation=2" in cond["message"]
         # Grove observes the PCS and starts rolling the worker's scaling group
         pcs_observed(k, namespace)
         grove_status(k, PCSGS, namespace, PCSG, updatedReplicas=0)

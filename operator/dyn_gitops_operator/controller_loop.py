@@ -15,9 +15,10 @@ from collections.abc import Callable
 
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.dgdview import view
 from dyn_gitops_operator.errors import ConflictError, ControllerError
 from dyn_gitops_operator.event_keys import known_graph_keys
-from dyn_gitops_operator.graph import Graph, HashCache, parse_restart, parse_services
+from dyn_gitops_operator.graph import Graph, HashCache
 from dyn_gitops_operator.informer import Key
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
@@ -37,8 +38,9 @@ def snapshot(caches: Caches, hashes: HashCache, key: Key) -> Graph:
     dgd = caches.dgds.store.get(key)
     g = Graph(key=key, dgd=dgd)
     if dgd is not None:
-        g.services = parse_services(dgd)
-        g.restart = parse_restart(dgd, g.services)
+        spec = view(dgd)  # either served version
+        g.services = spec.components
+        g.restart = spec.restart
         g.worker_hash = hashes.get(dgd)
     index = f"{ns}/{name}"
     g.deployments = [

@@ -11,11 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from dyn_gitops import keys, naming
-from dyn_gitops.workerhash import compute, hub
+from dyn_gitops.workerhash import compute
+from dyn_gitops_operator import dgdview
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.dgdview import Component, view
+from dyn_gitops_operator.dgdview import RestartRequest as RestartRequest  # re-exported
 from dyn_gitops_operator.grove import GroveChildren
 
 log = logging.getLogger(__name__)
@@ -24,25 +27,8 @@ Key = tuple[str, str]
 Obj = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Service:
-    name: str
-    component_type: str
-    replicas: int
-    adapter: bool
-    #: rendered as a LeaderWorkerSet (natively scaled: one per generation), not a Deployment
-    multinode: bool = False
-
-    @property
-    def worker(self) -> bool:
-        return naming.is_worker(self.component_type)
-
-
-@dataclass(frozen=True)
-class RestartRequest:
-    id: str
-    strategy: Literal["Sequential", "Parallel"]
-    order: tuple[str, ...]
+#: a component of the DGD (a v1alpha1 service): the reconcilers' name for it
+Service = Component
 
 
 @dataclass
@@ -86,12 +72,11 @@ class Graph:
         return [w for w in self.workloads if o.component(w) == service]
 
     def rollout_annotations(self, service: str) -> dict[str, str]:
-        """The service's annotations over the graph's (``spec.annotations``): what the
-        operator reads the rolling-update settings from, for a LeaderWorkerSet here (a
-        Deployment carries them in its rendered strategy)."""
-        spec = (self.dgd or {}).get("spec") or {}
-        svc = (spec.get("services") or {}).get(service) or {}
-        return {**(spec.get("annotations") or {}), **(svc.get("annotations") or {})}
+        """What the operator reads the rolling-update settings from, for a LeaderWorkerSet
+        here (a Deployment carries them in its rendered strategy): see
+        :attr:`Component.annotations`."""
+        svc = self.services.get(service)
+        return dict(svc.annotations) if svc is not None else {}
 
     def generations(self, service: str) -> tuple[Obj | None, list[Obj]]:
         """(current, older) worker generations of ``service``, Deployments or
@@ -180,7 +165,7 @@ def compute_worker_hash(dgd: Obj) -> str | None:
     if o.annotations_of(dgd).get(keys.ANN_PODCLIQUESET):
         return None  # Grove: a PodCliqueSet, no hash-named worker generations
     try:
-        graph = hub.graph(dgd, str(o.meta(dgd).get("namespace") or ""))
+        graph = dgdview.hub_graph(dgd)
         if not any(naming.is_worker(c.type) for c in graph.components):
             return None
         return compute.worker_hash(graph)
@@ -196,30 +181,11 @@ def compute_worker_hash(dgd: Obj) -> str | None:
 
 
 def parse_services(dgd: Obj) -> dict[str, Service]:
-    out: dict[str, Service] = {}
-    for svc_name, raw in ((dgd.get("spec") or {}).get("services") or {}).items():
-        raw = raw or {}
-        adapter = raw.get("scalingAdapter") or {}
-        reps = raw.get("replicas")
-        nodes = (raw.get("multinode") or {}).get("nodeCount") or 1
-        out[svc_name] = Service(
-            name=svc_name,
-            component_type=str(raw.get("componentType") or ""),
-            replicas=1 if reps is None else int(reps),
-            adapter=bool(adapter.get("enabled")),
-            multinode=int(nodes) > 1,
-        )
-    return out
+    """The DGD's components by name, from either served version (:mod:`.dgdview`)."""
+    return view(dgd).components
 
 
 def parse_restart(dgd: Obj, services: dict[str, Service]) -> RestartRequest | None:
-    restart = (dgd.get("spec") or {}).get("restart") or {}
-    rid = restart.get("id")
-    if not rid:
-        return None
-    strategy = restart.get("strategy") or {}
-    kind: Literal["Sequential", "Parallel"] = (
-        "Parallel" if strategy.get("type") == "Parallel" else "Sequential"
-    )
-    order = tuple(strategy.get("order") or sorted(services))
-    return RestartRequest(str(rid), kind, order)
+    """``spec.restart`` (the default order: every component, sorted by name)."""
+    del services  # the view knows the components
+    return view(dgd).restart

@@ -26,6 +26,7 @@ from typing import Any
 from dyn_gitops import keys
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.dgdview import component_names
 from dyn_gitops_operator.resources import PCSGS, PODCLIQUES, PODCLIQUESETS, Resource
 
 Obj = dict[str, Any]
@@ -45,13 +46,12 @@ def component_name(pcs: str, service: str) -> str:
 
 
 def child_keys(dgd: Obj) -> list[str]:
-    """``namespace/name`` of every PodClique / PCSG the DGD's services map to (an index)."""
+    """``namespace/name`` of every PodClique / PCSG the DGD's components map to (an index)."""
     pcs = pcs_name(dgd)
     if pcs is None:
         return []
     ns = o.meta(dgd).get("namespace") or ""
-    services = (dgd.get("spec") or {}).get("services") or {}
-    return [f"{ns}/{component_name(pcs, s)}" for s in services]
+    return [f"{ns}/{component_name(pcs, s)}" for s in component_names(dgd)]
 
 
 def trim(raw: Obj) -> Obj:
@@ -80,6 +80,9 @@ def trim(raw: Obj) -> Obj:
                 "readyReplicas",
                 "availableReplicas",
                 "updatedReplicas",
+                "scheduledReplicas",
+                "scheduleGatedReplicas",
+                "conditions",
             )
             if k in st
         },
@@ -122,58 +125,122 @@ class GroveChildren:
         if multinode:
             return Component(PCSGS, name, self.pcsgs.get(name))
         if name not in self.podcliques and name in self.pcsgs:
-            # a single-node service in its own scaling group (v1beta1 forceScalingGroup,
-            # which the v1alpha1 DGD the controller reads cannot express)
+            # a single-node service in its own scaling group (v1beta1
+            # experimental.grove.forceScalingGroup, or inter-pod GMS)
             return Component(PCSGS, name, self.pcsgs[name])
         return Component(PODCLIQUES, name, self.podcliques.get(name))
 
 
+#: DGD Ready reasons (``DGDReadyReason*``, api/v1beta1/dynamographdeployment_types.go @
+#: 2a6da14c8, fine-grained since #11057 / #11131): what a not-ready component implies
+ALL_READY = "all_resources_are_ready"
+INSUFFICIENT_CAPACITY = "insufficient_capacity"
+PODS_NOT_READY = "pods_not_ready"
+UPDATING = "updating"
+MIXED = "mixed_not_ready_reasons"
+NOT_READY = "some_resources_are_not_ready"
+#: Grove's scheduling signals (grove operator/api common/constants, v0.1.0-alpha.12-rc1)
+_PODCLIQUE_SCHEDULED = "PodCliqueScheduled"
+_INSUFFICIENT_SCHEDULED_PODS = "InsufficientScheduledPods"
+_MIN_AVAILABLE_BREACHED = "MinAvailableBreached"
+_INSUFFICIENT_SCHEDULED_PCSG = "InsufficientScheduledPodCliqueScalingGroupReplicas"
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    why: str = ""
+    #: the DGD Ready reason this component implies when not ready ("" when ready)
+    reason: str = ""
+
+
+def _condition(st: Obj, kind: str) -> Obj:
+    return next((c for c in st.get("conditions") or [] if c.get("type") == kind), {})
+
+
 def readiness(c: Component) -> tuple[bool, str]:
-    """``CheckPodCliqueReady`` / ``CheckPCSGReady``, with the operator's reasons."""
+    """(ready, the operator's message): see :func:`classify`."""
+    r = classify(c)
+    return r.ready, r.why
+
+
+def classify(c: Component) -> Readiness:
+    """``observePodCliqueReadiness`` / ``observePCSGReadiness`` (internal/dynamo/grove.go
+    @ 2a6da14c8): the operator's message and the Ready reason it classifies."""
     obj = c.obj
     if obj is None:
-        return False, "resource not found"
+        return Readiness(False, "resource not found", NOT_READY)
     st = obj.get("status") or {}
     observed = st.get("observedGeneration")
     if observed is None:
-        return False, "observedGeneration is nil"
+        return Readiness(False, "observedGeneration is nil", NOT_READY)
     generation = int(o.meta(obj).get("generation") or 0)
     if int(observed) < generation:
-        return False, (
-            f"spec not yet processed: generation={generation}, observedGeneration={int(observed)}"
-        )
+        why = f"spec not yet processed: generation={generation}, observedGeneration={int(observed)}"
+        return Readiness(False, why, NOT_READY)
     want = desired(obj)
     if want == 0:
-        return True, ""
+        return Readiness(True)
     field, word = ("availableReplicas", "available") if c.is_pcsg else ("readyReplicas", "ready")
     counted = int(st.get(field) or 0)
-    if want != counted:
-        return False, f"desired={want}, {word}={counted}"
     updated = int(st.get("updatedReplicas") or 0)
-    if want != updated:
-        return False, f"desired={want}, updated={updated}"
     replicas = int(st.get("replicas") or 0)
+    scheduled = int(st.get("scheduledReplicas") or 0)
+    if replicas == want and updated == want and counted == want:
+        return Readiness(True)  # checked first: Grove may leave scheduledReplicas unset
+    if c.is_pcsg:
+        cond = _condition(st, _MIN_AVAILABLE_BREACHED)
+        # Grove alpha.8 polarity: the scheduling shortfall comes with status False
+        if cond.get("status") == "False" and cond.get("reason") == _INSUFFICIENT_SCHEDULED_PCSG:
+            why = f"min-available breached ({cond['reason']}): {cond.get('message', '')}"
+            return Readiness(False, why, INSUFFICIENT_CAPACITY)
+    else:
+        gated = int(st.get("scheduleGatedReplicas") or 0)
+        if gated > 0:
+            return Readiness(False, f"schedule-gated replicas: {gated}", INSUFFICIENT_CAPACITY)
+        cond = _condition(st, _PODCLIQUE_SCHEDULED)
+        if cond.get("status") == "False" and cond.get("reason") == _INSUFFICIENT_SCHEDULED_PODS:
+            why = f"scheduling condition {cond['reason']}: {cond.get('message', '')}"
+            return Readiness(False, why, INSUFFICIENT_CAPACITY)
+    if 0 < scheduled < want:
+        why = f"insufficient scheduled replicas: scheduled={scheduled}/{want}"
+        return Readiness(False, why, INSUFFICIENT_CAPACITY)
+    if want != updated:
+        return Readiness(False, f"desired={want}, updated={updated}", UPDATING)
     if replicas != want:
-        return False, f"performing rolling update: desired={want}, replicas={replicas}"
-    return True, ""
+        why = f"performing rolling update: desired={want}, replicas={replicas}"
+        return Readiness(False, why, UPDATING)
+    return Readiness(False, f"scheduled but {word}={counted}/{want}", PODS_NOT_READY)
 
 
-def service_status(c: Component) -> Obj | None:
-    """The DGD ``status.services`` entry (None when the object does not exist yet)."""
+def aggregate(reasons: list[str]) -> str:
+    """One reason for the not-ready components: theirs when they agree, else mixed
+    (``evaluateGroveComponents``)."""
+    distinct = set(reasons)
+    if not distinct:
+        return ALL_READY
+    return distinct.pop() if len(distinct) == 1 else MIXED
+
+
+def component_status(c: Component) -> Obj:
+    """The DGD ``status.components`` entry (``ComponentReplicaStatus``): for a missing
+    object its kind and expected name only; ``scheduledReplicas`` once its generation is
+    observed; ready replicas for a PodClique, available ones for a PCSG."""
+    kind = c.resource.kind
+    out: Obj = {"componentKind": kind, "componentNames": [c.name]}
     if c.obj is None:
-        return None
+        out.update(replicas=0, updatedReplicas=0)
+        return out
     st = c.obj.get("status") or {}
-    out: Obj = {
-        "componentKind": c.resource.kind,
-        "componentName": c.name,
-        "componentNames": [c.name],
-        "replicas": int(st.get("replicas") or 0),
-        "updatedReplicas": int(st.get("updatedReplicas") or 0),
-    }
+    out["replicas"] = int(st.get("replicas") or 0)
+    out["updatedReplicas"] = int(st.get("updatedReplicas") or 0)
     if c.is_pcsg:
         out["availableReplicas"] = int(st.get("availableReplicas") or 0)
     else:
         out["readyReplicas"] = int(st.get("readyReplicas") or 0)
+    observed = st.get("observedGeneration")
+    if observed is not None and int(observed) >= int(o.meta(c.obj).get("generation") or 0):
+        out["scheduledReplicas"] = int(st.get("scheduledReplicas") or 0)
     return out
 
 
@@ -286,11 +353,21 @@ def restart_apply(pcs: Obj, values: dict[str, str]) -> Obj:
 
 
 __all__ = [
+    "ALL_READY",
+    "INSUFFICIENT_CAPACITY",
+    "MIXED",
+    "NOT_READY",
+    "PODS_NOT_READY",
+    "UPDATING",
     "Component",
     "GroveChildren",
+    "Readiness",
+    "aggregate",
     "child_keys",
+    "classify",
     "cliques_map_list",
     "component_name",
+    "component_status",
     "desired",
     "owned_restart_cliques",
     "pcs_name",
@@ -299,6 +376,5 @@ __all__ = [
     "restart_apply",
     "restart_values",
     "scale_patch",
-    "service_status",
     "trim",
 ]

@@ -44,7 +44,8 @@ class Resource:
 
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
-DGDS = Resource("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment")
+#: read as the operator's storage version since 1.2 (``dgdview`` also reads a v1alpha1 object)
+DGDS = Resource("nvidia.com", "v1beta1", "dynamographdeployments", "DynamoGraphDeployment")
 DGDSAS = Resource(
     "nvidia.com",
     "v1alpha1",

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import yaml
 
+from dyn_gitops_operator.dgdview import as_v1beta1
 from dyn_gitops_operator.errors import ApiError, ConflictError, NotFoundError
 from dyn_gitops_operator.kube import (
     DEPLOYMENTS,
@@ -71,7 +72,15 @@ def gitops_apply(
     gitops = Kube(kube.api, kube.timeout, field_manager=GITOPS_MANAGER)
     for obj in objects:
         if obj["kind"] in kinds:
-            gitops.apply(KINDS[obj["kind"]], obj, force=True)
+            gitops.apply(KINDS[obj["kind"]], as_served(obj), force=True)
+
+
+def as_served(obj: Obj) -> Obj:
+    """``obj`` in the version the controller's resources name: a v1alpha1 DGD (an old
+    rendering, a hand-written test graph) converted to v1beta1 as the operator stores it."""
+    if obj.get("kind") == DGDS.kind and DGDS.version == "v1beta1":
+        return as_v1beta1(obj)
+    return obj
 
 
 def deployment_status(
@@ -273,15 +282,15 @@ def grove_status(
     observed: int | Literal["current"] | None = "current",
     **counts: int,
 ) -> Obj:
-    """Write the status Grove would report. Defaults: fully ready at the desired replicas
-    (``readyReplicas`` for a PodClique, ``availableReplicas`` for a PCSG), the current
-    generation observed; ``counts`` override (e.g. ``readyReplicas=1``);
+    """Write the status Grove would report. Defaults: fully ready and scheduled at the
+    desired replicas (``readyReplicas`` for a PodClique, ``availableReplicas`` for a PCSG),
+    the current generation observed; ``counts`` override (e.g. ``readyReplicas=1``);
     ``observed=None`` leaves ``observedGeneration`` out."""
     grove = Kube(kube.api, kube.timeout, field_manager=GROVE_MANAGER)
     for _ in range(20):
         obj = grove.get(res, namespace, name)
         want = int(obj["spec"].get("replicas") or 0)
-        status: Obj = {"replicas": want, "updatedReplicas": want}
+        status: Obj = {"replicas": want, "updatedReplicas": want, "scheduledReplicas": want}
         status["availableReplicas" if res is PCSGS else "readyReplicas"] = want
         status.update(counts)
         if observed == "current":

@@ -33,6 +33,7 @@ from dyn_gitops_operator.testing import (
     HPA_MANAGER,
     KCM_MANAGER,
     KINDS,
+    as_served,
     deployment_status,
     grove_children,
 )
@@ -129,7 +130,7 @@ class FakeCluster:
     def apply(self, objects: list[Obj], kinds: tuple[str, ...] = COMPONENT_KINDS) -> None:
         for obj in objects:
             if obj["kind"] in kinds:
-                self.gitops.apply(KINDS[obj["kind"]], obj)
+                self.gitops.apply(KINDS[obj["kind"]], as_served(obj))
 
     # ------------------------------------------------------------------ reading
     def deployment(self, name: str) -> Obj:
@@ -199,6 +200,7 @@ class FakeCluster:
         status: Obj = {
             "replicas": want,
             "updatedReplicas": want,
+            "scheduledReplicas": want,
             "availableReplicas" if res is PCSGS else "readyReplicas": want,
         }
         status.update(counts)

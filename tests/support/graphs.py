@@ -105,3 +105,12 @@ def rollout_step(dep: dict[str, Any], *, stuck: set[str], failed: set[str]) -> d
     if name in stuck:
         return deployment_status(dep, available=min(prev, spec), replicas=spec)
     return deployment_status(dep, available=min(spec, prev + 1), replicas=spec)
+
+
+def component_patch(dgd: dict[str, Any], name: str, **fields: Any) -> dict[str, Any]:
+    """A merge patch setting ``fields`` on the v1beta1 component ``name`` of the live
+    ``dgd`` (``spec.components`` is a list: a merge patch replaces it whole)."""
+    comps = [dict(c) for c in dgd["spec"]["components"]]
+    (comp,) = [c for c in comps if c["name"] == name]
+    comp.update(fields)
+    return {"spec": {"components": comps}}

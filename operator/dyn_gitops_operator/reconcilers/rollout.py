@@ -29,7 +29,6 @@ from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
 from dyn_gitops_operator.reconcilers.restart import GROVE_POLL
-from dyn_gitops_operator.reconcilers.status import NOT_READY_REASON
 from dyn_gitops_operator.resources import PODCLIQUESETS
 from dyn_gitops_operator.settings import UNNAMED_GENERATION_GRACE
 
@@ -98,8 +97,8 @@ def grove_gate(graph: Graph, ctx: Context) -> tuple[str, str, str] | None:
     if observed is None or int(observed) >= generation:
         return None
     why = f"spec not yet processed: generation={generation}, observedGeneration={int(observed)}"
-    message = f"Resources not ready: {graph.grove.pcs}: podcliqueset/{graph.grove.pcs}: {why}"
-    return ("pending", NOT_READY_REASON, message)
+    pcs_name = graph.grove.pcs
+    return ("pending", grove.UPDATING, f"Resources not ready: {pcs_name}: {pcs_name}: {why}")
 
 
 def created(workload: Obj) -> datetime | None:

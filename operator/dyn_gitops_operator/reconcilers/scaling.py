@@ -49,12 +49,11 @@ class ScalingAdapterReconciler:
 
     @staticmethod
     def _grove(graph: Graph, children: grove.GroveChildren, plan: Plan) -> None:
-        specs = ((graph.dgd or {}).get("spec") or {}).get("services") or {}
         for service, svc in sorted(graph.services.items()):
             adapter = graph.adapters.get(service)
             if adapter is not None:
                 wanted = int((adapter.get("spec") or {}).get("replicas", 1))
-            elif (specs.get(service) or {}).get("replicas") is not None:
+            elif svc.explicit_replicas:
                 wanted = svc.replicas
             else:
                 continue  # nothing asked for: the operator skips it too
