@@ -247,6 +247,28 @@ def test_recreate_drains_first_then_starts_the_new_generation() -> None:
     drive(c, kcm, desired=2, surge=0, unavailable=2, until=lambda deps: old not in deps)
 
 
+def test_one_worker_with_max_unavailable_one_is_never_left_without_a_serving_pod() -> None:
+    # ai-dynamo/dynamo#13622's settings (maxUnavailable 1, maxSurge 0) on one replica: the
+    # operator's arithmetic drains the old pod first; here one new pod surges instead
+    c, kcm = FakeCluster(), Kcm()
+    settled(c, render([graph("img:1", 1, "0", "1")], c.ns), kcm)
+    second = render([graph("img:2", 1, "0", "1")], c.ns)
+    new = worker_name(second)
+    c.apply(second)
+    seen = drive(c, kcm, desired=1, surge=1, unavailable=0, until=lambda deps: list(deps) == [new])
+    assert max(sum(s for s, _ in st.values()) for st in seen) == 2  # the surge pod
+
+
+def test_a_deployment_with_terminating_pods_is_not_drained() -> None:
+    from dyn_gitops_operator.reconcilers.rollout import drained
+
+    dep: Obj = {"metadata": {"generation": 2}, "spec": {"replicas": 0}}
+    dep["status"] = {"observedGeneration": 2, "replicas": 0, "terminatingReplicas": 1}
+    assert not drained(dep)  # status.replicas leaves terminating pods out
+    dep["status"]["terminatingReplicas"] = 0
+    assert drained(dep)
+
+
 def test_the_decision_sizes_managed_workers_only() -> None:
     c = FakeCluster()
     c.apply(render([graph("img:1", 3)], c.ns))

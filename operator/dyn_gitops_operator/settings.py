@@ -21,6 +21,10 @@ SCOPE_LEASE_HANDOVER_ANNOTATION = "dyn-gitops.io/scope-lease-handover"
 #: every dyn-gitops scope-lease holder identity starts with this (any version)
 SCOPE_HOLDER_PREFIX = "dyn-gitops-controller-"
 DEFAULT_LEADER_LEASE_NAME = "dyn-gitops-controller"
+#: seconds a worker generation newer than the DGD's current one, and never sized by the
+#: controller, is left alone: the GitOps tool applies Deployments before the DGD that names
+#: them (Argo CD's kind order), so it is the next generation, not an abandoned one
+UNNAMED_GENERATION_GRACE = 120.0
 
 
 def default_identity() -> str:

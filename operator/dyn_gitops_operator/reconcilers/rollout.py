@@ -20,12 +20,17 @@ deleted once drained, so both never run side by side for long and never both sto
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
+from dyn_gitops_operator.reconcilers.restart import GROVE_POLL
+from dyn_gitops_operator.resources import PODCLIQUESETS
+from dyn_gitops_operator.settings import UNNAMED_GENERATION_GRACE
 
 ACTIVE_PHASES = ("Pending", "InProgress", "Failed")
 
@@ -57,6 +62,16 @@ def size(
     return Sizes(old_target, new_target)
 
 
+def keep_one_serving(budget: o.Budget, desired: int) -> o.Budget:
+    """Never plan a moment with no serving worker (ai-dynamo/dynamo#13622): when
+    max-unavailable would let every old replica go before a new one is available (e.g.
+    ``desired 1, maxUnavailable 1, maxSurge 0``), one old replica stays and one new replica
+    surges instead. ``Recreate`` asks for the gap and is left as it is."""
+    if desired < 1 or desired - budget.max_unavailable >= 1:
+        return budget
+    return o.Budget(max(budget.max_surge, 1), desired - 1)
+
+
 def distribute(olds: list[Obj], total: int) -> dict[str, int]:
     """Keep the newest old generations first; older ones go to zero first."""
     out: dict[str, int] = {}
@@ -67,13 +82,57 @@ def distribute(olds: list[Obj], total: int) -> dict[str, int]:
     return out
 
 
+def grove_gate(graph: Graph, ctx: Context) -> tuple[str, str, str] | None:
+    """Not ready while Grove has not processed the PodCliqueSet's current generation
+    (ai-dynamo/dynamo#3567 on Grove): until then its PodCliques still describe the previous
+    spec, fully ready and updated, and the operator reports the graph ready. A PCS whose
+    status has no observedGeneration at all is left to the PodCliques' readiness."""
+    assert graph.grove is not None
+    try:
+        pcs = ctx.kube.get(PODCLIQUESETS, graph.namespace, graph.grove.pcs)
+    except NotFoundError:
+        return None  # its PodCliques are missing too: not ready for that reason
+    observed = (pcs.get("status") or {}).get("observedGeneration")
+    generation = int(o.meta(pcs).get("generation") or 0)
+    if observed is None or int(observed) >= generation:
+        return None
+    why = f"spec not yet processed: generation={generation}, observedGeneration={int(observed)}"
+    pcs_name = graph.grove.pcs
+    return ("pending", grove.UPDATING, f"Resources not ready: {pcs_name}: {pcs_name}: {why}")
+
+
+def created(workload: Obj) -> datetime | None:
+    raw = o.meta(workload).get("creationTimestamp")
+    try:
+        return datetime.fromisoformat(str(raw).replace("Z", "+00:00")) if raw else None
+    except ValueError:
+        return None
+
+
+def unnamed_for(workload: Obj, current: Obj, now: datetime) -> float:
+    """Seconds ``workload`` is still left alone as a generation the DGD does not name yet
+    (0: it is an old generation). Such a generation was created after the current one and
+    never sized by the controller: the GitOps tool applied it before the DGD naming it. A
+    generation the controller sized was current once, so it is abandoned (a Git revert), and
+    one the DGD never names within the grace is abandoned too."""
+    if o.owns_replicas(workload):
+        return 0.0
+    born, base = created(workload), created(current)
+    if born is None or base is None or born <= base:
+        return 0.0
+    return max(0.0, UNNAMED_GENERATION_GRACE - (now - born).total_seconds())
+
+
 def drained(dep: Obj) -> bool:
     st = dep.get("status") or {}
     if o.is_lws(dep):  # no observedGeneration in a LeaderWorkerSet's status
         return o.replicas(dep) == 0 and int(st.get("replicas") or 0) == 0
+    # status.replicas leaves terminating pods out; terminatingReplicas (Kubernetes 1.33+,
+    # on by default since 1.35) counts them: Recreate starts nothing while an old pod runs
     return (
         o.replicas(dep) == 0
         and int(st.get("replicas") or 0) == 0
+        and int(st.get("terminatingReplicas") or 0) == 0
         and int(st.get("observedGeneration") or 0) >= int(o.meta(dep).get("generation") or 0)
     )
 
@@ -96,10 +155,14 @@ class RolloutReconciler:
             prev: Obj = dict(graph.status.get("rollingUpdate") or {})
             plan.rolling_update = None if prev.get("phase") in ACTIVE_PHASES else prev or None
             self._left_component_path(graph, plan)
+            gate = grove_gate(graph, ctx)
+            if gate is not None:
+                plan.rollout_state = gate
+                plan.requeue(GROVE_POLL)  # the PCS is read, not watched
             return
         progress = _Progress()
         for service in self._worker_services(graph):
-            self._service(graph, service, plan, progress)
+            self._service(graph, service, plan, progress, ctx.now())
         for dep in self._orphans(graph):
             # a worker service removed from the DGD: Argo CD does not prune managed workers
             plan.set_replicas(dep, 0)
@@ -110,9 +173,16 @@ class RolloutReconciler:
             self._status(graph, plan, progress, ctx)
 
     # ------------------------------------------------------------------ per service
-    def _service(self, graph: Graph, service: str, plan: Plan, progress: _Progress) -> None:
+    def _service(
+        self, graph: Graph, service: str, plan: Plan, progress: _Progress, now: datetime
+    ) -> None:
         current, older = graph.generations(service)
         olds = [d for d in older if o.is_managed(d)]
+        if current is not None:
+            waits = {o.name(d): unnamed_for(d, current, now) for d in olds}
+            if any(waits.values()):
+                plan.requeue(min(w for w in waits.values() if w))
+            olds = [d for d in olds if not waits[o.name(d)]]
         if current is None:
             if olds:
                 progress.waiting.append(service)  # the new generation is not applied yet
@@ -157,7 +227,7 @@ class RolloutReconciler:
         else:
             sizes = size(
                 desired,
-                o.budget(current, desired, annotations),
+                self.budget(current, desired, annotations),
                 old_spec=old_spec,
                 old_available=old_avail,
                 new_spec=new_spec,
@@ -171,6 +241,11 @@ class RolloutReconciler:
             plan.set_replicas(current, new_target)
 
     # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def budget(current: Obj, desired: int, annotations: dict[str, str]) -> o.Budget:
+        """Max surge / unavailable for this step (the operator's, never planning zero)."""
+        return keep_one_serving(o.budget(current, desired, annotations), desired)
+
     @staticmethod
     def _worker_services(graph: Graph) -> list[str]:
         if graph.dgd is not None:
@@ -243,4 +318,4 @@ class RolloutReconciler:
             plan.rolling_update = prev or None
 
 
-__all__ = ["RolloutReconciler", "Sizes", "distribute", "size"]
+__all__ = ["RolloutReconciler", "Sizes", "distribute", "keep_one_serving", "size"]

@@ -1,0 +1,309 @@
+"""The rollout pains Dynamo users report (``../shared/spec/upstream-1.5.md`` section 2.1 and
+2.3), each as a test on the realistic cluster: real ReplicaSets and pods (kube-controller-
+manager, scheduler, KWOK), the new generation's pods held by a scheduling gate and released
+one by one. Every ready pod is followed through a pod watch, so a gap of zero (or below the
+floor) cannot slip between two polls.
+
+Each scenario also runs against ``support.operator_replay`` (the Dynamo 1.5 operator's
+documented rollout state machine in place of ours) and must fail there: that shows the test
+detects the pain (``xfail(strict=True)``: a passing replay fails the suite).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
+from dyn_gitops_operator.reconcilers import Reconciler, default_chain
+from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
+from dyn_gitops_operator.testing import (
+    gitops_apply,
+    grove_status,
+    running,
+    settings_for_tests,
+    wait_for,
+)
+from support.cluster import gated, hold, release
+from support.graphs import WORKER, worker_name
+from support.graphs import rollout_graph as graph
+from support.operator_replay import CURRENT, OperatorRolloutReplay
+from support.podwatch import ReadyPods
+from support.rendering import render
+
+pytestmark = pytest.mark.realk8s
+
+SELECTOR = f"nvidia.com/dynamo-component={WORKER}"
+OURS = "dyn-gitops"
+REPLAY = "operator-1.5-replay"
+IMPLS = [
+    OURS,
+    pytest.param(
+        REPLAY,
+        marks=pytest.mark.xfail(
+            strict=True, raises=AssertionError, reason="the operator's behaviour has the pain"
+        ),
+    ),
+]
+
+
+def chain(impl: str) -> list[Reconciler]:
+    out = default_chain()
+    if impl == REPLAY:
+        out = [OperatorRolloutReplay() if isinstance(r, RolloutReconciler) else r for r in out]
+    return out
+
+
+def git(objs: list[dict[str, Any]], impl: str) -> list[dict[str, Any]]:
+    """What Git holds. For the replay: the DGD as a user writes it for the operator, without
+    the operator's ``current-worker-hash-v2`` annotation (the renderer emits it for parity;
+    Git's value would override the replay's own state)."""
+    if impl != REPLAY:
+        return objs
+    out = []
+    for obj in objs:
+        if obj["kind"] == "DynamoGraphDeployment":
+            ann = dict(obj["metadata"].get("annotations") or {})
+            ann.pop(CURRENT, None)
+            obj = {**obj, "metadata": {**obj["metadata"], "annotations": ann}}
+        out.append(obj)
+    return out
+
+
+def workers(k: Kube, ns: str) -> dict[str, dict[str, Any]]:
+    items, _ = k.list(DEPLOYMENTS, ns, label_selector=SELECTOR)
+    return {d["metadata"]["name"]: d for d in items}
+
+
+def status(k: Kube, ns: str) -> dict[str, Any]:
+    return dict(k.get(DGDS, ns, "roll").get("status") or {})
+
+
+def spec(dep: dict[str, Any] | None) -> int:
+    return -1 if dep is None else int(dep["spec"].get("replicas", 1))
+
+
+def avail(dep: dict[str, Any] | None) -> int:
+    return 0 if dep is None else int((dep.get("status") or {}).get("availableReplicas") or 0)
+
+
+def settled(k: Kube, ns: str, name: str, desired: int) -> bool:
+    deps = workers(k, ns)
+    st = status(k, ns)
+    return (
+        list(deps) == [name]
+        and avail(deps[name]) == desired
+        and st.get("state") == "successful"
+        and st.get("observedGeneration") == k.get(DGDS, ns, "roll")["metadata"]["generation"]
+    )
+
+
+def settle(k: Kube, ns: str, name: str, desired: int, what: str, api: Any = None) -> None:
+    """Wait for :func:`settled` (releasing held pods as they come when ``api`` is given)."""
+    try:
+        wait_for(
+            lambda: (
+                (api is None or release(api, ns, SELECTOR) is not None)
+                and settled(k, ns, name, desired)
+            ),
+            120,
+            what,
+            interval=0.2,
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {sizes(k, ns)}, status {status(k, ns)}") from None
+
+
+def held(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rendered graph with its worker generation's pods held (Pending) until released."""
+    name = worker_name(objs)
+    return hold(objs, names=lambda n: n == name)
+
+
+def sizes(k: Kube, ns: str) -> dict[str, tuple[int, int]]:
+    """{worker Deployment: (spec, available)} (for failure messages)."""
+    return {n: (spec(d), avail(d)) for n, d in workers(k, ns).items()}
+
+
+def replace(k: Kube, ns: str, dgd: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """PUT Git's object with the live resourceVersion, nothing else (as ``kubectl replace``
+    and helm's ``--force`` do; a custom resource refuses a PUT without one). Returns the
+    object before and right after."""
+    from dyn_gitops_operator.errors import ConflictError
+
+    for _ in range(50):
+        live = k.get(DGDS, ns, "roll")
+        meta = {**dgd["metadata"], "namespace": ns}
+        meta["resourceVersion"] = live["metadata"]["resourceVersion"]
+        try:
+            return live, k.update(DGDS, {**dgd, "metadata": meta})
+        except ConflictError:
+            continue  # the controller wrote the status meanwhile
+    raise AssertionError("the DGD kept changing: no replace possible")
+
+
+def midway(k: Kube, api: Any, ns: str, old: str, new: str) -> None:
+    """A -> B with B's pods held: one B pod released and ready, the old generation drained
+    to 2 of 4 (the floor is 3: 2 old + 1 new ready), B's other pods still Pending."""
+    wait_for(lambda: gated(api, ns, SELECTOR), 60, "a Pending pod of the new generation")
+    release(api, ns, SELECTOR, count=1)
+    try:
+        wait_for(
+            lambda: avail((d := workers(k, ns)).get(new)) == 1 and spec(d.get(old)) == 2,
+            90,
+            "one new pod ready, the old generation at 2",
+        )
+    except AssertionError as exc:
+        from support.cluster import pods
+
+        seen = [
+            (p.metadata.name, p.status.phase, bool(p.spec.scheduling_gates), p.spec.node_name)
+            for p in pods(api, ns, SELECTOR)
+        ]
+        raise AssertionError(f"{exc}: {sizes(k, ns)}, pods {seen}") from None
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_git_revert_mid_rollout_never_deletes_serving_workers_or_breaks_the_floor(
+    cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, impl: str
+) -> None:
+    """ai-dynamo/dynamo#13620: generation A -> B, then back to A before B is ready. The
+    operator takes the revert for a stuck rollout and deletes B's serving pod at once."""
+    k, api, ns = cluster_k, cluster_kube, cluster_namespace
+    first = git(render([graph("img:1", 4)], ns), impl)
+    second = git(held(render([graph("img:2", 4)], ns)), impl)
+    old, new = worker_name(first), worker_name(second)
+    with running(settings_for_tests(ns), k, reconcilers=chain(impl)):
+        gitops_apply(k, first)
+        wait_for(lambda: settled(k, ns, old, 4), 120, "generation A serving 4")
+        with ReadyPods(api, ns, SELECTOR) as pods:
+            gitops_apply(k, second)
+            midway(k, api, ns, old, new)
+            gitops_apply(k, first)  # the revert: B never became ready
+            settle(k, ns, old, 4, "back on generation A, B gone")
+            wait_for(lambda: pods.count() == 4, 30, "the pod watch caught up")
+            # floor = desired 4 - maxUnavailable 1 (25 %)
+            assert pods.fewest() >= 3, f"below the floor of 3 ready workers: {pods.history}"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_replacing_the_dgd_mid_rollout_loses_no_state_and_orphans_nothing(
+    cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, impl: str
+) -> None:
+    """ai-dynamo/dynamo#13495: the GitOps tool replaces the DGD (PUT of Git's object, as
+    ``Replace=true`` / ``helm upgrade --force`` do) mid-rollout. Every annotation not in Git
+    is gone; the status (a subresource) stays. The operator keeps its active generation in
+    an annotation: it re-initialises from the desired hash and deletes the old generation at
+    once. Our state is in Git (the worker-hash stamp), the status and the workloads."""
+    k, api, ns = cluster_k, cluster_kube, cluster_namespace
+    first = git(render([graph("img:1", 4)], ns), impl)
+    second = git(held(render([graph("img:2", 4)], ns)), impl)
+    old, new = worker_name(first), worker_name(second)
+    with running(settings_for_tests(ns), k, reconcilers=chain(impl)):
+        gitops_apply(k, first)
+        wait_for(lambda: settled(k, ns, old, 4), 120, "generation A serving 4")
+        with ReadyPods(api, ns, SELECTOR) as pods:
+            gitops_apply(k, second)
+            midway(k, api, ns, old, new)
+            started = wait_for(
+                lambda: status(k, ns).get("rollingUpdate", {}).get("startTime"),
+                30,
+                "rollout start reported",
+            )
+            dgd = next(o for o in second if o["kind"] == "DynamoGraphDeployment")
+            live, after = replace(k, ns, dgd)
+            assert after["metadata"]["uid"] == live["metadata"]["uid"]
+            assert set(after["metadata"].get("annotations") or {}) == set(
+                dgd["metadata"].get("annotations") or {}
+            )
+            time.sleep(3)  # no timing assertion: the controller acts on the replace meanwhile
+            settle(k, ns, new, 4, "generation B serving 4 (pods released as they come)", api)
+            wait_for(lambda: pods.count() == 4, 30, "the pod watch caught up")
+            assert pods.fewest() >= 3, f"below the floor of 3 ready workers: {pods.history}"
+            ru = status(k, ns)["rollingUpdate"]
+            assert ru["phase"] == "Completed" and ru["startTime"] == started, ru
+            assert list(workers(k, ns)) == [new]  # nothing orphaned
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_one_worker_with_max_unavailable_one_never_has_zero_ready_pods(
+    cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, impl: str
+) -> None:
+    """ai-dynamo/dynamo#13622's settings (maxUnavailable 1, maxSurge 0) on a one-replica
+    worker, component path. The operator's arithmetic drains the old pod before the new one
+    may start: no ready worker until the new pod is ready (held here for a while)."""
+    k, api, ns = cluster_k, cluster_kube, cluster_namespace
+    first = git(render([graph("img:1", 1, "0", "1")], ns), impl)
+    second = git(held(render([graph("img:2", 1, "0", "1")], ns)), impl)
+    old, new = worker_name(first), worker_name(second)
+    with running(settings_for_tests(ns), k, reconcilers=chain(impl)):
+        gitops_apply(k, first)
+        wait_for(lambda: settled(k, ns, old, 1), 120, "generation A serving 1")
+        with ReadyPods(api, ns, SELECTOR) as pods:
+            gitops_apply(k, second)
+            wait_for(lambda: gated(api, ns, SELECTOR), 60, "the new pod, Pending")
+            # the controller's next passes (a gap would open here)
+            wait_for(lambda: spec(workers(k, ns).get(old)) in (0, 1), 30)
+            wait_for(
+                lambda: status(k, ns).get("rollingUpdate", {}).get("phase") == "InProgress", 30
+            )
+            time.sleep(3)  # no timing assertion: the window in which a gap would show
+            settle(k, ns, new, 1, "generation B serving 1, A deleted", api)
+            wait_for(lambda: pods.count() == 1, 30, "the pod watch caught up")
+            assert pods.fewest() >= 1, f"no ready worker at some point: {pods.history}"
+
+
+# ------------------------------------------------------------------ Ready gating (#3567)
+def test_grove_graph_is_not_ready_before_grove_processed_the_new_spec(
+    k: Kube, namespace: str
+) -> None:
+    """ai-dynamo/dynamo#3567 on the Grove path (bare API server; Grove simulated: no Grove
+    controller here). Git changes the worker's image: until Grove has observed the new
+    PodCliqueSet generation, its PodCliques still describe the old spec, fully ready and
+    updated, and the operator (and the controller before this change) reported the graph
+    ready. Ready again only once Grove observed it and the PodCliques are ready."""
+    from dyn_gitops_operator.kube import PCSGS
+    from test_operator_grove import APPLIED, PCSG, pcs_observed, ready_grove_graph, with_restart
+
+    ready_grove_graph(k, namespace)
+    with running(settings_for_tests(namespace), k):
+        wait_for(lambda: gstate(k, namespace) == "successful", 30, "successful before")
+        docs = with_restart("unused")
+        del docs[0]["spec"]["restart"]
+        worker = docs[0]["spec"]["services"]["VllmDecodeWorker"]
+        worker["extraPodSpec"]["mainContainer"]["image"] += "-2"
+        changed = render(docs, namespace, grove=True)
+        # the PodCliqueSet before the DGD (an earlier sync wave): the controller does not
+        # watch PodCliqueSets, so it learns of the new one when the DGD changes
+        gitops_apply(k, changed, kinds=("PodCliqueSet",))
+        gitops_apply(k, changed, kinds=APPLIED)
+        st = wait_for(
+            lambda: (s := gstatus(k, namespace)).get("observedGeneration") == 2 and s,
+            30,
+            "the new DGD generation observed",
+        )
+        assert st["state"] == "pending", st
+        cond = next(c for c in st["conditions"] if c["type"] == "Ready")
+        assert cond["status"] == "False"
+        assert cond["reason"] == "updating"
+        assert "vllm-agg: vllm-agg: spec not yet processed: generation=2" in cond["message"]
+        # Grove observes the PCS and starts rolling the worker's scaling group
+        pcs_observed(k, namespace)
+        grove_status(k, PCSGS, namespace, PCSG, updatedReplicas=0)
+        wait_for(lambda: "updated=0" in gcond(k, namespace)["message"], 30, "Grove's rollout shown")
+        assert gstate(k, namespace) == "pending"
+        grove_status(k, PCSGS, namespace, PCSG)
+        wait_for(lambda: gstate(k, namespace) == "successful", 30, "ready once rolled")
+
+
+def gstatus(k: Kube, ns: str) -> dict[str, Any]:
+    return dict(k.get(DGDS, ns, "vllm-agg").get("status") or {})
+
+
+def gstate(k: Kube, ns: str) -> str:
+    return str(gstatus(k, ns).get("state"))
+
+
+def gcond(k: Kube, ns: str) -> dict[str, Any]:
+    return next(c for c in gstatus(k, ns)["conditions"] if c["type"] == "Ready")
