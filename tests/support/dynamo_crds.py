@@ -32,6 +32,24 @@ def with_v1beta1(crd: Obj) -> Obj:
             beta = copy.deepcopy(versions[0])
             beta.update(name="v1beta1", served=True, storage=True)
             props = beta["schema"]["openAPIV3Schema"]["properties"]
-            props["spec"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+            props["spec"] = {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                # a map list keyed by name, as upstream (+listType=map, +listMapKey=name in
+                # api/v1beta1 @ 2a6da14c8): one component's replicas has its own owner
+                "properties": {
+                    "components": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": {"name": {"type": "string"}},
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        },
+                    }
+                },
+            }
             versions.append(beta)
     return crd
