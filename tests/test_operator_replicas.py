@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dyn_gitops import keys
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube
@@ -43,6 +42,8 @@ from dyn_gitops_operator.testing import (
 )
 from support.rendering import render
 
+from dyn_gitops import keys
+
 pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 #: kustomize-controller's server-side apply field manager
@@ -52,6 +53,8 @@ FLUX_MANAGER = "kustomize-controller"
 PLANNER_MANAGER = "OpenAPI-Generator"
 #: the User-Agent of kubernetes==32.0.1, the Planner's pin (container/deps/requirements.planner.txt)
 PLANNER_USER_AGENT = "OpenAPI-Generator/32.0.1/python"
+#: the Dynamo operator's field manager (its binary, ``manager``: deploy/operator/Dockerfile)
+OPERATOR_MANAGER = "manager"
 #: re-syncs per test, each after one autoscaler / Planner decision
 ROUNDS = 5
 
@@ -94,7 +97,7 @@ def component_key(name: str) -> str:
 
 def component(dgd: Obj, name: str) -> Obj:
     (comp,) = [c for c in dgd["spec"]["components"] if c["name"] == name]
-    return comp
+    return dict(comp)
 
 
 def planner_scale(api: Any, namespace: str, dgd: str, service: str, replicas: int) -> None:
@@ -114,7 +117,7 @@ def planner_scale(api: Any, namespace: str, dgd: str, service: str, replicas: in
         raise AssertionError("the adapter's /scale answered: the Planner would not patch the DGD")
     except k8s.ApiException as exc:
         assert exc.status == 404, exc
-    live = custom.get_namespaced_custom_object(
+    live: Any = custom.get_namespaced_custom_object(
         "nvidia.com", "v1beta1", namespace, "dynamographdeployments", dgd
     )
     (index,) = [i for i, c in enumerate(live["spec"]["components"]) if c.get("name") == service]
@@ -149,7 +152,8 @@ def generation(k: Kube, res: Any, namespace: str, name: str) -> int:
 
 
 def spec_replicas(k: Kube, namespace: str, name: str) -> int | None:
-    return k.get(DEPLOYMENTS, namespace, name)["spec"].get("replicas")
+    value = k.get(DEPLOYMENTS, namespace, name)["spec"].get("replicas")
+    return None if value is None else int(value)
 
 
 def test_autoscaler_scale_survives_gitops_resyncs(k: Kube, namespace: str) -> None:
@@ -171,6 +175,7 @@ def test_autoscaler_scale_survives_gitops_resyncs(k: Kube, namespace: str) -> No
         gens = {
             "adapter": generation(k, DGDSAS, namespace, adapter),
             "deployment": generation(k, DEPLOYMENTS, namespace, decode),
+            "dgd": generation(k, DGDS, namespace, dgd),
         }
         values = [3, 5, 2, 4, 6][:ROUNDS]
         for want in values:
@@ -202,6 +207,51 @@ def test_autoscaler_scale_survives_gitops_resyncs(k: Kube, namespace: str) -> No
         # one write per decision, none by a re-sync or a restoring writer
         assert generation(k, DGDSAS, namespace, adapter) - gens["adapter"] == len(values)
         assert generation(k, DEPLOYMENTS, namespace, decode) - gens["deployment"] == len(values)
+        # the DGD is Git's: nobody wrote its replicas back (the operator does, #12080: below)
+        assert generation(k, DGDS, namespace, dgd) == gens["dgd"]
+
+
+def operator_propagate(k: Kube, namespace: str, adapter: str) -> None:
+    """The Dynamo operator's adapter controller, replayed: the adapter's replicas written
+    into the DGD component with an update (``DynamoGraphDeploymentScalingAdapterReconciler``
+    in internal/controller/dynamographdeploymentscalingadapter_controller.go @ 2a6da14c8;
+    its binary is ``manager``, the field manager the API server names it)."""
+    op = Kube(k.api, k.timeout, field_manager=OPERATOR_MANAGER)
+    ref = k.get(DGDSAS, namespace, adapter)["spec"]["dgdRef"]
+    dgd = k.get(DGDS, namespace, ref["name"])
+    # sent back, the managedFields read would be taken as written instead of tracked
+    dgd["metadata"].pop("managedFields", None)
+    wanted = k.get(DGDSAS, namespace, adapter)["spec"]["replicas"]
+    for comp in dgd["spec"]["components"]:
+        if comp["name"] == ref["serviceName"] and comp.get("replicas", 1) != wanted:
+            comp["replicas"] = wanted
+            op.update(DGDS, dgd)
+
+
+def test_operator_replay_fights_gitops_over_the_dgd(k: Kube, namespace: str) -> None:
+    """The same autoscaler decisions and re-syncs with the operator's documented adapter
+    behaviour in place of our controller (#12080): it copies the adapter into the DGD that
+    Git also writes, so every re-sync takes the field back and the operator writes it
+    again. This is the failure the first test rules out for us."""
+    objs = render(SAMPLES / "scaling-adapter" / "input", namespace)
+    gitops_resync(k, objs)
+    dgd, adapter = "sglang-disagg", "sglang-disagg-decode"
+    path = ("f:spec", "f:components", component_key("decode"), "f:replicas")
+    start = generation(k, DGDS, namespace, dgd)
+    values = [3, 5, 1, 4, 6][:ROUNDS]  # never Git's 2, which the operator would not write
+    for want in values:
+        hpa_scale(k, namespace, adapter, want)
+        operator_propagate(k, namespace, adapter)
+        live = k.get(DGDS, namespace, dgd)
+        assert component(live, "decode")["replicas"] == want
+        assert owners(live, *path) == {OPERATOR_MANAGER}
+        gitops_resync(k, objs)
+        live = k.get(DGDS, namespace, dgd)
+        assert component(live, "decode")["replicas"] == 2  # Git's value is back
+        assert owners(live, *path) == {FLUX_MANAGER}
+    operator_propagate(k, namespace, adapter)
+    # two writes per decision instead of none: the value oscillates
+    assert generation(k, DGDS, namespace, dgd) - start == 2 * len(values) + 1
 
 
 def test_planner_dgd_patch_survives_gitops_resyncs(kube: Any, k: Kube, namespace: str) -> None:
