@@ -14,7 +14,8 @@ Three writers play against the controller, interleaved over several rounds:
   manager is sent, so the API server names it after the client's User-Agent);
 * a GitOps re-sync: server-side apply, forced, of every rendered Deployment, DGD and adapter
   under Flux's field manager, honouring ``kustomize.toolkit.fluxcd.io/ssa: IfNotPresent``
-  (the one per-object apply policy the renderer sets).
+  (the one per-object apply policy the renderer sets), or under Argo CD's with the
+  ``ignoreDifferences`` and sync options we ship (:func:`gitops_resync`).
 
 After every re-sync each replicas field has exactly one owner in ``managedFields`` and keeps
 its value; at the end the generations count the writes, so a value that a re-sync reset
@@ -32,6 +33,7 @@ from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube
 from dyn_gitops_operator.testing import (
+    GITOPS_MANAGER,
     HPA_MANAGER,
     KINDS,
     as_served,
@@ -61,22 +63,47 @@ ROUNDS = 5
 Obj = dict[str, Any]
 
 
-def gitops_resync(k: Kube, objects: list[Obj]) -> None:
-    """One Flux reconcile of the rendered objects: forced server-side apply of each, except
-    an object marked ``ssa: IfNotPresent`` that exists already."""
-    flux = Kube(k.api, k.timeout, field_manager=FLUX_MANAGER)
+def gitops_resync(k: Kube, objects: list[Obj], tool: str = "flux") -> None:
+    """One sync of the rendered objects by ``tool``: a forced server-side apply of each
+    Deployment, DGD and adapter, except an existing adapter.
+
+    * ``flux``: kustomize-controller skips an object marked ``ssa: IfNotPresent`` that
+      exists;
+    * ``argocd``: the configuration we ship (deploy/argocd/helm-values.yaml: adapters'
+      ``/spec/replicas`` in ``ignoreDifferences``; the sample Applications sync with
+      ``ApplyOutOfSyncOnly`` and ``RespectIgnoreDifferences``): an adapter whose other
+      rendered fields are live is in sync and not applied; one that is not is applied with
+      the live ``spec.replicas``.
+    """
+    manager = FLUX_MANAGER if tool == "flux" else GITOPS_MANAGER
+    gitops = Kube(k.api, k.timeout, field_manager=manager)
     for obj in objects:
         res = KINDS.get(obj["kind"])
         if res is None or obj["kind"] in ("LeaderWorkerSet", "PodCliqueSet"):
             continue
         meta = obj["metadata"]
-        if (meta.get("annotations") or {}).get(keys.ANN_FLUX_SSA) == keys.FLUX_SSA_IF_NOT_PRESENT:
-            try:
-                k.get(res, meta["namespace"], meta["name"])
+        try:
+            live = k.get(res, meta["namespace"], meta["name"])
+        except NotFoundError:
+            live = None
+        if live is not None and res is DGDSAS:
+            ann = meta.get("annotations") or {}
+            if tool == "flux" and ann.get(keys.ANN_FLUX_SSA) == keys.FLUX_SSA_IF_NOT_PRESENT:
                 continue
-            except NotFoundError:
-                pass
-        flux.apply(res, as_served(obj), force=True)
+            if tool == "argocd":
+                if _in_sync_but_replicas(obj, live):
+                    continue
+                obj = {**obj, "spec": {**obj["spec"], "replicas": live["spec"]["replicas"]}}
+        gitops.apply(res, as_served(obj), force=True)
+
+
+def _in_sync_but_replicas(obj: Obj, live: Obj) -> bool:
+    meta, live_meta = obj["metadata"], live["metadata"]
+    return all(
+        (live_meta.get(part) or {}).get(key) == value
+        for part in ("labels", "annotations")
+        for key, value in (meta.get(part) or {}).items()
+    ) and obj["spec"].get("dgdRef") == live["spec"].get("dgdRef")
 
 
 def owners(obj: Obj, *path: str) -> set[str]:
@@ -156,20 +183,28 @@ def spec_replicas(k: Kube, namespace: str, name: str) -> int | None:
     return None if value is None else int(value)
 
 
-def test_autoscaler_scale_survives_gitops_resyncs(k: Kube, namespace: str) -> None:
+TOOLS = pytest.mark.parametrize("tool", ["flux", "argocd"])
+
+
+def manager_of(tool: str) -> str:
+    return FLUX_MANAGER if tool == "flux" else GITOPS_MANAGER
+
+
+@TOOLS
+def test_autoscaler_scale_survives_gitops_resyncs(k: Kube, namespace: str, tool: str) -> None:
     """HPA / KEDA through the adapter's /scale, a GitOps re-sync after each decision: the
     adapter's spec.replicas is the autoscaler's alone once it scaled (Git only created it),
     the Deployment's the controller's alone, the DGD's Git's alone; no value moves back."""
     objs = render(SAMPLES / "scaling-adapter" / "input", namespace)
-    gitops_resync(k, objs)
+    gitops_resync(k, objs, tool)
     dgd, adapter = "sglang-disagg", "sglang-disagg-decode"
     decode = next(
         o["metadata"]["name"]
         for o in objs
         if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("sglang-disagg-decode-")
     )
-    # Git created the adapter with its seed: Flux owns it until an autoscaler writes it
-    assert owners(k.get(DGDSAS, namespace, adapter), "f:spec", "f:replicas") == {FLUX_MANAGER}
+    # Git created the adapter with its seed: GitOps owns it until an autoscaler writes it
+    assert owners(k.get(DGDSAS, namespace, adapter), "f:spec", "f:replicas") == {manager_of(tool)}
     with running(settings_for_tests(namespace), k):
         wait_for(lambda: spec_replicas(k, namespace, decode) == 2, what="decode at Git's 2")
         gens = {
@@ -184,7 +219,7 @@ def test_autoscaler_scale_survives_gitops_resyncs(k: Kube, namespace: str) -> No
                 lambda w=want: spec_replicas(k, namespace, decode) == w,  # type: ignore[misc]
                 what=f"decode at {want}",
             )
-            gitops_resync(k, objs)
+            gitops_resync(k, objs, tool)
             live_adapter = k.get(DGDSAS, namespace, adapter)
             assert live_adapter["spec"]["replicas"] == want, "the re-sync reset the autoscaler"
             assert owners(live_adapter, "f:spec", "f:replicas") == {HPA_MANAGER}
@@ -194,7 +229,7 @@ def test_autoscaler_scale_survives_gitops_resyncs(k: Kube, namespace: str) -> No
             live_dgd = k.get(DGDS, namespace, dgd)
             assert owners(
                 live_dgd, "f:spec", "f:components", component_key("decode"), "f:replicas"
-            ) == {FLUX_MANAGER}
+            ) == {manager_of(tool)}
             # the controller saw the re-synced objects: the adapter status, the Deployment
             wait_for(
                 lambda w=want: (  # type: ignore[misc]
@@ -254,7 +289,10 @@ def test_operator_replay_fights_gitops_over_the_dgd(k: Kube, namespace: str) -> 
     assert generation(k, DGDS, namespace, dgd) - start == 2 * len(values) + 1
 
 
-def test_planner_dgd_patch_survives_gitops_resyncs(kube: Any, k: Kube, namespace: str) -> None:
+@TOOLS
+def test_planner_dgd_patch_survives_gitops_resyncs(
+    kube: Any, k: Kube, namespace: str, tool: str
+) -> None:
     """The 1.5 Planner patching the DGD (no adapter: /scale is 404), a GitOps re-sync after
     each decision: the component's replicas in the DGD is the Planner's alone (Git does not
     render it; the controller wrote Git's seed once), the Deployment follows it and is the
@@ -267,7 +305,7 @@ def test_planner_dgd_patch_survives_gitops_resyncs(kube: Any, k: Kube, namespace
         if o["kind"] == "Deployment" and keys.LABEL_WORKER_HASH in o["metadata"]["labels"]
     }
     assert set(workers) == {"VllmDecodeWorker", "VllmPrefillWorker"}
-    gitops_resync(k, objs)
+    gitops_resync(k, objs, tool)
     with running(settings_for_tests(namespace), k):
         # Git's count (1) reaches the DGD once, written by the controller
         live = wait_for(
@@ -293,7 +331,7 @@ def test_planner_dgd_patch_survives_gitops_resyncs(kube: Any, k: Kube, namespace
                     lambda n=name, w=want[service]: spec_replicas(k, namespace, n) == w,  # type: ignore[misc]
                     what=f"{service} at {want[service]}",
                 )
-            gitops_resync(k, objs)
+            gitops_resync(k, objs, tool)
             live = k.get(DGDS, namespace, dgd)
             for service, name in workers.items():
                 assert component(live, service)["replicas"] == want[service], (
