@@ -32,6 +32,8 @@ def _structural(node: Any, defs: dict[str, Any]) -> dict[str, Any]:
         )
         if nullable:
             one["nullable"] = True
+        # list semantics for server-side apply (x-kubernetes-list-type ...) set on the field
+        one.update({k: v for k, v in node.items() if k.startswith("x-kubernetes-list-")})
         return one
     if node.get("x-kubernetes-int-or-string"):
         return {

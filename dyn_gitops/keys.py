@@ -97,6 +97,10 @@ ANN_ARGOCD_COMPARE_OPTIONS: Final = "argocd.argoproj.io/compare-options"
 #: an old worker generation, no longer in Git, must not mark the app OutOfSync
 ARGOCD_IGNORE_EXTRANEOUS: Final = "IgnoreExtraneous"
 FLUX_PRUNE_DISABLED: Final = "disabled"
+#: Flux server-side apply policy of one object; ``IfNotPresent``: created when missing, never
+#: re-applied (a scaling adapter's ``spec.replicas`` is the autoscaler's once created)
+ANN_FLUX_SSA: Final = "kustomize.toolkit.fluxcd.io/ssa"
+FLUX_SSA_IF_NOT_PRESENT: Final = "IfNotPresent"
 
 # --- ours ------------------------------------------------------------------------------------
 OUR_PREFIX: Final = "dyn-gitops.io/"
@@ -106,6 +110,10 @@ ANN_RENDERER_VERSION: Final = OUR_PREFIX + "renderer-version"
 ANN_SOURCE_DGD: Final = OUR_PREFIX + "source-dgd"
 #: desired replica count of a worker Deployment whose spec.replicas the controller owns
 ANN_DESIRED_REPLICAS: Final = OUR_PREFIX + "desired-replicas"
+#: replica count Git gives a worker that a Planner scales by patching the DGD (no scaling
+#: adapter): the emitted DGD leaves that component's ``replicas`` out and the controller
+#: writes this value there once, when it is missing; the Planner owns it from then on
+ANN_SEED_REPLICAS: Final = OUR_PREFIX + "seed-replicas"
 #: set on worker Deployments so the controller knows it may scale and drain them
 ANN_MANAGED_REPLICAS: Final = OUR_PREFIX + "managed-replicas"
 #: on an emitted DGD: the worker hash its workers were rendered with. The companion

@@ -101,7 +101,9 @@ def test_cluster_mode_rbac(helm: Path) -> None:
     (cr,) = by_kind(objs, "ClusterRole")
     got = rules(cr)
     assert got[("apps", "deployments")] == {"get", "list", "watch", "patch", "delete"}
-    assert got[("nvidia.com", "dynamographdeployments")] == {"get", "list", "watch"}
+    # patch: the seed of a Planner-scaled worker's replicas (docs/operator.md)
+    assert got[("nvidia.com", "dynamographdeployments")] == {"get", "list", "watch", "patch"}
+    assert got[("nvidia.com", "dynamographdeploymentscalingadapters")] == {"get", "list", "watch"}
     assert got[("nvidia.com", "dynamographdeployments/status")] == {"get", "patch"}
     assert got[("coordination.k8s.io", "leases")] == {"get", "list", "watch"}
     assert_grove_rules(got)

@@ -31,6 +31,7 @@ from . import (
     multinode,
     objects,
     provider_override,
+    replica_owners,
 )
 from .context import ComponentContext, ComponentError, component_runtime
 from .podspec import build_pod_spec, detect_backend, pod_labels
@@ -602,7 +603,9 @@ def _expand_service(
     out: list[Obj] = []
     if worker and settings.managed_replicas:
         deploy_ann[keys.ANN_MANAGED_REPLICAS] = "true"
-        if not has_adapter:
+        if replica_owners.planner_scaled(dgd, svc):
+            deploy_ann[keys.ANN_SEED_REPLICAS] = str(desired)
+        elif not has_adapter:
             deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)
         deploy_ann[keys.ANN_ARGOCD_SYNC_OPTIONS] = _with_sync_option(
             deploy_ann.get(keys.ANN_ARGOCD_SYNC_OPTIONS), keys.ARGOCD_PRUNE_FALSE
@@ -660,6 +663,7 @@ def _expand_service(
 _MANAGED_ANNOTATIONS = (
     keys.ANN_MANAGED_REPLICAS,
     keys.ANN_DESIRED_REPLICAS,
+    keys.ANN_SEED_REPLICAS,
     keys.ANN_ARGOCD_SYNC_OPTIONS,
     keys.ANN_ARGOCD_COMPARE_OPTIONS,
     keys.ANN_FLUX_PRUNE,

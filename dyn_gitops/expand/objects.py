@@ -271,6 +271,10 @@ def scaling_adapter(dgd_name: str, namespace: str, service: str, replicas: int |
             naming.base_name(dgd_name, service),
             namespace,
             {keys.LABEL_GRAPH_NAME: dgd_name, keys.LABEL_COMPONENT: service},
+            # Git seeds spec.replicas (the CRD requires it); HPA / KEDA / the Planner own it
+            # once created: Flux creates the adapter and never re-applies it (Argo CD:
+            # ignoreDifferences, docs/argocd.md section 4)
+            {keys.ANN_FLUX_SSA: keys.FLUX_SSA_IF_NOT_PRESENT},
         ),
         "spec": {
             "replicas": 1 if replicas is None else replicas,

@@ -20,6 +20,7 @@ from ..models.versions import V1ALPHA1, V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
 from ..validate import Validated
+from . import replica_owners
 from .graph import expand_component_deployment, expand_graph
 
 
@@ -187,6 +188,7 @@ def _source_to_emit(
         out = to_v1beta1.dgd(data)
     else:
         out = data_copy(data)
+    replica_owners.without_replicas(out, replica_owners.seeded_components(children))
     if stamps:
         meta = out.setdefault("metadata", {})
         meta["annotations"] = {**(meta.get("annotations") or {}), **stamps}

@@ -70,7 +70,13 @@ class Component(Strict):
 
 
 class GraphSpec(Strict):
-    components: list[Component] | None = Field(default=None, max_length=25)
+    # a map list keyed by name (+listType=map, +listMapKey=name in api/v1beta1 @ 2a6da14c8):
+    # server-side apply gives each component's fields (replicas) their own owner
+    components: list[Component] | None = Field(
+        default=None,
+        max_length=25,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
     env: list[EnvVar] | None = None
     backendFramework: BackendFramework | None = None
     annotations: dict[str, str] | None = None

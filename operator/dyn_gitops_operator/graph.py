@@ -122,16 +122,33 @@ class Graph:
         return next((d for d in plain if o.name(d) == wanted), plain[0] if plain else None)
 
     def desired_replicas(self, service: str, current: Obj | None) -> int:
-        """Adapter value, else the rendered desired-replicas annotation, else the spec."""
+        """Adapter value, else the rendered desired-replicas annotation, else the spec (a
+        worker a Planner scales through the DGD: its replicas there, else Git's seed)."""
         adapter = self.adapters.get(service)
         if adapter is not None:
             return int((adapter.get("spec") or {}).get("replicas", 1))
+        svc = self.services.get(service)
         if current is not None:
             ann = o.desired_annotation(current)
             if ann is not None:
                 return ann
-        svc = self.services.get(service)
+            seed = o.seed_annotation(current)
+            if seed is not None and (svc is None or not svc.explicit_replicas):
+                return seed
         return svc.replicas if svc is not None else 1
+
+    def unseeded(self) -> dict[str, int]:
+        """Workers a Planner scales through the DGD whose replicas the DGD lacks yet: the
+        seed to write there (no adapter: the adapter is the Planner's target then)."""
+        out: dict[str, int] = {}
+        for service, svc in self.services.items():
+            current = self.current_workload(service)
+            if current is None or service in self.adapters or svc.explicit_replicas:
+                continue
+            seed = o.seed_annotation(current)
+            if seed is not None:
+                out[service] = seed
+        return out
 
 
 class HashCache:

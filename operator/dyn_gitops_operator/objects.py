@@ -192,7 +192,16 @@ def is_managed(dep: Obj) -> bool:
 
 
 def desired_annotation(dep: Obj) -> int | None:
-    value = annotations_of(dep).get(keys.ANN_DESIRED_REPLICAS)
+    return _count_annotation(dep, keys.ANN_DESIRED_REPLICAS)
+
+
+def seed_annotation(dep: Obj) -> int | None:
+    """Git's count for a worker a Planner scales through the DGD (written there once)."""
+    return _count_annotation(dep, keys.ANN_SEED_REPLICAS)
+
+
+def _count_annotation(dep: Obj, key: str) -> int | None:
+    value = annotations_of(dep).get(key)
     if value is None:
         return None
     try:

@@ -57,8 +57,13 @@ app.kubernetes.io/component: controller
 {{/* What the controller reads and the few fields it writes (ownership table, docs/operator.md). */}}
 {{- define "dyn-gitops.workloadRules" -}}
 - apiGroups: [nvidia.com]
-  resources: [dynamographdeployments, dynamographdeploymentscalingadapters]
+  resources: [dynamographdeploymentscalingadapters]
   verbs: [get, list, watch]
+# patch: a Planner-scaled worker's replicas, written once from Git's seed when the DGD
+# lacks it (conditional merge patch); nothing else of the DGD (Git's)
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeployments]
+  verbs: [get, list, watch, patch]
 - apiGroups: [nvidia.com]
   resources: [dynamographdeployments/status, dynamographdeploymentscalingadapters/status]
   verbs: [get, patch]

@@ -23,7 +23,7 @@ from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import Plan, Write
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
-from dyn_gitops_operator.resources import DGDSAS
+from dyn_gitops_operator.resources import DGDS, DGDSAS
 
 
 def selector(dgd_name: str, service: str) -> str:
@@ -46,6 +46,40 @@ class ScalingAdapterReconciler:
                 plan.set_replicas(dep, wanted)
         if graph.grove is not None:
             self._grove(graph, graph.grove, plan)
+        else:
+            self._seed(graph, plan)
+
+    @staticmethod
+    def _seed(graph: Graph, plan: Plan) -> None:
+        """Write Git's count into the DGD for the workers a Planner scales there, once: the
+        emitted DGD leaves their ``replicas`` out (GitOps would take it back on every sync),
+        the Planner reads it as the current count and owns it after its first patch. A
+        merge patch carrying the whole components list, conditional on the resourceVersion
+        read: an update claims only the fields it changes, and a list-map CRD or a free-form
+        one both take it."""
+        seeds = graph.unseeded()
+        if not seeds or graph.dgd is None:
+            return
+        spec = graph.dgd.get("spec") or {}
+        body_spec: Obj
+        if isinstance(spec.get("components"), list):
+            comps = [dict(c) for c in spec["components"]]
+            for comp in comps:
+                if comp.get("name") in seeds:
+                    comp["replicas"] = seeds[str(comp["name"])]
+            body_spec = {"components": comps}
+        else:  # a v1alpha1 object read without conversion: the services map
+            body_spec = {"services": {name: {"replicas": n} for name, n in sorted(seeds.items())}}
+        meta = o.meta(graph.dgd)
+        body = {
+            "metadata": {
+                "name": meta.get("name"),
+                "namespace": graph.namespace,
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "spec": body_spec,
+        }
+        plan.writes.append(Write(DGDS, body, merge=True))
 
     @staticmethod
     def _grove(graph: Graph, children: grove.GroveChildren, plan: Plan) -> None:
