@@ -146,11 +146,24 @@ def replace(k: Kube, ns: str, dgd: dict[str, Any]) -> tuple[dict[str, Any], dict
 def midway(k: Kube, api: Any, ns: str, old: str, new: str) -> None:
     """A -> B with B's pods held: one B pod released and ready, the old generation drained
     to 2 of 4 (the floor is 3: 2 old + 1 new ready), B's other pods still Pending."""
+    from support.cluster import pods as list_pods
+
+    def one_released() -> bool:
+        """Release one new pod unless one already is (a released pod can be replaced by
+        a held one when the new generation is re-sized before it runs)."""
+        mine = [p for p in list_pods(api, ns, SELECTOR) if p.metadata.name.startswith(new)]
+        if mine and all(p.spec.scheduling_gates for p in mine):
+            release(api, ns, SELECTOR, count=1, only=lambda n: n.startswith(new))
+        return True
+
     wait_for(lambda: gated(api, ns, SELECTOR), 60, "a Pending pod of the new generation")
-    release(api, ns, SELECTOR, count=1)
     try:
         wait_for(
-            lambda: avail((d := workers(k, ns)).get(new)) == 1 and spec(d.get(old)) == 2,
+            lambda: (
+                one_released()
+                and avail((d := workers(k, ns)).get(new)) == 1
+                and spec(d.get(old)) == 2
+            ),
             90,
             "one new pod ready, the old generation at 2",
         )
