@@ -563,16 +563,22 @@ def test_controller_works_with_exactly_the_chart_rbac(
                 },
             },
         )
-    with pytest.raises(ForbiddenError):  # ... and no write to the DGD spec (Git owns it)
-        as_sa.apply(
+    # ... DGDs: Git's. The controller may patch (a Planner-scaled worker's replicas seed,
+    # docs/operator.md ownership table) but neither create, replace nor delete them
+    with pytest.raises(ForbiddenError):
+        as_sa.create(
             DGDS,
             {
                 "apiVersion": DGDS.api_version,
                 "kind": "DynamoGraphDeployment",
-                "metadata": {"name": "sglang-disagg", "namespace": work_ns},
-                "spec": {"env": []},
+                "metadata": {"name": "not-from-git", "namespace": work_ns},
+                "spec": {"components": []},
             },
         )
+    with pytest.raises(ForbiddenError):
+        as_sa.update(DGDS, pk.get(DGDS, work_ns, "sglang-disagg"))
+    with pytest.raises(ForbiddenError):
+        as_sa.delete(DGDS, work_ns, "sglang-disagg")
     for res, name in ((PODCLIQUES, "vllm-agg-0-frontend"), (PCSGS, "vllm-agg-0-vllmdecodeworker")):
         with pytest.raises(ForbiddenError):  # Grove's objects: /scale only
             as_sa.patch(res, work_ns, name, {"metadata": {"labels": {"x": "y"}}})
