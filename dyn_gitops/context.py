@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import RenderError, UsageError
+from .errors import Problem, RenderError, UsageError
 from .settings import ENV_PREFIX, SETTINGS_FILE, RenderSettings, Resolved, SettingsError, resolve
 
 if TYPE_CHECKING:
@@ -60,12 +60,14 @@ class Runner:
         *,
         file_values: Mapping[str, Any] | None = None,
         function_config: Mapping[str, Any] | None = None,
+        file_origin: str = SETTINGS_FILE,
     ) -> Resolved:
         """Every setting resolved from these sources and the input's own; raises
         :class:`UsageError` with every settings problem."""
         try:
             return resolve(
                 file_values=file_values,
+                file_origin=file_origin,
                 env=self.env,
                 env_prefixes=self.env_prefixes,
                 function_config=function_config,
@@ -99,7 +101,42 @@ def open_path(
     broken = [p for p in src.problems if p.file == SETTINGS_FILE]
     if broken:
         raise RenderError(broken, summary=f"{SETTINGS_FILE} is unusable; nothing done")
-    return RenderContext(src, runner.settings(file_values=values))
+    resolved = runner.settings(file_values=values)
+    _resolve_subtrees(src, values or {}, runner)
+    return RenderContext(src, resolved)
+
+
+def _resolve_subtrees(src: Source, root_values: Mapping[str, Any], runner: Runner) -> None:
+    """The settings of every subtree with its own ``dyn-gitops.yaml``: the root's values,
+    then each file on the way down (the deepest wins), then the runner's sources."""
+    import posixpath
+
+    from .parse import file_settings_values
+
+    if not src.nested_settings:
+        return
+    problems: list[Problem] = []
+    own: dict[str, Mapping[str, Any]] = {}
+    for file in sorted(src.nested_settings, key=lambda f: f.path):
+        found = file_settings_values(file, problems)
+        if found is not None:
+            own[posixpath.dirname(file.path)] = found
+    if problems:
+        raise RenderError(problems, summary=f"a {SETTINGS_FILE} is unusable; nothing done")
+    errors: list[str] = []
+    for d in sorted(own):
+        merged: dict[str, Any] = dict(root_values)
+        parts = d.split("/")
+        for i in range(1, len(parts) + 1):  # each settings file on the way down
+            merged.update(own.get("/".join(parts[:i]), {}))
+        try:
+            sub = runner.settings(file_values=merged, file_origin=f"{d}/{SETTINGS_FILE}")
+        except UsageError as exc:
+            errors.extend(exc.problems)
+            continue
+        src.subtrees[d] = sub.settings
+    if errors:
+        raise UsageError(problems=errors)
 
 
 def open_source(

@@ -560,25 +560,29 @@ def settings_values(src: Source) -> dict[str, Any] | None:
     unusable; its problems are added to ``src.problems``)."""
     if src.settings_file is None:
         return None
-    problems: list[Problem] = []
+    return file_settings_values(src.settings_file, src.problems)
+
+
+def file_settings_values(file: SourceFile, problems: list[Problem]) -> dict[str, Any] | None:
+    """The setting values of one ``dyn-gitops.yaml`` (the root's or a subtree's); None: it
+    is unusable (its problems are added to ``problems``)."""
+    found: list[Problem] = []
     docs = parse_documents(
-        [src.settings_file],
+        [file],
         max_documents=1,
         max_yaml_nodes=SETTINGS_FILE_MAX_NODES,
         max_depth=SETTINGS_FILE_MAX_DEPTH,
-        problems=problems,
+        problems=found,
     )
-    if problems:
-        src.problems.extend(problems)
+    if found:
+        problems.extend(found)
         return None
     data = docs[0].data if docs else None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        src.problems.append(
-            Problem(
-                src.settings_file.path, 1, message="expected a mapping of setting names to values"
-            )
+        problems.append(
+            Problem(file.path, 1, message="expected a mapping of setting names to values")
         )
         return None
     return data

@@ -11,13 +11,13 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import Problem
-from .settings import SETTINGS_FILE
+from .settings import SETTINGS_FILE, RenderSettings
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -38,6 +38,27 @@ class Source:
     #: dyn-gitops.yaml at the root, as read (the context parses it: parse.settings_values)
     settings_file: SourceFile | None = None
     problems: list[Problem] = field(default_factory=list)
+    #: dyn-gitops.yaml files below the root (path relative to the root), as read; each
+    #: applies to its own subtree (the context resolves them: ``subtrees``)
+    nested_settings: list[SourceFile] = field(default_factory=list)
+    #: the settings of each subtree that has its own dyn-gitops.yaml (directory relative to
+    #: the root -> its settings: the root's file, then each file on the way down, win last);
+    #: filled by the context, used by the pipeline
+    subtrees: dict[str, RenderSettings] = field(default_factory=dict)
+
+
+def is_settings_file(rel: str) -> bool:
+    """A ``dyn-gitops.yaml`` anywhere in the tree (the root's or a subtree's)."""
+    return posixpath.basename(rel) == SETTINGS_FILE
+
+
+def subtree_of(rel: str, subtrees: Iterable[str]) -> str:
+    """The deepest of ``subtrees`` (directories) that holds the file ``rel`` ("" = root)."""
+    best = ""
+    for d in subtrees:
+        if rel.startswith(d + "/") and len(d) > len(best):
+            best = d
+    return best
 
 
 # ---------------------------------------------------------------------------- file system
@@ -100,7 +121,7 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
             if name.startswith("."):
                 continue
             rel = _posix(os.path.normpath(os.path.join(rel_dir, name)))
-            if rel != SETTINGS_FILE and not name.endswith(MANIFEST_SUFFIXES):
+            if name != SETTINGS_FILE and not name.endswith(MANIFEST_SUFFIXES):
                 continue
             full = os.path.join(dirpath, name)
             real = os.path.realpath(full)
@@ -115,6 +136,11 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
                 continue
             if rel == SETTINGS_FILE:
                 src.settings_file = _read_settings_file(full, src)
+                continue
+            if name == SETTINGS_FILE:  # a subtree's own settings
+                nested = _read_settings_file(full, src, rel)
+                if nested is not None:
+                    src.nested_settings.append(nested)
                 continue
             data = _read_bytes(full, rel, max_file_bytes, src.problems)
             if data is not None:
@@ -173,17 +199,17 @@ def _read_bytes(
 SETTINGS_FILE_MAX_BYTES = 64 * 1024
 
 
-def _read_settings_file(full: str, src: Source) -> SourceFile | None:
+def _read_settings_file(full: str, src: Source, rel: str = SETTINGS_FILE) -> SourceFile | None:
     data = _read_bytes(
         full,
-        SETTINGS_FILE,
+        rel,
         SETTINGS_FILE_MAX_BYTES,
         src.problems,
         what="a fixed bound for " + SETTINGS_FILE,
     )
     if data is None:
         return None
-    return SourceFile(SETTINGS_FILE, _decode(SETTINGS_FILE, data, src.problems))
+    return SourceFile(rel, _decode(rel, data, src.problems))
 
 
 def _too_big(
@@ -299,13 +325,13 @@ def _git_blob(
 ) -> None:
     """Read one file of the revision into ``src`` (or a problem), sizes checked first."""
     repo_rel = posixpath.join(root, rel) if root else rel
-    if not (rel.endswith(MANIFEST_SUFFIXES) or rel == SETTINGS_FILE):
+    if not (rel.endswith(MANIFEST_SUFFIXES) or is_settings_file(rel)):
         _check_dir_link(repo, full_tree, repo_rel, entry, root, rel, src)
         return
     found = _follow_links(repo, full_tree, repo_rel, entry, root, rel, src)
     if found is None:
         return
-    cap = SETTINGS_FILE_MAX_BYTES if rel == SETTINGS_FILE else limit
+    cap = SETTINGS_FILE_MAX_BYTES if is_settings_file(rel) else limit
     _kind, size = repo.odb.read_header(found.id)
     if size > cap:
         src.problems.append(_too_big(rel, size, cap))
@@ -324,6 +350,9 @@ def _git_blob(
         return
     if rel == SETTINGS_FILE:
         src.settings_file = SourceFile(SETTINGS_FILE, data.decode("utf-8", "replace"))
+        return
+    if is_settings_file(rel):  # a subtree's own settings
+        src.nested_settings.append(SourceFile(rel, data.decode("utf-8", "replace")))
         return
     src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
 

@@ -244,7 +244,12 @@ class _Renderer:
 
     def unit(self, paths: Iterable[str]) -> Unit:
         files = [self.by_path[p] for p in sorted(paths)]
-        src = Source(files=files, root=self.source.root, settings_file=self.source.settings_file)
+        src = Source(
+            files=files,
+            root=self.source.root,
+            settings_file=self.source.settings_file,
+            subtrees=self.source.subtrees,
+        )
         self.rendered.extend(f.path for f in files)
         return _unit(files, render(src, self.unit_settings).objects, self.settings.namespace)
 
@@ -254,6 +259,7 @@ class _Renderer:
             root=self.source.root,
             settings_file=self.source.settings_file,
             problems=list(self.source.problems),
+            subtrees=self.source.subtrees,
         )
         return render(src, self.settings).objects
 
@@ -295,8 +301,12 @@ def _check_totals(p: Plan, settings: RenderSettings, previous: Previous, root: s
 
 def _any_plan(source: Source, settings: RenderSettings, previous: Previous) -> Plan:
     digest = settings_digest(settings)
+    if source.subtrees:  # subtrees with their own settings: keyed by all of them, never reused
+        digest = _hash(
+            digest + "".join(settings_digest(s) for _d, s in sorted(source.subtrees.items()))
+        )
     bound = sum(1 + len(_DOC_MARKER.findall(f.text)) for f in source.files)
-    if source.problems or bound >= settings.max_documents:
+    if source.problems or source.subtrees or bound >= settings.max_documents:
         return _full_plan(_Renderer(source, settings), digest)
     for prev in (previous, Previous()):  # an output edited by hand: once more, cold
         try:
