@@ -69,6 +69,16 @@ def _escape(ch: str) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+def count(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``: a count and its noun, plural unless it is one (``noun`` is
+    the singular; nouns that end in y or s take their usual plural)."""
+    if n == 1:
+        return f"{n} {noun}"
+    if noun.endswith("y"):
+        return f"{n} {noun[:-1]}ies"
+    return f"{n} {noun}es" if noun.endswith("s") else f"{n} {noun}s"
+
+
 def printable(text: str) -> str:
     """``text`` with every control or invisible character written as a visible escape."""
     if text.isprintable():  # fast path: the common case has nothing to escape

@@ -85,7 +85,7 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
         return src
     p = Path(path)
     if not os.path.lexists(p):
-        raise FileNotFoundError(path)
+        raise FileNotFoundError(_missing(path))
     if not p.is_dir():
         src = Source(files=[], root=str(p))
         data = _read_bytes(str(p), p.name, max_file_bytes, src.problems)
@@ -146,6 +146,19 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
             if data is not None:
                 src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
     return src
+
+
+def _missing(path: str) -> str:
+    """Why ``path`` cannot be read: which part of it is missing, relative to where."""
+    here = os.path.abspath(path)
+    parent = existing_ancestor(here)
+    where = "" if os.path.isabs(path) else f" (relative to the current directory {os.getcwd()})"
+    if parent == os.path.dirname(here):
+        return f"{path}: no such file or directory{where}"
+    return (
+        f"{path}: no such file or directory{where}; {parent} exists, "
+        f"{os.path.relpath(here, parent)} does not"
+    )
 
 
 def _posix(p: str) -> str:
@@ -238,6 +251,30 @@ _LINK_MAX_HOPS = 40
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 
 
+def existing_ancestor(path: str) -> str:
+    """``path`` itself if it exists, else its nearest existing parent (absolute): where a
+    Git repository is looked for (a path may exist in a revision but not in the checkout)."""
+    here = os.path.abspath(path)
+    while not os.path.exists(here) and os.path.dirname(here) != here:
+        here = os.path.dirname(here)
+    return here
+
+
+def open_repository(path: str) -> Any:
+    """The Git repository holding ``path`` (looked for from the path itself upward, not
+    from the current directory); FileNotFoundError if there is none."""
+    import pygit2
+
+    start = existing_ancestor(path)
+    found = pygit2.discover_repository(start)
+    if found is None:
+        raise FileNotFoundError(
+            f"{path}: not inside a Git repository (looked in {start} and every parent); "
+            "--rev and diff read a revision of the repository that holds the path"
+        )
+    return pygit2.Repository(found)
+
+
 def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> Source:
     """Read the tree of ``rev`` below ``subpath`` straight from the object store.
 
@@ -248,15 +285,12 @@ def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> 
     """
     import pygit2  # imported here: only Git reads pay for it
 
-    found = pygit2.discover_repository(repo_path)
-    if found is None:
-        raise FileNotFoundError(f"{repo_path}: not inside a Git repository")
-    repo = pygit2.Repository(found)
+    repo = open_repository(os.path.join(repo_path, subpath) if subpath else repo_path)
     try:
         commit = repo.revparse_single(rev).peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError) as exc:
         raise LookupError(f"unknown Git revision {rev!r}: {exc}") from None
-    workdir = repo.workdir or os.path.dirname(found.rstrip("/"))
+    workdir = repo.workdir or os.path.dirname(repo.path.rstrip("/"))
     # subpath is relative to the current directory; make it relative to the repo root
     abs_sub = (
         os.path.realpath(os.path.join(repo_path, subpath))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +83,81 @@ def test_a_settings_file_in_each_app_folder_applies_to_its_own_subtree(tmp_path:
     bad = invoke_cli("render", *AS_APPLIED_FLAGS, str(apps))
     assert bad.code == 1 and bad.stdout == ""
     assert "b/dyn-gitops.yaml" in bad.stderr
+
+
+# ---------------------------------------------------------------------------- error messages
+def test_error_messages_a_new_user_can_act_on(tmp_path: Path) -> None:
+    """A missing path says why; ``--rev`` and ``diff`` find the Git repository from the given
+    path, not the working directory; ``dyn-gitops-operator`` without its extra or with a bad
+    kubeconfig prints one line, no traceback; each command's help offers only the settings
+    it uses; one file is "1 file"."""
+    # a missing path: what is missing, relative to where
+    missing = run_cli("render", "deploy/app", cwd=tmp_path)
+    assert missing.code == 2 and missing.stdout == ""
+    assert "deploy/app: no such file or directory" in missing.stderr
+    assert str(tmp_path) in missing.stderr
+
+    # a repository elsewhere than the working directory
+    repo = tmp_path / "repo"
+    (repo / "deploy").mkdir(parents=True)
+    (repo / "deploy" / "dgd.yaml").write_text(small_dgd("one"), encoding="utf-8")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "one")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    at_rev = run_cli(
+        "render", *AS_APPLIED_FLAGS, "--rev", "HEAD", str(repo / "deploy"), cwd=elsewhere
+    )
+    assert at_rev.code == 0, at_rev.stderr
+    assert {o["metadata"]["name"] for o in _objects(at_rev.stdout) if o["kind"] == "Deployment"}
+    diff = run_cli("diff", *AS_APPLIED_FLAGS, "--base", "HEAD", str(repo / "deploy"), cwd=elsewhere)
+    assert diff.code == 0, diff.stderr
+    assert "no differences" in diff.stdout
+    nowhere = run_cli("render", "--rev", "HEAD", str(elsewhere), cwd=elsewhere)
+    assert nowhere.code == 2 and "not inside a Git repository" in nowhere.stderr
+
+    # "1 file", "1 DynamoGraphDeployment"
+    one = run_cli("validate", *AS_APPLIED_FLAGS, str(repo / "deploy"))
+    assert one.code == 0, one.stderr
+    assert "1 file, 1 DynamoGraphDeployment, " in one.stderr
+    assert "1 files" not in one.stderr
+
+    # help: only the settings a command uses
+    render_help = run_cli("render", "--help").stdout
+    assert "--output-format" in render_help and "--max-output-bytes" in render_help
+    validate_help = run_cli("validate", "--help").stdout
+    assert "--output-format" not in validate_help and "--max-output-bytes" not in validate_help
+    assert "--namespace" in validate_help
+    diff_help = run_cli("diff", "--help").stdout
+    assert "--allow-empty" not in diff_help and "--output-format" not in diff_help
+    refused = run_cli("diff", "--base", "HEAD", "--output-format", "json", str(repo))
+    assert refused.code == 2 and "No such option" in refused.stderr
+
+    # the controller: a bad kubeconfig, then without its extra
+    def operator(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
+        code = f"{prelude}import sys; from dyn_gitops_operator.__main__ import main; "
+        code += "sys.exit(main(sys.argv[1:]))"
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+
+    (tmp_path / "broken.kubeconfig").write_text("clusters: [\n", encoding="utf-8")
+    for kubeconfig, why in (
+        ("absent.kubeconfig", "no such file"),
+        ("broken.kubeconfig", "not YAML"),
+    ):
+        res = operator("--kubeconfig", kubeconfig, "--log-format", "plain")
+        assert res.returncode == 2, res.stderr
+        assert "Traceback" not in res.stderr
+        assert f"cannot load the kubeconfig {kubeconfig}" in res.stderr or (
+            f"cannot load the kubeconfig ({kubeconfig})" in res.stderr
+        )
+        assert why in res.stderr
+    no_extra = operator(prelude="import sys; sys.modules['kubernetes'] = None; ")
+    assert no_extra.returncode == 2 and "Traceback" not in no_extra.stderr
+    assert "pip install 'dyn-gitops[operator]'" in no_extra.stderr

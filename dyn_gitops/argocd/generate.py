@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import context, keys
-from ..display import printable
+from ..display import count, printable
 from ..emit import render_text, size_problem
 from ..errors import DynGitopsError, ExitCode, RenderError
 from ..settings import Resolved, SettingsError, resolve
@@ -119,9 +119,9 @@ def run(environ: Mapping[str, str], *, how: str = "in-process") -> int:
             _err(line)
         return int(exc.exit_code)
     ms = (time.perf_counter() - started) * 1000
-    graphs = f"{result.graphs} DynamoGraphDeployment{'s' if result.graphs != 1 else ''}"
+    graphs = count(result.graphs, "DynamoGraphDeployment")
     _err(
-        f"dyn-gitops: {len(objects)} objects from {graphs} in {ms:.0f} ms ({how}); "
+        f"dyn-gitops: {count(len(objects), 'object')} from {graphs} in {ms:.0f} ms ({how}); "
         f"render_ms={ms:.1f}"
     )
     return int(ExitCode.OK)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from .. import context
+from ..display import count
 from ..errors import DynGitopsError, ExitCode
 from ..stdio import write_stdout
 from .options import runner, setting_options
@@ -105,7 +106,7 @@ def hydrate(
         ctx = context.open_path(path, rev, runner=runner(values))
     src, settings = ctx.source, ctx.settings
     try:
-        repo = gitstore.open_repo(".")
+        repo = gitstore.open_repo(path)
         source_path = gitstore.repo_relative(repo, path)
         if out_dir:
             from ..workflows.outdir import to_dir
@@ -125,7 +126,7 @@ def hydrate(
             use_cache=not no_cache,
             allow_rewind=allow_rewind,
         )
-        result = hyd.to_branch(".", src, settings, req)
+        result = hyd.to_branch(gitstore.workdir(repo), src, settings, req)
     except DynGitopsError as exc:  # BranchMoved exits 4: run it again
         fail_with(exc, "nothing hydrated")
     except (FileExistsError, FileNotFoundError, LookupError) as exc:
@@ -144,4 +145,4 @@ def _report(p: Any, what: str) -> None:
         if p.full
         else f"{len(p.rendered)} input files rendered, {len(p.reused)} reused"
     )
-    click.echo(f"dyn-gitops: {what}: {p.objects} objects ({how})", err=True)
+    click.echo(f"dyn-gitops: {what}: {count(p.objects, 'object')} ({how})", err=True)

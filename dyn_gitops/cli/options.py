@@ -14,9 +14,29 @@ from ..settings import REGISTRY
 F = Callable[..., Any]
 
 
+#: settings a command has no use for, so its --help does not offer them (the command name
+#: as click names it -> setting names). A setting left out still works in the environment
+#: and dyn-gitops.yaml, where it is simply not used by that command.
+NOT_USED: dict[str, frozenset[str]] = {
+    # prints nothing but the problems
+    "validate": frozenset({"output-format", "max-output-bytes"}),
+    # compares objects: prints a report, an empty side is a state like any other
+    "diff": frozenset({"output-format", "allow-empty", "max-output-bytes"}),
+    # writes one YAML file per object
+    "hydrate": frozenset({"output-format"}),
+    # answers with a ResourceList (YAML)
+    "krm": frozenset({"output-format"}),
+}
+
+
 def setting_options(func: F) -> F:
-    """One CLI option per registry entry (so flags cannot drift from the registry)."""
+    """One CLI option per registry entry (so flags cannot drift from the registry), but
+    those the command has no use for (:data:`NOT_USED`, keyed by the function's name)."""
+    command = func.__name__.removesuffix("_cmd").replace("_", "-")
+    unused = NOT_USED.get(command, frozenset())
     for spec in reversed(REGISTRY):
+        if spec.name in unused:
+            continue
         help_text = f"{spec.help} [env {spec.env_var}; default {spec.default!r}]"
         if spec.kind is bool:
             opt = click.option(

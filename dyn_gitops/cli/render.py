@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from .. import context
-from ..display import printable
+from ..display import count, printable
 from ..errors import ExitCode
 from ..settings import REGISTRY
 from ..stdio import write_stdout
@@ -41,7 +41,7 @@ def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> No
                 fail([f"dyn-gitops: {exc}; nothing written"], ExitCode.INVALID_INPUT)
             except (FileExistsError, OSError) as exc:
                 fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
-            click.echo(f"dyn-gitops: wrote {len(written)} objects to {out_dir}", err=True)
+            click.echo(f"dyn-gitops: wrote {count(len(written), 'object')} to {out_dir}", err=True)
             return
         write_stdout(render_text(result.objects, ctx.settings.output_format, max_bytes=limit))
 
@@ -56,8 +56,9 @@ def validate(path: str, rev: str | None, **values: Any) -> None:
         result = context.render(ctx)
     warn(result.warnings)
     click.echo(
-        f"dyn-gitops: {len(ctx.source.files)} files, {result.graphs} "
-        f"DynamoGraphDeployments, {len(result.objects)} objects: valid",
+        f"dyn-gitops: {count(len(ctx.source.files), 'file')}, "
+        f"{count(result.graphs, 'DynamoGraphDeployment')}, "
+        f"{count(len(result.objects), 'object')}: valid",
         err=True,
     )
 
@@ -120,4 +121,4 @@ def crds(json_schema_dir: str | None, dgd_version: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
         written += 1
-    click.echo(f"dyn-gitops: wrote {written} JSON schemas to {json_schema_dir}", err=True)
+    click.echo(f"dyn-gitops: wrote {count(written, 'JSON schema')} to {json_schema_dir}", err=True)

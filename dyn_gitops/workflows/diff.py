@@ -125,7 +125,7 @@ def _lookup(repo_path: str, rev: str, subpath: str) -> tuple[str, bool]:
     """(commit id of ``rev``, whether ``subpath`` exists in it)."""
     from . import gitstore
 
-    repo = gitstore.open_repo(repo_path)
+    repo = gitstore.open_repo(os.path.join(repo_path, subpath))
     found = gitstore.commit_of(repo, rev)
     rel = gitstore.repo_relative(repo, os.path.join(repo_path, subpath))
     return str(found.id), gitstore.exists(repo, found, rel)

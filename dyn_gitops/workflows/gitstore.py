@@ -38,10 +38,11 @@ class BranchMoved(DynGitopsError):
 
 
 def open_repo(path: str) -> pygit2.Repository:
-    found = pygit2.discover_repository(path)
-    if found is None:
-        raise FileNotFoundError(f"{path}: not inside a Git repository")
-    return pygit2.Repository(found)
+    """The repository that holds ``path`` (looked for from the path upward)."""
+    from ..read import open_repository
+
+    repo: pygit2.Repository = open_repository(path)
+    return repo
 
 
 def workdir(repo: pygit2.Repository) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import context
 from ..context import Runner
-from ..display import printable
+from ..display import count, printable
 from ..emit import size_problem, to_yaml
 from ..errors import DynGitopsError, Problem, RenderError, UsageError
 from ..parse import parse_documents
@@ -198,8 +198,9 @@ def run(rl: Obj, *, runner: Runner) -> Outcome:
         results = [_result(p, docs) for p in exc.problems]
         return Outcome(_answer(rl, items, results), False, [_line(r) for r in results])
     info = {
-        "message": f"dyn-gitops: expanded {result.graphs} DynamoGraphDeployments; "
-        f"{len(items)} items in, {len(result.objects)} out",
+        "message": "dyn-gitops: expanded "
+        f"{count(result.graphs, 'DynamoGraphDeployment')}; "
+        f"{count(len(items), 'item')} in, {len(result.objects)} out",
         "severity": "info",
     }
     warnings = [_result(p, docs) for p in result.warnings]

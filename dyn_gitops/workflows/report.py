@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from ..display import REDACTED, printable, redact_tree
+from ..display import REDACTED, count, printable, redact_tree
 from ..emit import to_yaml
 from .diff import ABSENT, DiffResult, FieldChange, ObjectChange, object_key
 
@@ -67,7 +67,11 @@ def _text_field(f: FieldChange) -> str:
 
 
 def text(d: DiffResult) -> str:
-    lines = [f"dyn-gitops diff {_revs(d)}", f"{summary(d)}; {d.unchanged} objects unchanged", ""]
+    lines = [
+        f"dyn-gitops diff {_revs(d)}",
+        f"{summary(d)}; {count(d.unchanged, 'object')} unchanged",
+        "",
+    ]
     for c in d.changes:
         lines.append(printable(f"{_MARK[c.status]} {_title(c)}"))
         lines += [_text_field(f) for f in c.fields]
@@ -147,7 +151,7 @@ def markdown(d: DiffResult, *, limit: int = MARKDOWN_LIMIT) -> str:
         f"### dyn-gitops diff {_span(d.base.rev)} → {_span(d.head.rev)}",
         "",
         f"Rendered {_span(d.path)} at {_span(d.base.commit[:12])} and "
-        f"{_span(d.head.commit[:12])}: **{summary(d)}**, {d.unchanged} objects unchanged.",
+        f"{_span(d.head.commit[:12])}: **{summary(d)}**, {count(d.unchanged, 'object')} unchanged.",
     ]
     if d.equal:
         return "\n".join(head) + "\n"

@@ -114,6 +114,22 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
     )
 
 
+#: what the ``operator`` extra of the package installs (pyproject.toml)
+EXTRA_MODULES = ("kubernetes", "prometheus_client")
+
+
+def _missing_extra() -> str | None:
+    """The first module of the ``operator`` extra that cannot be imported, if any."""
+    import importlib
+
+    for name in EXTRA_MODULES:
+        try:
+            importlib.import_module(name)  # imported by the controller right after anyway
+        except ImportError:
+            return name
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
@@ -124,9 +140,22 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"dyn-gitops-operator: {exc}", file=sys.stderr)
         return 2
+    missing = _missing_extra()
+    if missing:
+        print(
+            f"dyn-gitops-operator: the controller needs the 'operator' extra (module {missing!r} "
+            "is not installed): pip install 'dyn-gitops[operator]'",
+            file=sys.stderr,
+        )
+        return 2
+    from dyn_gitops_operator.errors import StartupError
     from dyn_gitops_operator.manager import Manager  # after logging: imports are slow
 
-    manager = Manager(settings)
+    try:
+        manager = Manager(settings)
+    except StartupError as exc:
+        print(f"dyn-gitops-operator: {exc}", file=sys.stderr)
+        return 2
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: manager.stop())
     code = manager.run()

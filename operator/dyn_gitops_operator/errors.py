@@ -20,6 +20,11 @@ class ControllerError(Exception):
     error_type = "internal"
 
 
+class StartupError(ControllerError):
+    """The controller cannot start as configured (a kubeconfig that cannot be loaded): a
+    message for a person, never a traceback (exit code 2)."""
+
+
 class ApiError(ControllerError):
     def __init__(self, status: int, reason: str, message: str) -> None:
         self.status = status

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,7 +18,13 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from dyn_gitops_operator import FIELD_MANAGER
-from dyn_gitops_operator.errors import ApiError, GoneError, TransientError, api_error
+from dyn_gitops_operator.errors import (
+    ApiError,
+    GoneError,
+    StartupError,
+    TransientError,
+    api_error,
+)
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.resources import (
     DEPLOYMENTS,
@@ -38,20 +45,40 @@ log = logging.getLogger(__name__)
 
 def make_api_client(kubeconfig: str | None, pool_size: int = 16) -> Any:
     """ApiClient from a kubeconfig file, the in-cluster service account, or ~/.kube/config."""
+    import yaml
+
     cfg = k8s.Configuration()
-    if kubeconfig:
-        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, client_configuration=cfg
+    where = kubeconfig or "in-cluster service account, then ~/.kube/config ($KUBECONFIG)"
+    if kubeconfig and not os.path.isfile(kubeconfig):
+        raise StartupError(
+            f"cannot load the kubeconfig {kubeconfig}: no such file (relative to the current "
+            f"directory {os.getcwd()}); pass --kubeconfig FILE, or run in a pod with a service "
+            "account"
         )
-    else:
-        try:
-            k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=cfg
-            )
-        except k8s_config.ConfigException:
+    try:
+        if kubeconfig:
             k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                client_configuration=cfg
+                config_file=kubeconfig, client_configuration=cfg
             )
+        else:
+            try:
+                k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                    client_configuration=cfg
+                )
+            except k8s_config.ConfigException:
+                k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                    client_configuration=cfg
+                )
+    except (k8s_config.ConfigException, OSError, yaml.YAMLError, ValueError, TypeError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, OSError) and exc.strerror:
+            reason = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+        elif isinstance(exc, yaml.YAMLError):
+            reason = "not YAML (" + " ".join(str(exc).split())[:200] + ")"
+        raise StartupError(
+            f"cannot load the kubeconfig ({where}): {reason}; pass --kubeconfig FILE, or run "
+            "in a pod with a service account"
+        ) from None
     # every informer holds one long-lived watch connection, workers need the rest
     cfg.connection_pool_maxsize = pool_size
     return k8s.ApiClient(cfg)
