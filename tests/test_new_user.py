@@ -5,12 +5,15 @@ Each test names the edge it pins; the fix is described in the docs it points to.
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from conftest import AS_APPLIED_FLAGS, REPO, invoke_cli, run_cli, small_dgd
 
@@ -161,3 +164,74 @@ def test_error_messages_a_new_user_can_act_on(tmp_path: Path) -> None:
     no_extra = operator(prelude="import sys; sys.modules['kubernetes'] = None; ")
     assert no_extra.returncode == 2 and "Traceback" not in no_extra.stderr
     assert "pip install 'dyn-gitops[operator]'" in no_extra.stderr
+
+
+# ------------------------------------------------------------- Helm post-renderer, namespace
+HELM_CHART = REPO / "tests" / "data" / "workflows" / "chart"
+HELM_PLUGIN = REPO / "charts" / "helm-plugin"
+
+
+def _namespaces(text: str) -> set[str]:
+    return {o["metadata"].get("namespace", "") for o in _objects(text) if o["kind"] != "ConfigMap"}
+
+
+@pytest.mark.realk8s
+def test_the_post_renderer_never_puts_a_release_into_default(
+    test_binaries: Any, tmp_path: Path
+) -> None:
+    """``helm template -n prod ... --post-renderer dyn-gitops`` (the Helm 4 plugin) must not
+    put objects in ``default``: Helm tells a post-renderer no namespace (not even
+    HELM_NAMESPACE to a Helm 4 plugin), so a graph without its own namespace is refused
+    with how to give it; given as a post-renderer arg, or set by the template
+    (``{{ .Release.Namespace }}``), everything lands in the release namespace."""
+    binary = test_binaries("helm")["helm"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DYN_GITOPS_", "HELM_"))}
+    env.update(
+        HELM_CONFIG_HOME=str(tmp_path / "config"),
+        HELM_DATA_HOME=str(tmp_path / "data"),
+        HELM_CACHE_HOME=str(tmp_path / "cache"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+    )
+
+    def helm(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(binary), *args], capture_output=True, text=True, env=env, timeout=120
+        )
+
+    assert helm("plugin", "install", str(HELM_PLUGIN)).returncode == 0
+    chart = tmp_path / "chart"
+    shutil.copytree(HELM_CHART, chart)
+
+    refused = helm("template", "rel", str(chart), "-n", "prod", "--post-renderer", "dyn-gitops")
+    assert refused.returncode != 0 and refused.stdout == ""
+    # Helm 4 drops a plugin's stderr; the same stream through the CLI shows why
+    plain = helm("template", "rel", str(chart), "-n", "prod").stdout
+    why = run_cli("post-render", stdin=plain)
+    assert why.code == 2 and why.stdout == ""
+    assert "DynamoGraphDeployment/rel-agg sets no metadata.namespace" in why.stderr
+    assert "--post-renderer-args --namespace=" in why.stderr
+
+    given = helm(
+        "template",
+        "rel",
+        str(chart),
+        "-n",
+        "prod",
+        "--post-renderer",
+        "dyn-gitops",
+        "--post-renderer-args",
+        "--namespace=prod",
+    )
+    assert given.returncode == 0, given.stderr
+    assert _namespaces(given.stdout) == {"prod"}
+
+    dgd = chart / "templates" / "dgd.yaml"
+    dgd.write_text(
+        dgd.read_text().replace(
+            "  name: {{ .Release.Name }}-agg\n",
+            "  name: {{ .Release.Name }}-agg\n  namespace: {{ .Release.Namespace }}\n",
+        )
+    )
+    own = helm("template", "rel", str(chart), "-n", "prod", "--post-renderer", "dyn-gitops")
+    assert own.returncode == 0, own.stderr
+    assert _namespaces(own.stdout) == {"prod"}

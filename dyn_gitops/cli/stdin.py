@@ -86,6 +86,9 @@ def post_render(**values: Any) -> None:
     with reported():
         ctx = context.open_source(Source(files=files, root=postrender.STDIN), runner=run_by)
         result = context.render(ctx)
+        postrender.require_namespace(
+            ctx.source, ctx.settings, ctx.resolved.origins.get("namespace", "default")
+        )
         warn(result.warnings)
         if postrender.HELM_FILENAME in text:  # Helm 4: it files objects by this annotation
             postrender.stamp(result.objects, {f.path for f in files} - {postrender.STDIN})

@@ -15,8 +15,10 @@ import re
 from typing import Any
 
 from .. import keys
-from ..parse import load_bounded
-from ..read import SourceFile
+from ..errors import Problem, UsageError
+from ..parse import load_bounded, parse
+from ..read import Source, SourceFile
+from ..settings import RenderSettings
 
 STDIN = "-"
 HELM_FILENAME = "postrenderer.helm.sh/postrender-filename"
@@ -45,6 +47,54 @@ def _source_of(chunk: list[str]) -> str | None:
         if not stripped.startswith("#"):
             return None
     return None
+
+
+#: the group of the kinds dyn-gitops expands; their children go where the source object is
+DYNAMO_GROUP = "nvidia.com"
+
+
+def without_namespace(source: Source, settings: RenderSettings) -> list[str]:
+    """``Kind/name`` of each Dynamo object of ``source`` that sets no ``metadata.namespace``
+    (its children would land in the setting ``namespace``)."""
+    found: list[str] = []
+    problems: list[Problem] = []  # reported by the render itself
+    for doc in parse(source, settings, problems):
+        data = doc.data
+        if not isinstance(data, dict):
+            continue
+        group = str(data.get("apiVersion", "")).partition("/")[0]
+        meta = data.get("metadata")
+        if group != DYNAMO_GROUP or not isinstance(meta, dict) or meta.get("namespace"):
+            continue
+        found.append(f"{data.get('kind')}/{meta.get('name')}")
+    return found
+
+
+def require_namespace(source: Source, settings: RenderSettings, namespace_origin: str) -> None:
+    """Refuse to guess the release namespace.
+
+    Helm does not tell a post-renderer the release namespace (``helm template -n prod``;
+    Helm 4 does not even pass ``HELM_NAMESPACE`` to a plugin, and under Helm 3 that
+    variable is the shell's, which ``-n`` overrides). A Dynamo object without its own
+    namespace would have its children rendered into the setting's default namespace
+    (``default``), away from the release. So the namespace must come from the object
+    (``namespace: {{ .Release.Namespace }}`` in the template) or be given (the flag or
+    ``DYN_GITOPS_NAMESPACE``); otherwise this raises :class:`UsageError`.
+    """
+    if namespace_origin != "default":
+        return
+    missing = without_namespace(source, settings)
+    if not missing:
+        return
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    raise UsageError(
+        f"post-render: {shown} sets no metadata.namespace, and Helm does not tell a "
+        "post-renderer the release namespace (Helm 4 does not pass HELM_NAMESPACE to "
+        "plugins); refusing to render into the default namespace 'default'. Give it: "
+        "--post-renderer-args --namespace=<release namespace> (Helm 3: --post-renderer-args "
+        "post-render --post-renderer-args --namespace=<ns>), or DYN_GITOPS_NAMESPACE, or "
+        "set metadata.namespace: {{ .Release.Namespace }} in the template"
+    )
 
 
 def stamp(objects: list[dict[str, Any]], templates: set[str]) -> None:
