@@ -42,6 +42,22 @@ GROVE_WORKER_SUFFIX: Final = "wkr"
 GLOBAL_DYNAMO_NAMESPACE = "dynamo"
 PLANNER_SERVICE_ACCOUNT = "planner-serviceaccount"
 EPP_SERVICE_ACCOUNT = "epp-serviceaccount"
+#: the objects every graph of a namespace renders identically (kind, name): one owner per
+#: namespace (setting namespace-shared)
+NAMESPACE_SHARED: frozenset[tuple[str, str]] = frozenset(
+    (kind, name)
+    for sa in (PLANNER_SERVICE_ACCOUNT, EPP_SERVICE_ACCOUNT)
+    for kind, name in (("ServiceAccount", sa), ("RoleBinding", f"{sa}-binding"))
+)
+
+
+def is_namespace_shared(obj: Mapping[str, Any]) -> bool:
+    """One of :data:`NAMESPACE_SHARED` (by kind and name; their API groups are core and RBAC)."""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return (str(obj.get("kind")), str(name)) in NAMESPACE_SHARED
+
+
 MAX_SERVICES = 25
 GROVE_NAME_BUDGET = 45
 #: accepted values of nvidia.com/grove-update-strategy (Grove's UpdateStrategyType)

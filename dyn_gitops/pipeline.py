@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import keys
+from . import keys, naming
 from .errors import Problem, RenderError
 from .expand.stage import Expanded, expand, identity
 from .finalize import finalize
@@ -54,6 +54,9 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
         expanded.rendered, settings=settings, commit=source.commit, problems=problems
     )
     _raise_errors(problems)
+    if settings.namespace_shared != "emit":  # one owner per namespace (docs/argocd.md)
+        keep = settings.namespace_shared == "only"
+        objects = [o for o in objects if naming.is_namespace_shared(o) == keep]
     if not objects and not settings.allow_empty:
         raise RenderError(
             [

@@ -178,6 +178,13 @@ class RenderSettings:
         "Emit planner-serviceaccount and its RoleBinding in every DGD namespace, as the "
         "operator does in cluster-wide mode.",
     )
+    namespace_shared: Literal["emit", "omit", "only"] = _setting(
+        "emit",
+        "Objects every graph of a namespace shares (planner-serviceaccount, "
+        "epp-serviceaccount and their RoleBindings): emit them (one Argo CD Application per "
+        "namespace), omit them (another Application owns them), or emit only them (the "
+        "Application that owns them; docs/argocd.md, one owner per namespace).",
+    )
     mpi_ssh_secret: str = _setting(
         "mpi-run-ssh-secret", "Secret holding the MPI SSH key for multinode TRT-LLM."
     )

@@ -5,6 +5,7 @@ Each test names the edge it pins; the fix is described in the docs it points to.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -235,3 +236,58 @@ def test_the_post_renderer_never_puts_a_release_into_default(
     own = helm("template", "rel", str(chart), "-n", "prod", "--post-renderer", "dyn-gitops")
     assert own.returncode == 0, own.stderr
     assert _namespaces(own.stdout) == {"prod"}
+
+
+# ---------------------------------------------------------- objects shared by a namespace
+def test_namespace_shared_objects_have_exactly_one_owner(tmp_path: Path) -> None:
+    """Two Argo CD Applications (apps a and b) in one namespace both rendered
+    ``planner-serviceaccount`` and its RoleBinding. With the documented pattern
+    (docs/argocd.md: ``namespace-shared: omit`` in each app, an owner Application on the
+    parent folder with the parameter ``namespace-shared=only``), each shared object is
+    rendered by exactly one Application, and every other object by its app only."""
+    team = tmp_path / "team"
+    for app in ("a", "b"):
+        (team / app).mkdir(parents=True)
+        (team / app / "dgd.yaml").write_text(small_dgd(f"graph-{app}"), encoding="utf-8")
+        (team / app / "dyn-gitops.yaml").write_text("namespace-shared: omit\n", encoding="utf-8")
+
+    def ids(path: Path, *flags: str) -> set[tuple[str, str]]:
+        res = invoke_cli("render", *AS_APPLIED_FLAGS, "--namespace", "team", *flags, str(path))
+        assert res.code == 0, res.stderr
+        return {(o["kind"], o["metadata"]["name"]) for o in _objects(res.stdout)}
+
+    # before: each app alone renders them (the default), so both Applications own them
+    before = [ids(team / app, "--namespace-shared", "emit") for app in ("a", "b")]
+    shared = {
+        ("ServiceAccount", "planner-serviceaccount"),
+        ("RoleBinding", "planner-serviceaccount-binding"),
+    }
+    assert all(shared <= b for b in before)
+
+    apps = [ids(team / app) for app in ("a", "b")]
+    # the owner, as Argo CD runs it: the Application's parameter over dyn-gitops.yaml
+    owner_res = run_cli(
+        "cmp",
+        "generate",
+        "--server",
+        "off",
+        cwd=team,
+        env={
+            "ARGOCD_APP_NAME": "team-shared",
+            "ARGOCD_APP_NAMESPACE": "team",
+            "ARGOCD_APP_PARAMETERS": json.dumps(
+                [
+                    {"name": "namespace-shared", "string": "only"},
+                    {"name": "runtime-version-admission", "string": "lenient"},
+                    {"name": "origin-version", "string": "none"},
+                ]
+            ),
+        },
+    )
+    assert owner_res.code == 0, owner_res.stderr
+    owner = {(o["kind"], o["metadata"]["name"]) for o in _objects(owner_res.stdout)}
+    assert owner == shared
+    every = [*apps, owner]
+    for obj in set().union(*every):
+        assert sum(obj in s for s in every) == 1, obj
+    assert apps[0] & before[0] == before[0] - shared
