@@ -588,18 +588,37 @@ def object_shape(data: dict[str, Any]) -> Iterator[Problem]:
                 yield Problem.at(("metadata", key, k), "expected a string: quote it")
 
 
-#: Dynamo kinds a 1.5 cluster no longer has: kind -> what replaces it
-REMOVED_KINDS = {
+#: Dynamo kinds that dyn-gitops refuses on purpose: kind -> what happens to one in a cluster
+#: managed by dyn-gitops, and the GitOps workflow to use instead (docs/reference-behaviour.md,
+#: "Dynamo kinds not rendered")
+REFUSED_KINDS = {
     "DynamoCheckpoint": (
         "DynamoCheckpoint was removed in Dynamo 1.5 (#14076): a checkpoint is a PodSnapshot "
-        "of the standalone Snapshot operator, named by a service's checkpoint.checkpointRef"
+        "of the standalone Snapshot operator, named by a service's checkpoint.checkpointRef; "
+        "no CRD serves this kind, so applying it would fail. Remove it from Git (restore from "
+        "a checkpoint is not rendered either: the pods start cold)"
+    ),
+    "DynamoGraphDeploymentRequest": (
+        "a DynamoGraphDeploymentRequest asks the Dynamo operator to profile a model and then "
+        "create a DynamoGraphDeployment in the cluster: in a cluster managed by dyn-gitops "
+        "nothing profiles it, and the graph it would create would not be in Git. Not "
+        "rendered: profile with a DGDR elsewhere (a scratch namespace or cluster with the "
+        "Dynamo operator, autoApply: false), take the DGD it proposes (its status), commit "
+        "that DGD here and render it"
+    ),
+    "DynamoComponent": (
+        "DynamoComponent is a kind of the old Dynamo API (an image-build request of the early "
+        "operator) that the Dynamo 1.5 operator does not serve, so applying it would fail. "
+        "Not rendered: describe the service in a DynamoGraphDeployment (spec.services, with "
+        "its image in extraPodSpec.mainContainer.image) and commit that"
     ),
 }
 
 
 def removed_kind(data: dict[str, Any]) -> Iterator[Problem]:
-    """An object of a Dynamo kind the target operator no longer serves (its CRD is gone,
-    so the apply would fail)."""
+    """An object of a Dynamo kind dyn-gitops refuses on purpose (:data:`REFUSED_KINDS`):
+    no CRD of the target operator serves it, or it asks the in-cluster operator to create
+    what would not be in Git."""
     api, kind = str(data.get("apiVersion")), str(data.get("kind"))
-    if api.startswith("nvidia.com/") and kind in REMOVED_KINDS:
-        yield Problem.at(("kind",), REMOVED_KINDS[kind])
+    if api.startswith("nvidia.com/") and kind in REFUSED_KINDS:
+        yield Problem.at(("kind",), REFUSED_KINDS[kind])

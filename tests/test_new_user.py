@@ -291,3 +291,51 @@ def test_namespace_shared_objects_have_exactly_one_owner(tmp_path: Path) -> None
     for obj in set().union(*every):
         assert sum(obj in s for s in every) == 1, obj
     assert apps[0] & before[0] == before[0] - shared
+
+
+# -------------------------------------------------------------- Dynamo kinds not expanded
+def test_dynamo_kinds_not_expanded_are_refused_with_the_gitops_workflow(tmp_path: Path) -> None:
+    """DynamoGraphDeploymentRequest, DynamoCheckpoint (and an enabled checkpoint with
+    checkpointRef) and the old API's DynamoComponent are refused on purpose, each at its
+    place, with what happens in a cluster managed by dyn-gitops and the workflow to use
+    (docs/reference-behaviour.md, "Dynamo kinds not rendered"); nothing is printed."""
+    cases = {
+        "DynamoGraphDeploymentRequest": (
+            "nvidia.com/v1beta1",
+            {"model": "Qwen/Qwen3-0.6B", "backend": "vllm"},
+            ["nothing profiles it", "commit that DGD"],
+        ),
+        "DynamoCheckpoint": (
+            "nvidia.com/v1alpha1",
+            {"identity": {"model": "m"}},
+            ["removed in Dynamo 1.5", "Remove it from Git"],
+        ),
+        "DynamoComponent": (
+            "nvidia.com/v1alpha1",
+            {"dynamoComponent": "old:tag"},
+            ["old Dynamo API", "DynamoGraphDeployment (spec.services"],
+        ),
+    }
+    for kind, (api, spec, says) in cases.items():
+        src = tmp_path / kind
+        src.mkdir()
+        (src / "dgd.yaml").write_text(small_dgd("ok"), encoding="utf-8")
+        obj = {"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+        (src / "other.yaml").write_text(yaml.safe_dump(obj), encoding="utf-8")
+        res = invoke_cli("render", *AS_APPLIED_FLAGS, str(src))
+        assert res.code == 1 and res.stdout == "", kind
+        assert f"other.yaml:2: {kind}/x: kind: " in res.stderr, res.stderr
+        for text in says:
+            assert text in res.stderr, (kind, text)
+
+    restore = small_dgd("restored").replace(
+        "      componentType: worker\n",
+        "      componentType: worker\n      checkpoint:\n        enabled: true\n"
+        "        checkpointRef: qwen-snap\n",
+    )
+    (tmp_path / "restore").mkdir()
+    (tmp_path / "restore" / "dgd.yaml").write_text(restore, encoding="utf-8")
+    res = invoke_cli("render", *AS_APPLIED_FLAGS, str(tmp_path / "restore"))
+    assert res.code == 1 and res.stdout == ""
+    assert "checkpoint.checkpointRef: restoring from the PodSnapshot 'qwen-snap'" in res.stderr
+    assert "the pods start cold" in res.stderr

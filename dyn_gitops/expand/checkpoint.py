@@ -20,7 +20,9 @@ def not_supported(loc: FieldPath, cfg: CheckpointConfig) -> Problem:
     """The problem for an enabled checkpoint, naming what 1.5 would do with it."""
     why = (
         "the operator shapes restored pods only once the snapshot is Ready in the cluster "
-        "(and partly in its Pod-create webhook), which a renderer cannot see"
+        "(and partly in its Pod-create webhook), which a renderer cannot see; with GitOps, "
+        "remove checkpoint (or set enabled: false) and the pods start cold, or leave this "
+        "graph to the Dynamo operator (render the rest of the folder without it)"
     )
     if cfg.checkpointRef:
         return Problem.at(
