@@ -339,3 +339,118 @@ def test_dynamo_kinds_not_expanded_are_refused_with_the_gitops_workflow(tmp_path
     assert res.code == 1 and res.stdout == ""
     assert "checkpoint.checkpointRef: restoring from the PodSnapshot 'qwen-snap'" in res.stderr
     assert "the pods start cold" in res.stderr
+
+
+# ------------------------------------------------------------- docs that disagree with code
+def test_the_docs_agree_with_the_code() -> None:
+    """One Argo CD version everywhere (the argocd-cmp-server the tests run); the KRM sample
+    says both kustomize flags wherever it is run; docs/operator.md's flag table has the
+    controller's defaults; README's counts and build figures are the measured ones."""
+    import re
+
+    versions = dict(
+        line.split("=", 1)
+        for line in (REPO / "tools" / "test-bins" / "versions.env").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    argocd = versions["argocd-cmp-server"]
+    pins: dict[str, set[str]] = {}
+    for path in [
+        *(REPO / "deploy").rglob("*.yaml"),
+        *(REPO / "tests" / "data" / "argocd").rglob("*.yaml"),
+        *(REPO / "docs").glob("*.md"),
+        REPO / "README.md",
+    ]:
+        text = path.read_text(encoding="utf-8")
+        found = re.findall(
+            r"argoproj/argo-cd/(v\d+\.\d+\.\d+)|argoproj/argocd:(v\d+\.\d+\.\d+)", text
+        )
+        for pair in found:
+            pins.setdefault("".join(pair), set()).add(str(path.relative_to(REPO)))
+    assert set(pins) == {argocd}, pins
+
+    for path in [
+        *(REPO / "docs").glob("*.md"),
+        *(REPO / "samples").rglob("*.yaml"),
+        REPO / "README.md",
+    ]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "samples/kustomize-krm" in line and re.search(
+                r"kustomize build|kubectl kustomize", line
+            ):
+                assert "--enable-exec" in line and "--enable-alpha-plugins" in line, (path, line)
+
+    from dyn_gitops_operator.__main__ import parser
+
+    defaults = {a.dest: a.default for a in parser()._actions}
+    table = (REPO / "docs" / "operator.md").read_text(encoding="utf-8")
+    for flag, dest in (("--workers", "workers"), ("--resync-period", "resync_period")):
+        row = re.search(rf"^\| `{flag}` \| ([^|]+) \|", table, re.MULTILINE)
+        assert row is not None, flag
+        assert float(row.group(1).strip()) == float(defaults[dest]), flag
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    fake = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:randomly",
+            *sorted(str(p) for p in (REPO / "tests").glob("test_operator_reconcilers_fake_*.py")),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    count = re.search(r"(\d+) tests? collected", fake.stdout)
+    assert count is not None, fake.stdout + fake.stderr
+    assert f"`tests/test_operator_reconcilers_fake_*.py`, {count.group(1)} tests" in readme
+    bins = (REPO / "docs" / "test-bins.md").read_text(encoding="utf-8")
+    assert "1,534 CPU-s" in bins and "1,534 CPU-seconds" in readme
+    quick = readme.split("## Quick start", 1)[1].split("```bash", 1)[1]
+    first = next(ln for ln in quick.splitlines() if ln.strip() and not ln.startswith("#"))
+    assert first.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install ."), first
+
+
+# ----------------------------------------------------------------- README quick start
+def test_the_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
+    """The first command of the README's quick start, exactly as written, in a copy of the
+    repository: it makes its own virtualenv (a stock Debian 12 / Ubuntu 24.04 Python
+    refuses ``pip install`` outside one, PEP 668), installs from PyPI and renders the sample."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("## Quick start", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    first = next(ln for ln in quick.splitlines() if ln.strip() and not ln.startswith("#"))
+    copy = tmp_path / "dyn-gitops"
+    shutil.copytree(
+        REPO,
+        copy,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            "__pycache__",
+            "*.egg-info",
+            "build",
+            ".mypy_cache",
+            ".ruff_cache",
+            ".pytest_cache",
+            ".hypothesis",
+        ),
+    )
+    python_dir = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DYN_GITOPS_", "PYTHON"))}
+    env.pop("VIRTUAL_ENV", None)
+    env["PATH"] = f"{python_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    if not (python_dir / "python3").exists():
+        pytest.skip(f"no python3 beside {sys.executable}")
+    proc = subprocess.run(
+        ["bash", "-c", first], cwd=copy, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rendered = proc.stdout[proc.stdout.index("\n---\n") + 1 :]  # after pip's own output
+    kinds = {o["kind"] for o in _objects(rendered)}
+    assert {"Deployment", "Service", "DynamoGraphDeployment"} <= kinds
+    assert (copy / ".venv" / "bin" / "dyn-gitops").exists()
