@@ -20,7 +20,7 @@ import click
 from .. import __version__
 from ..display import printable
 from ..errors import ExitCode
-from . import cmp, diff, hydrate, render, stdin
+from . import cmp, diff, explain, hydrate, render, stdin
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,6 +35,7 @@ for command in (
     render.settings_cmd,
     hydrate.hydrate,
     diff.diff_cmd,
+    explain.explain_cmd,
     stdin.krm,
     stdin.post_render,
     render.crds,

@@ -24,6 +24,8 @@ NOT_USED: dict[str, frozenset[str]] = {
     "diff": frozenset({"output-format", "allow-empty", "max-output-bytes"}),
     # writes one YAML file per object
     "hydrate": frozenset({"output-format"}),
+    # prints a table about one pod
+    "explain": frozenset({"output-format", "max-output-bytes"}),
     # answers with a ResourceList (YAML)
     "krm": frozenset({"output-format"}),
 }
