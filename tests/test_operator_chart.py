@@ -208,3 +208,210 @@ def test_dashboard_queries_only_exported_metrics() -> None:
             base = re.sub(r"_(total|bucket|count|sum)$", "", name)
             assert base in exported or name in exported, name
     yaml.safe_dump(dash)  # plain data, no NaN or objects
+
+
+# ------------------------------------------------------------------- the Argo CD side
+REPO = CHART.parent.parent
+ARGOCD = REPO / "deploy" / "argocd"
+ARGOCD_ON = ["argocd.enabled=true", "argocd.namespace=argo"]
+
+
+def test_chart_argocd_files_are_the_repository_ones() -> None:
+    """The chart carries copies (Helm reads only files inside the chart): plugin.yaml as
+    ``dyn-gitops cmp plugin-yaml`` prints it, the health Lua of deploy/argocd."""
+    from dyn_gitops.argocd import plugin
+
+    files = CHART / "files" / "argocd"
+    assert (files / "plugin.yaml").read_text() == plugin.plugin_yaml(), (
+        "refresh: dyn-gitops cmp plugin-yaml > charts/dyn-gitops/files/argocd/plugin.yaml"
+    )
+    lua = sorted((ARGOCD / "resource_customizations").glob("*/*/health.lua"))
+    assert lua
+    copies = {p.name for p in (files / "health").glob("*.lua")}
+    assert copies == {f"{p.parent.parent.name}_{p.parent.name}.lua" for p in lua}
+    for p in lua:
+        copy = files / "health" / f"{p.parent.parent.name}_{p.parent.name}.lua"
+        assert copy.read_text() == p.read_text(), f"refresh {copy} from {p}"
+
+
+def argocd_objects(helm: Path, *sets: str) -> dict[str, dict[str, Any]]:
+    objs = helm_template(helm, CHART, *ARGOCD_ON, *sets)
+    return {o["metadata"]["name"]: o for o in by_kind(objs, "ConfigMap")}
+
+
+def test_argocd_side_is_off_unless_asked(helm: Path) -> None:
+    assert not by_kind(helm_template(helm, CHART), "ConfigMap")
+    cms = argocd_objects(helm)
+    assert set(cms) == {"dg-dyn-gitops-cmp-plugin", "dg-dyn-gitops-argocd-patches"}
+    assert {c["metadata"]["namespace"] for c in cms.values()} == {"argo"}
+
+
+def test_argocd_side_installs_the_plugin_and_the_documented_patches(helm: Path) -> None:
+    """The CMP ConfigMap holds plugin.yaml; the patches equal the kustomize install path's
+    (argocd-cm: health Lua and ignoreDifferences; argocd-cmd-params-cm), and the sidecar
+    patch is the documented one, with the values' image, pull secrets, resources and
+    security context, mounting plugin.yaml from the CMP ConfigMap."""
+    from dyn_gitops.argocd import plugin
+
+    cms = argocd_objects(
+        helm,
+        "argocd.sidecar.image.repository=registry.example/cmp",
+        "argocd.sidecar.imagePullSecrets[0].name=regcred",
+        "argocd.sidecar.resources.limits.memory=2Gi",
+        "argocd.sidecar.securityContext.runAsUser=999",
+    )
+    assert cms["dg-dyn-gitops-cmp-plugin"]["data"]["plugin.yaml"] == plugin.plugin_yaml()
+    patches = {k: yaml.safe_load(v) for k, v in cms["dg-dyn-gitops-argocd-patches"]["data"].items()}
+    assert set(patches) == {
+        "argocd-repo-server.yaml",
+        "argocd-cm.yaml",
+        "argocd-cmd-params-cm.yaml",
+    }
+    kustomize = ARGOCD / "kustomize"
+    for name in ("argocd-cm.yaml", "argocd-cmd-params-cm.yaml"):
+        assert patches[name]["data"] == yaml.safe_load((kustomize / name).read_text())["data"]
+    pod = patches["argocd-repo-server.yaml"]["spec"]["template"]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    (sidecar,) = pod["containers"]
+    documented = yaml.safe_load((kustomize / "repo-server-sidecar.yaml").read_text())
+    (doc_sidecar,) = documented["spec"]["template"]["spec"]["containers"]
+    chart_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    assert sidecar["image"] == f"registry.example/cmp:{chart_version}"
+    for key in ("name", "command", "env"):
+        assert sidecar[key] == doc_sidecar[key], key
+    assert sidecar["resources"]["limits"]["memory"] == "2Gi"
+    assert sidecar["securityContext"]["readOnlyRootFilesystem"] is True
+    assert sidecar["securityContext"]["runAsUser"] == 999
+    mounts = {m["mountPath"]: m for m in sidecar["volumeMounts"]}
+    assert mounts["/home/argocd/cmp-server/config/plugin.yaml"] == {
+        "name": "dyn-gitops-plugin",
+        "mountPath": "/home/argocd/cmp-server/config/plugin.yaml",
+        "subPath": "plugin.yaml",
+    }
+    assert {m["mountPath"] for m in doc_sidecar["volumeMounts"]} < set(mounts)
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["dyn-gitops-plugin"]["configMap"]["name"] == "dg-dyn-gitops-cmp-plugin"
+
+
+def test_values_schema_covers_every_value() -> None:
+    """values.schema.json stays in sync with values.yaml: every value (the argocd ones too)
+    is declared, objects are closed (additionalProperties false) except free-form ones."""
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    schema = json.loads((CHART / "values.schema.json").read_text())
+
+    def walk(value: Any, node: dict[str, Any], where: str) -> None:
+        if not isinstance(value, dict) or node.get("type") != "object" or "properties" not in node:
+            return
+        assert node.get("additionalProperties") is False, where
+        for key, sub in value.items():
+            assert key in node["properties"], f"{where}.{key} is not in values.schema.json"
+            walk(sub, node["properties"][key], f"{where}.{key}")
+
+    walk(values, schema, "values")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["argocd.enabled=yes"],
+        ["argocd.namespace=Not_A_Namespace"],
+        ["argocd.sidecar.image.repository="],
+        ["argocd.sidecar.execTimeout=forever"],
+        ["argocd.sidecar.typo=1"],
+        ["argocd.repoServerTimeoutSeconds=0"],
+    ],
+)
+def test_bad_argocd_values_are_refused(helm: Path, bad: list[str]) -> None:
+    with pytest.raises(subprocess.CalledProcessError):
+        helm_template(helm, CHART, *bad)
+
+
+@pytest.mark.realk8s
+def test_helm_install_with_the_argocd_side_into_the_api_server(
+    helm: Path, control_plane: Any, kube: Any, namespace: str
+) -> None:
+    """``helm install`` (server-side dry run, then for real) with the Argo CD side into the
+    test API server, then the NOTES' patches applied to stand-ins of Argo CD's objects (as
+    in manifests/install.yaml): the repo-server pod gets the sidecar beside its own
+    container, mounting plugin.yaml from the CMP ConfigMap; argocd-cm keeps its own keys
+    and gains the health checks and ignoreDifferences."""
+    import uuid
+
+    from dyn_gitops_operator.kube import Kube
+    from kubernetes import client as k8s
+
+    k = Kube(kube)
+    argo = namespace
+    release_ns = f"ops-{uuid.uuid4().hex[:8]}"
+    k8s.CoreV1Api(kube).create_namespace({"metadata": {"name": release_ns}})
+    standin = REPO / "tests" / "data" / "argocd" / "install-standin" / "base.yaml"
+    for obj in yaml.safe_load_all(standin.read_text()):
+        if not obj:
+            continue
+        api = "/apis/apps/v1" if obj["kind"] == "Deployment" else "/api/v1"
+        plural = "deployments" if obj["kind"] == "Deployment" else "configmaps"
+        k.request("POST", f"{api}/namespaces/{argo}/{plural}", None, obj)
+    release = f"argo-{uuid.uuid4().hex[:6]}"  # cluster-scoped RBAC is named by release
+    base = [
+        str(helm),
+        "install",
+        release,
+        str(CHART),
+        "--namespace",
+        release_ns,
+        "--kubeconfig",
+        str(control_plane.kubeconfig),
+        "--skip-crds",
+        "--set",
+        "argocd.enabled=true",
+        "--set",
+        f"argocd.namespace={argo}",
+    ]
+    dry = subprocess.run([*base, "--dry-run=server"], capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert "STATUS: pending-install" in dry.stdout
+    real = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert real.returncode == 0, real.stderr
+    assert "patch deployment argocd-repo-server --type strategic" in real.stdout
+    assert "curl" in real.stdout and "&" in real.stdout  # port-forward in the background
+
+    patches = k.request(
+        "GET", f"/api/v1/namespaces/{argo}/configmaps/{release}-dyn-gitops-argocd-patches"
+    )
+    data = patches["data"]
+    strategic = "application/strategic-merge-patch+json"
+    merge = "application/merge-patch+json"
+    for path, key, kind in (
+        (
+            f"/apis/apps/v1/namespaces/{argo}/deployments/argocd-repo-server",
+            "argocd-repo-server",
+            strategic,
+        ),
+        (f"/api/v1/namespaces/{argo}/configmaps/argocd-cm", "argocd-cm", merge),
+        (
+            f"/api/v1/namespaces/{argo}/configmaps/argocd-cmd-params-cm",
+            "argocd-cmd-params-cm",
+            merge,
+        ),
+    ):
+        k.request("PATCH", path, None, yaml.safe_load(data[f"{key}.yaml"]), kind)
+
+    repo = k.request("GET", f"/apis/apps/v1/namespaces/{argo}/deployments/argocd-repo-server")
+    pod = repo["spec"]["template"]["spec"]
+    assert sorted(c["name"] for c in pod["containers"]) == ["argocd-repo-server", "dyn-gitops"]
+    assert {v["name"] for v in pod["volumes"]} >= {
+        "tmp",
+        "var-files",
+        "plugins",
+        "dyn-gitops-plugin",
+        "dyn-gitops-tmp",
+    }
+    plugin_cm = {v["name"]: v for v in pod["volumes"]}["dyn-gitops-plugin"]["configMap"]["name"]
+    cmp = k.request("GET", f"/api/v1/namespaces/{argo}/configmaps/{plugin_cm}")
+    assert yaml.safe_load(cmp["data"]["plugin.yaml"])["kind"] == "ConfigManagementPlugin"
+    cm = k.request("GET", f"/api/v1/namespaces/{argo}/configmaps/argocd-cm")["data"]
+    assert cm["application.instanceLabelKey"] == "argocd.argoproj.io/instance"  # kept
+    assert "resource.customizations.health.nvidia.com_DynamoGraphDeployment" in cm
+    assert (
+        "dyn-gitops-controller" in cm["resource.customizations.ignoreDifferences.apps_Deployment"]
+    )

@@ -92,3 +92,8 @@ app.kubernetes.io/component: controller
   resources: [podcliquesets]
   verbs: [get, patch]
 {{- end }}
+
+{{/* The CMP ConfigMap (plugin.yaml) in Argo CD's namespace. */}}
+{{- define "dyn-gitops.cmpConfigMap" -}}
+{{- printf "%s-cmp-plugin" (include "dyn-gitops.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
