@@ -203,6 +203,20 @@ def test_the_post_renderer_never_puts_a_release_into_default(
     chart = tmp_path / "chart"
     shutil.copytree(HELM_CHART, chart)
 
+    # why there is no reliable way: a post-renderer plugin is told no namespace at all
+    spy = tmp_path / "spy"
+    spy.mkdir()
+    (spy / "plugin.yaml").write_text(
+        "apiVersion: v1\ntype: postrenderer/v1\nname: spy\nversion: 0.1.0\n"
+        "runtime: subprocess\nruntimeConfig:\n  platformCommand:\n    - command: sh\n"
+        f"      args: [-c, 'env > {tmp_path}/spy.env; echo \"$@\" >> {tmp_path}/spy.env; cat', x]\n"
+    )
+    assert helm("plugin", "install", str(spy)).returncode == 0
+    spied = helm("template", "rel", str(chart), "-n", "prod", "--post-renderer", "spy")
+    assert spied.returncode == 0, spied.stderr
+    told = (tmp_path / "spy.env").read_text()
+    assert "prod" not in told and "HELM_NAMESPACE" not in told, told
+
     refused = helm("template", "rel", str(chart), "-n", "prod", "--post-renderer", "dyn-gitops")
     assert refused.returncode != 0 and refused.stdout == ""
     # Helm 4 drops a plugin's stderr; the same stream through the CLI shows why
