@@ -86,14 +86,14 @@ def post_render(**values: Any) -> None:
     with reported():
         ctx = context.open_source(Source(files=files, root=postrender.STDIN), runner=run_by)
         result = context.render(ctx)
+        if postrender.HELM_FILENAME in text:  # Helm 4: it files objects by this annotation
+            postrender.stamp(result.objects, {f.path for f in files} - {postrender.STDIN})
+        out = render_text(
+            result.objects, ctx.settings.output_format, max_bytes=ctx.settings.max_output_bytes
+        )
+        # after every problem of the input and the output: then the namespace it would need
         postrender.require_namespace(
             ctx.source, ctx.settings, ctx.resolved.origins.get("namespace", "default")
         )
         warn(result.warnings)
-        if postrender.HELM_FILENAME in text:  # Helm 4: it files objects by this annotation
-            postrender.stamp(result.objects, {f.path for f in files} - {postrender.STDIN})
-        write_stdout(
-            render_text(
-                result.objects, ctx.settings.output_format, max_bytes=ctx.settings.max_output_bytes
-            )
-        )
+        write_stdout(out)
