@@ -111,6 +111,8 @@ def test_settings_annotations_are_not_postponed() -> None:
         # #10773 serviceMesh.provider, #8270 serviceMesh.istio.tlsMode
         "service-mesh": ("", "istio"),
         "istio-tls-mode": ("SIMPLE", "DISABLE", "ISTIO_MUTUAL", "MUTUAL"),
+        # one owner per namespace of the objects its graphs share (docs/argocd.md)
+        "namespace-shared": ("emit", "omit", "only"),
     }
 
 
