@@ -25,7 +25,8 @@ from prometheus_client import (
 log = logging.getLogger(__name__)
 
 PREFIX = "dyn_gitops_controller"
-RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status")
+RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status", "dynamo_model")
+LORA_OPERATIONS = ("load", "unload")
 RESULTS = ("success", "error", "conflict")
 DGD_STATES = ("initializing", "pending", "successful", "failed")
 ERROR_TYPES = (
@@ -107,6 +108,22 @@ class Metrics:
         self.writes = Counter(
             f"{PREFIX}_writes_total", "Writes sent to the API server", ["kind", "verb"], registry=r
         )
+        self.lora_requests = Counter(
+            f"{PREFIX}_lora_requests_total",
+            "LoRA load / unload calls to model workers, by result",
+            ["operation", "result"],
+            registry=r,
+        )
+        self.model_endpoints = Gauge(
+            f"{PREFIX}_model_endpoints",
+            "Workers of a DynamoModel's base model: total, and ready (adapter loaded)",
+            ["namespace", "model", "state"],
+            registry=r,
+        )
+        self.dynamo_models = Gauge(f"{PREFIX}_dynamo_models", "DynamoModels watched", registry=r)
+        for op in LORA_OPERATIONS:
+            for res in ("success", "failure"):
+                self.lora_requests.labels(op, res)
         for rec in RECONCILERS:
             self.reconcile_duration.labels(rec)
             for res in RESULTS:

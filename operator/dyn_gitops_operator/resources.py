@@ -52,6 +52,9 @@ DGDSAS = Resource(
     "dynamographdeploymentscalingadapters",
     "DynamoGraphDeploymentScalingAdapter",
 )
+DYNAMO_MODELS = Resource("nvidia.com", "v1alpha1", "dynamomodels", "DynamoModel")
+#: the workers of a base model: the slices of its headless ``dynamo-model-<hash>`` Service
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
 #: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
@@ -64,6 +67,8 @@ __all__ = [
     "DEPLOYMENTS",
     "DGDS",
     "DGDSAS",
+    "DYNAMO_MODELS",
+    "ENDPOINT_SLICES",
     "LEASES",
     "LWS",
     "PCSGS",

@@ -91,4 +91,21 @@ app.kubernetes.io/component: controller
 - apiGroups: [grove.io]
   resources: [podcliquesets]
   verbs: [get, patch]
+{{- if .Values.controller.dynamoModels.enabled }}
+# DynamoModel: patch adds and removes our finalizer (conditional merge patch); status is
+# ours; finalizers/update as the operator's role (owner-reference enforcement); the
+# workers are found through their base model Service's EndpointSlices (read only)
+- apiGroups: [nvidia.com]
+  resources: [dynamomodels]
+  verbs: [get, list, watch, patch]
+- apiGroups: [nvidia.com]
+  resources: [dynamomodels/status]
+  verbs: [get, patch]
+- apiGroups: [nvidia.com]
+  resources: [dynamomodels/finalizers]
+  verbs: [update]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+{{- end }}
 {{- end }}

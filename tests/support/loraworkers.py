@@ -1,0 +1,152 @@
+"""Worker pods backed by real HTTP servers: the LoRA management API of a Dynamo worker,
+served on each pod's IP (the realistic cluster's pod IPs are loopback addresses, see
+``support/cluster.py``) at the port the controller is told is the system port.
+
+:class:`LoopbackWorkers` watches the pods of a selector and starts one server per pod IP
+as soon as the pod has one; each records every request (method, path, JSON body, time) and
+answers by the pod's mode: ``ok`` (200), ``fail`` (500 with a message) or ``hang`` (no
+answer until the test ends).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+Mode = Literal["ok", "fail", "hang"]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    body: Any
+    at: float
+
+
+@dataclass
+class Worker:
+    pod: str
+    ip: str
+    server: ThreadingHTTPServer
+    requests: list[Request] = field(default_factory=list)
+
+    def calls(self, method: str) -> list[Request]:
+        return [r for r in list(self.requests) if r.method == method]
+
+
+class LoopbackWorkers:
+    def __init__(self, api: Any, namespace: str, selector: str, port: int) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.selector = selector
+        self.port = port
+        self.modes: dict[str, Mode] = {}
+        self.default: Mode = "ok"
+        self.workers: dict[str, Worker] = {}  # by pod name
+        #: workers of pods that are gone (their servers closed, their requests kept)
+        self.gone: dict[str, Worker] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lora-workers", daemon=True)
+
+    # ------------------------------------------------------------------ control
+    def mode(self, pod: str) -> Mode:
+        return self.modes.get(pod, self.default)
+
+    def __enter__(self) -> LoopbackWorkers:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        with self._lock:
+            workers = list(self.workers.values())
+        for w in workers:
+            w.server.shutdown()
+            w.server.server_close()
+
+    def get(self, pod: str) -> Worker | None:
+        with self._lock:
+            return self.workers.get(pod)
+
+    # ------------------------------------------------------------------ serving
+    def _run(self) -> None:
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api)
+        while not self._stop.wait(0.2):
+            try:
+                pods: list[Any] = core.list_namespaced_pod(
+                    self.namespace, label_selector=self.selector
+                ).items
+            except Exception:
+                continue
+            live = {str(p.metadata.name) for p in pods if not p.metadata.deletion_timestamp}
+            for name in set(self.workers) - live:
+                self._close(name)  # a replacement may get its IP
+            for pod in pods:
+                ip = pod.status.pod_ip if pod.status else None
+                name = str(pod.metadata.name)
+                if ip and name in live and name not in self.workers:
+                    try:
+                        self._serve(name, ip)
+                    except OSError:
+                        continue  # the address is still held: next round
+
+    def _close(self, name: str) -> None:
+        with self._lock:
+            w = self.workers.pop(name)
+            self.gone[name] = w
+        w.server.shutdown()
+        w.server.server_close()
+
+    def _serve(self, pod: str, ip: str) -> None:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _handle(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                worker = owner.workers.get(pod) or owner.gone[pod]
+                worker.requests.append(Request(self.command, self.path, body, time.monotonic()))
+                mode = owner.mode(pod)
+                if mode == "hang":
+                    owner._stop.wait(120)
+                    return
+                if mode == "fail":
+                    self._send(500, {"error": f"adapter storage unreachable from {pod}"})
+                    return
+                self._send(200, {"status": "success"})
+
+            def _send(self, code: int, obj: Any) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_POST = _handle
+            do_DELETE = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer((ip, self.port), Handler)
+        server.daemon_threads = True
+        with self._lock:
+            self.workers[pod] = Worker(pod, ip, server)
+        threading.Thread(target=server.serve_forever, name=f"worker-{pod}", daemon=True).start()
+
+
+__all__ = ["LoopbackWorkers", "Mode", "Request", "Worker"]

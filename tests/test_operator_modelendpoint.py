@@ -1,0 +1,184 @@
+"""The LoRA management client and endpoint discovery of the DynamoModel controller, against
+real HTTP servers on loopback (no cluster: the cluster tests are in
+``test_operator_models.py``)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from dyn_gitops_operator.modelendpoint import LoraClient, extract_candidates
+
+
+class Server:
+    """Answers ``code`` after ``delay`` seconds; records requests and the most in flight."""
+
+    def __init__(self, code: int = 200, delay: float = 0.0) -> None:
+        self.code, self.delay = code, delay
+        self.requests: list[tuple[str, str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _handle(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                with owner.lock:
+                    owner.requests.append(
+                        (self.command, self.path, json.loads(raw) if raw else None)
+                    )
+                    owner.in_flight += 1
+                    owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+                try:
+                    if owner.delay:
+                        owner.release.wait(owner.delay)
+                    body = b'{"error": "no such adapter source"}'
+                    self.send_response(owner.code)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                finally:
+                    with owner.lock:
+                        owner.in_flight -= 1
+
+            do_POST = _handle
+            do_DELETE = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.address = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    s = Server()
+    yield s
+    s.close()
+
+
+def test_load_and_unload_send_the_operators_paths_and_body(server: Server) -> None:
+    c = LoraClient(5, 10, 10)
+    c.load(server.address, "codelion/Qwen3-0.6B-lora", "s3://my-loras/x")
+    c.unload(server.address, "codelion/Qwen3-0.6B-lora")
+    assert server.requests == [
+        (
+            "POST",
+            "/v1/loras",
+            {"lora_name": "codelion/Qwen3-0.6B-lora", "source": {"uri": "s3://my-loras/x"}},
+        ),
+        ("DELETE", "/v1/loras/codelion%2FQwen3-0.6B-lora", None),
+    ]
+
+
+def test_a_non_2xx_answer_is_an_error_with_the_status_and_body() -> None:
+    s = Server(code=500)
+    try:
+        out = LoraClient(5, 10, 10).run_all(
+            [s.address], lambda a: LoraClient(5, 10, 10).load(a, "m", "s3://b/p")
+        )
+    finally:
+        s.close()
+    (err,) = out.values()
+    assert err is not None and "status 500" in err and "no such adapter source" in err
+
+
+def test_no_answer_fails_at_the_total_timeout_without_holding_the_others() -> None:
+    slow, fast = Server(delay=60), Server()
+    c = LoraClient(request_timeout=30, total_timeout=1.0, concurrency=10)
+    try:
+        start = time.monotonic()
+        out = c.run_all([slow.address, fast.address], lambda a: c.load(a, "m", "s3://b/p"))
+        took = time.monotonic() - start
+    finally:
+        slow.close()
+        fast.close()
+    assert out[fast.address] is None
+    assert out[slow.address] is not None and "total timeout" in out[slow.address]
+    assert took < 30  # the request timeout was never waited for
+
+
+def test_a_refused_connection_is_an_error() -> None:
+    s = Server()
+    address = s.address
+    s.close()
+    c = LoraClient(2, 5, 10)
+    out = c.run_all([address], lambda a: c.load(a, "m", "s3://b/p"))
+    assert out[address] is not None and "POST" in out[address]
+
+
+def test_calls_run_in_parallel_bounded_by_the_concurrency() -> None:
+    servers = [Server(delay=0.3) for _ in range(6)]
+    c = LoraClient(5, 30, concurrency=2)
+    seen = threading.Lock()
+    active = [0, 0]
+
+    def call(address: str) -> None:
+        with seen:
+            active[0] += 1
+            active[1] = max(active[1], active[0])
+        try:
+            c.load(address, "m", "s3://b/p")
+        finally:
+            with seen:
+                active[0] -= 1
+
+    try:
+        out = c.run_all([s.address for s in servers], call)
+    finally:
+        for s in servers:
+            s.close()
+    assert all(v is None for v in out.values())
+    assert active[1] == 2
+
+
+def _slice(service: str, *endpoints: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"{service}-abc", "labels": {"kubernetes.io/service-name": service}},
+        "endpoints": list(endpoints),
+    }
+
+
+def _ep(ip: str, pod: str, uid: str, ready: bool, terminating: bool = False) -> dict[str, Any]:
+    return {
+        "addresses": [ip],
+        "conditions": {"ready": ready, "terminating": terminating},
+        "targetRef": {"kind": "Pod", "name": pod, "uid": uid},
+    }
+
+
+def test_candidates_are_the_pods_behind_every_slice_once() -> None:
+    slices = [
+        _slice("dynamo-model-fb68f5a6", _ep("10.0.0.2", "w-b", "u2", True)),
+        _slice(
+            "worker-svc",
+            _ep("10.0.0.2", "w-b", "u2", True),  # the same pod through the other Service
+            _ep("10.0.0.1", "w-a", "u1", False),
+            _ep("10.0.0.3", "w-c", "u3", False, terminating=True),
+            {"addresses": ["10.0.0.9"], "conditions": {"ready": True}},  # not a pod
+            {"addresses": ["fd00::5"], "targetRef": {"kind": "Pod", "name": "w-d", "uid": "u4"}},
+        ),
+    ]
+    candidates, services = extract_candidates(slices, 9090)
+    assert services == {"dynamo-model-fb68f5a6", "worker-svc"}
+    assert [(c.pod_name, c.address, c.ready) for c in candidates] == [
+        ("w-a", "http://10.0.0.1:9090", False),
+        ("w-b", "http://10.0.0.2:9090", True),
+        ("w-d", "http://[fd00::5]:9090", False),
+    ]
