@@ -10,7 +10,8 @@ pass per model:
   ``adapter`` model only lists them (``ready`` false, nothing called);
 * the status lists every worker with ``ready`` (loaded), counts them, and sets the
   conditions ``EndpointsReady`` and ``ServicesFound`` (the operator's reasons) and
-  ``Ready`` (ours, the same verdict as ``EndpointsReady``);
+  ``Ready`` (ours: the same verdict as ``EndpointsReady``, with the reason ``LoadFailed``
+  while a worker refused or did not answer the load);
 * on deletion, the finalizer ``nvidia.com/finalizer`` is held until the adapter was
   unloaded (``DELETE /v1/loras/<name>``) from every worker; as in the operator, a failed
   unload is reported (log, metric) and does not hold the deletion.
@@ -279,7 +280,9 @@ class ModelReconciler:
                     msg += "; load failed, retrying: " + "; ".join(failed[:5])
                 conds.append((COND_ENDPOINTS_READY, False, "NotReady", msg[:1000]))
         er = next(c for c in conds if c[0] == COND_ENDPOINTS_READY)
-        conds.append((COND_READY, er[1], er[2], er[3]))
+        # Ready: EndpointsReady's verdict; its reason tells a worker that refused or did
+        # not answer the load (LoadFailed, retried) from one not there yet (health checks)
+        conds.append((COND_READY, er[1], "LoadFailed" if errors else er[2], er[3]))
         old = {c.get("type"): c for c in (model.get("status") or {}).get("conditions") or []}
         gen = o.meta(model).get("generation")
         now = timestamp(ctx.now())
