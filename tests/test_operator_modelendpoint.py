@@ -182,3 +182,18 @@ def test_candidates_are_the_pods_behind_every_slice_once() -> None:
         ("w-b", "http://10.0.0.2:9090", True),
         ("w-d", "http://[fd00::5]:9090", False),
     ]
+
+
+def test_model_metrics_exist_from_the_start() -> None:
+    from dyn_gitops_operator.metrics import Metrics
+
+    m = Metrics()
+    for op in ("load", "unload"):
+        for result in ("success", "failure"):
+            labels = {"operation": op, "result": result}
+            assert (
+                m.registry.get_sample_value("dyn_gitops_controller_lora_requests_total", labels)
+                == 0
+            )
+    labels = {"reconciler": "dynamo_model", "result": "error"}
+    assert m.registry.get_sample_value("dyn_gitops_controller_reconcile_total", labels) == 0
