@@ -98,18 +98,19 @@ def assert_grove_rules(got: dict[tuple[str, str], set[str]]) -> None:
 
 def assert_model_rules(got: dict[tuple[str, str], set[str]]) -> None:
     """DynamoModel: read, patch (our finalizer), its status, finalizers/update (as the
-    operator's role); the workers' EndpointSlices read only; pods never."""
+    operator's role); the worker pods and the Services read only."""
     assert got[("nvidia.com", "dynamomodels")] == {"get", "list", "watch", "patch"}
     assert got[("nvidia.com", "dynamomodels/status")] == {"get", "patch"}
     assert got[("nvidia.com", "dynamomodels/finalizers")] == {"update"}
-    assert got[("discovery.k8s.io", "endpointslices")] == {"get", "list", "watch"}
+    assert got[("", "pods")] == {"get", "list", "watch"}
+    assert got[("", "services")] == {"get", "list", "watch"}
 
 
 def test_dynamo_models_can_be_turned_off(helm: Path) -> None:
     objs = helm_template(helm, CHART, "controller.dynamoModels.enabled=false")
     (cr,) = by_kind(objs, "ClusterRole")
     got = rules(cr)
-    assert not {k for k in got if "dynamomodels" in k[1] or k[0] == "discovery.k8s.io"}
+    assert not {k for k in got if "dynamomodels" in k[1] or k[1] in ("pods", "services")}
     (dep,) = by_kind(objs, "Deployment")
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     from dyn_gitops_operator.__main__ import parser, settings_from
@@ -172,7 +173,9 @@ def test_least_privilege(helm: Path, mode: str) -> None:
                 ["leases"],
                 ["dynamomodels/finalizers"],
             )
-            assert not {"secrets", "pods", "configmaps"} & set(r["resources"])
+            assert not {"secrets", "configmaps"} & set(r["resources"])
+            if "pods" in r["resources"]:  # DynamoModel discovery: read only
+                assert set(r["verbs"]) == {"get", "list", "watch"}
 
 
 def test_deployment_is_hardened(helm: Path) -> None:

@@ -148,39 +148,42 @@ def test_calls_run_in_parallel_bounded_by_the_concurrency() -> None:
     assert active[1] == 2
 
 
-def _slice(service: str, *endpoints: dict[str, Any]) -> dict[str, Any]:
+def _pod(
+    name: str,
+    ip: str | None,
+    ready: bool,
+    *,
+    deleting: bool = False,
+    phase: str = "Running",
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-26T10:00:00Z"
     return {
-        "metadata": {"name": f"{service}-abc", "labels": {"kubernetes.io/service-name": service}},
-        "endpoints": list(endpoints),
+        "metadata": meta,
+        "status": {
+            "phase": phase,
+            "podIP": ip,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
     }
 
 
-def _ep(ip: str, pod: str, uid: str, ready: bool, terminating: bool = False) -> dict[str, Any]:
-    return {
-        "addresses": [ip],
-        "conditions": {"ready": ready, "terminating": terminating},
-        "targetRef": {"kind": "Pod", "name": pod, "uid": uid},
-    }
-
-
-def test_candidates_are_the_pods_behind_every_slice_once() -> None:
-    slices = [
-        _slice("dynamo-model-fb68f5a6", _ep("10.0.0.2", "w-b", "u2", True)),
-        _slice(
-            "worker-svc",
-            _ep("10.0.0.2", "w-b", "u2", True),  # the same pod through the other Service
-            _ep("10.0.0.1", "w-a", "u1", False),
-            _ep("10.0.0.3", "w-c", "u3", False, terminating=True),
-            {"addresses": ["10.0.0.9"], "conditions": {"ready": True}},  # not a pod
-            {"addresses": ["fd00::5"], "targetRef": {"kind": "Pod", "name": "w-d", "uid": "u4"}},
-        ),
+def test_candidates_are_the_worker_pods_with_an_address() -> None:
+    pods = [
+        _pod("w-b", "10.0.0.2", True),
+        _pod("w-a", "10.0.0.1", False),
+        _pod("w-c", "10.0.0.3", True, deleting=True),  # terminating
+        _pod("w-e", None, False),  # no address yet
+        _pod("w-f", "10.0.0.6", False, phase="Failed"),
+        _pod("w-d", "fd00::5", True),
     ]
-    candidates, services = extract_candidates(slices, 9090)
-    assert services == {"dynamo-model-fb68f5a6", "worker-svc"}
-    assert [(c.pod_name, c.address, c.ready) for c in candidates] == [
-        ("w-a", "http://10.0.0.1:9090", False),
-        ("w-b", "http://10.0.0.2:9090", True),
-        ("w-d", "http://[fd00::5]:9090", False),
+    assert [
+        (c.pod_name, c.address, c.ready, c.pod_key) for c in extract_candidates(pods, 9090)
+    ] == [
+        ("w-a", "http://10.0.0.1:9090", False, "uid-w-a"),
+        ("w-b", "http://10.0.0.2:9090", True, "uid-w-b"),
+        ("w-d", "http://[fd00::5]:9090", True, "uid-w-d"),
     ]
 
 

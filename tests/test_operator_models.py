@@ -388,3 +388,89 @@ def test_no_workers_is_reported(setup: Setup, cluster_k: Kube) -> None:
         assert s.condition("ServicesFound")["reason"] == "NoServicesFound"
         assert f"dynamo-model-{s.hash}" in s.condition("EndpointsReady")["message"]
         assert s.status()["totalEndpoints"] == 0
+
+
+# --- on the bare API server (no kube-controller-manager, no KWOK): pods written by hand
+PODS = Resource("", "v1", "pods", "Pod")
+
+
+def test_hand_written_pods_on_a_bare_api_server(k: Kube, namespace: str) -> None:
+    """Load and unload with worker pods whose status is written by hand (as a kubelet
+    would): two pods on loopback addresses of their own, one not ready at first."""
+    port = free_port()
+    h = "fb68f5a6"  # the hash of Qwen/Qwen3-0.6B
+    ips = {"w-0": "127.0.0.11", "w-1": "127.0.0.12"}
+    workers = LoopbackWorkers(None, namespace, "", port)
+    for pod, ip in ips.items():
+        workers._serve(pod, ip)
+        k.create(
+            PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": pod,
+                    "namespace": namespace,
+                    "labels": {keys.LABEL_BASE_MODEL_HASH: h},
+                },
+                "spec": {"containers": [{"name": "main", "image": "vllm-runtime:1.5.1"}]},
+            },
+        )
+
+    def set_ready(pod: str, ready: bool) -> None:
+        k.patch(
+            PODS,
+            namespace,
+            pod,
+            {
+                "status": {
+                    "phase": "Running",
+                    "podIP": ips[pod],
+                    "podIPs": [{"ip": ips[pod]}],
+                    "conditions": [
+                        {"type": "Ready", "status": "True" if ready else "False"},
+                    ],
+                }
+            },
+            subresource="status",
+        )
+
+    set_ready("w-0", True)
+    set_ready("w-1", False)
+    model = yaml.safe_load(_example(LORA_MODEL).read_text())
+    model["metadata"]["namespace"] = namespace
+    name = model["metadata"]["name"]
+
+    def status() -> dict[str, Any]:
+        return k.get(DYNAMO_MODELS, namespace, name).get("status") or {}
+
+    k.create(DYNAMO_MODELS, model)
+    try:
+        with running(settings_for_tests(namespace, models=model_settings(port)), k) as mgr:
+            wait_for(lambda: status().get("readyEndpoints") == 1, WAIT, "the ready pod loaded")
+            assert status()["totalEndpoints"] == 2
+            assert workers.get("w-1").requests == []  # type: ignore[union-attr]
+            set_ready("w-1", True)
+            wait_for(lambda: status().get("readyEndpoints") == 2, WAIT, "both loaded")
+            # a worker that restarts (not ready, then ready again) gets it again
+            set_ready("w-0", False)
+            wait_for(lambda: status().get("readyEndpoints") == 1, WAIT, "w-0 not loaded")
+            set_ready("w-0", True)
+            wait_for(lambda: status().get("readyEndpoints") == 2, WAIT, "w-0 loaded again")
+            assert len(workers.get("w-0").calls("POST")) == 2  # type: ignore[union-attr]
+            k.delete(DYNAMO_MODELS, namespace, name)
+
+            def gone() -> bool:
+                try:
+                    k.get(DYNAMO_MODELS, namespace, name)
+                except NotFoundError:
+                    return True
+                return False
+
+            wait_for(gone, WAIT, "deleted")
+            labels = {"operation": "unload", "result": "success"}
+            assert mgr.metrics.value("dyn_gitops_controller_lora_requests_total", labels) == 2
+        for pod in ips:
+            assert workers.get(pod).calls("DELETE")  # type: ignore[union-attr]
+    finally:
+        workers.__exit__()

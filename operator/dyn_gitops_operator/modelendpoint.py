@@ -2,8 +2,10 @@
 
 Behaviour of the Dynamo operator's ``internal/modelendpoint`` (1.5 line), ported:
 
-* discovery: every pod-backed endpoint of the EndpointSlices labelled with the base
-  model's hash, as ``http://<ip>:<system port>`` (one address per pod);
+* discovery: the worker pods of the base model, as ``http://<pod ip>:<system port>``; the
+  operator reads them from the EndpointSlices of the headless ``dynamo-model-<hash>``
+  Service, we read the pods that Service selects (the base model's hash label) directly
+  (docs/operator.md says why);
 * load: ``POST <address>/v1/loras`` with ``{"lora_name": <modelName>, "source": {"uri":
   <uri>}}``; any 2xx is success; unload: ``DELETE <address>/v1/loras/<modelName>`` (the
   name path-escaped); redirects are not followed;
@@ -31,51 +33,53 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-#: the Service label an EndpointSlice carries (``discoveryv1.LabelServiceName``)
-SLICE_SERVICE_LABEL = "kubernetes.io/service-name"
+
 #: at most this many characters of a worker's error answer are kept (status, logs)
 ERROR_BODY_MAX = 200
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One worker pod behind the base model's Service."""
+    """One worker pod of the base model."""
 
     address: str
     pod_name: str
-    #: the pod's uid (its name when the slice has none): a replaced pod is a new candidate
+    #: the pod's uid (its name when it has none): a replaced pod is a new candidate
     pod_key: str
-    #: the EndpointSlice's ready condition for the pod
+    #: the pod's Ready condition (what the Service's EndpointSlice reports as ready)
     ready: bool
 
 
-def extract_candidates(slices: Iterable[Obj], port: int) -> tuple[list[Candidate], set[str]]:
-    """Pod-backed, not terminating endpoints of ``slices`` (the first address of each pod),
-    sorted by pod name; and the names of the Services the slices belong to."""
-    found: dict[str, Candidate] = {}
-    services: set[str] = set()
-    for s in slices:
-        svc = ((s.get("metadata") or {}).get("labels") or {}).get(SLICE_SERVICE_LABEL)
-        if svc:
-            services.add(svc)
-        for ep in s.get("endpoints") or []:
-            ref = ep.get("targetRef") or {}
-            addresses = ep.get("addresses") or []
-            if ref.get("kind") != "Pod" or not addresses or not ref.get("name"):
-                continue
-            cond = ep.get("conditions") or {}
-            if cond.get("terminating") is True:
-                continue  # on its way out: nothing to load, nothing to count
-            key = str(ref.get("uid") or ref["name"])
-            ready = cond.get("ready") is True
-            if key in found:
-                if ready and not found[key].ready:
-                    found[key] = Candidate(found[key].address, ref["name"], key, True)
-                continue
-            host = str(addresses[0])
-            host = f"[{host}]" if ":" in host else host
-            found[key] = Candidate(f"http://{host}:{port}", str(ref["name"]), key, ready)
-    return sorted(found.values(), key=lambda c: (c.pod_name, c.address)), services
+def pod_ready(pod: Obj) -> bool:
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return bool(c.get("status") == "True")
+    return False
+
+
+def extract_candidates(pods: Iterable[Obj], port: int) -> list[Candidate]:
+    """The workers among ``pods`` (those of the base model's hash label: what its headless
+    Service selects): running or pending pods with an IP, not terminating, as
+    ``http://<pod IP>:<port>``, sorted by pod name."""
+    found: list[Candidate] = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        status = pod.get("status") or {}
+        ip = status.get("podIP")
+        if not ip or not meta.get("name") or meta.get("deletionTimestamp"):
+            continue  # no address yet, or on its way out: nothing to load, nothing to count
+        if status.get("phase") in ("Succeeded", "Failed"):
+            continue
+        host = f"[{ip}]" if ":" in str(ip) else str(ip)
+        found.append(
+            Candidate(
+                f"http://{host}:{port}",
+                str(meta["name"]),
+                str(meta.get("uid") or meta["name"]),
+                pod_ready(pod),
+            )
+        )
+    return sorted(found, key=lambda c: (c.pod_name, c.address))
 
 
 class EndpointError(Exception):
@@ -168,10 +172,4 @@ def _join(address: str, path: str) -> str:
     return address.rstrip("/") + "/" + path
 
 
-__all__ = [
-    "SLICE_SERVICE_LABEL",
-    "Candidate",
-    "EndpointError",
-    "LoraClient",
-    "extract_candidates",
-]
+__all__ = ["Candidate", "EndpointError", "LoraClient", "extract_candidates", "pod_ready"]

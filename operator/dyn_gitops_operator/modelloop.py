@@ -1,12 +1,13 @@
-"""The DynamoModel loop: its own informers (DynamoModels; EndpointSlices of base-model
-Services), work queue of ``(namespace, model name)`` keys and worker threads, so that a
-slow worker pod never holds the graph reconcilers (and the other way round).
+"""The DynamoModel loop: its own informers (DynamoModels; the pods and Services labelled
+with a base model's hash), work queue of ``(namespace, model name)`` keys and worker
+threads, so that a slow worker pod never holds the graph reconcilers (and the other way
+round).
 
 Events only enqueue keys: a DynamoModel when its spec, finalizers or deletion change; every
-model of a base model when one of the base model's EndpointSlices changes (the index on
-the hash of ``baseModelName``, as the operator's field index). An EndpointSlice endpoint
-that turns not ready or goes away makes the controller forget it loaded the adapter there
-(a restarted worker has lost it).
+model of a base model when one of its worker pods or Services changes (the index on the
+hash of ``baseModelName``, as the operator's field index). A worker pod that turns not
+ready or goes away makes the controller forget it loaded the adapter there (a restarted
+worker has lost it).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from dyn_gitops_operator.errors import ConflictError, ControllerError, NotFoundE
 from dyn_gitops_operator.informer import Informer, Key, Store, obj_key
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.modelendpoint import pod_ready
 from dyn_gitops_operator.reconcilers.base import Context
 from dyn_gitops_operator.reconcilers.model import ModelReconciler, base_hash
-from dyn_gitops_operator.resources import DYNAMO_MODELS, ENDPOINT_SLICES, Obj
+from dyn_gitops_operator.resources import DYNAMO_MODELS, PODS, SERVICES, Obj
 from dyn_gitops_operator.scope import ScopeExclusions
 from dyn_gitops_operator.settings import OperatorSettings
 from dyn_gitops_operator.workqueue import WorkQueue
@@ -37,28 +39,39 @@ def model_index(model: Obj) -> list[str]:
     return [f"{o.meta(model).get('namespace')}/{base_hash(model)}"]
 
 
-def slice_index(s: Obj) -> list[str]:
-    h = o.labels(s).get(keys.LABEL_BASE_MODEL_HASH)
-    return [f"{o.meta(s).get('namespace')}/{h}"] if h else []
+def hash_index(obj: Obj) -> list[str]:
+    """``namespace/hash`` of a pod or Service labelled with a base model's hash."""
+    h = o.labels(obj).get(keys.LABEL_BASE_MODEL_HASH)
+    return [f"{o.meta(obj).get('namespace')}/{h}"] if h else []
 
 
-def trim_slice(raw: Obj) -> Obj:
+def _slim_meta(raw: Obj) -> Obj:
     m = o.meta(raw)
     return {
-        "metadata": {
-            k: m.get(k)
-            for k in ("name", "namespace", "uid", "resourceVersion", "labels")
-            if m.get(k) is not None
-        },
-        "endpoints": [
-            {
-                "addresses": ep.get("addresses"),
-                "conditions": ep.get("conditions") or {},
-                "targetRef": ep.get("targetRef"),
-            }
-            for ep in raw.get("endpoints") or []
-        ],
+        k: m.get(k)
+        for k in ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
+        if m.get(k) is not None
     }
+
+
+def trim_pod(raw: Obj) -> Obj:
+    """What discovery reads: identity, IP, phase and conditions (pod specs are large)."""
+    st = raw.get("status") or {}
+    return {
+        "metadata": _slim_meta(raw),
+        "status": {
+            "phase": st.get("phase"),
+            "podIP": st.get("podIP"),
+            "conditions": [
+                {"type": c.get("type"), "status": c.get("status")}
+                for c in st.get("conditions") or []
+            ],
+        },
+    }
+
+
+def trim_service(raw: Obj) -> Obj:
+    return {"metadata": _slim_meta(raw)}
 
 
 def trim_model(raw: Obj) -> Obj:
@@ -72,13 +85,10 @@ def trim_model(raw: Obj) -> Obj:
     }
 
 
-def _ready_pods(s: Obj | None) -> set[str]:
-    out = set()
-    for ep in (s or {}).get("endpoints") or []:
-        ref = ep.get("targetRef") or {}
-        if (ep.get("conditions") or {}).get("ready") is True and ref.get("name"):
-            out.add(str(ref.get("uid") or ref["name"]))
-    return out
+def _ready_key(pod: Obj | None) -> str | None:
+    if pod is None or not pod_ready(pod) or o.meta(pod).get("deletionTimestamp"):
+        return None
+    return str(o.meta(pod).get("uid") or o.meta(pod).get("name"))
 
 
 class ModelLoop:
@@ -106,15 +116,25 @@ class ModelLoop:
             trim=trim_model,
             store=Store({"base": model_index}),
         )
-        self.slices = Informer(
+        self.pods = Informer(
             kube,
-            ENDPOINT_SLICES,
+            PODS,
             namespace=ns,
             metrics=metrics,
             watch_timeout=settings.watch_timeout,
             label_selector=keys.LABEL_BASE_MODEL_HASH,
-            trim=trim_slice,
-            store=Store({"base": slice_index}),
+            trim=trim_pod,
+            store=Store({"base": hash_index}),
+        )
+        self.services = Informer(
+            kube,
+            SERVICES,
+            namespace=ns,
+            metrics=metrics,
+            watch_timeout=settings.watch_timeout,
+            label_selector=keys.LABEL_BASE_MODEL_HASH,
+            trim=trim_service,
+            store=Store({"base": hash_index}),
         )
         self.queue: WorkQueue[Key] = WorkQueue(
             backoff_base=settings.backoff_base, backoff_max=settings.backoff_max
@@ -122,11 +142,12 @@ class ModelLoop:
         self.reconciler = reconciler or ModelReconciler(settings.models, metrics)
         self.ctx = Context(kube=kube, metrics=metrics, remember=lambda res, obj: None)
         self.models.add_handler(self.on_model)
-        self.slices.add_handler(self.on_slice)
+        self.pods.add_handler(self.on_pod)
+        self.services.add_handler(self.on_base_object)
 
     @property
     def informers(self) -> list[Informer]:
-        return [self.models, self.slices]
+        return [self.models, self.pods, self.services]
 
     # ------------------------------------------------------------------ events
     def on_model(self, old: Obj | None, new: Obj | None) -> None:
@@ -140,10 +161,21 @@ class ModelLoop:
         if obj is not None:
             self.queue.add(obj_key(obj))
 
-    def on_slice(self, old: Obj | None, new: Obj | None) -> None:
-        for pod in _ready_pods(old) - _ready_pods(new):
-            self.reconciler.memory.forget_pod(pod)
-        refs = {r for s in (old, new) if s is not None for r in slice_index(s)}
+    def on_pod(self, old: Obj | None, new: Obj | None) -> None:
+        was = _ready_key(old)
+        if was is not None and _ready_key(new) != was:
+            self.reconciler.memory.forget_pod(was)
+        if (
+            old is not None
+            and new is not None
+            and old.get("status") == new.get("status")
+            and o.meta(old).get("deletionTimestamp") == o.meta(new).get("deletionTimestamp")
+        ):
+            return  # nothing discovery reads changed
+        self.on_base_object(old, new)
+
+    def on_base_object(self, old: Obj | None, new: Obj | None) -> None:
+        refs = {r for x in (old, new) if x is not None for r in hash_index(x)}
         for ref in refs:
             for model in self.models.store.by_index("base", ref):
                 self.queue.add(obj_key(model))
@@ -205,11 +237,14 @@ class ModelLoop:
 
     def reconcile(self, key: Key) -> float | None:
         model = self.models.store.get(key)
-        slices: list[Obj] = []
+        pods: list[Obj] = []
+        services: set[str] = set()
         if model is not None:
-            slices = self.slices.store.by_index("base", model_index(model)[0])
+            ref = model_index(model)[0]
+            pods = self.pods.store.by_index("base", ref)
+            services = {o.name(svc) for svc in self.services.store.by_index("base", ref)}
         try:
-            return self.reconciler.reconcile(key, model, slices, self.ctx)
+            return self.reconciler.reconcile(key, model, pods, services, self.ctx)
         except NotFoundError:
             return None  # deleted meanwhile: its DELETED event comes
 
@@ -222,4 +257,4 @@ class ModelLoop:
                 self.enqueue_all()
 
 
-__all__ = ["ModelLoop", "model_index", "slice_index", "trim_model", "trim_slice"]
+__all__ = ["ModelLoop", "hash_index", "model_index", "trim_model", "trim_pod", "trim_service"]

@@ -53,8 +53,9 @@ DGDSAS = Resource(
     "DynamoGraphDeploymentScalingAdapter",
 )
 DYNAMO_MODELS = Resource("nvidia.com", "v1alpha1", "dynamomodels", "DynamoModel")
-#: the workers of a base model: the slices of its headless ``dynamo-model-<hash>`` Service
-ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
+#: the workers of a base model (read only): the pods its ``dynamo-model-<hash>`` Service selects
+PODS = Resource("", "v1", "pods", "Pod")
+SERVICES = Resource("", "v1", "services", "Service")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
 #: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
@@ -68,12 +69,13 @@ __all__ = [
     "DGDS",
     "DGDSAS",
     "DYNAMO_MODELS",
-    "ENDPOINT_SLICES",
     "LEASES",
     "LWS",
     "PCSGS",
     "PODCLIQUES",
     "PODCLIQUESETS",
+    "PODS",
+    "SERVICES",
     "Obj",
     "Resource",
     "WatchEvent",

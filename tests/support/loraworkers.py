@@ -64,7 +64,8 @@ class LoopbackWorkers:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
         with self._lock:
             workers = list(self.workers.values())
         for w in workers:

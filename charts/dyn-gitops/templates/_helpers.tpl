@@ -94,7 +94,8 @@ app.kubernetes.io/component: controller
 {{- if .Values.controller.dynamoModels.enabled }}
 # DynamoModel: patch adds and removes our finalizer (conditional merge patch); status is
 # ours; finalizers/update as the operator's role (owner-reference enforcement); the
-# workers are found through their base model Service's EndpointSlices (read only)
+# workers are the pods its base model's Service selects (read only: their IP and
+# readiness), the Services for its ServicesFound condition (read only)
 - apiGroups: [nvidia.com]
   resources: [dynamomodels]
   verbs: [get, list, watch, patch]
@@ -104,8 +105,8 @@ app.kubernetes.io/component: controller
 - apiGroups: [nvidia.com]
   resources: [dynamomodels/finalizers]
   verbs: [update]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
+- apiGroups: [""]
+  resources: [pods, services]
   verbs: [get, list, watch]
 {{- end }}
 {{- end }}

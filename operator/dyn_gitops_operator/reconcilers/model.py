@@ -3,9 +3,10 @@
 The Dynamo operator's ``dynamo_model_controller`` (1.5 line), ported to one level-triggered
 pass per model:
 
-* the workers are the pod endpoints of the EndpointSlices labelled
-  ``nvidia.com/dynamo-base-model-hash: <hash of baseModelName>`` (the headless
-  ``dynamo-model-<hash>`` Service the renderer emits from a component's ``modelRef``);
+* the workers are the pods labelled ``nvidia.com/dynamo-base-model-hash: <hash of
+  baseModelName>``: what the headless ``dynamo-model-<hash>`` Service (the renderer emits
+  it from a component's ``modelRef``) selects; the operator reads the same pods from that
+  Service's EndpointSlices;
 * a ``lora`` model is loaded (``POST /v1/loras``) into each ready worker, a ``base`` or
   ``adapter`` model only lists them (``ready`` false, nothing called);
 * the status lists every worker with ``ready`` (loaded), counts them, and sets the
@@ -19,7 +20,7 @@ pass per model:
 Differences: a failed worker is retried on its own exponential backoff (the operator
 requeues the whole model after 30 s and calls every worker again), a worker that already
 loaded the adapter is not called again until it is replaced, restarts (turns not ready) or
-the model changes, and a worker the EndpointSlice reports not ready is listed but not
+the model changes, and a worker pod that is not Ready is listed but not
 called until it is ready (docs/operator.md).
 """
 
@@ -114,7 +115,12 @@ class ModelReconciler:
 
     # ------------------------------------------------------------------ one pass
     def reconcile(
-        self, key: Key, model: Obj | None, slices: list[Obj], ctx: Context
+        self,
+        key: Key,
+        model: Obj | None,
+        pods: list[Obj],
+        services: set[str],
+        ctx: Context,
     ) -> float | None:
         """One pass over ``model`` (None: it is gone); seconds until the next look."""
         if model is None:
@@ -123,11 +129,11 @@ class ModelReconciler:
             return None
         meta = o.meta(model)
         if meta.get("deletionTimestamp"):
-            self._finalize(key, model, slices, ctx)
+            self._finalize(key, model, pods, ctx)
             return None
         if keys.FINALIZER not in (meta.get("finalizers") or []):
             self._set_finalizers(ctx, model, [*(meta.get("finalizers") or []), keys.FINALIZER])
-        candidates, services = extract_candidates(slices, self.s.port)
+        candidates = extract_candidates(pods, self.s.port)
         endpoints, errors, retry_in = self._load(key, model, candidates)
         status = self._status(model, candidates, services, endpoints, errors, ctx)
         self._write_status(ctx, model, status)
@@ -223,9 +229,9 @@ class ModelReconciler:
         conds: list[tuple[str, bool, str, str]] = []
         if not candidates:
             msg = (
-                f"No endpoint slices found for base model {base} (Service "
-                f"{naming.model_service_name(str(base or ''))}, label "
-                f"{keys.LABEL_BASE_MODEL_HASH}={base_hash(model)})"
+                f"No endpoints found for base model {base} (no pod labelled "
+                f"{keys.LABEL_BASE_MODEL_HASH}={base_hash(model)}, selected by Service "
+                f"{naming.model_service_name(str(base or ''))})"
             )
             conds.append((COND_SERVICES_FOUND, False, "NoServicesFound", msg))
             conds.append((COND_ENDPOINTS_READY, False, "NoEndpoints", msg))
@@ -245,7 +251,7 @@ class ModelReconciler:
                         COND_SERVICES_FOUND,
                         False,
                         "NoServicesFound",
-                        "No services associated with endpoint slices",
+                        "No Service labelled with the base model's hash selects the workers",
                     )
                 )
             if not is_lora(model):
@@ -326,12 +332,12 @@ class ModelReconciler:
         )
 
     # ------------------------------------------------------------------ deletion
-    def _finalize(self, key: Key, model: Obj, slices: list[Obj], ctx: Context) -> None:
+    def _finalize(self, key: Key, model: Obj, pods: list[Obj], ctx: Context) -> None:
         finalizers = o.meta(model).get("finalizers") or []
         if keys.FINALIZER not in finalizers:
             return
         if is_lora(model):
-            candidates, _ = extract_candidates(slices, self.s.port)
+            candidates = extract_candidates(pods, self.s.port)
             name = str((model.get("spec") or {}).get("modelName") or "")
             outcome = self.client.run_all(
                 [c.address for c in candidates], lambda a: self.client.unload(a, name)
