@@ -25,7 +25,10 @@ from prometheus_client import (
 log = logging.getLogger(__name__)
 
 PREFIX = "dyn_gitops_controller"
-RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status", "dynamo_model")
+#: the graph chain's reconcilers (each runs on every graph)
+RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status")
+#: the DynamoModel loop's reconciler (runs only where DynamoModels exist)
+MODEL_RECONCILERS = ("dynamo_model",)
 LORA_OPERATIONS = ("load", "unload")
 RESULTS = ("success", "error", "conflict")
 DGD_STATES = ("initializing", "pending", "successful", "failed")
@@ -124,7 +127,7 @@ class Metrics:
         for op in LORA_OPERATIONS:
             for res in ("success", "failure"):
                 self.lora_requests.labels(op, res)
-        for rec in RECONCILERS:
+        for rec in RECONCILERS + MODEL_RECONCILERS:
             self.reconcile_duration.labels(rec)
             for res in RESULTS:
                 self.reconcile_total.labels(rec, res)
