@@ -136,8 +136,8 @@ class ModelReconciler:
         candidates = extract_candidates(pods, self.s.port)
         endpoints, errors, retry_in = self._load(key, model, candidates)
         status = self._status(model, candidates, services, endpoints, errors, ctx)
+        self._gauges(key, status)  # first: whoever sees the status sees the gauges
         self._write_status(ctx, model, status)
-        self._gauges(key, status)
         return retry_in
 
     # ------------------------------------------------------------------ loading
@@ -360,9 +360,9 @@ class ModelReconciler:
                     "failed": sum(1 for e in outcome.values() if e is not None),
                 },
             )
+        self._forget_gauges(key)
         self._set_finalizers(ctx, model, [f for f in finalizers if f != keys.FINALIZER])
         self.memory.forget_model(key)
-        self._forget_gauges(key)
 
     def _set_finalizers(self, ctx: Context, model: Obj, finalizers: list[str]) -> None:
         meta = o.meta(model)
