@@ -140,6 +140,7 @@ class ModelLoop:
             backoff_base=settings.backoff_base, backoff_max=settings.backoff_max
         )
         self.reconciler = reconciler or ModelReconciler(settings.models, metrics)
+        self.reconciler.notify = self.queue.add  # a worker answered: look again
         self.ctx = Context(kube=kube, metrics=metrics, remember=lambda res, obj: None)
         self.models.add_handler(self.on_model)
         self.pods.add_handler(self.on_pod)
@@ -190,6 +191,7 @@ class ModelLoop:
         while True:
             key = self.queue.get()
             if key is None:
+                self.reconciler.close()
                 return
             try:
                 self.process(key)

@@ -74,9 +74,10 @@ class ModelSettings:
     port: int = 9090
     #: seconds for one load / unload request (connect and answer)
     request_timeout: float = 15.0
-    #: seconds for the whole batch of one model's calls; calls not answered by then fail
+    #: seconds for the whole batch of unload calls when a model is deleted (loads are not
+    #: waited for: each answer is recorded when it comes)
     total_timeout: float = 30.0
-    #: calls in flight at once for one model
+    #: load (or unload) calls in flight at once for one model
     concurrency: int = 10
     #: threads reconciling DynamoModels (separate from the graph workers)
     workers: int = 2

@@ -3,9 +3,10 @@ served on each pod's IP (the realistic cluster's pod IPs are loopback addresses,
 ``support/cluster.py``) at the port the controller is told is the system port.
 
 :class:`LoopbackWorkers` watches the pods of a selector and starts one server per pod IP
-as soon as the pod has one; each records every request (method, path, JSON body, time) and
-answers by the pod's mode: ``ok`` (200), ``fail`` (500 with a message) or ``hang`` (no
-answer until the test ends).
+as soon as a pod has one (kept until the end: a replacement pod may get a freed IP); each
+records every request (method, path, JSON body, arrival time) and answers by the mode of
+the pod that has the IP: ``ok`` (200), ``fail`` (500 with a message) or ``hang`` (no answer
+until the test ends).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ class Request:
 
 @dataclass
 class Worker:
-    pod: str
+    """The server on one pod IP; a pod replaced by one that gets the same IP shares it
+    (``requests`` holds both pods' requests, each with its arrival time)."""
+
     ip: str
     server: ThreadingHTTPServer
     requests: list[Request] = field(default_factory=list)
@@ -45,11 +48,12 @@ class LoopbackWorkers:
         self.namespace = namespace
         self.selector = selector
         self.port = port
-        self.modes: dict[str, Mode] = {}
+        self.modes: dict[str, Mode] = {}  # by pod name
         self.default: Mode = "ok"
-        self.workers: dict[str, Worker] = {}  # by pod name
-        #: workers of pods that are gone (their servers closed, their requests kept)
-        self.gone: dict[str, Worker] = {}
+        self.by_ip: dict[str, Worker] = {}
+        #: the pod each IP belongs to now, and each pod's IP (from the latest look)
+        self.pod_of: dict[str, str] = {}
+        self.ip_of: dict[str, str] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lora-workers", daemon=True)
@@ -67,14 +71,27 @@ class LoopbackWorkers:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         with self._lock:
-            workers = list(self.workers.values())
+            workers = list(self.by_ip.values())
         for w in workers:
             w.server.shutdown()
             w.server.server_close()
 
     def get(self, pod: str) -> Worker | None:
+        """The server on ``pod``'s IP."""
         with self._lock:
-            return self.workers.get(pod)
+            ip = self.ip_of.get(pod)
+            return self.by_ip.get(ip) if ip else None
+
+    def all(self) -> list[Worker]:
+        with self._lock:
+            return list(self.by_ip.values())
+
+    def add(self, pod: str, ip: str) -> None:
+        """Serve ``pod`` on ``ip`` (pods written by hand, without a cluster to look at)."""
+        with self._lock:
+            self.pod_of[ip] = pod
+            self.ip_of[pod] = ip
+        self._serve(ip)
 
     # ------------------------------------------------------------------ serving
     def _run(self) -> None:
@@ -88,26 +105,22 @@ class LoopbackWorkers:
                 ).items
             except Exception:
                 continue
-            live = {str(p.metadata.name) for p in pods if not p.metadata.deletion_timestamp}
-            for name in set(self.workers) - live:
-                self._close(name)  # a replacement may get its IP
             for pod in pods:
                 ip = pod.status.pod_ip if pod.status else None
+                if not ip or pod.metadata.deletion_timestamp:
+                    continue
                 name = str(pod.metadata.name)
-                if ip and name in live and name not in self.workers:
+                with self._lock:
+                    self.pod_of[ip] = name
+                    self.ip_of[name] = ip
+                    served = ip in self.by_ip
+                if not served:
                     try:
-                        self._serve(name, ip)
+                        self._serve(ip)
                     except OSError:
-                        continue  # the address is still held: next round
+                        continue  # not bindable yet: next round
 
-    def _close(self, name: str) -> None:
-        with self._lock:
-            w = self.workers.pop(name)
-            self.gone[name] = w
-        w.server.shutdown()
-        w.server.server_close()
-
-    def _serve(self, pod: str, ip: str) -> None:
+    def _serve(self, ip: str) -> None:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -118,7 +131,9 @@ class LoopbackWorkers:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                worker = owner.workers.get(pod) or owner.gone[pod]
+                with owner._lock:
+                    worker = owner.by_ip[ip]
+                    pod = owner.pod_of.get(ip, "")
                 worker.requests.append(Request(self.command, self.path, body, time.monotonic()))
                 mode = owner.mode(pod)
                 if mode == "hang":
@@ -146,8 +161,8 @@ class LoopbackWorkers:
         server = ThreadingHTTPServer((ip, self.port), Handler)
         server.daemon_threads = True
         with self._lock:
-            self.workers[pod] = Worker(pod, ip, server)
-        threading.Thread(target=server.serve_forever, name=f"worker-{pod}", daemon=True).start()
+            self.by_ip[ip] = Worker(ip, server)
+        threading.Thread(target=server.serve_forever, name=f"worker-{ip}", daemon=True).start()
 
 
 __all__ = ["LoopbackWorkers", "Mode", "Request", "Worker"]

@@ -31,12 +31,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from dyn_gitops import keys, naming
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.metrics import Metrics
-from dyn_gitops_operator.modelendpoint import Candidate, LoraClient, extract_candidates
+from dyn_gitops_operator.modelendpoint import (
+    Candidate,
+    EndpointError,
+    LoraClient,
+    extract_candidates,
+)
 from dyn_gitops_operator.reconcilers.base import Context, timestamp
 from dyn_gitops_operator.resources import DYNAMO_MODELS, Obj
 from dyn_gitops_operator.settings import ModelSettings
@@ -81,6 +87,8 @@ class ModelMemory:
     loaded: dict[Key, dict[str, tuple[str, str]]] = field(default_factory=dict)
     #: model -> pod key -> failures so far and when to call again
     attempts: dict[Key, dict[str, _Attempt]] = field(default_factory=dict)
+    #: model -> pod keys whose load call has not answered yet
+    inflight: dict[Key, set[str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def forget_pod(self, pod_key: str) -> None:
@@ -93,6 +101,7 @@ class ModelMemory:
         with self.lock:
             self.loaded.pop(key, None)
             self.attempts.pop(key, None)
+            self.inflight.pop(key, None)
 
 
 class ModelReconciler:
@@ -112,6 +121,15 @@ class ModelReconciler:
         )
         self.memory = ModelMemory()
         self.clock = clock
+        #: load calls run here; an answer calls ``notify(model key)`` (the loop enqueues it)
+        self._pool = ThreadPoolExecutor(
+            max_workers=settings.concurrency * settings.workers, thread_name_prefix="lora-load"
+        )
+        self.notify: Callable[[Key], None] = lambda key: None
+
+    def close(self) -> None:
+        """Stop starting calls; those under way end by their request timeout."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ one pass
     def reconcile(
@@ -144,63 +162,42 @@ class ModelReconciler:
     def _load(
         self, key: Key, model: Obj, candidates: list[Candidate]
     ) -> tuple[list[Obj], dict[str, str], float | None]:
-        """Endpoints for the status, errors by pod key, and when a failed worker is due."""
+        """Start the load on every ready worker that is due (never waiting for an answer:
+        each answer is recorded when it comes and re-enqueues the model); the endpoints
+        for the status, the last error of each failing worker, and when one is due."""
         lora = is_lora(model)
         now = self.clock()
         fp = fingerprint(model)
         spec = model.get("spec") or {}
-        with self.memory.lock:
-            loaded = self.memory.loaded.setdefault(key, {})
-            attempts = self.memory.attempts.setdefault(key, {})
+        m = self.memory
+        with m.lock:
+            loaded = m.loaded.setdefault(key, {})
+            attempts = m.attempts.setdefault(key, {})
+            inflight = m.inflight.setdefault(key, set())
             current = {c.pod_key for c in candidates}
             for gone in set(loaded) - current:
                 del loaded[gone]
             for gone in set(attempts) - current:
                 del attempts[gone]
+            room = self.s.concurrency - len(inflight)
             due = [
                 c
                 for c in candidates
                 if lora
                 and c.ready
+                and c.pod_key not in inflight
                 and loaded.get(c.pod_key) != (c.address, fp)
                 and attempts.get(c.pod_key, _Attempt()).next_at <= now
-            ]
-        results: dict[str, str | None] = {}
-        if due:
-            by_address = {c.address: c for c in due}
-            model_name = str(spec.get("modelName") or "")
-            uri = str((spec.get("source") or {}).get("uri") or "")
-            outcome = self.client.run_all(
-                list(by_address), lambda a: self.client.load(a, model_name, uri)
-            )
-            results = {by_address[a].pod_key: err for a, err in outcome.items()}
+            ][: max(0, room)]
+            for c in due:
+                inflight.add(c.pod_key)
+        model_name = str(spec.get("modelName") or "")
+        uri = str((spec.get("source") or {}).get("uri") or "")
+        for c in due:
+            self._pool.submit(self._load_one, key, c, fp, model_name, uri)
         errors: dict[str, str] = {}
         retry_at: float | None = None
-        with self.memory.lock:
-            for pod_key, err in results.items():
-                c = next(c for c in due if c.pod_key == pod_key)
-                if err is None:
-                    loaded[pod_key] = (c.address, fp)
-                    attempts.pop(pod_key, None)
-                    self.metrics.lora_requests.labels("load", "success").inc()
-                else:
-                    a = attempts.setdefault(pod_key, _Attempt())
-                    a.failures += 1
-                    a.next_at = self.clock() + min(
-                        self.s.retry_max, self.s.retry_base * 2 ** (a.failures - 1)
-                    )
-                    a.error = err
-                    self.metrics.lora_requests.labels("load", "failure").inc()
-                    log.warning(
-                        "LoRA load failed",
-                        extra={
-                            "object": "/".join(key),
-                            "address": c.address,
-                            "pod": c.pod_name,
-                            "failures": a.failures,
-                            "error": err,
-                        },
-                    )
+        with m.lock:
             endpoints = []
             for c in candidates:
                 ready = lora and loaded.get(c.pod_key) == (c.address, fp)
@@ -208,9 +205,53 @@ class ModelReconciler:
                 failed = attempts.get(c.pod_key)
                 if lora and not ready and failed is not None and c.ready:
                     errors[c.pod_key] = failed.error
-                    retry_at = failed.next_at if retry_at is None else min(retry_at, failed.next_at)
+                    if c.pod_key not in inflight:
+                        retry_at = (
+                            failed.next_at if retry_at is None else min(retry_at, failed.next_at)
+                        )
         retry_in = None if retry_at is None else max(0.05, retry_at - self.clock())
         return endpoints, errors, retry_in
+
+    def _load_one(self, key: Key, c: Candidate, fp: str, model_name: str, uri: str) -> None:
+        """One worker's load, on the pool; the outcome goes into the memory, then the model
+        is looked at again."""
+        err: str | None = None
+        try:
+            self.client.load(c.address, model_name, uri)
+        except EndpointError as exc:
+            err = str(exc)
+        except Exception as exc:  # a bug must not leave the worker "in flight" forever
+            log.exception("LoRA load crashed", extra={"object": "/".join(key)})
+            err = f"{type(exc).__name__}: {exc}"
+        m = self.memory
+        with m.lock:
+            m.inflight.get(key, set()).discard(c.pod_key)
+            if key not in m.loaded:  # the model went away meanwhile
+                return
+            if err is None:
+                m.loaded[key][c.pod_key] = (c.address, fp)
+                m.attempts.get(key, {}).pop(c.pod_key, None)
+            else:
+                a = m.attempts.setdefault(key, {}).setdefault(c.pod_key, _Attempt())
+                a.failures += 1
+                a.next_at = self.clock() + min(
+                    self.s.retry_max, self.s.retry_base * 2 ** (a.failures - 1)
+                )
+                a.error = err
+        if err is None:
+            self.metrics.lora_requests.labels("load", "success").inc()
+        else:
+            self.metrics.lora_requests.labels("load", "failure").inc()
+            log.warning(
+                "LoRA load failed",
+                extra={
+                    "object": "/".join(key),
+                    "address": c.address,
+                    "pod": c.pod_name,
+                    "error": err,
+                },
+            )
+        self.notify(key)
 
     # ------------------------------------------------------------------ status
     def _status(
