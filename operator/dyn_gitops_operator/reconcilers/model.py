@@ -8,7 +8,9 @@ pass per model:
   it from a component's ``modelRef``) selects; the operator reads the same pods from that
   Service's EndpointSlices;
 * a ``lora`` model is loaded (``POST /v1/loras``) into each ready worker, a ``base`` or
-  ``adapter`` model only lists them (``ready`` false, nothing called);
+  ``adapter`` model only lists them (``ready`` false, nothing called); the pass starts the
+  calls (at most ``concurrency`` in flight per model) and never waits for them: each answer
+  is recorded when it comes and the model is looked at again;
 * the status lists every worker with ``ready`` (loaded), counts them, and sets the
   conditions ``EndpointsReady`` and ``ServicesFound`` (the operator's reasons) and
   ``Ready`` (ours: the same verdict as ``EndpointsReady``, with the reason ``LoadFailed``
