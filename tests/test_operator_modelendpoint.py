@@ -18,9 +18,13 @@ from dyn_gitops_operator.modelendpoint import LoraClient, extract_candidates
 class Server:
     """Answers ``code`` after ``delay`` seconds; records requests and the most in flight."""
 
-    def __init__(self, code: int = 200, delay: float = 0.0) -> None:
+    def __init__(
+        self, code: int = 200, delay: float = 0.0, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.code, self.delay = code, delay
         self.requests: list[tuple[str, str, Any]] = []
+        #: (arrival, answer) monotonic times of every request
+        self.spans: list[tuple[float, float]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -37,6 +41,7 @@ class Server:
                     )
                     owner.in_flight += 1
                     owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+                arrived = time.monotonic()
                 try:
                     if owner.delay:
                         owner.release.wait(owner.delay)
@@ -48,6 +53,7 @@ class Server:
                 finally:
                     with owner.lock:
                         owner.in_flight -= 1
+                        owner.spans.append((arrived, time.monotonic()))
 
             do_POST = _handle
             do_DELETE = _handle
@@ -55,9 +61,9 @@ class Server:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
-        self.address = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.address = f"http://{host}:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -200,3 +206,74 @@ def test_model_metrics_exist_from_the_start() -> None:
             )
     labels = {"reconciler": "dynamo_model", "result": "error"}
     assert m.registry.get_sample_value("dyn_gitops_controller_reconcile_total", labels) == 0
+
+
+class _StatusSink:
+    """The API side of a pass, recorded (the HTTP side is real: the servers above)."""
+
+    def __init__(self) -> None:
+        self.patches: list[dict[str, Any]] = []
+
+    def patch(self, res: Any, ns: Any, name: str, body: Any, *, subresource: Any = None) -> Any:
+        self.patches.append(body)
+        return body
+
+
+def test_loads_run_in_parallel_bounded_per_model_and_never_hold_the_pass() -> None:
+    """Five workers (one loopback IP each) that answer only when released, at most two
+    loads in flight: the pass returns without an answer, a second pass starts nothing
+    more, and once released every answer re-enqueues the model until all five are loaded,
+    never more than two at a time."""
+    from dyn_gitops_operator.metrics import Metrics
+    from dyn_gitops_operator.reconcilers.base import Context
+    from dyn_gitops_operator.reconcilers.model import ModelReconciler
+    from dyn_gitops_operator.settings import ModelSettings
+    from dyn_gitops_operator.testing import wait_for
+    from support.controlplane import free_port
+
+    port = free_port()
+    servers = [Server(delay=60, host=f"127.0.0.{30 + i}", port=port) for i in range(5)]
+    rec = ModelReconciler(ModelSettings(concurrency=2, request_timeout=90, port=port), Metrics())
+    answered = threading.Semaphore(0)
+    rec.notify = lambda key: answered.release()
+    sink = _StatusSink()
+    ctx = Context(kube=sink, metrics=rec.metrics, remember=lambda r, o: None)  # type: ignore[arg-type]
+    key = ("ns", "m")
+    model = {
+        "metadata": {"name": "m", "namespace": "ns", "generation": 1, "finalizers": []},
+        "spec": {
+            "modelName": "a",
+            "baseModelName": "b",
+            "modelType": "lora",
+            "source": {"uri": "s3://x/y"},
+        },
+    }
+    pods = [
+        {
+            "metadata": {"name": f"w-{i}", "uid": f"u{i}"},
+            "status": {
+                "podIP": f"127.0.0.{30 + i}",
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+        for i in range(5)
+    ]
+    try:
+        rec.reconcile(key, model, pods, set(), ctx)  # returns while the workers hold
+        assert sink.patches[-1]["status"]["readyEndpoints"] == 0
+        wait_for(lambda: sum(len(s.requests) for s in servers) == 2, 30, "two loads arrive")
+        rec.reconcile(key, model, pods, set(), ctx)
+        assert len(rec.memory.inflight[key]) == 2  # nothing more started
+        for s in servers:
+            s.release.set()
+        for _ in range(5):
+            assert answered.acquire(timeout=30)
+            rec.reconcile(key, model, pods, set(), ctx)
+        assert sink.patches[-1]["status"]["readyEndpoints"] == 5
+        assert sum(len(s.requests) for s in servers) == 5  # each worker called once
+        spans = [t for s in servers for t in s.spans]
+        assert max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans) == 2
+    finally:
+        rec.close()
+        for s in servers:
+            s.close()
