@@ -50,7 +50,7 @@ class Manager:
             settings,
             self.metrics,
             self.caches,
-            resume=lambda namespace: self.loop.enqueue_all(namespace),
+            resume=lambda namespace: self.resume(namespace),
         )
         #: the DynamoModel loop (``start_models``)
         self.models: ModelLoop | None = None
@@ -82,6 +82,12 @@ class Manager:
         wiring.watch_optional_apis(self.kube, self.s, self.metrics, self.caches, self.enqueuer)
         self.start_models()
         self.lifecycle.start(self.loop)
+
+    def resume(self, namespace: str) -> None:
+        """A namespace whose scope lease lapsed: every graph and model in it again."""
+        self.loop.enqueue_all(namespace)
+        if self.models is not None:
+            self.models.enqueue_all(namespace)
 
     def start_models(self) -> None:
         """The DynamoModel loop, when enabled and the API is served (checked once)."""
