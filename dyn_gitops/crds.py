@@ -73,6 +73,13 @@ def _spec_schema(model: type[BaseModel]) -> dict[str, Any]:
     return _structural(full["properties"]["spec"], defs)
 
 
+def _status_schema(model: type[BaseModel] | None) -> dict[str, Any]:
+    if model is None:
+        return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    full = model.model_json_schema()
+    return _structural(full, full.get("$defs", {}))
+
+
 def _crd(
     kind: str,
     plural: str,
@@ -82,6 +89,7 @@ def _crd(
     columns: list[dict[str, Any]],
     scale: bool = False,
     version: str = v1alpha1.VERSION,
+    status: type[BaseModel] | None = None,
 ) -> dict[str, Any]:
     """The CRD of ``kind``, serving one version (``model``'s), which is its storage version:
     without a conversion webhook the API server can serve two versions of different
@@ -100,7 +108,7 @@ def _crd(
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
             "spec": _spec_schema(model),
-            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "status": _status_schema(status),
         },
         "required": ["spec"],
     }
@@ -187,6 +195,20 @@ def crds(dgd_version: str = "v1beta1") -> list[dict[str, Any]]:
                 {"name": "DGD", "type": "string", "jsonPath": ".spec.dgdRef.name"},
                 {"name": "Service", "type": "string", "jsonPath": ".spec.dgdRef.serviceName"},
                 {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas"},
+                _age(),
+            ],
+        ),
+        _crd(
+            "DynamoModel",
+            "dynamomodels",
+            "dm",
+            v1alpha1.DynamoModel,
+            status=v1alpha1.DynamoModelStatus,
+            columns=[
+                {"name": "BaseModel", "type": "string", "jsonPath": ".spec.baseModelName"},
+                {"name": "Type", "type": "string", "jsonPath": ".spec.modelType"},
+                {"name": "Ready", "type": "integer", "jsonPath": ".status.readyEndpoints"},
+                {"name": "Total", "type": "integer", "jsonPath": ".status.totalEndpoints"},
                 _age(),
             ],
         ),

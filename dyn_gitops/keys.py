@@ -46,6 +46,8 @@ ANN_WORKLOAD_PROVIDER: Final = "nvidia.com/workload-provider"
 ANN_DGD_SPEC: Final = "nvidia.com/dgd-spec"
 ANN_RESTART_AT: Final = "nvidia.com/restartAt"
 ANN_BASE_MODEL: Final = "nvidia.com/dynamo-base-model"
+#: the operator's common finalizer (DGD, DCD, DynamoModel: ``consts.FinalizerName``)
+FINALIZER: Final = "nvidia.com/finalizer"
 ANN_DEPLOYMENT_STRATEGY: Final = "nvidia.com/deployment-strategy"
 ANN_MAX_SURGE: Final = "nvidia.com/deployment-rolling-update-max-surge"
 ANN_MAX_UNAVAILABLE: Final = "nvidia.com/deployment-rolling-update-max-unavailable"

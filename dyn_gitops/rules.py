@@ -15,7 +15,13 @@ from typing import Any
 
 from . import gates, keys, naming
 from .errors import FieldPath, Problem
-from .models.v1alpha1 import DynamoGraphDeployment, KVTransferPolicy, ServiceSpec
+from .models.v1alpha1 import (
+    MODEL_SOURCE_SCHEMES,
+    DynamoGraphDeployment,
+    DynamoModel,
+    KVTransferPolicy,
+    ServiceSpec,
+)
 from .runtimeversion import (
     RuntimeVersionError,
     Version,
@@ -613,6 +619,36 @@ REFUSED_KINDS = {
         "its image in extraPodSpec.mainContainer.image) and commit that"
     ),
 }
+
+
+#: what a missing DynamoModel field is for (its error says so)
+MODEL_FIELD_HINTS = {
+    "modelName": "the name the adapter is served under (the lora_name of the load call)",
+    "baseModelName": (
+        "the base model whose workers serve it: the modelRef.name of a DynamoGraphDeployment "
+        "component (the workers are found by its hash label)"
+    ),
+    "uri": "where the adapter is loaded from: s3://bucket/path or hf://org/model@revision",
+}
+
+
+def validate_model(model: DynamoModel) -> Iterator[Problem]:
+    """The DynamoModel webhook's rules (``validation/dynamomodel.go``): a ``lora`` model
+    needs a source whose URI is ``s3://`` or ``hf://``."""
+    spec = model.spec
+    if spec.modelType != "lora":
+        return
+    if spec.source is None:
+        yield Problem.at(
+            ("spec", "source"),
+            "a lora DynamoModel needs spec.source.uri (s3://bucket/path or "
+            "hf://org/model@revision): the workers load the adapter from there",
+        )
+    elif not spec.source.uri.startswith(MODEL_SOURCE_SCHEMES):
+        yield Problem.at(
+            ("spec", "source", "uri"),
+            f"source URI must start with s3:// or hf:// (found {spec.source.uri[:80]!r})",
+        )
 
 
 def removed_kind(data: dict[str, Any]) -> Iterator[Problem]:

@@ -20,15 +20,17 @@ from pydantic import BaseModel, ValidationError
 from . import admission, coexistence, keys
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem, RenderError
-from .models.v1alpha1 import DynamoGraphDeployment
+from .models.v1alpha1 import DynamoGraphDeployment, DynamoModel
 from .models.versions import V1BETA1
 from .parse import Document, located, object_label
 from .rules import (
+    MODEL_FIELD_HINTS,
     limit_checks,
     object_shape,
     removed_kind,
     runtime_version_admission,
     validate_graph,
+    validate_model,
     warn_graph,
     workload_provider_checks,
 )
@@ -108,6 +110,11 @@ def _validated(
         problems.extend(shape)
         return None
     api, kind = str(data["apiVersion"]), str(data["kind"])
+    if api.startswith("nvidia.com/") and kind == "DynamoModel":
+        found = _model_problems(doc, data)
+        found += [located(doc, p) for p in coexistence.passthrough_checks(data, settings)]
+        problems.extend(found)
+        return None if found else Validated(doc)  # passed through unchanged
     if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
         omitted = [located(doc, p) for p in coexistence.passthrough_checks(data, settings)]
         problems.extend(omitted)
@@ -137,6 +144,33 @@ def _validated(
 
 
 Typed = tuple[DynamoGraphDeployment, Callable[[FieldPath], FieldPath]]
+
+
+def _model_problems(doc: Document, data: dict[str, Any]) -> list[Problem]:
+    """A DynamoModel (``nvidia.com/v1alpha1`` only, as the operator serves it): its shape
+    and the webhook's rules; a missing field's error says what it is for."""
+    if data.get("apiVersion") != "nvidia.com/v1alpha1":
+        return [
+            located(
+                doc,
+                Problem.at(
+                    ("apiVersion",),
+                    f"DynamoModel is served as nvidia.com/v1alpha1 only "
+                    f"(found {str(data.get('apiVersion'))[:60]!r})",
+                ),
+            )
+        ]
+    try:
+        model = DynamoModel.model_validate(data)
+    except ValidationError as exc:
+        out = []
+        for p in _validation_problems(doc, DynamoModel, exc):
+            hint = MODEL_FIELD_HINTS.get(str(p.path[-1])) if p.path else None
+            if hint and p.message == "required field is missing":
+                p = replace(p, message=f"required field is missing: {hint}")
+            out.append(p)
+        return out
+    return [located(doc, p) for p in validate_model(model)]
 
 
 def _typed(

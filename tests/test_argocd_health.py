@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 ARGOCD = REPO / "deploy" / "argocd"
 CUSTOMIZATIONS = ARGOCD / "resource_customizations"
 CUSTOM = CUSTOMIZATIONS / "nvidia.com"
-KINDS = ("DynamoGraphDeployment", "DynamoGraphDeploymentScalingAdapter")
+KINDS = ("DynamoGraphDeployment", "DynamoGraphDeploymentScalingAdapter", "DynamoModel")
 #: every kind we ship a health check for, as (group, kind): the Dynamo kinds, and Grove's
 #: PodCliqueSet (rendered on the Grove path; Argo CD has no built-in check for it)
 HEALTH_KINDS = (*(("nvidia.com", k) for k in KINDS), ("grove.io", "PodCliqueSet"))
@@ -78,7 +78,11 @@ def test_cases_cover_healthy_progressing_degraded_and_stale(group: str, kind: st
     assert stale, "a case with status.observedGeneration behind metadata.generation"
     for case in stale:
         obj = yaml.safe_load((CUSTOMIZATIONS / group / kind / case["inputPath"]).read_text())
-        assert obj["status"]["observedGeneration"] < obj["metadata"]["generation"]
+        # a DynamoModel's status has no observedGeneration: its conditions carry it
+        observed = obj["status"].get("observedGeneration") or min(
+            c["observedGeneration"] for c in obj["status"]["conditions"]
+        )
+        assert observed < obj["metadata"]["generation"]
 
 
 def test_stale_success_is_not_healthy() -> None:
@@ -104,9 +108,12 @@ def test_scripts_need_no_string_library() -> None:
 
 def test_rendered_objects_without_status_are_progressing(tmp_path: Path) -> None:
     """What the renderer emits (no status yet) is Progressing, never an error."""
-    from conftest import render_objects
+    from conftest import CONFORMANCE, render_objects
 
     objects = render_objects(REPO / "samples" / "scaling-adapter" / "input")
+    objects += render_objects(
+        CONFORMANCE / "examples__backends__vllm__deploy__lora__lora-model.yaml"
+    )
     seen = set()
     for obj in objects:
         if obj["kind"] in KINDS:

@@ -117,13 +117,10 @@ def namespace(kube: Any) -> str:
 
 @pytest.fixture(scope="module")
 def dyn(kube: Any) -> Any:
-    """A dynamic client, with a minimal DynamoModel CRD as well: a Dynamo kind that we do
-    not generate a CRD for (user-authored, it passes through unchanged; one example is one)."""
+    """A dynamic client (the ``kube`` fixture installed our CRDs, DynamoModel's included:
+    the lora example's DynamoModel is dry-run against the schema we generate)."""
     from kubernetes.dynamic import DynamicClient
-    from support.controlplane import install_crds
-    from support.thirdparty_crds import _crd
 
-    install_crds(kube, [_crd("nvidia.com", "v1alpha1", "DynamoModel", "dynamomodels")])
     return DynamicClient(kube)
 
 

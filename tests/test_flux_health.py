@@ -23,9 +23,9 @@ FLUX = {
 ARGO_TO_FLUX = {"Healthy": "Current", "Degraded": "Failed", "Progressing": "InProgress"}
 
 
-def _check(sample: str) -> dict[str, Any]:
+def _check(sample: str, kind: str = "DynamoGraphDeployment") -> dict[str, Any]:
     kust = yaml.safe_load(FLUX[sample].read_text())
-    (check,) = [e for e in kust["spec"]["healthCheckExprs"] if e["kind"] == "DynamoGraphDeployment"]
+    (check,) = [e for e in kust["spec"]["healthCheckExprs"] if e["kind"] == kind]
     return dict(check)
 
 
@@ -34,7 +34,8 @@ def flux_health(obj: dict[str, Any], sample: str = "git") -> str:
     status is given an empty one (its expressions guard every field with has())."""
     import celpy
 
-    check = _check(sample)
+    check = _check(sample, obj["kind"])
+    assert check["apiVersion"] == obj["apiVersion"]
     env = celpy.Environment()
     activation = {k: celpy.json_to_cel(v) for k, v in {"status": {}, **obj}.items()}
 
@@ -105,3 +106,30 @@ def test_a_ready_condition_of_an_older_generation_is_not_current() -> None:
     obj["status"]["conditions"][0]["observedGeneration"] = obj["metadata"]["generation"]
     obj["status"]["conditions"][0]["status"] = "False"
     assert flux_health(obj) == "InProgress"  # successful state, but Ready says no
+
+
+ARGO_MODEL = ARGO / "DynamoModel"
+
+
+def _model_cases() -> list[Any]:
+    spec = yaml.safe_load((ARGO_MODEL / "health_test.yaml").read_text())
+    return [
+        pytest.param(c["inputPath"], c["healthStatus"]["status"], id=Path(c["inputPath"]).stem)
+        for c in spec["tests"]
+    ]
+
+
+@pytest.mark.parametrize("sample", sorted(FLUX))
+@pytest.mark.parametrize(("path", "argo"), _model_cases())
+def test_flux_agrees_with_argo_cd_on_every_dynamo_model_state(
+    path: str, argo: str, sample: str
+) -> None:
+    obj = yaml.safe_load((ARGO_MODEL / path).read_text())
+    assert flux_health(obj, sample) == ARGO_TO_FLUX[argo]
+
+
+def test_a_dynamo_model_failure_of_an_older_generation_is_in_progress() -> None:
+    obj = yaml.safe_load((ARGO_MODEL / "testdata" / "degraded.yaml").read_text())
+    assert flux_health(obj) == "Failed"
+    obj["metadata"]["generation"] += 1  # a new spec: the old failure says nothing of it
+    assert flux_health(obj) == "InProgress"

@@ -498,6 +498,7 @@ def test_flux_samples_watch_what_hydrate_writes() -> None:
         assert k["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1" and k["spec"]["prune"]
         assert [e["kind"] for e in k["spec"]["healthCheckExprs"]] == [
             "DynamoGraphDeployment",
+            "DynamoModel",
             "PodCliqueSet",
         ]
     assert kust["spec"]["healthCheckExprs"] == oci_kust["spec"]["healthCheckExprs"]

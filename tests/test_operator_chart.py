@@ -96,6 +96,28 @@ def assert_grove_rules(got: dict[tuple[str, str], set[str]]) -> None:
     assert not {r for g, r in got if g == "grove.io" and r.startswith("podcliquesets/")}
 
 
+def assert_model_rules(got: dict[tuple[str, str], set[str]]) -> None:
+    """DynamoModel: read, patch (our finalizer), its status, finalizers/update (as the
+    operator's role); the worker pods and the Services read only."""
+    assert got[("nvidia.com", "dynamomodels")] == {"get", "list", "watch", "patch"}
+    assert got[("nvidia.com", "dynamomodels/status")] == {"get", "patch"}
+    assert got[("nvidia.com", "dynamomodels/finalizers")] == {"update"}
+    assert got[("", "pods")] == {"get", "list", "watch"}
+    assert got[("", "services")] == {"get", "list", "watch"}
+
+
+def test_dynamo_models_can_be_turned_off(helm: Path) -> None:
+    objs = helm_template(helm, CHART, "controller.dynamoModels.enabled=false")
+    (cr,) = by_kind(objs, "ClusterRole")
+    got = rules(cr)
+    assert not {k for k in got if "dynamomodels" in k[1] or k[1] in ("pods", "services")}
+    (dep,) = by_kind(objs, "Deployment")
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    from dyn_gitops_operator.__main__ import parser, settings_from
+
+    assert settings_from(parser().parse_args(args)).models.enabled is False
+
+
 def test_cluster_mode_rbac(helm: Path) -> None:
     objs = helm_template(helm, CHART)
     (cr,) = by_kind(objs, "ClusterRole")
@@ -107,6 +129,7 @@ def test_cluster_mode_rbac(helm: Path) -> None:
     assert got[("nvidia.com", "dynamographdeployments/status")] == {"get", "patch"}
     assert got[("coordination.k8s.io", "leases")] == {"get", "list", "watch"}
     assert_grove_rules(got)
+    assert_model_rules(got)
     (crb,) = by_kind(objs, "ClusterRoleBinding")
     assert crb["subjects"] == [
         {"kind": "ServiceAccount", "name": "dg-dyn-gitops-controller", "namespace": "ops"}
@@ -126,6 +149,7 @@ def test_namespace_mode_rbac(helm: Path) -> None:
     assert role["metadata"]["namespace"] == "team-a"
     got = rules(role)
     assert_grove_rules(got)
+    assert_model_rules(got)
     assert got[
         ("coordination.k8s.io", "leases#dg-dyn-gitops-controller,dynamo-operator-namespace-scope")
     ] == {"get", "update", "delete"}
@@ -145,8 +169,13 @@ def test_least_privilege(helm: Path, mode: str) -> None:
     ):
         for r in role["rules"]:
             assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"]
-            assert not {"create", "update"} & set(r["verbs"]) or r["resources"] == ["leases"]
-            assert not {"secrets", "pods", "configmaps"} & set(r["resources"])
+            assert not {"create", "update"} & set(r["verbs"]) or r["resources"] in (
+                ["leases"],
+                ["dynamomodels/finalizers"],
+            )
+            assert not {"secrets", "configmaps"} & set(r["resources"])
+            if "pods" in r["resources"]:  # DynamoModel discovery: read only
+                assert set(r["verbs"]) == {"get", "list", "watch"}
 
 
 def test_deployment_is_hardened(helm: Path) -> None:
@@ -167,6 +196,7 @@ def test_deployment_is_hardened(helm: Path) -> None:
 
     settings = settings_from(parser().parse_args(c["args"]))
     assert settings.mode == "cluster" and settings.http_address == ":8080"
+    assert settings.models.enabled and settings.models.port == 9090
 
 
 def test_optional_objects(helm: Path) -> None:
@@ -191,6 +221,7 @@ def test_optional_objects(helm: Path) -> None:
         ["controller.workers=0"],
         ["controller.replicas=2", "controller.leaderElection.enabled=false"],
         ["controller.typo=1"],
+        ["controller.dynamoModels.concurrency=0"],
     ],
 )
 def test_bad_values_are_refused(helm: Path, bad: list[str]) -> None:

@@ -430,7 +430,7 @@ def test_controller_works_with_exactly_the_chart_rbac(
     """Install the chart's ServiceAccount and RBAC, then run the controller as that
     ServiceAccount (impersonation): it converges a graph (and a Grove graph: status read
     from a PCSG, a PodClique scaled through /scale), and it cannot do more."""
-    from dyn_gitops_operator.errors import ForbiddenError
+    from dyn_gitops_operator.errors import ForbiddenError, NotFoundError
     from dyn_gitops_operator.kube import PCSGS, PODCLIQUES
     from dyn_gitops_operator.settings import LeaderSettings
     from dyn_gitops_operator.testing import (
@@ -550,6 +550,54 @@ def test_controller_works_with_exactly_the_chart_rbac(
             ),
             what="restart reported",
         )
+        # a DynamoModel: its worker pod read, our finalizer patched on and off, its status
+        from dyn_gitops_operator.resources import DYNAMO_MODELS, PODS
+
+        pk.create(
+            PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": "rbac-worker",
+                    "namespace": work_ns,
+                    "labels": {"nvidia.com/dynamo-base-model-hash": "fb68f5a6"},
+                },
+                "spec": {"containers": [{"name": "main", "image": "vllm-runtime:1.5.1"}]},
+            },
+        )
+        pk.patch(
+            PODS,
+            work_ns,
+            "rbac-worker",
+            {"status": {"podIP": "10.1.2.3", "podIPs": [{"ip": "10.1.2.3"}]}},
+            subresource="status",
+        )
+        model = {
+            "apiVersion": "nvidia.com/v1alpha1",
+            "kind": "DynamoModel",
+            "metadata": {"name": "qwen", "namespace": work_ns},
+            "spec": {"modelName": "Qwen/Qwen3-0.6B", "baseModelName": "Qwen/Qwen3-0.6B"},
+        }
+        pk.create(DYNAMO_MODELS, model)
+        wait_for(
+            lambda: (
+                pk.get(DYNAMO_MODELS, work_ns, "qwen").get("status", {}).get("totalEndpoints") == 1
+                and "nvidia.com/finalizer"
+                in pk.get(DYNAMO_MODELS, work_ns, "qwen")["metadata"].get("finalizers", [])
+            ),
+            what="DynamoModel status and finalizer written",
+        )
+        pk.delete(DYNAMO_MODELS, work_ns, "qwen")
+
+        def model_gone() -> bool:
+            try:
+                pk.get(DYNAMO_MODELS, work_ns, "qwen")
+            except NotFoundError:
+                return True
+            return False
+
+        wait_for(model_gone, what="DynamoModel finalizer removed")
     with pytest.raises(ForbiddenError):  # least privilege: no create ...
         as_sa.apply(
             DEPLOYMENTS,

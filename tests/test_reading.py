@@ -140,6 +140,7 @@ metadata:
   name: lora
 spec:
   modelName: m
+  baseModelName: b
 """
 
 

@@ -275,6 +275,61 @@ class DynamoGraphDeploymentScalingAdapter(Strict):
     status: dict[str, Any] | None = None
 
 
+#: ``spec.modelType`` of a DynamoModel (the operator's enum; its default is ``base``)
+ModelType = Literal["base", "lora", "adapter"]
+#: the schemes a LoRA ``source.uri`` may use (the operator's DynamoModel webhook)
+MODEL_SOURCE_SCHEMES = ("s3://", "hf://")
+
+
+class ModelSource(Strict):
+    #: ``s3://bucket/path`` or ``hf://org/model@revision``
+    uri: str
+
+
+class DynamoModelSpec(Strict):
+    """``api/v1alpha1/dynamo_model_types.go`` (1.5): a model served by the workers whose
+    ``modelRef.name`` is ``baseModelName``; ``lora`` adapters are loaded into them."""
+
+    modelName: str = Field(min_length=1)
+    baseModelName: str = Field(min_length=1)
+    modelType: ModelType = "base"
+    source: ModelSource | None = None
+
+
+class ModelEndpoint(Strict):
+    """``EndpointInfo``: one worker pod; ``ready`` is true once it loaded the adapter."""
+
+    address: str
+    podName: str | None = None
+    ready: bool
+
+
+class Condition(Strict):
+    """``metav1.Condition``."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    observedGeneration: int | None = None
+    lastTransitionTime: str
+    reason: str
+    message: str
+
+
+class DynamoModelStatus(Strict):
+    endpoints: list[ModelEndpoint] | None = None
+    readyEndpoints: int = 0
+    totalEndpoints: int = 0
+    conditions: list[Condition] | None = None
+
+
+class DynamoModel(Strict):
+    apiVersion: Literal["nvidia.com/v1alpha1"]
+    kind: Literal["DynamoModel"]
+    metadata: ObjectMeta
+    spec: DynamoModelSpec
+    status: dict[str, Any] | None = None  # never read; tolerated on exported objects
+
+
 class ComponentSpec(ServiceSpec):
     """DynamoComponentDeployment spec: the shared spec plus the graph-level bits."""
 

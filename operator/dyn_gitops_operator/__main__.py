@@ -10,7 +10,12 @@ import sys
 from typing import Any
 
 from dyn_gitops_operator import __version__
-from dyn_gitops_operator.settings import LeaderSettings, OperatorSettings, ScopeSettings
+from dyn_gitops_operator.settings import (
+    LeaderSettings,
+    ModelSettings,
+    OperatorSettings,
+    ScopeSettings,
+)
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
 
@@ -83,6 +88,20 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--scope-lease-duration", type=int, default=d.scope.lease_duration)
     p.add_argument("--scope-lease-renew-interval", type=float, default=d.scope.renew_interval)
+    m = d.models
+    p.add_argument(
+        "--dynamo-models",
+        action=argparse.BooleanOptionalAction,
+        default=m.enabled,
+        help="load DynamoModels' LoRA adapters into their base model's workers",
+    )
+    p.add_argument("--model-port", type=int, default=m.port, help="the workers' system port")
+    p.add_argument("--model-concurrency", type=int, default=m.concurrency)
+    p.add_argument("--model-workers", type=int, default=m.workers)
+    p.add_argument("--model-request-timeout", type=float, default=m.request_timeout)
+    p.add_argument("--model-total-timeout", type=float, default=m.total_timeout)
+    p.add_argument("--model-retry-base", type=float, default=m.retry_base, metavar="SECONDS")
+    p.add_argument("--model-retry-max", type=float, default=m.retry_max, metavar="SECONDS")
     p.add_argument("--log-format", choices=("json", "plain"), default="json")
     p.add_argument("--log-level", default="info")
     return p
@@ -109,6 +128,16 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
             enabled=args.scope_lease,
             lease_duration=args.scope_lease_duration,
             renew_interval=args.scope_lease_renew_interval,
+        ),
+        models=ModelSettings(
+            enabled=args.dynamo_models,
+            port=args.model_port,
+            concurrency=args.model_concurrency,
+            workers=args.model_workers,
+            request_timeout=args.model_request_timeout,
+            total_timeout=args.model_total_timeout,
+            retry_base=args.model_retry_base,
+            retry_max=args.model_retry_max,
         ),
         **extra,
     )

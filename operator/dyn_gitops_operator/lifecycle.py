@@ -56,6 +56,8 @@ class Lifecycle:
         self.failure: str | None = None
         self._acting = False
         self._workers: list[threading.Thread] = []
+        #: more loops with their own queue and workers (the DynamoModel loop)
+        self._extra: list[tuple[Work, WorkQueue[tuple[str, str]], int]] = []
         self.scope_holder: ScopeLeaseHolder | None = None
         if settings.scope.enabled and settings.mode == "namespace":
             self.scope_holder = ScopeLeaseHolder(
@@ -81,6 +83,10 @@ class Lifecycle:
             self.http = HealthServer(settings.http_address, metrics, self.healthy, self.ready)
 
     # ------------------------------------------------------------------ start
+    def add_work(self, work: Work, queue: WorkQueue[tuple[str, str]], workers: int) -> None:
+        """Another loop, started with the main one (before ``start``)."""
+        self._extra.append((work, queue, workers))
+
     def serve_health(self) -> None:
         if self.http is not None:
             self.http.start()
@@ -110,14 +116,18 @@ class Lifecycle:
         if self.exclusions is not None:
             self.exclusions.refresh()
         self._acting = True
-        work.enqueue_all()
-        for i in range(self.s.workers):
-            t = threading.Thread(target=work.worker, name=f"worker-{i}", daemon=True)
-            t.start()
-            self._workers.append(t)
-        threading.Thread(
-            target=work.ticker, args=(self.stopped,), name="ticker", daemon=True
-        ).start()
+        for n, (w, count) in enumerate(
+            [(work, self.s.workers), *((w, c) for w, _, c in self._extra)]
+        ):
+            w.enqueue_all()
+            prefix = "worker" if n == 0 else f"worker{n}"
+            for i in range(count):
+                t = threading.Thread(target=w.worker, name=f"{prefix}-{i}", daemon=True)
+                t.start()
+                self._workers.append(t)
+            threading.Thread(
+                target=w.ticker, args=(self.stopped,), name=f"ticker{n or ''}", daemon=True
+            ).start()
         log.info(
             "controller started", extra={"mode": self.s.mode, "namespace": self.s.namespace or "*"}
         )
@@ -138,6 +148,8 @@ class Lifecycle:
         deadline = time.monotonic() + SHUTDOWN_BUDGET_SECONDS
         self.stopped.set()
         self.queue.shutdown()
+        for _, queue, _ in self._extra:
+            queue.shutdown()
         for t in self._workers:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
         # leases first: handing them over promptly matters more than a tidy watch close

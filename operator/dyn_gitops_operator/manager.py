@@ -19,7 +19,9 @@ from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.leader import LeaderElector
 from dyn_gitops_operator.lifecycle import Lifecycle
 from dyn_gitops_operator.metrics import HealthServer, Metrics
+from dyn_gitops_operator.modelloop import ModelLoop
 from dyn_gitops_operator.reconcilers import Context, Reconciler, default_chain
+from dyn_gitops_operator.resources import DYNAMO_MODELS
 from dyn_gitops_operator.scope import ScopeLeaseHolder
 from dyn_gitops_operator.settings import OperatorSettings
 from dyn_gitops_operator.workqueue import WorkQueue
@@ -48,8 +50,10 @@ class Manager:
             settings,
             self.metrics,
             self.caches,
-            resume=lambda namespace: self.loop.enqueue_all(namespace),
+            resume=lambda namespace: self.resume(namespace),
         )
+        #: the DynamoModel loop (``start_models``)
+        self.models: ModelLoop | None = None
         self.lifecycle = Lifecycle(
             settings, self.kube, self.metrics, self.caches.informers, self.queue, self.exclusions
         )
@@ -76,7 +80,30 @@ class Manager:
     def start(self) -> None:
         self.lifecycle.serve_health()
         wiring.watch_optional_apis(self.kube, self.s, self.metrics, self.caches, self.enqueuer)
+        self.start_models()
         self.lifecycle.start(self.loop)
+
+    def resume(self, namespace: str) -> None:
+        """A namespace whose scope lease lapsed: every graph and model in it again."""
+        self.loop.enqueue_all(namespace)
+        if self.models is not None:
+            self.models.enqueue_all(namespace)
+
+    def start_models(self) -> None:
+        """The DynamoModel loop, when enabled and the API is served (checked once)."""
+        if not self.s.models.enabled or not wiring.served(
+            self.kube, DYNAMO_MODELS, self.s.watch_namespace
+        ):
+            return
+        self.models = ModelLoop(
+            self.kube,
+            self.s,
+            self.metrics,
+            acting=self.lifecycle.acting,
+            exclusions=self.exclusions,
+        )
+        self.caches.informers.extend(self.models.informers)
+        self.lifecycle.add_work(self.models, self.models.queue, self.s.models.workers)
 
     def stop(self) -> None:
         self.lifecycle.stop()

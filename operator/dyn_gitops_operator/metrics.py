@@ -25,7 +25,11 @@ from prometheus_client import (
 log = logging.getLogger(__name__)
 
 PREFIX = "dyn_gitops_controller"
+#: the graph chain's reconcilers (each runs on every graph)
 RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status")
+#: the DynamoModel loop's reconciler (runs only where DynamoModels exist)
+MODEL_RECONCILERS = ("dynamo_model",)
+LORA_OPERATIONS = ("load", "unload")
 RESULTS = ("success", "error", "conflict")
 DGD_STATES = ("initializing", "pending", "successful", "failed")
 ERROR_TYPES = (
@@ -107,7 +111,23 @@ class Metrics:
         self.writes = Counter(
             f"{PREFIX}_writes_total", "Writes sent to the API server", ["kind", "verb"], registry=r
         )
-        for rec in RECONCILERS:
+        self.lora_requests = Counter(
+            f"{PREFIX}_lora_requests_total",
+            "LoRA load / unload calls to model workers, by result",
+            ["operation", "result"],
+            registry=r,
+        )
+        self.model_endpoints = Gauge(
+            f"{PREFIX}_model_endpoints",
+            "Workers of a DynamoModel's base model: total, and ready (adapter loaded)",
+            ["namespace", "model", "state"],
+            registry=r,
+        )
+        self.dynamo_models = Gauge(f"{PREFIX}_dynamo_models", "DynamoModels watched", registry=r)
+        for op in LORA_OPERATIONS:
+            for res in ("success", "failure"):
+                self.lora_requests.labels(op, res)
+        for rec in RECONCILERS + MODEL_RECONCILERS:
             self.reconcile_duration.labels(rec)
             for res in RESULTS:
                 self.reconcile_total.labels(rec, res)

@@ -52,6 +52,10 @@ DGDSAS = Resource(
     "dynamographdeploymentscalingadapters",
     "DynamoGraphDeploymentScalingAdapter",
 )
+DYNAMO_MODELS = Resource("nvidia.com", "v1alpha1", "dynamomodels", "DynamoModel")
+#: the workers of a base model (read only): the pods its ``dynamo-model-<hash>`` Service selects
+PODS = Resource("", "v1", "pods", "Pod")
+SERVICES = Resource("", "v1", "services", "Service")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
 #: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
@@ -64,11 +68,14 @@ __all__ = [
     "DEPLOYMENTS",
     "DGDS",
     "DGDSAS",
+    "DYNAMO_MODELS",
     "LEASES",
     "LWS",
     "PCSGS",
     "PODCLIQUES",
     "PODCLIQUESETS",
+    "PODS",
+    "SERVICES",
     "Obj",
     "Resource",
     "WatchEvent",

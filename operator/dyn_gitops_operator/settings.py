@@ -62,6 +62,31 @@ class ScopeSettings:
 
 
 @dataclass(frozen=True)
+class ModelSettings:
+    """The DynamoModel controller (LoRA adapters loaded into the workers of a base model).
+    Timeouts and concurrency are the Dynamo operator's (``internal/modelendpoint``); the
+    retry is per endpoint and exponential where the operator requeues the whole model
+    every 30 s (docs/operator.md)."""
+
+    #: watch DynamoModels (when their API is served) and manage their adapters
+    enabled: bool = True
+    #: the workers' system port, where ``/v1/loras`` is served (the operator's fixed 9090)
+    port: int = 9090
+    #: seconds for one load / unload request (connect and answer)
+    request_timeout: float = 15.0
+    #: seconds for the whole batch of unload calls when a model is deleted (loads are not
+    #: waited for: each answer is recorded when it comes)
+    total_timeout: float = 30.0
+    #: load (or unload) calls in flight at once for one model
+    concurrency: int = 10
+    #: threads reconciling DynamoModels (separate from the graph workers)
+    workers: int = 2
+    #: first and largest delay before a failed endpoint is called again, seconds
+    retry_base: float = 2.0
+    retry_max: float = 30.0
+
+
+@dataclass(frozen=True)
 class OperatorSettings:
     mode: Mode = "cluster"
     #: the one watched namespace in namespace mode
@@ -86,6 +111,7 @@ class OperatorSettings:
     http_address: str = ":8080"
     leader: LeaderSettings = field(default_factory=LeaderSettings)
     scope: ScopeSettings = field(default_factory=ScopeSettings)
+    models: ModelSettings = field(default_factory=ModelSettings)
 
     def __post_init__(self) -> None:
         if self.mode == "namespace" and not self.namespace:
@@ -94,6 +120,11 @@ class OperatorSettings:
             raise ValueError("leader renew deadline must be shorter than the lease duration")
         if not 0 < self.scope.renew_interval < self.scope.lease_duration:
             raise ValueError("scope lease renew interval must be > 0 and < the duration")
+        m = self.models
+        if m.concurrency < 1 or m.workers < 1:
+            raise ValueError("model concurrency and workers must be at least 1")
+        if not 0 < m.retry_base <= m.retry_max:
+            raise ValueError("model retry base must be > 0 and <= the retry max")
 
     @property
     def watch_namespace(self) -> str | None:

@@ -91,6 +91,24 @@ app.kubernetes.io/component: controller
 - apiGroups: [grove.io]
   resources: [podcliquesets]
   verbs: [get, patch]
+{{- if .Values.controller.dynamoModels.enabled }}
+# DynamoModel: patch adds and removes our finalizer (conditional merge patch); status is
+# ours; finalizers/update as the operator's role (owner-reference enforcement); the
+# workers are the pods its base model's Service selects (read only: their IP and
+# readiness), the Services for its ServicesFound condition (read only)
+- apiGroups: [nvidia.com]
+  resources: [dynamomodels]
+  verbs: [get, list, watch, patch]
+- apiGroups: [nvidia.com]
+  resources: [dynamomodels/status]
+  verbs: [get, patch]
+- apiGroups: [nvidia.com]
+  resources: [dynamomodels/finalizers]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [pods, services]
+  verbs: [get, list, watch]
+{{- end }}
 {{- end }}
 
 {{/* The CMP ConfigMap (plugin.yaml) in Argo CD's namespace. */}}
