@@ -42,7 +42,9 @@ def built() -> images.Images:
     if why:
         missing_component(f"the image tools are missing ({why}): run tools/images/deps.sh as root")
     built = images.build()
-    print(f"\nimages: built or reused in {built.build_seconds:.1f}s: {built.cmp} {built.controller}")
+    print(
+        f"\nimages: built or reused in {built.build_seconds:.1f}s: {built.cmp} {built.controller}"
+    )
     return built
 
 
@@ -73,7 +75,9 @@ def test_image_metadata(built: images.Images, target: str) -> None:
     assert size < limit, f"{ref} is {size / 1e6:.0f} MB"
 
 
-@pytest.mark.parametrize(("target", "ids"), [("cmp", "999 999 [999]"), ("controller", "65532 65532 [65532]")])
+@pytest.mark.parametrize(
+    ("target", "ids"), [("cmp", "999 999 [999]"), ("controller", "65532 65532 [65532]")]
+)
 def test_runs_as_its_own_user_and_group(built: images.Images, target: str, ids: str) -> None:
     # the probe's finding: `useradd --uid 999 --user-group` gave gid 1000
     proc = images.podman(
@@ -87,7 +91,16 @@ def test_runs_as_its_own_user_and_group(built: images.Images, target: str, ids: 
 @pytest.mark.parametrize("target", ["cmp", "controller"])
 def test_no_shell_at_run_time(built: images.Images, target: str) -> None:
     for shell in ("/bin/sh", "/bin/bash", "/bin/dash"):
-        proc = images.podman("run", "--rm", "--network=none", "--entrypoint", shell, getattr(built, target), "-c", "true")
+        proc = images.podman(
+            "run",
+            "--rm",
+            "--network=none",
+            "--entrypoint",
+            shell,
+            getattr(built, target),
+            "-c",
+            "true",
+        )
         assert proc.returncode != 0, f"{shell} runs in the {target} image"
 
 
@@ -95,7 +108,8 @@ def test_no_shell_at_run_time(built: images.Images, target: str) -> None:
 def test_cmp_version(built: images.Images) -> None:
     start = time.monotonic()
     proc = images.podman(
-        "run", "--rm", "--network=none", *images.HARDENED, "--entrypoint", "dyn-gitops", built.cmp, "--version"
+        "run", "--rm", "--network=none", *images.HARDENED, "--entrypoint", "dyn-gitops",
+        built.cmp, "--version",
     )  # fmt: skip
     took = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr
@@ -103,27 +117,32 @@ def test_cmp_version(built: images.Images) -> None:
     print(f"\ncmp: `podman run … dyn-gitops --version` {took:.2f}s")
 
 
-#: what a generation in the container does, twice: the first starts the warm render server,
-#: the second is answered by it (the same output, the socket under TMPDIR)
+#: what a generation in the container does: the first starts the warm render server (and
+#: renders by itself); once its socket is there (under TMPDIR), the second is answered by it
 TWICE = """
 import os, subprocess, sys, time
+sock = f"/tmp/dyn-gitops-{os.getuid()}/render-{sys.argv[1]}.sock"
 outs, took = [], []
-for _ in range(2):
+for i in range(2):
     t = time.monotonic()
     p = subprocess.run(["dyn-gitops", "cmp", "generate"], capture_output=True, text=True)
     took.append(time.monotonic() - t)
     if p.returncode:
         sys.exit(p.stderr)
     outs.append(p.stdout)
+    deadline = time.monotonic() + 90
+    while i == 0 and not os.path.exists(sock) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(sock), f"no render server socket at {sock}"
 assert outs[0] == outs[1], "the warm server answered differently"
-sock = f"/tmp/dyn-gitops-{os.getuid()}/render-{sys.argv[1]}.sock"
-assert os.path.exists(sock), f"no render server socket at {sock}"
 sys.stderr.write(f"generate: cold {took[0]:.3f}s warm {took[1]:.3f}s\\n")
 sys.stdout.write(outs[1])
 """
 
 
-def test_cmp_generate_with_the_argo_cd_environment(built: images.Images, tmp_path: Path, cli: Any) -> None:
+def test_cmp_generate_with_the_argo_cd_environment(
+    built: images.Images, tmp_path: Path, cli: Any
+) -> None:
     app = tmp_path / "app"
     app.mkdir()
     shutil.copy(SAMPLE, app)
@@ -147,7 +166,8 @@ def test_cmp_generate_with_the_argo_cd_environment(built: images.Images, tmp_pat
     print(f"\ncmp: {proc.stderr.strip()}")
     host = subprocess.run(
         ["dyn-gitops", "cmp", "generate", "--server", "off"],
-        capture_output=True, text=True, cwd=app, env={**os.environ, **argo, "TMPDIR": str(tmp_path)},
+        capture_output=True, text=True, cwd=app,
+        env={**os.environ, **argo, "TMPDIR": str(tmp_path)},
     )  # fmt: skip
     assert host.returncode == 0, host.stderr
     assert proc.stdout == host.stdout  # the image renders exactly what the package renders
@@ -156,7 +176,9 @@ def test_cmp_generate_with_the_argo_cd_environment(built: images.Images, tmp_pat
     assert not [o for o in objs if o["kind"] == "DynamoGraphDeployment"]  # the parameter applied
 
 
-def test_sidecar_as_argo_cd_runs_it(built: images.Images, test_binaries: Any, tmp_path: Path) -> None:
+def test_sidecar_as_argo_cd_runs_it(
+    built: images.Images, test_binaries: Any, tmp_path: Path
+) -> None:
     """argocd-cmp-server (copied by repo-server into /var/run/argocd) as the entrypoint: it reads
     the baked-in plugin.yaml and listens on the plugin socket in the shared directory."""
     server = test_binaries("argocd-cmp-server")["argocd-cmp-server"]
@@ -201,7 +223,9 @@ def _get(url: str) -> int:
         return 0
 
 
-def test_controller_health_against_the_api_server(built: images.Images, kube: Any, control_plane: Any, tmp_path: Path) -> None:
+def test_controller_health_against_the_api_server(
+    built: images.Images, kube: Any, control_plane: Any, tmp_path: Path
+) -> None:
     # the control plane's files are root-only: give the container (65532) a readable copy
     kdir = tmp_path / "kube"
     kdir.mkdir()
@@ -235,6 +259,9 @@ def test_controller_health_against_the_api_server(built: images.Images, kube: An
             time.sleep(0.2)
         logs = images.podman("logs", name)
         assert set(took) == {"healthz", "readyz"}, logs.stdout + logs.stderr
-        print(f"\ncontroller: /healthz {took['healthz']:.2f}s, /readyz {took['readyz']:.2f}s after podman run")
+        print(
+            f"\ncontroller: after podman run, /healthz {took['healthz']:.2f}s,"
+            f" /readyz {took['readyz']:.2f}s"
+        )
     finally:
         images.podman("rm", "-f", "-t", "0", name)

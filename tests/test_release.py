@@ -65,23 +65,24 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
+#: {V}: the version; {W}: the version with a "v" (not written out here: the checker reads this file)
 @pytest.mark.parametrize(
     ("rel", "old", "new", "message"),
     [
-        ("charts/dyn-gitops/Chart.yaml", "version: 0.1.0", "version: 0.1.1",
-         "charts/dyn-gitops/Chart.yaml version: found '0.1.1', expected '0.1.0'"),
-        ("charts/dyn-gitops/Chart.yaml", 'appVersion: "0.1.0"', 'appVersion: "v0.1.0"',
-         "charts/dyn-gitops/Chart.yaml appVersion: found 'v0.1.0', expected '0.1.0'"),
-        ("plugin.yaml", "  version: 0.1.0", "  version: v0.1.0",
-         "plugin.yaml spec.version: found 'v0.1.0', expected '0.1.0'"),
-        ("deploy/argocd/helm-values.yaml", "dyn-gitops-cmp:0.1.0", "dyn-gitops-cmp:0.0.9",
-         "image ghcr.io/dyn-gitops/dyn-gitops-cmp:0.0.9: tag '0.0.9', expected '0.1.0'"),
-        ("charts/helm-plugin/plugin.yaml", "version: 0.1.0", "version: 0.2.0",
-         "charts/helm-plugin/plugin.yaml version: found '0.2.0', expected '0.1.0'"),
+        ("charts/dyn-gitops/Chart.yaml", "version: {V}", "version: 9.9.9",
+         "charts/dyn-gitops/Chart.yaml version: found '9.9.9', expected '{V}'"),
+        ("charts/dyn-gitops/Chart.yaml", 'appVersion: "{V}"', 'appVersion: "{W}"',
+         "charts/dyn-gitops/Chart.yaml appVersion: found '{W}', expected '{V}'"),
+        ("plugin.yaml", "  version: {V}", "  version: {W}",
+         "plugin.yaml spec.version: found '{W}', expected '{V}'"),
+        ("deploy/argocd/helm-values.yaml", "dyn-gitops-cmp:{V}", "dyn-gitops-cmp:9.9.9",
+         "image ghcr.io/dyn-gitops/dyn-gitops-cmp:9.9.9: tag '9.9.9', expected '{V}'"),
+        ("charts/helm-plugin/plugin.yaml", "version: {V}", "version: 9.9.9",
+         "charts/helm-plugin/plugin.yaml version: found '9.9.9', expected '{V}'"),
     ],
 )  # fmt: skip
 def test_each_disagreement_is_named(tree: Path, rel: str, old: str, new: str, message: str) -> None:
-    assert __version__ == "0.1.0", "update this test's cases with the version"
+    old, new, message = (x.format(V=__version__, W="v" + __version__) for x in (old, new, message))
     path = tree / rel
     assert old in path.read_text()
     path.write_text(path.read_text().replace(old, new, 1))
@@ -92,7 +93,9 @@ def test_each_disagreement_is_named(tree: Path, rel: str, old: str, new: str, me
 
 def test_the_v_spelling_is_refused_in_any_file(tree: Path) -> None:
     (tree / "docs").mkdir()
-    (tree / "docs" / "x.md").write_text(f"plugin name dyn-gitops-v{__version__}\nGrove v{__version__}-alpha.1\n")
+    (tree / "docs" / "x.md").write_text(
+        f"plugin name dyn-gitops-v{__version__}\nGrove v{__version__}-alpha.1\n"
+    )
     proc = check_versions(tree)
     assert proc.returncode == 1
     assert f"docs/x.md:1: spells the version v{__version__}" in proc.stderr
@@ -112,7 +115,9 @@ def test_the_release_workflow_passes_actionlint(test_binaries: Any) -> None:
 def test_actionlint_finds_a_broken_workflow(test_binaries: Any, tmp_path: Path) -> None:
     """The lint can fail: an undefined job output and a bad expression are reported."""
     actionlint = test_binaries("actionlint")["actionlint"]
-    bad = WORKFLOW.read_text().replace("needs.version.outputs.version", "needs.version.outputs.vresion")
+    bad = WORKFLOW.read_text().replace(
+        "needs.version.outputs.version", "needs.version.outputs.vresion"
+    )
     (tmp_path / ".github" / "workflows").mkdir(parents=True)
     (tmp_path / ".github" / "workflows" / "release.yml").write_text(bad)
     proc = subprocess.run(
@@ -149,7 +154,10 @@ def test_the_workflow_does_what_a_release_needs() -> None:
     build = _uses(jobs["images"], "docker/build-push-action")[0]["with"]
     assert set(build["platforms"].split(",")) == {"linux/amd64", "linux/arm64"}
     assert build["tags"].endswith(":${{ needs.version.outputs.version }}")
-    assert {m["target"] for m in jobs["images"]["strategy"]["matrix"]["include"]} == {"cmp", "controller"}
+    assert {m["target"] for m in jobs["images"]["strategy"]["matrix"]["include"]} == {
+        "cmp",
+        "controller",
+    }
     assert build["sbom"] is True
     # cosign keyless: an OIDC token, sign and attest the SBOM by digest
     assert jobs["images"]["permissions"]["id-token"] == "write"
@@ -169,15 +177,18 @@ def test_the_rehearsal_mirrors_the_workflow() -> None:
 
 
 # --- the rehearsal ----------------------------------------------------------------------------
-def test_release_rehearsal(test_binaries: Any, kube: Any, control_plane: Any, tmp_path: Path) -> None:
+def test_release_rehearsal(
+    test_binaries: Any, kube: Any, control_plane: Any, tmp_path: Path
+) -> None:
     helm = test_binaries("helm")["helm"]
     why = images.deps_missing()
     if why:
         missing_component(f"the image tools are missing ({why}): run tools/images/deps.sh as root")
     proc = subprocess.run(
-        ["bash", str(REHEARSAL), "--kubeconfig", str(control_plane.kubeconfig), "--workdir", str(tmp_path / "w")],
-        capture_output=True, text=True, env={**images.env(), "HELM": str(helm), "PYTHON": sys.executable},
-        timeout=3600,
+        ["bash", str(REHEARSAL), "--kubeconfig", str(control_plane.kubeconfig),
+         "--workdir", str(tmp_path / "w")],
+        capture_output=True, text=True, timeout=3600,
+        env={**images.env(), "HELM": str(helm), "PYTHON": sys.executable},
     )  # fmt: skip
     print("\n" + proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-6000:]

@@ -52,12 +52,16 @@ def build(timeout: float = 3600) -> Images:
         ["bash", str(BUILD)], capture_output=True, text=True, env=env(), timeout=timeout
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"tools/images/build.sh failed ({proc.returncode}):\n{proc.stderr[-6000:]}")
+        raise RuntimeError(
+            f"tools/images/build.sh failed ({proc.returncode}):\n{proc.stderr[-6000:]}"
+        )
     refs = dict(line.split("=", 1) for line in proc.stdout.split() if "=" in line)
     return Images(refs["cmp"], refs["controller"], refs["base"], time.monotonic() - start)
 
 
-def podman(*args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess[str]:
+def podman(
+    *args: str, timeout: float = 300, check: bool = False
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         ["podman", *args], capture_output=True, text=True, env=env(), timeout=timeout
     )

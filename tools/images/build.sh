@@ -12,7 +12,9 @@
 #           mirror, package list); its rootfs tar is kept in $CACHE so an empty podman
 #           storage re-imports it instead of running mmdebstrap again.
 #   images: localhost/dyn-gitops{,-cmp}:<version>-<content key>, key = sha256 of the base key,
-#           the Dockerfile, .dockerignore and every tracked file the image copies.
+#           the Dockerfile, .dockerignore and every file the image copies; both are also
+#           saved to $CACHE/images-<key>.tar (one archive, the newest key), loaded when podman's
+#           storage is empty (a CI machine whose ~/.cache is restored).
 # Env: DYN_GITOPS_IMAGES_CACHE (default ~/.cache/dyn-gitops/images), REVISION (OCI revision
 # label; default: git HEAD), CONTAINERS_CONF (default: tools/images/containers.conf).
 set -euo pipefail
@@ -51,7 +53,7 @@ content_key() {
   (
     cd "$REPO"
     printf 'base=%s version=%s\n' "$BASE_KEY" "$VERSION"
-    git ls-files -z --cached --others --exclude-standard -- Dockerfile .dockerignore pyproject.toml README.md plugin.yaml dyn_gitops operator/dyn_gitops_operator \
+    git ls-files -z --cached --others --exclude-standard -- tools/images/build.sh Dockerfile .dockerignore pyproject.toml README.md plugin.yaml dyn_gitops operator/dyn_gitops_operator \
       | sort -z | xargs -0 sha256sum
   ) | key_of
 }
@@ -63,37 +65,56 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9   # one build at a time (pytest-xdist workers, parallel runs)
 
-t0=$(date +%s)
-if ! podman image exists "$BASE_REF"; then
-  tar="$CACHE/base-$BASE_KEY.tar"
-  if [ ! -s "$tar" ]; then
-    log "assembling the base with mmdebstrap ($BASE_RECIPE)"
-    mmdebstrap --variant=minbase --mode=root --include="$BASE_PACKAGES" \
-      --aptopt='APT::Install-Recommends "false"' \
-      --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-      --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
-      --dpkgopt='path-exclude=/usr/share/info/*' \
-      --customize-hook='rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED' \
-      --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/log/*' \
-      "$SUITE" "$tar.part.tar" "$MIRROR" >&2
-    mv "$tar.part.tar" "$tar"
+ensure_base() {
+  if ! podman image exists "$BASE_REF"; then
+    tar="$CACHE/base-$BASE_KEY.tar"
+    if [ ! -s "$tar" ]; then
+      log "assembling the base with mmdebstrap ($BASE_RECIPE)"
+      mmdebstrap --variant=minbase --mode=root --include="$BASE_PACKAGES" \
+        --aptopt='APT::Install-Recommends "false"' \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+        --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+        --dpkgopt='path-exclude=/usr/share/info/*' \
+        --customize-hook='rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED' \
+        --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/log/*' \
+        "$SUITE" "$tar.part.tar" "$MIRROR" >&2
+      mv "$tar.part.tar" "$tar"
+    fi
+    podman import --change 'CMD ["/usr/bin/python3"]' "$tar" "$BASE_REF" >&2
   fi
-  podman import --change 'CMD ["/usr/bin/python3"]' "$tar" "$BASE_REF" >&2
-fi
-t1=$(date +%s)
+}
 
+t0=$(date +%s)
 CMP_REF=localhost/dyn-gitops-cmp:$VERSION-$KEY
 CTL_REF=localhost/dyn-gitops:$VERSION-$KEY
+archive="$CACHE/images-$KEY.tar"
+if ! { podman image exists "$CMP_REF" && podman image exists "$CTL_REF"; } && [ -s "$archive" ]; then
+  log "loading both images from $archive"   # an empty podman storage with a warm cache
+  podman load --quiet -i "$archive" >&2
+fi
 REVISION=${REVISION:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}
+built=0
 for target in cmp controller; do
   ref=$CTL_REF; [ "$target" = cmp ] && ref=$CMP_REF
   podman image exists "$ref" && continue
+  [ "$built" = 1 ] || ensure_base
   log "building $ref (target $target)"
   # --network=host and the host's CA bundle: pip in the build stage reaches PyPI as the host does
   podman build --network=host -v /etc/ssl/certs:/etc/ssl/certs:ro --layers \
     --build-arg BASE_IMAGE="$BASE_REF" --build-arg VERSION="$VERSION" --build-arg REVISION="$REVISION" \
     --target "$target" -t "$ref" -f "$REPO/Dockerfile" "$REPO" >&2
+  built=1
 done
+if [ "$built" = 1 ] || [ ! -s "$archive" ]; then
+  # keep one archive (the newest key) for the next run on an empty podman storage
+  rm -f "$CACHE"/images-*.tar
+  podman save --quiet --multi-image-archive -o "$archive.part" "$CMP_REF" "$CTL_REF" >&2
+  mv "$archive.part" "$archive"
+  # drop the images of older keys (their layers stay cached for `podman build`)
+  podman images --format '{{.Repository}}:{{.Tag}}' \
+    | grep -E '^localhost/dyn-gitops(-cmp)?:' | grep -vxF -e "$CMP_REF" -e "$CTL_REF" \
+    | xargs -r podman rmi --force >/dev/null 2>&1 || true
+fi
 t2=$(date +%s)
-log "base ${BASE_REF} $((t1 - t0))s, images $((t2 - t1))s"
+log "images ready in $((t2 - t0))s (built: $built)"
 printf 'cmp=%s\ncontroller=%s\nbase=%s\n' "$CMP_REF" "$CTL_REF" "$BASE_REF"

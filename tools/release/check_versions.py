@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+TEXT_SUFFIXES = {".yaml", ".yml", ".md", ".py", ".sh", ".toml", ".json", ".txt", ".tpl", ""}
 IMAGE_REF = re.compile(r"ghcr\.io/dyn-gitops/(dyn-gitops(?:-cmp)?)(?::([\w][\w.+-]*))?")
 
 
@@ -30,7 +31,7 @@ def package_version(root: Path) -> str:
     text = (root / "dyn_gitops" / "__init__.py").read_text()
     m = re.search(r'^__version__ = "([^"]+)"$', text, re.M)
     if not m:
-        raise SystemExit("dyn_gitops/__init__.py: no `__version__ = \"...\"` line")
+        raise SystemExit('dyn_gitops/__init__.py: no `__version__ = "..."` line')
     return m.group(1)
 
 
@@ -56,20 +57,25 @@ def check(root: Path, tag: str | None = None) -> tuple[str, list[str]]:
         errors.append("pyproject.toml: the version must come from dyn_gitops.__version__")
     for name in ("plugin.yaml", "deploy/argocd/plugin-discovery.yaml"):
         if (root / name).exists():
-            expect(f"{name} spec.version", yaml.safe_load((root / name).read_text())["spec"]["version"])
+            expect(
+                f"{name} spec.version", yaml.safe_load((root / name).read_text())["spec"]["version"]
+            )
     chart = yaml.safe_load((root / "charts/dyn-gitops/Chart.yaml").read_text())
     expect("charts/dyn-gitops/Chart.yaml version", chart["version"])
     expect("charts/dyn-gitops/Chart.yaml appVersion", chart["appVersion"])
     helm_plugin = root / "charts/helm-plugin/plugin.yaml"
     if helm_plugin.exists():
-        expect("charts/helm-plugin/plugin.yaml version", yaml.safe_load(helm_plugin.read_text())["version"])
+        expect(
+            "charts/helm-plugin/plugin.yaml version",
+            yaml.safe_load(helm_plugin.read_text())["version"],
+        )
     if tag is not None:
         expect("the Git tag", tag)
 
     wrong = re.compile(rf"(?<![\w.])v{re.escape(version)}(?![\w.-])")
     for rel in tracked(root):
         path = root / rel
-        if path.suffix not in {".yaml", ".yml", ".md", ".py", ".sh", ".toml", ".json", ".txt", ".tpl", ""}:
+        if path.suffix not in TEXT_SUFFIXES:
             continue
         try:
             text = path.read_text()
@@ -80,8 +86,11 @@ def check(root: Path, tag: str | None = None) -> tuple[str, list[str]]:
                 errors.append(f"{rel}:{n}: spells the version v{version}; write {version}")
             if path.suffix in {".yaml", ".yml", ".md"}:
                 for m in IMAGE_REF.finditer(line):
-                    if m.group(2) is not None and m.group(2) != version and "<" not in line:
-                        errors.append(f"{rel}:{n}: image {m.group(0)}: tag {m.group(2)!r}, expected {version!r}")
+                    found = m.group(2)
+                    if found is not None and found != version and "<" not in line:
+                        errors.append(
+                            f"{rel}:{n}: image {m.group(0)}: tag {found!r}, expected {version!r}"
+                        )
     return version, errors
 
 
@@ -94,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     for e in errors:
         print(e, file=sys.stderr)
     if errors:
-        print(f"check_versions: {len(errors)} disagreement(s) with version {version}", file=sys.stderr)
+        print(
+            f"check_versions: {len(errors)} disagreement(s) with version {version}", file=sys.stderr
+        )
         return 1
     print(version)
     return 0
