@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_cmp_e2e as cmp_e2e
 import yaml
 from conftest import missing_component
 from support import images
@@ -176,19 +177,37 @@ def test_cmp_generate_with_the_argo_cd_environment(
     assert not [o for o in objs if o["kind"] == "DynamoGraphDeployment"]  # the parameter applied
 
 
+# the gRPC stubs of Argo CD's plugin.proto and the application repository (test_cmp_e2e's
+# fixtures): the sidecar image answers repo-server's calls
+stubs = cmp_e2e.stubs
+repo = cmp_e2e.repo
+
+
+@pytest.fixture
+def cmp_server(test_binaries: Any) -> Path:
+    """The real argocd-cmp-server (asked first: no image build or proto compile without it)."""
+    return Path(test_binaries("argocd-cmp-server")["argocd-cmp-server"])
+
+
 def test_sidecar_as_argo_cd_runs_it(
-    built: images.Images, test_binaries: Any, tmp_path: Path
+    cmp_server: Path, built: images.Images, tmp_path: Path, stubs: Any, repo: Path
 ) -> None:
     """argocd-cmp-server (copied by repo-server into /var/run/argocd) as the entrypoint: it reads
-    the baked-in plugin.yaml and listens on the plugin socket in the shared directory."""
-    server = test_binaries("argocd-cmp-server")["argocd-cmp-server"]
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    plugins.chmod(0o777)  # repo-server and the sidecar (999) share it
+    the baked-in plugin.yaml, listens on the plugin socket in the shared directory, and answers
+    GenerateManifest streams (a tar.gz of the repository) with what `dyn-gitops render` prints,
+    the second time through the warm render server."""
+    import grpc
+
+    server = cmp_server
+    plugins, tmp = tmp_path / "plugins", tmp_path / "tmp"
+    for d in (plugins, tmp):
+        d.mkdir()
+        d.chmod(0o1777)  # repo-server and the sidecar (999) share the socket directory
     name = f"dyn-gitops-cmp-{uuid.uuid4().hex[:8]}"
     start = time.monotonic()
     proc = images.podman(
-        "run", "-d", "--name", name, "--network=none", *images.HARDENED,
+        "run", "-d", "--name", name, "--network=none", "--read-only", "--cap-drop=all",
+        "--security-opt=no-new-privileges", "-v", f"{tmp}:/tmp",
         "-v", f"{server}:/var/run/argocd/argocd-cmp-server:ro",
         "-v", f"{plugins}:/home/argocd/cmp-server/plugins", built.cmp,
     )  # fmt: skip
@@ -201,7 +220,31 @@ def test_sidecar_as_argo_cd_runs_it(
             assert state == "true", images.podman("logs", name).stderr
             time.sleep(0.2)
         assert sock.exists(), images.podman("logs", name).stderr
-        print(f"\ncmp: sidecar socket {sock.name} after {time.monotonic() - start:.2f}s")
+        up = time.monotonic() - start
+        channel = grpc.insecure_channel(f"unix://{sock}")
+        grpc.channel_ready_future(channel).result(timeout=60)
+        sidecar = cmp_e2e.Sidecar(
+            stubs, channel, stubs.grpc.ConfigManagementPluginServiceStub(channel), tmp, tmp
+        )
+        env = cmp_e2e.repo_server_env(repo)
+        expected = cmp_e2e.reference(repo, "--namespace", "llm-serving")
+        took = []
+        for _ in range(2):
+            t = time.monotonic()
+            manifests = sidecar.generate(repo, env)
+            took.append(time.monotonic() - t)
+            assert cmp_e2e.without_source_root(manifests) == expected
+            deadline = time.monotonic() + 90  # the first generation starts the render server
+            while (
+                not list(tmp.glob("dyn-gitops-999/render-*.sock")) and time.monotonic() < deadline
+            ):
+                time.sleep(0.05)
+            assert list(tmp.glob("dyn-gitops-999/render-*.sock")), "no warm render server"
+        channel.close()
+        print(
+            f"\ncmp: sidecar socket {sock.name} {up:.2f}s after podman run;"
+            f" GenerateManifest first {took[0]:.2f}s, warm {took[1]:.2f}s"
+        )
     finally:
         images.podman("rm", "-f", "-t", "0", name)
 

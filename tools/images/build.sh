@@ -29,12 +29,16 @@ log() { printf 'images/build.sh: %s\n' "$*" >&2; }
 # --- the base recipe (every input of the base is in this block: it is the base key) ------
 SUITE=bookworm
 mirror() {
-  # the Debian mirror configured on the machine (deb822 or one-line sources), else deb.debian.org
-  local uri
-  uri=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-        | grep -v security | head -n 1 || true)
-  [ -n "$uri" ] || uri=$(awk '$1=="deb" && $0 !~ /security/ {for (i=2;i<=NF;i++) if ($i ~ /^https?:/) {print $i; exit}}' \
-        /etc/apt/sources.list 2>/dev/null || true)
+  # the Debian mirror configured on the machine (deb822 or one-line sources) when the machine
+  # runs Debian, else deb.debian.org (an Ubuntu mirror has no bookworm)
+  local uri="" id=""
+  id=$(. /etc/os-release 2>/dev/null && printf '%s' "${ID:-}")
+  if [ "$id" = debian ]; then
+    uri=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+          | grep -v security | head -n 1 || true)
+    [ -n "$uri" ] || uri=$(awk '$1=="deb" && $0 !~ /security/ {for (i=2;i<=NF;i++) if ($i ~ /^https?:/) {print $i; exit}}' \
+          /etc/apt/sources.list 2>/dev/null || true)
+  fi
   printf '%s\n' "${uri:-http://deb.debian.org/debian}"
 }
 MIRROR=$(mirror)

@@ -9,7 +9,8 @@
 # CI=true and lets the tests skip otherwise). See docs/images.md.
 set -euo pipefail
 
-PACKAGES=(podman buildah skopeo mmdebstrap docker-registry runc uidmap ca-certificates)
+# debian-archive-keyring: mmdebstrap verifies bookworm with it (already there on Debian, not on Ubuntu)
+PACKAGES=(podman buildah skopeo mmdebstrap docker-registry runc uidmap ca-certificates debian-archive-keyring)
 # command each package provides (what the tests call)
 COMMANDS=(podman buildah skopeo mmdebstrap docker-registry runc)
 
@@ -18,6 +19,7 @@ missing_cmds() {
   for c in "${COMMANDS[@]}"; do
     command -v "$c" >/dev/null 2>&1 || [ -x "/usr/bin/$c" ] || printf '%s\n' "$c"
   done
+  [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || printf '%s\n' debian-archive-keyring
 }
 
 missing=$(missing_cmds)
