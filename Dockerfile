@@ -28,8 +28,10 @@ COPY operator/dyn_gitops_operator ./operator/dyn_gitops_operator
 # the path it runs from: a virtualenv does not move), without pip.
 RUN python3 -c "import sys; sys.path.insert(0, '.'); import dyn_gitops as d; \
 sys.exit(0 if d.__version__ == '${VERSION}' else 'build-arg VERSION=${VERSION} but the package is ' + d.__version__)" \
- && python3 -m venv /opt/dyn-gitops \
- && /opt/dyn-gitops/bin/python -m pip wheel --no-cache-dir --disable-pip-version-check --wheel-dir /wheels '.[operator]'
+ && python3 -m venv /opt/dyn-gitops
+# pip's cache survives between builds (a source change does not download every dependency again)
+RUN --mount=type=cache,target=/root/.cache/pip \
+    /opt/dyn-gitops/bin/python -m pip wheel --disable-pip-version-check --wheel-dir /wheels '.[operator]'
 
 FROM build AS venv-cmp
 RUN /opt/dyn-gitops/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-index \
