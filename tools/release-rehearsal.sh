@@ -6,8 +6,10 @@
 #   2. wheel    the wheel and sdist (as `python -m build`), their names and metadata checked
 #   3. images   both Dockerfile targets (tools/images/build.sh: podman, Debian-assembled base)
 #   4. registry Debian's docker-registry on 127.0.0.1:<free port>
-#   5. push     both images as <registry>/dyn-gitops/<name>:<version>, labels read back
-#   6. chart    `helm package`, `helm push` as an OCI artifact to the same registry
+#   5. push     both images as <registry>/dyn-gitops/<name>:<version>, labels read back, the
+#               controller image pulled back and run
+#   6. chart    `helm package`, `helm push` as an OCI artifact to the same registry (its digest
+#               parsed as the workflow does to sign it)
 #   7. install  `helm install` from that OCI chart, image from that registry, into the cluster
 #               of --kubeconfig (server-side dry-run: every object admitted by the API server)
 #
@@ -43,8 +45,9 @@ fi
 [ -n "$work" ] || work=$(mktemp -d "${TMPDIR:-/tmp}/dyn-gitops-rehearsal.XXXXXX")
 mkdir -p "$work"
 
-registry_pid=""
+registry_pid="" pulled=""
 cleanup() {
+  [ -z "$pulled" ] || podman untag "$pulled" "$pulled" >/dev/null 2>&1 || true
   [ -z "$registry_pid" ] || kill "$registry_pid" 2>/dev/null || true
   [ -z "$registry_pid" ] || wait "$registry_pid" 2>/dev/null || true
   [ "$keep" = 1 ] || rm -rf "$work"
@@ -116,14 +119,23 @@ for pair in "dyn-gitops-cmp=$cmp_ref" "dyn-gitops=$ctl_ref"; do
   label=$(skopeo inspect --tls-verify=false --format '{{ index .Labels "org.opencontainers.image.version" }}' "docker://$dest")
   [ "$label" = "$version" ] || fail "$dest: label org.opencontainers.image.version=$label, expected $version"
 done
-step push "$registry/dyn-gitops/{dyn-gitops-cmp,dyn-gitops}:$version"
+# what a cluster would pull runs: the controller image, pulled back from the registry
+pulled=$registry/dyn-gitops/dyn-gitops:$version
+got=$(podman run --rm --pull=always --tls-verify=false --network=none --read-only \
+  "$registry/dyn-gitops/dyn-gitops:$version" --version 2>"$work/pull.log") || fail "pull and run: $(cat "$work/pull.log")"
+[ "$got" = "$version" ] || fail "the pulled controller image says $got, expected $version"
+step push "$registry/dyn-gitops/{dyn-gitops-cmp,dyn-gitops}:$version (pulled back and run)"
 
 # 6. the chart as an OCI artifact
 "$HELM" package "$REPO/charts/dyn-gitops" --destination "$work/chart" >&2
 tgz="$work/chart/dyn-gitops-$version.tgz"
 [ -f "$tgz" ] || fail "no $tgz"
-"$HELM" push "$tgz" "oci://$registry/dyn-gitops/charts" --plain-http >&2
-step chart "oci://$registry/dyn-gitops/charts/dyn-gitops:$version"
+"$HELM" push "$tgz" "oci://$registry/dyn-gitops/charts" --plain-http >"$work/push.log" 2>&1 \
+  || fail "helm push: $(cat "$work/push.log")"
+# the workflow signs the chart by the digest helm push prints: the same parsing here
+digest=$(sed -n 's/^Digest: //p' "$work/push.log")
+[[ $digest == sha256:* ]] || fail "no Digest line in helm push's output: $(cat "$work/push.log")"
+step chart "oci://$registry/dyn-gitops/charts/dyn-gitops:$version@$digest"
 
 # 7. install from the OCI chart (server-side dry-run), with the image from that registry
 "$HELM" install dyn-gitops "oci://$registry/dyn-gitops/charts/dyn-gitops" --version "$version" --plain-http \
