@@ -117,7 +117,7 @@ if [ "$built" = 1 ] || [ ! -s "$archive" ]; then
   # drop the images of older keys (their layers stay cached for `podman build`)
   podman images --format '{{.Repository}}:{{.Tag}}' \
     | grep -E '^localhost/dyn-gitops(-cmp)?:' | grep -vxF -e "$CMP_REF" -e "$CTL_REF" \
-    | xargs -r podman rmi --force >/dev/null 2>&1 || true
+    | xargs -r podman rmi >/dev/null 2>&1 || true   # not --force: never a running container's image
 fi
 t2=$(date +%s)
 log "images ready in $((t2 - t0))s (built: $built)"
