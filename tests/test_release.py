@@ -168,6 +168,17 @@ def test_the_workflow_does_what_a_release_needs() -> None:
     assert wf["env"]["CHART_REPOSITORY"].startswith("oci://")
 
 
+def test_the_release_and_image_scripts_pass_shellcheck() -> None:
+    """shellcheck (installed by tools/images/deps.sh; actionlint also runs it on the workflow's
+    `run:` scripts when it is on PATH)."""
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck is None:
+        missing_component("shellcheck is not installed: run tools/images/deps.sh as root")
+    scripts = [REHEARSAL, *sorted((REPO / "tools" / "images").glob("*.sh"))]
+    proc = subprocess.run([shellcheck, *map(str, scripts)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_the_rehearsal_mirrors_the_workflow() -> None:
     text = REHEARSAL.read_text()
     for step in ("tools/release/check_versions.py", "pip wheel", "tools/images/build.sh",

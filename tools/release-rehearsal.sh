@@ -36,7 +36,10 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 --kubeconfig FILE [--workdir DIR] [--keep]" >&2; exit 2 ;;
   esac
 done
-[ -n "$kubeconfig" ] && [ -f "$kubeconfig" ] || { echo "rehearsal: --kubeconfig FILE is required" >&2; exit 2; }
+if [ -z "$kubeconfig" ] || [ ! -f "$kubeconfig" ]; then
+  echo "rehearsal: --kubeconfig FILE is required" >&2
+  exit 2
+fi
 if [ -z "${HELM:-}" ]; then
   HELM=$(bash "$REPO/tools/test-bins/build.sh" --print-dir)/helm
   [ -x "$HELM" ] || HELM=$(command -v helm || true)

@@ -32,6 +32,7 @@ mirror() {
   # the Debian mirror configured on the machine (deb822 or one-line sources) when the machine
   # runs Debian, else deb.debian.org (an Ubuntu mirror has no bookworm)
   local uri="" id=""
+  # shellcheck disable=SC1091  # the machine's file
   id=$(. /etc/os-release 2>/dev/null && printf '%s' "${ID:-}")
   if [ "$id" = debian ]; then
     uri=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
@@ -74,6 +75,7 @@ ensure_base() {
     tar="$CACHE/base-$BASE_KEY.tar"
     if [ ! -s "$tar" ]; then
       log "assembling the base with mmdebstrap ($BASE_RECIPE)"
+      # shellcheck disable=SC2016  # "$1" is expanded by mmdebstrap's hook shell, not here
       mmdebstrap --variant=minbase --mode=root --include="$BASE_PACKAGES" \
         --aptopt='APT::Install-Recommends "false"' \
         --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \

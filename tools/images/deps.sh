@@ -10,9 +10,11 @@
 set -euo pipefail
 
 # debian-archive-keyring: mmdebstrap verifies bookworm with it (already there on Debian, not on Ubuntu)
-PACKAGES=(podman buildah skopeo mmdebstrap docker-registry runc uidmap ca-certificates debian-archive-keyring)
+# (shellcheck: actionlint runs it on the workflow's scripts, the suite on ours)
+PACKAGES=(podman buildah skopeo mmdebstrap docker-registry runc uidmap ca-certificates debian-archive-keyring
+  shellcheck)
 # command each package provides (what the tests call)
-COMMANDS=(podman buildah skopeo mmdebstrap docker-registry runc)
+COMMANDS=(podman buildah skopeo mmdebstrap docker-registry runc shellcheck)
 
 missing_cmds() {
   local c
@@ -25,12 +27,12 @@ missing_cmds() {
 missing=$(missing_cmds)
 [ -z "$missing" ] && exit 0
 if [ "${1:-}" = "--check" ]; then
-  printf 'tools/images/deps.sh: missing: %s\n' "$(echo $missing)" >&2
+  printf 'tools/images/deps.sh: missing: %s\n' "${missing//$'\n'/ }" >&2
   exit 1
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   printf 'tools/images/deps.sh: missing %s; install the Debian packages %s (needs root and apt-get)\n' \
-    "$(echo $missing)" "${PACKAGES[*]}" >&2
+    "${missing//$'\n'/ }" "${PACKAGES[*]}" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -42,4 +44,4 @@ fi
 apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >&2
 printf 'tools/images/deps.sh: installed %s in %ss\n' "${PACKAGES[*]}" "$(( $(date +%s) - start ))" >&2
 missing=$(missing_cmds)
-[ -z "$missing" ] || { printf 'tools/images/deps.sh: still missing after apt-get: %s\n' "$(echo $missing)" >&2; exit 1; }
+[ -z "$missing" ] || { printf 'tools/images/deps.sh: still missing after apt-get: %s\n' "${missing//$'\n'/ }" >&2; exit 1; }
