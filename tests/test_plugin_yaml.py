@@ -51,7 +51,7 @@ def test_plugin_yaml_contract() -> None:
     assert doc["apiVersion"] == "argoproj.io/v1alpha1"
     assert doc["kind"] == "ConfigManagementPlugin"  # validated by argocd-cmp-server
     assert doc["metadata"]["name"] == "dyn-gitops"
-    assert doc["spec"]["version"] == f"v{__version__}"  # an upgrade changes the cache key
+    assert doc["spec"]["version"] == __version__  # an upgrade changes the cache key
     assert doc["spec"]["generate"]["command"] == ["dyn-gitops", "cmp", "generate"]
     assert "discover" not in doc["spec"]  # selected by name: no second tar stream
     assert "init" not in doc["spec"]  # one process per generation, not two
@@ -87,13 +87,15 @@ def test_cmp_plugin_yaml_command_prints_the_file(cli: Any) -> None:
 
 # --- the sidecar image --------------------------------------------------------------
 def test_dockerfile_follows_argo_cd_sidecar_conventions() -> None:
-    text = (ARGOCD / "Dockerfile").read_text()
-    steps = [line for line in text.splitlines() if line and not line.startswith("#")]
+    text = (REPO / "Dockerfile").read_text()
+    stage = text[text.index("AS cmp\n") : text.index("AS controller\n")]  # the sidecar target
+    steps = [line for line in stage.splitlines() if line and not line.startswith("#")]
     assert f"COPY plugin.yaml {plugin.CONFIG_PATH}" in steps
     assert 'ENTRYPOINT ["/var/run/argocd/argocd-cmp-server"]' in steps
-    assert steps.index("USER 999") > max(i for i, s in enumerate(steps) if s.startswith("RUN"))
-    assert "dyn-gitops cmp install-launcher /usr/local/bin/dyn-gitops" in text
+    assert steps.index("USER 999:999") > max(i for i, s in enumerate(steps) if s.startswith("RUN"))
+    assert "dyn-gitops cmp install-launcher /opt/dyn-gitops/bin/dyn-gitops" in stage
     assert "TMPDIR=/tmp" in text  # the only writable place (read-only root file system)
+    assert "--user-group" not in text  # it picks gid 1000: the group is created with gid 999
 
 
 def test_install_launcher_writes_a_runnable_script(tmp_path: Path, cli: Any) -> None:
@@ -128,7 +130,7 @@ def test_sidecar_fields_argo_cd_needs() -> None:
     """The fields the sidecar contract requires (gitops-contracts.md 1.2)."""
     side = _sidecars()["helm"]
     assert side["command"] == ["/var/run/argocd/argocd-cmp-server"]
-    assert side["image"].endswith(f":v{__version__}")  # image and plugin.yaml move together
+    assert side["image"].endswith(f":{__version__}")  # image and plugin.yaml move together
     sc = side["securityContext"]
     assert sc["runAsNonRoot"] is True and sc["runAsUser"] == 999
     assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False

@@ -17,7 +17,7 @@ from .. import __version__
 from ..settings import REGISTRY, SettingSpec
 
 PLUGIN_NAME = "dyn-gitops"
-PLUGIN_VERSION = f"v{__version__}"
+PLUGIN_VERSION = __version__  # one spelling everywhere: no "v" (tests/test_release_versions.py)
 #: what spec.source.plugin.name must be in an Application
 PLUGIN_REF = f"{PLUGIN_NAME}-{PLUGIN_VERSION}"
 #: where the sidecar image keeps it (the only path argocd-cmp-server reads by default)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the real Kubernetes tools the realk8s tests need (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kwok and its stage files, helm, kustomize,
-# kubeconform, argocd-cmp-server) from the Go module proxy, at the versions pinned in
+# kubeconform, argocd-cmp-server, actionlint) from the Go module proxy, at the versions pinned in
 # versions.env. See docs/test-bins.md.
 #
 #   BIN=$(tools/test-bins/build.sh | tail -n 1)    # build what is missing, print the bin dir
@@ -22,7 +22,7 @@ VERSIONS_FILE=$HERE/versions.env
 # kube-apiserver, kube-controller-manager and kube-scheduler come from one wrapper module
 # (built in this order, they share its module graph and so most GOCACHE entries).
 TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm kustomize kubeconform
-  argocd-cmp-server)
+  argocd-cmp-server actionlint)
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler)
 # The KWOK Stage files written next to the kwok binary (kwok-stages.yaml), as paths under
 # the pinned module's kustomize/stage/: kwok itself embeds none (only kwokctl does).
@@ -295,11 +295,39 @@ build_argocd-cmp-server() {
     -X $mod/common.extraBuildInfo=dyn-gitops-test-bins" -o "$out" .
 }
 
+build_actionlint() {
+  # the linter of .github/workflows (tests/test_release.py); a plain go install
+  local ver=$1 out=$2
+  (cd "$WORK" && GOBIN=$WORK/actionlint-bin go install -ldflags "-s -w -X github.com/rhysd/actionlint.version=$ver" \
+    "github.com/rhysd/actionlint/cmd/actionlint@$ver")
+  mv "$WORK/actionlint-bin/actionlint" "$out"
+}
+
+# A binary of TOOL at VERSION already built under another key (another versions.env that pins
+# the same version: any edit of versions.env makes a new key): prints its path, or nothing.
+# argocd-cmp-server also needs the same argocd-gitops-engine pin.
+same_version_elsewhere() {
+  local tool=$1 ver=$2 d
+  for d in "$BIN_ROOT"/*/; do
+    d=${d%/}
+    [ "$d" != "$BIN_DIR" ] && [ -x "$d/$tool" ] && [ -f "$d/versions.env" ] || continue
+    grep -qx -- "$tool=$ver" <(sed 's/#.*//; s/[[:space:]]//g' "$d/versions.env") || continue
+    if [ "$tool" = argocd-cmp-server ]; then
+      grep -qx -- "argocd-gitops-engine=${VERSION[argocd-gitops-engine]:-}" \
+        <(sed 's/#.*//; s/[[:space:]]//g' "$d/versions.env") || continue
+    fi
+    if [ "$tool" = kwok ]; then [ -f "$d/kwok-stages.yaml" ] || continue; fi
+    printf '%s\n' "$d/$tool"
+    return 0
+  done
+}
+
 # How each binary reports its version; the output must contain the pinned version.
 version_of() {
   case $1 in
     kube-apiserver|kube-controller-manager|kube-scheduler|etcd|kwok) "$2" --version ;;
     kubeconform) "$2" -v ;;
+    actionlint) "$2" -version ;;
     *) "$2" version ;;
   esac 2>&1
 }
@@ -324,6 +352,14 @@ for tool in "${selected[@]}"; do
   bin=$BIN_DIR/$tool
   if [ -x "$bin" ] && { [ "$tool" != kwok ] || [ -f "$BIN_DIR/kwok-stages.yaml" ]; }; then
     printf '%-23s %-8s cached %5ss  cpu %5ss  %s\n' "$tool" "$ver" 0 0 "$bin"
+    continue
+  fi
+  other=$(same_version_elsewhere "$tool" "$ver")
+  if [ -n "$other" ]; then
+    # same tool, same version, another key: reuse it (a hard link when on one file system)
+    cp -fl "$other" "$bin" 2>/dev/null || cp -f "$other" "$bin"
+    [ "$tool" != kwok ] || cp -f "$(dirname "$other")/kwok-stages.yaml" "$BIN_DIR/kwok-stages.yaml"
+    printf '%-23s %-8s reused %5ss  cpu %5ss  %s (from %s)\n' "$tool" "$ver" 0 0 "$bin" "$other"
     continue
   fi
   log "=== building $tool $ver"

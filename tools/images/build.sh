@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Build the two dyn-gitops images locally with podman, from a Python base assembled by
+# mmdebstrap from the Debian packages of the configured mirror (no Docker Hub needed).
+# The Dockerfile is the one the release workflow builds (public base pinned by digest);
+# only the BASE_IMAGE build-arg differs. See docs/images.md.
+#
+#   tools/images/build.sh              # build what is missing; stdout: "cmp=<ref>" and "controller=<ref>"
+#   tools/images/build.sh --print-key  # print the image content key, build nothing
+#
+# Caching (warm runs cost seconds):
+#   base:   localhost/dyn-gitops-base:<base key>, key = sha256 of the base recipe below (suite,
+#           mirror, package list); its rootfs tar is kept in $CACHE so an empty podman
+#           storage re-imports it instead of running mmdebstrap again.
+#   images: localhost/dyn-gitops{,-cmp}:<version>-<content key>, key = sha256 of the base key,
+#           the Dockerfile, .dockerignore and every file the image copies; both are also
+#           saved to $CACHE/images-<key>.tar (one archive, the newest key), loaded when podman's
+#           storage is empty (a CI machine whose ~/.cache is restored).
+# Env: DYN_GITOPS_IMAGES_CACHE (default ~/.cache/dyn-gitops/images), REVISION (OCI revision
+# label; default: git HEAD), CONTAINERS_CONF (default: tools/images/containers.conf).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+CACHE=${DYN_GITOPS_IMAGES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dyn-gitops/images}
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$HERE/containers.conf}
+
+log() { printf 'images/build.sh: %s\n' "$*" >&2; }
+
+# --- the base recipe (every input of the base is in this block: it is the base key) ------
+SUITE=bookworm
+mirror() {
+  # the Debian mirror configured on the machine (deb822 or one-line sources) when the machine
+  # runs Debian, else deb.debian.org (an Ubuntu mirror has no bookworm)
+  local uri="" id=""
+  # shellcheck disable=SC1091  # the machine's file
+  id=$(. /etc/os-release 2>/dev/null && printf '%s' "${ID:-}")
+  if [ "$id" = debian ]; then
+    uri=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+          | grep -v security | head -n 1 || true)
+    [ -n "$uri" ] || uri=$(awk '$1=="deb" && $0 !~ /security/ {for (i=2;i<=NF;i++) if ($i ~ /^https?:/) {print $i; exit}}' \
+          /etc/apt/sources.list 2>/dev/null || true)
+  fi
+  printf '%s\n' "${uri:-http://deb.debian.org/debian}"
+}
+MIRROR=$(mirror)
+BASE_PACKAGES=python3,python3-venv,ca-certificates
+BASE_RECIPE="suite=$SUITE mirror=$MIRROR variant=minbase include=$BASE_PACKAGES recipe=4"
+# ---------------------------------------------------------------------------------------
+
+key_of() { sha256sum | cut -c1-12; }
+BASE_KEY=$(printf '%s\n' "$BASE_RECIPE" | key_of)
+BASE_REF=localhost/dyn-gitops-base:$BASE_KEY
+VERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' "$REPO/dyn_gitops/__init__.py")
+[ -n "$VERSION" ] || { log "cannot read __version__ from dyn_gitops/__init__.py"; exit 1; }
+
+# the files the Dockerfile copies (tracked or not ignored: the key must not see caches)
+content_key() {
+  (
+    cd "$REPO"
+    printf 'base=%s version=%s\n' "$BASE_KEY" "$VERSION"
+    git ls-files -z --cached --others --exclude-standard -- tools/images/build.sh Dockerfile .dockerignore pyproject.toml README.md plugin.yaml dyn_gitops operator/dyn_gitops_operator \
+      | sort -z | xargs -0 sha256sum
+  ) | key_of
+}
+KEY=$(content_key)
+if [ "${1:-}" = "--print-key" ]; then printf '%s\n' "$KEY"; exit 0; fi
+
+bash "$HERE/deps.sh" --check
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9   # one build at a time (pytest-xdist workers, parallel runs)
+
+ensure_base() {
+  if ! podman image exists "$BASE_REF"; then
+    tar="$CACHE/base-$BASE_KEY.tar"
+    if [ ! -s "$tar" ]; then
+      log "assembling the base with mmdebstrap ($BASE_RECIPE)"
+      # shellcheck disable=SC2016  # "$1" is expanded by mmdebstrap's hook shell, not here
+      mmdebstrap --variant=minbase --mode=root --include="$BASE_PACKAGES" \
+        --aptopt='APT::Install-Recommends "false"' \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+        --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+        --dpkgopt='path-exclude=/usr/share/info/*' \
+        --customize-hook='rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED' \
+        --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/log/*' \
+        "$SUITE" "$tar.part.tar" "$MIRROR" >&2
+      mv "$tar.part.tar" "$tar"
+    fi
+    podman import --change 'CMD ["/usr/bin/python3"]' "$tar" "$BASE_REF" >&2
+  fi
+}
+
+t0=$(date +%s)
+CMP_REF=localhost/dyn-gitops-cmp:$VERSION-$KEY
+CTL_REF=localhost/dyn-gitops:$VERSION-$KEY
+archive="$CACHE/images-$KEY.tar"
+if ! { podman image exists "$CMP_REF" && podman image exists "$CTL_REF"; } && [ -s "$archive" ]; then
+  log "loading both images from $archive"   # an empty podman storage with a warm cache
+  podman load --quiet -i "$archive" >&2
+fi
+REVISION=${REVISION:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}
+built=0
+for target in cmp controller; do
+  ref=$CTL_REF; [ "$target" = cmp ] && ref=$CMP_REF
+  podman image exists "$ref" && continue
+  [ "$built" = 1 ] || ensure_base
+  log "building $ref (target $target)"
+  # --network=host and the host's CA bundle: pip in the build stage reaches PyPI as the host does
+  podman build --network=host -v /etc/ssl/certs:/etc/ssl/certs:ro --layers \
+    --build-arg BASE_IMAGE="$BASE_REF" --build-arg VERSION="$VERSION" --build-arg REVISION="$REVISION" \
+    --target "$target" -t "$ref" -f "$REPO/Dockerfile" "$REPO" >&2
+  built=1
+done
+if [ "$built" = 1 ] || [ ! -s "$archive" ]; then
+  # keep one archive (the newest key) for the next run on an empty podman storage
+  rm -f "$CACHE"/images-*.tar
+  podman save --quiet --multi-image-archive -o "$archive.part" "$CMP_REF" "$CTL_REF" >&2
+  mv "$archive.part" "$archive"
+  # drop the images of older keys (their layers stay cached for `podman build`)
+  podman images --format '{{.Repository}}:{{.Tag}}' \
+    | grep -E '^localhost/dyn-gitops(-cmp)?:' | grep -vxF -e "$CMP_REF" -e "$CTL_REF" \
+    | xargs -r podman rmi >/dev/null 2>&1 || true   # not --force: never a running container's image
+fi
+t2=$(date +%s)
+log "images ready in $((t2 - t0))s (built: $built)"
+printf 'cmp=%s\ncontroller=%s\nbase=%s\n' "$CMP_REF" "$CTL_REF" "$BASE_REF"
