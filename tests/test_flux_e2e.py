@@ -335,7 +335,7 @@ def test_the_real_kustomize_controller_evaluates_our_cel_failed_expression(
     app.commit({"app-a": dgd("app-a")}, "add app-a")
     app.publish()
     app.create_flux_objects()
-    wait_for(lambda: app.deployments("app-a"), TIMEOUT, f"applied\n{app.explain()}")
+    wait_for(lambda: app.k.get(DGDS, app.ns, "app-a"), TIMEOUT, f"applied\n{app.explain()}")
     # waiting on the DGD's health: not Ready
     cond = fx.ready(app.kustomization())
     assert cond is None or cond[0] != "True", cond
