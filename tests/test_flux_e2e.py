@@ -40,10 +40,12 @@ TIMEOUT = 180
 
 
 @pytest.fixture(scope="module")
-def flux(cluster: Any, cluster_kube: Any) -> Any:
+def flux(request: pytest.FixtureRequest) -> Any:
     why = fx.missing()
     if why:
-        missing_component(why)
+        missing_component(why)  # before starting the cluster
+    cluster = request.getfixturevalue("cluster")
+    cluster_kube = request.getfixturevalue("cluster_kube")
     d = fx.bin_dir()
     assert d is not None
     bins = {name: d / name for name in fx.BINARIES}

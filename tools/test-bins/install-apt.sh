@@ -24,7 +24,9 @@ give_up() {
 command -v apt-get >/dev/null || give_up "apt-get is not available to install ${missing[*]}"
 SUDO=()
 if [ "$(id -u)" != 0 ]; then
-  command -v sudo >/dev/null && sudo -n true 2>/dev/null || give_up "not root (and no sudo) to install ${missing[*]}"
+  if ! { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
+    give_up "not root (and no sudo) to install ${missing[*]}"
+  fi
   SUDO=(sudo -n)
 fi
 export DEBIAN_FRONTEND=noninteractive
