@@ -106,6 +106,7 @@ def test_cluster_mode_rbac(helm: Path) -> None:
     assert got[("nvidia.com", "dynamographdeploymentscalingadapters")] == {"get", "list", "watch"}
     assert got[("nvidia.com", "dynamographdeployments/status")] == {"get", "patch"}
     assert got[("coordination.k8s.io", "leases")] == {"get", "list", "watch"}
+    assert got[("", "pods")] == {"list"}
     assert_grove_rules(got)
     (crb,) = by_kind(objs, "ClusterRoleBinding")
     assert crb["subjects"] == [
@@ -125,6 +126,7 @@ def test_namespace_mode_rbac(helm: Path) -> None:
     (role,) = by_kind(objs, "Role")
     assert role["metadata"]["namespace"] == "team-a"
     got = rules(role)
+    assert got[("", "pods")] == {"list"}
     assert_grove_rules(got)
     assert got[
         ("coordination.k8s.io", "leases#dg-dyn-gitops-controller,dynamo-operator-namespace-scope")
@@ -146,7 +148,9 @@ def test_least_privilege(helm: Path, mode: str) -> None:
         for r in role["rules"]:
             assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"]
             assert not {"create", "update"} & set(r["verbs"]) or r["resources"] == ["leases"]
-            assert not {"secrets", "pods", "configmaps"} & set(r["resources"])
+            assert not {"secrets", "configmaps"} & set(r["resources"])
+            if "pods" in r["resources"]:  # the rollout's floor: list only (docs/operator.md)
+                assert r["resources"] == ["pods"] and r["verbs"] == ["list"], r
 
 
 def test_deployment_is_hardened(helm: Path) -> None:

@@ -177,19 +177,9 @@ def midway(k: Kube, api: Any, ns: str, old: str, new: str) -> None:
         raise AssertionError(f"{exc}: {sizes(k, ns)}, pods {seen}") from None
 
 
-#: Known gap (open): a revert can still drain generation B's serving pod before A is back
-#: above the floor (seen once on a loaded machine: 2 ready of a floor of 3, B scaled to 0
-#: at once); not strict, as it passes in most runs. Not counted as done.
 IMPLS_REVERT = [
-    pytest.param(
-        OURS,
-        marks=pytest.mark.xfail(
-            strict=False,
-            raises=AssertionError,
-            reason="known gap: a revert can drain B's serving pod below the floor (open)",
-        ),
-    ),
-    pytest.param(  # the replay's failure here depends on timing too (one XPASS seen)
+    OURS,
+    pytest.param(  # the replay's failure here depends on timing (one XPASS seen)
         REPLAY,
         marks=pytest.mark.xfail(
             strict=False, raises=AssertionError, reason="the operator's behaviour has the pain"
@@ -203,7 +193,9 @@ def test_git_revert_mid_rollout_never_deletes_serving_workers_or_breaks_the_floo
     cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, impl: str
 ) -> None:
     """ai-dynamo/dynamo#13620: generation A -> B, then back to A before B is ready. The
-    operator takes the revert for a stuck rollout and deletes B's serving pod at once."""
+    operator takes the revert for a stuck rollout and deletes B's serving pod at once. Ours
+    drains B within the budget, and never below the floor counted on the pods Ready now
+    (A's status, just scaled down and back up, can still report pods it lost)."""
     k, api, ns = cluster_k, cluster_kube, cluster_namespace
     first = git(render([graph("img:1", 4)], ns), impl)
     second = git(held(render([graph("img:2", 4)], ns)), impl)

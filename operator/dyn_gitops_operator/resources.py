@@ -54,6 +54,9 @@ DGDSAS = Resource(
 )
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
+#: listed (never watched, never cached) only while a worker service rolls: the rollout's
+#: floor counts the pods that are Ready now, not a Deployment's possibly stale status
+PODS = Resource("", "v1", "pods", "Pod")
 #: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
 PODCLIQUES = Resource("grove.io", "v1alpha1", "podcliques", "PodClique")
 PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
@@ -69,6 +72,7 @@ __all__ = [
     "PCSGS",
     "PODCLIQUES",
     "PODCLIQUESETS",
+    "PODS",
     "Obj",
     "Resource",
     "WatchEvent",
