@@ -129,6 +129,9 @@ def setup(kubeconfig: Path, graphs: int, kcm: str) -> list[str]:
             else (
                 int(ann["dyn-gitops.io/desired-replicas"])
                 if "dyn-gitops.io/desired-replicas" in ann
+                # the prefill worker, Planner-scaled through the DGD: Git's seed
+                else int(ann["dyn-gitops.io/seed-replicas"])
+                if "dyn-gitops.io/seed-replicas" in ann
                 else 2
                 if managed
                 else 1
@@ -429,6 +432,18 @@ def main() -> int:
         }
         print(json.dumps(report, indent=2))
         if converge_s is None:
+            k = Kube(make_api_client(str(cp.kubeconfig)))
+            from dyn_gitops_operator.kube import DGDS, DGDSAS
+
+            for res in (DGDS, DGDSAS):
+                items = k.list(res, None)[0][:1]
+                for item in items:
+                    print(
+                        f"a {res.kind}: generation {item['metadata'].get('generation')}, "
+                        f"spec.replicas {item['spec'].get('replicas')}, status "
+                        + json.dumps(item.get("status"))[:1500],
+                        file=sys.stderr,
+                    )
             print(
                 f"did not converge in {args.timeout} s; last controller log lines:", file=sys.stderr
             )
