@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -128,6 +129,9 @@ def setup(kubeconfig: Path, graphs: int, kcm: str) -> list[str]:
             else (
                 int(ann["dyn-gitops.io/desired-replicas"])
                 if "dyn-gitops.io/desired-replicas" in ann
+                # the prefill worker, Planner-scaled through the DGD: Git's seed
+                else int(ann["dyn-gitops.io/seed-replicas"])
+                if "dyn-gitops.io/seed-replicas" in ann
                 else 2
                 if managed
                 else 1
@@ -216,8 +220,22 @@ def controller_process(kubeconfig: str, out: str, workers: int) -> None:
     durations: list[float] = []
     first: list[float] = []
     inner = manager.reconcile
+    # BENCH_PROFILE=<file>: cProfile of the graph reconciles (one profiler per worker
+    # thread, merged into <file> at the end; slows the controller down: profiling only)
+    profile_to = os.environ.get("BENCH_PROFILE")
+    local = threading.local()
+    profilers: list[Any] = []
 
     def timed(key: tuple[str, str]) -> float | None:
+        prof = None
+        if profile_to:
+            prof = getattr(local, "prof", None)
+            if prof is None:
+                import cProfile
+
+                prof = local.prof = cProfile.Profile()
+                profilers.append(prof)
+            prof.enable()
         start = time.perf_counter()
         if not first:
             first.append(time.monotonic())
@@ -225,6 +243,8 @@ def controller_process(kubeconfig: str, out: str, workers: int) -> None:
             return inner(key)
         finally:
             durations.append(time.perf_counter() - start)
+            if prof is not None:
+                prof.disable()
 
     manager.reconcile = timed  # type: ignore[method-assign]
 
@@ -234,6 +254,10 @@ def controller_process(kubeconfig: str, out: str, workers: int) -> None:
     signal.signal(signal.SIGTERM, finish)
     started = time.monotonic()
     manager.run()
+    if profile_to and profilers:
+        import pstats
+
+        pstats.Stats(*profilers).dump_stats(profile_to)
     m = manager.metrics
     usage = resource.getrusage(resource.RUSAGE_SELF)
     Path(out).write_text(
@@ -408,6 +432,18 @@ def main() -> int:
         }
         print(json.dumps(report, indent=2))
         if converge_s is None:
+            k = Kube(make_api_client(str(cp.kubeconfig)))
+            from dyn_gitops_operator.kube import DGDS, DGDSAS
+
+            for res in (DGDS, DGDSAS):
+                items = k.list(res, None)[0][:1]
+                for item in items:
+                    print(
+                        f"a {res.kind}: generation {item['metadata'].get('generation')}, "
+                        f"spec.replicas {item['spec'].get('replicas')}, status "
+                        + json.dumps(item.get("status"))[:1500],
+                        file=sys.stderr,
+                    )
             print(
                 f"did not converge in {args.timeout} s; last controller log lines:", file=sys.stderr
             )

@@ -26,6 +26,8 @@ LABEL_APP_COMPONENT: Final = "app.kubernetes.io/component"
 LABEL_APP_NAME: Final = "app.kubernetes.io/name"
 #: LeaderWorkerSet pod templates: leader | worker (the multinode Service selects leaders)
 LABEL_ROLE: Final = "role"
+#: the LeaderWorkerSet controller's label on every pod of a set (leader and workers)
+LABEL_LWS_NAME: Final = "leaderworkerset.sigs.k8s.io/name"
 #: the replica index on the per-replica LeaderWorkerSets and PodGroups of operators before
 #: native LWS scaling (#9612, v1.2); never rendered now (the operator deletes those objects)
 LABEL_INSTANCE_ID: Final = "instance-id"

@@ -110,7 +110,8 @@ def test_dynamo_models_can_be_turned_off(helm: Path) -> None:
     objs = helm_template(helm, CHART, "controller.dynamoModels.enabled=false")
     (cr,) = by_kind(objs, "ClusterRole")
     got = rules(cr)
-    assert not {k for k in got if "dynamomodels" in k[1] or k[1] in ("pods", "services")}
+    assert not {k for k in got if "dynamomodels" in k[1] or k[1] == "services"}
+    assert got[("", "pods")] == {"list"}  # the rollout's floor only
     (dep,) = by_kind(objs, "Deployment")
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     from dyn_gitops_operator.__main__ import parser, settings_from
@@ -128,6 +129,7 @@ def test_cluster_mode_rbac(helm: Path) -> None:
     assert got[("nvidia.com", "dynamographdeploymentscalingadapters")] == {"get", "list", "watch"}
     assert got[("nvidia.com", "dynamographdeployments/status")] == {"get", "patch"}
     assert got[("coordination.k8s.io", "leases")] == {"get", "list", "watch"}
+    assert "list" in got[("", "pods")]
     assert_grove_rules(got)
     assert_model_rules(got)
     (crb,) = by_kind(objs, "ClusterRoleBinding")
@@ -148,6 +150,7 @@ def test_namespace_mode_rbac(helm: Path) -> None:
     (role,) = by_kind(objs, "Role")
     assert role["metadata"]["namespace"] == "team-a"
     got = rules(role)
+    assert "list" in got[("", "pods")]
     assert_grove_rules(got)
     assert_model_rules(got)
     assert got[
@@ -174,8 +177,11 @@ def test_least_privilege(helm: Path, mode: str) -> None:
                 ["dynamomodels/finalizers"],
             )
             assert not {"secrets", "configmaps"} & set(r["resources"])
-            if "pods" in r["resources"]:  # DynamoModel discovery: read only
-                assert set(r["verbs"]) == {"get", "list", "watch"}
+            if "pods" in r["resources"]:  # the rollout's floor: list; DynamoModel: read only
+                assert (r["resources"], r["verbs"]) in (
+                    (["pods"], ["list"]),
+                    (["pods", "services"], ["get", "list", "watch"]),
+                ), r
 
 
 def test_deployment_is_hardened(helm: Path) -> None:

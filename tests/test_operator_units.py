@@ -16,7 +16,7 @@ from dyn_gitops_operator.informer import Informer
 from dyn_gitops_operator.kube import DEPLOYMENTS
 from dyn_gitops_operator.leases import expired, micro_time
 from dyn_gitops_operator.metrics import Metrics
-from dyn_gitops_operator.reconcilers.rollout import distribute, size
+from dyn_gitops_operator.reconcilers.rollout import distribute, keep_floor, ready_now, size
 from dyn_gitops_operator.workqueue import WorkQueue
 
 
@@ -47,6 +47,50 @@ def test_distribute_keeps_newest_old_generations_first() -> None:
         for n, r in (("oldest", 2), ("middle", 2), ("newest", 2))
     ]
     assert distribute(olds, 3) == {"newest": 2, "middle": 1, "oldest": 0}
+
+
+def _pod(gen: str, ready: bool, terminating: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": f"{gen}-x", "labels": {"nvidia.com/selector": gen}}
+    if terminating:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    cond = {"type": "Ready", "status": "True" if ready else "False"}
+    return {"metadata": meta, "status": {"conditions": [cond]}}
+
+
+def _gen(name: str, spec: int, available: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {"replicas": spec, "selector": {"matchLabels": {"nvidia.com/selector": name}}},
+        "status": {"availableReplicas": available},
+    }
+
+
+def test_the_floor_counts_pods_ready_now_not_a_stale_status() -> None:
+    """The Git-revert case (#13620): A, just scaled 2 -> 4, still reports 3 available
+    (its ReplicaSet's status lags); only 2 of its pods are Ready. B's one serving pod
+    must stay: 2 + 1 = 3 is the floor."""
+    a, b = _gen("a", 4, 3), _gen("b", 1, 1)
+    pods = [_pod("a", True), _pod("a", True), _pod("a", False), _pod("a", True, True)]
+    pods += [_pod("b", True)]
+    ready = ready_now([a, b], pods)
+    assert ready == {"a": 2, "b": 1}
+    assert keep_floor([b], {"b": 0}, ready, 3) == {"b": 1}
+    # once A serves 4, B may go
+    pods += [_pod("a", True), _pod("a", True)]
+    assert keep_floor([b], {"b": 0}, ready_now([a, b], pods), 3) == {"b": 0}
+    # without pods to count: the status, never above the spec
+    assert ready_now([_gen("a", 2, 3), b], None) == {"a": 2, "b": 1}
+
+
+def test_the_floor_drains_the_oldest_first_and_keeps_unready_removals() -> None:
+    olds = [_gen("old1", 2, 2), _gen("old2", 3, 1)]
+    ready = {"old1": 2, "old2": 1, "new": 1}
+    # floor 3 of 4 ready: one serving pod may go, the oldest generation's
+    assert keep_floor(olds, {"old1": 0, "old2": 1}, ready, 3) == {"old1": 1, "old2": 1}
+    # not-ready pods can always go (old2: 3 -> 1 keeps its one ready pod)
+    assert keep_floor(olds, {"old1": 2, "old2": 1}, ready, 4) == {"old1": 2, "old2": 1}
+    # below the floor already: no serving pod goes
+    assert keep_floor(olds, {"old1": 0, "old2": 0}, ready, 9) == {"old1": 2, "old2": 1}
 
 
 @pytest.mark.parametrize("seed", range(40))

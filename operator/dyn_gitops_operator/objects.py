@@ -122,9 +122,34 @@ def trim_lws(raw: Obj) -> Obj:
             "deletionTimestamp": m.get("deletionTimestamp"),
             "ownerReferences": m.get("ownerReferences") or [],
         },
-        "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
+        "spec": _lws_spec(raw.get("spec") or {}),
         "status": raw.get("status") or {},
     }
+
+
+def _lws_spec(spec: Obj) -> Obj:
+    """replicas (groups), the group size, whether a leader template exists, and the restart
+    stamp of the worker template (where the controller stamps it: see ``apply``)."""
+    tmpl = spec.get("leaderWorkerTemplate") or {}
+    worker_ann = ((tmpl.get("workerTemplate") or {}).get("metadata") or {}).get("annotations") or {}
+    out: Obj = {
+        "replicas": spec.get("replicas"),
+        "size": tmpl.get("size"),
+        "leaderTemplate": tmpl.get("leaderTemplate") is not None,
+    }
+    if keys.ANN_RESTART_AT in worker_ann:
+        out["restartAt"] = worker_ann[keys.ANN_RESTART_AT]
+    return out
+
+
+def lws_size(lws: Obj) -> int:
+    """Pods per group (leader included); 1 when unset (the LeaderWorkerSet default)."""
+    value = (lws.get("spec") or {}).get("size")
+    return 1 if value is None else int(value)
+
+
+def has_leader_template(lws: Obj) -> bool:
+    return bool((lws.get("spec") or {}).get("leaderTemplate"))
 
 
 def is_lws(workload: Obj) -> bool:
@@ -231,8 +256,19 @@ def owner_refs(dep: Obj) -> list[Obj]:
 
 def owns_restart_at(dep: Obj) -> bool:
     spec = (meta(dep).get("ourFields") or {}).get("f:spec", {})
-    ann = spec.get("f:template", {}).get("f:metadata", {}).get("f:annotations", {})
+    tmpl = spec.get("f:template", {})
+    if is_lws(dep):
+        tmpl = spec.get("f:leaderWorkerTemplate", {}).get("f:workerTemplate", {})
+    ann = tmpl.get("f:metadata", {}).get("f:annotations", {})
     return f"f:{keys.ANN_RESTART_AT}" in ann
+
+
+def pod_serving(pod: Obj) -> bool:
+    """A pod is routable now: Ready and not terminating."""
+    if meta(pod).get("deletionTimestamp"):
+        return False
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
 def is_ready(dep: Obj) -> tuple[bool, str]:

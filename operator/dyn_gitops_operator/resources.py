@@ -53,11 +53,13 @@ DGDSAS = Resource(
     "DynamoGraphDeploymentScalingAdapter",
 )
 DYNAMO_MODELS = Resource("nvidia.com", "v1alpha1", "dynamomodels", "DynamoModel")
-#: the workers of a base model (read only): the pods its ``dynamo-model-<hash>`` Service selects
-PODS = Resource("", "v1", "pods", "Pod")
 SERVICES = Resource("", "v1", "services", "Service")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
+#: listed by the rollout (never watched, never cached) only while a worker service rolls: its
+#: floor counts the pods that are Ready now, not a Deployment's possibly stale status; also
+#: the workers of a DynamoModel's base model (read only): the pods its Service selects
+PODS = Resource("", "v1", "pods", "Pod")
 #: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
 PODCLIQUES = Resource("grove.io", "v1alpha1", "podcliques", "PodClique")
 PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")

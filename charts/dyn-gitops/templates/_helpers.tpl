@@ -72,6 +72,12 @@ app.kubernetes.io/component: controller
 - apiGroups: [apps]
   resources: [deployments]
   verbs: [get, list, watch, patch, delete]
+# pods: list only (no get, no watch, never cached), and only while a worker service rolls:
+# an old generation is scaled down only while the pods Ready now stay at the floor (a
+# Deployment's status lags behind its pods). No other verb on pods.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
 # multinode services (optional API; skipped when absent): status, and as for Deployments
 # spec.replicas of a managed one (server-side apply) and delete of an old generation
 - apiGroups: [leaderworkerset.x-k8s.io]

@@ -38,7 +38,16 @@ def apply_body(intent: DeploymentIntent) -> Obj:
     if intent.replicas is not None:
         spec["replicas"] = intent.replicas
     if intent.restart_at is not None:
-        spec["template"] = {"metadata": {"annotations": {keys.ANN_RESTART_AT: intent.restart_at}}}
+        stamp: Obj = {"metadata": {"annotations": {keys.ANN_RESTART_AT: intent.restart_at}}}
+        if o.is_lws(live):
+            # both pod templates (a set without a leader template uses the worker's for
+            # its leaders); the LeaderWorkerSet rolls its groups on the template change
+            tmpl: Obj = {"workerTemplate": stamp}
+            if o.has_leader_template(live):
+                tmpl["leaderTemplate"] = stamp
+            spec["leaderWorkerTemplate"] = tmpl
+        else:
+            spec["template"] = stamp
     metadata: Obj = {
         "name": o.name(live),
         "namespace": o.meta(live).get("namespace"),

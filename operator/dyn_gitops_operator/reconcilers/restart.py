@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
-from dyn_gitops import naming
+from dyn_gitops import keys, naming
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.errors import NotFoundError
+from dyn_gitops_operator.errors import ForbiddenError, NotFoundError
 from dyn_gitops_operator.graph import Graph, RestartRequest
 from dyn_gitops_operator.plan import Plan, Write
 from dyn_gitops_operator.reconcilers.base import Context, Obj
-from dyn_gitops_operator.resources import PODCLIQUESETS
+from dyn_gitops_operator.resources import PODCLIQUESETS, PODS
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,34 @@ def written_at_create(dgd: Obj) -> bool:
 def restarted(dep: Obj | None, restart_id: str) -> bool:
     """The Deployment runs pods of this restart: stamped and fully rolled."""
     return dep is not None and o.restart_at(dep) == restart_id and o.is_ready(dep)[0]
+
+
+def lws_restarted(lws: Obj | None, restart_id: str, pods: list[Obj] | None) -> bool:
+    """The LeaderWorkerSet runs groups of this restart. Its status has no
+    observedGeneration, so right after the stamp it still reports the old groups ready;
+    the pods tell: every group's leader and workers carry the stamp (the templates'
+    annotations reach the pods) and are Ready. ``pods`` None (not listable): the status
+    only, which a stale status can satisfy too early (docs/operator.md)."""
+    if lws is None or o.restart_at(lws) != restart_id or not o.is_ready(lws)[0]:
+        return False
+    if pods is None:
+        return True
+    fresh = [
+        p
+        for p in pods
+        if o.annotations_of(p).get(keys.ANN_RESTART_AT) == restart_id and o.pod_serving(p)
+    ]
+    return len(fresh) >= o.replicas(lws) * o.lws_size(lws)
+
+
+def lws_pods(ctx: Context, lws: Obj) -> list[Obj] | None:
+    """The set's pods (a GET-like list by the LeaderWorkerSet's own pod label)."""
+    try:
+        selector = f"{keys.LABEL_LWS_NAME}={o.name(lws)}"
+        items, _ = ctx.kube.list(PODS, o.meta(lws).get("namespace"), label_selector=selector)
+    except (ForbiddenError, NotFoundError):
+        return None
+    return items
 
 
 class RestartReconciler:
@@ -99,10 +128,18 @@ class RestartReconciler:
             # the rollout replaces the pods anyway (operator 1.2+ behaviour)
             plan.restart = {"observedID": req.id, "phase": "Superseded"}
             return
+
+        def done(workload: Obj | None) -> bool:
+            if workload is not None and o.is_lws(workload):
+                if o.restart_at(workload) != req.id or not o.is_ready(workload)[0]:
+                    return False  # no need to list its pods yet
+                return lws_restarted(workload, req.id, lws_pods(ctx, workload))
+            return restarted(workload, req.id)
+
         in_progress = (
-            self._parallel(graph, req, plan)
+            self._parallel(graph, req, plan, done)
             if req.strategy == "Parallel"
-            else self._sequential(graph, req, plan)
+            else self._sequential(graph, req, plan, done)
         )
         if in_progress:
             plan.restart = {"observedID": req.id, "phase": "Restarting", "inProgress": in_progress}
@@ -219,31 +256,31 @@ class RestartReconciler:
 
     @staticmethod
     def _started(graph: Graph, req: RestartRequest) -> bool:
-        return any(o.restart_at(d) == req.id for d in graph.deployments)
+        return any(o.restart_at(d) == req.id for d in graph.workloads)
 
     @staticmethod
-    def _parallel(graph: Graph, req: RestartRequest, plan: Plan) -> list[str]:
+    def _parallel(
+        graph: Graph, req: RestartRequest, plan: Plan, done: Callable[[Obj | None], bool]
+    ) -> list[str]:
         waiting = []
         for service in sorted(graph.services):
-            if graph.services[service].multinode:
-                continue  # LeaderWorkerSets are not restarted by this controller (docs)
-            dep = graph.current_deployment(service)
-            if dep is not None and o.restart_at(dep) != req.id:
-                plan.set_restart(dep, req.id)
-            if not restarted(dep, req.id):
+            workload = graph.current_workload(service)
+            if workload is not None and o.restart_at(workload) != req.id:
+                plan.set_restart(workload, req.id)
+            if not done(workload):
                 waiting.append(service)
         return waiting
 
     @staticmethod
-    def _sequential(graph: Graph, req: RestartRequest, plan: Plan) -> list[str]:
+    def _sequential(
+        graph: Graph, req: RestartRequest, plan: Plan, done: Callable[[Obj | None], bool]
+    ) -> list[str]:
         for service in req.order:
-            if service not in graph.services or graph.services[service].multinode:
-                # unknown names are rejected by the renderer; LeaderWorkerSets are not
-                # restarted by this controller (docs/operator.md): never wait on either
-                continue
-            dep = graph.current_deployment(service)
-            if dep is not None and o.restart_at(dep) != req.id:
-                plan.set_restart(dep, req.id)
-            if not restarted(dep, req.id):
+            if service not in graph.services:
+                continue  # unknown names are rejected by the renderer: never wait on one
+            workload = graph.current_workload(service)
+            if workload is not None and o.restart_at(workload) != req.id:
+                plan.set_restart(workload, req.id)
+            if not done(workload):
                 return [service]
         return []

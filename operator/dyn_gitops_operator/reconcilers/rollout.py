@@ -19,17 +19,19 @@ deleted once drained, so both never run side by side for long and never both sto
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from dyn_gitops import keys
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.errors import NotFoundError
+from dyn_gitops_operator.errors import ForbiddenError, NotFoundError
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
 from dyn_gitops_operator.reconcilers.restart import GROVE_POLL
-from dyn_gitops_operator.resources import PODCLIQUESETS
+from dyn_gitops_operator.resources import PODCLIQUESETS, PODS
 from dyn_gitops_operator.settings import UNNAMED_GENERATION_GRACE
 
 ACTIVE_PHASES = ("Pending", "InProgress", "Failed")
@@ -79,6 +81,48 @@ def distribute(olds: list[Obj], total: int) -> dict[str, int]:
         keep = min(o.replicas(dep), total)
         out[o.name(dep)] = keep
         total -= keep
+    return out
+
+
+def ready_now(workloads: list[Obj], pods: list[Obj] | None) -> dict[str, int]:
+    """Serving replicas of each generation right now. A Deployment's: its pods that are
+    Ready (``pods``, listed this pass); its status lags behind its pods (a ReplicaSet's
+    status is written after the pods change, and the Deployment's after that), so a
+    generation just scaled down can still report the pods it lost. Without pods to count
+    (no ``list`` on pods, or no pod of the service at all) and for a LeaderWorkerSet
+    (ready groups): the status, never more than the spec."""
+    out: dict[str, int] = {}
+    for w in workloads:
+        status_count = min(o.available(w), o.replicas(w))
+        if pods is None or o.is_lws(w):
+            out[o.name(w)] = status_count
+            continue
+        match = ((w.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        out[o.name(w)] = sum(
+            1
+            for p in pods
+            if match and all(o.labels(p).get(k) == v for k, v in match.items()) and o.pod_serving(p)
+        )
+    return out
+
+
+def keep_floor(
+    olds: list[Obj], targets: dict[str, int], ready: dict[str, int], floor: int
+) -> dict[str, int]:
+    """Level-triggered floor: scaling a generation down removes its not-ready pods first
+    (the ReplicaSet controller's order), so going from ``ready`` to ``target`` loses
+    ``ready - target`` serving pods; allow that only while the ready pods of all
+    generations, counted now, stay at or above ``floor`` (oldest generation drained
+    first). Below the floor already, no serving pod is removed at all."""
+    allowance = max(0, sum(ready.values()) - floor)
+    out = dict(targets)
+    for dep in olds:
+        name = o.name(dep)
+        have = ready.get(name, 0)
+        lost = max(0, have - out[name])
+        let = min(lost, allowance)
+        allowance -= let
+        out[name] = max(out[name], have - let)
     return out
 
 
@@ -162,7 +206,7 @@ class RolloutReconciler:
             return
         progress = _Progress()
         for service in self._worker_services(graph):
-            self._service(graph, service, plan, progress, ctx.now())
+            self._service(graph, service, plan, progress, ctx)
         for dep in self._orphans(graph):
             # a worker service removed from the DGD: Argo CD does not prune managed workers
             plan.set_replicas(dep, 0)
@@ -174,8 +218,9 @@ class RolloutReconciler:
 
     # ------------------------------------------------------------------ per service
     def _service(
-        self, graph: Graph, service: str, plan: Plan, progress: _Progress, now: datetime
+        self, graph: Graph, service: str, plan: Plan, progress: _Progress, ctx: Context
     ) -> None:
+        now = ctx.now()
         current, older = graph.generations(service)
         olds = [d for d in older if o.is_managed(d)]
         if current is not None:
@@ -200,7 +245,15 @@ class RolloutReconciler:
             progress.failed.append(f"{service}: {o.name(current)}: {reason}")
             return  # stop the drain; the old generation keeps serving
         progress.rolling.append(service)
-        self._step(current, olds, desired, managed, plan, graph.rollout_annotations(service))
+        self._step(
+            current,
+            olds,
+            desired,
+            managed,
+            plan,
+            graph.rollout_annotations(service),
+            lambda: self._pods(graph, service, ctx),
+        )
         ready = o.replicas(current) == desired and o.is_ready(current)[0]
         if ready and sum(o.status_count(d, "readyReplicas") for d in olds) == 0:
             progress.updated.append(service)
@@ -215,6 +268,7 @@ class RolloutReconciler:
         managed: bool,
         plan: Plan,
         annotations: dict[str, str],
+        pods: Callable[[], list[Obj] | None],
     ) -> None:
         old_spec = sum(o.replicas(d) for d in olds)
         old_avail = sum(o.available(d) for d in olds)
@@ -223,11 +277,21 @@ class RolloutReconciler:
         if o.is_recreate(current, annotations):
             # drain first, start the new generation only when nothing old runs any more
             targets = {o.name(d): 0 for d in olds}
-            new_target = desired if all(drained(d) for d in olds) else 0
+            new_target = 0
+            if all(drained(d) for d in olds):
+                # a LeaderWorkerSet's status counts no terminating pods: its pods tell
+                lws = {o.name(d) for d in olds if o.is_lws(d)}
+                left = [
+                    p
+                    for p in (pods() if lws else None) or []
+                    if o.labels(p).get(keys.LABEL_LWS_NAME) in lws
+                ]
+                new_target = 0 if left else desired
         else:
+            budget = self.budget(current, desired, annotations)
             sizes = size(
                 desired,
-                self.budget(current, desired, annotations),
+                budget,
                 old_spec=old_spec,
                 old_available=old_avail,
                 new_spec=new_spec,
@@ -235,6 +299,9 @@ class RolloutReconciler:
             )
             targets = distribute(olds, sizes.old)
             new_target = sizes.new
+            if any(targets[o.name(d)] < o.replicas(d) for d in olds):
+                ready = ready_now([current, *olds], pods())
+                targets = keep_floor(olds, targets, ready, desired - budget.max_unavailable)
         for dep in olds:
             plan.set_replicas(dep, targets[o.name(dep)])
         if managed:
@@ -245,6 +312,18 @@ class RolloutReconciler:
     def budget(current: Obj, desired: int, annotations: dict[str, str]) -> o.Budget:
         """Max surge / unavailable for this step (the operator's, never planning zero)."""
         return keep_one_serving(o.budget(current, desired, annotations), desired)
+
+    @staticmethod
+    def _pods(graph: Graph, service: str, ctx: Context) -> list[Obj] | None:
+        """The service's pods (every generation), read from the API server: only while it
+        rolls and only when a scale-down is planned. None: not readable, or none exists
+        (the status is used then)."""
+        selector = f"{keys.LABEL_COMPONENT}={service},{keys.LABEL_GRAPH_NAME}={graph.name}"
+        try:
+            items, _ = ctx.kube.list(PODS, graph.namespace, label_selector=selector)
+        except (ForbiddenError, NotFoundError):
+            return None
+        return items or None
 
     @staticmethod
     def _worker_services(graph: Graph) -> list[str]:
