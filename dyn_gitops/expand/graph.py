@@ -230,7 +230,10 @@ def _with_sync_option(current: str | None, option: str) -> str:
 
 
 def graph_worker_hash(
-    dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj
+    dgd: DynamoGraphDeployment,
+    settings: RenderSettings,
+    source: Obj,
+    alpha: hub.AlphaComponents | None = None,
 ) -> str | None:
     """The worker generation: the operator's worker hash v2 of the DGD document ``source``
     (None: no workers). The component path names the worker Deployments with it; on Grove
@@ -239,7 +242,8 @@ def graph_worker_hash(
     if not any(naming.is_worker(s.componentType) for s in (dgd.spec.services or {}).values()):
         return None
     try:
-        return workerhash.worker_hash(hub.graph(source, settings.namespace))
+        # alpha: the conversion of a v1alpha1 source's components, shared with the emitted DGD
+        return workerhash.worker_hash(hub.graph(source, settings.namespace, alpha))
     except (GoTypeError, QuantityError) as exc:
         # a field whose type the API server's schema would refuse (the hash encodes the
         # spec as the operator's Go types)
@@ -267,7 +271,12 @@ def component_order(dgd: DynamoGraphDeployment, written: Sequence[str] | None) -
     return [n for n in written if n in names] + sorted(set(names) - set(written))
 
 
-def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
+def expand_graph(
+    dgd: DynamoGraphDeployment,
+    settings: RenderSettings,
+    source: Obj,
+    alpha: hub.AlphaComponents | None = None,
+) -> list[Obj]:
     """Every object the operator creates for ``dgd`` (parsed from the document ``source``),
     in no particular order (but a PodCliqueSet's cliques in :func:`component_order`);
     raises :class:`RenderError` with problems not located yet (their paths are the DGD's
@@ -275,7 +284,7 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: O
     problems = not_supported(dgd, settings)
     if problems:
         raise RenderError(problems)
-    return _expand_graph(dgd, settings, source)
+    return _expand_graph(dgd, settings, source, alpha)
 
 
 def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
@@ -310,7 +319,12 @@ def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSett
         raise RenderError([Problem.at(_svc(service, *exc.path), str(exc))]) from None
 
 
-def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
+def _expand_graph(
+    dgd: DynamoGraphDeployment,
+    settings: RenderSettings,
+    source: Obj,
+    alpha: hub.AlphaComponents | None = None,
+) -> list[Obj]:
     dgd_name = dgd.metadata.name
     namespace = dgd.metadata.namespace or settings.namespace
     services = dgd.spec.services or {}
@@ -319,7 +333,7 @@ def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: 
     _, backends = resolve_backends(dgd)
     on_grove = grove.is_grove(dgd, settings)
 
-    whash = graph_worker_hash(dgd, settings, source)
+    whash = graph_worker_hash(dgd, settings, source, alpha)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
     eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == naming.EPP]
 

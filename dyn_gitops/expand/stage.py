@@ -20,6 +20,7 @@ from ..models.versions import V1ALPHA1, V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
 from ..validate import Validated
+from ..workerhash import hub
 from . import replica_owners
 from .graph import expand_component_deployment, expand_graph
 
@@ -85,11 +86,14 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     if dgd is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
     source = admission.admitted_document(doc.data, dgd)  # with the webhook's stamps
+    # a v1alpha1 DGD's components converted once (when needed): for the worker hash and the
+    # emitted v1beta1 DGD
+    alpha = hub.AlphaComponents(source.get("spec") or {}) if _is_alpha(source) else None
     try:
         if item.standalone_dcd:
             children = expand_component_deployment(dgd, settings)
         else:
-            children = expand_graph(dgd, settings, source)
+            children = expand_graph(dgd, settings, source, alpha)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the model's fields
@@ -99,7 +103,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     # a standalone DCD is rendered, not emitted: the companion controller manages DGDs
     if coexistence.emits_source(settings) and not item.standalone_dcd:
         try:
-            emitted = _source_to_emit(source, dgd, children, settings)
+            emitted = _source_to_emit(source, dgd, children, settings, alpha)
         except RenderError as exc:
             raise RenderError([item.located(p) for p in exc.problems]) from None
         out.append(
@@ -112,6 +116,12 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
             )
         )
     return out
+
+
+def _is_alpha(source: dict[str, Any]) -> bool:
+    """Whether ``source`` is converted as a v1alpha1 DGD (:func:`.hub.graph`'s test)."""
+    version = source.get("apiVersion")
+    return version == V1ALPHA1 or (version != V1BETA1 and "services" in (source.get("spec") or {}))
 
 
 class _Budget:
@@ -160,6 +170,7 @@ def _source_to_emit(
     obj: DynamoGraphDeployment,
     children: list[dict[str, Any]],
     settings: RenderSettings,
+    alpha: hub.AlphaComponents | None = None,
 ) -> dict[str, Any]:
     """The source DGD as admitted (``data``: as written plus the Dynamo 1.5 defaulting
     webhook's stamps, :mod:`dyn_gitops.admission`, which the applier then owns) in the API
@@ -185,7 +196,7 @@ def _source_to_emit(
                     )
                 ]
             )
-        out = to_v1beta1.dgd(data)
+        out = to_v1beta1.dgd(data, alpha)
     else:
         out = data_copy(data)
     replica_owners.without_replicas(out, replica_owners.seeded_components(children))
