@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +13,6 @@ from ..errors import FieldPath, Problem, RenderError
 from ..merge import merge_envs, merge_override
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
-from ..models.versions import V1BETA1
 from ..settings import RenderSettings
 from ..workerhash import compute as workerhash
 from ..workerhash import hub
@@ -21,6 +20,7 @@ from ..workerhash.gojson import GoTypeError
 from ..workerhash.quantity import QuantityError
 from . import (
     checkpoint,
+    components,
     defaults,
     elastic_ep,
     gms,
@@ -234,12 +234,14 @@ def graph_worker_hash(
     settings: RenderSettings,
     source: Obj,
     alpha: hub.AlphaComponents | None = None,
+    graph: components.GraphComponents | None = None,
 ) -> str | None:
     """The worker generation: the operator's worker hash v2 of the DGD document ``source``
     (None: no workers). The component path names the worker Deployments with it; on Grove
     it only suffixes the workers' Dynamo namespace and labels their cliques (#12769: a new
     PodCliqueSet renders the suffix whenever it has workers, hashed the same way)."""
-    if not any(naming.is_worker(s.componentType) for s in (dgd.spec.services or {}).values()):
+    # the components as the operator holds them (v1beta1: prefill/decode are worker types)
+    if not (graph or components.of(source, alpha)).has_workers():
         return None
     try:
         # alpha: the conversion of a v1alpha1 source's components, shared with the emitted DGD
@@ -252,23 +254,13 @@ def graph_worker_hash(
         ) from None
 
 
-def written_order(source: Obj) -> list[str] | None:
-    """A v1beta1 DGD document's component names as its list orders them (None: a v1alpha1
-    map)."""
-    if source.get("apiVersion") != V1BETA1:
-        return None
-    comps = (source.get("spec") or {}).get("components") or []
-    return [str(c.get("name")) for c in comps if isinstance(c, dict)]
-
-
-def component_order(dgd: DynamoGraphDeployment, written: Sequence[str] | None) -> list[str]:
-    """The services in the order of the operator's v1beta1 component list: as written in a
-    v1beta1 document, else sorted by name (the v1alpha1 conversion sorts the map keys,
-    ``dgdServiceNamesInEmissionOrder`` @ 2a6da14c8). Grove cliques follow it."""
-    names = list(dgd.spec.services or {})
-    if written is None:
-        return sorted(names)
-    return [n for n in written if n in names] + sorted(set(names) - set(written))
+def component_order(graph: components.GraphComponents, services: Collection[str]) -> list[str]:
+    """The services in the order of the operator's v1beta1 component list ``graph``: as
+    written in a v1beta1 document, sorted by name for a v1alpha1 one (the conversion sorts
+    the map keys, ``dgdServiceNamesInEmissionOrder`` @ 2a6da14c8). Grove cliques follow
+    it."""
+    written = graph.names
+    return [n for n in written if n in services] + sorted(set(services) - set(written))
 
 
 def expand_graph(
@@ -333,7 +325,8 @@ def _expand_graph(
     _, backends = resolve_backends(dgd)
     on_grove = grove.is_grove(dgd, settings)
 
-    whash = graph_worker_hash(dgd, settings, source, alpha)
+    graph = components.of(source, alpha)  # the internal v1beta1 model
+    whash = graph_worker_hash(dgd, settings, source, alpha, graph)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
     eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == naming.EPP]
 
@@ -380,7 +373,7 @@ def _expand_graph(
             )
 
     parts: list[grove.ServiceCliques] = []
-    for service in component_order(dgd, written_order(source)):
+    for service in component_order(graph, services):
         svc = services[service]
         try:
             if on_grove:
@@ -410,6 +403,7 @@ def _expand_graph(
                         whash,
                         graph_envs,
                         epp_cm,
+                        graph=graph,
                     )
                 )
         except ComponentError as exc:
@@ -536,7 +530,10 @@ def _expand_service(
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     standalone: bool = False,
+    graph: components.GraphComponents | None = None,
 ) -> list[Obj]:
+    """The objects of one component; ``graph``: the DGD's v1beta1 components (None for a
+    standalone DCD)."""
     dgd_name = dgd.metadata.name
     # a v1alpha1 worker with subComponentType prefill/decode is that type in v1beta1
     ctype = naming.workload_type(svc.componentType, svc.subComponentType)
@@ -617,7 +614,7 @@ def _expand_service(
     out: list[Obj] = []
     if worker and settings.managed_replicas:
         deploy_ann[keys.ANN_MANAGED_REPLICAS] = "true"
-        if replica_owners.planner_scaled(dgd, svc):
+        if replica_owners.planner_scaled(graph, service):
             deploy_ann[keys.ANN_SEED_REPLICAS] = str(desired)
         elif not has_adapter:
             deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)

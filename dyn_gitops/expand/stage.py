@@ -21,7 +21,7 @@ from ..parse import Document, located
 from ..settings import RenderSettings
 from ..validate import Validated
 from ..workerhash import hub
-from . import replica_owners
+from . import components, replica_owners
 from .graph import expand_component_deployment, expand_graph
 
 
@@ -88,7 +88,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     source = admission.admitted_document(doc.data, dgd)  # with the webhook's stamps
     # a v1alpha1 DGD's components converted once (when needed): for the worker hash and the
     # emitted v1beta1 DGD
-    alpha = hub.AlphaComponents(source.get("spec") or {}) if _is_alpha(source) else None
+    alpha = hub.AlphaComponents(source.get("spec") or {}) if components.is_alpha(source) else None
     try:
         if item.standalone_dcd:
             children = expand_component_deployment(dgd, settings)
@@ -116,12 +116,6 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
             )
         )
     return out
-
-
-def _is_alpha(source: dict[str, Any]) -> bool:
-    """Whether ``source`` is converted as a v1alpha1 DGD (:func:`.hub.graph`'s test)."""
-    version = source.get("apiVersion")
-    return version == V1ALPHA1 or (version != V1BETA1 and "services" in (source.get("spec") or {}))
 
 
 class _Budget:
