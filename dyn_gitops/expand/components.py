@@ -16,9 +16,11 @@ written in:
   ``subComponentType``) stays on the :class:`.hub.HubComponent`.
 
 What reads it today: the order components are expanded in (and Grove cliques listed in),
-whether the graph has workers (the worker hash), and which workers a Planner scales
-(:mod:`.replica_owners`). The rest of the expansion still reads the v1alpha1 model
-(``docs/reference-behaviour.md``, *The internal model*).
+each component's type (the one the workloads, labels, env and the worker hash's worker
+check go by), the EPP components (InferencePool, EPP config and service account, Istio
+DestinationRule), whether any component is multinode (the wait-for-leader ConfigMap), and
+which workers a Planner scales (:mod:`.replica_owners`). The rest of the expansion still
+reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal model*).
 """
 
 from __future__ import annotations

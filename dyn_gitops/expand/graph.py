@@ -279,7 +279,9 @@ def expand_graph(
     return _expand_graph(dgd, settings, source, alpha)
 
 
-def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
+def expand_component_deployment(
+    dgd: DynamoGraphDeployment, settings: RenderSettings, graph: components.GraphComponents
+) -> list[Obj]:
     """A standalone DynamoComponentDeployment, given as the one-service DGD named like it
     (``validate.dcd_as_graph``): what the operator's DCD controller renders from it
     (``dynamocomponentdeployment_renderer.go`` @ 2a6da14c8). The workload and its Service
@@ -306,6 +308,7 @@ def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSett
             tuple(dump(dgd.spec.envs) or []),
             None,
             standalone=True,
+            graph=graph,
         )
     except ComponentError as exc:
         raise RenderError([Problem.at(_svc(service, *exc.path), str(exc))]) from None
@@ -328,7 +331,7 @@ def _expand_graph(
     graph = components.of(source, alpha)  # the internal v1beta1 model
     whash = graph_worker_hash(dgd, settings, source, alpha, graph)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
-    eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == naming.EPP]
+    eps = sorted((c for c in graph.components if c.type == naming.EPP), key=lambda c: c.name)
 
     out: list[Obj] = []
     problems = []
@@ -353,12 +356,12 @@ def _expand_graph(
     out.extend(gms.resource_claim_templates(dgd, namespace, settings))  # GMS (DRA)
     if graph_discovery == "kubernetes":
         out.extend(objects.discovery_rbac(dgd_name, namespace))
-    if any(is_multinode(s) for s in services.values()):
+    if any(c.multinode is not None and c.multinode.nodeCount > 1 for c in graph.components):
         out.append(lws.wait_leader_config_map(dgd_name, namespace))
 
     epp_cm: tuple[str, str] | None = None
-    for epp_name, epp in eps:
-        cfg = epp.eppConfig
+    for epp in eps:
+        epp_name, cfg = epp.name, epp.eppConfig
         dyn_ns = naming.dynamo_namespace(epp.globalDynamoNamespace, namespace, dgd_name)
         if cfg is not None and cfg.configMapRef is not None:
             epp_cm = (str(cfg.configMapRef.name), cfg.configMapRef.key or defaults.EPP_CONFIG_KEY)
@@ -388,6 +391,7 @@ def _expand_graph(
                     graph_envs,
                     epp_cm,
                     graph_discovery,
+                    graph,
                 )
                 parts.append(grove.service_cliques(ctx, dgd))
                 out.extend(_grove_service_objects(ctx, dgd))
@@ -428,12 +432,16 @@ def _grove_context(
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     graph_discovery: str,
+    graph: components.GraphComponents,
 ) -> ComponentContext:
     """A Grove clique's context: no DCD, so no legacy DCD rewrites and the clique keeps the
     graph's names; workers carry the worker hash (#12769, ``dgd_grove_workload_renderer.go``
     @ 2a6da14c8); the graph's discovery backend is forced into every component's
     annotations."""
     dgd_name = dgd.metadata.name
+    component = graph.get(service)
+    assert component is not None  # the same document's services and components
+    ctype = component.type or ""  # v1beta1: prefill/decode are types of their own
     annotations = _component_annotations(dgd, svc)
     annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
     return ComponentContext(
@@ -441,10 +449,10 @@ def _grove_context(
         namespace=namespace,
         service=service,
         spec=svc,
-        component_type=naming.workload_type(svc.componentType, svc.subComponentType),
+        component_type=ctype,
         dynamo_ns=naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
         name=naming.base_name(dgd_name, service),
-        worker_hash=whash if naming.is_worker(svc.componentType) else None,
+        worker_hash=whash if naming.is_worker(ctype) else None,
         backend=backend,
         discovery_backend=graph_discovery,
         container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
@@ -530,13 +538,16 @@ def _expand_service(
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     standalone: bool = False,
-    graph: components.GraphComponents | None = None,
+    *,
+    graph: components.GraphComponents,
 ) -> list[Obj]:
-    """The objects of one component; ``graph``: the DGD's v1beta1 components (None for a
-    standalone DCD)."""
+    """The objects of one component; ``graph``: the DGD's v1beta1 components (a standalone
+    DCD's one)."""
     dgd_name = dgd.metadata.name
-    # a v1alpha1 worker with subComponentType prefill/decode is that type in v1beta1
-    ctype = naming.workload_type(svc.componentType, svc.subComponentType)
+    # its v1beta1 type: a v1alpha1 worker with subComponentType prefill/decode is that type
+    component = graph.get(service)
+    assert component is not None  # the same document's services and components
+    ctype = component.type or ""
     worker = naming.is_worker(ctype)
     svc, env_overrides = legacy.apply(
         service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])

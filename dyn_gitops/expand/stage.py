@@ -19,7 +19,7 @@ from ..models.v1alpha1 import DynamoGraphDeployment
 from ..models.versions import V1ALPHA1, V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
-from ..validate import Validated
+from ..validate import Validated, dcd_as_graph
 from ..workerhash import hub
 from . import components, replica_owners
 from .graph import expand_component_deployment, expand_graph
@@ -91,7 +91,8 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     alpha = hub.AlphaComponents(source.get("spec") or {}) if components.is_alpha(source) else None
     try:
         if item.standalone_dcd:
-            children = expand_component_deployment(dgd, settings)
+            graph = components.of(dcd_as_graph(source)[0])  # its one component
+            children = expand_component_deployment(dgd, settings, graph)
         else:
             children = expand_graph(dgd, settings, source, alpha)
     except NotSupportedError as exc:
