@@ -18,9 +18,13 @@ written in:
 What reads it today: the order components are expanded in (and Grove cliques listed in),
 each component's type (the one the workloads, labels, env and the worker hash's worker
 check go by), the EPP components (InferencePool, EPP config and service account, Istio
-DestinationRule), whether any component is multinode (the wait-for-leader ConfigMap), and
-which workers a Planner scales (:mod:`.replica_owners`). The rest of the expansion still
-reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal model*).
+DestinationRule), whether an EPP keeps the 1.4 Go EPP contract (``eppConfig``), whether
+a graph has an EPP (its workers' component-class label), whether any component is
+multinode (the wait-for-leader ConfigMap), and which workers a Planner scales
+(:mod:`.replica_owners`). Every component's :class:`.context.ComponentContext` carries its
+v1beta1 component (``component``) beside the v1alpha1 service (``spec``). The rest of the
+expansion still reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal
+model*).
 """
 
 from __future__ import annotations

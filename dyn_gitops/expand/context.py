@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DynGitopsError, FieldPath
+from ..models import v1beta1
 from ..models.v1alpha1 import KVTransferPolicy, ServiceSpec
 from ..runtimeversion import RuntimeVersionError, Version, resolve
 from ..settings import RenderSettings
@@ -37,6 +38,10 @@ class ComponentContext:
     labels: dict[str, str]  # component labels (DGD spec < service < system)
     graph_envs: tuple[dict[str, Any], ...]
     settings: RenderSettings
+    #: the component as the operator holds it (v1beta1; the internal model the expansion is
+    #: moving to, ``expand/components.py``); ``spec`` is its v1alpha1 service, as the legacy
+    #: config left it
+    component: v1beta1.Component
     epp_config_map: tuple[str, str] | None = None  # (ConfigMap name, key) for EPP
     env_overrides: tuple[tuple[str, str], ...] = ()  # env values rewritten (legacy config)
     grove: bool = False  # rendered as a Grove clique, not a DCD (no DCD defaults apply)

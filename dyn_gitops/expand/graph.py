@@ -460,6 +460,7 @@ def _grove_context(
         labels={},
         graph_envs=tuple(merge_envs(graph_envs)),
         settings=settings,
+        component=component,
         epp_config_map=epp_cm,
         grove=True,
         **_kv_transfer(dgd, settings, svc.componentType),
@@ -497,10 +498,6 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
     if svc.scalingAdapter is not None and svc.scalingAdapter.enabled:
         out.append(objects.scaling_adapter(ctx.dgd_name, ctx.namespace, ctx.service, svc.replicas))
     return out
-
-
-def _has_epp(dgd: DynamoGraphDeployment) -> bool:
-    return any(s.componentType == naming.EPP for s in (dgd.spec.services or {}).values())
 
 
 def _template_metadata(
@@ -574,7 +571,7 @@ def _expand_service(
         labels[keys.LABEL_GRAPH_NAME] = dgd_name
     if worker and whash:
         labels[keys.LABEL_WORKER_HASH] = whash
-    if worker and _has_epp(dgd):
+    if worker and graph.has_type(naming.EPP):
         labels[keys.LABEL_COMPONENT_CLASS] = naming.COMPONENT_CLASS_WORKER
     discovery = naming.discovery_backend(annotations, settings.discovery_backend)
     ctx = ComponentContext(
@@ -593,6 +590,7 @@ def _expand_service(
         labels=labels,
         graph_envs=tuple(merge_envs(graph_envs)),
         settings=settings,
+        component=component,
         epp_config_map=epp_cm,
         env_overrides=tuple(sorted(env_overrides.items())),
         **_kv_transfer(dgd, settings, ctype),
