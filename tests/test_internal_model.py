@@ -113,3 +113,29 @@ def test_planner_scaled_workers_read_the_v1beta1_model(tmp_path: Path) -> None:
         and keys.ANN_SEED_REPLICAS in (o["metadata"].get("annotations") or {})
     }
     assert seeded == {"Prefill"}
+
+
+def test_runtime_version_reads_the_v1beta1_main_container() -> None:
+    """The runtime version comes from the v1beta1 component: ``runtimeVersionOverride``,
+    else the tag of container ``main``'s image (a v1alpha1 ``extraPodSpec.mainContainer``
+    converts into it); a bad override is an error, a tag that does not parse is no version."""
+    from dyn_gitops.expand.context import ComponentError, component_runtime
+
+    graph = components.of(yaml.safe_load(PLANNED))
+    runtime = component_runtime(graph.components[0])
+    assert runtime is not None and str(runtime) == "1.1.0"
+    beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
+    alpha = yaml.safe_load((SAMPLES / "v1beta1-pair/v1alpha1/sglang-disagg.yaml").read_text())
+    got = {c.name: component_runtime(c) for c in components.of(beta).components}
+    assert got == {c.name: component_runtime(c) for c in components.of(alpha).components}
+    assert all(v is not None for v in got.values())
+
+    doc = yaml.safe_load(PLANNED)
+    doc["spec"]["services"]["Planner"]["runtimeVersionOverride"] = "1.5.1"
+    doc["spec"]["services"]["Prefill"]["extraPodSpec"]["mainContainer"]["image"] = "x:latest"
+    doc["spec"]["services"]["Decode"]["runtimeVersionOverride"] = "not-a-version"
+    by_name = {c.name: c for c in components.of(doc).components}
+    assert str(component_runtime(by_name["Planner"])) == "1.5.1"
+    assert component_runtime(by_name["Prefill"]) is None
+    with pytest.raises(ComponentError):
+        component_runtime(by_name["Decode"])

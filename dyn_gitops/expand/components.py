@@ -20,11 +20,12 @@ each component's type (the one the workloads, labels, env and the worker hash's 
 check go by), the EPP components (InferencePool, EPP config and service account, Istio
 DestinationRule), whether an EPP keeps the 1.4 Go EPP contract (``eppConfig``), whether
 a graph has an EPP (its workers' component-class label), whether any component is
-multinode (the wait-for-leader ConfigMap), and which workers a Planner scales
-(:mod:`.replica_owners`). Every component's :class:`.context.ComponentContext` carries its
-v1beta1 component (``component``) beside the v1alpha1 service (``spec``). The rest of the
-expansion still reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal
-model*).
+multinode (the wait-for-leader ConfigMap), which workers a Planner scales
+(:mod:`.replica_owners`), and each component's runtime version (its container ``main``'s
+image tag or ``runtimeVersionOverride``, :func:`.context.component_runtime`). Every
+component's :class:`.context.ComponentContext` carries its v1beta1 component
+(``component``) beside the v1alpha1 service (``spec``). The rest of the expansion still
+reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal model*).
 """
 
 from __future__ import annotations

@@ -464,7 +464,7 @@ def _grove_context(
         epp_config_map=epp_cm,
         grove=True,
         **_kv_transfer(dgd, settings, svc.componentType),
-        runtime=component_runtime(svc),
+        runtime=component_runtime(component),
     )
 
 
@@ -595,7 +595,7 @@ def _expand_service(
         env_overrides=tuple(sorted(env_overrides.items())),
         **_kv_transfer(dgd, settings, ctype),
         graph_label=not standalone,
-        runtime=component_runtime(svc),
+        runtime=component_runtime(component),
     )
 
     if svc.modelRef is not None:
