@@ -215,25 +215,37 @@ class _Composer:
 
     def _finish(self, node: yaml.Node, doc: _Composed) -> None:
         """Size and height of a finished collection; duplicate keys reported."""
-        children: list[yaml.Node]
-        if isinstance(node, yaml.MappingNode):
-            children = [n for pair in node.value for n in pair]
-            seen: set[str] = set()
-            for key, _ in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG:
-                    if key.value in seen:
-                        doc.problems.append(
-                            (key.start_mark.line + 1, f"duplicate key {key.value!r}")
-                        )
-                    seen.add(key.value)
-        else:
-            children = node.value
         size, height = 1, 0
         stats = self.stats
-        for child in children:
-            csize, cheight = stats.get(id(child), _SCALAR_STATS)
-            size += csize
-            height = max(height, cheight)
+        if type(node) is yaml.MappingNode:
+            seen: set[str] = set()
+            for key, value in node.value:
+                if type(key) is yaml.ScalarNode:
+                    size += 1
+                    if key.tag != _MERGE_TAG:
+                        if key.value in seen:
+                            doc.problems.append(
+                                (key.start_mark.line + 1, f"duplicate key {key.value!r}")
+                            )
+                        seen.add(key.value)
+                else:
+                    csize, cheight = stats.get(id(key), _SCALAR_STATS)
+                    size += csize
+                    height = max(height, cheight)
+                if type(value) is yaml.ScalarNode:
+                    size += 1
+                else:
+                    csize, cheight = stats.get(id(value), _SCALAR_STATS)
+                    size += csize
+                    height = max(height, cheight)
+        else:
+            for child in node.value:
+                if type(child) is yaml.ScalarNode:
+                    size += 1
+                else:
+                    csize, cheight = stats.get(id(child), _SCALAR_STATS)
+                    size += csize
+                    height = max(height, cheight)
         if size > self.max_nodes:
             raise _InputTooBig(None, self._too_many(size))
         stats[id(node)] = (size, height + 1)
@@ -404,6 +416,8 @@ def _line_at(node: yaml.Node, loc: Sequence[str | int]) -> int:
 def not_json(data: Any, max_problems: int = 20) -> list[Problem]:
     """Where ``data`` holds something JSON (and so Kubernetes) cannot: non-string keys,
     bytes, sets, dates, pairs, NaN or infinity. Walks without recursion."""
+    if _plain_json(data):  # the common case, told without building every field's path
+        return []
     found: list[Problem] = []
     stack: list[tuple[FieldPath, Any]] = [((), data)]
     while stack and len(found) < max_problems:
@@ -434,6 +448,33 @@ def not_json(data: Any, max_problems: int = 20) -> list[Problem]:
                 )
             )
     return found
+
+
+_INF = (float("inf"), float("-inf"))
+
+
+def _plain_json(data: Any) -> bool:
+    """Whether ``data`` is JSON data through and through (:func:`not_json` finds nothing)."""
+    stack = [data]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        value = pop()
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            continue
+        if kind is dict:
+            for k in value:
+                if type(k) is not str:
+                    return False
+            extend(value.values())
+        elif kind is list:
+            extend(value)
+        elif kind is float:
+            if value != value or value in _INF:
+                return False
+        else:  # anything else (subclasses too) is for the full walk to judge
+            return False
+    return True
 
 
 def _what(value: Any) -> str:

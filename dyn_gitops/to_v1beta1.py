@@ -29,8 +29,9 @@ _PROMOTED = (naming.PREFILL, naming.DECODE)
 _CONVERSION_ANNOTATIONS = (keys.ANN_DGD_SPEC, "nvidia.com/dgd-status")
 
 
-def dgd(data: Obj) -> Obj:
-    """The v1beta1 document of the v1alpha1 DGD document ``data`` (unchanged otherwise)."""
+def dgd(data: Obj, alpha: hub.AlphaComponents | None = None) -> Obj:
+    """The v1beta1 document of the v1alpha1 DGD document ``data`` (unchanged otherwise);
+    ``alpha``: its components' conversion when already at hand."""
     meta = data_copy(data.get("metadata") or {})
     annotations = {
         k: v for k, v in (meta.get("annotations") or {}).items() if k not in _CONVERSION_ANNOTATIONS
@@ -39,12 +40,8 @@ def dgd(data: Obj) -> Obj:
     out_spec = hub.spec_from_alpha(spec)
     if out_spec.get("env"):
         out_spec["env"] = json.loads(gojson.encode("slice:struct:core/v1.EnvVar", out_spec["env"]))
-    services = spec.get("services") or {}
-    components = []
-    for name in sorted(services):
-        if services[name] is not None:
-            component = hub.component_from_alpha(name, services[name], defaults=False).spec
-            components.append(as_stored(component))
+    converted = (alpha or hub.AlphaComponents(spec)).get()
+    components = [as_stored(c.spec) for c in converted]
     if components:
         out_spec["components"] = components
     payload = preserved_spec(spec)

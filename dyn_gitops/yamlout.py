@@ -127,45 +127,53 @@ def _block(value: str, indent: str) -> str | None:
     return f"|{chomp}\n" + "\n".join((indent + ln) if ln else "" for ln in body)
 
 
-def _write(value: Any, indent: str, out: list[str]) -> None:
-    """Append lines for a mapping or sequence ``value`` at ``indent``."""
+def _write(value: Any, indent: str, out: list[str], first: str | None = None) -> None:
+    """Append lines for a mapping or sequence ``value`` at ``indent``; ``first`` replaces
+    the indent of the first line (an item of a block sequence: ``- key: value``). Strings,
+    the most common value, are written inline."""
+    child = indent + "  "
     if isinstance(value, dict):
         for k, v in value.items():
-            key = _scalar(k) if not isinstance(k, str) else _scalar_str(k)
-            _item(f"{indent}{key}:", v, indent + "  ", indent, out, in_seq=False)
+            key = _scalar_str(k) if isinstance(k, str) else _scalar(k)
+            if first is None:
+                head = indent + key + ":"
+            else:
+                head, first = first + key + ":", None
+            if type(v) is str and "\n" not in v:
+                out.append(head + " " + _scalar_str(v))
+            elif isinstance(v, dict) and v:
+                out.append(head)
+                _write(v, child, out)
+            elif isinstance(v, list) and v:
+                out.append(head)
+                _write(v, indent, out)  # block sequences sit at the key's indent
+            else:
+                out.append(_leaf(head, v, child))
     else:
         for v in value:
-            _item(f"{indent}-", v, indent + "  ", indent, out, in_seq=True)
+            if first is None:
+                head = indent + "-"
+            else:
+                head, first = first + "-", None
+            if type(v) is str and "\n" not in v:
+                out.append(head + " " + _scalar_str(v))
+            elif isinstance(v, dict | list) and v:
+                _write(v, child, out, head + " ")
+            else:
+                out.append(_leaf(head, v, child))
 
 
-def _item(head: str, v: Any, child: str, indent: str, out: list[str], *, in_seq: bool) -> None:
+def _leaf(head: str, v: Any, child: str) -> str:
+    """The line of a scalar, an empty collection or a multi-line string (as a literal
+    block when it round-trips)."""
     if isinstance(v, dict):
-        if not v:
-            out.append(f"{head} {{}}")
-        elif in_seq:
-            sub: list[str] = []
-            _write(v, child, sub)
-            out.append(f"{head} {sub[0][len(child) :]}")
-            out.extend(sub[1:])
-        else:
-            out.append(head)
-            _write(v, child, out)
-    elif isinstance(v, list):
-        if not v:
-            out.append(f"{head} []")
-        elif in_seq:
-            sub = []
-            _write(v, child, sub)
-            out.append(f"{head} {sub[0][len(child) :]}")
-            out.extend(sub[1:])
-        else:
-            out.append(head)
-            _write(v, indent, out)  # block sequences sit at the key's indent
-    elif isinstance(v, str) and "\n" in v:
+        return head + " {}"
+    if isinstance(v, list):
+        return head + " []"
+    if isinstance(v, str) and "\n" in v:
         block = _block(v, child)
-        out.append(f"{head} {block if block is not None else _scalar(v)}")
-    else:
-        out.append(f"{head} {_scalar(v)}")
+        return f"{head} {block if block is not None else _scalar(v)}"
+    return f"{head} {_scalar(v)}"
 
 
 def dump_document(obj: Any) -> str:

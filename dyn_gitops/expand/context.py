@@ -6,9 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DynGitopsError, FieldPath
+from ..models import v1beta1
 from ..models.v1alpha1 import KVTransferPolicy, ServiceSpec
 from ..runtimeversion import RuntimeVersionError, Version, resolve
 from ..settings import RenderSettings
+
+#: the operator's name of the component's own container in a v1beta1 pod template
+MAIN = "main"
 
 
 class ComponentError(DynGitopsError):
@@ -37,6 +41,10 @@ class ComponentContext:
     labels: dict[str, str]  # component labels (DGD spec < service < system)
     graph_envs: tuple[dict[str, Any], ...]
     settings: RenderSettings
+    #: the component as the operator holds it (v1beta1; the internal model the expansion is
+    #: moving to, ``expand/components.py``); ``spec`` is its v1alpha1 service, as the legacy
+    #: config left it
+    component: v1beta1.Component
     epp_config_map: tuple[str, str] | None = None  # (ConfigMap name, key) for EPP
     env_overrides: tuple[tuple[str, str], ...] = ()  # env values rewritten (legacy config)
     grove: bool = False  # rendered as a Grove clique, not a DCD (no DCD defaults apply)
@@ -55,14 +63,24 @@ class ComponentContext:
         return self.discovery_backend == "kubernetes"
 
 
-def component_runtime(spec: ServiceSpec) -> Version | None:
+def component_runtime(component: v1beta1.Component) -> Version | None:
     """The runtime version the operator renders the component by (``graph.go``
-    ``generateComponentContext`` in the 1.5 release): its ``runtimeVersionOverride``, else its
-    main image's tag; None when neither resolves. A bad override is an error, not a fallback."""
-    main = spec.main_container
+    ``generateComponentContext`` in the 1.5 release), read from its v1beta1 form: its
+    ``runtimeVersionOverride``, else the tag of its container ``main``'s image; None when
+    neither resolves. A bad override is an error, not a fallback."""
+    override = component.runtimeVersionOverride
     try:
-        return resolve((main.image if main else None) or "", spec.runtimeVersionOverride)
+        return resolve(main_image(component), override)
     except RuntimeVersionError as exc:
-        if spec.runtimeVersionOverride:
+        if override:
             raise ComponentError(("runtimeVersionOverride",), str(exc)) from None
         return None
+
+
+def main_image(component: v1beta1.Component) -> str:
+    """The image of the component's container ``main`` (``""``: none)."""
+    pod = component.podTemplate.spec if component.podTemplate is not None else None
+    for container in (pod.containers if pod is not None else None) or []:
+        if container.name == MAIN:
+            return container.image or ""
+    return ""

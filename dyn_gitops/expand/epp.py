@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..models.v1alpha1 import ServiceSpec
+from ..models import v1beta1
 from . import defaults
 
 #: HOME of the Frontend image, where the Rust EPP ships
@@ -20,9 +20,9 @@ NATIVE_HOME: Final = "/home/dynamo"
 CACHE_VOLUME: Final = "hf-cache"
 
 
-def is_legacy(spec: ServiceSpec) -> bool:
+def is_legacy(component: v1beta1.Component) -> bool:
     """``eppConfig`` present (even empty): the 1.4 Go EPP contract."""
-    return spec.eppConfig is not None
+    return component.eppConfig is not None
 
 
 def to_native(container: dict[str, Any]) -> None:

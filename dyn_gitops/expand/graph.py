@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +13,6 @@ from ..errors import FieldPath, Problem, RenderError
 from ..merge import merge_envs, merge_override
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
-from ..models.versions import V1BETA1
 from ..settings import RenderSettings
 from ..workerhash import compute as workerhash
 from ..workerhash import hub
@@ -21,6 +20,7 @@ from ..workerhash.gojson import GoTypeError
 from ..workerhash.quantity import QuantityError
 from . import (
     checkpoint,
+    components,
     defaults,
     elastic_ep,
     gms,
@@ -230,16 +230,22 @@ def _with_sync_option(current: str | None, option: str) -> str:
 
 
 def graph_worker_hash(
-    dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj
+    dgd: DynamoGraphDeployment,
+    settings: RenderSettings,
+    source: Obj,
+    alpha: hub.AlphaComponents | None = None,
+    graph: components.GraphComponents | None = None,
 ) -> str | None:
     """The worker generation: the operator's worker hash v2 of the DGD document ``source``
     (None: no workers). The component path names the worker Deployments with it; on Grove
     it only suffixes the workers' Dynamo namespace and labels their cliques (#12769: a new
     PodCliqueSet renders the suffix whenever it has workers, hashed the same way)."""
-    if not any(naming.is_worker(s.componentType) for s in (dgd.spec.services or {}).values()):
+    # the components as the operator holds them (v1beta1: prefill/decode are worker types)
+    if not (graph or components.of(source, alpha)).has_workers():
         return None
     try:
-        return workerhash.worker_hash(hub.graph(source, settings.namespace))
+        # alpha: the conversion of a v1alpha1 source's components, shared with the emitted DGD
+        return workerhash.worker_hash(hub.graph(source, settings.namespace, alpha))
     except (GoTypeError, QuantityError) as exc:
         # a field whose type the API server's schema would refuse (the hash encodes the
         # spec as the operator's Go types)
@@ -248,26 +254,21 @@ def graph_worker_hash(
         ) from None
 
 
-def written_order(source: Obj) -> list[str] | None:
-    """A v1beta1 DGD document's component names as its list orders them (None: a v1alpha1
-    map)."""
-    if source.get("apiVersion") != V1BETA1:
-        return None
-    comps = (source.get("spec") or {}).get("components") or []
-    return [str(c.get("name")) for c in comps if isinstance(c, dict)]
+def component_order(graph: components.GraphComponents, services: Collection[str]) -> list[str]:
+    """The services in the order of the operator's v1beta1 component list ``graph``: as
+    written in a v1beta1 document, sorted by name for a v1alpha1 one (the conversion sorts
+    the map keys, ``dgdServiceNamesInEmissionOrder`` @ 2a6da14c8). Grove cliques follow
+    it."""
+    written = graph.names
+    return [n for n in written if n in services] + sorted(set(services) - set(written))
 
 
-def component_order(dgd: DynamoGraphDeployment, written: Sequence[str] | None) -> list[str]:
-    """The services in the order of the operator's v1beta1 component list: as written in a
-    v1beta1 document, else sorted by name (the v1alpha1 conversion sorts the map keys,
-    ``dgdServiceNamesInEmissionOrder`` @ 2a6da14c8). Grove cliques follow it."""
-    names = list(dgd.spec.services or {})
-    if written is None:
-        return sorted(names)
-    return [n for n in written if n in names] + sorted(set(names) - set(written))
-
-
-def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
+def expand_graph(
+    dgd: DynamoGraphDeployment,
+    settings: RenderSettings,
+    source: Obj,
+    alpha: hub.AlphaComponents | None = None,
+) -> list[Obj]:
     """Every object the operator creates for ``dgd`` (parsed from the document ``source``),
     in no particular order (but a PodCliqueSet's cliques in :func:`component_order`);
     raises :class:`RenderError` with problems not located yet (their paths are the DGD's
@@ -275,10 +276,12 @@ def expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: O
     problems = not_supported(dgd, settings)
     if problems:
         raise RenderError(problems)
-    return _expand_graph(dgd, settings, source)
+    return _expand_graph(dgd, settings, source, alpha)
 
 
-def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Obj]:
+def expand_component_deployment(
+    dgd: DynamoGraphDeployment, settings: RenderSettings, graph: components.GraphComponents
+) -> list[Obj]:
     """A standalone DynamoComponentDeployment, given as the one-service DGD named like it
     (``validate.dcd_as_graph``): what the operator's DCD controller renders from it
     (``dynamocomponentdeployment_renderer.go`` @ 2a6da14c8). The workload and its Service
@@ -305,12 +308,18 @@ def expand_component_deployment(dgd: DynamoGraphDeployment, settings: RenderSett
             tuple(dump(dgd.spec.envs) or []),
             None,
             standalone=True,
+            graph=graph,
         )
     except ComponentError as exc:
         raise RenderError([Problem.at(_svc(service, *exc.path), str(exc))]) from None
 
 
-def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: Obj) -> list[Obj]:
+def _expand_graph(
+    dgd: DynamoGraphDeployment,
+    settings: RenderSettings,
+    source: Obj,
+    alpha: hub.AlphaComponents | None = None,
+) -> list[Obj]:
     dgd_name = dgd.metadata.name
     namespace = dgd.metadata.namespace or settings.namespace
     services = dgd.spec.services or {}
@@ -319,9 +328,10 @@ def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: 
     _, backends = resolve_backends(dgd)
     on_grove = grove.is_grove(dgd, settings)
 
-    whash = graph_worker_hash(dgd, settings, source)
+    graph = components.of(source, alpha)  # the internal v1beta1 model
+    whash = graph_worker_hash(dgd, settings, source, alpha, graph)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
-    eps = [(n, s) for n, s in sorted(services.items()) if s.componentType == naming.EPP]
+    eps = sorted((c for c in graph.components if c.type == naming.EPP), key=lambda c: c.name)
 
     out: list[Obj] = []
     problems = []
@@ -346,12 +356,12 @@ def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: 
     out.extend(gms.resource_claim_templates(dgd, namespace, settings))  # GMS (DRA)
     if graph_discovery == "kubernetes":
         out.extend(objects.discovery_rbac(dgd_name, namespace))
-    if any(is_multinode(s) for s in services.values()):
+    if any(c.multinode is not None and c.multinode.nodeCount > 1 for c in graph.components):
         out.append(lws.wait_leader_config_map(dgd_name, namespace))
 
     epp_cm: tuple[str, str] | None = None
-    for epp_name, epp in eps:
-        cfg = epp.eppConfig
+    for epp in eps:
+        epp_name, cfg = epp.name, epp.eppConfig
         dyn_ns = naming.dynamo_namespace(epp.globalDynamoNamespace, namespace, dgd_name)
         if cfg is not None and cfg.configMapRef is not None:
             epp_cm = (str(cfg.configMapRef.name), cfg.configMapRef.key or defaults.EPP_CONFIG_KEY)
@@ -366,7 +376,7 @@ def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: 
             )
 
     parts: list[grove.ServiceCliques] = []
-    for service in component_order(dgd, written_order(source)):
+    for service in component_order(graph, services):
         svc = services[service]
         try:
             if on_grove:
@@ -381,6 +391,7 @@ def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: 
                     graph_envs,
                     epp_cm,
                     graph_discovery,
+                    graph,
                 )
                 parts.append(grove.service_cliques(ctx, dgd))
                 out.extend(_grove_service_objects(ctx, dgd))
@@ -396,6 +407,7 @@ def _expand_graph(dgd: DynamoGraphDeployment, settings: RenderSettings, source: 
                         whash,
                         graph_envs,
                         epp_cm,
+                        graph=graph,
                     )
                 )
         except ComponentError as exc:
@@ -420,12 +432,16 @@ def _grove_context(
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     graph_discovery: str,
+    graph: components.GraphComponents,
 ) -> ComponentContext:
     """A Grove clique's context: no DCD, so no legacy DCD rewrites and the clique keeps the
     graph's names; workers carry the worker hash (#12769, ``dgd_grove_workload_renderer.go``
     @ 2a6da14c8); the graph's discovery backend is forced into every component's
     annotations."""
     dgd_name = dgd.metadata.name
+    component = graph.get(service)
+    assert component is not None  # the same document's services and components
+    ctype = component.type or ""  # v1beta1: prefill/decode are types of their own
     annotations = _component_annotations(dgd, svc)
     annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
     return ComponentContext(
@@ -433,10 +449,10 @@ def _grove_context(
         namespace=namespace,
         service=service,
         spec=svc,
-        component_type=naming.workload_type(svc.componentType, svc.subComponentType),
+        component_type=ctype,
         dynamo_ns=naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
         name=naming.base_name(dgd_name, service),
-        worker_hash=whash if naming.is_worker(svc.componentType) else None,
+        worker_hash=whash if naming.is_worker(ctype) else None,
         backend=backend,
         discovery_backend=graph_discovery,
         container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
@@ -444,10 +460,11 @@ def _grove_context(
         labels={},
         graph_envs=tuple(merge_envs(graph_envs)),
         settings=settings,
+        component=component,
         epp_config_map=epp_cm,
         grove=True,
         **_kv_transfer(dgd, settings, svc.componentType),
-        runtime=component_runtime(svc),
+        runtime=component_runtime(component),
     )
 
 
@@ -481,10 +498,6 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
     if svc.scalingAdapter is not None and svc.scalingAdapter.enabled:
         out.append(objects.scaling_adapter(ctx.dgd_name, ctx.namespace, ctx.service, svc.replicas))
     return out
-
-
-def _has_epp(dgd: DynamoGraphDeployment) -> bool:
-    return any(s.componentType == naming.EPP for s in (dgd.spec.services or {}).values())
 
 
 def _template_metadata(
@@ -522,10 +535,16 @@ def _expand_service(
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     standalone: bool = False,
+    *,
+    graph: components.GraphComponents,
 ) -> list[Obj]:
+    """The objects of one component; ``graph``: the DGD's v1beta1 components (a standalone
+    DCD's one)."""
     dgd_name = dgd.metadata.name
-    # a v1alpha1 worker with subComponentType prefill/decode is that type in v1beta1
-    ctype = naming.workload_type(svc.componentType, svc.subComponentType)
+    # its v1beta1 type: a v1alpha1 worker with subComponentType prefill/decode is that type
+    component = graph.get(service)
+    assert component is not None  # the same document's services and components
+    ctype = component.type or ""
     worker = naming.is_worker(ctype)
     svc, env_overrides = legacy.apply(
         service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])
@@ -552,7 +571,7 @@ def _expand_service(
         labels[keys.LABEL_GRAPH_NAME] = dgd_name
     if worker and whash:
         labels[keys.LABEL_WORKER_HASH] = whash
-    if worker and _has_epp(dgd):
+    if worker and graph.has_type(naming.EPP):
         labels[keys.LABEL_COMPONENT_CLASS] = naming.COMPONENT_CLASS_WORKER
     discovery = naming.discovery_backend(annotations, settings.discovery_backend)
     ctx = ComponentContext(
@@ -571,11 +590,12 @@ def _expand_service(
         labels=labels,
         graph_envs=tuple(merge_envs(graph_envs)),
         settings=settings,
+        component=component,
         epp_config_map=epp_cm,
         env_overrides=tuple(sorted(env_overrides.items())),
         **_kv_transfer(dgd, settings, ctype),
         graph_label=not standalone,
-        runtime=component_runtime(svc),
+        runtime=component_runtime(component),
     )
 
     if svc.modelRef is not None:
@@ -603,7 +623,7 @@ def _expand_service(
     out: list[Obj] = []
     if worker and settings.managed_replicas:
         deploy_ann[keys.ANN_MANAGED_REPLICAS] = "true"
-        if replica_owners.planner_scaled(dgd, svc):
+        if replica_owners.planner_scaled(graph, service):
             deploy_ann[keys.ANN_SEED_REPLICAS] = str(desired)
         elif not has_adapter:
             deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)

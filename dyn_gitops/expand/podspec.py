@@ -102,7 +102,7 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         pool_namespace=ctx.namespace,
         runtime=ctx.runtime,
     )
-    if ctx.component_type == naming.EPP and not epp.is_legacy(spec):
+    if ctx.component_type == naming.EPP and not epp.is_legacy(ctx.component):
         epp.to_native(base)
     base_env = merge_envs(
         defaults.common_env(
@@ -282,7 +282,7 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
             naming.epp_configmap_name(ctx.dgd_name),
             defaults.EPP_CONFIG_KEY,
         )
-        legacy = epp.is_legacy(spec)
+        legacy = epp.is_legacy(ctx.component)
         pod["volumes"] = defaults.epp_volumes(cm, key) if legacy else epp.native_volumes()
     user_security = "securityContext" in user_pod
     user_sa = user_pod.get("serviceAccountName")

@@ -15,17 +15,20 @@ from __future__ import annotations
 from typing import Any
 
 from .. import keys, naming
-from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+from .components import GraphComponents
 
 
-def planner_scaled(dgd: DynamoGraphDeployment, svc: ServiceSpec) -> bool:
-    """A worker with no scaling adapter in a graph that runs a Planner."""
-    services = (dgd.spec.services or {}).values()
-    if not any(s.componentType == naming.PLANNER for s in services):
+def planner_scaled(graph: GraphComponents | None, name: str) -> bool:
+    """Component ``name`` of ``graph`` (its v1beta1 components; None: a standalone DCD,
+    which has no Planner beside it) is a worker with no scaling adapter in a graph that runs
+    a Planner."""
+    if graph is None or not graph.has_type(naming.PLANNER):
         return False
-    adapter = svc.scalingAdapter is not None and svc.scalingAdapter.enabled
-    return naming.is_worker(naming.workload_type(svc.componentType, svc.subComponentType)) and (
-        not adapter
+    component = graph.get(name)
+    return (
+        component is not None
+        and naming.is_worker(component.type)
+        and component.scalingAdapter is None  # v1beta1: present = enabled
     )
 
 

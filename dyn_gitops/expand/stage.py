@@ -19,8 +19,9 @@ from ..models.v1alpha1 import DynamoGraphDeployment
 from ..models.versions import V1ALPHA1, V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
-from ..validate import Validated
-from . import replica_owners
+from ..validate import Validated, dcd_as_graph
+from ..workerhash import hub
+from . import components, replica_owners
 from .graph import expand_component_deployment, expand_graph
 
 
@@ -85,11 +86,15 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     if dgd is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
     source = admission.admitted_document(doc.data, dgd)  # with the webhook's stamps
+    # a v1alpha1 DGD's components converted once (when needed): for the worker hash and the
+    # emitted v1beta1 DGD
+    alpha = hub.AlphaComponents(source.get("spec") or {}) if components.is_alpha(source) else None
     try:
         if item.standalone_dcd:
-            children = expand_component_deployment(dgd, settings)
+            graph = components.of(dcd_as_graph(source)[0])  # its one component
+            children = expand_component_deployment(dgd, settings, graph)
         else:
-            children = expand_graph(dgd, settings, source)
+            children = expand_graph(dgd, settings, source, alpha)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the model's fields
@@ -99,7 +104,7 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     # a standalone DCD is rendered, not emitted: the companion controller manages DGDs
     if coexistence.emits_source(settings) and not item.standalone_dcd:
         try:
-            emitted = _source_to_emit(source, dgd, children, settings)
+            emitted = _source_to_emit(source, dgd, children, settings, alpha)
         except RenderError as exc:
             raise RenderError([item.located(p) for p in exc.problems]) from None
         out.append(
@@ -160,6 +165,7 @@ def _source_to_emit(
     obj: DynamoGraphDeployment,
     children: list[dict[str, Any]],
     settings: RenderSettings,
+    alpha: hub.AlphaComponents | None = None,
 ) -> dict[str, Any]:
     """The source DGD as admitted (``data``: as written plus the Dynamo 1.5 defaulting
     webhook's stamps, :mod:`dyn_gitops.admission`, which the applier then owns) in the API
@@ -185,7 +191,7 @@ def _source_to_emit(
                     )
                 ]
             )
-        out = to_v1beta1.dgd(data)
+        out = to_v1beta1.dgd(data, alpha)
     else:
         out = data_copy(data)
     replica_owners.without_replicas(out, replica_owners.seeded_components(children))

@@ -1,6 +1,7 @@
 """``nvidia.com/v1beta1`` DynamoGraphDeployment (``spec/dynamo-pod-spec.md`` section 9):
 a list of components, each with a native ``podTemplate`` whose container ``main`` carries
-the user's overrides. Converted to the v1alpha1 shape before rendering (``convert.py``)."""
+the user's overrides. The expansion's internal component list (``expand/components.py``);
+the modules that still read v1alpha1 get it through ``convert.py``."""
 
 from typing import Any, Literal
 

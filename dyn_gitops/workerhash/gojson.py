@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import golayout
 from .quantity import canonical
@@ -196,13 +196,25 @@ def _map(item: Encoder) -> Encoder:
 
 #: per struct: (``"name":`` prefix, name, encoder, kind, omitempty, omitzero, dropped
 #: when absent)
-_Plan = tuple[tuple[str, str, Encoder, str, bool, bool, bool], ...]
-_PLANS: dict[str, _Plan] = {}
+_Entry = tuple[str, str, Encoder, str, bool, bool, bool]
+_Plan = tuple[_Entry, ...]
 
 
-def _plan(name: str) -> _Plan:
-    plan = _PLANS.get(name)
-    if plan is None:
+class _Layout(NamedTuple):
+    """A struct's encoding plan: every field in declaration order, where each field's
+    JSON name sits in it, and the fields written even when absent (Go's zero value)."""
+
+    plan: _Plan
+    position: dict[str, int]
+    always: frozenset[int]
+
+
+_LAYOUTS: dict[str, _Layout] = {}
+
+
+def _layout(name: str) -> _Layout:
+    layout = _LAYOUTS.get(name)
+    if layout is None:
         plan = tuple(
             (
                 string(field) + ":",
@@ -215,8 +227,10 @@ def _plan(name: str) -> _Plan:
             )
             for field, kind, omitempty, omitzero in golayout.STRUCTS[name]
         )
-        _PLANS[name] = plan
-    return plan
+        position = {entry[1]: i for i, entry in enumerate(plan)}
+        always = frozenset(i for i, entry in enumerate(plan) if not entry[6])
+        layout = _LAYOUTS[name] = _Layout(plan, position, always)
+    return layout
 
 
 def _struct(name: str, value: Any) -> str:
@@ -229,8 +243,13 @@ def _fields(name: str, value: Any, skip: str = "") -> list[str]:
         value = {}
     if not isinstance(value, dict):
         raise GoTypeError(f"expected a mapping for {name}, found {type(value).__name__}")
+    plan, position, always = _layout(name)
+    # only the fields given or written when absent, in declaration order: a struct such as
+    # PodSpec has dozens of fields and a value sets a few
+    wanted = always.union([i for i in map(position.get, value) if i is not None])
     parts = []
-    for prefix, field, enc, kind, omitempty, omitzero, drop_absent in _plan(name):
+    for i in sorted(wanted):
+        prefix, field, enc, kind, omitempty, omitzero, drop_absent = plan[i]
         if field == skip:
             continue
         item = value.get(field)

@@ -16,7 +16,7 @@ Plain data in and out (the JSON field names), so the worker hash can encode it a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import naming
@@ -415,20 +415,50 @@ def spec_topology_from_alpha(tc: Obj) -> Obj:
     return out
 
 
-def graph(data: Obj, default_namespace: str) -> HubGraph:
-    """The hub form of a DGD document (either served version)."""
+class AlphaComponents:
+    """The components of a v1alpha1 DGD spec as its conversion makes them (without the CRD
+    schema's defaults), converted once, when first asked for: the worker hash and the
+    emitted v1beta1 DGD read the same conversion of one document."""
+
+    def __init__(self, spec: Obj) -> None:
+        self._services: Obj = spec.get("services") or {}
+        self._components: list[HubComponent] | None = None
+
+    def get(self) -> list[HubComponent]:
+        if self._components is None:
+            services = self._services
+            self._components = [
+                component_from_alpha(name, services[name], defaults=False)
+                for name in sorted(services)
+                if services[name] is not None
+            ]
+        return self._components
+
+
+def with_pod_defaults(c: HubComponent) -> HubComponent:
+    """``c`` (left as it is) with the CRD schema's defaults: ``component_from_alpha`` with
+    ``defaults``."""
+    return replace(c, spec=apply_pod_defaults(data_copy(c.spec)))
+
+
+def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = None) -> HubGraph:
+    """The hub form of a DGD document (either served version); ``alpha``: its components'
+    conversion when already at hand (a v1alpha1 document)."""
     meta = data.get("metadata") or {}
     spec = data.get("spec") or {}
     if data.get("apiVersion") == V1ALPHA1 or (
         data.get("apiVersion") != V1BETA1 and "services" in spec
     ):
         hub_spec = spec_from_alpha(spec)
-        services = spec.get("services") or {}
-        components = [
-            component_from_alpha(name, services[name] or {})
-            for name in sorted(services)
-            if services[name] is not None
-        ]
+        if alpha is not None:
+            components = [with_pod_defaults(c) for c in alpha.get()]
+        else:
+            services = spec.get("services") or {}
+            components = [
+                component_from_alpha(name, services[name] or {})
+                for name in sorted(services)
+                if services[name] is not None
+            ]
     else:
         hub_spec = {k: data_copy(v) for k, v in spec.items() if k != "components"}
         components = [
