@@ -100,8 +100,10 @@ class App:
         self.repo = argo_support.new_repo(argo.git, work, self.name)
         self.admin = Kube(k.api, field_manager=ADMIN)
 
-    def create(self, parameters: dict[str, str] | None = None) -> None:
+    def create(self, parameters: dict[str, str] | None = None, allow_empty: bool = False) -> None:
         app = argo_support.application(self.name, self.repo.url, "dgd", self.ns, parameters)
+        if allow_empty:  # Argo CD's own guard: auto-sync never prunes every resource
+            app["spec"]["syncPolicy"]["automated"]["allowEmpty"] = True
         self.admin.apply(APPS, app)
 
     def status(self) -> dict[str, Any]:
@@ -306,6 +308,7 @@ def test_broken_dgd_names_file_and_line_and_leaves_workers(app: App) -> None:
     app.create()
     app.wait_healthy(sha1)
     (worker,) = app.deployments(WORKER_PODS).values()
+    dgd_generation = app.k.get(DGDS, app.ns, "roll")["metadata"]["generation"]
     broken = graph().replace("replicas: 2", "replicas: many")
     line = 1 + broken.splitlines().index(
         next(ln for ln in broken.splitlines() if "replicas: many" in ln)
@@ -328,13 +331,14 @@ def test_broken_dgd_names_file_and_line_and_leaves_workers(app: App) -> None:
     assert after["metadata"]["uid"] == worker["metadata"]["uid"]
     assert after["metadata"]["generation"] == worker["metadata"]["generation"]
     assert app.ready_workers() == 2
-    assert app.k.get(DGDS_V1ALPHA1, app.ns, "roll")["spec"]["services"][WORKER]["replicas"] == 2
+    assert app.k.get(DGDS, app.ns, "roll")["metadata"]["generation"] == dgd_generation
 
 
 def test_removing_the_dgd_prunes_everything(app: App) -> None:
-    # the directory stays (with a note) and the app allows an empty render (docs/argocd.md)
+    # the directory stays (with a note); the plugin allows an empty render and Argo CD's
+    # auto-sync an empty app (docs/argocd.md, section 10)
     sha1 = app.repo.commit({"dgd/roll.yaml": graph(), "dgd/NOTES.md": "graphs\n"}, "graph")
-    app.create({"allow-empty": "true"})
+    app.create({"allow-empty": "true"}, allow_empty=True)
     app.wait_healthy(sha1)
     assert app.deployments(WORKER_PODS)
     sha2 = app.repo.commit({"dgd/roll.yaml": None}, "remove the graph")
