@@ -323,7 +323,7 @@ def test_broken_dgd_names_file_and_line_and_leaves_workers(app: App) -> None:
         return ""
 
     msg = app.wait(error, "a condition naming roll.yaml", timeout=180)
-    print(f"\nargocd e2e: broken DGD condition: {msg[:300]}")
+    print(f"\nargocd e2e: broken DGD condition: ...{msg[msg.index('roll.yaml') :][:200]}")
     assert f"roll.yaml:{line}" in msg, msg
     assert "replicas" in msg and "many" in msg, msg
     # nothing was applied: the running workers are untouched
