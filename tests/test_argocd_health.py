@@ -3,7 +3,10 @@
 The Lua runs in Lua 5.1 (lupa), the language of Argo CD's gopher-lua, inside Argo CD's
 default sandbox: the base and table libraries only, no string library (not even string
 methods), and the object as the global ``obj``. Each kind's ``health_test.yaml`` uses Argo
-CD's own resource_customizations test format.
+CD's own resource_customizations test format. The same cases also run in Argo CD's own Lua
+runtime (``util/lua``, through ``argocd admin settings resource-overrides health`` of the full
+argocd binary), and the DGD script once more inside a real application-controller
+(tests/test_argocd_e2e.py).
 """
 
 from __future__ import annotations
@@ -207,3 +210,33 @@ def test_sample_applications(name: str) -> None:
             cm[f"resource.customizations.ignoreDifferences.{group}{rule['kind']}"]
         )
         assert {k: v for k, v in rule.items() if k not in ("group", "kind")} == system
+
+
+# --------------------------------------------------------------- Argo CD's own Lua (util/lua)
+@pytest.mark.parametrize(("group", "kind", "case"), _cases())
+def test_health_in_argo_cds_own_lua(
+    test_binaries: Any, group: str, kind: str, case: dict[str, Any]
+) -> None:
+    """The same cases through Argo CD's real Lua runtime (gopher-lua, Argo's sandbox), beside
+    the lupa emulation above: ``argocd admin settings resource-overrides health`` of the full
+    argocd binary (tools/test-bins/build.sh) with our kustomize/argocd-cm.yaml."""
+    import os
+    import subprocess
+
+    argocd = test_binaries("argocd-cmp-server")["argocd-cmp-server"]
+    proc = subprocess.run(
+        [str(argocd), "admin", "settings", "resource-overrides", "health",
+         str(CUSTOMIZATIONS / group / kind / case["inputPath"]),
+         "--argocd-cm-path", str(ARGOCD / "kustomize" / "argocd-cm.yaml")],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "ARGOCD_BINARY_NAME": "argocd"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = dict(
+        line.split(": ", 1)
+        for line in proc.stdout.splitlines()
+        if line.startswith(("STATUS", "MESSAGE"))
+    )
+    want = case["healthStatus"]
+    assert got.get("STATUS") == want["status"], proc.stdout
+    assert got.get("MESSAGE", "") == want.get("message", ""), proc.stdout

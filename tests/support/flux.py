@@ -1,7 +1,7 @@
 """Real Flux for end-to-end tests: source-controller + kustomize-controller (built by
 ``tools/test-bins/build-flux.sh``) against the realistic cluster (``cluster.py``), a loopback
 smart-HTTP Git server (``git http-backend`` behind a threaded HTTP server) and a loopback OCI
-registry (Debian's ``docker-registry``, installed by ``tools/test-bins/install-apt.sh``).
+registry (Debian's ``docker-registry``, installed by ``tools/images/deps.sh``).
 
 Everything started here is stopped in reverse order and its scratch directory removed.
 """
@@ -67,8 +67,7 @@ def missing() -> str | None:
         return f"{d / CRDS_FILE} is missing: run `bash tools/test-bins/build-flux.sh`"
     if shutil.which(REGISTRY_BINARY) is None:
         return (
-            f"{REGISTRY_BINARY} is not installed: run "
-            f"`bash tools/test-bins/install-apt.sh {REGISTRY_BINARY}` (Debian package)"
+            f"{REGISTRY_BINARY} is not installed: run `bash tools/images/deps.sh` (Debian packages)"
         )
     if shutil.which("git") is None:
         return "git is not installed"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install the Debian packages the image tests and the release rehearsal need (podman, buildah,
-# skopeo, mmdebstrap, docker-registry, runc), if they are missing. Called by scripts/test.
+# Install the Debian packages the image tests, the Argo CD end-to-end tests and the release
+# rehearsal need (podman, buildah, skopeo, mmdebstrap, docker-registry, runc, redis-server, git),
+# if they are missing. Called by scripts/test.
 #
 #   tools/images/deps.sh            # install what is missing (needs root and apt-get)
 #   tools/images/deps.sh --check    # exit 0 if everything is there, 1 otherwise; installs nothing
@@ -12,9 +13,10 @@ set -euo pipefail
 # debian-archive-keyring: mmdebstrap verifies bookworm with it (already there on Debian, not on Ubuntu)
 # (shellcheck: actionlint runs it on the workflow's scripts, the suite on ours)
 PACKAGES=(podman buildah skopeo mmdebstrap docker-registry runc uidmap ca-certificates debian-archive-keyring
-  shellcheck)
-# command each package provides (what the tests call)
-COMMANDS=(podman buildah skopeo mmdebstrap docker-registry runc shellcheck)
+  shellcheck redis-server git)
+# command each package provides (what the tests call); redis-server and git: Argo CD's cache and
+# the loopback Git server of tests/test_argocd_e2e.py
+COMMANDS=(podman buildah skopeo mmdebstrap docker-registry runc shellcheck redis-server git)
 
 missing_cmds() {
   local c

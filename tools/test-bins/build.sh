@@ -29,7 +29,7 @@ K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler)
 KWOK_STAGES=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
   pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
   pod/chaos/pod-container-running-failed.yaml)
-EXTRA_PINS=(argocd-gitops-engine)   # optional entries in versions.env that are not tools
+EXTRA_PINS=(argocd-gitops-engine argocd-build)   # optional entries in versions.env that are not tools
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "build.sh: $*"; exit 2; }
@@ -263,11 +263,14 @@ build_kubeconform() {
 }
 
 build_argocd-cmp-server() {
-  # Our own main (argocd-cmp-server/main.go) in a wrapper module that copies Argo CD's
-  # replace block. Argo's go.mod also replaces its nested gitops-engine module with the
-  # local ./gitops-engine, which the argo-cd module zip does not contain: that replace is
-  # pointed at the argocd-gitops-engine pin (a pseudo-version at the Argo release commit),
-  # or dropped when there is no pin (then the version Argo requires must be published).
+  # Argo CD's full multi-call binary (github.com/argoproj/argo-cd/VER/cmd), built in a wrapper
+  # module that copies Argo CD's replace block. It picks its component from $ARGOCD_BINARY_NAME
+  # or the basename of argv[0]: installed as argocd-cmp-server it is the CMP server the tests
+  # and the sidecar image run, and the same file (the "argocd" symlink next to it) is the
+  # repo-server and application-controller of the Argo CD end-to-end tests. Argo's go.mod also
+  # replaces its nested gitops-engine module with the local ./gitops-engine, which the argo-cd
+  # module zip does not contain: that replace is pointed at the argocd-gitops-engine pin (a
+  # pseudo-version at the Argo release commit), or dropped when there is no pin.
   local ver=$1 out=$2 mod dir gomod old new ge=${VERSION[argocd-gitops-engine]:-}
   local -a edits=()
   mod=github.com/argoproj/argo-cd/$(cut -d. -f1 <<<"$ver")
@@ -277,22 +280,22 @@ build_argocd-cmp-server() {
     case $new in
       ./*|../*)
         if [[ $old == */gitops-engine* && -n $ge ]]; then
-          log "argocd-cmp-server: $old => ${old%@*}@$ge (instead of Argo's $new)"
+          log "argocd: $old => ${old%@*}@$ge (instead of Argo's $new)"
           edits+=("-replace=$old=${old%@*}@$ge")
         else
-          log "argocd-cmp-server: dropping Argo's local replace $old => $new"
+          log "argocd: dropping Argo's local replace $old => $new"
         fi ;;
       *) edits+=("-replace=$old=$new") ;;
     esac
   done < <(replaces_of "$gomod")
-  log "argocd-cmp-server: ${#edits[@]} replace directives derived from $mod@$ver"
-  dir=$(new_wrapper argocd-cmp-server)
-  cp "$HERE/argocd-cmp-server/main.go" "$dir/"
+  log "argocd: ${#edits[@]} replace directives derived from $mod@$ver"
+  dir=$(new_wrapper argocd)
   cd "$dir"
   [ ${#edits[@]} -eq 0 ] || go mod edit "${edits[@]}"
   GOFLAGS=$FLAGS_WRAPPER go get "$mod@$ver"
   GOFLAGS=$FLAGS_WRAPPER go build -ldflags "-s -w -X $mod/common.version=${ver#v} \
-    -X $mod/common.extraBuildInfo=dyn-gitops-test-bins" -o "$out" .
+    -X $mod/common.extraBuildInfo=dyn-gitops-test-bins" -o "$out" "$mod/cmd"
+  ln -sfn argocd-cmp-server "$(dirname "$out")/argocd"
 }
 
 build_actionlint() {
@@ -315,6 +318,8 @@ same_version_elsewhere() {
     if [ "$tool" = argocd-cmp-server ]; then
       grep -qx -- "argocd-gitops-engine=${VERSION[argocd-gitops-engine]:-}" \
         <(sed 's/#.*//; s/[[:space:]]//g' "$d/versions.env") || continue
+      grep -qx -- "argocd-build=${VERSION[argocd-build]:-}" \
+        <(sed 's/#.*//; s/[[:space:]]//g' "$d/versions.env") || continue
     fi
     if [ "$tool" = kwok ]; then [ -f "$d/kwok-stages.yaml" ] || continue; fi
     printf '%s\n' "$d/$tool"
@@ -328,6 +333,7 @@ version_of() {
     kube-apiserver|kube-controller-manager|kube-scheduler|etcd|kwok) "$2" --version ;;
     kubeconform) "$2" -v ;;
     actionlint) "$2" -version ;;
+    argocd-cmp-server) ARGOCD_BINARY_NAME=argocd "$2" version --client ;;
     *) "$2" version ;;
   esac 2>&1
 }
@@ -350,6 +356,7 @@ total_start=$SECONDS
 for tool in "${selected[@]}"; do
   ver=${VERSION[$tool]}
   bin=$BIN_DIR/$tool
+  [ "$tool" != argocd-cmp-server ] || ln -sfn argocd-cmp-server "$BIN_DIR/argocd"
   if [ -x "$bin" ] && { [ "$tool" != kwok ] || [ -f "$BIN_DIR/kwok-stages.yaml" ]; }; then
     printf '%-23s %-8s cached %5ss  cpu %5ss  %s\n' "$tool" "$ver" 0 0 "$bin"
     continue

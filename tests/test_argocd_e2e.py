@@ -1,0 +1,357 @@
+"""The GitOps loop a user runs with Argo CD, end to end, on the realistic cluster.
+
+A commit to a loopback Git repository -> real Argo CD (application-controller + repo-server +
+Redis) -> our sidecar image under podman running the real argocd-cmp-server -> server-side
+apply onto the realistic cluster (kube-apiserver + kube-controller-manager + scheduler + KWOK
+GPU nodes) -> the companion controller (in process, namespace mode) -> Ready pods, and the
+Application's health through our health Lua (deploy/argocd/kustomize/argocd-cm.yaml), run by
+Argo CD's own Lua runtime. What runs and why: ``tests/support/argocd.py``; one Argo CD per
+module, one repository, namespace and Application per test.
+
+Figures (``pytest -s``): commit -> Synced+Healthy, image change -> last old worker gone; quoted
+in docs/argocd.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import missing_component
+from dyn_gitops_operator.errors import NotFoundError
+from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube, Resource
+from dyn_gitops_operator.testing import hpa_scale, running, settings_for_tests
+from support import argocd as argo_support
+from support import images
+from support.cluster import is_ready, pods
+from support.controlplane import install_crds
+from support.graphs import IMAGE, WORKER, rollout_graph
+
+pytestmark = pytest.mark.realk8s
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+APPS = Resource("argoproj.io", "v1alpha1", "applications", "Application")
+RESOURCES = {
+    "Namespace": Resource("", "v1", "namespaces", "Namespace"),
+    "ConfigMap": Resource("", "v1", "configmaps", "ConfigMap"),
+    "Secret": Resource("", "v1", "secrets", "Secret"),
+    "AppProject": Resource("argoproj.io", "v1alpha1", "appprojects", "AppProject"),
+    "Application": APPS,
+}
+ADMIN = "argocd-e2e-admin"
+NEW_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0"
+WORKER_PODS = f"nvidia.com/dynamo-component={WORKER}"
+#: the DGD as committed to Git (the controller's DGDS is the v1beta1 view)
+DGDS_V1ALPHA1 = Resource(
+    "nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"
+)
+
+
+# --------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def argo(
+    cluster: Any, cluster_kube: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """Argo CD against the session's realistic cluster, for this module."""
+    for tool in ("redis-server", "redis-cli", "git"):
+        if shutil.which(tool) is None:
+            missing_component(f"{tool} is missing: run tools/images/deps.sh as root")
+    why = images.deps_missing()
+    if why:
+        missing_component(f"the image tools are missing ({why}): run tools/images/deps.sh as root")
+    from conftest import need_binaries
+
+    server = need_binaries("argocd-cmp-server")["argocd-cmp-server"]
+    multicall = server.parent / "argocd"
+    if not multicall.exists() or not argo_support.module_dir().is_dir():
+        missing_component(
+            f"{multicall} or {argo_support.module_dir()} is missing: the full argocd binary of "
+            "tools/test-bins/build.sh (argocd-build=multicall) has not been built"
+        )
+    built = images.build()
+    print(f"\nargocd e2e: images built or reused in {built.build_seconds:.1f}s")
+    install_crds(cluster_kube, argo_support.crds())
+    admin = Kube(cluster_kube, field_manager=ADMIN)
+    for obj in argo_support.config_objects():
+        res = RESOURCES[obj["kind"]]
+        admin.apply(res, obj)
+    with argo_support.argo_cd(
+        multicall, built.cmp, cluster.kubeconfig, tmp_path_factory.mktemp("argocd")
+    ) as a:
+        print(
+            f"argocd e2e: redis + sidecar + repo-server + controller started in {a.started_in:.1f}s"
+        )
+        yield a
+
+
+class App:
+    """One test's repository, Application and controller; see :func:`app`."""
+
+    def __init__(self, argo: Any, k: Kube, namespace: str, work: Path) -> None:
+        self.argo, self.k, self.ns = argo, k, namespace
+        self.name = f"e2e-{namespace}"
+        self.repo = argo_support.new_repo(argo.git, work, self.name)
+        self.admin = Kube(k.api, field_manager=ADMIN)
+
+    def create(self, parameters: dict[str, str] | None = None, allow_empty: bool = False) -> None:
+        app = argo_support.application(self.name, self.repo.url, "dgd", self.ns, parameters)
+        if allow_empty:  # Argo CD's own guard: auto-sync never prunes every resource
+            app["spec"]["syncPolicy"]["automated"]["allowEmpty"] = True
+        self.admin.apply(APPS, app)
+
+    def status(self) -> dict[str, Any]:
+        try:
+            return dict(self.k.get(APPS, argo_support.NAMESPACE, self.name).get("status") or {})
+        except NotFoundError:
+            return {}
+
+    def state(self) -> tuple[str, str, str]:
+        st = self.status()
+        return (
+            (st.get("sync") or {}).get("status", ""),
+            (st.get("sync") or {}).get("revision", ""),
+            (st.get("health") or {}).get("status", ""),
+        )
+
+    def refresh(self, hard: bool = True) -> None:
+        self.admin.request(
+            "PATCH",
+            APPS.path(argo_support.NAMESPACE, self.name),
+            [("fieldManager", ADMIN)],
+            {
+                "metadata": {
+                    "annotations": {"argocd.argoproj.io/refresh": "hard" if hard else "normal"}
+                }
+            },
+            "application/merge-patch+json",
+        )
+
+    def wait(self, cond: Callable[[], Any], what: str, timeout: float = 180) -> Any:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            value = cond()
+            if value:
+                return value
+            time.sleep(0.25)
+        st = self.status()
+        raise AssertionError(
+            f"timed out after {timeout} s waiting for {what}; app state {self.state()}, "
+            f"conditions {st.get('conditions')}, "
+            f"operation {(st.get('operationState') or {}).get('message')}"
+            f"\n{self.argo.logs()}"
+        )
+
+    def wait_healthy(self, revision: str, timeout: float = 180) -> float:
+        start = time.monotonic()
+        self.wait(
+            lambda: self.state() == ("Synced", revision, "Healthy"),
+            f"Synced+Healthy at {revision[:8]}",
+            timeout,
+        )
+        return time.monotonic() - start
+
+    def deployments(self, selector: str = "") -> dict[str, dict[str, Any]]:
+        items, _ = self.k.list(DEPLOYMENTS, self.ns, label_selector=selector)
+        return {d["metadata"]["name"]: d for d in items}
+
+    def ready_workers(self) -> int:
+        return sum(is_ready(p) for p in pods(self.k.api, self.ns, WORKER_PODS))
+
+
+@pytest.fixture
+def app(argo: Any, cluster_k: Kube, cluster_namespace: str, tmp_path: Path) -> Iterator[App]:
+    """A repository and Application for this test's namespace, with the companion controller
+    running on it; the Application is deleted (no cascade) before the namespace is."""
+    a = App(argo, cluster_k, cluster_namespace, tmp_path)
+    with running(settings_for_tests(cluster_namespace), cluster_k):
+        yield a
+    with contextlib.suppress(NotFoundError):
+        cluster_k.request("DELETE", APPS.path(argo_support.NAMESPACE, a.name))
+
+
+def graph(image: str = IMAGE, replicas: int = 2) -> str:
+    return yaml.safe_dump(rollout_graph(image, replicas), sort_keys=False)
+
+
+# --------------------------------------------------------------------------- cases
+def test_commit_syncs_to_ready_pods_and_healthy(app: App, cluster: Any) -> None:
+    sha = app.repo.commit({"dgd/roll.yaml": graph()}, "add the roll graph")
+    start = time.monotonic()
+    app.create()
+    took = app.wait_healthy(sha)
+    print(f"\nargocd e2e: commit -> Synced+Healthy {time.monotonic() - start:.1f}s")
+    assert took >= 0
+    deps = app.deployments()
+    assert {n.split("-")[1] for n in deps} == {"frontend", "vllmdecodeworker"}, deps.keys()
+    for d in deps.values():
+        assert (d.get("status") or {}).get("readyReplicas") == d["spec"]["replicas"], d["metadata"][
+            "name"
+        ]
+    workers = pods(app.k.api, app.ns, WORKER_PODS)
+    assert len(workers) == 2 and all(is_ready(p) for p in workers)
+    for p in workers:
+        assert p.spec.node_name in cluster.nodes
+        limits = p.spec.containers[0].resources.limits or {}
+        assert limits.get("nvidia.com/gpu") == "1"
+    # Healthy came from our DGD health Lua: the controller wrote the graph's state
+    dgd = app.k.get(DGDS, app.ns, "roll")
+    assert dgd["status"]["state"] == "successful"
+    kinds = {r["kind"] for r in app.status()["resources"]}
+    assert {"DynamoGraphDeployment", "Deployment", "Service"} <= kinds
+
+
+def test_image_change_rolls_workers_without_zero_ready_or_flapping(app: App) -> None:
+    sha1 = app.repo.commit({"dgd/roll.yaml": graph()}, "roll at 1.1.0")
+    app.create()
+    app.wait_healthy(sha1)
+    (old,) = app.deployments(WORKER_PODS)
+    seen: list[tuple[float, int, tuple[str, str, str]]] = []
+    stop = threading.Event()
+
+    def observe() -> None:
+        while not stop.is_set():
+            seen.append((time.monotonic(), app.ready_workers(), app.state()))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=observe, daemon=True)
+    watcher.start()
+    try:
+        sha2 = app.repo.commit({"dgd/roll.yaml": graph(NEW_IMAGE)}, "roll to 1.2.0")
+        start = time.monotonic()
+        app.refresh(hard=False)  # what a Git webhook does; without it the 30 s resync would
+
+        def old_gone() -> bool:
+            old_pods = [
+                p
+                for p in pods(app.k.api, app.ns, WORKER_PODS)
+                if p.metadata.name.startswith(old + "-")
+            ]
+            return not old_pods
+
+        app.wait(old_gone, "the last old worker pod gone", timeout=240)
+        gone = time.monotonic() - start
+        app.wait_healthy(sha2, timeout=240)
+
+        def rolled() -> bool:
+            deps = app.deployments(WORKER_PODS)
+            return old not in deps and app.ready_workers() == 2
+
+        app.wait(rolled, "one worker generation, 2 ready workers", timeout=240)
+        settled = time.monotonic()
+        # a few more observations after the rollout settled (a re-sync would flap now)
+        app.wait(lambda: len([s for s in seen if s[0] > settled]) >= 20, "more observations", 60)
+    finally:
+        stop.set()
+        watcher.join(10)
+    print(f"\nargocd e2e: image change commit -> last old worker gone {gone:.1f}s")
+    new = next(iter(app.deployments(WORKER_PODS)))
+    assert new != old
+    image = app.deployments(WORKER_PODS)[new]["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == NEW_IMAGE
+    # never a moment without a ready worker
+    assert min(n for _, n, _ in seen) >= 1, [n for _, n, _ in seen]
+    # once synced at the new revision, the Application never goes OutOfSync again
+    first = next(i for i, (_, _, s) in enumerate(seen) if s[:2] == ("Synced", sha2))
+    after = {s[0] for _, _, s in seen[first:]}
+    assert after == {"Synced"}, [s for _, _, s in seen[first:] if s[0] != "Synced"][:5]
+
+
+def test_scale_through_the_adapter_survives_resyncs(app: App) -> None:
+    # the graph only (the sample's dyn-gitops.yaml would send it to another namespace)
+    sample = SAMPLES / "scaling-adapter" / "input" / "sglang-disagg.yaml"
+    files = {"dgd/sglang-disagg.yaml": sample.read_text()}
+    sha1 = app.repo.commit(files, "scaling-adapter sample")
+    app.create()
+    app.wait_healthy(sha1)
+    adapter = "sglang-disagg-decode"
+    before = int(app.k.get(DGDSAS, app.ns, adapter)["spec"]["replicas"])
+    want = before + 1
+    hpa_scale(app.k, app.ns, adapter, want)
+    decode = next(n for n in app.deployments() if n.startswith("sglang-disagg-decode-"))
+
+    def scaled() -> bool:
+        d = app.k.get(DEPLOYMENTS, app.ns, decode)
+        return bool(
+            d["spec"]["replicas"] == want and (d.get("status") or {}).get("readyReplicas") == want
+        )
+
+    app.wait(scaled, f"{decode} at {want} ready replicas", timeout=120)
+    # a new commit (a real sync) and a hard refresh: the scale stays
+    sha2 = app.repo.commit({"dgd/NOTES.md": "unrelated change\n"}, "unrelated commit")
+    app.refresh()
+    app.wait_healthy(sha2)
+    app.wait(
+        lambda: (
+            ((app.status().get("operationState") or {}).get("syncResult") or {}).get("revision")
+            == sha2
+        ),
+        "a sync at the new revision",
+    )
+    reconciled = app.status().get("reconciledAt")
+    app.refresh()
+    app.wait(lambda: app.status().get("reconciledAt") != reconciled, "another reconciliation")
+    assert app.state() == ("Synced", sha2, "Healthy")
+    assert int(app.k.get(DGDSAS, app.ns, adapter)["spec"]["replicas"]) == want
+    assert app.k.get(DEPLOYMENTS, app.ns, decode)["spec"]["replicas"] == want
+    assert scaled()
+
+
+def test_broken_dgd_names_file_and_line_and_leaves_workers(app: App) -> None:
+    sha1 = app.repo.commit({"dgd/roll.yaml": graph()}, "good graph")
+    app.create()
+    app.wait_healthy(sha1)
+    (worker,) = app.deployments(WORKER_PODS).values()
+    dgd_generation = app.k.get(DGDS, app.ns, "roll")["metadata"]["generation"]
+    broken = graph().replace("replicas: 2", "replicas: many")
+    line = 1 + broken.splitlines().index(
+        next(ln for ln in broken.splitlines() if "replicas: many" in ln)
+    )
+    app.repo.commit({"dgd/roll.yaml": broken}, "broken graph")
+    app.refresh(hard=False)
+
+    def error() -> str:
+        for c in app.status().get("conditions") or []:
+            if "roll.yaml" in c.get("message", ""):
+                return str(c["message"])
+        return ""
+
+    msg = app.wait(error, "a condition naming roll.yaml", timeout=180)
+    print(f"\nargocd e2e: broken DGD condition: ...{msg[msg.index('roll.yaml') :][:200]}")
+    assert f"roll.yaml:{line}" in msg, msg
+    assert "replicas" in msg and "many" in msg, msg
+    # nothing was applied: the running workers are untouched
+    (after,) = app.deployments(WORKER_PODS).values()
+    assert after["metadata"]["uid"] == worker["metadata"]["uid"]
+    assert after["metadata"]["generation"] == worker["metadata"]["generation"]
+    assert app.ready_workers() == 2
+    assert app.k.get(DGDS, app.ns, "roll")["metadata"]["generation"] == dgd_generation
+
+
+def test_removing_the_dgd_prunes_everything(app: App) -> None:
+    # the directory stays (with a note); the plugin allows an empty render and Argo CD's
+    # auto-sync an empty app (docs/argocd.md, section 10)
+    sha1 = app.repo.commit({"dgd/roll.yaml": graph(), "dgd/NOTES.md": "graphs\n"}, "graph")
+    app.create({"allow-empty": "true"}, allow_empty=True)
+    app.wait_healthy(sha1)
+    assert app.deployments(WORKER_PODS)
+    sha2 = app.repo.commit({"dgd/roll.yaml": None}, "remove the graph")
+    app.refresh(hard=False)
+
+    def empty() -> bool:
+        if app.deployments() or pods(app.k.api, app.ns):
+            return False
+        try:
+            app.k.get(DGDS, app.ns, "roll")
+            return False
+        except NotFoundError:
+            return True
+
+    app.wait(empty, "every Deployment, pod and the DGD gone", timeout=180)
+    app.wait(lambda: app.state()[:2] == ("Synced", sha2), "Synced at the removal")
