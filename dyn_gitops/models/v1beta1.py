@@ -114,12 +114,14 @@ class DynamoComponentDeployment(Strict):
     status: dict[str, Any] | None = None
 
 
-#: what converting a v1beta1 DGD validates and dumps on its own, innermost first (see
+#: what converting a v1beta1 DGD validates and dumps on its own, and the internal model's
+#: component (``expand/components.py``, every render), innermost first (see
 #: ``v1alpha1.PREBUILT``)
 PREBUILT: tuple[type[BaseModel], ...] = (
     ObjectMeta,
     PodSpecFields,
     PodTemplateMeta,
+    Component,
     GraphSpec,
     DynamoGraphDeployment,
 )
