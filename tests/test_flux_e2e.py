@@ -184,8 +184,9 @@ class App:
 
     def explain(self) -> str:
         return (
-            f"source: {fx.ready(self.source())}\nkustomization: {fx.ready(self.kustomization())}"
-            f"\n{self.flux.logs()}"
+            f"source: {(self.source().get('status') or {})}"
+            f"\nkustomization: {(self.kustomization().get('status') or {})}"
+            f"\n{self.flux.logs(self.ns)}"
         )
 
     # ---- workloads
@@ -223,7 +224,9 @@ def deploy(app: App, graphs: dict[str, str]) -> float:
     t0 = time.monotonic()
     revision = app.publish()
     app.create_flux_objects()
-    wait_for(lambda: app.applied(revision), TIMEOUT, f"Kustomization Ready\n{app.explain()}", 0.2)
+    wait_for(
+        lambda: app.applied(revision), TIMEOUT, lambda: f"Kustomization Ready\n{app.explain()}", 0.2
+    )
     took = time.monotonic() - t0
     for graph in graphs:
         wait_for(lambda g=graph: app.serving(g), TIMEOUT, f"{graph} serving", 0.2)
@@ -277,7 +280,7 @@ def test_an_image_change_in_git_rolls_the_workers_without_a_moment_of_zero_ready
             0.1,
         )
         gone = time.monotonic() - t0
-        wait_for(lambda: app.applied(revision), TIMEOUT, f"Ready\n{app.explain()}")
+        wait_for(lambda: app.applied(revision), TIMEOUT, lambda: f"Ready\n{app.explain()}")
         wait_for(lambda: app.serving("app-a"), TIMEOUT, "app-a serving on the new generation")
         wait_for(lambda: watch.count() == 3, 30, "the pod watch caught up")
     (new,) = app.workers("app-a")
@@ -321,7 +324,7 @@ def test_removing_a_graph_from_git_prunes_everything_including_its_managed_worke
         left += [f"DGD/{o['metadata']['name']}" for o in items if o["metadata"]["name"] == "app-b"]
         return left
 
-    wait_for(lambda: app.applied(revision), TIMEOUT, f"Ready\n{app.explain()}")
+    wait_for(lambda: app.applied(revision), TIMEOUT, lambda: f"Ready\n{app.explain()}")
     wait_for(lambda: not b_objects(), TIMEOUT, "every object of app-b deleted")
     # the other graph is untouched: same pods, still serving
     assert app.serving("app-a")
@@ -337,7 +340,7 @@ def test_the_real_kustomize_controller_evaluates_our_cel_failed_expression(
     app.commit({"app-a": dgd("app-a")}, "add app-a")
     app.publish()
     app.create_flux_objects()
-    wait_for(lambda: app.k.get(DGDS, app.ns, "app-a"), TIMEOUT, f"applied\n{app.explain()}")
+    wait_for(lambda: app.k.get(DGDS, app.ns, "app-a"), TIMEOUT, lambda: f"applied\n{app.explain()}")
     # waiting on the DGD's health: not Ready
     cond = fx.ready(app.kustomization())
     assert cond is None or cond[0] != "True", cond
@@ -353,6 +356,6 @@ def test_the_real_kustomize_controller_evaluates_our_cel_failed_expression(
         c = fx.ready(app.kustomization())
         return c if c and c[0] == "False" and "DynamoGraphDeployment" in c[2] else None
 
-    _, reason, message = wait_for(failed, TIMEOUT, f"health check failed\n{app.explain()}")
+    _, reason, message = wait_for(failed, TIMEOUT, lambda: f"health check failed\n{app.explain()}")
     assert reason == "HealthCheckFailed", (reason, message)
     assert f"DynamoGraphDeployment/{app.ns}/app-a" in message

@@ -354,9 +354,13 @@ def running(
 
 
 def wait_for(
-    cond: Callable[[], Any], timeout: float = 20, what: str = "condition", interval: float = 0.05
+    cond: Callable[[], Any],
+    timeout: float = 20,
+    what: str | Callable[[], str] = "condition",
+    interval: float = 0.05,
 ) -> Any:
-    """Poll until ``cond()`` is truthy; return its value or fail with ``what``."""
+    """Poll until ``cond()`` is truthy; return its value or fail with ``what`` (a callable
+    is called only then, so a diagnosis shows the state at the timeout)."""
     end = time.monotonic() + timeout
     last_exc: Exception | None = None
     while time.monotonic() < end:
@@ -368,7 +372,7 @@ def wait_for(
             last_exc = exc
         time.sleep(interval)
     raise AssertionError(
-        f"timed out after {timeout} s waiting for {what}"
+        f"timed out after {timeout} s waiting for {what() if callable(what) else what}"
         + (f" (last error: {last_exc})" if last_exc else "")
     )
 

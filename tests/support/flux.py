@@ -213,8 +213,18 @@ class Flux:
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     log: Path = Path()
 
-    def logs(self) -> str:
-        return _tail(self.log, 60)
+    def logs(self, namespace: str = "") -> str:
+        """The controllers' last log lines; only those naming ``namespace`` if given, and
+        the registry's last lines (they serve every namespace)."""
+        if not namespace:
+            return _tail(self.log, 60)
+        try:
+            lines = self.log.read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        mine = [line for line in lines if f'"{namespace}"' in line][-40:]
+        registry = _tail(self.dir / "registry" / "registry.log", 20)
+        return "\n".join(mine) + f"\nregistry:\n{registry}"
 
     def push_artifact(self, url: str, path: Path, source: str, revision: str) -> str:
         """``flux push artifact`` of ``path`` to ``url`` (oci://...); its output."""
