@@ -23,17 +23,33 @@ except ImportError:  # pragma: no cover
 
 
 class _Dumper(_BaseDumper):
-    """PyYAML's dumper for the fallback path, quoting what Go's reader would not read as a
-    string (see ``_GO_NOT_STR``)."""
+    """PyYAML's dumper for the fallback path; strings Go would not read back as strings
+    are single-quoted (``_go_reads_as_non_string``)."""
 
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./][-A-Za-z0-9_./:=,@+]*$")
-# Go's YAML 1.1 reader (sigs.k8s.io/yaml: kubectl, Argo CD, Flux, Helm) resolves more plain
-# scalars than PyYAML: y/Y/n/N are booleans, 1e5 is a float, 0o17 / 0x1F / 0b1 integers.
-_GO_NOT_STR = re.compile(
-    r"[yYnN]|[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+"
-    r"|[-+]?0[oObBxX][0-9a-fA-F_]+"
+# Go's YAML reader (go-yaml v2/v3 behind sigs.k8s.io/yaml, kyaml: kubectl, Argo CD, Flux,
+# Helm, kustomize) resolves more plain scalars than PyYAML. Ported from go-yaml's
+# resolve(): y/Y/n/N are booleans; a scalar starting with a digit, sign or dot is, with its
+# underscores removed, an integer if strconv.ParseInt(s, 0, 64) takes it (0x1F, 0o17, 0b1,
+# 017) and a float if it matches yamlStyleFloat, so 06416192, 1., 1e5 and 99999999999999999999
+# are numbers to Go and strings to PyYAML; a date with one-digit month or day
+# (2006-1-2) is a timestamp. Quoting more than Go needs is harmless; less is a wrong type.
+_GO_BOOLS = frozenset("yYnN")
+_GO_NUMBER = re.compile(
+    r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?0[oObBxX][0-9a-fA-F]+"
 )
+_GO_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?", re.DOTALL)
+
+
+def _go_reads_as_non_string(value: str) -> bool:
+    if value in _GO_BOOLS:
+        return True
+    if not value or value[0] not in "+-.0123456789":
+        return False
+    return bool(_GO_NUMBER.fullmatch(value.replace("_", "")) or _GO_TIMESTAMP.fullmatch(value))
+
+
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
 # printable and no YAML line breaks (NEL, LS, PS): x20-x7e, a0-2027, 202a-d7ff, e000-fefe,
@@ -52,15 +68,12 @@ def _printable(value: str) -> bool:
 _NEEDS_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
-_Dumper.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
-_Dumper.add_implicit_resolver(
-    "tag:yaml.org,2002:int", re.compile(r"^[-+]?0[oObBxX][0-9a-fA-F_]+$"), list("-+0")
-)
+def _represent_str(dumper: _Dumper, value: str) -> yaml.ScalarNode:
+    style = "'" if _go_reads_as_non_string(value) else None
+    return dumper.represent_scalar(_STR_TAG, value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 def _double_quoted(value: str) -> str:
@@ -80,7 +93,7 @@ def _scalar_str(value: str) -> str:
         value
         and _PLAIN.fullmatch(value)
         and not value.endswith(":")
-        and (not _GO_NOT_STR.fullmatch(value))
+        and not _go_reads_as_non_string(value)
         and (
             _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
             == _STR_TAG

@@ -7,6 +7,7 @@ CI (docs/workflows.md).
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ import pytest
 import yaml
 from conftest import SAMPLES, run_cli
 from test_schema import K8S_VERSION
+from test_yamlout import TRICKY
+
+from dyn_gitops.yamlout import dump_document
 
 pytestmark = pytest.mark.realk8s
 
@@ -112,3 +116,46 @@ def test_kubeconform_catches_bad_objects(
     assert code != 0
     invalid = {r["kind"] for r in out["resources"] if r["status"] == "statusInvalid"}
     assert invalid == {"Deployment", "DynamoGraphDeployment"}, out["resources"]
+
+
+def _go_numberish() -> list[str]:
+    """Strings made of what Go's YAML reader takes for numbers, dates and booleans."""
+    rnd = random.Random(11)
+    alphabet = "0123456789" * 3 + "._-+eExXoObB: T"
+    return [
+        "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 10))) for _ in range(3000)
+    ] + [f"{rnd.randrange(16**8):08x}" for _ in range(500)]
+
+
+def test_go_reads_every_string_we_write_as_a_string(
+    test_binaries: Any, schemas: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """kubeconform reads YAML with Go (sigs.k8s.io/yaml), as kubectl, Argo CD and Flux do;
+    a ConfigMap's data values must be strings, so any value we wrote plain that Go reads
+    as a number, boolean, null or date is reported invalid. (A worker hash 06416192 was
+    written plain and Flux's server-side apply refused it as a number.)"""
+    binary = test_binaries("kubeconform")["kubeconform"]
+    values = TRICKY + _go_numberish()
+    data = {f"k{i}": v for i, v in enumerate(values)}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": data}
+    path = tmp_path / "cm.yaml"
+    path.write_text(dump_document(cm))
+    assert yaml.safe_load(path.read_text()) == cm
+    code, out = kubeconform(binary, schemas, [path])
+    assert code == 0 and out["summary"]["valid"] == 1, json.dumps(out["resources"])[:3000]
+
+
+def test_a_worker_hash_of_digits_with_a_leading_zero_reaches_go_as_a_string(
+    test_binaries: Any, schemas: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The incident above, end to end: in namespace ns-400 the vllm-agg decode worker's
+    hash is 01053898 (checked here, so a hashing change cannot make this test vacuous);
+    the rendered stream passes kubeconform, label and env value read as strings."""
+    res = run_cli("render", str(SAMPLES / "vllm-agg" / "input"), "--namespace", "ns-400")
+    assert res.code == 0, res.stderr
+    assert "nvidia.com/dynamo-worker-hash: '01053898'" in res.stdout
+    path = tmp_path / "out.yaml"
+    path.write_text(res.stdout)
+    code, out = kubeconform(test_binaries("kubeconform")["kubeconform"], schemas, [path])
+    problems = [r for r in out["resources"] if r["status"] not in ("statusValid", "statusSkipped")]
+    assert code == 0 and not problems, json.dumps(problems, indent=1)

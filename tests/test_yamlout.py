@@ -105,7 +105,10 @@ def test_round_trip_with_pyyaml() -> None:
 
 # Plain scalars Go's YAML 1.1 reader (go-yaml v2 via sigs.k8s.io/yaml) does not read as
 # strings although PyYAML does; each must be quoted.
-GO_NON_STRINGS = ["y", "Y", "n", "N", "1e5", "-2E3", "0o17", "0x1F", "0b1"]
+GO_NON_STRINGS = [
+    *("y", "Y", "n", "N", "1e5", "-2E3", "0o17", "0x1F", "0b1"),
+    *("06416192", "0777", "1.", "1_000", "-_1", "99999999999999999999", "2024-1-2"),
+]
 
 
 @pytest.mark.parametrize("value", GO_NON_STRINGS)
