@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover
 
 class _Dumper(_BaseDumper):
     """PyYAML's dumper for the fallback path; strings Go would not read back as strings
-    are single-quoted (``_go_reads_as_non_string``)."""
+    are single-quoted (``go_reads_as_non_string``)."""
 
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./][-A-Za-z0-9_./:=,@+]*$")
@@ -42,7 +42,8 @@ _GO_NUMBER = re.compile(
 _GO_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?", re.DOTALL)
 
 
-def _go_reads_as_non_string(value: str) -> bool:
+def go_reads_as_non_string(value: str) -> bool:
+    """Whether Go's YAML reader takes the plain scalar ``value`` for a non-string."""
     if value in _GO_BOOLS:
         return True
     if not value or value[0] not in "+-.0123456789":
@@ -69,7 +70,7 @@ _NEEDS_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
 def _represent_str(dumper: _Dumper, value: str) -> yaml.ScalarNode:
-    style = "'" if _go_reads_as_non_string(value) else None
+    style = "'" if go_reads_as_non_string(value) else None
     return dumper.represent_scalar(_STR_TAG, value, style=style)
 
 
@@ -93,7 +94,7 @@ def _scalar_str(value: str) -> str:
         value
         and _PLAIN.fullmatch(value)
         and not value.endswith(":")
-        and not _go_reads_as_non_string(value)
+        and not go_reads_as_non_string(value)
         and (
             _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
             == _STR_TAG

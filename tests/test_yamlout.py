@@ -130,3 +130,15 @@ def test_multi_line_strings_are_literal_blocks() -> None:
     assert dump_document({"data": {"cfg": "a: 1\nb: 2\n"}}) == (
         "---\ndata:\n  cfg: |\n    a: 1\n    b: 2\n"
     )
+
+
+def test_the_epp_config_quotes_as_go_would() -> None:
+    """The operator writes the EPP ConfigMap with sigs.k8s.io/yaml, which double-quotes a
+    string its own reader would take for another type; so do we."""
+    from dyn_gitops.expand.objects import epp_config_map
+
+    params = {"a": "0777", "b": "1.5x", "c": "y", "d": "06416192"}
+    cm = epp_config_map("g", "ns", "Frontend", {"plugins": [{"type": "x", "parameters": params}]})
+    text = next(iter(cm["data"].values()))
+    assert '    a: "0777"\n    b: 1.5x\n    c: "y"\n    d: "06416192"\n' in text
+    assert yaml.safe_load(text)["plugins"][0]["parameters"] == params

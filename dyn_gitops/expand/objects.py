@@ -8,6 +8,7 @@ import yaml
 
 from .. import keys, naming
 from ..models.v1alpha1 import PVC, Ingress
+from ..yamlout import go_reads_as_non_string
 from . import defaults
 from .context import ComponentContext
 
@@ -316,11 +317,20 @@ def _go_epp_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 class _GoYamlDumper(yaml.SafeDumper):
-    """sigs.k8s.io/yaml's style: a string that needs quoting is double-quoted."""
+    """sigs.k8s.io/yaml's style: a string that needs quoting (by PyYAML's rules or Go's)
+    is double-quoted."""
 
     def choose_scalar_style(self) -> str:
         style = str(super().choose_scalar_style())
         return '"' if style == "'" else style
+
+
+def _represent_go_str(dumper: _GoYamlDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if go_reads_as_non_string(value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_GoYamlDumper.add_representer(str, _represent_go_str)
 
 
 def epp_config_map(dgd_name: str, namespace: str, service: str, config: dict[str, Any]) -> Obj:
