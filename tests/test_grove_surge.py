@@ -7,6 +7,8 @@ test_one_replica_grove_worker_update_never_has_zero_ready_pods``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from dyn_gitops_operator import grove
 
@@ -69,3 +71,24 @@ def test_walk_never_below_the_count_and_ends_on_the_new_template(base: int) -> N
         fewest = min(fewest, sum(r for _, r in pods))
     assert pods == [("new", True)] * base and spec == base
     assert fewest >= base
+
+
+def test_expected_hash_prefers_the_podclique_label_and_trim_keeps_it() -> None:
+    """The PodClique's ``grove.io/pod-template-hash`` label (set from the current template)
+    wins over an update progress of an older PodCliqueSet generation; the informer's trim
+    keeps that one label."""
+    raw: dict[str, Any] = {
+        "metadata": {
+            "name": "g-0-w",
+            "labels": {keys.LABEL_GROVE_POD_TEMPLATE_HASH: "new", "other": "x"},
+        },
+        "spec": {"replicas": 1, "podSpec": {"containers": []}},
+        "status": {"updateProgress": {"podTemplateHash": "older"}, "replicas": 1},
+    }
+    trimmed = grove.trim(raw)
+    assert trimmed["metadata"]["labels"] == {keys.LABEL_GROVE_POD_TEMPLATE_HASH: "new"}
+    assert grove.expected_hash(trimmed) == "new"
+    del raw["metadata"]["labels"]
+    assert grove.expected_hash(grove.trim(raw)) == "older"
+    assert grove.expected_hash({"status": {"currentPodTemplateHash": "cur"}}) == "cur"
+    assert grove.expected_hash({}) is None

@@ -58,19 +58,23 @@ def trim(raw: Obj) -> Obj:
     """Only what readiness and scaling read (PodCliques carry a whole pod spec)."""
     m = o.meta(raw)
     st = raw.get("status") or {}
+    meta = {
+        k: m.get(k)
+        for k in (
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+        )
+    }
+    template_hash = (m.get("labels") or {}).get(keys.LABEL_GROVE_POD_TEMPLATE_HASH)
+    if template_hash:
+        meta["labels"] = {keys.LABEL_GROVE_POD_TEMPLATE_HASH: template_hash}
     return {
-        "metadata": {
-            k: m.get(k)
-            for k in (
-                "name",
-                "namespace",
-                "uid",
-                "resourceVersion",
-                "generation",
-                "creationTimestamp",
-                "deletionTimestamp",
-            )
-        },
+        "metadata": meta,
         "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
         "status": {
             k: st[k]
@@ -258,12 +262,16 @@ def on_delete(dgd: Obj | None) -> bool:
 
 
 def expected_hash(obj: Obj) -> str | None:
-    """The pod template hash the PodClique's pods converge to: ``status.updateProgress
-    .podTemplateHash`` (set when an update starts; under OnDelete it ends at once), else
-    ``status.currentPodTemplateHash`` (None: Grove has not said yet)."""
+    """The pod template hash the PodClique's pods converge to: the PodClique's own
+    ``grove.io/pod-template-hash`` label, which Grove's PodCliqueSet controller sets from the
+    current template (the one its scale-in falls back to, ``getExpectedPodTemplateHash``,
+    and never older than ``status.updateProgress.podTemplateHash``, which it prefers only
+    while that progress belongs to the current PodCliqueSet generation); else that
+    progress's hash, else ``status.currentPodTemplateHash`` (None: Grove has not said yet)."""
+    label = o.labels(obj).get(keys.LABEL_GROVE_POD_TEMPLATE_HASH)
     st = obj.get("status") or {}
     progress = (st.get("updateProgress") or {}).get("podTemplateHash")
-    return str(progress or st.get("currentPodTemplateHash") or "") or None
+    return str(label or progress or st.get("currentPodTemplateHash") or "") or None
 
 
 def observed(obj: Obj) -> bool:

@@ -25,7 +25,9 @@ RollingRecreate tests need it:
 * Status as Grove writes it: ``observedGeneration``, ``replicas`` (live pods),
   ``readyReplicas``, ``updatedReplicas`` (live pods of the current template),
   ``scheduleGatedReplicas``, ``scheduledReplicas``, ``updateProgress.podTemplateHash`` and
-  ``currentPodTemplateHash`` (set once no old pod is left, or at once under OnDelete); the
+  ``currentPodTemplateHash`` (moved to the new hash once every pod is updated,
+  ``reconcilestatus.go`` ``mutateCurrentHashes``); the PodClique's own
+  ``grove.io/pod-template-hash`` label (the PodCliqueSet controller's); the
   PodCliqueSet's ``observedGeneration`` once its cliques are synced.
 """
 
@@ -76,7 +78,8 @@ class GroveStandIn:
             if res is not PODCLIQUES:
                 continue
             clique = cliques[child["metadata"]["name"].removeprefix(f"{self.pcs}-0-")]
-            pclq = self._sync(child)
+            want = template_hash(clique["spec"], dict(clique.get("labels") or {}))
+            pclq = self._sync(child, want)
             out[pclq["metadata"]["name"]] = self._pods(pclq, clique, strategy)
         status = {"observedGeneration": pcs["metadata"]["generation"]}
         if (pcs.get("status") or {}).get("observedGeneration") != status["observedGeneration"]:
@@ -88,9 +91,11 @@ class GroveStandIn:
         path = res.path(self.ns, obj["metadata"]["name"], "status")
         self.grove.request("PUT", path, [("fieldManager", GROVE_MANAGER)], obj)
 
-    def _sync(self, child: dict[str, Any]) -> dict[str, Any]:
-        """Create the PodClique, or carry the template's spec into it (not its replicas)."""
+    def _sync(self, child: dict[str, Any], want: str) -> dict[str, Any]:
+        """Create the PodClique, or carry the template's spec into it (not its replicas),
+        labelled with the template's hash (``grove.io/pod-template-hash``) as Grove does."""
         name = child["metadata"]["name"]
+        child["metadata"]["labels"] = {**child["metadata"]["labels"], TEMPLATE_HASH: want}
         try:
             live = self.grove.get(PODCLIQUES, self.ns, name)
         except NotFoundError:
@@ -159,8 +164,9 @@ class GroveStandIn:
             "scheduledReplicas": sum(1 for p in pods if p.spec.node_name),
             "updateProgress": {"podTemplateHash": want},
         }
-        if strategy == "OnDelete" or updated == len(pods):
-            st["currentPodTemplateHash"] = want
+        previous = (pclq.get("status") or {}).get("currentPodTemplateHash")
+        if updated == len(pods) or previous:  # ``mutateCurrentHashes``: once all updated
+            st["currentPodTemplateHash"] = want if updated == len(pods) else previous
         if st != pclq.get("status"):
             with contextlib.suppress(ConflictError):  # scaled meanwhile: next step
                 self._put_status(PODCLIQUES, {**pclq, "status": st})
