@@ -42,6 +42,10 @@ ANN_OPERATOR_ORIGIN_VERSION: Final = "nvidia.com/dynamo-operator-origin-version"
 ANN_VLLM_EXECUTOR_BACKEND: Final = "nvidia.com/vllm-distributed-executor-backend"
 ANN_ENABLE_GROVE: Final = "nvidia.com/enable-grove"
 ANN_GROVE_UPDATE_STRATEGY: Final = "nvidia.com/grove-update-strategy"
+#: Grove's pod labels (operator/api/common/labels.go): the PodClique a pod belongs to and the
+#: hash of the pod template it was created from (read by the controller's OnDelete surge)
+LABEL_GROVE_PODCLIQUE: Final = "grove.io/podclique"
+LABEL_GROVE_POD_TEMPLATE_HASH: Final = "grove.io/pod-template-hash"
 ANN_WORKLOAD_PROVIDER: Final = "nvidia.com/workload-provider"
 #: the operator's conversion keeps v1alpha1-only fields of a DGD here, as a JSON payload
 #: (``api/v1alpha1/dynamographdeployment_conversion.go`` @ 2a6da14c8)

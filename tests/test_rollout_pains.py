@@ -19,6 +19,7 @@ import pytest
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.reconcilers import Reconciler, default_chain
 from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
+from dyn_gitops_operator.resources import PODCLIQUES
 from dyn_gitops_operator.testing import (
     gitops_apply,
     grove_status,
@@ -26,7 +27,7 @@ from dyn_gitops_operator.testing import (
     settings_for_tests,
     wait_for,
 )
-from support.cluster import gated, hold, release
+from support.cluster import gated, hold, is_ready, release
 from support.graphs import WORKER, worker_name
 from support.graphs import rollout_graph as graph
 from support.operator_replay import CURRENT, OperatorRolloutReplay
@@ -369,8 +370,9 @@ def test_moving_to_grove_never_leaves_zero_ready_workers(
     from its pods (``readyReplicas`` = pods Ready now). No operator replay here: the
     Dynamo operator has no hand-over from DCDs to Grove to replay (a DGD's path is fixed
     by the operator's Grove setting); the gap it would show is Grove's own RollingRecreate
-    of a one-replica clique, which this controller does not prevent either
-    (docs/operator.md, Limits: Grove). The baseline that must fail instead
+    of a one-replica clique, which the controller prevents under OnDelete only
+    (``test_one_replica_grove_worker_update_never_has_zero_ready_pods``). The baseline
+    that must fail instead
     (``gitops-prune``): the GitOps tool prunes the old worker Deployment at the switch,
     as Argo CD or Flux do with an object no longer in Git that is not marked
     ``Prune=false`` (the renderer marks managed workers so that this does not happen)."""
@@ -483,3 +485,146 @@ def spec_of(k: Kube, ns: str, name: str) -> int:
 
 def workers_of(k: Kube, ns: str) -> list[dict[str, Any]]:
     return k.list(DEPLOYMENTS, ns, label_selector="nvidia.com/dynamo-component=VllmDecodeWorker")[0]
+
+
+# ------------------------------------------------- zero ready on Grove: a one-replica clique
+GROVE_WORKER = "nvidia.com/dynamo-component=VllmDecodeWorker"
+WORKER_CLIQUE = "vllm-agg-0-vllmdecodeworker"
+
+
+def one_worker_on_grove(ns: str, image: str, strategy: str) -> list[dict[str, Any]]:
+    """vllm-agg on Grove with one worker replica and ``nvidia.com/grove-update-strategy``."""
+    import yaml
+    from test_operator_grove import SAMPLES
+
+    text = (SAMPLES / "vllm-agg" / "input" / "vllm-agg.yaml").read_text()
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    docs[0]["metadata"]["annotations"] = {"nvidia.com/grove-update-strategy": strategy}
+    worker = docs[0]["spec"]["services"]["VllmDecodeWorker"]
+    worker["replicas"] = 1
+    worker["extraPodSpec"]["mainContainer"]["image"] = image
+    return render(docs, ns, grove=True)
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        "OnDelete",
+        pytest.param(
+            "RollingRecreate",
+            marks=pytest.mark.xfail(
+                strict=True, raises=AssertionError, reason="Grove's RollingRecreate has the pain"
+            ),
+        ),
+    ],
+)
+def test_one_replica_grove_worker_update_never_has_zero_ready_pods(
+    cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, strategy: str
+) -> None:
+    """ai-dynamo/dynamo#13622 on Grove: Git changes the image of a one-replica worker
+    clique. With ``nvidia.com/grove-update-strategy: OnDelete`` the controller replaces
+    the pod with a surge through the PodClique's /scale (one more pod, wait until the
+    new-template pod is Ready, back to one: Grove's scale-in takes the old-template pod),
+    so a worker pod is Ready at every moment (one pod watch over every worker pod); it
+    ends with the new-template pod only, and the DGD is successful only once that pod
+    serves (checked on every sample). The new pod is held Pending for a while.
+
+    Grove is the stand-in (``support.grove_standin``: real pods, Grove's RollingRecreate,
+    OnDelete and scale-in order). ``RollingRecreate`` (Grove's default, the Dynamo
+    operator's too) must fail: Grove deletes the only, ready, old pod first (ready 1 >=
+    minAvailable 1) and the replacement is held, so the watch sees zero ready pods;
+    deterministic in the stand-in."""
+    from support.cluster import pods as list_pods
+    from support.grove_standin import TEMPLATE_HASH, GroveStandIn
+    from test_operator_grove import APPLIED
+
+    k, api, ns = cluster_k, cluster_kube, cluster_namespace
+    first = one_worker_on_grove(ns, "img:1", strategy)
+    second = one_worker_on_grove(ns, "img:2", strategy)
+    stand_in = GroveStandIn(k, api, ns, "vllm-agg")
+
+    def dgd_status() -> dict[str, Any]:
+        dgd = k.get(DGDS, ns, "vllm-agg")
+        st = dict(dgd.get("status") or {})
+        st["current"] = st.get("observedGeneration") == dgd["metadata"]["generation"]
+        return st
+
+    def worker_pods() -> list[tuple[str, str, bool]]:
+        return sorted(
+            (p.metadata.name, (p.metadata.labels or {}).get(TEMPLATE_HASH, ""), is_ready(p))
+            for p in list_pods(api, ns, GROVE_WORKER)
+            if not p.metadata.deletion_timestamp
+        )
+
+    def wanted_hash() -> str:
+        clique = k.get(PODCLIQUES, ns, WORKER_CLIQUE)
+        return str(clique["status"]["updateProgress"]["podTemplateHash"])
+
+    successes: list[list[tuple[str, str, bool]]] = []
+
+    def probe() -> tuple[dict[str, Any], list[tuple[str, str, bool]]]:
+        """One stand-in pass, then the DGD status, then the worker pods (read after the
+        status: a pod that served when the status was read still does)."""
+        stand_in.step()
+        st = dgd_status()
+        now = worker_pods()
+        if st["current"] and st.get("state") == "successful":
+            successes.append(now)
+        return st, now
+
+    with running(settings_for_tests(ns), k):
+        gitops_apply(k, first, kinds=APPLIED)
+        wait_for(
+            lambda: (
+                (s := probe())[0]["current"]
+                and s[0].get("state") == "successful"
+                and len(s[1]) == 1
+            ),
+            120,
+            "one worker pod serving, graph successful",
+            interval=0.3,
+        )
+        old_hash = worker_pods()[0][1]
+        with ReadyPods(api, ns, GROVE_WORKER) as watch:
+            assert watch.count() == 1
+            stand_in.hold = True  # every pod Grove creates from now on starts Pending
+            successes.clear()
+            gitops_apply(k, second, kinds=APPLIED)
+            wait_for(
+                lambda: (
+                    (s := probe())[0]["current"]
+                    and any(h != old_hash and not ready for _, h, ready in s[1])
+                ),
+                90,
+                "a new-template worker pod, held Pending",
+                interval=0.3,
+            )
+            new_hash = wanted_hash()
+            assert new_hash != old_hash
+            end = time.monotonic() + 4  # no timing assertion: passes in which a gap shows
+            while time.monotonic() < end:
+                probe()
+                time.sleep(0.2)
+            assert not successes, f"successful before the new pod served: {successes}"
+            stand_in.hold = False
+            try:
+                wait_for(
+                    lambda: (
+                        release(api, ns, GROVE_WORKER) is not None
+                        and (s := probe())[0]["current"]
+                        and s[0].get("state") == "successful"
+                        and [(h, r) for _, h, r in s[1]] == [(new_hash, True)]
+                    ),
+                    120,
+                    "only the new-template worker pod, serving; graph successful",
+                    interval=0.3,
+                )
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}: {worker_pods()}, {dgd_status()}") from None
+            wait_for(lambda: watch.count() == 1, 30, "the pod watch caught up")
+            assert watch.fewest() >= 1, f"zero ready workers at some point: {watch.history}"
+            # the surge: old and new pod served side by side before the old one went
+            assert max(n for _, _, n in watch.history) == 2, watch.history
+        for seen in successes:  # successful only while the new pod alone serves
+            assert [(h, r) for _, h, r in seen] == [(new_hash, True)], successes
+        assert int(k.get(PODCLIQUES, ns, WORKER_CLIQUE)["spec"]["replicas"]) == 1

@@ -58,19 +58,23 @@ def trim(raw: Obj) -> Obj:
     """Only what readiness and scaling read (PodCliques carry a whole pod spec)."""
     m = o.meta(raw)
     st = raw.get("status") or {}
+    meta = {
+        k: m.get(k)
+        for k in (
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+        )
+    }
+    template_hash = (m.get("labels") or {}).get(keys.LABEL_GROVE_POD_TEMPLATE_HASH)
+    if template_hash:
+        meta["labels"] = {keys.LABEL_GROVE_POD_TEMPLATE_HASH: template_hash}
     return {
-        "metadata": {
-            k: m.get(k)
-            for k in (
-                "name",
-                "namespace",
-                "uid",
-                "resourceVersion",
-                "generation",
-                "creationTimestamp",
-                "deletionTimestamp",
-            )
-        },
+        "metadata": meta,
         "spec": {"replicas": (raw.get("spec") or {}).get("replicas")},
         "status": {
             k: st[k]
@@ -83,6 +87,8 @@ def trim(raw: Obj) -> Obj:
                 "scheduledReplicas",
                 "scheduleGatedReplicas",
                 "conditions",
+                "currentPodTemplateHash",
+                "updateProgress",
             )
             if k in st
         },
@@ -244,6 +250,70 @@ def component_status(c: Component) -> Obj:
     return out
 
 
+# ------------------------------------------------------------------ OnDelete: surge
+ON_DELETE = "OnDelete"
+
+
+def on_delete(dgd: Obj | None) -> bool:
+    """The DGD asks Grove for ``OnDelete`` (the renderer copies the annotation into the
+    PodCliqueSet's ``spec.updateStrategy.type``): Grove then replaces no pod on a template
+    change, and the controller drives the replacement of standalone PodCliques (``surge``)."""
+    return o.annotations_of(dgd or {}).get(keys.ANN_GROVE_UPDATE_STRATEGY) == ON_DELETE
+
+
+def expected_hash(obj: Obj) -> str | None:
+    """The pod template hash the PodClique's pods converge to: the PodClique's own
+    ``grove.io/pod-template-hash`` label, which Grove's PodCliqueSet controller sets from the
+    current template (the one its scale-in falls back to, ``getExpectedPodTemplateHash``,
+    and never older than ``status.updateProgress.podTemplateHash``, which it prefers only
+    while that progress belongs to the current PodCliqueSet generation); else that
+    progress's hash, else ``status.currentPodTemplateHash`` (None: Grove has not said yet)."""
+    label = o.labels(obj).get(keys.LABEL_GROVE_POD_TEMPLATE_HASH)
+    st = obj.get("status") or {}
+    progress = (st.get("updateProgress") or {}).get("podTemplateHash")
+    return str(label or progress or st.get("currentPodTemplateHash") or "") or None
+
+
+def observed(obj: Obj) -> bool:
+    """Grove has processed the object's current generation (a /scale write included)."""
+    seen = (obj.get("status") or {}).get("observedGeneration")
+    return seen is not None and int(seen) >= int(o.meta(obj).get("generation") or 0)
+
+
+@dataclass(frozen=True)
+class CliquePods:
+    """A PodClique's live (not terminating) pods by template: the expected one or older."""
+
+    old: int
+    new: int
+    new_ready: int
+
+    @classmethod
+    def of(cls, pods: list[Obj], want_hash: str) -> CliquePods:
+        live = [p for p in pods if not o.meta(p).get("deletionTimestamp")]
+        new = [p for p in live if o.labels(p).get(keys.LABEL_GROVE_POD_TEMPLATE_HASH) == want_hash]
+        return cls(len(live) - len(new), len(new), sum(1 for p in new if o.pod_serving(p)))
+
+
+def surge_target(base: int, spec: int, pods: CliquePods) -> int:
+    """``spec.replicas`` for one step of the controller-driven replacement of an OnDelete
+    PodClique whose own count is ``base`` (adapter, else the DGD's replicas). One pod at a
+    time: surge to ``base + 1`` (Grove creates the extra pod from the new template), wait
+    until every new-template pod is Ready, then back to ``base``: Grove's scale-in deletes
+    a not-ready pod first, then one of an older template (``DeletionSorter``, GREP-291), so
+    with every new pod ready the pod that goes is an old one and a ready new one stays.
+    While a scale-in is not carried out yet (more live pods than ``base``) nothing surges
+    again. No old pod left: ``base``."""
+    if base < 1 or pods.old == 0:
+        return base
+    live = pods.old + pods.new
+    if spec <= base:
+        return base if live > base else base + 1  # Grove still deleting: wait
+    if live == base + 1 and pods.new >= 1 and pods.new_ready == pods.new:
+        return base  # the surged pod serves: an old one may go
+    return base + 1
+
+
 def scale_patch(c: Component, replicas: int) -> Obj:
     """The /scale merge patch, conditional on the resourceVersion the decision read."""
     obj = c.obj or {}
@@ -357,8 +427,10 @@ __all__ = [
     "INSUFFICIENT_CAPACITY",
     "MIXED",
     "NOT_READY",
+    "ON_DELETE",
     "PODS_NOT_READY",
     "UPDATING",
+    "CliquePods",
     "Component",
     "GroveChildren",
     "Readiness",
@@ -369,6 +441,9 @@ __all__ = [
     "component_name",
     "component_status",
     "desired",
+    "expected_hash",
+    "observed",
+    "on_delete",
     "owned_restart_cliques",
     "pcs_name",
     "pcs_observed",
@@ -376,5 +451,6 @@ __all__ = [
     "restart_apply",
     "restart_values",
     "scale_patch",
+    "surge_target",
     "trim",
 ]

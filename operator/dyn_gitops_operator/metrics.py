@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "dyn_gitops_controller"
 #: the graph chain's reconcilers (each runs on every graph)
-RECONCILERS = ("scaling_adapter", "rollout", "restart", "apply", "status")
+RECONCILERS = ("grove_surge", "scaling_adapter", "rollout", "restart", "apply", "status")
 #: the DynamoModel loop's reconciler (runs only where DynamoModels exist)
 MODEL_RECONCILERS = ("dynamo_model",)
 LORA_OPERATIONS = ("load", "unload")

@@ -79,6 +79,9 @@ class Plan:
     rollout_state: tuple[str, str, str] | None = None
     #: seconds after which the graph wants another look even without events
     requeue_after: float | None = None
+    #: Grove PodClique name -> replicas decided by the OnDelete surge (``grove_surge``); the
+    #: scaling reconciler writes them through /scale in place of its own value
+    grove_replicas: dict[str, int] = field(default_factory=dict)
     #: workloads (Deployments, or Grove PodCliques / PodCliqueScalingGroups through
     #: /scale) were written in this pass: their new state is not known yet
     wrote_deployments: bool = False

@@ -25,6 +25,9 @@ DEFAULT_LEADER_LEASE_NAME = "dyn-gitops-controller"
 #: controller, is left alone: the GitOps tool applies Deployments before the DGD that names
 #: them (Argo CD's kind order), so it is the next generation, not an abandoned one
 UNNAMED_GENERATION_GRACE = 120.0
+#: seconds between two looks at a Grove OnDelete PodClique being replaced (its pods are
+#: read, not watched; the PodClique's own status events come on top)
+GROVE_SURGE_POLL = 1.0
 
 
 def default_identity() -> str:

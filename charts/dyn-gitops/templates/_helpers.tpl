@@ -74,7 +74,9 @@ app.kubernetes.io/component: controller
   verbs: [get, list, watch, patch, delete]
 # pods: list only (no get, no watch, never cached), and only while a worker service rolls:
 # an old generation is scaled down only while the pods Ready now stay at the floor (a
-# Deployment's status lags behind its pods). No other verb on pods.
+# Deployment's status lags behind its pods); on Grove under OnDelete, a PodClique's pods by
+# template hash while the controller replaces them (a surge through /scale: Grove's
+# scale-in removes the old pod, the controller deletes none). No other verb on pods.
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
@@ -84,7 +86,8 @@ app.kubernetes.io/component: controller
   resources: [leaderworkersets]
   verbs: [get, list, watch, patch, delete]
 # Grove path (optional API; skipped when absent): status from what Grove creates from a
-# PodCliqueSet, and their replicas through /scale (merge patch).
+# PodCliqueSet, and their replicas through /scale (merge patch; under OnDelete one more
+# pod of a PodClique while its pods are replaced).
 - apiGroups: [grove.io]
   resources: [podcliques, podcliquescalinggroups]
   verbs: [get, list, watch]

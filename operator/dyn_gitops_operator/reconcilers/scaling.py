@@ -13,6 +13,8 @@ the adapter's replicas, else to the DGD's explicit ``replicas``, as the operator
 ``reconcileGroveScaling`` does (Grove seeds those replicas from the PodCliqueSet only at
 creation, so a later change in Git reaches them only this way). The PodCliqueSet itself
 is not scaled: Git owns it (only a restart writes its clique annotations, ``restart``).
+Under Grove ``OnDelete`` the surge reconciler may ask one more pod of a PodClique for a
+while (``plan.grove_replicas``); that value is written here in place of the adapter's.
 """
 
 from __future__ import annotations
@@ -83,15 +85,19 @@ class ScalingAdapterReconciler:
 
     @staticmethod
     def _grove(graph: Graph, children: grove.GroveChildren, plan: Plan) -> None:
+        """Scale each PodClique / PCSG; a PodClique an OnDelete surge is replacing gets the
+        surge's value (``grove_surge`` ran first)."""
         for service, svc in sorted(graph.services.items()):
+            comp = children.component(service, svc.multinode)
             adapter = graph.adapters.get(service)
-            if adapter is not None:
+            if comp.name in plan.grove_replicas:
+                wanted = plan.grove_replicas[comp.name]  # an OnDelete surge step
+            elif adapter is not None:
                 wanted = int((adapter.get("spec") or {}).get("replicas", 1))
             elif svc.explicit_replicas:
                 wanted = svc.replicas
             else:
                 continue  # nothing asked for: the operator skips it too
-            comp = children.component(service, svc.multinode)
             if comp.obj is None or grove.desired(comp.obj) == wanted:
                 continue  # not created by Grove yet (the operator skips it too), or done
             plan.writes.append(
