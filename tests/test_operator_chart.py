@@ -205,6 +205,39 @@ def test_deployment_is_hardened(helm: Path) -> None:
     assert settings.models.enabled and settings.models.port == 9090
 
 
+def dockerfile_stage(name: str) -> list[str]:
+    """The instruction lines of the Dockerfile stage ``FROM ... AS <name>``."""
+    lines = (CHART.parent.parent / "Dockerfile").read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if re.match(rf"FROM \S+ AS {name}$", ln))
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].startswith("FROM ")), len(lines)
+    )
+    return lines[start:end]
+
+
+def test_deployment_command_is_the_image_entrypoint(helm: Path) -> None:
+    """The Deployment's command is the controller image's ENTRYPOINT, the console script of
+    pyproject.toml: what tests/support/chart_controller.py runs locally is what the pod runs."""
+    import tomllib
+
+    (dep,) = by_kind(helm_template(helm, CHART), "Deployment")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    stage = dockerfile_stage("controller")
+    (entry,) = [json.loads(ln.split(None, 1)[1]) for ln in stage if ln.startswith("ENTRYPOINT ")]
+    assert c["command"] == entry == ["dyn-gitops-operator"]
+    assert any("--from=venv-controller /opt/dyn-gitops /opt/dyn-gitops" in ln for ln in stage)
+    runtime = "\n".join(dockerfile_stage("runtime"))
+    assert "PATH=/opt/dyn-gitops/bin:" in runtime  # the console script is on the PATH
+    pyproject = tomllib.loads((CHART.parent.parent / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"][entry[0]] == "dyn_gitops_operator.__main__:main"
+
+
+def test_replicas_zero_renders_a_deployment_without_pods(helm: Path) -> None:
+    """The Argo CD e2e installs with controller.replicas=0 and runs the container itself."""
+    (dep,) = by_kind(helm_template(helm, CHART, "controller.replicas=0"), "Deployment")
+    assert dep["spec"]["replicas"] == 0
+
+
 def test_optional_objects(helm: Path) -> None:
     plain = helm_template(helm, CHART)
     assert not by_kind(plain, "ServiceMonitor") and not by_kind(plain, "ConfigMap")
