@@ -1,9 +1,11 @@
 """The Helm chart with the real helm: lint and template for both modes, the CRDs it ships
-equal ``dyn-gitops crds``, least-privilege RBAC, hardened Deployment, values schema, and a
-dashboard that only queries metrics the controller exports.
+equal ``dyn-gitops crds``, least-privilege RBAC, hardened Deployment whose command is the
+controller image's ENTRYPOINT, values schema, and a dashboard that only queries metrics the
+controller exports.
 
 The API-server side (server-side dry-run, and the controller running under the chart's
-RBAC) is in ``test_operator_cluster.py``.
+RBAC) is in ``test_operator_cluster.py``; the chart installed and its controller run as its
+ServiceAccount under Argo CD in ``test_argocd_e2e.py``.
 """
 
 from __future__ import annotations
