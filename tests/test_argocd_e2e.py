@@ -13,7 +13,7 @@ mode, leader election, scope Lease, DynamoModels) but ``controller.replicas=0`` 
 ``controller.port``; the installed Deployment's container (command, args, env) runs as a
 local process authenticated as the chart's ServiceAccount with a TokenRequest token
 (``tests/support/chart_controller.py``), one for the module. So every case also shows the
-chart's RBAC suffices; at the end, no request of the controller may have been forbidden.
+chart's RBAC suffices; at the end, RBAC may have refused none of the controller's requests.
 
 Figures (``pytest -s``): commit -> Synced+Healthy, image change -> last old worker gone; quoted
 in docs/argocd.md.
@@ -102,7 +102,7 @@ def argo(
 def companion(argo: Any, cluster: Any, cluster_kube: Any) -> Iterator[Any]:
     """The chart-installed companion controller (cluster mode) for this module; its log
     lands beside Argo CD's (in a timeout's diagnosis). After the module: none of its
-    requests was forbidden (the chart's RBAC covered every case)."""
+    requests was refused by RBAC (the chart's RBAC covered every case)."""
     from conftest import need_binaries
 
     helm = need_binaries("helm")["helm"]
@@ -116,7 +116,7 @@ def companion(argo: Any, cluster: Any, cluster_kube: Any) -> Iterator[Any]:
     assert c.proc is not None and c.proc.returncode == 0, (
         f"the controller exited with {c.proc and c.proc.returncode}:\n{c.logs()}"
     )
-    denied = chart_controller.forbidden_lines(c.log)
+    denied = chart_controller.rbac_denials(c.log, c.user)
     assert not denied, "the chart's RBAC refused the controller:\n" + "\n".join(denied[:20])
 
 
