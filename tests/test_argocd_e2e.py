@@ -3,10 +3,17 @@
 A commit to a loopback Git repository -> real Argo CD (application-controller + repo-server +
 Redis) -> our sidecar image under podman running the real argocd-cmp-server -> server-side
 apply onto the realistic cluster (kube-apiserver + kube-controller-manager + scheduler + KWOK
-GPU nodes) -> the companion controller (in process, namespace mode) -> Ready pods, and the
-Application's health through our health Lua (deploy/argocd/kustomize/argocd-cm.yaml), run by
-Argo CD's own Lua runtime. What runs and why: ``tests/support/argocd.py``; one Argo CD per
-module, one repository, namespace and Application per test.
+GPU nodes) -> the companion controller as ``charts/dyn-gitops`` installs it -> Ready pods,
+and the Application's health through our health Lua (deploy/argocd/kustomize/argocd-cm.yaml),
+run by Argo CD's own Lua runtime. What runs and why: ``tests/support/argocd.py``; one Argo CD
+per module, one repository, namespace and Application per test.
+
+The companion controller: ``helm install`` of the chart with its default values (cluster
+mode, leader election, scope Lease, DynamoModels) but ``controller.replicas=0`` and a free
+``controller.port``; the installed Deployment's container (command, args, env) runs as a
+local process authenticated as the chart's ServiceAccount with a TokenRequest token
+(``tests/support/chart_controller.py``), one for the module. So every case also shows the
+chart's RBAC suffices; at the end, RBAC may have refused none of the controller's requests.
 
 Figures (``pytest -s``): commit -> Synced+Healthy, image change -> last old worker gone; quoted
 in docs/argocd.md.
@@ -27,9 +34,9 @@ import yaml
 from conftest import missing_component
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube, Resource
-from dyn_gitops_operator.testing import hpa_scale, running, settings_for_tests
+from dyn_gitops_operator.testing import hpa_scale
 from support import argocd as argo_support
-from support import images
+from support import chart_controller, images
 from support.cluster import is_ready, pods
 from support.controlplane import install_crds
 from support.graphs import IMAGE, WORKER, rollout_graph
@@ -89,6 +96,28 @@ def argo(
             f"argocd e2e: redis + sidecar + repo-server + controller started in {a.started_in:.1f}s"
         )
         yield a
+
+
+@pytest.fixture(scope="module")
+def companion(argo: Any, cluster: Any, cluster_kube: Any) -> Iterator[Any]:
+    """The chart-installed companion controller (cluster mode) for this module; its log
+    lands beside Argo CD's (in a timeout's diagnosis). After the module: none of its
+    requests was refused by RBAC (the chart's RBAC covered every case)."""
+    from conftest import need_binaries
+
+    helm = need_binaries("helm")["helm"]
+    admin = Kube(cluster_kube, field_manager=ADMIN)
+    with chart_controller.chart_controller(helm, cluster.plane, admin, argo.dir) as c:
+        print(
+            f"\nargocd e2e: chart installed, controller leading as "
+            f"{c.namespace}/{c.service_account} in {c.started_in:.1f}s"
+        )
+        yield c
+    assert c.proc is not None and c.proc.returncode == 0, (
+        f"the controller exited with {c.proc and c.proc.returncode}:\n{c.logs()}"
+    )
+    denied = chart_controller.rbac_denials(c.log, c.user)
+    assert not denied, "the chart's RBAC refused the controller:\n" + "\n".join(denied[:20])
 
 
 class App:
@@ -166,12 +195,14 @@ class App:
 
 
 @pytest.fixture
-def app(argo: Any, cluster_k: Kube, cluster_namespace: str, tmp_path: Path) -> Iterator[App]:
-    """A repository and Application for this test's namespace, with the companion controller
-    running on it; the Application is deleted (no cascade) before the namespace is."""
+def app(
+    argo: Any, companion: Any, cluster_k: Kube, cluster_namespace: str, tmp_path: Path
+) -> Iterator[App]:
+    """A repository and Application for this test's namespace (the module's companion
+    controller acts on every namespace); the Application is deleted (no cascade) before the
+    namespace is."""
     a = App(argo, cluster_k, cluster_namespace, tmp_path)
-    with running(settings_for_tests(cluster_namespace), cluster_k):
-        yield a
+    yield a
     with contextlib.suppress(NotFoundError):
         cluster_k.request("DELETE", APPS.path(argo_support.NAMESPACE, a.name))
 

@@ -1,9 +1,11 @@
 """The Helm chart with the real helm: lint and template for both modes, the CRDs it ships
-equal ``dyn-gitops crds``, least-privilege RBAC, hardened Deployment, values schema, and a
-dashboard that only queries metrics the controller exports.
+equal ``dyn-gitops crds``, least-privilege RBAC, hardened Deployment whose command is the
+controller image's ENTRYPOINT, values schema, and a dashboard that only queries metrics the
+controller exports.
 
 The API-server side (server-side dry-run, and the controller running under the chart's
-RBAC) is in ``test_operator_cluster.py``.
+RBAC) is in ``test_operator_cluster.py``; the chart installed and its controller run as its
+ServiceAccount under Argo CD in ``test_argocd_e2e.py``.
 """
 
 from __future__ import annotations
@@ -203,6 +205,39 @@ def test_deployment_is_hardened(helm: Path) -> None:
     settings = settings_from(parser().parse_args(c["args"]))
     assert settings.mode == "cluster" and settings.http_address == ":8080"
     assert settings.models.enabled and settings.models.port == 9090
+
+
+def dockerfile_stage(name: str) -> list[str]:
+    """The instruction lines of the Dockerfile stage ``FROM ... AS <name>``."""
+    lines = (CHART.parent.parent / "Dockerfile").read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if re.match(rf"FROM \S+ AS {name}$", ln))
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].startswith("FROM ")), len(lines)
+    )
+    return lines[start:end]
+
+
+def test_deployment_command_is_the_image_entrypoint(helm: Path) -> None:
+    """The Deployment's command is the controller image's ENTRYPOINT, the console script of
+    pyproject.toml: what tests/support/chart_controller.py runs locally is what the pod runs."""
+    import tomllib
+
+    (dep,) = by_kind(helm_template(helm, CHART), "Deployment")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    stage = dockerfile_stage("controller")
+    (entry,) = [json.loads(ln.split(None, 1)[1]) for ln in stage if ln.startswith("ENTRYPOINT ")]
+    assert c["command"] == entry == ["dyn-gitops-operator"]
+    assert any("--from=venv-controller /opt/dyn-gitops /opt/dyn-gitops" in ln for ln in stage)
+    runtime = "\n".join(dockerfile_stage("runtime"))
+    assert "PATH=/opt/dyn-gitops/bin:" in runtime  # the console script is on the PATH
+    pyproject = tomllib.loads((CHART.parent.parent / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"][entry[0]] == "dyn_gitops_operator.__main__:main"
+
+
+def test_replicas_zero_renders_a_deployment_without_pods(helm: Path) -> None:
+    """The Argo CD e2e installs with controller.replicas=0 and runs the container itself."""
+    (dep,) = by_kind(helm_template(helm, CHART, "controller.replicas=0"), "Deployment")
+    assert dep["spec"]["replicas"] == 0
 
 
 def test_optional_objects(helm: Path) -> None:
