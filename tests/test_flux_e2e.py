@@ -27,6 +27,7 @@ from dyn_gitops_operator.resources import DEPLOYMENTS, DGDS
 from dyn_gitops_operator.testing import running, settings_for_tests, wait_for
 from support import flux as fx
 from support.cluster import is_ready, pods
+from support.gitserver import git
 from support.podwatch import ReadyPods
 
 pytestmark = pytest.mark.realk8s
@@ -65,8 +66,8 @@ class App:
         self.flux, self.k, self.ns, self.transport = flux, k, ns, transport
         self.url = flux.git.create(ns)
         self.work = tmp / "work"
-        fx.git("clone", "--quiet", self.url, str(self.work))
-        fx.git("checkout", "--quiet", "-b", "main", cwd=self.work)
+        git("clone", "--quiet", self.url, str(self.work))
+        git("checkout", "--quiet", "-b", "main", cwd=self.work)
         self.oci = f"oci://{flux.registry}/{ns}-rendered"
         self.kind = "GitRepository" if transport == "git" else "OCIRepository"
         self.plural = "gitrepositories" if transport == "git" else "ocirepositories"
@@ -83,20 +84,20 @@ class App:
                 p.unlink()
             else:
                 p.write_text(text)
-        fx.git("add", "-A", cwd=self.work)
-        fx.git("commit", "--quiet", "-m", message, cwd=self.work)
-        fx.git("push", "--quiet", "origin", "main", cwd=self.work)
-        return fx.git("rev-parse", "HEAD", cwd=self.work)
+        git("add", "-A", cwd=self.work)
+        git("commit", "--quiet", "-m", message, cwd=self.work)
+        git("push", "--quiet", "origin", "main", cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work)
 
     def publish(self) -> str:
         """What CI does on a push to main: hydrate and publish. The revision published:
         the `rendered` commit, or the source revision annotated on the OCI artifact."""
-        sha = fx.git("rev-parse", "HEAD", cwd=self.work)
+        sha = git("rev-parse", "HEAD", cwd=self.work)
         if self.transport == "git":
             res = run_cli("hydrate", "dgd", "--namespace", self.ns, cwd=self.work)
             assert res.code == 0, res.stderr
-            fx.git("push", "--quiet", "origin", "rendered", cwd=self.work)
-            revision = fx.git("rev-parse", "rendered", cwd=self.work)
+            git("push", "--quiet", "origin", "rendered", cwd=self.work)
+            revision = git("rev-parse", "rendered", cwd=self.work)
         else:
             out = self.work.parent / "rendered"
             res = run_cli(

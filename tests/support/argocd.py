@@ -2,8 +2,7 @@
 
 What runs (docs/argocd.md, "Tested end to end"; the recipe of ``shared/spec/e2e-infra.md`` §2):
 
-* a loopback Git server (:class:`GitServer`): ``git http-backend`` (smart HTTP, which go-git
-  needs) behind a ThreadingHTTPServer on 127.0.0.1;
+* a loopback Git server (:mod:`support.gitserver`, shared with the Flux tests);
 * Redis (Debian's ``redis-server``): repo-server and application-controller have no in-memory
   cache;
 * Argo CD's ``argocd-repo-server`` and ``argocd-application-controller``: the multi-call
@@ -30,12 +29,10 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +40,7 @@ import yaml
 
 from support import images
 from support.controlplane import BUILD_SCRIPT, _stop, free_port
+from support.gitserver import GitServer, git, git_server
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy" / "argocd"
@@ -76,70 +74,6 @@ def module_dir() -> Path:
 
 
 # --------------------------------------------------------------------------- loopback Git
-class GitServer:
-    """Bare repositories under ``root`` served over smart HTTP at :attr:`url`."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
-        handler = _git_handler(root)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def _git_handler(root: Path) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"
-
-        def _run(self) -> None:
-            path, _, query = self.path.partition("?")
-            n = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(n) if n else b""
-            env = {
-                "GIT_PROJECT_ROOT": str(root),
-                "GIT_HTTP_EXPORT_ALL": "1",
-                "PATH_INFO": path,
-                "QUERY_STRING": query,
-                "REQUEST_METHOD": self.command,
-                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-                "CONTENT_LENGTH": str(len(body)),
-                "REMOTE_ADDR": "127.0.0.1",
-                "PATH": os.environ["PATH"],
-                "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
-                "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
-            }
-            out = subprocess.run(
-                ["git", "http-backend"], input=body, env=env, capture_output=True
-            ).stdout
-            head, _, payload = out.partition(b"\r\n\r\n")
-            status, headers = 200, []
-            for line in head.decode().split("\r\n"):
-                k, _, v = line.partition(":")
-                if k.lower() == "status":
-                    status = int(v.split()[0])
-                elif k:
-                    headers.append((k, v.strip()))
-            self.send_response(status)
-            for k, v in headers:
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        do_GET = do_POST = _run
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
-
-
 @dataclass
 class Checkout:
     """A working copy of one repository of the server; :meth:`commit` pushes to ``main``."""
@@ -177,12 +111,9 @@ class Checkout:
 
 
 def new_repo(server: GitServer, work: Path, name: str) -> Checkout:
-    bare = server.root / f"{name}.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    subprocess.run(["git", "-C", str(bare), "config", "http.receivepack", "true"], check=True)
-    url = f"{server.url}/{name}.git"
+    url = server.create(name)
     d = work / name
-    subprocess.run(["git", "init", "-q", "-b", "main", str(d)], check=True)
+    git("init", "-q", "-b", "main", str(d))
     co = Checkout(d, url)
     co.git("remote", "add", "origin", url)
     return co
@@ -287,7 +218,8 @@ def argo_cd(argocd: Path, cmp_image: str, kubeconfig: Path, work: Path) -> Itera
     tmp.chmod(0o1777)
     shutil.copy(module_dir() / "hack" / "git-verify-wrapper.sh", bindir / "git-verify-wrapper.sh")
     (bindir / "git-verify-wrapper.sh").chmod(0o755)
-    git = GitServer(work / "git")
+    stack = contextlib.ExitStack()
+    git = stack.enter_context(git_server(work / "git"))
     rp = free_port()
     argo = ArgoCD(kubeconfig, work, git, rp)
     try:
@@ -364,4 +296,4 @@ def argo_cd(argocd: Path, cmp_image: str, kubeconfig: Path, work: Path) -> Itera
         if argo.sidecar:
             # argocd-cmp-server ignores SIGTERM: no grace period
             images.podman("rm", "-f", "-t", "0", argo.sidecar)
-        git.close()
+        stack.close()
