@@ -134,6 +134,10 @@ ANN_CURRENT_WORKER_HASH_V2: Final = "nvidia.com/current-worker-hash-v2"
 #: on an emitted DGD rendered on the Grove path: its PodCliqueSet's name (there are no
 #: Deployments or worker generations for the controller to manage on that path)
 ANN_PODCLIQUESET: Final = OUR_PREFIX + "podcliqueset"
+#: on an emitted DGD rendered on the Grove path: the PodCliqueSet's ``spec.updateStrategy.type``
+#: as rendered (the DGD's nvidia.com/grove-update-strategy, or ``OnDelete`` chosen by the
+#: setting grove-safe-rollout); the controller replaces the pods of an ``OnDelete`` one
+ANN_GROVE_RENDERED_STRATEGY: Final = OUR_PREFIX + "grove-update-strategy"
 #: on an emitted source DGD converted to v1alpha1: the apiVersion it was written in
 ANN_SOURCE_API_VERSION: Final = OUR_PREFIX + "source-api-version"
 LABEL_RENDERED_BY: Final = OUR_PREFIX + "rendered-by"

@@ -62,6 +62,8 @@ MAX_SERVICES = 25
 GROVE_NAME_BUDGET = 45
 #: accepted values of nvidia.com/grove-update-strategy (Grove's UpdateStrategyType)
 GROVE_UPDATE_STRATEGIES = ("RollingRecreate", "OnDelete")
+#: the strategy under which Grove replaces no pod on a template change (GREP-291)
+GROVE_ON_DELETE = "OnDelete"
 
 
 def is_worker(component_type: str | None) -> bool:

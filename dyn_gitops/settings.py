@@ -145,6 +145,14 @@ class RenderSettings:
         "services with gpuMemoryService get their GPUs through a ResourceClaimTemplate "
         "(the operator refuses gpuMemoryService without it).",
     )
+    grove_safe_rollout: bool = _setting(
+        True,
+        "With managed-replicas and the source DGD emitted: a PodCliqueSet without scaling "
+        "groups (no multinode service) and whose DGD sets no nvidia.com/grove-update-strategy "
+        "gets updateStrategy OnDelete, so the companion controller replaces its pods with a "
+        "surge and a clique never has zero ready pods (Grove's RollingRecreate deletes first). "
+        "Off: Grove's default, as the operator renders it.",
+    )
     grove_termination_delay: str = _setting(
         "15m0s",
         "Grove PodCliqueSet terminationDelay (operator config "

@@ -1036,6 +1036,11 @@ def test_facts_grove_multinode() -> None:
     assert names(objs, "PodCliqueSet") == ["trtllm-disagg-mn", "vllm-agg"]
     trt = get(objs, "PodCliqueSet", "trtllm-disagg-mn")["spec"]
     assert trt["replicas"] == 1
+    # both have a multinode service (a scaling group): setting grove-safe-rollout keeps
+    # Grove's RollingRecreate, as the operator renders it (tests/test_grove.py)
+    for pcs in of_kind(objs, "PodCliqueSet"):
+        assert pcs["spec"]["template"]["podCliqueScalingGroups"]
+        assert "updateStrategy" not in pcs["spec"]
     t = trt["template"]
     # in the v1beta1 component order: the v1alpha1 conversion sorts the service names as
     # bytes ("Frontend" < "decode"), roles in order (GenerateGrovePodCliqueSet and

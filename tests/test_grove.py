@@ -659,13 +659,130 @@ def test_restart_annotation_is_left_to_the_controller(tmp_path: Path) -> None:
 
 def test_grove_update_strategy_annotation(tmp_path: Path) -> None:
     """#11085 (8d92187fc, v1.4.0): nvidia.com/grove-update-strategy -> PCS
-    spec.updateStrategy (groveUpdateStrategyFromAnnotations in graph.go @ 2a6da14c8)."""
-    for value in ("RollingRecreate", "OnDelete"):
-        doc = dgd("g", {"a": FRONTEND}, annotations={keys.ANN_GROVE_UPDATE_STRATEGY: value})
-        assert pcs(render(tmp_path, doc))["spec"]["updateStrategy"] == {"type": value}
-    assert "updateStrategy" not in pcs(render(tmp_path, dgd("g", {"a": FRONTEND})))["spec"]
+    spec.updateStrategy (groveUpdateStrategyFromAnnotations in graph.go @ 2a6da14c8); the
+    annotation wins over the setting grove-safe-rollout, whatever its value."""
+    for safe in (True, False):
+        for value in ("RollingRecreate", "OnDelete"):
+            doc = dgd("g", {"a": FRONTEND}, annotations={keys.ANN_GROVE_UPDATE_STRATEGY: value})
+            objs = render(tmp_path, doc, grove_safe_rollout=safe)
+            assert pcs(objs)["spec"]["updateStrategy"] == {"type": value}
+            assert source(objs)["metadata"]["annotations"][keys.ANN_GROVE_RENDERED_STRATEGY] == (
+                value
+            )
+    # the operator's rendering (setting off): no updateStrategy, Grove's RollingRecreate
+    objs = render(tmp_path, dgd("g", {"a": FRONTEND}), grove_safe_rollout=False)
+    assert "updateStrategy" not in pcs(objs)["spec"]
+    assert keys.ANN_GROVE_RENDERED_STRATEGY not in source(objs)["metadata"]["annotations"]
     doc = dgd("g", {"a": FRONTEND}, annotations={keys.ANN_GROVE_UPDATE_STRATEGY: "Coherent"})
     assert "must be one of RollingRecreate, OnDelete" in render_error(tmp_path, doc)
+
+
+def source(objs: list[Obj]) -> Obj:
+    """The emitted source DGD."""
+    found = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+    assert len(found) == 1, [o["kind"] for o in objs]
+    return found[0]
+
+
+SINGLE_WORKER = {
+    "componentType": "worker",
+    "replicas": 1,
+    "resources": {"limits": {"gpu": "1"}},
+    "extraPodSpec": {"mainContainer": {"image": "worker-image"}},
+}
+
+
+def strategy_of(objs: list[Obj]) -> str | None:
+    """The PodCliqueSet's update strategy, checked against the stamp the controller reads."""
+    rendered = (pcs(objs)["spec"].get("updateStrategy") or {}).get("type")
+    emitted = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+    for o in emitted:
+        assert (o["metadata"].get("annotations") or {}).get(
+            keys.ANN_GROVE_RENDERED_STRATEGY
+        ) == rendered
+    return rendered
+
+
+def test_grove_safe_rollout_renders_on_delete_by_default(tmp_path: Path) -> None:
+    """A deliberate difference from the operator (docs/reference-behaviour.md): with the
+    companion controller present (setting managed-replicas, on by default) and the DGD
+    emitted, a PodCliqueSet without scaling groups whose DGD does not choose a strategy
+    gets ``updateStrategy: OnDelete`` (setting grove-safe-rollout, on by default), and the
+    emitted DGD says so in ``dyn-gitops.io/grove-update-strategy`` (what the controller
+    reads): the controller replaces the cliques' pods with a surge (docs/operator.md,
+    *Grove OnDelete*), where Grove's RollingRecreate deletes a one-replica clique's only
+    pod first (ai-dynamo/dynamo#13622). The DGD's own annotations are not touched."""
+    doc = dgd("g", {"Frontend": FRONTEND, "worker": SINGLE_WORKER})
+    objs = render(tmp_path, doc)
+    assert pcs(objs)["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert strategy_of(objs) == "OnDelete"
+    assert keys.ANN_GROVE_UPDATE_STRATEGY not in source(objs)["metadata"]["annotations"]
+    # the same through every spelling of the setting (plugin env, dyn-gitops.yaml, flag)
+    assert strategy_of(render(tmp_path, doc, grove_safe_rollout="true")) == "OnDelete"
+    # the annotation wins (test_grove_update_strategy_annotation: both values, both settings)
+    ann = {keys.ANN_GROVE_UPDATE_STRATEGY: "RollingRecreate"}
+    assert strategy_of(render(tmp_path, dgd("g", doc["spec"]["services"], annotations=ann))) == (
+        "RollingRecreate"
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["multinode", "force-scaling-group", "setting-off", "managed-replicas-off", "no-source"],
+)
+def test_grove_safe_rollout_keeps_the_operators_strategy(tmp_path: Path, case: str) -> None:
+    """Where the controller would not replace every pod, the render stays the operator's
+    (no ``updateStrategy``: Grove's RollingRecreate): a multinode service (its
+    PodCliqueScalingGroup's scale-in removes the highest replica index, not an outdated
+    one, so under OnDelete its pods would keep the old template until deleted) or a
+    single-node one in a scaling group (``forceScalingGroup``), since Grove's strategy is
+    one value for the whole PodCliqueSet; the setting off; managed-replicas off (no
+    companion controller assumed); the source DGD not emitted (emit-source off, or
+    nvidia-objects omit: the controller finds a PodCliqueSet only through its DGD)."""
+    services: dict[str, Obj] = {"Frontend": FRONTEND, "worker": SINGLE_WORKER}
+    settings: dict[str, Any] = {}
+    if case == "multinode":
+        services["prefill"] = worker(2, ["python3"], ["-m", "dynamo.sglang"])
+    elif case == "setting-off":
+        settings["grove_safe_rollout"] = False
+    elif case == "managed-replicas-off":
+        settings["managed_replicas"] = False
+    doc = dgd("g", services)
+    if case == "force-scaling-group":  # v1beta1 only
+        doc = {
+            "apiVersion": "nvidia.com/v1beta1",
+            "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "fsg", "namespace": "ns"},
+            "spec": {
+                "components": [
+                    {
+                        "name": "Worker",
+                        "type": "worker",
+                        "replicas": 1,
+                        "experimental": {"grove": {"forceScalingGroup": True}},
+                        "podTemplate": {
+                            "spec": {
+                                "containers": [
+                                    {"name": "main", "image": "img", "command": ["python3"]}
+                                ]
+                            }
+                        },
+                    }
+                ]
+            },
+        }
+    if case == "no-source":
+        for off in ({"emit_source": False}, {"nvidia_objects": "omit"}):
+            objs = render(tmp_path, doc, **off)
+            assert not [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+            assert "updateStrategy" not in pcs(objs)["spec"]
+        return
+    objs = render(tmp_path, doc, **settings)
+    assert "updateStrategy" not in pcs(objs)["spec"]
+    assert strategy_of(objs) is None
+    # the same graph with the setting on and everything else the default: OnDelete
+    if case in ("setting-off", "managed-replicas-off"):
+        assert strategy_of(render(tmp_path, doc)) == "OnDelete"
 
 
 def test_volcano_scheduler(tmp_path: Path) -> None:

@@ -92,3 +92,38 @@ def test_expected_hash_prefers_the_podclique_label_and_trim_keeps_it() -> None:
     assert grove.expected_hash(grove.trim(raw)) == "older"
     assert grove.expected_hash({"status": {"currentPodTemplateHash": "cur"}}) == "cur"
     assert grove.expected_hash({}) is None
+
+
+@pytest.mark.parametrize(
+    ("annotations", "want"),
+    [
+        # the renderer's stamp: what the PodCliqueSet says, whoever chose it
+        ({keys.ANN_GROVE_RENDERED_STRATEGY: "OnDelete"}, True),  # grove-safe-rollout
+        (
+            {
+                keys.ANN_GROVE_RENDERED_STRATEGY: "OnDelete",
+                keys.ANN_GROVE_UPDATE_STRATEGY: "OnDelete",
+            },
+            True,
+        ),
+        (
+            {
+                keys.ANN_GROVE_RENDERED_STRATEGY: "RollingRecreate",
+                keys.ANN_GROVE_UPDATE_STRATEGY: "RollingRecreate",
+            },
+            False,
+        ),
+        # a DGD rendered before the stamp existed: the annotation the renderer copied
+        ({keys.ANN_GROVE_UPDATE_STRATEGY: "OnDelete"}, True),
+        ({keys.ANN_GROVE_UPDATE_STRATEGY: "RollingRecreate"}, False),
+        ({}, False),
+    ],
+)
+def test_on_delete_reads_what_the_podcliqueset_was_rendered_with(
+    annotations: dict[str, str], want: bool
+) -> None:
+    """The controller replaces the pods of a graph whose PodCliqueSet says ``OnDelete``,
+    whether the DGD's annotation or the renderer's setting grove-safe-rollout chose it
+    (``tests/test_grove.py::test_grove_safe_rollout_renders_on_delete_by_default``)."""
+    dgd: dict[str, Any] = {"metadata": {"name": "g", "annotations": annotations}}
+    assert grove.on_delete(dgd) is want

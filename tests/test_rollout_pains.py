@@ -492,55 +492,77 @@ GROVE_WORKER = "nvidia.com/dynamo-component=VllmDecodeWorker"
 WORKER_CLIQUE = "vllm-agg-0-vllmdecodeworker"
 
 
-def one_worker_on_grove(ns: str, image: str, strategy: str) -> list[dict[str, Any]]:
-    """vllm-agg on Grove with one worker replica and ``nvidia.com/grove-update-strategy``."""
+def one_worker_on_grove(
+    ns: str, image: str, strategy: str | None, safe_rollout: bool = True
+) -> list[dict[str, Any]]:
+    """vllm-agg on Grove with one worker replica, ``nvidia.com/grove-update-strategy`` when
+    ``strategy`` is given (else no annotation), and the setting grove-safe-rollout."""
     import yaml
     from test_operator_grove import SAMPLES
 
     text = (SAMPLES / "vllm-agg" / "input" / "vllm-agg.yaml").read_text()
     docs = [d for d in yaml.safe_load_all(text) if d]
-    docs[0]["metadata"]["annotations"] = {"nvidia.com/grove-update-strategy": strategy}
+    if strategy is not None:
+        docs[0]["metadata"]["annotations"] = {"nvidia.com/grove-update-strategy": strategy}
+    else:
+        assert not docs[0]["metadata"].get("annotations"), "the sample annotates the DGD"
     worker = docs[0]["spec"]["services"]["VllmDecodeWorker"]
     worker["replicas"] = 1
     worker["extraPodSpec"]["mainContainer"]["image"] = image
-    return render(docs, ns, grove=True)
+    return render(docs, ns, grove=True, grove_safe_rollout=safe_rollout)
+
+
+PAIN = pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="Grove's RollingRecreate has the pain"
+)
 
 
 @pytest.mark.parametrize(
-    "strategy",
+    ("strategy", "safe_rollout", "rendered"),
     [
-        "OnDelete",
-        pytest.param(
-            "RollingRecreate",
-            marks=pytest.mark.xfail(
-                strict=True, raises=AssertionError, reason="Grove's RollingRecreate has the pain"
-            ),
-        ),
+        pytest.param("OnDelete", True, "OnDelete", id="OnDelete"),
+        pytest.param(None, True, "OnDelete", id="unannotated"),
+        pytest.param(None, False, None, id="unannotated-safe-rollout-off", marks=PAIN),
+        pytest.param("RollingRecreate", True, "RollingRecreate", id="RollingRecreate", marks=PAIN),
     ],
 )
 def test_one_replica_grove_worker_update_never_has_zero_ready_pods(
-    cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, strategy: str
+    cluster_k: Kube,
+    cluster_kube: Any,
+    cluster_namespace: str,
+    strategy: str | None,
+    safe_rollout: bool,
+    rendered: str | None,
 ) -> None:
     """ai-dynamo/dynamo#13622 on Grove: Git changes the image of a one-replica worker
-    clique. With ``nvidia.com/grove-update-strategy: OnDelete`` the controller replaces
-    the pod with a surge through the PodClique's /scale (one more pod, wait until the
-    new-template pod is Ready, back to one: Grove's scale-in takes the old-template pod),
-    so a worker pod is Ready at every moment (one pod watch over every worker pod); it
-    ends with the new-template pod only, and the DGD is successful only once that pod
-    serves (checked on every sample). The new pod is held Pending for a while.
+    clique. Under ``OnDelete`` the controller replaces the pod with a surge through the
+    PodClique's /scale (one more pod, wait until the new-template pod is Ready, back to
+    one: Grove's scale-in takes the old-template pod), so a worker pod is Ready at every
+    moment (one pod watch over every worker pod); it ends with the new-template pod only,
+    and the DGD is successful only once that pod serves (checked on every sample). The new
+    pod is held Pending for a while. ``OnDelete`` comes from the DGD's
+    ``nvidia.com/grove-update-strategy``, or, on a DGD without it, from the setting
+    grove-safe-rollout (on by default): the platform engineer gets the safe rollout
+    without annotating anything.
 
     Grove is the stand-in (``support.grove_standin``: real pods, Grove's RollingRecreate,
     OnDelete and scale-in order). ``RollingRecreate`` (Grove's default, the Dynamo
-    operator's too) must fail: Grove deletes the only, ready, old pod first (ready 1 >=
-    minAvailable 1) and the replacement is held, so the watch sees zero ready pods;
-    deterministic in the stand-in."""
+    operator's too: the setting off, or the annotation asking for it) must fail: Grove
+    deletes the only, ready, old pod first (ready 1 >= minAvailable 1) and the replacement
+    is held, so the watch sees zero ready pods; deterministic in the stand-in."""
     from support.cluster import pods as list_pods
     from support.grove_standin import TEMPLATE_HASH, GroveStandIn
     from test_operator_grove import APPLIED
 
     k, api, ns = cluster_k, cluster_kube, cluster_namespace
-    first = one_worker_on_grove(ns, "img:1", strategy)
-    second = one_worker_on_grove(ns, "img:2", strategy)
+    first = one_worker_on_grove(ns, "img:1", strategy, safe_rollout)
+    second = one_worker_on_grove(ns, "img:2", strategy, safe_rollout)
+    for objs in (first, second):  # what the renderer chose, and what the controller reads
+        pcs = next(o for o in objs if o["kind"] == "PodCliqueSet")
+        assert (pcs["spec"].get("updateStrategy") or {}).get("type") == rendered
+        dgd = next(o for o in objs if o["kind"] == "DynamoGraphDeployment")
+        stamp = dgd["metadata"]["annotations"].get("dyn-gitops.io/grove-update-strategy")
+        assert stamp == rendered
     stand_in = GroveStandIn(k, api, ns, "vllm-agg")
 
     def dgd_status() -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import keys, naming
+from .. import coexistence, keys, naming
 from .. import kvtransfer as topology
 from ..models.v1alpha1 import DynamoGraphDeployment
 from ..settings import RenderSettings, go_duration
@@ -262,6 +262,29 @@ def _scaling_group(
     return group
 
 
+def update_strategy(
+    dgd: DynamoGraphDeployment, settings: RenderSettings, *, scaling_groups: bool
+) -> str | None:
+    """The PodCliqueSet's ``spec.updateStrategy.type`` (None: none written, Grove's
+    ``RollingRecreate``). The DGD's ``nvidia.com/grove-update-strategy`` wins, copied as the
+    operator does. Without it, the setting grove-safe-rollout picks ``OnDelete`` (a
+    deliberate difference from the operator) only where the companion controller replaces
+    the pods: it runs (managed-replicas), it sees the graph (the DGD is emitted, carrying the
+    PodCliqueSet's name) and every clique is a standalone PodClique (a scaling group's
+    pods would keep their old template until deleted)."""
+    annotated = (dgd.metadata.annotations or {}).get(keys.ANN_GROVE_UPDATE_STRATEGY)
+    if annotated:
+        return annotated
+    if (
+        settings.grove_safe_rollout
+        and settings.managed_replicas
+        and coexistence.emits_source(settings)
+        and not scaling_groups
+    ):
+        return naming.GROVE_ON_DELETE
+    return None
+
+
 def pod_clique_set(
     dgd: DynamoGraphDeployment,
     namespace: str,
@@ -289,7 +312,7 @@ def pod_clique_set(
     if groups:
         template["podCliqueScalingGroups"] = groups
     spec: Obj = {"replicas": 1}
-    strategy = (dgd.metadata.annotations or {}).get(keys.ANN_GROVE_UPDATE_STRATEGY)
+    strategy = update_strategy(dgd, settings, scaling_groups=bool(groups))
     if strategy:
         spec["updateStrategy"] = {"type": strategy}
     spec["template"] = template

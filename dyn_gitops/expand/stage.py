@@ -149,10 +149,15 @@ class _Budget:
 
 def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
     """What the companion controller reads on the emitted DGD, taken from what was rendered:
-    the Grove PodCliqueSet's name, or the worker hash the workers are named with."""
+    the Grove PodCliqueSet's name and update strategy, or the worker hash the workers are
+    named with."""
     for child in children:
         if child["kind"] == "PodCliqueSet":
-            return {keys.ANN_PODCLIQUESET: child["metadata"]["name"]}
+            out = {keys.ANN_PODCLIQUESET: child["metadata"]["name"]}
+            strategy = ((child.get("spec") or {}).get("updateStrategy") or {}).get("type")
+            if strategy:
+                out[keys.ANN_GROVE_RENDERED_STRATEGY] = str(strategy)
+            return out
     for child in children:
         whash = (child["metadata"].get("labels") or {}).get(keys.LABEL_WORKER_HASH)
         if whash:

@@ -255,10 +255,17 @@ ON_DELETE = "OnDelete"
 
 
 def on_delete(dgd: Obj | None) -> bool:
-    """The DGD asks Grove for ``OnDelete`` (the renderer copies the annotation into the
-    PodCliqueSet's ``spec.updateStrategy.type``): Grove then replaces no pod on a template
-    change, and the controller drives the replacement of standalone PodCliques (``surge``)."""
-    return o.annotations_of(dgd or {}).get(keys.ANN_GROVE_UPDATE_STRATEGY) == ON_DELETE
+    """The graph's PodCliqueSet was rendered with ``spec.updateStrategy.type: OnDelete``:
+    Grove then replaces no pod on a template change, and the controller drives the
+    replacement of standalone PodCliques (``surge``). Read from the renderer's stamp
+    ``dyn-gitops.io/grove-update-strategy`` (what the PodCliqueSet says, whether the DGD's
+    ``nvidia.com/grove-update-strategy`` or the setting grove-safe-rollout chose it); a DGD
+    rendered before that stamp existed: from the annotation the renderer copied."""
+    ann = o.annotations_of(dgd or {})
+    rendered = ann.get(keys.ANN_GROVE_RENDERED_STRATEGY)
+    if rendered is not None:
+        return rendered == ON_DELETE
+    return ann.get(keys.ANN_GROVE_UPDATE_STRATEGY) == ON_DELETE
 
 
 def expected_hash(obj: Obj) -> str | None:

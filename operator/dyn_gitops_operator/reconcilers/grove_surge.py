@@ -1,9 +1,12 @@
 """Grove ``OnDelete``: replace a PodClique's pods with a surge, never below its count.
 
 Under Grove's default ``RollingRecreate`` a one-replica PodClique loses its only pod before
-the new one exists (ai-dynamo/dynamo#13622 on Grove). A DGD annotated
-``nvidia.com/grove-update-strategy: OnDelete`` gets a PodCliqueSet on which Grove replaces
-no pod on a template change (GREP-291): it creates new pods from the current template on
+the new one exists (ai-dynamo/dynamo#13622 on Grove). A DGD whose PodCliqueSet is rendered
+with ``updateStrategy: OnDelete`` (the DGD's ``nvidia.com/grove-update-strategy``, or the
+render setting grove-safe-rollout; the emitted DGD says which in
+``dyn-gitops.io/grove-update-strategy``, :func:`grove.on_delete`) has a PodCliqueSet on
+which Grove replaces no pod on a template change (GREP-291): it creates new pods from the
+current template on
 scale-out and removes not-ready, then older-template pods first on scale-in. This
 reconciler drives the replacement of every standalone PodClique of such a graph one pod at a
 time through ``/scale`` (:func:`grove.surge_target`): one more pod, wait until the
