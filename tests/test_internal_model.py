@@ -139,3 +139,267 @@ def test_runtime_version_reads_the_v1beta1_main_container() -> None:
     assert component_runtime(by_name["Prefill"]) is None
     with pytest.raises(ComponentError):
         component_runtime(by_name["Decode"])
+
+
+# ----------------------------------------------------------- which modules read what
+EXPAND = Path(components.__file__).parent
+
+#: expansion modules that read only the v1beta1 model: no v1alpha1 type imported, and no
+#: v1alpha1 service read through a component context (``ctx.spec``)
+V1BETA1_ONLY = (
+    "components.py",
+    "epp.py",
+    "podspec.py",
+    "replica_owners.py",
+)
+#: the expansion modules that still read the v1alpha1 model (``docs/reference-behaviour.md``,
+#: *The internal model*): when one moves, it moves to V1BETA1_ONLY
+STILL_V1ALPHA1 = (
+    "checkpoint.py",
+    "context.py",  # ComponentContext.spec, the v1alpha1 service beside the component
+    "elastic_ep.py",
+    "gms.py",
+    "graph.py",
+    "grove.py",
+    "legacy.py",
+    "objects.py",
+    "provider_override.py",
+    "stage.py",
+)
+
+
+def _v1alpha1_reads(path: Path) -> list[str]:
+    """Where the module at ``path`` reads the v1alpha1 model: imports of it, and
+    ``<ctx>.spec`` reads of a component context's v1alpha1 service."""
+    import ast
+
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names]
+            if "v1alpha1" in (node.module or "") or "v1alpha1" in names:
+                found.append(f"line {node.lineno}: from {node.module} import {', '.join(names)}")
+            if any(n == "ServiceSpec" for n in names):
+                found.append(f"line {node.lineno}: imports ServiceSpec")
+        elif isinstance(node, ast.Import):
+            found.extend(
+                f"line {node.lineno}: import {a.name}" for a in node.names if "v1alpha1" in a.name
+            )
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "spec"
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("ctx", "context")
+        ):
+            found.append(f"line {node.lineno}: {node.value.id}.spec")
+    return found
+
+
+@pytest.mark.parametrize("module", V1BETA1_ONLY)
+def test_migrated_modules_read_only_the_v1beta1_model(module: str) -> None:
+    assert _v1alpha1_reads(EXPAND / module) == []
+
+
+def test_every_expansion_module_is_accounted_for() -> None:
+    """Each module of ``expand/`` is listed as migrated or not, and the not-yet-migrated
+    list is honest: each of those still reads the v1alpha1 model (a module that no longer
+    does belongs in V1BETA1_ONLY)."""
+    modules = {p.name for p in EXPAND.glob("*.py") if p.name != "__init__.py"}
+    neutral = modules - set(V1BETA1_ONLY) - set(STILL_V1ALPHA1)
+    # modules that read neither model (defaults, naming of objects, scripts)
+    assert all(_v1alpha1_reads(EXPAND / m) == [] for m in neutral), neutral
+    assert not set(V1BETA1_ONLY) & set(STILL_V1ALPHA1)
+    assert {m for m in STILL_V1ALPHA1 if not _v1alpha1_reads(EXPAND / m)} == set()
+
+
+def _context(component: Obj, **fields: Any) -> Any:
+    """A component context whose v1alpha1 service is empty: what the pod comes out with
+    can only have come from the v1beta1 component."""
+    from dyn_gitops.expand.context import ComponentContext
+    from dyn_gitops.models import v1beta1
+    from dyn_gitops.models.v1alpha1 import ServiceSpec
+    from dyn_gitops.settings import RenderSettings
+
+    comp = v1beta1.Component.model_validate(component)
+    base: dict[str, Any] = dict(
+        dgd_name="g",
+        namespace="ns",
+        service=comp.name,
+        spec=ServiceSpec.model_validate({}),
+        component_type=comp.type or "",
+        dynamo_ns="ns-g",
+        name=f"g-{comp.name.lower()}",
+        worker_hash=None,
+        backend="vllm",
+        discovery_backend="kubernetes",
+        container_discovery=False,
+        annotations={},
+        labels={},
+        graph_envs=({"name": "GRAPH", "value": "g"}, {"name": "SHARED", "value": "graph"}),
+        settings=RenderSettings(),
+        component=comp,
+    )
+    base.update(fields)
+    return ComponentContext(**base)
+
+
+def test_pod_spec_reads_the_v1beta1_component() -> None:
+    """The pod spec builder takes container ``main`` (image, command, env over the graph's,
+    probes, resources, mounts), the pod fields, the other containers, the frontend sidecar,
+    the compilation cache and the shared-memory size from the v1beta1 component alone."""
+    from dyn_gitops.expand.podspec import build_pod_spec
+
+    pod = build_pod_spec(
+        _context(
+            {
+                "name": "Worker",
+                "type": "worker",
+                "sharedMemorySize": "16Gi",
+                "compilationCache": {"pvcName": "cache"},
+                "frontendSidecar": "fe",
+                "podTemplate": {
+                    "spec": {
+                        "nodeSelector": {"pool": "gpu"},
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "vllm:1.5.1",
+                                "command": ["python3", "-m", "dynamo.vllm"],
+                                "env": [{"name": "SHARED", "value": "main"}],
+                                "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {}},
+                                "readinessProbe": {"exec": {"command": ["true"]}},
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                            },
+                            {"name": "helper", "image": "busybox"},
+                            {"name": "fe", "image": "frontend:1.5.1", "args": ["--x"]},
+                        ],
+                    }
+                },
+            }
+        )
+    )
+    assert pod["nodeSelector"] == {"pool": "gpu"}
+    main, helper, sidecar = pod["containers"]
+    assert (main["name"], main["image"], main["command"]) == (
+        "main",
+        "vllm:1.5.1",
+        ["python3", "-m", "dynamo.vllm"],
+    )
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert (env["SHARED"], env["GRAPH"], env["VLLM_CACHE_ROOT"]) == (
+        "main",
+        "g",
+        "/root/.cache/vllm",
+    )
+    assert main["readinessProbe"] == {"exec": {"command": ["true"]}}
+    assert main["resources"] == {"requests": {}, "limits": {"nvidia.com/gpu": "1"}}
+    assert list(main["resources"]) == ["requests", "limits"]
+    assert main["volumeMounts"] == [
+        {"name": "data", "mountPath": "/data"},
+        {"name": "cache", "mountPath": "/root/.cache/vllm"},
+        {"name": "shared-memory", "mountPath": "/dev/shm"},
+    ]
+    assert {"name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in pod[
+        "volumes"
+    ]
+    assert helper == {"name": "helper", "image": "busybox"}
+    assert (sidecar["name"], sidecar["image"], sidecar["args"]) == (
+        "sidecar-frontend",
+        "frontend:1.5.1",
+        ["--x"],
+    )
+
+
+def test_what_v1beta1_cannot_say_is_preserved_beside_it() -> None:
+    """A v1alpha1 service's ``dynamoNamespace`` and an ``envFromSecret`` its conversion
+    drops (``mainContainer.envFrom`` replaces it) stay beside the component and still
+    render; a v1beta1 component preserves nothing."""
+    from dyn_gitops.expand.podspec import build_pod_spec, selector_dynamo_namespace
+
+    doc = yaml.safe_load(PLANNED)
+    prefill = doc["spec"]["services"]["Prefill"]
+    prefill["dynamoNamespace"] = "legacy-ns"
+    prefill["envFromSecret"] = "hf-token"
+    prefill["extraPodSpec"]["mainContainer"]["envFrom"] = [{"configMapRef": {"name": "tuning"}}]
+    graph = components.of(doc)
+    kept = graph.preserved_of("Prefill")
+    assert (kept.dynamo_namespace, kept.env_from_secret) == ("legacy-ns", "hf-token")
+    assert graph.preserved_of("Decode") == components.NOTHING_PRESERVED
+    comp = graph.get("Prefill")
+    assert comp is not None
+    # the conversion (the operator's, what the worker hash reads) keeps only the list
+    ctx = _context(comp.model_dump(exclude_unset=True), preserved=kept)
+    main = build_pod_spec(ctx)["containers"][0]
+    assert main["envFrom"] == [
+        {"configMapRef": {"name": "tuning"}},
+        {"secretRef": {"name": "hf-token"}},
+    ]
+    assert selector_dynamo_namespace(ctx) == "legacy-ns"
+    beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
+    assert components.of(beta).preserved == ()
+
+
+LEGACY = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: legacy
+spec:
+  envs:
+    - name: DYN_DEPLOYMENT_CONFIG
+      value: '{"Worker":{"ServiceArgs":{"Resources":{"CPU":"2","Memory":"2Gi"}}}}'
+  services:
+    Worker:
+      componentType: worker
+      resources:
+        limits: {cpu: "1", gpu: "1"}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+          command: [python3, -m, dynamo.vllm]
+          resources:
+            limits: {cpu: "4"}
+"""
+
+LEGACY_BETA = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: legacy
+spec:
+  env:
+    - name: DYN_DEPLOYMENT_CONFIG
+      value: '{"Worker":{"ServiceArgs":{"Resources":{"CPU":"2","Memory":"2Gi"}}}}'
+  components:
+    - name: Worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+              command: [python3, -m, dynamo.vllm]
+              resources:
+                limits: {cpu: "4", nvidia.com/gpu: "1"}
+"""
+
+
+@pytest.mark.parametrize(
+    ("doc", "limits"),
+    [
+        # v1alpha1: the config rewrites the top-level resources, the mainContainer's win
+        (LEGACY, {"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "1"}),
+        # v1beta1: container main's resources are the dedicated ones, the config wins
+        (LEGACY_BETA, {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"}),
+    ],
+)
+def test_legacy_config_resources_reach_container_main(
+    tmp_path: Path, doc: str, limits: dict[str, str]
+) -> None:
+    """``DYN_DEPLOYMENT_CONFIG`` resources are written into the v1beta1 component's
+    container ``main`` the pod spec reads (requests and limits)."""
+    (tmp_path / "g.yaml").write_text(doc)
+    objs = render_objects(tmp_path, namespace="ns", origin_version="none")
+    [dep] = [o for o in objs if o["kind"] == "Deployment"]
+    main = dep["spec"]["template"]["spec"]["containers"][0]
+    assert main["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": limits}

@@ -15,17 +15,22 @@ written in:
   (``dynamoNamespace``, service labels and annotations, a non-promoted
   ``subComponentType``) stays on the :class:`.hub.HubComponent`.
 
-What reads it today: the order components are expanded in (and Grove cliques listed in),
-each component's type (the one the workloads, labels, env and the worker hash's worker
-check go by), the EPP components (InferencePool, EPP config and service account, Istio
-DestinationRule), whether an EPP keeps the 1.4 Go EPP contract (``eppConfig``), whether
-a graph has an EPP (its workers' component-class label), whether any component is
+What reads it (``tests/test_internal_model.py`` checks which modules read only it): the
+pod spec builder (:mod:`.podspec`, Deployment, LeaderWorkerSet and Grove pods alike:
+container ``main`` with its env, probes, resources and mounts, the pod fields of
+``podTemplate.spec``, the other containers, the frontend sidecar, ``compilationCache``,
+``sharedMemorySize``), the order components are expanded in (and Grove cliques listed
+in), each component's type (the one the workloads, labels, env and the worker hash's
+worker check go by), the EPP components (InferencePool, EPP config and service account,
+Istio DestinationRule), whether an EPP keeps the 1.4 Go EPP contract (``eppConfig``),
+whether a graph has an EPP (its workers' component-class label), whether any component is
 multinode (the wait-for-leader ConfigMap), which workers a Planner scales
 (:mod:`.replica_owners`), and each component's runtime version (its container ``main``'s
-image tag or ``runtimeVersionOverride``, :func:`.context.component_runtime`). Every
-component's :class:`.context.ComponentContext` carries its v1beta1 component
-(``component``) beside the v1alpha1 service (``spec``). The rest of the expansion still
-reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal model*).
+image tag or ``runtimeVersionOverride``, :func:`.context.component_runtime`). What
+v1beta1 cannot say and the pod spec still reads stays beside the component
+(:class:`Preserved`): a v1alpha1 ``dynamoNamespace`` and an ``envFromSecret`` the
+conversion drops. The rest of the expansion still reads the v1alpha1 model
+(``docs/reference-behaviour.md``, *The internal model*).
 """
 
 from __future__ import annotations
@@ -42,10 +47,34 @@ Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)
+class Preserved:
+    """What a v1alpha1 service says that its v1beta1 component cannot hold and the renderer
+    still reads (:class:`.hub.HubComponent` keeps it aside; a v1beta1 component: none)."""
+
+    #: the deprecated ``dynamoNamespace`` (pod labels and selectors, ``GetDCDDynamoNamespace``)
+    dynamo_namespace: str | None = None
+    #: an ``envFromSecret`` the conversion drops (``mainContainer.envFrom`` replaces it, mergo)
+    #: and the pod still gets, after that list (``docs/reference-behaviour.md``)
+    env_from_secret: str | None = None
+    #: where its compilation cache was written (the index in ``volumeMounts``; errors)
+    cache_mount: int | None = None
+
+
+NOTHING_PRESERVED = Preserved()
+
+
+@dataclass(frozen=True)
 class GraphComponents:
     """A DGD's components as the operator holds them (v1beta1), in their list order."""
 
     components: tuple[v1beta1.Component, ...]
+    #: per component name, what its v1alpha1 form said beyond the component (only non-empty)
+    preserved: tuple[tuple[str, Preserved], ...] = ()
+    #: converted from a v1alpha1 document (the legacy config rewrites its service first)
+    alpha: bool = False
+
+    def preserved_of(self, name: str) -> Preserved:
+        return next((p for n, p in self.preserved if n == name), NOTHING_PRESERVED)
 
     @property
     def names(self) -> list[str]:
@@ -72,12 +101,35 @@ def of(source: Obj, alpha: hub.AlphaComponents | None = None) -> GraphComponents
     """The v1beta1 components of the admitted DGD document ``source``; ``alpha``: the
     conversion of its components when already at hand (a v1alpha1 document)."""
     spec = source.get("spec") or {}
+    preserved: list[tuple[str, Preserved]] = []
     if is_alpha(source):
         converted = (alpha or hub.AlphaComponents(spec)).get()
         written: list[Any] = [c.spec for c in converted]
+        services = spec.get("services") or {}
+        for c in converted:
+            kept = _preserved(c, services.get(c.name) or {})
+            if kept != NOTHING_PRESERVED:
+                preserved.append((c.name, kept))
     else:
         written = [c for c in spec.get("components") or [] if isinstance(c, dict)]
-    return GraphComponents(tuple(v1beta1.Component.model_validate(c) for c in written))
+    return GraphComponents(
+        tuple(v1beta1.Component.model_validate(c) for c in written),
+        tuple(preserved),
+        alpha=is_alpha(source),
+    )
 
 
-__all__ = ["GraphComponents", "is_alpha", "of"]
+def _preserved(component: hub.HubComponent, service: Obj) -> Preserved:
+    secret = service.get("envFromSecret") or None
+    main = (service.get("extraPodSpec") or {}).get("mainContainer") or {}
+    mounts = service.get("volumeMounts") or []
+    return Preserved(
+        dynamo_namespace=component.dynamo_namespace or None,
+        env_from_secret=secret if secret and main.get("envFrom") else None,
+        cache_mount=next(
+            (i for i, m in enumerate(mounts) if (m or {}).get("useAsCompilationCache")), None
+        ),
+    )
+
+
+__all__ = ["NOTHING_PRESERVED", "GraphComponents", "Preserved", "is_alpha", "of"]

@@ -465,6 +465,7 @@ def _grove_context(
         grove=True,
         **_kv_transfer(dgd, settings, svc.componentType),
         runtime=component_runtime(component),
+        preserved=graph.preserved_of(service),
     )
 
 
@@ -546,9 +547,11 @@ def _expand_service(
     assert component is not None  # the same document's services and components
     ctype = component.type or ""
     worker = naming.is_worker(ctype)
+    written = svc
     svc, env_overrides = legacy.apply(
         service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])
     )
+    component = legacy.component(component, written, svc, alpha=graph.alpha)
     tmpl_labels, tmpl_ann = _template_metadata(dgd, svc, ctype)
     # GetDCDKubeAnnotations / GetDCDKubeLabels (internal/dynamo/v1beta1_helpers.go @
     # 2a6da14c8): the v1alpha1 service's own annotations and labels, then the pod
@@ -596,6 +599,7 @@ def _expand_service(
         **_kv_transfer(dgd, settings, ctype),
         graph_label=not standalone,
         runtime=component_runtime(component),
+        preserved=graph.preserved_of(service),
     )
 
     if svc.modelRef is not None:
