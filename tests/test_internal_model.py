@@ -152,46 +152,58 @@ V1BETA1_ONLY = (
     "podspec.py",
     "replica_owners.py",
 )
-#: the expansion modules that still read the v1alpha1 model (``docs/reference-behaviour.md``,
-#: *The internal model*): when one moves, it moves to V1BETA1_ONLY
+#: modules whose per-component reads are v1beta1 only (no v1alpha1 service type, no
+#: ``ctx.spec``) but that still read graph-level fields from the v1alpha1 DGD
+COMPONENTS_FROM_V1BETA1 = (
+    "grove.py",  # the DGD's labels, annotations, topologyConstraint (the PodCliqueSet)
+    "objects.py",  # spec.pvcs and a service's ingress (v1alpha1 only) as typed there
+)
+#: the expansion modules that still read the v1alpha1 model per component
+#: (``docs/reference-behaviour.md``, *The internal model*): when one moves, it moves up
 STILL_V1ALPHA1 = (
-    "checkpoint.py",
+    "checkpoint.py",  # a service's checkpoint block, typed v1alpha1
     "context.py",  # ComponentContext.spec, the v1alpha1 service beside the component
-    "elastic_ep.py",
+    "elastic_ep.py",  # the admission check of every service's command
     "gms.py",
     "graph.py",
-    "grove.py",
     "legacy.py",
-    "objects.py",
     "provider_override.py",
-    "stage.py",
+    "stage.py",  # the validated v1alpha1 DGD handed to the expansion
 )
 
 
-def _v1alpha1_reads(path: Path) -> list[str]:
-    """Where the module at ``path`` reads the v1alpha1 model: imports of it, and
-    ``<ctx>.spec`` reads of a component context's v1alpha1 service."""
+def _service_reads(path: Path) -> list[str]:
+    """Where the module at ``path`` reads a v1alpha1 service: the ``ServiceSpec`` type, a
+    component context's ``.spec``, a DGD's ``.spec.services``."""
     import ast
 
     found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "ServiceSpec" for a in node.names):
+            found.append(f"line {node.lineno}: imports ServiceSpec")
+        elif isinstance(node, ast.Attribute) and node.attr == "spec":
+            if isinstance(node.value, ast.Name) and node.value.id in ("ctx", "context"):
+                found.append(f"line {node.lineno}: {node.value.id}.spec")
+        elif isinstance(node, ast.Attribute) and node.attr == "services":
+            found.append(f"line {node.lineno}: .services")
+    return found
+
+
+def _v1alpha1_reads(path: Path) -> list[str]:
+    """Where the module at ``path`` reads the v1alpha1 model: imports of it, and reads of
+    a v1alpha1 service (:func:`_service_reads`)."""
+    import ast
+
+    found = _service_reads(path)
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             names = [a.name for a in node.names]
             if "v1alpha1" in (node.module or "") or "v1alpha1" in names:
                 found.append(f"line {node.lineno}: from {node.module} import {', '.join(names)}")
-            if any(n == "ServiceSpec" for n in names):
-                found.append(f"line {node.lineno}: imports ServiceSpec")
         elif isinstance(node, ast.Import):
             found.extend(
                 f"line {node.lineno}: import {a.name}" for a in node.names if "v1alpha1" in a.name
             )
-        elif (
-            isinstance(node, ast.Attribute)
-            and node.attr == "spec"
-            and isinstance(node.value, ast.Name)
-            and node.value.id in ("ctx", "context")
-        ):
-            found.append(f"line {node.lineno}: {node.value.id}.spec")
     return found
 
 
@@ -200,15 +212,22 @@ def test_migrated_modules_read_only_the_v1beta1_model(module: str) -> None:
     assert _v1alpha1_reads(EXPAND / module) == []
 
 
+@pytest.mark.parametrize("module", COMPONENTS_FROM_V1BETA1)
+def test_per_component_reads_are_v1beta1_only(module: str) -> None:
+    assert _service_reads(EXPAND / module) == []
+    assert _v1alpha1_reads(EXPAND / module) != []  # else it belongs in V1BETA1_ONLY
+
+
 def test_every_expansion_module_is_accounted_for() -> None:
     """Each module of ``expand/`` is listed as migrated or not, and the not-yet-migrated
     list is honest: each of those still reads the v1alpha1 model (a module that no longer
-    does belongs in V1BETA1_ONLY)."""
+    does belongs in a list above it)."""
     modules = {p.name for p in EXPAND.glob("*.py") if p.name != "__init__.py"}
-    neutral = modules - set(V1BETA1_ONLY) - set(STILL_V1ALPHA1)
-    # modules that read neither model (defaults, naming of objects, scripts)
-    assert all(_v1alpha1_reads(EXPAND / m) == [] for m in neutral), neutral
-    assert not set(V1BETA1_ONLY) & set(STILL_V1ALPHA1)
+    listed = [*V1BETA1_ONLY, *COMPONENTS_FROM_V1BETA1, *STILL_V1ALPHA1]
+    assert len(listed) == len(set(listed))
+    # modules that read neither model (defaults, object shapes, scripts)
+    neutral = modules - set(listed)
+    assert {m for m in neutral if _v1alpha1_reads(EXPAND / m)} == set()
     assert {m for m in STILL_V1ALPHA1 if not _v1alpha1_reads(EXPAND / m)} == set()
 
 
@@ -324,7 +343,9 @@ def test_what_v1beta1_cannot_say_is_preserved_beside_it() -> None:
     graph = components.of(doc)
     kept = graph.preserved_of("Prefill")
     assert (kept.dynamo_namespace, kept.env_from_secret) == ("legacy-ns", "hf-token")
-    assert graph.preserved_of("Decode") == components.NOTHING_PRESERVED
+    decode = graph.preserved_of("Decode")
+    assert decode.alpha and decode.sub_component_type == "decode"
+    assert (decode.dynamo_namespace, decode.env_from_secret) == (None, None)
     comp = graph.get("Prefill")
     assert comp is not None
     # the conversion (the operator's, what the worker hash reads) keeps only the list
@@ -403,3 +424,50 @@ def test_legacy_config_resources_reach_container_main(
     [dep] = [o for o in objs if o["kind"] == "Deployment"]
     main = dep["spec"]["template"]["spec"]["containers"][0]
     assert main["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": limits}
+
+
+def test_grove_cliques_read_the_v1beta1_component() -> None:
+    """A Grove clique's replicas, minAvailable, labels and annotations (the pod template's
+    metadata, the preserved v1alpha1 labels, the sub-component type) and its scaling group
+    (``forceScalingGroup``) come from the v1beta1 component and what is preserved beside
+    it; the context's v1alpha1 service is empty."""
+    from dyn_gitops import keys
+    from dyn_gitops.expand import grove
+    from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
+
+    dgd = DynamoGraphDeployment.model_validate(
+        {
+            "apiVersion": "nvidia.com/v1alpha1",
+            "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "g"},
+            "spec": {"services": {}},
+        }
+    )
+    ctx = _context(
+        {
+            "name": "Prefill",
+            "type": "prefill",
+            "replicas": 3,
+            "minAvailable": 2,
+            "experimental": {"grove": {"forceScalingGroup": True}},
+            "podTemplate": {
+                "metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}},
+                "spec": {"containers": [{"name": "main", "image": "vllm:1.5.1"}]},
+            },
+        },
+        grove=True,
+        preserved=components.Preserved(alpha=True, labels={"svc": "l"}),
+    )
+    parts = grove.service_cliques(ctx, dgd)
+    [clique] = parts.cliques
+    assert clique["labels"]["team"] == "a" and clique["labels"]["svc"] == "l"
+    assert keys.LABEL_SUB_COMPONENT_TYPE not in clique["labels"]  # none written (v1alpha1)
+    assert clique["annotations"]["note"] == "x"
+    assert (clique["spec"]["replicas"], clique["spec"]["minAvailable"]) == (1, 1)
+    assert parts.scaling_group is not None
+    assert (parts.scaling_group["replicas"], parts.scaling_group["minAvailable"]) == (3, 2)
+    # a v1beta1 component: its promoted type is the sub-component type
+    beta = _context({"name": "Prefill", "type": "prefill", "replicas": 2}, grove=True)
+    [beta_clique] = grove.service_cliques(beta, dgd).cliques
+    assert beta_clique["labels"][keys.LABEL_SUB_COMPONENT_TYPE] == "prefill"
+    assert beta_clique["spec"]["replicas"] == 2

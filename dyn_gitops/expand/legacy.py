@@ -92,28 +92,34 @@ def component(
     *,
     alpha: bool,
 ) -> v1beta1.Component:
-    """``component`` with the config's ``resources`` (``after``: :func:`apply`'s service)
-    in its container ``main``: a v1alpha1 service's rewritten resources converted as the
-    conversion does (its mainContainer's still win key by key); a v1beta1 component's
-    (down-converted into the dedicated fields) laid over container ``main``'s."""
-    if after.resources is before.resources:
+    """``component`` with what the config rewrote in ``after`` (:func:`apply`'s service):
+    its ``replicas``, and its ``resources`` in container ``main``: a v1alpha1 service's
+    rewritten resources converted as the conversion does (its mainContainer's still win
+    key by key); a v1beta1 component's (down-converted into the dedicated fields) laid over
+    container ``main``'s."""
+    if after is before:
         return component
-    if alpha:
-        converted = hub.component_from_alpha(component.name, dump(after), defaults=False)
-        main = next(
-            c for c in converted.spec["podTemplate"]["spec"]["containers"] if c.get("name") == MAIN
-        )
-        resources: dict[str, Any] = main.get("resources") or {}
-    else:
-        assert after.resources is not None  # rewritten, so present
-        resources = hub._resources(dump(after.resources))
     data = component.model_dump(exclude_unset=True)
-    template = data.setdefault("podTemplate", {})
-    pod = template.setdefault("spec", {})
-    containers = pod.setdefault("containers", [])
-    main_data = next((c for c in containers if c.get("name") == MAIN), None)
-    if main_data is None:
-        main_data = {"name": MAIN}
-        containers.insert(0, main_data)
-    main_data["resources"] = resources
+    if after.replicas != before.replicas:
+        data["replicas"] = after.replicas
+    if after.resources is not before.resources:
+        if alpha:
+            converted = hub.component_from_alpha(component.name, dump(after), defaults=False)
+            main = next(
+                c
+                for c in converted.spec["podTemplate"]["spec"]["containers"]
+                if c.get("name") == MAIN
+            )
+            resources: dict[str, Any] = main.get("resources") or {}
+        else:
+            assert after.resources is not None  # rewritten, so present
+            resources = hub._resources(dump(after.resources))
+        template = data.setdefault("podTemplate", {})
+        pod = template.setdefault("spec", {})
+        containers = pod.setdefault("containers", [])
+        main_data = next((c for c in containers if c.get("name") == MAIN), None)
+        if main_data is None:
+            main_data = {"name": MAIN}
+            containers.insert(0, main_data)
+        main_data["resources"] = resources
     return v1beta1.Component.model_validate(data)
