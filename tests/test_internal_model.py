@@ -471,3 +471,23 @@ def test_grove_cliques_read_the_v1beta1_component() -> None:
     [beta_clique] = grove.service_cliques(beta, dgd).cliques
     assert beta_clique["labels"][keys.LABEL_SUB_COMPONENT_TYPE] == "prefill"
     assert beta_clique["spec"]["replicas"] == 2
+
+
+def test_backend_detection_reads_container_main() -> None:
+    """Each worker's backend is detected from its v1beta1 container ``main`` (command and
+    args): the same for a v1beta1 DGD and its v1alpha1 twin, and taken from the
+    components even where the v1alpha1 services say nothing."""
+    from dyn_gitops.expand.graph import resolve_backends
+    from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
+
+    beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
+    alpha = yaml.safe_load((SAMPLES / "v1beta1-pair/v1alpha1/sglang-disagg.yaml").read_text())
+    model = DynamoGraphDeployment.model_validate(alpha)
+    assert resolve_backends(model, components.of(beta)) == resolve_backends(
+        model, components.of(alpha)
+    )
+    framework, per_service = resolve_backends(model, components.of(alpha))
+    assert framework == "sglang" and "sglang" in per_service.values()
+    bare = {**alpha, "spec": {**alpha["spec"], "services": {}}}
+    empty = DynamoGraphDeployment.model_validate(bare)
+    assert resolve_backends(empty, components.of(alpha))[0] == "sglang"

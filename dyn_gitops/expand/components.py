@@ -26,7 +26,8 @@ What reads it (``tests/test_internal_model.py`` checks which modules read only i
   ``minAvailable``, ``multinode.nodeCount`` (Deployment, LeaderWorkerSet or Grove
   cliques), ``scalingAdapter``, ``modelRef``, ``globalDynamoNamespace``,
   ``podTemplate.metadata`` (pod template labels and annotations), ``topologyConstraint``
-  and ``experimental.grove.forceScalingGroup`` (Grove), the single-pod elastic-EP leader;
+  and ``experimental.grove.forceScalingGroup`` (Grove), the single-pod elastic-EP leader,
+  each worker's backend (container ``main``'s command, ``graph.resolve_backends``);
 * the order components are expanded in (and Grove cliques listed in), each component's
   type, the EPP components and their Go/Rust EPP contract, the component-class label, the
   multinode check, the Planner-scaled workers (:mod:`.replica_owners`) and each
@@ -37,8 +38,8 @@ What v1beta1 cannot say and the renderer still reads stays beside the component
 ``dynamoNamespace``, ``labels``, ``annotations``, ``subComponentType`` and an
 ``envFromSecret`` its conversion drops. The legacy ``DYN_DEPLOYMENT_CONFIG`` rewrites a
 component's replicas and container ``main``'s resources (:func:`.legacy.component`).
-Still read from the v1alpha1 model: graph-level fields (the DGD spec), ``ingress``,
-backend detection, GMS and failover, checkpoint, provider overrides, the admission rules
+Still read from the v1alpha1 model: graph-level fields (the DGD spec), ``ingress``, GMS
+and failover, checkpoint, provider overrides, the admission rules
 (``docs/reference-behaviour.md``, *The internal model*).
 """
 

@@ -34,7 +34,7 @@ from . import (
     provider_override,
     replica_owners,
 )
-from .context import ComponentContext, ComponentError, component_runtime
+from .context import ComponentContext, ComponentError, component_runtime, main_container_data
 from .podspec import build_pod_spec, detect_backend, pod_labels, user_main_container
 
 Obj = dict[str, Any]
@@ -138,26 +138,29 @@ def _topology_problems(
     return []
 
 
-def _effective_command(spec: ServiceSpec, component_type: str) -> dict[str, Any]:
-    mc = spec.main_container
+def _effective_command(component: v1beta1.Component, component_type: str) -> dict[str, Any]:
+    """The command and args of the component's container ``main`` over its type's."""
     base = defaults.type_container(
         component_type, dynamo_ns="", worker_hash=None, pool_name="", pool_namespace=""
     )
-    user = {k: v for k, v in (dump(mc) if mc else {}).items() if k in ("command", "args")}
+    user = {k: v for k, v in main_container_data(component).items() if k in ("command", "args")}
     return merge_override({k: base[k] for k in ("command", "args") if k in base}, user)
 
 
-def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, str]]:
-    """The graph framework and each worker's backend (detected > explicit > noop)."""
+def resolve_backends(
+    dgd: DynamoGraphDeployment, graph: components.GraphComponents
+) -> tuple[str | None, dict[str, str]]:
+    """The graph framework and each worker's backend (detected > explicit > noop), from the
+    v1beta1 components' container ``main`` (``graph``: ``dgd``'s components)."""
     explicit = dgd.spec.backendFramework
     problems: list[Problem] = []
     detected: dict[str, str] = {}
-    for name, svc in sorted((dgd.spec.services or {}).items()):
-        ctype = svc.componentType or ""
+    for component in sorted(graph.components, key=lambda c: c.name):
+        name, ctype = component.name, component.type or ""
         if not naming.is_worker(ctype):
             continue
         try:
-            found = detect_backend(_effective_command(svc, ctype))
+            found = detect_backend(_effective_command(component, ctype))
         except ComponentError as exc:
             problems.append(Problem.at(_svc(name, *exc.path), str(exc)))
             continue
@@ -182,14 +185,15 @@ def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, 
         )
     if problems:
         raise RenderError(problems)
-    graph = explicit or (frameworks.pop() if frameworks else None)
+    framework = explicit or (frameworks.pop() if frameworks else None)
     per_service = {}
-    for name, svc in (dgd.spec.services or {}).items():
-        if naming.is_worker(svc.componentType or ""):
+    for component in graph.components:
+        name = component.name
+        if naming.is_worker(component.type or ""):
             per_service[name] = detected.get(name) or explicit or "noop"
         else:
             per_service[name] = "noop"
-    return graph, per_service
+    return framework, per_service
 
 
 def _component_annotations(
@@ -295,7 +299,7 @@ def expand_component_deployment(
     if problems:
         raise RenderError(problems)
     ((service, svc),) = (dgd.spec.services or {}).items()
-    _, backends = resolve_backends(dgd)
+    _, backends = resolve_backends(dgd, graph)
     namespace = dgd.metadata.namespace or settings.namespace
     # the one graph-level object a multinode pod refers to: our own wait-for-leader script
     out = [lws.wait_leader_config_map(dgd.metadata.name, namespace)] if is_multinode(svc) else []
@@ -328,10 +332,9 @@ def _expand_graph(
     services = dgd.spec.services or {}
     meta_ann = dgd.metadata.annotations or {}
     graph_discovery = naming.discovery_backend(meta_ann, settings.discovery_backend)
-    _, backends = resolve_backends(dgd)
-    on_grove = grove.is_grove(dgd, settings)
-
     graph = components.of(source, alpha)  # the internal v1beta1 model
+    _, backends = resolve_backends(dgd, graph)
+    on_grove = grove.is_grove(dgd, settings)
     whash = graph_worker_hash(dgd, settings, source, alpha, graph)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
     eps = sorted((c for c in graph.components if c.type == naming.EPP), key=lambda c: c.name)
