@@ -26,6 +26,7 @@ import yaml
 from conftest import AS_APPLIED, render_objects
 
 from dyn_gitops.errors import RenderError
+from dyn_gitops.expand import components
 from dyn_gitops.expand.graph import resolve_backends
 from dyn_gitops.expand.podspec import detect_backend
 from dyn_gitops.merge import merge_envs
@@ -844,7 +845,7 @@ def test_backend_detection_skips_non_workers(tmp_path: Path, component_type: str
         },
         backendFramework="trtllm",
     )
-    _, per_service = resolve_backends(DynamoGraphDeployment.model_validate(doc))
+    _, per_service = resolve_backends(DynamoGraphDeployment.model_validate(doc), components.of(doc))
     assert per_service["svc"] == "noop"
     assert "svc" in deployments(render(tmp_path, doc))  # renders without error
 
@@ -1547,7 +1548,7 @@ def test_determine_backend_framework(
         svc["extraPodSpec"] = {"mainContainer": {"args": args}}
     spec: Obj = {"backendFramework": explicit} if explicit else {}
     doc = dgd("test-dgd", {"worker": svc}, **spec)
-    _, per_service = resolve_backends(DynamoGraphDeployment.model_validate(doc))
+    _, per_service = resolve_backends(DynamoGraphDeployment.model_validate(doc), components.of(doc))
     assert per_service["worker"] == expected
 
 

@@ -139,3 +139,355 @@ def test_runtime_version_reads_the_v1beta1_main_container() -> None:
     assert component_runtime(by_name["Prefill"]) is None
     with pytest.raises(ComponentError):
         component_runtime(by_name["Decode"])
+
+
+# ----------------------------------------------------------- which modules read what
+EXPAND = Path(components.__file__).parent
+
+#: expansion modules that read only the v1beta1 model: no v1alpha1 type imported, and no
+#: v1alpha1 service read through a component context (``ctx.spec``)
+V1BETA1_ONLY = (
+    "components.py",
+    "epp.py",
+    "podspec.py",
+    "replica_owners.py",
+)
+#: modules whose per-component reads are v1beta1 only (no v1alpha1 service type, no
+#: ``ctx.spec``) but that still read graph-level fields from the v1alpha1 DGD
+COMPONENTS_FROM_V1BETA1 = (
+    "grove.py",  # the DGD's labels, annotations, topologyConstraint (the PodCliqueSet)
+    "objects.py",  # spec.pvcs and a service's ingress (v1alpha1 only) as typed there
+)
+#: the expansion modules that still read the v1alpha1 model per component
+#: (``docs/reference-behaviour.md``, *The internal model*): when one moves, it moves up
+STILL_V1ALPHA1 = (
+    "checkpoint.py",  # a service's checkpoint block, typed v1alpha1
+    "context.py",  # ComponentContext.spec, the v1alpha1 service beside the component
+    "elastic_ep.py",  # the admission check of every service's command
+    "gms.py",
+    "graph.py",
+    "legacy.py",
+    "provider_override.py",
+    "stage.py",  # the validated v1alpha1 DGD handed to the expansion
+)
+
+
+def _service_reads(path: Path) -> list[str]:
+    """Where the module at ``path`` reads a v1alpha1 service: the ``ServiceSpec`` type, a
+    component context's ``.spec``, a DGD's ``.spec.services``."""
+    import ast
+
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "ServiceSpec" for a in node.names):
+            found.append(f"line {node.lineno}: imports ServiceSpec")
+        elif isinstance(node, ast.Attribute) and node.attr == "spec":
+            if isinstance(node.value, ast.Name) and node.value.id in ("ctx", "context"):
+                found.append(f"line {node.lineno}: {node.value.id}.spec")
+        elif isinstance(node, ast.Attribute) and node.attr == "services":
+            found.append(f"line {node.lineno}: .services")
+    return found
+
+
+def _v1alpha1_reads(path: Path) -> list[str]:
+    """Where the module at ``path`` reads the v1alpha1 model: imports of it, and reads of
+    a v1alpha1 service (:func:`_service_reads`)."""
+    import ast
+
+    found = _service_reads(path)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names]
+            if "v1alpha1" in (node.module or "") or "v1alpha1" in names:
+                found.append(f"line {node.lineno}: from {node.module} import {', '.join(names)}")
+        elif isinstance(node, ast.Import):
+            found.extend(
+                f"line {node.lineno}: import {a.name}" for a in node.names if "v1alpha1" in a.name
+            )
+    return found
+
+
+@pytest.mark.parametrize("module", V1BETA1_ONLY)
+def test_migrated_modules_read_only_the_v1beta1_model(module: str) -> None:
+    assert _v1alpha1_reads(EXPAND / module) == []
+
+
+@pytest.mark.parametrize("module", COMPONENTS_FROM_V1BETA1)
+def test_per_component_reads_are_v1beta1_only(module: str) -> None:
+    assert _service_reads(EXPAND / module) == []
+    assert _v1alpha1_reads(EXPAND / module) != []  # else it belongs in V1BETA1_ONLY
+
+
+def test_every_expansion_module_is_accounted_for() -> None:
+    """Each module of ``expand/`` is listed as migrated or not, and the not-yet-migrated
+    list is honest: each of those still reads the v1alpha1 model (a module that no longer
+    does belongs in a list above it)."""
+    modules = {p.name for p in EXPAND.glob("*.py") if p.name != "__init__.py"}
+    listed = [*V1BETA1_ONLY, *COMPONENTS_FROM_V1BETA1, *STILL_V1ALPHA1]
+    assert len(listed) == len(set(listed))
+    # modules that read neither model (defaults, object shapes, scripts)
+    neutral = modules - set(listed)
+    assert {m for m in neutral if _v1alpha1_reads(EXPAND / m)} == set()
+    assert {m for m in STILL_V1ALPHA1 if not _v1alpha1_reads(EXPAND / m)} == set()
+
+
+def _context(component: Obj, **fields: Any) -> Any:
+    """A component context whose v1alpha1 service is empty: what the pod comes out with
+    can only have come from the v1beta1 component."""
+    from dyn_gitops.expand.context import ComponentContext
+    from dyn_gitops.models import v1beta1
+    from dyn_gitops.models.v1alpha1 import ServiceSpec
+    from dyn_gitops.settings import RenderSettings
+
+    comp = v1beta1.Component.model_validate(component)
+    base: dict[str, Any] = dict(
+        dgd_name="g",
+        namespace="ns",
+        service=comp.name,
+        spec=ServiceSpec.model_validate({}),
+        component_type=comp.type or "",
+        dynamo_ns="ns-g",
+        name=f"g-{comp.name.lower()}",
+        worker_hash=None,
+        backend="vllm",
+        discovery_backend="kubernetes",
+        container_discovery=False,
+        annotations={},
+        labels={},
+        graph_envs=({"name": "GRAPH", "value": "g"}, {"name": "SHARED", "value": "graph"}),
+        settings=RenderSettings(),
+        component=comp,
+    )
+    base.update(fields)
+    return ComponentContext(**base)
+
+
+def test_pod_spec_reads_the_v1beta1_component() -> None:
+    """The pod spec builder takes container ``main`` (image, command, env over the graph's,
+    probes, resources, mounts), the pod fields, the other containers, the frontend sidecar,
+    the compilation cache and the shared-memory size from the v1beta1 component alone."""
+    from dyn_gitops.expand.podspec import build_pod_spec
+
+    pod = build_pod_spec(
+        _context(
+            {
+                "name": "Worker",
+                "type": "worker",
+                "sharedMemorySize": "16Gi",
+                "compilationCache": {"pvcName": "cache"},
+                "frontendSidecar": "fe",
+                "podTemplate": {
+                    "spec": {
+                        "nodeSelector": {"pool": "gpu"},
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "vllm:1.5.1",
+                                "command": ["python3", "-m", "dynamo.vllm"],
+                                "env": [{"name": "SHARED", "value": "main"}],
+                                "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {}},
+                                "readinessProbe": {"exec": {"command": ["true"]}},
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                            },
+                            {"name": "helper", "image": "busybox"},
+                            {"name": "fe", "image": "frontend:1.5.1", "args": ["--x"]},
+                        ],
+                    }
+                },
+            }
+        )
+    )
+    assert pod["nodeSelector"] == {"pool": "gpu"}
+    main, helper, sidecar = pod["containers"]
+    assert (main["name"], main["image"], main["command"]) == (
+        "main",
+        "vllm:1.5.1",
+        ["python3", "-m", "dynamo.vllm"],
+    )
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert (env["SHARED"], env["GRAPH"], env["VLLM_CACHE_ROOT"]) == (
+        "main",
+        "g",
+        "/root/.cache/vllm",
+    )
+    assert main["readinessProbe"] == {"exec": {"command": ["true"]}}
+    assert main["resources"] == {"requests": {}, "limits": {"nvidia.com/gpu": "1"}}
+    assert list(main["resources"]) == ["requests", "limits"]
+    assert main["volumeMounts"] == [
+        {"name": "data", "mountPath": "/data"},
+        {"name": "cache", "mountPath": "/root/.cache/vllm"},
+        {"name": "shared-memory", "mountPath": "/dev/shm"},
+    ]
+    assert {"name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in pod[
+        "volumes"
+    ]
+    assert helper == {"name": "helper", "image": "busybox"}
+    assert (sidecar["name"], sidecar["image"], sidecar["args"]) == (
+        "sidecar-frontend",
+        "frontend:1.5.1",
+        ["--x"],
+    )
+
+
+def test_what_v1beta1_cannot_say_is_preserved_beside_it() -> None:
+    """A v1alpha1 service's ``dynamoNamespace`` and an ``envFromSecret`` its conversion
+    drops (``mainContainer.envFrom`` replaces it) stay beside the component and still
+    render; a v1beta1 component preserves nothing."""
+    from dyn_gitops.expand.podspec import build_pod_spec, selector_dynamo_namespace
+
+    doc = yaml.safe_load(PLANNED)
+    prefill = doc["spec"]["services"]["Prefill"]
+    prefill["dynamoNamespace"] = "legacy-ns"
+    prefill["envFromSecret"] = "hf-token"
+    prefill["extraPodSpec"]["mainContainer"]["envFrom"] = [{"configMapRef": {"name": "tuning"}}]
+    graph = components.of(doc)
+    kept = graph.preserved_of("Prefill")
+    assert (kept.dynamo_namespace, kept.env_from_secret) == ("legacy-ns", "hf-token")
+    decode = graph.preserved_of("Decode")
+    assert decode.alpha and decode.sub_component_type == "decode"
+    assert (decode.dynamo_namespace, decode.env_from_secret) == (None, None)
+    comp = graph.get("Prefill")
+    assert comp is not None
+    # the conversion (the operator's, what the worker hash reads) keeps only the list
+    ctx = _context(comp.model_dump(exclude_unset=True), preserved=kept)
+    main = build_pod_spec(ctx)["containers"][0]
+    assert main["envFrom"] == [
+        {"configMapRef": {"name": "tuning"}},
+        {"secretRef": {"name": "hf-token"}},
+    ]
+    assert selector_dynamo_namespace(ctx) == "legacy-ns"
+    beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
+    assert components.of(beta).preserved == ()
+
+
+LEGACY = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: legacy
+spec:
+  envs:
+    - name: DYN_DEPLOYMENT_CONFIG
+      value: '{"Worker":{"ServiceArgs":{"Resources":{"CPU":"2","Memory":"2Gi"}}}}'
+  services:
+    Worker:
+      componentType: worker
+      resources:
+        limits: {cpu: "1", gpu: "1"}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+          command: [python3, -m, dynamo.vllm]
+          resources:
+            limits: {cpu: "4"}
+"""
+
+LEGACY_BETA = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: legacy
+spec:
+  env:
+    - name: DYN_DEPLOYMENT_CONFIG
+      value: '{"Worker":{"ServiceArgs":{"Resources":{"CPU":"2","Memory":"2Gi"}}}}'
+  components:
+    - name: Worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+              command: [python3, -m, dynamo.vllm]
+              resources:
+                limits: {cpu: "4", nvidia.com/gpu: "1"}
+"""
+
+
+@pytest.mark.parametrize(
+    ("doc", "limits"),
+    [
+        # v1alpha1: the config rewrites the top-level resources, the mainContainer's win
+        (LEGACY, {"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "1"}),
+        # v1beta1: container main's resources are the dedicated ones, the config wins
+        (LEGACY_BETA, {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"}),
+    ],
+)
+def test_legacy_config_resources_reach_container_main(
+    tmp_path: Path, doc: str, limits: dict[str, str]
+) -> None:
+    """``DYN_DEPLOYMENT_CONFIG`` resources are written into the v1beta1 component's
+    container ``main`` the pod spec reads (requests and limits)."""
+    (tmp_path / "g.yaml").write_text(doc)
+    objs = render_objects(tmp_path, namespace="ns", origin_version="none")
+    [dep] = [o for o in objs if o["kind"] == "Deployment"]
+    main = dep["spec"]["template"]["spec"]["containers"][0]
+    assert main["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": limits}
+
+
+def test_grove_cliques_read_the_v1beta1_component() -> None:
+    """A Grove clique's replicas, minAvailable, labels and annotations (the pod template's
+    metadata, the preserved v1alpha1 labels, the sub-component type) and its scaling group
+    (``forceScalingGroup``) come from the v1beta1 component and what is preserved beside
+    it; the context's v1alpha1 service is empty."""
+    from dyn_gitops import keys
+    from dyn_gitops.expand import grove
+    from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
+
+    dgd = DynamoGraphDeployment.model_validate(
+        {
+            "apiVersion": "nvidia.com/v1alpha1",
+            "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "g"},
+            "spec": {"services": {}},
+        }
+    )
+    ctx = _context(
+        {
+            "name": "Prefill",
+            "type": "prefill",
+            "replicas": 3,
+            "minAvailable": 2,
+            "experimental": {"grove": {"forceScalingGroup": True}},
+            "podTemplate": {
+                "metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}},
+                "spec": {"containers": [{"name": "main", "image": "vllm:1.5.1"}]},
+            },
+        },
+        grove=True,
+        preserved=components.Preserved(alpha=True, labels={"svc": "l"}),
+    )
+    parts = grove.service_cliques(ctx, dgd)
+    [clique] = parts.cliques
+    assert clique["labels"]["team"] == "a" and clique["labels"]["svc"] == "l"
+    assert keys.LABEL_SUB_COMPONENT_TYPE not in clique["labels"]  # none written (v1alpha1)
+    assert clique["annotations"]["note"] == "x"
+    assert (clique["spec"]["replicas"], clique["spec"]["minAvailable"]) == (1, 1)
+    assert parts.scaling_group is not None
+    assert (parts.scaling_group["replicas"], parts.scaling_group["minAvailable"]) == (3, 2)
+    # a v1beta1 component: its promoted type is the sub-component type
+    beta = _context({"name": "Prefill", "type": "prefill", "replicas": 2}, grove=True)
+    [beta_clique] = grove.service_cliques(beta, dgd).cliques
+    assert beta_clique["labels"][keys.LABEL_SUB_COMPONENT_TYPE] == "prefill"
+    assert beta_clique["spec"]["replicas"] == 2
+
+
+def test_backend_detection_reads_container_main() -> None:
+    """Each worker's backend is detected from its v1beta1 container ``main`` (command and
+    args): the same for a v1beta1 DGD and its v1alpha1 twin, and taken from the
+    components even where the v1alpha1 services say nothing."""
+    from dyn_gitops.expand.graph import resolve_backends
+    from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
+
+    beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
+    alpha = yaml.safe_load((SAMPLES / "v1beta1-pair/v1alpha1/sglang-disagg.yaml").read_text())
+    model = DynamoGraphDeployment.model_validate(alpha)
+    assert resolve_backends(model, components.of(beta)) == resolve_backends(
+        model, components.of(alpha)
+    )
+    framework, per_service = resolve_backends(model, components.of(alpha))
+    assert framework == "sglang" and "sglang" in per_service.values()
+    bare = {**alpha, "spec": {**alpha["spec"], "services": {}}}
+    empty = DynamoGraphDeployment.model_validate(bare)
+    assert resolve_backends(empty, components.of(alpha))[0] == "sglang"

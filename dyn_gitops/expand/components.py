@@ -15,22 +15,37 @@ written in:
   (``dynamoNamespace``, service labels and annotations, a non-promoted
   ``subComponentType``) stays on the :class:`.hub.HubComponent`.
 
-What reads it today: the order components are expanded in (and Grove cliques listed in),
-each component's type (the one the workloads, labels, env and the worker hash's worker
-check go by), the EPP components (InferencePool, EPP config and service account, Istio
-DestinationRule), whether an EPP keeps the 1.4 Go EPP contract (``eppConfig``), whether
-a graph has an EPP (its workers' component-class label), whether any component is
-multinode (the wait-for-leader ConfigMap), which workers a Planner scales
-(:mod:`.replica_owners`), and each component's runtime version (its container ``main``'s
-image tag or ``runtimeVersionOverride``, :func:`.context.component_runtime`). Every
-component's :class:`.context.ComponentContext` carries its v1beta1 component
-(``component``) beside the v1alpha1 service (``spec``). The rest of the expansion still
-reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal model*).
+What reads it (``tests/test_internal_model.py`` checks which modules read only it):
+
+* the pod spec builder (:mod:`.podspec`, Deployment, LeaderWorkerSet and Grove pods alike):
+  container ``main`` (image, command, args, ports, env, probes, resources, mounts, the
+  rest of the container), the pod fields of ``podTemplate.spec``, the other containers,
+  the frontend sidecar (the container ``frontendSidecar`` names), ``compilationCache``,
+  ``sharedMemorySize`` and ``multinode`` (vLLM elastic EP);
+* per component in :mod:`.graph`, :mod:`.grove` and :mod:`.objects`: ``replicas``,
+  ``minAvailable``, ``multinode.nodeCount`` (Deployment, LeaderWorkerSet or Grove
+  cliques), ``scalingAdapter``, ``modelRef``, ``globalDynamoNamespace``,
+  ``podTemplate.metadata`` (pod template labels and annotations), ``topologyConstraint``
+  and ``experimental.grove.forceScalingGroup`` (Grove), the single-pod elastic-EP leader,
+  each worker's backend (container ``main``'s command, ``graph.resolve_backends``);
+* the order components are expanded in (and Grove cliques listed in), each component's
+  type, the EPP components and their Go/Rust EPP contract, the component-class label, the
+  multinode check, the Planner-scaled workers (:mod:`.replica_owners`) and each
+  component's runtime version (:func:`.context.component_runtime`).
+
+What v1beta1 cannot say and the renderer still reads stays beside the component
+(:class:`Preserved`, ``ComponentContext.preserved``): a v1alpha1 service's
+``dynamoNamespace``, ``labels``, ``annotations``, ``subComponentType`` and an
+``envFromSecret`` its conversion drops. The legacy ``DYN_DEPLOYMENT_CONFIG`` rewrites a
+component's replicas and container ``main``'s resources (:func:`.legacy.component`).
+Still read from the v1alpha1 model: graph-level fields (the DGD spec), ``ingress``, GMS
+and failover, checkpoint, provider overrides, the admission rules
+(``docs/reference-behaviour.md``, *The internal model*).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import naming
@@ -42,10 +57,42 @@ Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)
+class Preserved:
+    """What a v1alpha1 service says that its v1beta1 component cannot hold and the renderer
+    still reads (:class:`.hub.HubComponent` keeps it aside; a v1beta1 component: none)."""
+
+    #: the component was converted from a v1alpha1 service
+    alpha: bool = False
+    #: the service's own ``labels`` and ``annotations`` (``GetDCDKubeLabels`` /
+    #: ``GetDCDKubeAnnotations`` read them back)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    #: its ``subComponentType`` as written
+    sub_component_type: str | None = None
+    #: the deprecated ``dynamoNamespace`` (pod labels and selectors, ``GetDCDDynamoNamespace``)
+    dynamo_namespace: str | None = None
+    #: an ``envFromSecret`` the conversion drops (``mainContainer.envFrom`` replaces it, mergo)
+    #: and the pod still gets, after that list (``docs/reference-behaviour.md``)
+    env_from_secret: str | None = None
+    #: where its compilation cache was written (the index in ``volumeMounts``; errors)
+    cache_mount: int | None = None
+
+
+NOTHING_PRESERVED = Preserved()
+
+
+@dataclass(frozen=True)
 class GraphComponents:
     """A DGD's components as the operator holds them (v1beta1), in their list order."""
 
     components: tuple[v1beta1.Component, ...]
+    #: per component name, what its v1alpha1 form said beyond the component (only non-empty)
+    preserved: tuple[tuple[str, Preserved], ...] = ()
+    #: converted from a v1alpha1 document (the legacy config rewrites its service first)
+    alpha: bool = False
+
+    def preserved_of(self, name: str) -> Preserved:
+        return next((p for n, p in self.preserved if n == name), NOTHING_PRESERVED)
 
     @property
     def names(self) -> list[str]:
@@ -61,6 +108,26 @@ class GraphComponents:
         return next((c for c in self.components if c.name == name), None)
 
 
+def sub_component_type(component: v1beta1.Component, preserved: Preserved) -> str | None:
+    """The sub-component type the workload labels carry (``nvidia.com/dynamo-sub-component-
+    type``): a v1alpha1 service's ``subComponentType`` as written; a v1beta1 component's
+    promoted type (``prefill``/``decode``)."""
+    if preserved.alpha:
+        return preserved.sub_component_type
+    return component.type if component.type in (naming.PREFILL, naming.DECODE) else None
+
+
+def node_count(component: v1beta1.Component) -> int:
+    """The component's ``multinode.nodeCount`` (1: single node)."""
+    return component.multinode.nodeCount if component.multinode is not None else 1
+
+
+def force_scaling_group(component: v1beta1.Component) -> bool:
+    """``experimental.grove.forceScalingGroup`` (Grove: a scaling group for one pod)."""
+    grove = component.experimental.grove if component.experimental is not None else None
+    return bool(grove and grove.get("forceScalingGroup") is True)
+
+
 def is_alpha(source: Obj) -> bool:
     """Whether the DGD document ``source`` is converted as a v1alpha1 DGD (the test of
     :func:`.hub.graph`)."""
@@ -72,12 +139,45 @@ def of(source: Obj, alpha: hub.AlphaComponents | None = None) -> GraphComponents
     """The v1beta1 components of the admitted DGD document ``source``; ``alpha``: the
     conversion of its components when already at hand (a v1alpha1 document)."""
     spec = source.get("spec") or {}
+    preserved: list[tuple[str, Preserved]] = []
     if is_alpha(source):
         converted = (alpha or hub.AlphaComponents(spec)).get()
         written: list[Any] = [c.spec for c in converted]
+        services = spec.get("services") or {}
+        preserved = [(c.name, _preserved(c, services.get(c.name) or {})) for c in converted]
     else:
         written = [c for c in spec.get("components") or [] if isinstance(c, dict)]
-    return GraphComponents(tuple(v1beta1.Component.model_validate(c) for c in written))
+    return GraphComponents(
+        tuple(v1beta1.Component.model_validate(c) for c in written),
+        tuple(preserved),
+        alpha=is_alpha(source),
+    )
 
 
-__all__ = ["GraphComponents", "is_alpha", "of"]
+def _preserved(component: hub.HubComponent, service: Obj) -> Preserved:
+    secret = service.get("envFromSecret") or None
+    main = (service.get("extraPodSpec") or {}).get("mainContainer") or {}
+    mounts = service.get("volumeMounts") or []
+    return Preserved(
+        alpha=True,
+        labels=dict(component.alpha_labels),
+        annotations=dict(component.alpha_annotations),
+        sub_component_type=service.get("subComponentType") or None,
+        dynamo_namespace=component.dynamo_namespace or None,
+        env_from_secret=secret if secret and main.get("envFrom") else None,
+        cache_mount=next(
+            (i for i, m in enumerate(mounts) if (m or {}).get("useAsCompilationCache")), None
+        ),
+    )
+
+
+__all__ = [
+    "NOTHING_PRESERVED",
+    "GraphComponents",
+    "Preserved",
+    "force_scaling_group",
+    "is_alpha",
+    "node_count",
+    "of",
+    "sub_component_type",
+]

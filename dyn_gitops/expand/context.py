@@ -7,9 +7,11 @@ from typing import Any
 
 from ..errors import DynGitopsError, FieldPath
 from ..models import v1beta1
+from ..models.k8s import NamedContainer, PodSpecFields
 from ..models.v1alpha1 import KVTransferPolicy, ServiceSpec
 from ..runtimeversion import RuntimeVersionError, Version, resolve
 from ..settings import RenderSettings
+from .components import NOTHING_PRESERVED, Preserved
 
 #: the operator's name of the component's own container in a v1beta1 pod template
 MAIN = "main"
@@ -57,6 +59,8 @@ class ComponentContext:
     graph_label: bool = True
     #: the component's runtime version; None: it does not resolve (the legacy profile)
     runtime: Version | None = None
+    #: what its v1alpha1 form said beyond the component (``components.Preserved``)
+    preserved: Preserved = NOTHING_PRESERVED
 
     @property
     def k8s_discovery(self) -> bool:
@@ -77,10 +81,31 @@ def component_runtime(component: v1beta1.Component) -> Version | None:
         return None
 
 
-def main_image(component: v1beta1.Component) -> str:
-    """The image of the component's container ``main`` (``""``: none)."""
-    pod = component.podTemplate.spec if component.podTemplate is not None else None
+def pod_template_spec(component: v1beta1.Component) -> PodSpecFields | None:
+    """The component's ``podTemplate.spec`` (None: none written)."""
+    return component.podTemplate.spec if component.podTemplate is not None else None
+
+
+def main_container(component: v1beta1.Component) -> NamedContainer | None:
+    """The component's container ``main`` (None: none written)."""
+    pod = pod_template_spec(component)
     for container in (pod.containers if pod is not None else None) or []:
         if container.name == MAIN:
-            return container.image or ""
-    return ""
+            return container
+    return None
+
+
+def main_container_data(component: v1beta1.Component) -> dict[str, Any]:
+    """The component's container ``main`` as plain data (``{}``: none written), dumped with
+    its pod spec (a model the render dumps on its own must be prebuilt, test_startup)."""
+    pod = pod_template_spec(component)
+    if pod is None:
+        return {}
+    containers = pod.model_dump(exclude_none=True, include={"containers"}).get("containers")
+    return next((c for c in containers or [] if c.get("name") == MAIN), {})
+
+
+def main_image(component: v1beta1.Component) -> str:
+    """The image of the component's container ``main`` (``""``: none)."""
+    main = main_container(component)
+    return (main.image or "") if main is not None else ""

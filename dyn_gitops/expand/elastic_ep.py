@@ -19,7 +19,8 @@ from typing import Any
 
 from .. import naming
 from ..errors import FieldPath, Problem
-from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+from ..models import v1beta1
+from ..models.v1alpha1 import DynamoGraphDeployment
 from . import defaults
 
 Obj = dict[str, Any]
@@ -97,11 +98,12 @@ def apply_single_pod(container: Obj, env: list[Obj]) -> bool:
     return True
 
 
-def is_single_pod_leader(spec: ServiceSpec, main: Obj) -> bool:
+def is_single_pod_leader(component: v1beta1.Component, main: Obj) -> bool:
     """``isSinglePodElasticEPLeader``: the Service's selector must resolve to the one Ray
-    head, so one node and at most one replica (``main`` is the user's merged container)."""
-    nodes = spec.multinode.nodeCount if spec.multinode is not None else 1
-    return is_ray_launch(main) and nodes <= 1 and spec.replicas in (None, 1)
+    head, so one node and at most one replica (``main``: the component's container
+    ``main``)."""
+    nodes = component.multinode.nodeCount if component.multinode is not None else 1
+    return is_ray_launch(main) and nodes <= 1 and component.replicas in (None, 1)
 
 
 def leader_service(component_service: Obj) -> Obj:

@@ -11,6 +11,7 @@ from .. import keys, naming
 from .. import kvtransfer as topology
 from ..errors import FieldPath, Problem, RenderError
 from ..merge import merge_envs, merge_override
+from ..models import v1beta1
 from ..models.dump import dump
 from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
@@ -33,8 +34,8 @@ from . import (
     provider_override,
     replica_owners,
 )
-from .context import ComponentContext, ComponentError, component_runtime
-from .podspec import build_pod_spec, detect_backend, pod_labels
+from .context import ComponentContext, ComponentError, component_runtime, main_container_data
+from .podspec import build_pod_spec, detect_backend, pod_labels, user_main_container
 
 Obj = dict[str, Any]
 
@@ -137,26 +138,29 @@ def _topology_problems(
     return []
 
 
-def _effective_command(spec: ServiceSpec, component_type: str) -> dict[str, Any]:
-    mc = spec.main_container
+def _effective_command(component: v1beta1.Component, component_type: str) -> dict[str, Any]:
+    """The command and args of the component's container ``main`` over its type's."""
     base = defaults.type_container(
         component_type, dynamo_ns="", worker_hash=None, pool_name="", pool_namespace=""
     )
-    user = {k: v for k, v in (dump(mc) if mc else {}).items() if k in ("command", "args")}
+    user = {k: v for k, v in main_container_data(component).items() if k in ("command", "args")}
     return merge_override({k: base[k] for k in ("command", "args") if k in base}, user)
 
 
-def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, str]]:
-    """The graph framework and each worker's backend (detected > explicit > noop)."""
+def resolve_backends(
+    dgd: DynamoGraphDeployment, graph: components.GraphComponents
+) -> tuple[str | None, dict[str, str]]:
+    """The graph framework and each worker's backend (detected > explicit > noop), from the
+    v1beta1 components' container ``main`` (``graph``: ``dgd``'s components)."""
     explicit = dgd.spec.backendFramework
     problems: list[Problem] = []
     detected: dict[str, str] = {}
-    for name, svc in sorted((dgd.spec.services or {}).items()):
-        ctype = svc.componentType or ""
+    for component in sorted(graph.components, key=lambda c: c.name):
+        name, ctype = component.name, component.type or ""
         if not naming.is_worker(ctype):
             continue
         try:
-            found = detect_backend(_effective_command(svc, ctype))
+            found = detect_backend(_effective_command(component, ctype))
         except ComponentError as exc:
             problems.append(Problem.at(_svc(name, *exc.path), str(exc)))
             continue
@@ -181,21 +185,24 @@ def resolve_backends(dgd: DynamoGraphDeployment) -> tuple[str | None, dict[str, 
         )
     if problems:
         raise RenderError(problems)
-    graph = explicit or (frameworks.pop() if frameworks else None)
+    framework = explicit or (frameworks.pop() if frameworks else None)
     per_service = {}
-    for name, svc in (dgd.spec.services or {}).items():
-        if naming.is_worker(svc.componentType or ""):
+    for component in graph.components:
+        name = component.name
+        if naming.is_worker(component.type or ""):
             per_service[name] = detected.get(name) or explicit or "noop"
         else:
             per_service[name] = "noop"
-    return graph, per_service
+    return framework, per_service
 
 
-def _component_annotations(dgd: DynamoGraphDeployment, svc: ServiceSpec) -> dict[str, str]:
+def _component_annotations(
+    dgd: DynamoGraphDeployment, preserved: components.Preserved
+) -> dict[str, str]:
     meta_ann = dgd.metadata.annotations or {}
     out = dict(dgd.spec.annotations or {})
     out.update({k: meta_ann[k] for k in keys.PROPAGATED_DGD_ANNOTATIONS if k in meta_ann})
-    out.update(svc.annotations or {})
+    out.update(preserved.annotations)
     return out
 
 
@@ -292,7 +299,7 @@ def expand_component_deployment(
     if problems:
         raise RenderError(problems)
     ((service, svc),) = (dgd.spec.services or {}).items()
-    _, backends = resolve_backends(dgd)
+    _, backends = resolve_backends(dgd, graph)
     namespace = dgd.metadata.namespace or settings.namespace
     # the one graph-level object a multinode pod refers to: our own wait-for-leader script
     out = [lws.wait_leader_config_map(dgd.metadata.name, namespace)] if is_multinode(svc) else []
@@ -325,10 +332,9 @@ def _expand_graph(
     services = dgd.spec.services or {}
     meta_ann = dgd.metadata.annotations or {}
     graph_discovery = naming.discovery_backend(meta_ann, settings.discovery_backend)
-    _, backends = resolve_backends(dgd)
-    on_grove = grove.is_grove(dgd, settings)
-
     graph = components.of(source, alpha)  # the internal v1beta1 model
+    _, backends = resolve_backends(dgd, graph)
+    on_grove = grove.is_grove(dgd, settings)
     whash = graph_worker_hash(dgd, settings, source, alpha, graph)
     graph_envs = tuple(dump(dgd.spec.envs) or [])
     eps = sorted((c for c in graph.components if c.type == naming.EPP), key=lambda c: c.name)
@@ -442,7 +448,8 @@ def _grove_context(
     component = graph.get(service)
     assert component is not None  # the same document's services and components
     ctype = component.type or ""  # v1beta1: prefill/decode are types of their own
-    annotations = _component_annotations(dgd, svc)
+    preserved = graph.preserved_of(service)
+    annotations = _component_annotations(dgd, preserved)
     annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
     return ComponentContext(
         dgd_name=dgd_name,
@@ -450,7 +457,7 @@ def _grove_context(
         service=service,
         spec=svc,
         component_type=ctype,
-        dynamo_ns=naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name),
+        dynamo_ns=naming.dynamo_namespace(component.globalDynamoNamespace, namespace, dgd_name),
         name=naming.base_name(dgd_name, service),
         worker_hash=whash if naming.is_worker(ctype) else None,
         backend=backend,
@@ -463,8 +470,9 @@ def _grove_context(
         component=component,
         epp_config_map=epp_cm,
         grove=True,
-        **_kv_transfer(dgd, settings, svc.componentType),
+        **_kv_transfer(dgd, settings, ctype),
         runtime=component_runtime(component),
+        preserved=preserved,
     )
 
 
@@ -485,30 +493,30 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
     out: list[Obj] = []
     if ctx.component_type == naming.FRONTEND or ctx.k8s_discovery:
         out.append(grove.component_service(ctx, dgd))
-    user_main = dump(svc.main_container) if svc.main_container is not None else {}
-    if elastic_ep.is_single_pod_leader(svc, user_main):
+    if elastic_ep.is_single_pod_leader(ctx.component, user_main_container(ctx)):
         out.append(elastic_ep.leader_service(grove.component_service(ctx, dgd)))
     ingress = svc.ingress
     if ingress is None and ctx.component_type == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
     if ingress is not None:
         out.extend(objects.ingress_objects(ctx, ingress))
-    if svc.modelRef is not None:
-        out.append(objects.model_service(svc.modelRef.name, ctx.namespace))
-    if svc.scalingAdapter is not None and svc.scalingAdapter.enabled:
-        out.append(objects.scaling_adapter(ctx.dgd_name, ctx.namespace, ctx.service, svc.replicas))
+    comp = ctx.component
+    if comp.modelRef is not None:
+        out.append(objects.model_service(comp.modelRef.name, ctx.namespace))
+    if comp.scalingAdapter is not None:  # present = enabled
+        out.append(objects.scaling_adapter(ctx.dgd_name, ctx.namespace, ctx.service, comp.replicas))
     return out
 
 
 def _template_metadata(
-    dgd: DynamoGraphDeployment, svc: ServiceSpec, ctype: str
+    dgd: DynamoGraphDeployment, component: v1beta1.Component, ctype: str
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The component's pod-template labels and annotations as the operator builds them:
     ``extraPodMetadata``, then (EPP) the Istio opt-out, then the propagated DGD metadata
     annotations, then DGD ``spec.labels``/``spec.annotations``, each only where the key is
     not set yet (``generateSingleDCD``, ``applyDGDTemplateDefaults``,
     ``mergeLowPriorityMetadata`` in ``internal/dynamo/graph.go`` @ 2a6da14c8)."""
-    epm = svc.extraPodMetadata
+    epm = component.podTemplate.metadata if component.podTemplate is not None else None
     labels = dict(epm.labels or {}) if epm else {}
     annotations = dict(epm.annotations or {}) if epm else {}
     if ctype == naming.EPP:
@@ -546,26 +554,30 @@ def _expand_service(
     assert component is not None  # the same document's services and components
     ctype = component.type or ""
     worker = naming.is_worker(ctype)
+    written = svc
     svc, env_overrides = legacy.apply(
         service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])
     )
-    tmpl_labels, tmpl_ann = _template_metadata(dgd, svc, ctype)
+    component = legacy.component(component, written, svc, alpha=graph.alpha)
+    preserved = graph.preserved_of(service)
+    tmpl_labels, tmpl_ann = _template_metadata(dgd, component, ctype)
     # GetDCDKubeAnnotations / GetDCDKubeLabels (internal/dynamo/v1beta1_helpers.go @
     # 2a6da14c8): the v1alpha1 service's own annotations and labels, then the pod
     # template's, then the system labels
-    annotations = {**(svc.annotations or {}), **tmpl_ann}
+    annotations = {**preserved.annotations, **tmpl_ann}
     kvt = topology.policy(dgd)
     annotations = topology.source_annotations(annotations, kvt, ctype)
-    dyn_ns = naming.dynamo_namespace(svc.globalDynamoNamespace, namespace, dgd_name)
+    dyn_ns = naming.dynamo_namespace(component.globalDynamoNamespace, namespace, dgd_name)
     # a standalone DCD names its workload itself (kubeName = the DCD's name)
     name = (
         dgd_name
         if standalone
         else naming.component_name(dgd_name, service, whash if worker else None)
     )
-    labels = {**(svc.labels or {}), **tmpl_labels}
-    if svc.subComponentType:
-        labels[keys.LABEL_SUB_COMPONENT_TYPE] = svc.subComponentType
+    labels = {**preserved.labels, **tmpl_labels}
+    sub_type = components.sub_component_type(component, preserved)
+    if sub_type:
+        labels[keys.LABEL_SUB_COMPONENT_TYPE] = sub_type
     labels.update({keys.LABEL_COMPONENT: service, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns})
     if not standalone:
         labels[keys.LABEL_GRAPH_NAME] = dgd_name
@@ -596,15 +608,17 @@ def _expand_service(
         **_kv_transfer(dgd, settings, ctype),
         graph_label=not standalone,
         runtime=component_runtime(component),
+        preserved=preserved,
     )
 
-    if svc.modelRef is not None:
-        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(svc.modelRef.name)
+    model = component.modelRef
+    if model is not None:
+        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(model.name)
     dep_ann = dict(annotations)
     strategy = _strategy(dep_ann)
     dep_ann = naming.workload_annotations(dep_ann)
-    if svc.modelRef is not None:
-        dep_ann[keys.ANN_BASE_MODEL] = svc.modelRef.name
+    if model is not None:
+        dep_ann[keys.ANN_BASE_MODEL] = model.name
     dep_ann.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
     # GetDCDKubeAnnotations (v1beta1_helpers.go @ 2a6da14c8) drops the origin-version stamp
     # from the workload and its pods; it still gates rendering (ctx.annotations)
@@ -616,8 +630,9 @@ def _expand_service(
     if dep_ann:
         template_meta["annotations"] = dict(sorted(dep_ann.items()))
 
-    has_adapter = svc.scalingAdapter is not None and svc.scalingAdapter.enabled
-    desired = 1 if svc.replicas is None else svc.replicas
+    has_adapter = component.scalingAdapter is not None  # present = enabled
+    desired = 1 if component.replicas is None else component.replicas
+    multi = components.node_count(component) > 1
     deploy_ann = dict(dep_ann)
     deploy_spec: dict[str, Any] = {}
     out: list[Obj] = []
@@ -634,7 +649,7 @@ def _expand_service(
         deploy_ann[keys.ANN_FLUX_PRUNE] = keys.FLUX_PRUNE_DISABLED
     elif not has_adapter:
         deploy_spec["replicas"] = desired
-    if is_multinode(svc):
+    if multi:
         # the operator sets no annotations on the LWS: only ours for a managed worker
         ours = {k: v for k, v in deploy_ann.items() if k in _MANAGED_ANNOTATIONS}
         # the LWS pods are labelled with the DCD's Dynamo namespace: a v1alpha1
@@ -664,18 +679,16 @@ def _expand_service(
             svc_labels.update(
                 {keys.LABEL_DISCOVERY_BACKEND: "kubernetes", keys.LABEL_DISCOVERY_ENABLED: "true"}
             )
-        out.append(
-            objects.component_service(ctx, svc_labels, dep_ann, leader_only=is_multinode(svc))
-        )
-    ingress = svc.ingress
+        out.append(objects.component_service(ctx, svc_labels, dep_ann, leader_only=multi))
+    ingress = svc.ingress  # v1alpha1 only (the operator preserves it in nvidia.com/dgd-spec)
     if ingress is None and ctype == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
     if ingress is not None:
         out.extend(objects.ingress_objects(ctx, ingress))
-    if svc.modelRef is not None:
-        out.append(objects.model_service(svc.modelRef.name, namespace))
+    if model is not None:
+        out.append(objects.model_service(model.name, namespace))
     if has_adapter:
-        out.append(objects.scaling_adapter(dgd_name, namespace, service, svc.replicas))
+        out.append(objects.scaling_adapter(dgd_name, namespace, service, component.replicas))
     return out
 
 
@@ -699,7 +712,7 @@ def _leader_worker_set(
 ) -> Obj:
     """A multinode service: one LeaderWorkerSet instead of a Deployment (no GPU check:
     CPU-only multinode renders since #11115, v1.4)."""
-    nodes = node_count(ctx.spec)
+    nodes = components.node_count(ctx.component)
     single = build_pod_spec(ctx)
     roles = {
         role: multinode.role_pod(

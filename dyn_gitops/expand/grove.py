@@ -12,9 +12,10 @@ from typing import Any
 
 from .. import coexistence, keys, naming
 from .. import kvtransfer as topology
+from ..models import v1beta1
 from ..models.v1alpha1 import DynamoGraphDeployment
 from ..settings import RenderSettings, go_duration
-from . import defaults, lws, multinode
+from . import components, defaults, lws, multinode
 from .context import ComponentContext
 from .objects import meta
 from .podspec import build_pod_spec, discovery_labels
@@ -52,7 +53,7 @@ def kai_queue(dgd: DynamoGraphDeployment) -> str:
 def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str, str]:
     """``generateLabels``: system labels, user labels over them, then the keys a user
     cannot override re-applied (selector and component are not among them upstream)."""
-    spec = ctx.spec
+    comp = ctx.component
     labels = {
         keys.LABEL_SELECTOR: naming.base_name(ctx.dgd_name, ctx.service),
         keys.LABEL_GRAPH_NAME: ctx.dgd_name,
@@ -61,17 +62,19 @@ def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str
     }
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
-    if spec.subComponentType:
-        labels[keys.LABEL_SUB_COMPONENT_TYPE] = spec.subComponentType
-    if spec.modelRef is not None:
-        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(spec.modelRef.name)
+    sub_type = components.sub_component_type(comp, ctx.preserved)
+    if sub_type:
+        labels[keys.LABEL_SUB_COMPONENT_TYPE] = sub_type
+    if comp.modelRef is not None:
+        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(comp.modelRef.name)
     # Grove reads the DGD's own annotation here, not the component's
     if (dgd.metadata.annotations or {}).get(keys.ANN_ENABLE_METRICS) != "false":
         labels[keys.LABEL_METRICS_ENABLED] = "true"
-    user = {**(dgd.spec.labels or {}), **(spec.labels or {})}
+    user = {**(dgd.spec.labels or {}), **ctx.preserved.labels}
     labels.update(user)
-    if spec.extraPodMetadata and spec.extraPodMetadata.labels:
-        labels.update(spec.extraPodMetadata.labels)
+    epm = _pod_metadata(ctx)
+    if epm and epm.labels:
+        labels.update(epm.labels)
     labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
     if ctx.component_type:
         labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
@@ -89,7 +92,7 @@ def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str
 
 def clique_annotations(ctx: ComponentContext) -> dict[str, str]:
     out = dict(ctx.annotations)
-    epm = ctx.spec.extraPodMetadata
+    epm = _pod_metadata(ctx)
     if epm and epm.annotations:
         out.update(epm.annotations)
     out.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
@@ -118,11 +121,17 @@ def _pcs_topology(dgd: DynamoGraphDeployment) -> Obj | None:
     return None if tc is None else _grove_topology(_topology_name(tc), tc.packDomain)
 
 
-def _component_topology(spec: Any, dgd: DynamoGraphDeployment) -> Obj | None:
+def _pod_metadata(ctx: ComponentContext) -> v1beta1.PodTemplateMeta | None:
+    """The component's ``podTemplate.metadata`` (a v1alpha1 ``extraPodMetadata``)."""
+    tpl = ctx.component.podTemplate
+    return tpl.metadata if tpl is not None else None
+
+
+def _component_topology(comp: v1beta1.Component, dgd: DynamoGraphDeployment) -> Obj | None:
     """A component's constraint inherits the topology name from a constrained PodCliqueSet;
     with no deployment pack domain there is no parent constraint, so it names the topology
     itself (``toGroveTopologyConstraint``)."""
-    tc = spec.topologyConstraint
+    tc = comp.topologyConstraint
     if tc is None or not tc.packDomain:
         return None
     deployment = dgd.spec.topologyConstraint
@@ -178,20 +187,20 @@ def _with_scheduler(pod: Obj, ctx: ComponentContext) -> Obj:
 
 
 def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> ServiceCliques:
-    spec = ctx.spec
+    comp = ctx.component
     lsvc = ctx.service.lower()
     labels = clique_labels(ctx, dgd)
     annotations = clique_annotations(ctx)
-    replicas = 1 if spec.replicas is None else spec.replicas
-    nodes = spec.multinode.nodeCount if spec.multinode is not None else 1
+    replicas = 1 if comp.replicas is None else comp.replicas
+    nodes = components.node_count(comp)
     single = build_pod_spec(ctx)
-    min_available = spec.minAvailable if spec.minAvailable is not None else 1
-    if nodes <= 1 and spec.force_scaling_group:
+    min_available = comp.minAvailable if comp.minAvailable is not None else 1
+    if nodes <= 1 and components.force_scaling_group(comp):
         # one pod per clique; the scaling group's replicas carry the horizontal scale
         return ServiceCliques(
             cliques=[_clique(lsvc, labels, annotations, 1, 1, _with_scheduler(single, ctx), None)],
             scaling_group=_scaling_group(
-                lsvc, [lsvc], replicas, min_available, _component_topology(spec, dgd)
+                lsvc, [lsvc], replicas, min_available, _component_topology(comp, dgd)
             ),
         )
     if nodes <= 1:
@@ -204,7 +213,7 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
                     replicas,
                     min_available,
                     _with_scheduler(single, ctx),
-                    _component_topology(spec, dgd),
+                    _component_topology(comp, dgd),
                 )
             ]
         )
@@ -243,7 +252,7 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
         leader["spec"]["startsAfter"] = [worker_name]
         out.explicit_startup = True
     out.scaling_group = _scaling_group(
-        lsvc, [leader_name, worker_name], replicas, min_available, _component_topology(spec, dgd)
+        lsvc, [leader_name, worker_name], replicas, min_available, _component_topology(comp, dgd)
     )
     return out
 
@@ -333,7 +342,7 @@ def pod_clique_set(
 def component_service(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Obj:
     """The Service the DGD controller creates on the Grove path: user labels (no system
     labels, no annotations) and the component selector; it selects leader and workers."""
-    labels = {**(dgd.spec.labels or {}), **(ctx.spec.labels or {})}
+    labels = {**(dgd.spec.labels or {}), **ctx.preserved.labels}
     if ctx.k8s_discovery:
         labels.update(discovery_labels())
     selector = {

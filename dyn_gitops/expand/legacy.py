@@ -11,10 +11,13 @@ import json
 from typing import Any
 
 from .. import naming
+from ..models import v1beta1
+from ..models.dump import dump
 from ..models.v1alpha1 import ResourceItem, Resources, ServiceSpec
 from ..parse import json_loads_bounded
 from ..settings import RenderSettings
-from .context import ComponentError
+from ..workerhash import hub
+from .context import MAIN, ComponentError
 from .defaults import FRONTEND_PORT
 
 ENV_NAME = "DYN_DEPLOYMENT_CONFIG"
@@ -80,3 +83,43 @@ def apply(
             requests=over(current.requests), limits=over(current.limits), claims=current.claims
         )
     return (svc.model_copy(update=update) if update else svc), overrides
+
+
+def component(
+    component: v1beta1.Component,
+    before: ServiceSpec,
+    after: ServiceSpec,
+    *,
+    alpha: bool,
+) -> v1beta1.Component:
+    """``component`` with what the config rewrote in ``after`` (:func:`apply`'s service):
+    its ``replicas``, and its ``resources`` in container ``main``: a v1alpha1 service's
+    rewritten resources converted as the conversion does (its mainContainer's still win
+    key by key); a v1beta1 component's (down-converted into the dedicated fields) laid over
+    container ``main``'s."""
+    if after is before:
+        return component
+    data = component.model_dump(exclude_unset=True)
+    if after.replicas != before.replicas:
+        data["replicas"] = after.replicas
+    if after.resources is not before.resources:
+        if alpha:
+            converted = hub.component_from_alpha(component.name, dump(after), defaults=False)
+            main = next(
+                c
+                for c in converted.spec["podTemplate"]["spec"]["containers"]
+                if c.get("name") == MAIN
+            )
+            resources: dict[str, Any] = main.get("resources") or {}
+        else:
+            assert after.resources is not None  # rewritten, so present
+            resources = hub._resources(dump(after.resources))
+        template = data.setdefault("podTemplate", {})
+        pod = template.setdefault("spec", {})
+        containers = pod.setdefault("containers", [])
+        main_data = next((c for c in containers if c.get("name") == MAIN), None)
+        if main_data is None:
+            main_data = {"name": MAIN}
+            containers.insert(0, main_data)
+        main_data["resources"] = resources
+    return v1beta1.Component.model_validate(data)

@@ -132,7 +132,7 @@ def component_service(
 ) -> Obj:
     selector = {
         keys.LABEL_COMPONENT_TYPE: ctx.component_type,
-        keys.LABEL_DYNAMO_NAMESPACE: ctx.spec.dynamoNamespace or ctx.dynamo_ns,
+        keys.LABEL_DYNAMO_NAMESPACE: ctx.preserved.dynamo_namespace or ctx.dynamo_ns,
         keys.LABEL_COMPONENT: ctx.service,
     }
     if leader_only:  # multinode: only the leader serves

@@ -1,10 +1,14 @@
-"""Pod spec of one component (``GenerateBasePodSpec``, single node, component path).
+"""Pod spec of one component (``GenerateBasePodSpec``, single node, component path), read
+from the v1beta1 component alone (the internal model, ``expand/components.py``).
 
-Merge order is the operator's at upstream ``2a6da14c8``, which converts a v1alpha1 service
-to a v1beta1 pod template first: defaults, then the user's ``extraPodSpec.mainContainer``
-(mergo override); env: graph ``envs`` < service ``envs`` < mainContainer ``env``; probes
-and resources: the mainContainer's over the service-level ones; then ``envFromSecret``,
-volume mounts, compilation cache, shared memory and backend additions.
+As the operator at upstream ``2a6da14c8`` does: a v1alpha1 service is converted to its
+v1beta1 component first (its ``envs``, ``envFromSecret``, probes, ``resources`` and
+``volumeMounts`` merged with ``extraPodSpec.mainContainer`` into container ``main``), then
+the type's defaults < container ``main`` (mergo override); env: defaults < graph env <
+container ``main``'s env; probes: container ``main``'s replace the default; then the
+compilation cache, shared memory, frontend sidecar and backend additions. What v1beta1
+cannot say (a v1alpha1 ``dynamoNamespace``, an ``envFromSecret`` the conversion drops) comes
+from ``ComponentContext.preserved``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from ..merge import (
 )
 from ..models.dump import dump
 from . import defaults, elastic_ep, epp, gms, tls
-from .context import ComponentContext, ComponentError
+from .context import ComponentContext, ComponentError, main_container_data, pod_template_spec
 
 
 def detect_backend(container: dict[str, Any]) -> str | None:
@@ -43,57 +47,47 @@ def detect_backend(container: dict[str, Any]) -> str | None:
 
 
 def user_main_container(ctx: ComponentContext) -> dict[str, Any]:
-    mc = ctx.spec.main_container
-    return dump(mc) if mc is not None else {}
+    """The component's container ``main`` as plain data (``{}``: none written)."""
+    return main_container_data(ctx.component)
 
 
-def _resources(ctx: ComponentContext, base: dict[str, Any]) -> dict[str, Any]:
-    """The service's ``resources`` under the mainContainer's (``base``): the conversion
-    mergo-merges the mainContainer over the dedicated fields (``buildSharedPodTemplateFromAlpha``,
-    ``api/v1alpha1/shared_spec_conversion.go`` @ 2a6da14c8)."""
-    res = ctx.spec.resources
-    if res is None:
-        return base
-    out = copy.deepcopy(base)
-    for side in ("requests", "limits"):
-        item = getattr(res, side)
-        if item is None:
-            continue
-        values: dict[str, str] = {}
-        if item.cpu is not None:
-            values["cpu"] = item.cpu
-        if item.memory is not None:
-            values["memory"] = item.memory
-        if item.gpu is not None:
-            values[item.gpuType or naming.GPU_RESOURCE] = item.gpu
-        for key, qty in (item.custom or {}).items():
-            values[key] = qty
-        if values:  # mainContainer fields beat top-level ones, key by key
-            out[side] = {**values, **out.get(side, {})}
-    if res.claims and not out.get("claims"):  # a mainContainer list replaces the other
-        out["claims"] = copy.deepcopy(res.claims)
-    return out
+#: a container's ``resources`` in the order they render (requests first)
+_RESOURCE_ORDER = ("requests", "limits", "claims")
+
+
+def _resources(user: dict[str, Any]) -> dict[str, Any]:
+    """Container ``main``'s resources (a v1alpha1 service's top-level ``resources`` are in
+    it already: the conversion mergo-merges the mainContainer's over them key by key,
+    ``buildSharedPodTemplateFromAlpha``, ``api/v1alpha1/shared_spec_conversion.go`` @
+    2a6da14c8), requests first."""
+    return order_keys(copy.deepcopy(user), _RESOURCE_ORDER)
 
 
 def _compilation_cache(ctx: ComponentContext) -> tuple[str, str] | None:
-    for i, vm in enumerate(ctx.spec.volumeMounts or []):
-        if vm.useAsCompilationCache:
-            path = vm.mountPoint
-            if not path:
-                if ctx.backend == "vllm":
-                    path = defaults.VLLM_COMPILATION_CACHE_PATH
-                else:
-                    raise ComponentError(
-                        ("volumeMounts", i, "mountPoint"),
-                        f"a compilation cache needs a mountPoint for backend {ctx.backend!r} "
-                        "(only vLLM has a default)",
-                    )
-            return vm.name, path
-    return None
+    """(PVC name, mount path) of the component's ``compilationCache``."""
+    cache = ctx.component.compilationCache
+    if cache is None:
+        return None
+    path = cache.mountPath
+    if not path:
+        if ctx.backend == "vllm":
+            path = defaults.VLLM_COMPILATION_CACHE_PATH
+        else:
+            at = ctx.preserved.cache_mount
+            raise ComponentError(
+                ("compilationCache", "mountPath")
+                if at is None
+                else ("volumeMounts", at, "mountPoint"),
+                f"a compilation cache needs a mountPoint for backend {ctx.backend!r} "
+                "(only vLLM has a default)",
+            )
+    return cache.pvcName, path
 
 
 def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
-    spec = ctx.spec
+    """Container ``main``: the type's defaults, then the component's container ``main``
+    (mergo override), env, probes and resources as ``mergeContainerByName`` (``graph.go`` @
+    2a6da14c8) treats them, then the compilation cache, KV-transfer and backend additions."""
     base = defaults.type_container(
         ctx.component_type,
         dynamo_ns=ctx.dynamo_ns,
@@ -132,11 +126,9 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     if container.get("command") == []:
         del container["command"]
 
-    # env: the v1beta1 conversion merges mainContainer env over the service envs
-    # (mergeExtraPodSpecMainContainer, api/v1alpha1/shared_spec_conversion.go @ 2a6da14c8),
-    # the graph envs go under them (applyDGDTemplateDefaults) and all over the defaults:
-    # defaults < graph envs < service envs < mainContainer env
-    env = merge_envs(base_env, ctx.graph_envs, dump(spec.envs) or [], user_env)
+    # env: defaults < graph env < container main's env (a v1alpha1 service's envs with its
+    # mainContainer's merged over them by the conversion), sorted by name
+    env = merge_envs(base_env, ctx.graph_envs, user_env)
     if ctx.kv_transfer is not None:  # the policy's env replaces the user's of those names
         kept = [e for e in env if e["name"] not in topology.POLICY_ENV]
         env = merge_envs(kept, topology.worker_env(ctx.kv_transfer))
@@ -148,16 +140,13 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
             for e in env
         ]
 
-    # probes: the conversion merges a mainContainer probe over the service-level one, and
-    # the result replaces the default wholesale (mergeContainerByName, graph.go @
-    # 2a6da14c8). A handler-less mainContainer probe alone would leave a probe the API
-    # server rejects: that one is merged into the default instead.
+    # probes: container main's replaces the default wholesale (mergeContainerByName,
+    # graph.go @ 2a6da14c8; a v1alpha1 top-level probe and its mainContainer one are merged
+    # by the conversion). A handler-less probe alone would leave a probe the API server
+    # rejects: that one is merged into the default instead.
     for probe in ("livenessProbe", "readinessProbe"):
-        top = getattr(spec, probe)
         main_probe = user_probes.get(probe)
-        if top is not None:
-            container[probe] = merge_probe(top, main_probe) if main_probe else copy.deepcopy(top)
-        elif main_probe is not None:
+        if main_probe is not None:
             handled = any(h in main_probe for h in PROBE_HANDLERS)
             container[probe] = (
                 copy.deepcopy(main_probe) if handled else merge_probe(base.get(probe), main_probe)
@@ -166,22 +155,28 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         container["startupProbe"] = copy.deepcopy(user_startup)
 
     # always present, `{}` when empty: Go encodes the struct (component_common.go @ 2a6da14c8)
-    container["resources"] = _resources(ctx, user_resources)
+    container["resources"] = _resources(user_resources)
 
-    if spec.envFromSecret:
+    if ctx.preserved.env_from_secret:  # dropped by the conversion, still rendered
         container["envFrom"] = [
             *container.get("envFrom", []),
-            {"secretRef": {"name": spec.envFromSecret}},
+            {"secretRef": {"name": ctx.preserved.env_from_secret}},
         ]
 
+    # mounts (mergo: container main's replace the defaults'); the compilation cache's gets
+    # its path, in the place of the last mount of that name (a v1alpha1 cache mount is
+    # converted in its place), earlier ones of that name dropped
     mounts = list(container.get("volumeMounts") or [])
     cache = _compilation_cache(ctx)
-    for vm in spec.volumeMounts or []:  # in the order written; the cache gets its path
-        if cache is not None and vm.useAsCompilationCache and vm.name == cache[0]:
-            mounts = [m for m in mounts if m["name"] != cache[0]]
-            mounts.append({"name": cache[0], "mountPath": cache[1]})
-        elif not vm.useAsCompilationCache:
-            mounts.append({"name": vm.name, "mountPath": vm.mountPoint})
+    if cache is not None:
+        named = [i for i, m in enumerate(mounts) if m.get("name") == cache[0]]
+        mount = {"name": cache[0], "mountPath": cache[1]}
+        if not named:
+            mounts.append(mount)
+        else:
+            at = named[-1]
+            head = [m for m in mounts[:at] if m.get("name") != cache[0]]
+            mounts = [*head, mount, *mounts[at + 1 :]]
     if ctx.kv_transfer is not None:
         mounts = topology.with_mount(mounts)
     if mounts:
@@ -211,7 +206,8 @@ def _vllm_elastic_ep(ctx: ComponentContext, container: dict[str, Any], env: list
     """A single pod heads its own Ray cluster (#12943); the multinode form is not ported."""
     if ctx.backend != "vllm":
         return
-    nodes = ctx.spec.multinode.nodeCount if ctx.spec.multinode is not None else 1
+    multi = ctx.component.multinode
+    nodes = multi.nodeCount if multi is not None else 1
     if nodes <= 1:
         elastic_ep.apply_single_pod(container, env)
         return
@@ -229,7 +225,7 @@ def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[s
     ``internal/dynamo/graph.go`` @ 2a6da14c8). Its defaults are the frontend's common
     container, so in container discovery mode its ``CONTAINER_NAME`` is ``main``
     (``getCommonContainer``, ``component_common.go`` @ 2a6da14c8)."""
-    fs = ctx.spec.frontendSidecar
+    fs = _sidecar_container(ctx)
     if fs is None:
         return None
     base = defaults.frontend_container(ctx.dynamo_ns)
@@ -243,14 +239,14 @@ def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[s
             container_discovery=ctx.container_discovery,
         ),
         base.pop("env"),
-        dump(fs.envs) or [],
+        fs.get("env") or [],
     )
     env = add_missing_envs(env, _infra_env(ctx))
-    side: dict[str, Any] = {"name": defaults.SIDECAR_FRONTEND, "image": fs.image, **base}
-    if fs.args:
-        side["args"] = list(fs.args)
-    if fs.envFromSecret:
-        side["envFrom"] = [{"secretRef": {"name": fs.envFromSecret}}]
+    side: dict[str, Any] = {"name": defaults.SIDECAR_FRONTEND, "image": fs.get("image"), **base}
+    if fs.get("args"):
+        side["args"] = list(fs["args"])
+    if fs.get("envFrom"):
+        side["envFrom"] = copy.deepcopy(fs["envFrom"])
     side["env"] = omit_empty_values(env)
     side["resources"] = {}
     have = set()
@@ -264,13 +260,29 @@ def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[s
     return order_keys(side, CONTAINER_ORDER)
 
 
+def _sidecar_container(ctx: ComponentContext) -> dict[str, Any] | None:
+    """The podTemplate container the component names its ``frontendSidecar``."""
+    name = ctx.component.frontendSidecar
+    pod = pod_template_spec(ctx.component)
+    if not name or pod is None:
+        return None
+    containers = pod.model_dump(exclude_none=True, include={"containers"}).get("containers")
+    return next((c for c in containers or [] if c.get("name") == name), None)
+
+
 def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
-    spec = ctx.spec
+    """The component's pod spec: pod defaults, its ``podTemplate.spec`` (mergo override),
+    container ``main``, the other containers as written, the frontend sidecar, volumes,
+    shared memory, then the GMS and failover rewrites."""
     main = build_main_container(ctx)
-    eps = spec.extraPodSpec
-    user_pod: dict[str, Any] = dump(eps) if eps is not None else {}
-    user_pod.pop("mainContainer", None)
-    user_containers = user_pod.pop("containers", None) or []
+    written = pod_template_spec(ctx.component)
+    user_pod: dict[str, Any] = dump(written) if written is not None else {}
+    sidecar_name = ctx.component.frontendSidecar
+    user_containers = [
+        c
+        for c in user_pod.pop("containers", None) or []
+        if not (sidecar_name and c.get("name") == sidecar_name)
+    ]
 
     pod: dict[str, Any] = {
         "restartPolicy": "Always",
@@ -324,7 +336,8 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
             have.add(name)
 
     sidecar_mounts = list(main.get("volumeMounts") or [])
-    shm = spec.sharedMemory
+    shm = ctx.component.sharedMemorySize  # "0": disabled; unset: the default size
+    disabled = shm == "0"
     mounts = (
         [
             m
@@ -332,12 +345,12 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
             if m["name"] != defaults.SHARED_MEMORY_VOLUME
             and m.get("mountPath") != defaults.SHARED_MEMORY_PATH
         ]
-        if not (shm and shm.disabled)
+        if not disabled
         else list(main.get("volumeMounts", []))
     )
-    if not (shm and shm.disabled):
+    if not disabled:
         volumes = [v for v in volumes if v["name"] != defaults.SHARED_MEMORY_VOLUME]
-        size = shm.size if shm and shm.size else defaults.SHARED_MEMORY_SIZE
+        size = shm or defaults.SHARED_MEMORY_SIZE
         volumes.append(
             {
                 "name": defaults.SHARED_MEMORY_VOLUME,
@@ -389,7 +402,7 @@ def selector_dynamo_namespace(ctx: ComponentContext) -> str:
     deprecated ``dynamoNamespace`` survives conversion and wins there (not in env or
     object labels; ``GetDCDDynamoNamespace``, ``internal/dynamo/v1beta1_helpers.go`` @
     2a6da14c8)."""
-    return ctx.spec.dynamoNamespace or ctx.dynamo_ns
+    return ctx.preserved.dynamo_namespace or ctx.dynamo_ns
 
 
 def discovery_labels() -> dict[str, str]:
