@@ -166,7 +166,7 @@ def _build(kind: str) -> Encoder:
     if head == "map":
         return _map(encoder(rest))
     if head == "struct":
-        return lambda v: _struct(rest, v)
+        return lambda v: "{" + ",".join(_fields(rest, v)) + "}"
     if head == "marshaler":
         return lambda v: _marshaler(rest, v)
     if head == "bytes":
@@ -180,13 +180,15 @@ def _slice(item: Encoder) -> Encoder:
             return "null"
         if not isinstance(value, list):
             raise GoTypeError(f"expected a list, found {type(value).__name__}")
-        out = []
-        for i, v in enumerate(value):
-            try:
-                out.append(item(v))
-            except GoTypeError as exc:
-                raise GoTypeError(exc.reason, (i, *exc.path)) from None
-        return "[" + ",".join(out) + "]"
+        try:
+            return "[" + ",".join(map(item, value)) + "]"
+        except GoTypeError:  # again, item by item, to say which one (encoders are pure)
+            for i, v in enumerate(value):
+                try:
+                    item(v)
+                except GoTypeError as exc:
+                    raise GoTypeError(exc.reason, (i, *exc.path)) from None
+            raise
 
     return enc
 
@@ -274,10 +276,6 @@ def _order(layout: _Layout, keys: tuple[str, ...]) -> _Plan:
         layout.orders.clear()
     layout.orders[keys] = order
     return order
-
-
-def _struct(name: str, value: Any) -> str:
-    return "{" + ",".join(_fields(name, value)) + "}"
 
 
 def _fields(name: str, value: Any, skip: str = "") -> list[str]:
