@@ -395,43 +395,43 @@ def _plain_data(loader: Any, node: yaml.Node) -> Any:
     the caller leaves out documents with aliases, whose nodes PyYAML builds once and
     shares), or ``_NOT_PLAIN``: then PyYAML's constructor builds (or refuses) it. PyYAML
     runs a generator per collection and bookkeeping per node; this builds directly, one
-    call per nesting level (bounded by DEPTH_CEILING)."""
-    constructors = loader.yaml_constructors
-
-    def build(node: yaml.Node) -> Any:
-        kind, tag = type(node), node.tag
-        if kind is yaml.ScalarNode:
-            if tag == _STR_TAG:
-                return node.value
-            if tag == _NULL_TAG:
-                return None
-            if tag in _SCALAR_TAGS:
-                return constructors[tag](loader, node)
-            return _NOT_PLAIN
-        if kind is yaml.MappingNode and tag == _MAP_TAG:
-            out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if type(key_node) is not yaml.ScalarNode or key_node.tag in _FLATTENED:
-                    return _NOT_PLAIN
-                key, value = build(key_node), build(value_node)
-                if key is _NOT_PLAIN or value is _NOT_PLAIN:
-                    return _NOT_PLAIN
-                out[key] = value
-            return out
-        if kind is yaml.SequenceNode and tag == _SEQ_TAG:
-            items = []
-            for item_node in node.value:
-                item = build(item_node)
-                if item is _NOT_PLAIN:
-                    return _NOT_PLAIN
-                items.append(item)
-            return items
-        return _NOT_PLAIN
-
+    call per nesting level (bounded by DEPTH_CEILING). No closure: a render runs without
+    the cyclic collector (oneshot.py), and a self-referencing one would keep the loader."""
     try:
-        return build(node)
+        return _build_plain(loader, node)
     except Exception:  # a scalar its constructor refuses: PyYAML's path reports it
         return _NOT_PLAIN
+
+
+def _build_plain(loader: Any, node: yaml.Node) -> Any:
+    kind, tag = type(node), node.tag
+    if kind is yaml.ScalarNode:
+        if tag == _STR_TAG:
+            return node.value
+        if tag == _NULL_TAG:
+            return None
+        if tag in _SCALAR_TAGS:
+            return loader.yaml_constructors[tag](loader, node)
+        return _NOT_PLAIN
+    if kind is yaml.MappingNode and tag == _MAP_TAG:
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if type(key_node) is not yaml.ScalarNode or key_node.tag in _FLATTENED:
+                return _NOT_PLAIN
+            key, value = _build_plain(loader, key_node), _build_plain(loader, value_node)
+            if key is _NOT_PLAIN or value is _NOT_PLAIN:
+                return _NOT_PLAIN
+            out[key] = value
+        return out
+    if kind is yaml.SequenceNode and tag == _SEQ_TAG:
+        items = []
+        for item_node in node.value:
+            item = _build_plain(loader, item_node)
+            if item is _NOT_PLAIN:
+                return _NOT_PLAIN
+            items.append(item)
+        return items
+    return _NOT_PLAIN
 
 
 def _unreadable(node: yaml.Node, exc: BaseException) -> tuple[int, str]:
