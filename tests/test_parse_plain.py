@@ -56,12 +56,12 @@ TRICKY = [
 ]
 
 
-def _corpus() -> list[tuple[str, str]]:
-    files = [(f"tricky-{i:02d}.yaml", text) for i, text in enumerate(TRICKY)]
-    for root in (SAMPLES, CONFORMANCE):
-        for path in sorted(root.rglob("*.yaml")) if root.is_dir() else []:
-            files.append((str(path.relative_to(root.parent)), path.read_text()))
-    return files
+def _corpus(group: str) -> list[tuple[str, str]]:
+    if group == "tricky":
+        return [(f"tricky-{i:02d}.yaml", text) for i, text in enumerate(TRICKY)]
+    root = SAMPLES if group == "samples" else CONFORMANCE
+    paths = sorted(root.rglob("*.yaml")) if root.is_dir() else []
+    return [(str(path.relative_to(root.parent)), path.read_text()) for path in paths]
 
 
 def _parse(text: str, path: str) -> tuple[list[Any], list[Problem]]:
@@ -76,11 +76,14 @@ def _parse(text: str, path: str) -> tuple[list[Any], list[Problem]]:
     return [(d.index, d.line, d.data) for d in docs], problems
 
 
-@pytest.mark.parametrize("path,text", _corpus(), ids=lambda v: v if "\n" not in v else "")
-def test_direct_build_equals_pyyamls(path: str, text: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = _parse(text, path)
+@pytest.mark.parametrize("group", ["tricky", "samples", "examples"])
+def test_direct_build_equals_pyyamls(group: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = _corpus(group)
+    assert corpus
+    fast = [_parse(text, path) for path, text in corpus]
     monkeypatch.setattr(parse, "_plain_data", lambda loader, node: parse._NOT_PLAIN)
-    assert fast == _parse(text, path)
+    for (path, text), got in zip(corpus, fast, strict=True):
+        assert got == _parse(text, path), path
 
 
 def test_plain_documents_take_the_direct_build() -> None:
