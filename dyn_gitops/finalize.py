@@ -8,7 +8,6 @@ from typing import Any
 from . import __version__, keys, objpath
 from .errors import Problem
 from .expand.stage import Rendered, identity
-from .merge import data_copy
 from .parse import locate
 from .settings import RenderSettings
 
@@ -108,7 +107,8 @@ def finalize(
             out.append(obj)
             emitted.append((obj, item))
             continue
-        obj = data_copy(obj) if item.source_dgd else obj
+        if item.source_dgd:  # only its metadata is written below: copied, not the spec
+            obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
         meta = obj.setdefault("metadata", {})
         if item.source_dgd and "namespace" not in meta:  # right after the name
             ordered = {k: v for k, v in meta.items() if k == "name"}

@@ -16,10 +16,10 @@ PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 def data_copy(value: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
     ``copy.deepcopy`` (no memo: parsed documents hold no shared or cyclic references)."""
-    if isinstance(value, dict):
-        return {k: data_copy(v) for k, v in value.items()}
+    if isinstance(value, dict):  # a call per collection, not per scalar
+        return {k: data_copy(v) if isinstance(v, dict | list) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [data_copy(v) for v in value]
+        return [data_copy(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 
@@ -86,7 +86,10 @@ def add_missing_envs(
 def omit_empty_values(env: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Env as Go encodes ``corev1.EnvVar``: an empty ``value`` is left out (``omitempty``),
     e.g. ``DYN_COMPONENT`` of a component without a type (operator-output @ 2a6da14c8)."""
-    return [{k: v for k, v in e.items() if not (k == "value" and v == "")} for e in env]
+    return [
+        {k: v for k, v in e.items() if k != "value"} if e.get("value") == "" else dict(e)
+        for e in env
+    ]
 
 
 def order_keys(obj: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from .errors import DynGitopsError, Problem
@@ -143,6 +144,7 @@ def name_problem(group: str, kind: str, name: str) -> str | None:
     return _subdomain(name)
 
 
+@lru_cache(maxsize=1024)  # pure; a render asks for a handful of types, per object
 def type_problem(api_version: str, kind: str) -> Problem | None:
     """What is wrong when apiVersion or kind cannot be a Kubernetes type, or None."""
     if len(kind) > LABEL_MAX or not _KIND.fullmatch(kind):

@@ -50,6 +50,8 @@ class Document:
 DEPTH_CEILING = 250
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_STATS = (1, 0)
+_PLAIN_TAGS: dict[str, str] = {}
+_PLAIN_TAGS_MAX = 65536
 
 
 class _InputTooBig(Exception):
@@ -73,6 +75,7 @@ class _Composed:
     problems: list[tuple[int, str]]  # (line, message): refused, or duplicate keys
     size: int = 0  # nodes, aliases counted as what they expand to
     stop: bool = False  # nothing after this document is read
+    aliases: bool = False  # an alias refers to a node twice (PyYAML builds it once, shared)
 
 
 class _Composer:
@@ -89,6 +92,8 @@ class _Composer:
         self.max_nodes = max_nodes
         #: id(collection) -> (size with aliases expanded, nesting depth below it)
         self.stats: dict[int, tuple[int, int]] = {}
+        #: a plain scalar's tag by its text (our loader: its resolution is the text's alone)
+        self.plain_tags: dict[str, str] = _PLAIN_TAGS if type(loader) is _Loader else {}
 
     def documents(self) -> Iterator[_Composed]:
         loader = self.loader
@@ -124,6 +129,7 @@ class _Composer:
     def _compose(self, doc: _Composed) -> tuple[yaml.Node, int]:
         loader = self.loader
         resolve = loader.resolve
+        plain_tags = self.plain_tags
         anchors: dict[str, yaml.Node] = {}
         open_ids: set[int] = set()
         # stack of [collection node, pending mapping key or None]
@@ -136,7 +142,16 @@ class _Composer:
             if kind is yaml.ScalarEvent:  # the common case first
                 tag = event.tag
                 if tag is None or tag == "!":
-                    tag = resolve(yaml.ScalarNode, event.value, event.implicit)
+                    implicit = event.implicit
+                    if implicit[0]:  # plain: resolved by its text
+                        tag = plain_tags.get(event.value)
+                        if tag is None:
+                            tag = resolve(yaml.ScalarNode, event.value, implicit)
+                            if len(plain_tags) >= _PLAIN_TAGS_MAX:
+                                plain_tags.clear()
+                            plain_tags[event.value] = tag
+                    else:
+                        tag = resolve(yaml.ScalarNode, event.value, implicit)
                 start: Any = event.start_mark  # libyaml's marks, typed apart from PyYAML's
                 node = yaml.ScalarNode(tag, event.value, start, event.end_mark, style=event.style)
                 if event.anchor is not None:
@@ -162,6 +177,7 @@ class _Composer:
                 open_ids.discard(id(node))
                 self._finish(node, doc)
             elif kind is yaml.AliasEvent:
+                doc.aliases = True
                 start = event.start_mark
                 if event.anchor not in anchors:
                     raise ComposerError(
@@ -326,7 +342,7 @@ def parse_documents(
                         )
                     )
                     return docs
-                data = _construct(loader, composed.node, f.path, problems)
+                data = _construct(loader, composed, f.path, problems)
                 if data is not None:
                     docs.append(Document(f, composed.index, composed.line, data))
         except yaml.YAMLError as exc:
@@ -336,24 +352,86 @@ def parse_documents(
     return docs
 
 
-def _construct(loader: Any, node: yaml.Node, path: str, problems: list[Problem]) -> Any:
+def _construct(loader: Any, composed: _Composed, path: str, problems: list[Problem]) -> Any:
     """The document's data, or None (with problems) when it is not plain JSON data."""
-    try:
-        data = loader.construct_document(node)
-    except Exception as exc:  # PyYAML's constructors applied to hostile
-        # input fail in many ways ("!foo x", "!!int abc", "!!float x", an integer with too
-        # many digits, an empty "!!int" -> IndexError): each is the input's fault, never ours
-        line, message = _unreadable(node, exc)
-        problems.append(Problem(path, line, message=message))
-        loader.state_generators = []
-        loader.constructed_objects = {}
-        loader.recursive_objects = {}
-        return None
+    node = composed.node
+    assert node is not None
+    data = _NOT_PLAIN if composed.aliases else _plain_data(loader, node)
+    if data is _NOT_PLAIN:
+        try:
+            data = loader.construct_document(node)
+        except Exception as exc:  # PyYAML's constructors applied to hostile
+            # input fail in many ways ("!foo x", "!!int abc", "!!float x", an integer with too
+            # many digits, an empty "!!int" -> IndexError): each is the input's fault, never ours
+            line, message = _unreadable(node, exc)
+            problems.append(Problem(path, line, message=message))
+            loader.state_generators = []
+            loader.constructed_objects = {}
+            loader.recursive_objects = {}
+            return None
     found = not_json(data)
     if found:
         problems.extend(replace(p, file=path, line=_line_at(node, p.path)) for p in found)
         return None
     return data
+
+
+_NOT_PLAIN: Any = object()
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_NULL_TAG = "tag:yaml.org,2002:null"
+#: scalars built by the loader's own constructors (from the text alone)
+_SCALAR_TAGS = frozenset(
+    ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+)
+#: keys PyYAML's ``flatten_mapping`` rewrites: merge (``<<``) and value (``=``)
+_FLATTENED = (_MERGE_TAG, "tag:yaml.org,2002:value")
+
+
+def _plain_data(loader: Any, node: yaml.Node) -> Any:
+    """What ``loader.construct_document(node)`` builds, for the common document (mappings,
+    sequences, strings, null, booleans and numbers under their standard tags, no merge key;
+    the caller leaves out documents with aliases, whose nodes PyYAML builds once and
+    shares), or ``_NOT_PLAIN``: then PyYAML's constructor builds (or refuses) it. PyYAML
+    runs a generator per collection and bookkeeping per node; this builds directly, one
+    call per nesting level (bounded by DEPTH_CEILING). No closure: a render runs without
+    the cyclic collector (oneshot.py), and a self-referencing one would keep the loader."""
+    try:
+        return _build_plain(loader, node)
+    except Exception:  # a scalar its constructor refuses: PyYAML's path reports it
+        return _NOT_PLAIN
+
+
+def _build_plain(loader: Any, node: yaml.Node) -> Any:
+    kind, tag = type(node), node.tag
+    if kind is yaml.ScalarNode:
+        if tag == _STR_TAG:
+            return node.value
+        if tag == _NULL_TAG:
+            return None
+        if tag in _SCALAR_TAGS:
+            return loader.yaml_constructors[tag](loader, node)
+        return _NOT_PLAIN
+    if kind is yaml.MappingNode and tag == _MAP_TAG:
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if type(key_node) is not yaml.ScalarNode or key_node.tag in _FLATTENED:
+                return _NOT_PLAIN
+            key, value = _build_plain(loader, key_node), _build_plain(loader, value_node)
+            if key is _NOT_PLAIN or value is _NOT_PLAIN:
+                return _NOT_PLAIN
+            out[key] = value
+        return out
+    if kind is yaml.SequenceNode and tag == _SEQ_TAG:
+        items = []
+        for item_node in node.value:
+            item = _build_plain(loader, item_node)
+            if item is _NOT_PLAIN:
+                return _NOT_PLAIN
+            items.append(item)
+        return items
+    return _NOT_PLAIN
 
 
 def _unreadable(node: yaml.Node, exc: BaseException) -> tuple[int, str]:

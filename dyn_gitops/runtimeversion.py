@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 _UINT64_MAX: Final = 2**64 - 1
@@ -67,6 +68,7 @@ def parse(value: str) -> Version:
     return version
 
 
+@lru_cache(maxsize=1024)  # pure; every component of every graph asks (errors: not kept)
 def parse_image_version(image: str) -> Version:
     """The version in an image reference's tag (``repo:v1.5.0-cuda13`` is 1.5.0)."""
     tag = image_tag(image)
@@ -138,6 +140,7 @@ def parse_origin(value: str) -> OriginVersion | None:
     return OriginVersion(Version(major, minor, patch), prerelease)
 
 
+@lru_cache(maxsize=1024)  # pure
 def _strict(value: str) -> Version | None:
     """Masterminds semver's ``StrictNewVersion``, reduced to its core (None: not a version)."""
     parts = value.split(".", 2)

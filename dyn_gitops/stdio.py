@@ -7,6 +7,9 @@ import sys
 
 from .errors import UsageError
 
+#: characters encoded and written at a time (an ASCII output)
+_SLICE = 1 << 20
+
 
 class StdoutClosed(UsageError):
     """stdout refused the output (a closed pipe, a full disk): exit 2, output incomplete."""
@@ -18,7 +21,11 @@ def write_stdout(text: str) -> None:
     next flush)."""
     try:
         sys.stdout.flush()
-        sys.stdout.buffer.write(text.encode("utf-8"))
+        if text.isascii():  # in slices: no second copy of a large output in memory
+            for start in range(0, len(text), _SLICE):
+                sys.stdout.buffer.write(text[start : start + _SLICE].encode("ascii"))
+        else:
+            sys.stdout.buffer.write(text.encode("utf-8"))
         sys.stdout.buffer.flush()
     except OSError as exc:
         _discard_stdout()

@@ -65,15 +65,31 @@ def as_stored(component: Obj) -> Obj:
     return out
 
 
-#: per struct: its fields' kinds by JSON name
-_FIELD_KINDS: dict[str, dict[str, str]] = {}
+#: per struct: its fields that may hold an empty value struct, by JSON name: (the kind to
+#: walk into, None when nothing below can be a struct; whether an empty value is dropped)
+_STRIP_PLANS: dict[str, dict[str, tuple[str | None, bool]]] = {}
 
 
-def _field_kinds(struct: str) -> dict[str, str]:
-    kinds = _FIELD_KINDS.get(struct)
-    if kinds is None:
-        kinds = _FIELD_KINDS[struct] = {f[0]: f[1] for f in golayout.STRUCTS[struct]}
-    return kinds
+def _holds_struct(kind: str) -> bool:
+    head, _, rest = kind.partition(":")
+    if head == "struct":
+        return True
+    return head in ("ptr", "slice", "map") and _holds_struct(rest)
+
+
+def _strip_plan(struct: str) -> dict[str, tuple[str | None, bool]]:
+    plan = _STRIP_PLANS.get(struct)
+    if plan is None:
+        plan = {}
+        for field in golayout.STRUCTS[struct]:
+            name, kind = field[0], field[1]
+            # a value (not pointer) struct, or a JSON value (a struct too in Go)
+            is_struct = kind.startswith("struct:") or kind.endswith(".JSON")
+            walk = kind if _holds_struct(kind) else None
+            if walk is not None or is_struct:
+                plan[name] = (walk, is_struct)
+        _STRIP_PLANS[struct] = plan
+    return plan
 
 
 def _strip_empty_value_structs(kind: str, value: Any) -> None:
@@ -87,15 +103,15 @@ def _strip_empty_value_structs(kind: str, value: Any) -> None:
         for item in value.values():
             _strip_empty_value_structs(rest, item)
     elif head == "struct" and isinstance(value, dict):
-        kinds = _field_kinds(rest)
-        for name in list(value):
-            field_kind = kinds.get(name)
+        # only the fields that can hold a struct (the rest are scalars and lists of them)
+        plan = _strip_plan(rest)
+        for name in [n for n in value if n in plan]:
+            walk, is_struct = plan[name]
             child = value[name]
-            if field_kind is None or not isinstance(child, (dict, list)):
+            if not isinstance(child, (dict, list)):
                 continue
-            _strip_empty_value_structs(field_kind, child)
-            # a value (not pointer) struct, or a JSON value (a struct too in Go)
-            is_struct = field_kind.startswith("struct:") or field_kind.endswith(".JSON")
+            if walk is not None:
+                _strip_empty_value_structs(walk, child)
             if is_struct and child == {}:
                 del value[name]
 

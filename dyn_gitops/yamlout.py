@@ -141,20 +141,50 @@ def _block(value: str, indent: str) -> str | None:
     return f"|{chomp}\n" + "\n".join((indent + ln) if ln else "" for ln in body)
 
 
+#: what a string is written as: a key (with its ``:``), a value; bounded (hostile input)
+_KEYS: dict[str, str] = {}
+_VALUES: dict[str, str] = {}
+_CACHED = 65536
+
+
+def _key(k: Any) -> str:
+    """``key:`` for a mapping key (a string's kept in ``_KEYS``)."""
+    if type(k) is not str:
+        return _scalar(k) + ":"
+    if len(_KEYS) >= _CACHED:
+        _KEYS.clear()
+    key = _KEYS[k] = _scalar_str(k) + ":"
+    return key
+
+
+def _value(v: str) -> str:
+    """A one-line string value as written (kept in ``_VALUES``)."""
+    if len(_VALUES) >= _CACHED:
+        _VALUES.clear()
+    text = _VALUES[v] = _scalar_str(v)
+    return text
+
+
 def _write(value: Any, indent: str, out: list[str], first: str | None = None) -> None:
     """Append lines for a mapping or sequence ``value`` at ``indent``; ``first`` replaces
     the indent of the first line (an item of a block sequence: ``- key: value``). Strings,
-    the most common value, are written inline."""
+    the most common value, are written inline. This runs once per output line: keys and
+    string values are looked up in plain dicts before anything is computed."""
     child = indent + "  "
     if isinstance(value, dict):
         for k, v in value.items():
-            key = _scalar_str(k) if isinstance(k, str) else _scalar(k)
+            key = _KEYS.get(k) if type(k) is str else None
+            if key is None:
+                key = _key(k)
             if first is None:
-                head = indent + key + ":"
+                head = indent + key
             else:
-                head, first = first + key + ":", None
+                head, first = first + key, None
             if type(v) is str and "\n" not in v:
-                out.append(head + " " + _scalar_str(v))
+                text = _VALUES.get(v)
+                if text is None:
+                    text = _value(v)
+                out.append(f"{head} {text}")
             elif isinstance(v, dict) and v:
                 out.append(head)
                 _write(v, child, out)
@@ -170,7 +200,10 @@ def _write(value: Any, indent: str, out: list[str], first: str | None = None) ->
             else:
                 head, first = first + "-", None
             if type(v) is str and "\n" not in v:
-                out.append(head + " " + _scalar_str(v))
+                text = _VALUES.get(v)
+                if text is None:
+                    text = _value(v)
+                out.append(f"{head} {text}")
             elif isinstance(v, dict | list) and v:
                 _write(v, child, out, head + " ")
             else:

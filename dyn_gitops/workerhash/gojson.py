@@ -10,7 +10,9 @@ Keys the Go type does not have are dropped, as the API server prunes them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any, NamedTuple
 
@@ -22,6 +24,7 @@ from .quantity import canonical
 _HTML = str.maketrans(
     {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 )
+_NEEDS_HTML = re.compile("[<>&\u2028\u2029]")
 
 
 class GoTypeError(ValueError):
@@ -34,8 +37,13 @@ class GoTypeError(ValueError):
         super().__init__(f"{where}: {reason}" if where else reason)
 
 
+@lru_cache(maxsize=65536)
 def string(text: str) -> str:
-    return encode_basestring(text).translate(_HTML)
+    """A Go-encoded JSON string. Cached: the specs of a run repeat the same names and
+    values (``str.translate`` with a mapping walks the string char by char, so it only
+    runs on the few strings that need it)."""
+    encoded = encode_basestring(text)
+    return encoded.translate(_HTML) if _NEEDS_HTML.search(encoded) else encoded
 
 
 def _float(value: float) -> str:
@@ -158,7 +166,7 @@ def _build(kind: str) -> Encoder:
     if head == "map":
         return _map(encoder(rest))
     if head == "struct":
-        return lambda v: _struct(rest, v)
+        return lambda v: "{" + ",".join(_fields(rest, v)) + "}"
     if head == "marshaler":
         return lambda v: _marshaler(rest, v)
     if head == "bytes":
@@ -172,13 +180,15 @@ def _slice(item: Encoder) -> Encoder:
             return "null"
         if not isinstance(value, list):
             raise GoTypeError(f"expected a list, found {type(value).__name__}")
-        out = []
-        for i, v in enumerate(value):
-            try:
-                out.append(item(v))
-            except GoTypeError as exc:
-                raise GoTypeError(exc.reason, (i, *exc.path)) from None
-        return "[" + ",".join(out) + "]"
+        try:
+            return "[" + ",".join(map(item, value)) + "]"
+        except GoTypeError:  # again, item by item, to say which one (encoders are pure)
+            for i, v in enumerate(value):
+                try:
+                    item(v)
+                except GoTypeError as exc:
+                    raise GoTypeError(exc.reason, (i, *exc.path)) from None
+            raise
 
     return enc
 
@@ -194,22 +204,46 @@ def _map(item: Encoder) -> Encoder:
     return enc
 
 
-#: per struct: (``"name":`` prefix, name, encoder, kind, omitempty, omitzero, dropped
-#: when absent)
-_Entry = tuple[str, str, Encoder, str, bool, bool, bool]
+#: per struct field: (``"name":`` prefix, name, encoder, whether a set value is left out
+#: (``omitempty``/``omitzero``; None: never), dropped when absent)
+_Entry = tuple[str, str, Encoder, Callable[[Any], bool] | None, bool]
 _Plan = tuple[_Entry, ...]
+#: distinct key sets of one struct type whose field order is kept (a bound for hostile
+#: input; a render meets a handful)
+_MAX_ORDERS = 1024
 
 
 class _Layout(NamedTuple):
     """A struct's encoding plan: every field in declaration order, where each field's
-    JSON name sits in it, and the fields written even when absent (Go's zero value)."""
+    JSON name sits in it, the fields written even when absent (Go's zero value), and per
+    set of keys met so far the entries to write, in order."""
 
     plan: _Plan
     position: dict[str, int]
     always: frozenset[int]
+    orders: dict[tuple[str, ...], _Plan]
 
 
 _LAYOUTS: dict[str, _Layout] = {}
+
+
+def _omitter(kind: str, omitempty: bool, omitzero: bool) -> Callable[[Any], bool] | None:
+    """Whether a set (not None) value of field type ``kind`` is left out: Go's
+    ``omitempty`` (:func:`_is_empty`) and ``omitzero`` (:func:`_is_zero`)."""
+    if omitzero:
+        return lambda v: (omitempty and _is_empty(kind, v)) or _is_zero(kind, v)
+    if not omitempty:
+        return None
+    head = kind.split(":", 1)[0]
+    if head in ("slice", "map", "bytes"):
+        return lambda v: len(v) == 0
+    if head == "string":
+        return lambda v: bool(v == "")
+    if head in ("int", "float"):
+        return lambda v: bool(v == 0)
+    if head == "bool":
+        return lambda v: v is False
+    return None  # structs and non-nil pointers are never empty
 
 
 def _layout(name: str) -> _Layout:
@@ -220,21 +254,28 @@ def _layout(name: str) -> _Layout:
                 string(field) + ":",
                 field,
                 encoder(kind),
-                kind,
-                omitempty,
-                omitzero,
+                _omitter(kind, omitempty, omitzero),
                 omitzero or (omitempty and not kind.startswith(("struct:", "marshaler:"))),
             )
             for field, kind, omitempty, omitzero in golayout.STRUCTS[name]
         )
         position = {entry[1]: i for i, entry in enumerate(plan)}
-        always = frozenset(i for i, entry in enumerate(plan) if not entry[6])
-        layout = _LAYOUTS[name] = _Layout(plan, position, always)
+        always = frozenset(i for i, entry in enumerate(plan) if not entry[4])
+        layout = _LAYOUTS[name] = _Layout(plan, position, always, {})
     return layout
 
 
-def _struct(name: str, value: Any) -> str:
-    return "{" + ",".join(_fields(name, value)) + "}"
+def _order(layout: _Layout, keys: tuple[str, ...]) -> _Plan:
+    """The entries to write for a value with ``keys``: the fields given or written when
+    absent, in declaration order (a struct such as PodSpec has dozens of fields and a value
+    sets a few)."""
+    position = layout.position
+    wanted = layout.always.union([i for i in map(position.get, keys) if i is not None])
+    order = tuple(layout.plan[i] for i in sorted(wanted))
+    if len(layout.orders) >= _MAX_ORDERS:
+        layout.orders.clear()
+    layout.orders[keys] = order
+    return order
 
 
 def _fields(name: str, value: Any, skip: str = "") -> list[str]:
@@ -243,20 +284,20 @@ def _fields(name: str, value: Any, skip: str = "") -> list[str]:
         value = {}
     if not isinstance(value, dict):
         raise GoTypeError(f"expected a mapping for {name}, found {type(value).__name__}")
-    plan, position, always = _layout(name)
-    # only the fields given or written when absent, in declaration order: a struct such as
-    # PodSpec has dozens of fields and a value sets a few
-    wanted = always.union([i for i in map(position.get, value) if i is not None])
+    layout = _layout(name)
+    keys = tuple(value)
+    order = layout.orders.get(keys)
+    if order is None:
+        order = _order(layout, keys)
     parts = []
-    for i in sorted(wanted):
-        prefix, field, enc, kind, omitempty, omitzero, drop_absent = plan[i]
+    for prefix, field, enc, omit, drop_absent in order:
         if field == skip:
             continue
         item = value.get(field)
         if item is None:
             if drop_absent:
                 continue
-        elif (omitempty and _is_empty(kind, item)) or (omitzero and _is_zero(kind, item)):
+        elif omit is not None and omit(item):
             continue
         try:
             parts.append(prefix + enc(item))

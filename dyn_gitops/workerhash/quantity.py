@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from decimal import ROUND_CEILING, Decimal, localcontext
+from functools import lru_cache
 
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -116,6 +117,7 @@ def _kept_as_written(text: str) -> bool:
     )
 
 
+@lru_cache(maxsize=4096)  # pure; a render meets a handful of quantities, many times
 def canonical(text: str) -> str:
     """``text`` as ``resource.Quantity`` marshals it after parsing."""
     text = text.strip()

@@ -19,7 +19,7 @@ from typing import Any
 from .. import context
 from ..context import Runner
 from ..display import count, printable
-from ..emit import size_problem, to_yaml
+from ..emit import size_problem, to_yaml, utf8_size
 from ..errors import DynGitopsError, Problem, RenderError, UsageError
 from ..parse import parse_documents
 from ..read import Source, SourceFile
@@ -207,7 +207,7 @@ def run(rl: Obj, *, runner: Runner) -> Outcome:
     out = Outcome(
         _answer(rl, result.objects, [*warnings, info]), True, [_line(w) for w in warnings]
     )
-    too_big = size_problem(len(out.text.encode("utf-8")), settings, "<resourceList>")
+    too_big = size_problem(utf8_size(out.text), settings, "<resourceList>")
     if too_big is not None:
         results = [{"message": too_big.message, "severity": "error"}]
         return Outcome(_answer(rl, items, results), False, [str(too_big)])
