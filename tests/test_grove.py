@@ -412,37 +412,31 @@ def test_component_min_available(tmp_path: Path) -> None:
     assert (group["replicas"], group["minAvailable"]) == (3, 2)
 
 
+def force_scaling_group_dgd(replicas: int, command: list[str]) -> Obj:
+    """A v1beta1 DGD of one single-node worker forced into a Grove scaling group
+    (``experimental.grove.forceScalingGroup`` exists in v1beta1 only)."""
+    main = {"name": "main", "image": "img", "command": command}
+    component = {
+        "name": "Worker",
+        "type": "worker",
+        "replicas": replicas,
+        "experimental": {"grove": {"forceScalingGroup": True}},
+        "podTemplate": {"spec": {"containers": [main]}},
+    }
+    return {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "fsg", "namespace": "ns"},
+        "spec": {"components": [component]},
+    }
+
+
 def test_single_node_force_scaling_group(tmp_path: Path) -> None:
     """#11772 (5c59b3e61, v1.5.0): experimental.grove.forceScalingGroup renders a
     single-node component as a PodCliqueScalingGroup (expandSingleNodeScalingGroupRoles in
     graph.go @ 2a6da14c8)."""
     # Go: TestGenerateGrovePodCliqueSet_SingleNodeForceScalingGroup (v1beta1 only)
-    doc = {
-        "apiVersion": "nvidia.com/v1beta1",
-        "kind": "DynamoGraphDeployment",
-        "metadata": {"name": "fsg", "namespace": "ns"},
-        "spec": {
-            "components": [
-                {
-                    "name": "Worker",
-                    "type": "worker",
-                    "replicas": 3,
-                    "experimental": {"grove": {"forceScalingGroup": True}},
-                    "podTemplate": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "img",
-                                    "command": ["python3", "-m", "dynamo.vllm"],
-                                }
-                            ]
-                        }
-                    },
-                }
-            ]
-        },
-    }
+    doc = force_scaling_group_dgd(3, ["python3", "-m", "dynamo.vllm"])
     objs = render(tmp_path, doc)
     cl = cliques(objs)
     assert (cl["worker"]["spec"]["replicas"], cl["worker"]["spec"]["minAvailable"]) == (1, 1)
@@ -749,28 +743,7 @@ def test_grove_safe_rollout_keeps_the_operators_strategy(tmp_path: Path, case: s
         settings["managed_replicas"] = False
     doc = dgd("g", services)
     if case == "force-scaling-group":  # v1beta1 only
-        doc = {
-            "apiVersion": "nvidia.com/v1beta1",
-            "kind": "DynamoGraphDeployment",
-            "metadata": {"name": "fsg", "namespace": "ns"},
-            "spec": {
-                "components": [
-                    {
-                        "name": "Worker",
-                        "type": "worker",
-                        "replicas": 1,
-                        "experimental": {"grove": {"forceScalingGroup": True}},
-                        "podTemplate": {
-                            "spec": {
-                                "containers": [
-                                    {"name": "main", "image": "img", "command": ["python3"]}
-                                ]
-                            }
-                        },
-                    }
-                ]
-            },
-        }
+        doc = force_scaling_group_dgd(1, ["python3"])
     if case == "no-source":
         for off in ({"emit_source": False}, {"nvidia_objects": "omit"}):
             objs = render(tmp_path, doc, **off)
