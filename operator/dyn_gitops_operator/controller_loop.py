@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 
@@ -20,6 +19,7 @@ from dyn_gitops_operator.errors import ConflictError, ControllerError
 from dyn_gitops_operator.event_keys import known_graph_keys
 from dyn_gitops_operator.graph import Graph, HashCache
 from dyn_gitops_operator.informer import Key
+from dyn_gitops_operator.keywork import work_on
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.plan import Plan
@@ -128,48 +128,17 @@ class ControllerLoop:
                 self.queue.done(key)
 
     def process(self, key: Key) -> None:
-        if not self.acting():
-            self.queue.add_after(key, 1.0)  # keep it for when we act again
-            return
-        if self.exclusions is not None and self.exclusions.excluded(key[0]):
-            self.queue.forget(key)  # resumed by ScopeExclusions.refresh
-            return
-        rid = uuid.uuid4().hex[:8]
         start = time.perf_counter()
-        try:
-            requeue_after = self.run_reconcile(key)
-        except ConflictError as exc:
-            delay = self.queue.add_rate_limited(key)
-            self.metrics.workqueue_retries.inc()
-            log.info(
-                "write conflict, retrying",
-                extra={
-                    "object": "/".join(key),
-                    "reconcile_id": rid,
-                    "delay": delay,
-                    "error": str(exc),
-                },
-            )
-        except Exception as exc:
-            delay = self.queue.add_rate_limited(key)
-            self.metrics.workqueue_retries.inc()
-            level = logging.WARNING if isinstance(exc, ControllerError) else logging.ERROR
-            log.log(
-                level,
-                "reconcile failed, retrying",
-                exc_info=not isinstance(exc, ControllerError),
-                extra={
-                    "object": "/".join(key),
-                    "reconcile_id": rid,
-                    "delay": delay,
-                    "error": str(exc),
-                },
-            )
-        else:
-            self.queue.forget(key)
-            if requeue_after is not None:
-                self.queue.add_after(key, requeue_after)
-        finally:
+        outcome = work_on(
+            key,
+            self.queue,
+            self.run_reconcile,
+            what="graph reconcile",
+            acting=self.acting,
+            exclusions=self.exclusions,
+            metrics=self.metrics,
+        )
+        if outcome is not None:
             self.metrics.graph_reconcile_duration.observe(time.perf_counter() - start)
 
     # ------------------------------------------------------------------ one graph

@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
 from dyn_gitops import keys
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.errors import ConflictError, ControllerError, NotFoundError
+from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.informer import Informer, Key, Store, obj_key
+from dyn_gitops_operator.keywork import work_on
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.modelendpoint import pod_ready
@@ -199,43 +199,23 @@ class ModelLoop:
                 self.queue.done(key)
 
     def process(self, key: Key) -> None:
-        if not self.acting():
-            self.queue.add_after(key, 1.0)
-            return
-        if self.exclusions is not None and self.exclusions.excluded(key[0]):
-            self.queue.forget(key)
-            return
-        rid = uuid.uuid4().hex[:8]
         start = time.perf_counter()
-        result = "success"
-        try:
-            requeue = self.reconcile(key)
-        except Exception as exc:
-            result = "conflict" if isinstance(exc, ConflictError) else "error"
-            etype = exc.error_type if isinstance(exc, ControllerError) else "internal"
-            self.metrics.reconcile_errors.labels(self.reconciler.name, etype).inc()
-            delay = self.queue.add_rate_limited(key)
-            self.metrics.workqueue_retries.inc()
-            log.log(
-                logging.INFO if result == "conflict" else logging.WARNING,
-                "model reconcile failed, retrying",
-                exc_info=not isinstance(exc, ControllerError),
-                extra={
-                    "object": "/".join(key),
-                    "reconcile_id": rid,
-                    "delay": delay,
-                    "error": str(exc),
-                },
-            )
-        else:
-            self.queue.forget(key)
-            if requeue is not None:
-                self.queue.add_after(key, requeue)
-        finally:
-            self.metrics.reconcile_total.labels(self.reconciler.name, result).inc()
-            self.metrics.reconcile_duration.labels(self.reconciler.name).observe(
-                time.perf_counter() - start
-            )
+        outcome = work_on(
+            key,
+            self.queue,
+            self.reconcile,
+            what="model reconcile",
+            acting=self.acting,
+            exclusions=self.exclusions,
+            metrics=self.metrics,
+        )
+        if outcome is None:
+            return
+        name = self.reconciler.name
+        if outcome.error_type is not None:
+            self.metrics.reconcile_errors.labels(name, outcome.error_type).inc()
+        self.metrics.reconcile_total.labels(name, outcome.result).inc()
+        self.metrics.reconcile_duration.labels(name).observe(time.perf_counter() - start)
 
     def reconcile(self, key: Key) -> float | None:
         model = self.models.store.get(key)
