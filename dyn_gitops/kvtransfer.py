@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from . import keys, naming
-from .models.v1alpha1 import DynamoGraphDeployment, KVTransferPolicy
+from .models.v1alpha1 import DynamoGraphDeployment, Experimental, KVTransferPolicy
 
 ENV_DOMAIN: Final = "DYN_KV_TRANSFER_DOMAIN"
 ENV_ENFORCEMENT: Final = "DYN_KV_TRANSFER_ENFORCEMENT"
@@ -38,7 +38,12 @@ DEFAULT_ENFORCEMENT: Final = "required"
 
 def policy(dgd: DynamoGraphDeployment) -> KVTransferPolicy | None:
     """The graph's policy when it names a topology source (else the operator ignores it)."""
-    exp = dgd.spec.experimental
+    return graph_policy(dgd.spec.experimental)
+
+
+def graph_policy(exp: Experimental | None) -> KVTransferPolicy | None:
+    """:func:`policy` of a graph spec's ``experimental`` (either version: v1beta1 holds the
+    same block, ``expand/components.Graph``)."""
     kvt = exp.kvTransferPolicy if exp is not None else None
     if kvt is None or not (kvt.labelKey or kvt.clusterTopologyName):
         return None

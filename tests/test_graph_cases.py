@@ -30,7 +30,6 @@ from dyn_gitops.expand import components
 from dyn_gitops.expand.graph import resolve_backends
 from dyn_gitops.expand.podspec import detect_backend
 from dyn_gitops.merge import merge_envs
-from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
 
 Obj = dict[str, Any]
 
@@ -845,7 +844,7 @@ def test_backend_detection_skips_non_workers(tmp_path: Path, component_type: str
         },
         backendFramework="trtllm",
     )
-    _, per_service = resolve_backends(DynamoGraphDeployment.model_validate(doc), components.of(doc))
+    _, per_service = resolve_backends(components.graph_of(doc))
     assert per_service["svc"] == "noop"
     assert "svc" in deployments(render(tmp_path, doc))  # renders without error
 
@@ -1548,7 +1547,7 @@ def test_determine_backend_framework(
         svc["extraPodSpec"] = {"mainContainer": {"args": args}}
     spec: Obj = {"backendFramework": explicit} if explicit else {}
     doc = dgd("test-dgd", {"worker": svc}, **spec)
-    _, per_service = resolve_backends(DynamoGraphDeployment.model_validate(doc), components.of(doc))
+    _, per_service = resolve_backends(components.graph_of(doc))
     assert per_service["worker"] == expected
 
 

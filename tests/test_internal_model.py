@@ -149,26 +149,23 @@ EXPAND = Path(components.__file__).parent
 V1BETA1_ONLY = (
     "components.py",
     "epp.py",
+    "graph.py",  # the graph (components.Graph), its components, what is preserved beside
+    "grove.py",
+    "objects.py",  # pvcs and ingress: typed by models/preserved (nvidia.com/dgd-spec)
     "podspec.py",
     "replica_owners.py",
+    "stage.py",
 )
-#: modules whose per-component reads are v1beta1 only (no v1alpha1 service type, no
-#: ``ctx.spec``) but that still read graph-level fields from the v1alpha1 DGD
-COMPONENTS_FROM_V1BETA1 = (
-    "grove.py",  # the DGD's labels, annotations, topologyConstraint (the PodCliqueSet)
-    "objects.py",  # spec.pvcs and a service's ingress (v1alpha1 only) as typed there
-)
-#: the expansion modules that still read the v1alpha1 model per component
+#: the expansion modules that still read the v1alpha1 model
 #: (``docs/reference-behaviour.md``, *The internal model*): when one moves, it moves up
 STILL_V1ALPHA1 = (
+    "bridge.py",  # the one bridge: hands the v1alpha1 DGD to the five modules below
     "checkpoint.py",  # a service's checkpoint block, typed v1alpha1
-    "context.py",  # ComponentContext.spec, the v1alpha1 service beside the component
+    "context.py",  # only the type of ComponentContext.spec, the bridge gms.apply reads
     "elastic_ep.py",  # the admission check of every service's command
     "gms.py",
-    "graph.py",
     "legacy.py",
     "provider_override.py",
-    "stage.py",  # the validated v1alpha1 DGD handed to the expansion
 )
 
 
@@ -212,10 +209,41 @@ def test_migrated_modules_read_only_the_v1beta1_model(module: str) -> None:
     assert _v1alpha1_reads(EXPAND / module) == []
 
 
-@pytest.mark.parametrize("module", COMPONENTS_FROM_V1BETA1)
-def test_per_component_reads_are_v1beta1_only(module: str) -> None:
-    assert _service_reads(EXPAND / module) == []
-    assert _v1alpha1_reads(EXPAND / module) != []  # else it belongs in V1BETA1_ONLY
+def _imports_of(path: Path, module: str) -> list[str]:
+    """Where the module at ``path`` imports the sibling ``module`` of ``expand/``."""
+    import ast
+
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 1
+            and (
+                node.module == module
+                or (node.module is None and any(a.name == module for a in node.names))
+            )
+        ):
+            found.append(f"line {node.lineno}")
+    return found
+
+
+def test_the_bridge_to_unmigrated_modules_is_one_place() -> None:
+    """The v1alpha1 DGD reaches the modules not migrated yet through ``bridge.py`` alone:
+    only the expand stage (which makes it) and the graph expansion (which hands it on) use
+    it, no migrated module calls an unmigrated one but through it (podspec's GMS and
+    elastic-EP rewrites take the context), and context.py's one v1alpha1 read is the type
+    of the field the bridge fills (``ComponentContext.spec``, read by ``gms.apply``)."""
+    users = {p.name for p in EXPAND.glob("*.py") if _imports_of(p, "bridge")}
+    assert users == {"graph.py", "stage.py"}
+    unmigrated = ("checkpoint", "gms", "legacy", "provider_override")
+    callers = {
+        p.name
+        for p in EXPAND.glob("*.py")
+        if p.name != "bridge.py" and any(_imports_of(p, m) for m in unmigrated)
+    }
+    assert callers == {"podspec.py"}  # gms.apply(pod, ctx): reads ctx.spec (the bridge)
+    reads = [r.split(": ", 1)[1] for r in _v1alpha1_reads(EXPAND / "context.py")]
+    assert reads == ["imports ServiceSpec", "from models.v1alpha1 import ServiceSpec"]
 
 
 def test_every_expansion_module_is_accounted_for() -> None:
@@ -223,7 +251,7 @@ def test_every_expansion_module_is_accounted_for() -> None:
     list is honest: each of those still reads the v1alpha1 model (a module that no longer
     does belongs in a list above it)."""
     modules = {p.name for p in EXPAND.glob("*.py") if p.name != "__init__.py"}
-    listed = [*V1BETA1_ONLY, *COMPONENTS_FROM_V1BETA1, *STILL_V1ALPHA1]
+    listed = [*V1BETA1_ONLY, *STILL_V1ALPHA1]
     assert len(listed) == len(set(listed))
     # modules that read neither model (defaults, object shapes, scripts)
     neutral = modules - set(listed)
@@ -433,14 +461,13 @@ def test_grove_cliques_read_the_v1beta1_component() -> None:
     it; the context's v1alpha1 service is empty."""
     from dyn_gitops import keys
     from dyn_gitops.expand import grove
-    from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
 
-    dgd = DynamoGraphDeployment.model_validate(
+    dgd = components.graph_of(
         {
-            "apiVersion": "nvidia.com/v1alpha1",
+            "apiVersion": "nvidia.com/v1beta1",
             "kind": "DynamoGraphDeployment",
             "metadata": {"name": "g"},
-            "spec": {"services": {}},
+            "spec": {},
         }
     )
     ctx = _context(
@@ -475,19 +502,191 @@ def test_grove_cliques_read_the_v1beta1_component() -> None:
 
 def test_backend_detection_reads_container_main() -> None:
     """Each worker's backend is detected from its v1beta1 container ``main`` (command and
-    args): the same for a v1beta1 DGD and its v1alpha1 twin, and taken from the
-    components even where the v1alpha1 services say nothing."""
+    args), the explicit one is the v1beta1 graph's ``backendFramework``: the same for a
+    v1beta1 DGD and its v1alpha1 twin."""
+    from dyn_gitops.errors import RenderError
     from dyn_gitops.expand.graph import resolve_backends
-    from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
 
     beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
     alpha = yaml.safe_load((SAMPLES / "v1beta1-pair/v1alpha1/sglang-disagg.yaml").read_text())
-    model = DynamoGraphDeployment.model_validate(alpha)
-    assert resolve_backends(model, components.of(beta)) == resolve_backends(
-        model, components.of(alpha)
-    )
-    framework, per_service = resolve_backends(model, components.of(alpha))
+    got = resolve_backends(components.graph_of(beta))
+    assert got == resolve_backends(components.graph_of(alpha))
+    framework, per_service = got
     assert framework == "sglang" and "sglang" in per_service.values()
-    bare = {**alpha, "spec": {**alpha["spec"], "services": {}}}
-    empty = DynamoGraphDeployment.model_validate(bare)
-    assert resolve_backends(empty, components.of(alpha))[0] == "sglang"
+    beta["spec"]["backendFramework"] = "vllm"  # the graph's explicit one disagrees
+    with pytest.raises(RenderError, match=r"spec\.backendFramework is 'vllm'"):
+        resolve_backends(components.graph_of(beta))
+
+
+# ------------------------------------------------------------- the graph level (v1beta1)
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_graph_spec_is_converted_up_as_the_operator_does(name: str) -> None:
+    """The graph-level spec the expansion reads (``components.Graph``) is what the
+    operator's conversion stores for each upstream v1alpha1 example (``env``,
+    ``backendFramework``, ...), and the ``spec.pvcs`` it keeps beside it are those the
+    operator keeps in ``nvidia.com/dgd-spec``."""
+    from dyn_gitops.workerhash import gojson, golayout
+
+    entry = EXAMPLES[name]
+    graph = components.graph_of(_source(entry))
+    stored = {k: v for k, v in entry["spec"].items() if k != "components"}
+    assert graph.spec.model_dump(mode="json", exclude_none=True) == stored
+
+    # what is kept beside it, as Go encodes it into the annotation
+    def written(model: Any) -> Obj:
+        return dict(model.model_dump(mode="json", exclude_unset=True))
+
+    kept: Obj = {"pvcs": [written(p) for p in graph.pvcs]}
+    ingresses = {n: p.ingress for n, p in graph.components.preserved if p.ingress is not None}
+    kept["services"] = {n: {"ingress": written(i)} for n, i in ingresses.items()}
+    got = json.loads(gojson.encode(golayout.ALPHA_GRAPH_SPEC, kept))
+    saved = json.loads(entry["dgd-spec"])["spec"] if entry["dgd-spec"] else {}
+    assert got.get("pvcs") == saved.get("pvcs")
+    assert {n: s["ingress"] for n, s in (got.get("services") or {}).items()} == {
+        n: s["ingress"] for n, s in (saved.get("services") or {}).items() if "ingress" in s
+    }
+
+
+BETA_GRAPH = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+  namespace: ns
+  annotations:
+    nvidia.com/enable-metrics: "false"
+spec:
+  env:
+    - {name: GRAPH_ENV, value: from-graph}
+  labels: {team: graph}
+  annotations: {note: graph}
+  backendFramework: vllm
+  priorityClassName: high
+  topologyConstraint: {clusterTopologyName: topo, packDomain: rack}
+  experimental:
+    kvTransferPolicy: {labelKey: topology.kubernetes.io/zone, domain: zone}
+  components:
+    - name: Frontend
+      type: frontend
+      podTemplate:
+        spec:
+          containers:
+            - {name: main, image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1"}
+    - name: Worker
+      type: worker
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1
+              command: [python3, -m, dynamo.vllm]
+"""
+
+
+def _bare_bridge(names: list[str], name: str = "g") -> Any:
+    """The bridge to the unmigrated modules with a v1alpha1 DGD that says nothing but its
+    services' names: what the expansion renders beyond it came from the v1beta1 graph."""
+    from dyn_gitops.expand.bridge import Bridge
+    from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
+
+    return Bridge(
+        DynamoGraphDeployment.model_validate(
+            {
+                "apiVersion": "nvidia.com/v1alpha1",
+                "kind": "DynamoGraphDeployment",
+                "metadata": {"name": name},
+                "spec": {"services": {n: {} for n in names}},
+            }
+        )
+    )
+
+
+def _expand(doc: Obj, bridge: Any, **settings: Any) -> list[Obj]:
+    from dyn_gitops.expand.graph import expand_graph
+    from dyn_gitops.settings import RenderSettings
+
+    return expand_graph(components.graph_of(doc), bridge, RenderSettings(**settings), doc)
+
+
+def test_graph_level_fields_are_read_from_the_v1beta1_graph() -> None:
+    """A v1beta1 DGD's graph-level fields (``env``, ``labels``, ``annotations``, the
+    metadata annotations, ``backendFramework``, ``experimental.kvTransferPolicy``) reach
+    the workloads although the v1alpha1 DGD handed to the unmigrated modules holds none
+    of them: the expansion reads the v1beta1 graph."""
+    from dyn_gitops.expand.graph import resolve_backends
+
+    doc = yaml.safe_load(BETA_GRAPH)
+    del doc["spec"]["priorityClassName"]  # Grove only
+    del doc["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["command"]
+    # no command: the worker's backend is the graph's backendFramework
+    assert resolve_backends(components.graph_of(doc)) == (
+        "vllm",
+        {"Frontend": "noop", "Worker": "vllm"},
+    )
+    objs = _expand(doc, _bare_bridge(["Frontend", "Worker"]), namespace="ns")
+    deps = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Deployment"}
+    [worker] = [d for n, d in deps.items() if n.startswith("g-worker-")]
+    main = worker["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert (env["GRAPH_ENV"], env["DYN_KV_TRANSFER_DOMAIN"]) == ("from-graph", "zone")
+    assert worker["metadata"]["labels"]["team"] == "graph"
+    annotations = worker["metadata"]["annotations"]
+    assert (annotations["note"], annotations[keys.ANN_ENABLE_METRICS]) == ("graph", "false")
+    assert annotations[keys.ANN_TOPOLOGY_LABEL_KEY] == "topology.kubernetes.io/zone"
+    frontend = deps["g-frontend"]["spec"]["template"]["spec"]["containers"][0]
+    assert {e["name"]: e.get("value") for e in frontend["env"]}["GRAPH_ENV"] == "from-graph"
+
+
+def test_the_pod_clique_set_reads_the_v1beta1_graph() -> None:
+    """Grove: the PodCliqueSet's ``priorityClassName``, ``topologyConstraint``, labels and
+    annotations and each clique's labels come from the v1beta1 graph, not from the
+    v1alpha1 DGD handed to the unmigrated modules (which holds none of them)."""
+    doc = yaml.safe_load(BETA_GRAPH)
+    objs = _expand(doc, _bare_bridge(["Frontend", "Worker"]), namespace="ns", grove=True)
+    [pcs] = [o for o in objs if o["kind"] == "PodCliqueSet"]
+    template = pcs["spec"]["template"]
+    assert template["priorityClassName"] == "high"
+    assert template["topologyConstraint"] == {"topologyName": "topo", "pack": {"required": "rack"}}
+    assert pcs["metadata"]["labels"]["team"] == "graph"
+    assert pcs["metadata"]["annotations"]["note"] == "graph"
+    assert {c["labels"]["team"] for c in template["cliques"]} == {"graph"}
+    assert all(keys.LABEL_METRICS_ENABLED not in c["labels"] for c in template["cliques"])
+
+
+PVC_AND_INGRESS = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+  namespace: ns
+spec:
+  pvcs:
+    - {create: true, name: models, size: 10Gi, storageClass: fast, volumeAccessMode: ReadWriteMany}
+  services:
+    Frontend:
+      componentType: frontend
+      ingress: {enabled: true, host: g, ingressControllerClassName: nginx}
+      extraPodSpec:
+        mainContainer: {image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1"}
+"""
+
+
+@pytest.mark.parametrize("grove", [False, True])
+def test_pvcs_and_ingress_are_kept_beside_the_v1beta1_graph(grove: bool) -> None:
+    """What v1beta1 cannot hold (a v1alpha1 DGD's ``spec.pvcs``, a service's ``ingress``;
+    the operator keeps them in ``nvidia.com/dgd-spec``) is read from beside the v1beta1
+    graph (``Graph.pvcs``, ``Preserved.ingress``): it renders although the v1alpha1 DGD
+    handed to the unmigrated modules says neither."""
+    doc = yaml.safe_load(PVC_AND_INGRESS)
+    graph = components.graph_of(doc)
+    assert [p.name for p in graph.pvcs] == ["models"]
+    kept = graph.components.preserved_of("Frontend").ingress
+    assert kept is not None and kept.ingressControllerClassName == "nginx"
+    objs = _expand(doc, _bare_bridge(["Frontend"]), namespace="ns", grove=grove)
+    [pvc] = [o for o in objs if o["kind"] == "PersistentVolumeClaim"]
+    assert (pvc["metadata"]["name"], pvc["spec"]["storageClassName"]) == ("models", "fast")
+    [ingress] = [o for o in objs if o["kind"] == "Ingress"]
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    # a v1beta1 DGD has neither (its schema has no field for them)
+    beta = components.graph_of(yaml.safe_load(BETA_GRAPH))
+    assert beta.pvcs == () and beta.components.preserved == ()

@@ -33,13 +33,19 @@ What reads it (``tests/test_internal_model.py`` checks which modules read only i
   multinode check, the Planner-scaled workers (:mod:`.replica_owners`) and each
   component's runtime version (:func:`.context.component_runtime`).
 
+The graph level is :class:`Graph` (:func:`graph_of`): the DGD's metadata and its v1beta1
+``GraphSpec`` (a v1alpha1 spec converted up by :func:`.hub.spec_from_alpha`, the
+operator's ``ConvertFromDynamoGraphDeploymentSpec``), read by :mod:`.graph`, :mod:`.grove`
+and :mod:`.objects`.
+
 What v1beta1 cannot say and the renderer still reads stays beside the component
-(:class:`Preserved`, ``ComponentContext.preserved``): a v1alpha1 service's
-``dynamoNamespace``, ``labels``, ``annotations``, ``subComponentType`` and an
+(:class:`Preserved`, ``ComponentContext.preserved``) and the graph (``Graph.pvcs``), as
+the operator keeps it in ``nvidia.com/dgd-spec``: a v1alpha1 DGD's ``pvcs``, a service's
+``ingress``, ``dynamoNamespace``, ``labels``, ``annotations``, ``subComponentType`` and an
 ``envFromSecret`` its conversion drops. The legacy ``DYN_DEPLOYMENT_CONFIG`` rewrites a
 component's replicas and container ``main``'s resources (:func:`.legacy.component`).
-Still read from the v1alpha1 model: graph-level fields (the DGD spec), ``ingress``, GMS
-and failover, checkpoint, provider overrides, the admission rules
+Still read from the v1alpha1 model, handed over by :mod:`.bridge`: GMS and failover,
+checkpoint, provider overrides, the legacy config's parsing, the admission rules
 (``docs/reference-behaviour.md``, *The internal model*).
 """
 
@@ -50,6 +56,7 @@ from typing import Any
 
 from .. import naming
 from ..models import v1beta1
+from ..models.preserved import PVC, Ingress
 from ..models.versions import V1ALPHA1, V1BETA1
 from ..workerhash import hub
 
@@ -76,6 +83,8 @@ class Preserved:
     env_from_secret: str | None = None
     #: where its compilation cache was written (the index in ``volumeMounts``; errors)
     cache_mount: int | None = None
+    #: its ``ingress`` (no v1beta1 field; the operator keeps it in ``nvidia.com/dgd-spec``)
+    ingress: Ingress | None = None
 
 
 NOTHING_PRESERVED = Preserved()
@@ -106,6 +115,53 @@ class GraphComponents:
 
     def get(self, name: str) -> v1beta1.Component | None:
         return next((c for c in self.components if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A DGD as the expansion reads it: its metadata, its v1beta1 graph spec, its v1beta1
+    components, and what a v1alpha1 DGD says at graph level that v1beta1 cannot hold."""
+
+    name: str
+    namespace: str | None
+    #: ``metadata.annotations`` as admitted (with the defaulting webhook's stamps)
+    annotations: dict[str, str]
+    #: the v1beta1 ``spec`` less its components (``env``, ``labels``, ``annotations``,
+    #: ``backendFramework``, ``priorityClassName``, ``topologyConstraint``,
+    #: ``experimental``, ``restart``, ``providerOverride``)
+    spec: v1beta1.GraphSpec
+    components: GraphComponents
+    #: a v1alpha1 DGD's ``spec.pvcs`` (no v1beta1 field; the operator keeps it in
+    #: ``nvidia.com/dgd-spec``)
+    pvcs: tuple[PVC, ...] = ()
+
+    @property
+    def alpha(self) -> bool:
+        """Converted from a v1alpha1 document."""
+        return self.components.alpha
+
+
+def graph_of(source: Obj, alpha: hub.AlphaComponents | None = None) -> Graph:
+    """The DGD document ``source`` (admitted) as :class:`Graph`: a v1beta1 one as written, a
+    v1alpha1 one converted up as the operator's conversion webhook does (``ConvertTo`` @
+    2a6da14c8: :func:`.hub.spec_from_alpha` for the graph spec, :func:`of` for the
+    components); ``alpha``: the conversion of its components when already at hand."""
+    spec = source.get("spec") or {}
+    meta = source.get("metadata") or {}
+    pvcs: tuple[PVC, ...] = ()
+    if is_alpha(source):
+        graph_spec = hub.spec_from_alpha(spec)
+        pvcs = tuple(PVC.model_validate(p) for p in spec.get("pvcs") or [])
+    else:
+        graph_spec = {k: v for k, v in spec.items() if k != "components"}
+    return Graph(
+        name=str(meta.get("name") or ""),
+        namespace=meta.get("namespace") or None,
+        annotations=dict(meta.get("annotations") or {}),
+        spec=v1beta1.GraphSpec.model_validate(graph_spec),
+        components=of(source, alpha),
+        pvcs=pvcs,
+    )
 
 
 def sub_component_type(component: v1beta1.Component, preserved: Preserved) -> str | None:
@@ -158,6 +214,7 @@ def _preserved(component: hub.HubComponent, service: Obj) -> Preserved:
     secret = service.get("envFromSecret") or None
     main = (service.get("extraPodSpec") or {}).get("mainContainer") or {}
     mounts = service.get("volumeMounts") or []
+    ingress = service.get("ingress")
     return Preserved(
         alpha=True,
         labels=dict(component.alpha_labels),
@@ -168,14 +225,17 @@ def _preserved(component: hub.HubComponent, service: Obj) -> Preserved:
         cache_mount=next(
             (i for i, m in enumerate(mounts) if (m or {}).get("useAsCompilationCache")), None
         ),
+        ingress=Ingress.model_validate(ingress) if ingress is not None else None,
     )
 
 
 __all__ = [
     "NOTHING_PRESERVED",
+    "Graph",
     "GraphComponents",
     "Preserved",
     "force_scaling_group",
+    "graph_of",
     "is_alpha",
     "node_count",
     "of",

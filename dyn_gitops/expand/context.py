@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import DynGitopsError, FieldPath
 from ..models import v1beta1
 from ..models.k8s import NamedContainer, PodSpecFields
-from ..models.v1alpha1 import KVTransferPolicy, ServiceSpec
+from ..models.v1alpha1 import ServiceSpec  # only the bridge field ``spec``
 from ..runtimeversion import RuntimeVersionError, Version, resolve
 from ..settings import RenderSettings
 from .components import NOTHING_PRESERVED, Preserved
@@ -30,7 +30,9 @@ class ComponentError(DynGitopsError):
 class ComponentContext:
     dgd_name: str
     namespace: str
-    service: str  # the key in spec.services (original case)
+    service: str  # the component's name (a v1alpha1 key in spec.services, original case)
+    #: BRIDGE: the component's v1alpha1 service (as the legacy config left it), read only by
+    #: ``gms.apply`` until it reads the component; filled by ``expand/bridge.py``
     spec: ServiceSpec
     component_type: str
     dynamo_ns: str
@@ -43,16 +45,15 @@ class ComponentContext:
     labels: dict[str, str]  # component labels (DGD spec < service < system)
     graph_envs: tuple[dict[str, Any], ...]
     settings: RenderSettings
-    #: the component as the operator holds it (v1beta1; the internal model the expansion is
-    #: moving to, ``expand/components.py``); ``spec`` is its v1alpha1 service, as the legacy
-    #: config left it
+    #: the component as the operator holds it (v1beta1, the expansion's internal model,
+    #: ``expand/components.py``)
     component: v1beta1.Component
     epp_config_map: tuple[str, str] | None = None  # (ConfigMap name, key) for EPP
     env_overrides: tuple[tuple[str, str], ...] = ()  # env values rewritten (legacy config)
     grove: bool = False  # rendered as a Grove clique, not a DCD (no DCD defaults apply)
     # the graph's kvTransferPolicy, set on workers only, and the levels of its Grove
     # ClusterTopologyBinding (setting grove-topology-domains) when it names one
-    kv_transfer: KVTransferPolicy | None = None
+    kv_transfer: v1beta1.KVTransferPolicy | None = None
     topology_domains: tuple[str, ...] = ()
     #: pods name their graph (nvidia.com/dynamo-graph-deployment-name); a standalone DCD
     #: has no graph to name

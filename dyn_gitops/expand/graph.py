@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -13,27 +12,23 @@ from ..errors import FieldPath, Problem, RenderError
 from ..merge import merge_envs, merge_override
 from ..models import v1beta1
 from ..models.dump import dump
-from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
 from ..settings import RenderSettings
 from ..workerhash import compute as workerhash
 from ..workerhash import hub
 from ..workerhash.gojson import GoTypeError
 from ..workerhash.quantity import QuantityError
 from . import (
-    checkpoint,
     components,
     defaults,
     elastic_ep,
-    gms,
     grove,
     istio,
-    legacy,
     lws,
     multinode,
     objects,
-    provider_override,
     replica_owners,
 )
+from .bridge import Bridge
 from .context import ComponentContext, ComponentError, component_runtime, main_container_data
 from .podspec import build_pod_spec, detect_backend, pod_labels, user_main_container
 
@@ -44,21 +39,16 @@ def _svc(service: str, *rest: str | int) -> FieldPath:
     return ("spec", "services", service, *rest)
 
 
-def node_count(svc: ServiceSpec) -> int:
-    return svc.multinode.nodeCount if svc.multinode is not None else 1
-
-
-def is_multinode(svc: ServiceSpec) -> bool:
-    return node_count(svc) > 1
-
-
-def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:
-    """Features this version does not render, each as a clear 'not yet supported' problem."""
-    on_grove = grove.is_grove(dgd, settings)
-    out = [*elastic_ep.requires_command(dgd), *provider_override.problems(dgd, on_grove)]
-    out.extend(_topology_problems(dgd, settings, on_grove))
+def not_supported(
+    graph: components.Graph, bridge: Bridge, settings: RenderSettings
+) -> list[Problem]:
+    """Features this version does not render, each as a clear 'not yet supported' problem
+    (their paths are the v1alpha1 DGD's, located in the document by the expand stage)."""
+    on_grove = grove.is_grove(graph, settings)
+    out = bridge.problems(on_grove)
+    out.extend(_topology_problems(graph, settings, on_grove))
     grove_only = f'setting grove true and no {keys.ANN_ENABLE_GROVE}: "false"'
-    if dgd.spec.priorityClassName and not on_grove:  # #10217: the webhook forbids it
+    if graph.spec.priorityClassName and not on_grove:  # #10217: the webhook forbids it
         out.append(
             Problem.at(
                 ("spec", "priorityClassName"),
@@ -73,8 +63,9 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                 "(settings kai-scheduler and volcano-scheduler)",
             )
         )
-    for name, svc in sorted((dgd.spec.services or {}).items()):
-        if svc.force_scaling_group and not on_grove:
+    for comp in sorted(graph.components.components, key=lambda c: c.name):
+        name, nodes = comp.name, components.node_count(comp)
+        if components.force_scaling_group(comp) and not on_grove:
             out.append(
                 Problem.at(
                     _svc(name, "experimental", "grove", "forceScalingGroup"),
@@ -82,17 +73,18 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                     f'and no {keys.ANN_ENABLE_GROVE}: "false")',
                 )
             )
-        if is_multinode(svc) and not (settings.lws or on_grove):
+        if nodes > 1 and not (settings.lws or on_grove):
             out.append(
                 Problem.at(
                     _svc(name, "multinode", "nodeCount"),
-                    f"multinode services (nodeCount {node_count(svc)}) need "
+                    f"multinode services (nodeCount {nodes}) need "
                     "a multinode orchestrator: set the setting lws to true "
                     "(LeaderWorkerSet) or the setting grove to true (Grove)",
                 )
             )
-        if svc.checkpoint is not None and svc.checkpoint.enabled:
-            out.append(checkpoint.not_supported(_svc(name, "checkpoint"), svc.checkpoint))
+        cp = bridge.checkpoint_problem(name)
+        if cp is not None:
+            out.append(cp)
     return out
 
 
@@ -101,11 +93,11 @@ def grove_topology_domains(settings: RenderSettings) -> tuple[str, ...]:
 
 
 def _topology_problems(
-    dgd: DynamoGraphDeployment, settings: RenderSettings, on_grove: bool
+    graph: components.Graph, settings: RenderSettings, on_grove: bool
 ) -> list[Problem]:
     """What the DGD webhook and the operator check of a ``clusterTopologyName`` against the
     cluster (the Grove path, the ClusterTopologyBinding's levels: here a setting)."""
-    kvt = topology.policy(dgd)
+    kvt = topology.graph_policy(graph.spec.experimental)
     if kvt is None or not kvt.clusterTopologyName:
         return []
     where = ("spec", "experimental", "kvTransferPolicy")
@@ -147,15 +139,13 @@ def _effective_command(component: v1beta1.Component, component_type: str) -> dic
     return merge_override({k: base[k] for k in ("command", "args") if k in base}, user)
 
 
-def resolve_backends(
-    dgd: DynamoGraphDeployment, graph: components.GraphComponents
-) -> tuple[str | None, dict[str, str]]:
+def resolve_backends(graph: components.Graph) -> tuple[str | None, dict[str, str]]:
     """The graph framework and each worker's backend (detected > explicit > noop), from the
-    v1beta1 components' container ``main`` (``graph``: ``dgd``'s components)."""
-    explicit = dgd.spec.backendFramework
+    v1beta1 graph's ``backendFramework`` and its components' container ``main``."""
+    explicit = graph.spec.backendFramework
     problems: list[Problem] = []
     detected: dict[str, str] = {}
-    for component in sorted(graph.components, key=lambda c: c.name):
+    for component in sorted(graph.components.components, key=lambda c: c.name):
         name, ctype = component.name, component.type or ""
         if not naming.is_worker(ctype):
             continue
@@ -187,7 +177,7 @@ def resolve_backends(
         raise RenderError(problems)
     framework = explicit or (frameworks.pop() if frameworks else None)
     per_service = {}
-    for component in graph.components:
+    for component in graph.components.components:
         name = component.name
         if naming.is_worker(component.type or ""):
             per_service[name] = detected.get(name) or explicit or "noop"
@@ -197,10 +187,10 @@ def resolve_backends(
 
 
 def _component_annotations(
-    dgd: DynamoGraphDeployment, preserved: components.Preserved
+    graph: components.Graph, preserved: components.Preserved
 ) -> dict[str, str]:
-    meta_ann = dgd.metadata.annotations or {}
-    out = dict(dgd.spec.annotations or {})
+    meta_ann = graph.annotations
+    out = dict(graph.spec.annotations or {})
     out.update({k: meta_ann[k] for k in keys.PROPAGATED_DGD_ANNOTATIONS if k in meta_ann})
     out.update(preserved.annotations)
     return out
@@ -237,7 +227,6 @@ def _with_sync_option(current: str | None, option: str) -> str:
 
 
 def graph_worker_hash(
-    dgd: DynamoGraphDeployment,
     settings: RenderSettings,
     source: Obj,
     alpha: hub.AlphaComponents | None = None,
@@ -261,33 +250,27 @@ def graph_worker_hash(
         ) from None
 
 
-def component_order(graph: components.GraphComponents, services: Collection[str]) -> list[str]:
-    """The services in the order of the operator's v1beta1 component list ``graph``: as
-    written in a v1beta1 document, sorted by name for a v1alpha1 one (the conversion sorts
-    the map keys, ``dgdServiceNamesInEmissionOrder`` @ 2a6da14c8). Grove cliques follow
-    it."""
-    written = graph.names
-    return [n for n in written if n in services] + sorted(set(services) - set(written))
-
-
 def expand_graph(
-    dgd: DynamoGraphDeployment,
+    graph: components.Graph,
+    bridge: Bridge,
     settings: RenderSettings,
     source: Obj,
     alpha: hub.AlphaComponents | None = None,
 ) -> list[Obj]:
-    """Every object the operator creates for ``dgd`` (parsed from the document ``source``),
-    in no particular order (but a PodCliqueSet's cliques in :func:`component_order`);
-    raises :class:`RenderError` with problems not located yet (their paths are the DGD's
-    fields)."""
-    problems = not_supported(dgd, settings)
+    """Every object the operator creates for the DGD ``graph`` (read from the admitted
+    document ``source``; ``bridge``: its v1alpha1 model, for the modules not migrated yet),
+    in no particular order (but a PodCliqueSet's cliques in the order of its components: as
+    written in a v1beta1 document, name-sorted by the conversion of a v1alpha1 one);
+    raises :class:`RenderError` with problems not located yet (their paths are the
+    v1alpha1 DGD's fields)."""
+    problems = not_supported(graph, bridge, settings)
     if problems:
         raise RenderError(problems)
-    return _expand_graph(dgd, settings, source, alpha)
+    return _expand_graph(graph, bridge, settings, source, alpha)
 
 
 def expand_component_deployment(
-    dgd: DynamoGraphDeployment, settings: RenderSettings, graph: components.GraphComponents
+    graph: components.Graph, bridge: Bridge, settings: RenderSettings
 ) -> list[Obj]:
     """A standalone DynamoComponentDeployment, given as the one-service DGD named like it
     (``validate.dcd_as_graph``): what the operator's DCD controller renders from it
@@ -295,49 +278,49 @@ def expand_component_deployment(
     are named after the DCD; there is no graph: no graph-level objects (RBAC, PVCs, EPP
     pool), no graph-name label, no worker hash (only a DGD's rollout stamps one), and
     never Grove (the DCD controller renders a Deployment or a LeaderWorkerSet)."""
-    problems = not_supported(dgd, replace(settings, grove=False))
+    problems = not_supported(graph, bridge, replace(settings, grove=False))
     if problems:
         raise RenderError(problems)
-    ((service, svc),) = (dgd.spec.services or {}).items()
-    _, backends = resolve_backends(dgd, graph)
-    namespace = dgd.metadata.namespace or settings.namespace
+    (component,) = graph.components.components
+    service = component.name
+    _, backends = resolve_backends(graph)
+    namespace = graph.namespace or settings.namespace
     # the one graph-level object a multinode pod refers to: our own wait-for-leader script
-    out = [lws.wait_leader_config_map(dgd.metadata.name, namespace)] if is_multinode(svc) else []
+    multi = components.node_count(component) > 1
+    out = [lws.wait_leader_config_map(graph.name, namespace)] if multi else []
     try:
         return out + _expand_service(
-            dgd,
+            graph,
+            bridge,
             service,
-            svc,
             namespace,
             settings,
             backends[service],
             None,
-            tuple(dump(dgd.spec.envs) or []),
+            tuple(dump(graph.spec.env) or []),
             None,
             standalone=True,
-            graph=graph,
         )
     except ComponentError as exc:
         raise RenderError([Problem.at(_svc(service, *exc.path), str(exc))]) from None
 
 
 def _expand_graph(
-    dgd: DynamoGraphDeployment,
+    graph: components.Graph,
+    bridge: Bridge,
     settings: RenderSettings,
     source: Obj,
     alpha: hub.AlphaComponents | None = None,
 ) -> list[Obj]:
-    dgd_name = dgd.metadata.name
-    namespace = dgd.metadata.namespace or settings.namespace
-    services = dgd.spec.services or {}
-    meta_ann = dgd.metadata.annotations or {}
-    graph_discovery = naming.discovery_backend(meta_ann, settings.discovery_backend)
-    graph = components.of(source, alpha)  # the internal v1beta1 model
-    _, backends = resolve_backends(dgd, graph)
-    on_grove = grove.is_grove(dgd, settings)
-    whash = graph_worker_hash(dgd, settings, source, alpha, graph)
-    graph_envs = tuple(dump(dgd.spec.envs) or [])
-    eps = sorted((c for c in graph.components if c.type == naming.EPP), key=lambda c: c.name)
+    dgd_name = graph.name
+    namespace = graph.namespace or settings.namespace
+    graph_discovery = naming.discovery_backend(graph.annotations, settings.discovery_backend)
+    comps = graph.components  # the internal v1beta1 model
+    _, backends = resolve_backends(graph)
+    on_grove = grove.is_grove(graph, settings)
+    whash = graph_worker_hash(settings, source, alpha, comps)
+    graph_envs = tuple(dump(graph.spec.env) or [])
+    eps = sorted((c for c in comps.components if c.type == naming.EPP), key=lambda c: c.name)
 
     out: list[Obj] = []
     problems = []
@@ -356,13 +339,13 @@ def _expand_graph(
                     naming.EPP_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-epp"
                 )
             )
-    for p in dgd.spec.pvcs or []:
+    for p in graph.pvcs:  # v1alpha1 only (the operator keeps them in nvidia.com/dgd-spec)
         if p.create and p.name:
             out.append(objects.pvc(p, namespace))
-    out.extend(gms.resource_claim_templates(dgd, namespace, settings))  # GMS (DRA)
+    out.extend(bridge.resource_claim_templates(namespace, settings))  # GMS (DRA)
     if graph_discovery == "kubernetes":
         out.extend(objects.discovery_rbac(dgd_name, namespace))
-    if any(c.multinode is not None and c.multinode.nodeCount > 1 for c in graph.components):
+    if any(components.node_count(c) > 1 for c in comps.components):
         out.append(lws.wait_leader_config_map(dgd_name, namespace))
 
     epp_cm: tuple[str, str] | None = None
@@ -382,14 +365,14 @@ def _expand_graph(
             )
 
     parts: list[grove.ServiceCliques] = []
-    for service in component_order(graph, services):
-        svc = services[service]
+    for component in comps.components:  # the operator's component order
+        service = component.name
         try:
             if on_grove:
                 ctx = _grove_context(
-                    dgd,
-                    service,
-                    svc,
+                    graph,
+                    bridge,
+                    component,
                     namespace,
                     settings,
                     backends[service],
@@ -397,23 +380,21 @@ def _expand_graph(
                     graph_envs,
                     epp_cm,
                     graph_discovery,
-                    graph,
                 )
-                parts.append(grove.service_cliques(ctx, dgd))
-                out.extend(_grove_service_objects(ctx, dgd))
+                parts.append(grove.service_cliques(ctx, graph))
+                out.extend(_grove_service_objects(ctx, graph))
             else:
                 out.extend(
                     _expand_service(
-                        dgd,
+                        graph,
+                        bridge,
                         service,
-                        svc,
                         namespace,
                         settings,
                         backends[service],
                         whash,
                         graph_envs,
                         epp_cm,
-                        graph=graph,
                     )
                 )
         except ComponentError as exc:
@@ -422,15 +403,15 @@ def _expand_graph(
         raise RenderError(problems)
     if on_grove:
         out.append(
-            provider_override.apply(dgd, grove.pod_clique_set(dgd, namespace, settings, parts))
+            bridge.provider_override(grove.pod_clique_set(graph, namespace, settings, parts))
         )
     return out
 
 
 def _grove_context(
-    dgd: DynamoGraphDeployment,
-    service: str,
-    svc: ServiceSpec,
+    graph: components.Graph,
+    bridge: Bridge,
+    component: v1beta1.Component,
     namespace: str,
     settings: RenderSettings,
     backend: str,
@@ -438,24 +419,21 @@ def _grove_context(
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     graph_discovery: str,
-    graph: components.GraphComponents,
 ) -> ComponentContext:
     """A Grove clique's context: no DCD, so no legacy DCD rewrites and the clique keeps the
     graph's names; workers carry the worker hash (#12769, ``dgd_grove_workload_renderer.go``
     @ 2a6da14c8); the graph's discovery backend is forced into every component's
     annotations."""
-    dgd_name = dgd.metadata.name
-    component = graph.get(service)
-    assert component is not None  # the same document's services and components
+    dgd_name, service = graph.name, component.name
     ctype = component.type or ""  # v1beta1: prefill/decode are types of their own
-    preserved = graph.preserved_of(service)
-    annotations = _component_annotations(dgd, preserved)
+    preserved = graph.components.preserved_of(service)
+    annotations = _component_annotations(graph, preserved)
     annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
     return ComponentContext(
         dgd_name=dgd_name,
         namespace=namespace,
         service=service,
-        spec=svc,
+        spec=bridge.service(service),  # the bridge to gms.apply
         component_type=ctype,
         dynamo_ns=naming.dynamo_namespace(component.globalDynamoNamespace, namespace, dgd_name),
         name=naming.base_name(dgd_name, service),
@@ -470,32 +448,31 @@ def _grove_context(
         component=component,
         epp_config_map=epp_cm,
         grove=True,
-        **_kv_transfer(dgd, settings, ctype),
+        **_kv_transfer(graph, settings, ctype),
         runtime=component_runtime(component),
         preserved=preserved,
     )
 
 
 def _kv_transfer(
-    dgd: DynamoGraphDeployment, settings: RenderSettings, component_type: str | None
+    graph: components.Graph, settings: RenderSettings, component_type: str | None
 ) -> dict[str, Any]:
     """The context fields of ``kvTransferPolicy``: workers only
     (``shouldApplyKvTransferPolicyToWorkerComponent``)."""
-    kvt = topology.policy(dgd)
+    kvt = topology.graph_policy(graph.spec.experimental)
     if kvt is None or not naming.is_worker(component_type):
         return {}
     return {"kv_transfer": kvt, "topology_domains": grove_topology_domains(settings)}
 
 
-def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> list[Obj]:
+def _grove_service_objects(ctx: ComponentContext, graph: components.Graph) -> list[Obj]:
     """What the DGD controller creates around a Grove clique (dynamo-objects.md 7.1)."""
-    svc = ctx.spec
     out: list[Obj] = []
     if ctx.component_type == naming.FRONTEND or ctx.k8s_discovery:
-        out.append(grove.component_service(ctx, dgd))
+        out.append(grove.component_service(ctx, graph))
     if elastic_ep.is_single_pod_leader(ctx.component, user_main_container(ctx)):
-        out.append(elastic_ep.leader_service(grove.component_service(ctx, dgd)))
-    ingress = svc.ingress
+        out.append(elastic_ep.leader_service(grove.component_service(ctx, graph)))
+    ingress = ctx.preserved.ingress  # v1alpha1 only
     if ingress is None and ctx.component_type == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
     if ingress is not None:
@@ -509,7 +486,7 @@ def _grove_service_objects(ctx: ComponentContext, dgd: DynamoGraphDeployment) ->
 
 
 def _template_metadata(
-    dgd: DynamoGraphDeployment, component: v1beta1.Component, ctype: str
+    graph: components.Graph, component: v1beta1.Component, ctype: str
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The component's pod-template labels and annotations as the operator builds them:
     ``extraPodMetadata``, then (EPP) the Istio opt-out, then the propagated DGD metadata
@@ -521,21 +498,21 @@ def _template_metadata(
     annotations = dict(epm.annotations or {}) if epm else {}
     if ctype == naming.EPP:
         annotations.setdefault(keys.ANN_ISTIO_INJECT, "false")
-    meta_ann = dgd.metadata.annotations or {}
+    meta_ann = graph.annotations
     for key in keys.PROPAGATED_DGD_ANNOTATIONS:
         if key in meta_ann:
             annotations.setdefault(key, meta_ann[key])
-    for key, value in (dgd.spec.annotations or {}).items():
+    for key, value in (graph.spec.annotations or {}).items():
         annotations.setdefault(key, value)
-    for key, value in (dgd.spec.labels or {}).items():
+    for key, value in (graph.spec.labels or {}).items():
         labels.setdefault(key, value)
     return labels, annotations
 
 
 def _expand_service(
-    dgd: DynamoGraphDeployment,
+    graph: components.Graph,
+    bridge: Bridge,
     service: str,
-    svc: ServiceSpec,
     namespace: str,
     settings: RenderSettings,
     backend: str,
@@ -543,29 +520,25 @@ def _expand_service(
     graph_envs: tuple[Obj, ...],
     epp_cm: tuple[str, str] | None,
     standalone: bool = False,
-    *,
-    graph: components.GraphComponents,
 ) -> list[Obj]:
-    """The objects of one component; ``graph``: the DGD's v1beta1 components (a standalone
-    DCD's one)."""
-    dgd_name = dgd.metadata.name
+    """The objects of the component ``service`` of ``graph`` (a standalone DCD's one)."""
+    dgd_name = graph.name
     # its v1beta1 type: a v1alpha1 worker with subComponentType prefill/decode is that type
-    component = graph.get(service)
-    assert component is not None  # the same document's services and components
+    component = graph.components.get(service)
+    assert component is not None  # the name of one of the graph's components
     ctype = component.type or ""
     worker = naming.is_worker(ctype)
-    written = svc
-    svc, env_overrides = legacy.apply(
-        service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])
+    # the legacy config rewrites the component (and the v1alpha1 service gms.apply reads)
+    alpha_svc, component, env_overrides = bridge.legacy(
+        service, ctype, graph_envs, component, alpha=graph.alpha
     )
-    component = legacy.component(component, written, svc, alpha=graph.alpha)
-    preserved = graph.preserved_of(service)
-    tmpl_labels, tmpl_ann = _template_metadata(dgd, component, ctype)
+    preserved = graph.components.preserved_of(service)
+    tmpl_labels, tmpl_ann = _template_metadata(graph, component, ctype)
     # GetDCDKubeAnnotations / GetDCDKubeLabels (internal/dynamo/v1beta1_helpers.go @
     # 2a6da14c8): the v1alpha1 service's own annotations and labels, then the pod
     # template's, then the system labels
     annotations = {**preserved.annotations, **tmpl_ann}
-    kvt = topology.policy(dgd)
+    kvt = topology.graph_policy(graph.spec.experimental)
     annotations = topology.source_annotations(annotations, kvt, ctype)
     dyn_ns = naming.dynamo_namespace(component.globalDynamoNamespace, namespace, dgd_name)
     # a standalone DCD names its workload itself (kubeName = the DCD's name)
@@ -583,14 +556,14 @@ def _expand_service(
         labels[keys.LABEL_GRAPH_NAME] = dgd_name
     if worker and whash:
         labels[keys.LABEL_WORKER_HASH] = whash
-    if worker and graph.has_type(naming.EPP):
+    if worker and graph.components.has_type(naming.EPP):
         labels[keys.LABEL_COMPONENT_CLASS] = naming.COMPONENT_CLASS_WORKER
     discovery = naming.discovery_backend(annotations, settings.discovery_backend)
     ctx = ComponentContext(
         dgd_name=dgd_name,
         namespace=namespace,
         service=service,
-        spec=svc,
+        spec=alpha_svc,  # the bridge to gms.apply
         component_type=ctype,
         dynamo_ns=dyn_ns,
         name=name,
@@ -605,7 +578,7 @@ def _expand_service(
         component=component,
         epp_config_map=epp_cm,
         env_overrides=tuple(sorted(env_overrides.items())),
-        **_kv_transfer(dgd, settings, ctype),
+        **_kv_transfer(graph, settings, ctype),
         graph_label=not standalone,
         runtime=component_runtime(component),
         preserved=preserved,
@@ -638,7 +611,7 @@ def _expand_service(
     out: list[Obj] = []
     if worker and settings.managed_replicas:
         deploy_ann[keys.ANN_MANAGED_REPLICAS] = "true"
-        if replica_owners.planner_scaled(graph, service):
+        if replica_owners.planner_scaled(graph.components, service):
             deploy_ann[keys.ANN_SEED_REPLICAS] = str(desired)
         elif not has_adapter:
             deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)
@@ -680,7 +653,7 @@ def _expand_service(
                 {keys.LABEL_DISCOVERY_BACKEND: "kubernetes", keys.LABEL_DISCOVERY_ENABLED: "true"}
             )
         out.append(objects.component_service(ctx, svc_labels, dep_ann, leader_only=multi))
-    ingress = svc.ingress  # v1alpha1 only (the operator preserves it in nvidia.com/dgd-spec)
+    ingress = preserved.ingress  # v1alpha1 only (the operator keeps it in nvidia.com/dgd-spec)
     if ingress is None and ctype == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
     if ingress is not None:

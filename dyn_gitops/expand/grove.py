@@ -13,7 +13,6 @@ from typing import Any
 from .. import coexistence, keys, naming
 from .. import kvtransfer as topology
 from ..models import v1beta1
-from ..models.v1alpha1 import DynamoGraphDeployment
 from ..settings import RenderSettings, go_duration
 from . import components, defaults, lws, multinode
 from .context import ComponentContext
@@ -39,18 +38,29 @@ class ServiceCliques:
     explicit_startup: bool = False  # some clique waits for others (startsAfter)
 
 
-def is_grove(dgd: DynamoGraphDeployment, settings: RenderSettings) -> bool:
+def is_grove(graph: components.Graph, settings: RenderSettings) -> bool:
     """Grove is on and the DGD does not opt out (``nvidia.com/enable-grove: "false"``)."""
-    ann = dgd.metadata.annotations or {}
-    return settings.grove and ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
+    return settings.grove and graph.annotations.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
 
 
-def kai_queue(dgd: DynamoGraphDeployment) -> str:
-    queue = (dgd.metadata.annotations or {}).get(keys.ANN_KAI_QUEUE, "").strip()
+def kai_queue(graph: components.Graph) -> str:
+    queue = graph.annotations.get(keys.ANN_KAI_QUEUE, "").strip()
     return queue or DEFAULT_KAI_QUEUE
 
 
-def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str, str]:
+def pcs_name(graph: components.Graph) -> str:
+    """The PodCliqueSet's name (``PCSNameForDGD``, :func:`.naming.pcs_name`): each
+    component's share of Grove's combined name budget."""
+    budgets = [
+        naming.grove_clique_budget(
+            c.name, components.node_count(c) > 1, components.force_scaling_group(c)
+        )
+        for c in graph.components.components
+    ]
+    return naming.pcs_name(graph.name, budgets)
+
+
+def clique_labels(ctx: ComponentContext, graph: components.Graph) -> dict[str, str]:
     """``generateLabels``: system labels, user labels over them, then the keys a user
     cannot override re-applied (selector and component are not among them upstream)."""
     comp = ctx.component
@@ -68,9 +78,9 @@ def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str
     if comp.modelRef is not None:
         labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(comp.modelRef.name)
     # Grove reads the DGD's own annotation here, not the component's
-    if (dgd.metadata.annotations or {}).get(keys.ANN_ENABLE_METRICS) != "false":
+    if graph.annotations.get(keys.ANN_ENABLE_METRICS) != "false":
         labels[keys.LABEL_METRICS_ENABLED] = "true"
-    user = {**(dgd.spec.labels or {}), **ctx.preserved.labels}
+    user = {**(graph.spec.labels or {}), **ctx.preserved.labels}
     labels.update(user)
     epm = _pod_metadata(ctx)
     if epm and epm.labels:
@@ -86,7 +96,7 @@ def clique_labels(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> dict[str
     if ctx.k8s_discovery:
         labels.update(discovery_labels())
     if ctx.settings.kai_scheduler:
-        labels[keys.LABEL_KAI_QUEUE] = kai_queue(dgd)
+        labels[keys.LABEL_KAI_QUEUE] = kai_queue(graph)
     return dict(sorted(labels.items()))
 
 
@@ -111,13 +121,13 @@ def _grove_topology(topology_name: str, domain: str | None) -> Obj | None:
 
 
 def _topology_name(tc: Any) -> str:
-    """The deployment's ClusterTopology: v1alpha1 ``topologyProfile`` (v1beta1
-    ``clusterTopologyName``, which the conversion maps it to)."""
+    """The deployment's ClusterTopology: v1beta1 ``clusterTopologyName`` (a v1alpha1
+    ``topologyProfile`` converts into it; the model also takes it as written)."""
     return str(tc.topologyProfile or tc.clusterTopologyName or "") if tc is not None else ""
 
 
-def _pcs_topology(dgd: DynamoGraphDeployment) -> Obj | None:
-    tc = dgd.spec.topologyConstraint
+def _pcs_topology(graph: components.Graph) -> Obj | None:
+    tc = graph.spec.topologyConstraint
     return None if tc is None else _grove_topology(_topology_name(tc), tc.packDomain)
 
 
@@ -127,14 +137,14 @@ def _pod_metadata(ctx: ComponentContext) -> v1beta1.PodTemplateMeta | None:
     return tpl.metadata if tpl is not None else None
 
 
-def _component_topology(comp: v1beta1.Component, dgd: DynamoGraphDeployment) -> Obj | None:
+def _component_topology(comp: v1beta1.Component, graph: components.Graph) -> Obj | None:
     """A component's constraint inherits the topology name from a constrained PodCliqueSet;
     with no deployment pack domain there is no parent constraint, so it names the topology
     itself (``toGroveTopologyConstraint``)."""
     tc = comp.topologyConstraint
     if tc is None or not tc.packDomain:
         return None
-    deployment = dgd.spec.topologyConstraint
+    deployment = graph.spec.topologyConstraint
     inherited = deployment is not None and bool(deployment.packDomain)
     name = "" if deployment is None or inherited else _topology_name(deployment)
     return _grove_topology(name, tc.packDomain)
@@ -186,10 +196,10 @@ def _with_scheduler(pod: Obj, ctx: ComponentContext) -> Obj:
     return pod
 
 
-def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> ServiceCliques:
+def service_cliques(ctx: ComponentContext, graph: components.Graph) -> ServiceCliques:
     comp = ctx.component
     lsvc = ctx.service.lower()
-    labels = clique_labels(ctx, dgd)
+    labels = clique_labels(ctx, graph)
     annotations = clique_annotations(ctx)
     replicas = 1 if comp.replicas is None else comp.replicas
     nodes = components.node_count(comp)
@@ -200,7 +210,7 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
         return ServiceCliques(
             cliques=[_clique(lsvc, labels, annotations, 1, 1, _with_scheduler(single, ctx), None)],
             scaling_group=_scaling_group(
-                lsvc, [lsvc], replicas, min_available, _component_topology(comp, dgd)
+                lsvc, [lsvc], replicas, min_available, _component_topology(comp, graph)
             ),
         )
     if nodes <= 1:
@@ -213,7 +223,7 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
                     replicas,
                     min_available,
                     _with_scheduler(single, ctx),
-                    _component_topology(comp, dgd),
+                    _component_topology(comp, graph),
                 )
             ]
         )
@@ -252,7 +262,7 @@ def service_cliques(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Servic
         leader["spec"]["startsAfter"] = [worker_name]
         out.explicit_startup = True
     out.scaling_group = _scaling_group(
-        lsvc, [leader_name, worker_name], replicas, min_available, _component_topology(comp, dgd)
+        lsvc, [leader_name, worker_name], replicas, min_available, _component_topology(comp, graph)
     )
     return out
 
@@ -272,7 +282,7 @@ def _scaling_group(
 
 
 def update_strategy(
-    dgd: DynamoGraphDeployment, settings: RenderSettings, *, scaling_groups: bool
+    graph: components.Graph, settings: RenderSettings, *, scaling_groups: bool
 ) -> str | None:
     """The PodCliqueSet's ``spec.updateStrategy.type`` (None: none written, Grove's
     ``RollingRecreate``). The DGD's ``nvidia.com/grove-update-strategy`` wins, copied as the
@@ -281,7 +291,7 @@ def update_strategy(
     the pods: it runs (managed-replicas), it sees the graph (the DGD is emitted, carrying the
     PodCliqueSet's name) and every clique is a standalone PodClique (a scaling group's
     pods would keep their old template until deleted)."""
-    annotated = (dgd.metadata.annotations or {}).get(keys.ANN_GROVE_UPDATE_STRATEGY)
+    annotated = graph.annotations.get(keys.ANN_GROVE_UPDATE_STRATEGY)
     if annotated:
         return annotated
     if (
@@ -295,7 +305,7 @@ def update_strategy(
 
 
 def pod_clique_set(
-    dgd: DynamoGraphDeployment,
+    graph: components.Graph,
     namespace: str,
     settings: RenderSettings,
     parts: list[ServiceCliques],
@@ -309,10 +319,10 @@ def pod_clique_set(
             STARTUP_EXPLICIT if any(p.explicit_startup for p in parts) else STARTUP_ANY_ORDER
         ),
     }
-    if dgd.spec.priorityClassName:
-        template["priorityClassName"] = dgd.spec.priorityClassName
+    if graph.spec.priorityClassName:
+        template["priorityClassName"] = graph.spec.priorityClassName
     template["headlessServiceConfig"] = {"publishNotReadyAddresses": True}
-    topology = _pcs_topology(dgd)
+    topology = _pcs_topology(graph)
     if topology is not None:
         template["topologyConstraint"] = topology
     delay = go_duration(settings.grove_termination_delay)
@@ -321,28 +331,28 @@ def pod_clique_set(
     if groups:
         template["podCliqueScalingGroups"] = groups
     spec: Obj = {"replicas": 1}
-    strategy = update_strategy(dgd, settings, scaling_groups=bool(groups))
+    strategy = update_strategy(graph, settings, scaling_groups=bool(groups))
     if strategy:
         spec["updateStrategy"] = {"type": strategy}
     spec["template"] = template
     # the PCS name may be cut (#8563): the label names the DGD it renders
-    labels = {**(dgd.spec.labels or {}), keys.LABEL_GRAPH_NAME: dgd.metadata.name}
-    annotations = dict(dgd.spec.annotations or {})
-    queue = (dgd.metadata.annotations or {}).get(keys.ANN_VOLCANO_QUEUE, "").strip()
+    labels = {**(graph.spec.labels or {}), keys.LABEL_GRAPH_NAME: graph.name}
+    annotations = dict(graph.spec.annotations or {})
+    queue = graph.annotations.get(keys.ANN_VOLCANO_QUEUE, "").strip()
     if settings.volcano_scheduler and queue:  # #8225, injectVolcanoQueueAnnotation
         annotations[keys.ANN_GROVE_VOLCANO_QUEUE] = queue
     return {
         "apiVersion": GROVE_API,
         "kind": "PodCliqueSet",
-        "metadata": meta(naming.dgd_pcs_name(dgd), namespace, labels, annotations),
+        "metadata": meta(pcs_name(graph), namespace, labels, annotations),
         "spec": spec,
     }
 
 
-def component_service(ctx: ComponentContext, dgd: DynamoGraphDeployment) -> Obj:
+def component_service(ctx: ComponentContext, graph: components.Graph) -> Obj:
     """The Service the DGD controller creates on the Grove path: user labels (no system
     labels, no annotations) and the component selector; it selects leader and workers."""
-    labels = {**(dgd.spec.labels or {}), **ctx.preserved.labels}
+    labels = {**(graph.spec.labels or {}), **ctx.preserved.labels}
     if ctx.k8s_discovery:
         labels.update(discovery_labels())
     selector = {

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from .. import keys, naming
-from ..models.v1alpha1 import PVC, Ingress
+from ..models.preserved import PVC, Ingress
 from ..yamlout import go_reads_as_non_string
 from . import defaults
 from .context import ComponentContext

@@ -15,13 +15,13 @@ from typing import Any
 from .. import admission, coexistence, keys, to_v1beta1
 from ..errors import NotSupportedError, Problem, RenderError
 from ..merge import data_copy
-from ..models.v1alpha1 import DynamoGraphDeployment
 from ..models.versions import V1ALPHA1, V1BETA1
 from ..parse import Document, located
 from ..settings import RenderSettings
 from ..validate import Validated, dcd_as_graph
 from ..workerhash import hub
 from . import components, replica_owners
+from .bridge import Bridge
 from .graph import expand_component_deployment, expand_graph
 
 
@@ -89,22 +89,27 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     # a v1alpha1 DGD's components converted once (when needed): for the worker hash and the
     # emitted v1beta1 DGD
     alpha = hub.AlphaComponents(source.get("spec") or {}) if components.is_alpha(source) else None
+    # the validated v1alpha1 model (a v1beta1 DGD's down-conversion), for the expansion
+    # modules not migrated to the v1beta1 model yet
+    bridge = Bridge(dgd)
     try:
         if item.standalone_dcd:
-            graph = components.of(dcd_as_graph(source)[0])  # its one component
-            children = expand_component_deployment(dgd, settings, graph)
+            # its one component, in the one-component DGD named like it
+            graph = components.graph_of(dcd_as_graph(source)[0])
+            children = expand_component_deployment(graph, bridge, settings)
         else:
-            children = expand_graph(dgd, settings, source, alpha)
+            graph = components.graph_of(source, alpha)  # the internal v1beta1 model
+            children = expand_graph(graph, bridge, settings, source, alpha)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
-    except RenderError as exc:  # its paths are the model's fields
+    except RenderError as exc:  # its paths are the v1alpha1 model's fields
         raise RenderError([item.located(p) for p in exc.problems]) from None
-    ref = f"{dgd.metadata.namespace or settings.namespace}/{dgd.metadata.name}"
+    ref = f"{graph.namespace or settings.namespace}/{graph.name}"
     out = [Rendered(child, doc.file.path, dgd=ref, doc=doc) for child in children]
     # a standalone DCD is rendered, not emitted: the companion controller manages DGDs
     if coexistence.emits_source(settings) and not item.standalone_dcd:
         try:
-            emitted = _source_to_emit(source, dgd, children, settings, alpha)
+            emitted = _source_to_emit(source, item, children, settings, alpha)
         except RenderError as exc:
             raise RenderError([item.located(p) for p in exc.problems]) from None
         out.append(
@@ -167,7 +172,7 @@ def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
 
 def _source_to_emit(
     data: dict[str, Any],
-    obj: DynamoGraphDeployment,
+    item: Validated,
     children: list[dict[str, Any]],
     settings: RenderSettings,
     alpha: hub.AlphaComponents | None = None,
@@ -181,7 +186,10 @@ def _source_to_emit(
     stamps = _markers(children)
     version = data.get("apiVersion")
     if version == V1BETA1 and settings.source_api_version == "v1alpha1":
-        out: dict[str, Any] = obj.model_dump(mode="json", exclude_unset=True)
+        # emitted in v1alpha1: the down-conversion the validate stage made (an output in
+        # that version, not a read of the v1alpha1 model)
+        assert item.dgd is not None  # a DGD
+        out: dict[str, Any] = item.dgd.model_dump(mode="json", exclude_unset=True)
         stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
     elif version == V1ALPHA1 and settings.source_api_version == "v1beta1":
         if keys.ANN_DGD_SPEC in ((data.get("metadata") or {}).get("annotations") or {}):

@@ -6,6 +6,9 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr
 
 from .k8s import Container, EnvVar, ExtraPodSpec, ObjectMeta, Probe, Quantity, Strict
+from .preserved import PVC as PVC
+from .preserved import Ingress as Ingress
+from .preserved import IngressTLS as IngressTLS
 from .versions import GROUP as GROUP
 from .versions import V1ALPHA1
 
@@ -51,23 +54,6 @@ class Multinode(Strict):
 
 class ScalingAdapter(Strict):
     enabled: bool = False
-
-
-class IngressTLS(Strict):
-    secretName: str | None = None
-
-
-class Ingress(Strict):
-    enabled: bool = False
-    host: str | None = None
-    useVirtualService: bool = False
-    virtualServiceGateway: str | None = None
-    hostPrefix: str | None = None
-    hostSuffix: str | None = None
-    annotations: dict[str, str] | None = None
-    labels: dict[str, str] | None = None
-    tls: IngressTLS | None = None
-    ingressControllerClassName: str | None = None
 
 
 class ModelRef(Strict):
@@ -202,14 +188,6 @@ class ServiceSpec(Strict):
     @property
     def main_container(self) -> Container | None:
         return self.extraPodSpec.mainContainer if self.extraPodSpec else None
-
-
-class PVC(Strict):
-    create: bool = False
-    name: str | None = None
-    storageClass: str | None = None
-    size: Quantity | None = None
-    volumeAccessMode: str | None = None
 
 
 class RestartStrategy(Strict):

@@ -19,6 +19,7 @@ from .v1alpha1 import (
     Restart,
     TopologyConstraint,
 )
+from .v1alpha1 import KVTransferPolicy as KVTransferPolicy  # experimental.kvTransferPolicy
 from .versions import V1BETA1
 
 API_VERSION = V1BETA1
