@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import struct
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from . import keys, naming
-from .models.v1alpha1 import DynamoGraphDeployment, KVTransferPolicy
+from .models.v1beta1 import KVTransferPolicy
 
 ENV_DOMAIN: Final = "DYN_KV_TRANSFER_DOMAIN"
 ENV_ENFORCEMENT: Final = "DYN_KV_TRANSFER_ENFORCEMENT"
@@ -36,8 +36,25 @@ MOUNT_PATH: Final = "/etc/dynamo/topology"
 DEFAULT_ENFORCEMENT: Final = "required"
 
 
-def policy(dgd: DynamoGraphDeployment) -> KVTransferPolicy | None:
-    """The graph's policy when it names a topology source (else the operator ignores it)."""
+class _Experimental(Protocol):
+    @property
+    def kvTransferPolicy(self) -> KVTransferPolicy | None: ...
+
+
+class _GraphSpec(Protocol):
+    @property
+    def experimental(self) -> _Experimental | None: ...
+
+
+class _Graph(Protocol):
+    @property
+    def spec(self) -> _GraphSpec: ...
+
+
+def policy(dgd: _Graph) -> KVTransferPolicy | None:
+    """The graph's policy when it names a topology source (else the operator ignores it):
+    ``spec.experimental.kvTransferPolicy`` of a DGD model of either version (the field and
+    its type are the same in v1beta1, where the operator reads it, and in v1alpha1)."""
     exp = dgd.spec.experimental
     kvt = exp.kvTransferPolicy if exp is not None else None
     if kvt is None or not (kvt.labelKey or kvt.clusterTopologyName):

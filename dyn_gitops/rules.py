@@ -29,12 +29,8 @@ from . import gates, keys, naming
 from .errors import FieldPath, Problem
 from .models import v1beta1
 from .models.k8s import NamedContainer, ObjectMeta
-from .models.v1alpha1 import (
-    MODEL_SOURCE_SCHEMES,
-    DynamoGraphDeployment,
-    DynamoModel,
-    KVTransferPolicy,
-)
+from .models.v1alpha1 import MODEL_SOURCE_SCHEMES, DynamoGraphDeployment, DynamoModel
+from .models.v1beta1 import KVTransferPolicy
 from .runtimeversion import (
     RuntimeVersionError,
     Version,
