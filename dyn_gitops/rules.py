@@ -198,8 +198,8 @@ def alpha_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     """What a v1alpha1 DGD says that its v1beta1 form has no field for, or cannot say
     wrongly, checked as written (v1alpha1 paths): the graph's ``pvcs``; a service's
     ``replicas`` (v1beta1: at least 0 by its schema), ``ingress``, ``volumeMounts``,
-    ``sharedMemory``, ``frontendSidecar``, ``annotations`` and an empty
-    ``runtimeVersionOverride`` (which the conversion drops)."""
+    ``sharedMemory``, ``frontendSidecar``, ``annotations``, an empty
+    ``runtimeVersionOverride`` (which the conversion drops) and an empty name."""
     for i, p in enumerate(dgd.spec.pvcs or []):
         if not p.name:
             yield Problem.at(("spec", "pvcs", i, "name"), f"spec.pvcs[{i}].name is required")
@@ -209,6 +209,8 @@ def alpha_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
                     yield Problem.at(("spec", "pvcs", i, field), "required when create is true")
     for name, svc in sorted((dgd.spec.services or {}).items()):
         loc: FieldPath = ("spec", "services", name)
+        if not name:  # no v1beta1 component name (the other names: _name_checks)
+            yield Problem.at(loc, _bad_name(name))
         if svc.runtimeVersionOverride == "":
             yield Problem.at((*loc, "runtimeVersionOverride"), _override_message(""))
         if svc.replicas is not None and svc.replicas < 0:
@@ -282,6 +284,13 @@ def alpha_limit_checks(dgd: DynamoGraphDeployment, *, max_replicas: int) -> Iter
                 )
 
 
+def _bad_name(name: str) -> str:
+    return (
+        f"service name {name!r} does not make a valid Kubernetes name (letters, digits, '-' "
+        "and '.')"
+    )
+
+
 def _name_checks(g: Graph) -> Iterator[Problem]:
     name = g.metadata.name
     if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
@@ -302,11 +311,7 @@ def _name_checks(g: Graph) -> Iterator[Problem]:
             continue
         seen[lower] = svc_name
         if not _DNS_SUBDOMAIN.match(lower):
-            yield Problem.at(
-                loc,
-                f"service name {svc_name!r} does not make a valid Kubernetes "
-                "name (letters, digits, '-' and '.')",
-            )
+            yield Problem.at(loc, _bad_name(svc_name))
             continue
         worker = naming.is_worker(c.type)
         service_name = naming.normalize(naming.base_name(name, svc_name))

@@ -128,13 +128,14 @@ def _validated(
         if typed.beta is None
         else []
     )
-    graph = _graph(typed, alpha_found)
+    graph = _graph(typed, item, alpha_found)
     if graph is None:
         problems.extend(alpha_found)
         return None
+    to_doc = typed.graph_path(graph)
 
     def at(problem: Problem) -> Problem:  # a problem of the v1beta1 form, in the document
-        return located(doc, replace(problem, path=typed.graph_path(graph, problem.path)))
+        return located(doc, replace(problem, path=to_doc(problem.path)))
 
     found = [
         *alpha_found,
@@ -183,10 +184,12 @@ class Typed:
     dcd_where: FieldPath | None = None
     alpha: hub.AlphaComponents | None = None
 
-    def graph_path(self, graph: Graph, path: FieldPath) -> FieldPath:
+    def graph_path(self, graph: Graph) -> Callable[[FieldPath], FieldPath]:
         """A field path of the v1beta1 form ``graph`` -> the field in the document."""
-        out = graph.to_doc_path()(path)
-        return _dcd_path(out, self.dcd_where) if self.dcd_where is not None else out
+        to_graph, where = graph.to_doc_path(), self.dcd_where
+        if where is None:
+            return to_graph
+        return lambda path: _dcd_path(to_graph(path), where)
 
 
 def _alpha_problems(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:
@@ -197,9 +200,9 @@ def _alpha_problems(dgd: DynamoGraphDeployment, settings: RenderSettings) -> lis
     ]
 
 
-def _graph(typed: Typed, alpha_found: list[Problem]) -> Graph | None:
+def _graph(typed: Typed, item: Validated, alpha_found: list[Problem]) -> Graph | None:
     """The v1beta1 form the rules read; None when a v1alpha1 value does not fit it (a
-    problem is in ``alpha_found`` then)."""
+    problem is in ``alpha_found`` then, located in ``item``'s document)."""
     if typed.beta is not None:
         return rules.of_v1beta1(typed.beta)
     try:
@@ -207,10 +210,12 @@ def _graph(typed: Typed, alpha_found: list[Problem]) -> Graph | None:
     except ValidationError as exc:
         if not alpha_found:  # pragma: no cover - alpha_checks names what does not fit
             alpha_found.append(
-                Problem.at(
-                    ("spec", "services"),
-                    "does not convert to nvidia.com/v1beta1: "
-                    + "; ".join(e["msg"] for e in exc.errors(include_url=False)),
+                item.located(
+                    Problem.at(
+                        ("spec", "services"),
+                        "does not convert to nvidia.com/v1beta1: "
+                        + "; ".join(e["msg"] for e in exc.errors(include_url=False)),
+                    )
                 )
             )
         return None

@@ -321,3 +321,36 @@ def test_rules_read_the_v1beta1_form() -> None:
             if isinstance(node, ast.ImportFrom)
         ]
         assert not [m for m in imported if "v1alpha1" in m], (module, imported)
+
+
+def _gms_problems(doc: Obj) -> list[tuple[Any, ...]]:
+    dgd = v1alpha1.DynamoGraphDeployment.model_validate(doc)
+    graph = rules.of_v1alpha1(dgd, doc["spec"])
+    to = graph.to_doc_path()
+    return [
+        (to(p.path), p.message) for p in rules.validate_graph(graph) if "GPU count" in p.message
+    ]
+
+
+def test_gms_gpu_count_is_read_from_container_main() -> None:
+    """The webhook validates the v1beta1 object, so the GMS GPU count is container
+    ``main``'s ``nvidia.com/gpu`` limit, else its request (the upstream webhook's message
+    names ``podTemplate.spec.containers[main].resources``; its tests accept requests when
+    limits are unset: ``webhook/validation/shared_v1beta1.go`` and
+    ``dynamocomponentdeployment_validation_envtest_test.go`` as indexed, e.g. 03bd8b47).
+    A v1alpha1 service's ``resources.limits.gpu`` converts into it, and a GPU only
+    ``mainContainer.resources`` gives counts too."""
+    doc = _with({"gpuMemoryService": {"enabled": True}, "resources": None})
+    assert _gms_problems(doc) == [
+        (
+            ("spec", "services", "Worker", "gpuMemoryService"),
+            "the GPU memory service needs a GPU count >= 1 "
+            "(resources.limits.gpu, else resources.requests.gpu)",
+        )
+    ]
+    main = doc["spec"]["services"]["Worker"]["extraPodSpec"]["mainContainer"]
+    main["resources"] = {"requests": {"nvidia.com/gpu": "2"}}
+    assert _gms_problems(doc) == []
+    doc["spec"]["services"]["Worker"]["resources"] = {"requests": {"gpu": "1"}}
+    main.pop("resources")
+    assert _gms_problems(doc) == []
