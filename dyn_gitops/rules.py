@@ -99,8 +99,17 @@ def of_v1alpha1(
     when a value v1alpha1 accepts does not fit v1beta1 (:func:`alpha_checks` names it)."""
     graph = v1beta1.GraphSpec.model_validate(hub.spec_from_alpha(spec))
     converted = (alpha or hub.AlphaComponents(spec)).get()
-    components = [Component.model_validate(c.spec) for c in converted]
+    components = [Component.model_validate(_fitting(c.spec)) for c in converted]
     return Graph(dgd.metadata, graph.model_copy(update={"components": components}), alpha=dgd)
+
+
+def _fitting(component: dict[str, Any]) -> dict[str, Any]:
+    """A converted component without a negative ``replicas``, which the v1beta1 schema
+    refuses and :func:`alpha_checks` reports as written (the other rules still run)."""
+    replicas = component.get("replicas")
+    if isinstance(replicas, int) and replicas < 0:
+        return {k: v for k, v in component.items() if k != "replicas"}
+    return component
 
 
 def main_container(c: Component) -> tuple[int, NamedContainer | None]:

@@ -354,3 +354,39 @@ def test_gms_gpu_count_is_read_from_container_main() -> None:
     doc["spec"]["services"]["Worker"]["resources"] = {"requests": {"gpu": "1"}}
     main.pop("resources")
     assert _gms_problems(doc) == []
+
+
+def _warnings(tmp_path: Path, doc: Obj, name: str) -> str:
+    from dyn_gitops import context
+
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    ctx = context.open_path(str(path), runner=context.Runner(flags={}))
+    return "\n".join(str(p) for p in context.render(ctx).warnings)
+
+
+def test_warnings_name_the_field_written_in_either_version(tmp_path: Path) -> None:
+    """``warn_graph`` on the v1beta1 form: a deployment strategy other than ``Recreate`` on
+    the pod template (``extraPodMetadata`` in v1alpha1) and on a v1alpha1 service's own
+    annotations (no v1beta1 field)."""
+    key = keys.ANN_DEPLOYMENT_STRATEGY
+    alpha = _with(
+        {
+            "extraPodMetadata": {"annotations": {key: "recreate"}},
+            "annotations": {key: "rolling"},
+        }
+    )
+    text = _warnings(tmp_path, alpha, "alpha")
+    assert f"spec.services.Worker.extraPodMetadata.annotations.{key}: 'recreate' is not" in text
+    assert f"spec.services.Worker.annotations.{key}: 'rolling' is not" in text
+    text = _warnings(tmp_path, _twin(alpha), "beta")
+    assert f"spec.components[1].podTemplate.metadata.annotations.{key}: 'recreate'" in text
+    assert "'rolling'" not in text  # v1beta1 has no service annotations
+
+
+def test_a_negative_replicas_does_not_hide_the_other_rules(tmp_path: Path) -> None:
+    """v1beta1's schema refuses a negative ``replicas``: it is reported on the v1alpha1
+    service as written and left out of the v1beta1 form, whose rules still run."""
+    text = _problems(tmp_path, _with({"replicas": -1, "runtimeVersionOverride": "v1"}), "neg")
+    assert "spec.services.Worker.replicas: must be >= 0, found -1" in text
+    assert "spec.services.Worker.runtimeVersionOverride: must be the Dynamo runtime" in text
