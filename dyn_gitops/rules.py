@@ -203,6 +203,29 @@ def validate_graph(g: Graph) -> Iterator[Problem]:
         )
 
 
+def pathway_checks(g: Graph, *, grove_pathway: bool) -> Iterator[Problem]:
+    """The 1.5 webhook's rules on the v1beta1 form that depend on the workload provider
+    (``validateDynamoComponentDeploymentSharedSpec`` in
+    ``internal/webhook/validation/shared_v1beta1.go`` @ 2a6da14c8, #10532): a component's
+    ``minAvailable`` only on the Grove pathway (a standalone DCD is never on it)."""
+    if grove_pathway:
+        return
+    for loc, c in g.components:
+        if c.minAvailable is not None:
+            yield Problem.at(
+                (*loc, "minAvailable"),
+                "is currently supported only for Grove-backed DynamoGraphDeployment "
+                f'components (setting grove true and no {keys.ANN_ENABLE_GROVE}: "false"; '
+                "a standalone DynamoComponentDeployment never is)",
+            )
+
+
+def _negative_quantity(value: str) -> bool:
+    """A Kubernetes quantity below zero (``-0`` is zero)."""
+    text = value.strip()
+    return text.startswith("-") and any(ch in "123456789" for ch in text)
+
+
 def alpha_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
     """What a v1alpha1 DGD says that its v1beta1 form has no field for, or cannot say
     wrongly, checked as written (v1alpha1 paths): the graph's ``pvcs``; a service's
@@ -537,6 +560,13 @@ def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
         yield Problem.at((*loc, "minAvailable"), f"must be >= 0, found {c.minAvailable}")
     if c.sharedMemorySize == "":
         yield Problem.at((*loc, "sharedMemorySize"), "size is required unless disabled is true")
+    elif c.sharedMemorySize is not None and _negative_quantity(c.sharedMemorySize):
+        # shared_v1beta1.go @ 2a6da14c8 (SharedMemorySize.Sign() < 0)
+        yield Problem.at(
+            (*loc, "sharedMemorySize"), f"must be non-negative, found {c.sharedMemorySize!r}"
+        )
+    if c.frontendSidecar == "":  # shared_v1beta1.go @ 2a6da14c8
+        yield Problem.at((*loc, "frontendSidecar"), "must not be empty")
     cp = c.experimental.checkpoint if c.experimental is not None else None
     if cp is not None and cp.get("job") is not None and cp.get("checkpointRef"):
         # CEL on ComponentCheckpointConfig (api/v1beta1/common.go)

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from . import admission, coexistence, keys, rules
+from . import admission, coexistence, keys, naming, rules
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem, RenderError
 from .models.v1alpha1 import DynamoGraphDeployment, DynamoModel
@@ -132,10 +132,12 @@ def _validated(
     if graph is None:
         problems.extend(alpha_found)
         return None
-    to_doc = typed.graph_path(graph)
+    to_doc: list[Callable[[FieldPath], FieldPath]] = []  # made when first needed
 
     def at(problem: Problem) -> Problem:  # a problem of the v1beta1 form, in the document
-        return located(doc, replace(problem, path=to_doc(problem.path)))
+        if not to_doc:  # (the mapping's module is imported only for a problem)
+            to_doc.append(typed.graph_path(graph))
+        return located(doc, replace(problem, path=to_doc[0](problem.path)))
 
     found = [
         *alpha_found,
@@ -148,6 +150,9 @@ def _validated(
                     max_node_count=settings.max_node_count,
                 ),
                 *rules.validate_graph(graph),
+                *rules.pathway_checks(
+                    graph, grove_pathway=_grove_pathway(graph, standalone, settings)
+                ),
                 *rules.workload_provider_checks(graph.metadata, settings.grove),
                 *coexistence.graph_checks(graph, settings),
                 *(rules.runtime_version_admission(graph) if strict else ()),
@@ -190,6 +195,16 @@ class Typed:
         if where is None:
             return to_graph
         return lambda path: _dcd_path(to_graph(path), where)
+
+
+def _grove_pathway(graph: Graph, standalone: bool, settings: RenderSettings) -> bool:
+    """Whether the 1.5 webhook validates the DGD for the Grove pathway
+    (``grovePathwayForDynamoGraphDeployment`` @ 2a6da14c8): its provider is Grove (a provider
+    annotation contradicting the settings is refused by ``workload_provider_checks``); a
+    standalone DCD never."""
+    ann = graph.metadata.annotations or {}
+    provider = ann.get(keys.ANN_WORKLOAD_PROVIDER) or naming.workload_provider(ann, settings.grove)
+    return not standalone and provider == keys.WORKLOAD_PROVIDER_GROVE
 
 
 def _alpha_problems(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:

@@ -390,3 +390,35 @@ def test_a_negative_replicas_does_not_hide_the_other_rules(tmp_path: Path) -> No
     text = _problems(tmp_path, _with({"replicas": -1, "runtimeVersionOverride": "v1"}), "neg")
     assert "spec.services.Worker.replicas: must be >= 0, found -1" in text
     assert "spec.services.Worker.runtimeVersionOverride: must be the Dynamo runtime" in text
+
+
+def test_min_available_only_on_the_grove_pathway(tmp_path: Path) -> None:
+    """Ported from the 1.5 webhook, which validates the v1beta1 object
+    (``validateDynamoComponentDeploymentSharedSpec``,
+    ``internal/webhook/validation/shared_v1beta1.go`` @ 2a6da14c8, #10532 5d3bb78df): a
+    component's ``minAvailable`` is refused unless the DGD renders on the Grove pathway."""
+    alpha = _with({"minAvailable": 1})
+    message = "is currently supported only for Grove-backed DynamoGraphDeployment components"
+    for doc, where in ((alpha, "spec.services.Worker"), (_twin(alpha), "spec.components[1]")):
+        text = _problems(tmp_path, doc, "off-grove", grove="false")
+        assert f"{where}.minAvailable: {message}" in text, text
+        opted_out = copy.deepcopy(doc)
+        opted_out["metadata"]["annotations"] = {keys.ANN_ENABLE_GROVE: "false"}
+        text = _problems(tmp_path, opted_out, "opted-out", grove="true")
+        assert f"{where}.minAvailable: {message}" in text, text
+        (tmp_path / "grove.yaml").write_text(yaml.safe_dump(doc))
+        assert render_objects(tmp_path / "grove.yaml", grove="true")
+
+
+def test_v1beta1_only_values_the_webhook_refuses(tmp_path: Path) -> None:
+    """Ported from ``shared_v1beta1.go`` @ 2a6da14c8: a negative ``sharedMemorySize`` (a
+    v1alpha1 ``sharedMemory.size`` converts into it) and an empty ``frontendSidecar``."""
+    alpha = _with({"sharedMemory": {"size": "-1Gi"}})
+    text = _problems(tmp_path, alpha, "shm-alpha")
+    assert "spec.services.Worker.sharedMemory: must be non-negative, found '-1Gi'" in text
+    text = _problems(tmp_path, _twin(alpha), "shm-beta")
+    assert "spec.components[1].sharedMemorySize: must be non-negative, found '-1Gi'" in text
+    beta = _twin(BASE)
+    beta["spec"]["components"][0]["frontendSidecar"] = ""
+    text = _problems(tmp_path, beta, "sidecar")
+    assert "spec.components[0].frontendSidecar: must not be empty" in text, text
