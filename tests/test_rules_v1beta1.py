@@ -334,12 +334,11 @@ def _gms_problems(doc: Obj) -> list[tuple[Any, ...]]:
 
 def test_gms_gpu_count_is_read_from_container_main() -> None:
     """The webhook validates the v1beta1 object, so the GMS GPU count is container
-    ``main``'s ``nvidia.com/gpu`` limit, else its request (the upstream webhook's message
-    names ``podTemplate.spec.containers[main].resources``; its tests accept requests when
-    limits are unset: ``webhook/validation/shared_v1beta1.go`` and
-    ``dynamocomponentdeployment_validation_envtest_test.go`` as indexed, e.g. 03bd8b47).
-    A v1alpha1 service's ``resources.limits.gpu`` converts into it, and a GPU only
-    ``mainContainer.resources`` gives counts too."""
+    ``main``'s ``nvidia.com/gpu`` limit, else its request (``validateGPUMemoryServiceSpec``
+    in ``internal/webhook/validation/shared_v1beta1.go`` reads
+    ``dynamo.GetMainContainerResources`` through ``dra.ExtractGPUCountFromResourceRequirements``,
+    limits then requests, @ 2a6da14c8). A v1alpha1 service's ``resources.limits.gpu``
+    converts into it, and a GPU only ``mainContainer.resources`` gives counts too."""
     doc = _with({"gpuMemoryService": {"enabled": True}, "resources": None})
     assert _gms_problems(doc) == [
         (
