@@ -421,3 +421,27 @@ def test_v1beta1_only_values_the_webhook_refuses(tmp_path: Path) -> None:
     beta["spec"]["components"][0]["frontendSidecar"] = ""
     text = _problems(tmp_path, beta, "sidecar")
     assert "spec.components[0].frontendSidecar: must not be empty" in text, text
+
+
+@pytest.mark.parametrize("version", ["v1alpha1", "v1beta1"])
+def test_a_standalone_dcd_rule_names_its_own_field(tmp_path: Path, version: str) -> None:
+    """A standalone DynamoComponentDeployment is read as its one-component DGD; a rule's
+    problem is at the DCD's own field (and it is never on the Grove pathway: the 1.5
+    webhook validates a DCD with ``grovePathway = false``, ``dynamocomponentdeployment.go``
+    @ 2a6da14c8)."""
+    service = copy.deepcopy(BASE["spec"]["services"]["Worker"])
+    if version == "v1alpha1":
+        spec: Obj = {**service, "minAvailable": 1, "runtimeVersionOverride": "v1"}
+    else:
+        [component] = [c for c in _twin(BASE)["spec"]["components"] if c["name"] == "Worker"]
+        spec = {**component, "minAvailable": 1, "runtimeVersionOverride": "v1"}
+        spec.pop("name")
+    dcd = {
+        "apiVersion": f"nvidia.com/{version}",
+        "kind": "DynamoComponentDeployment",
+        "metadata": {"name": "w"},
+        "spec": spec,
+    }
+    text = _problems(tmp_path, dcd, f"dcd-{version}", grove="true")
+    assert "DynamoComponentDeployment/w: spec.minAvailable: is currently supported only" in text
+    assert "DynamoComponentDeployment/w: spec.runtimeVersionOverride: must be the Dynamo" in text
