@@ -9,23 +9,32 @@ expanded (``webhook/defaulting/dynamographdeployment_handler.go`` @ 2a6da14c8):
   component, where it gates behaviour such as the vLLM multinode launch (ERRATA 4).
 
 Emitting both on the source DGD keeps a later apply from removing what the webhook wrote.
+The webhook runs on the v1beta1 object; what it reads and writes is the DGD's metadata,
+which every served version holds alike, so :func:`stamp` takes either model (the
+expansion's v1alpha1 one, or the v1beta1 form of :class:`.rules.Graph`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from . import keys, naming
-from .models.v1alpha1 import DynamoGraphDeployment
+from .models.k8s import ObjectMeta
 from .settings import NO_ORIGIN_STAMP, RenderSettings
+
+#: a DGD model of either version (its ``metadata`` an :class:`ObjectMeta`)
+DGD = TypeVar("DGD", bound=BaseModel)
 
 #: the annotations :func:`stamp` may add, in the order they are written
 STAMPED = (keys.ANN_WORKLOAD_PROVIDER, keys.ANN_OPERATOR_ORIGIN_VERSION)
 
 
-def stamps(dgd: DynamoGraphDeployment, settings: RenderSettings) -> dict[str, str]:
-    """The annotations the webhook would add to ``dgd`` (none it already has)."""
-    ann = dgd.metadata.annotations or {}
+def stamps(meta: ObjectMeta, settings: RenderSettings) -> dict[str, str]:
+    """The annotations the webhook would add to a DGD whose metadata is ``meta`` (none it
+    already has)."""
+    ann = meta.annotations or {}
     out: dict[str, str] = {}
     if keys.ANN_WORKLOAD_PROVIDER not in ann:
         out[keys.ANN_WORKLOAD_PROVIDER] = naming.workload_provider(ann, settings.grove)
@@ -34,24 +43,30 @@ def stamps(dgd: DynamoGraphDeployment, settings: RenderSettings) -> dict[str, st
     return out
 
 
-def stamp(dgd: DynamoGraphDeployment, settings: RenderSettings) -> DynamoGraphDeployment:
-    """``dgd`` as admitted: with :func:`stamps` added to its annotations."""
-    added = stamps(dgd, settings)
+def _metadata(dgd: BaseModel) -> ObjectMeta:
+    meta = getattr(dgd, "metadata", None)
+    assert isinstance(meta, ObjectMeta), f"{type(dgd).__name__} has no DGD metadata"
+    return meta
+
+
+def stamp(dgd: DGD, settings: RenderSettings) -> DGD:
+    """``dgd`` (a DGD model of either version) as admitted: with :func:`stamps` added to its
+    annotations."""
+    metadata = _metadata(dgd)
+    added = stamps(metadata, settings)
     if not added:
         return dgd
-    meta = dgd.metadata.model_copy(
-        update={"annotations": {**(dgd.metadata.annotations or {}), **added}}
-    )
+    meta = metadata.model_copy(update={"annotations": {**(metadata.annotations or {}), **added}})
     return dgd.model_copy(update={"metadata": meta})
 
 
-def admitted_document(data: dict[str, Any], dgd: DynamoGraphDeployment) -> dict[str, Any]:
+def admitted_document(data: dict[str, Any], dgd: BaseModel) -> dict[str, Any]:
     """The DGD document ``data`` as the API server stores it once ``dgd`` (its model, passed
     through :func:`stamp`) was admitted: with the stamps among its annotations. The worker
     hash reads it (the origin version reaches the worker DCDs), the source DGD is emitted
     from it. ``data`` itself is not changed."""
     written = (data.get("metadata") or {}).get("annotations") or {}
-    admitted = dgd.metadata.annotations or {}
+    admitted = _metadata(dgd).annotations or {}
     added = {k: admitted[k] for k in STAMPED if k in admitted and k not in written}
     if not added:
         return data

@@ -12,11 +12,13 @@ cannot be rendered without such an object is refused here, at its place in the i
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import Problem
-from .models.v1alpha1 import DynamoGraphDeployment
 from .settings import RenderSettings
+
+if TYPE_CHECKING:
+    from .rules import Graph
 
 NVIDIA_GROUP_PREFIX = "nvidia.com/"
 
@@ -41,14 +43,16 @@ def passthrough_checks(data: dict[str, Any], settings: RenderSettings) -> Iterat
         )
 
 
-def graph_checks(dgd: DynamoGraphDeployment, settings: RenderSettings) -> Iterator[Problem]:
-    """What the DGD would render under ``nvidia.com`` besides itself: scaling adapters."""
+def graph_checks(graph: Graph, settings: RenderSettings) -> Iterator[Problem]:
+    """What the DGD would render under ``nvidia.com`` besides itself: scaling adapters (read
+    from its v1beta1 form, :class:`.rules.Graph`: a component with ``scalingAdapter``; a
+    v1alpha1 ``scalingAdapter.enabled: false`` converts to none)."""
     if not omitting(settings):
         return
-    for name, svc in sorted((dgd.spec.services or {}).items()):
-        if svc.scalingAdapter is not None and svc.scalingAdapter.enabled:
+    for loc, c in graph.components:
+        if c.scalingAdapter is not None:
             yield Problem.at(
-                ("spec", "services", name, "scalingAdapter"),
+                (*loc, "scalingAdapter"),
                 "renders a nvidia.com DynamoGraphDeploymentScalingAdapter, which a Dynamo "
                 "operator would act on; setting nvidia-objects is omit: disable the adapter "
                 "(its Deployment then follows the service's replicas) or render with "

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import struct
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from . import keys, naming
-from .models.v1alpha1 import DynamoGraphDeployment, Experimental, KVTransferPolicy
+from .models.v1beta1 import KVTransferPolicy
 
 ENV_DOMAIN: Final = "DYN_KV_TRANSFER_DOMAIN"
 ENV_ENFORCEMENT: Final = "DYN_KV_TRANSFER_ENFORCEMENT"
@@ -36,14 +36,30 @@ MOUNT_PATH: Final = "/etc/dynamo/topology"
 DEFAULT_ENFORCEMENT: Final = "required"
 
 
-def policy(dgd: DynamoGraphDeployment) -> KVTransferPolicy | None:
-    """The graph's policy when it names a topology source (else the operator ignores it)."""
+class _Experimental(Protocol):
+    @property
+    def kvTransferPolicy(self) -> KVTransferPolicy | None: ...
+
+
+class _GraphSpec(Protocol):
+    @property
+    def experimental(self) -> _Experimental | None: ...
+
+
+class _Graph(Protocol):
+    @property
+    def spec(self) -> _GraphSpec: ...
+
+
+def policy(dgd: _Graph) -> KVTransferPolicy | None:
+    """The graph's policy when it names a topology source (else the operator ignores it):
+    ``spec.experimental.kvTransferPolicy`` of a DGD model of either version (the field and
+    its type are the same in v1beta1, where the operator reads it, and in v1alpha1)."""
     return graph_policy(dgd.spec.experimental)
 
 
-def graph_policy(exp: Experimental | None) -> KVTransferPolicy | None:
-    """:func:`policy` of a graph spec's ``experimental`` (either version: v1beta1 holds the
-    same block, ``expand/components.Graph``)."""
+def graph_policy(exp: _Experimental | None) -> KVTransferPolicy | None:
+    """:func:`policy` of a graph spec's ``experimental`` (``expand/components.Graph``)."""
     kvt = exp.kvTransferPolicy if exp is not None else None
     if kvt is None or not (kvt.labelKey or kvt.clusterTopologyName):
         return None

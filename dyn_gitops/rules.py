@@ -3,25 +3,34 @@
 must be valid Kubernetes names), the runner's limits, the shape every object must have, and
 what renders but is reported as a warning.
 
+The Dynamo 1.5 webhooks validate a DGD in ``nvidia.com/v1beta1`` (the hub and storage
+version; ``internal/webhook/validation/shared_v1beta1.go`` @ 2a6da14c8), and so do these
+rules: they read a :class:`Graph`, the v1beta1 form of the DGD, whichever version it is
+written in (a v1alpha1 DGD converted **up** as the operator's conversion does,
+``hub.AlphaComponents``). What a v1alpha1 DGD says that v1beta1 has no field for (a
+service's ``ingress``, ``annotations``, ``autoscaling``, the graph's ``pvcs``, ...) is
+checked on the v1alpha1 document as written (:func:`alpha_checks`): the API server checks
+it against the served v1alpha1 schema, the conversion keeps it aside.
+
 Each rule yields a :class:`~dyn_gitops.errors.Problem` whose path is that of the field in
-the DGD (the validate stage locates it in the document); nothing here raises.
+the v1beta1 form (:meth:`Graph.to_doc_path` maps it into the user's file: a v1alpha1
+DGD's path is the one written, ``convert.loc_in_v1alpha1``); :func:`alpha_checks` yields
+v1alpha1 paths. Nothing here raises.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from . import gates, keys, naming
 from .errors import FieldPath, Problem
-from .models.v1alpha1 import (
-    MODEL_SOURCE_SCHEMES,
-    DynamoGraphDeployment,
-    DynamoModel,
-    KVTransferPolicy,
-    ServiceSpec,
-)
+from .models import v1beta1
+from .models.k8s import NamedContainer, ObjectMeta
+from .models.v1alpha1 import MODEL_SOURCE_SCHEMES, DynamoGraphDeployment, DynamoModel
+from .models.v1beta1 import KVTransferPolicy
 from .runtimeversion import (
     RuntimeVersionError,
     Version,
@@ -29,6 +38,7 @@ from .runtimeversion import (
     parse_origin,
     resolve,
 )
+from .workerhash import hub
 
 #: the CRD's pattern of runtimeVersionOverride (api/v1alpha1 and v1beta1 @ 2a6da14c8)
 _RUNTIME_VERSION_OVERRIDE = re.compile(
@@ -43,139 +53,308 @@ _LABEL_KEY = re.compile(
     r"^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*/)?"
     r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$"
 )
+MAIN = "main"
+
+Component = v1beta1.Component
 
 
-def _svc(name: str, *rest: str | int) -> FieldPath:
-    return ("spec", "services", name, *rest)
+# ----------------------------------------------------------------- the v1beta1 form
+@dataclass(frozen=True)
+class Graph:
+    """A DGD as the Dynamo 1.5 webhooks validate it: its v1beta1 form."""
+
+    metadata: ObjectMeta
+    spec: v1beta1.GraphSpec
+    #: the v1alpha1 DGD as written (None: written in v1beta1)
+    alpha: DynamoGraphDeployment | None = None
+
+    @property
+    def components(self) -> list[tuple[FieldPath, Component]]:
+        """Each component with its path, in list order (a v1alpha1 DGD's: name order)."""
+        return [(("spec", "components", i), c) for i, c in enumerate(self.spec.components or [])]
+
+    def to_doc_path(self) -> Callable[[FieldPath], FieldPath]:
+        """A field path of this v1beta1 form -> the field in the document as written."""
+        if self.alpha is None:
+            return _same
+        from .models.convert import loc_in_v1alpha1
+
+        return loc_in_v1alpha1(self.alpha)
 
 
-def validate_graph(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
-    spec = dgd.spec
-    services = spec.services or {}
-    ann = dgd.metadata.annotations or {}
+def _same(path: FieldPath) -> FieldPath:
+    return path
 
-    if not services:
-        yield Problem.at(("spec", "services"), "spec.services must have at least one service")
-    if len(services) > naming.MAX_SERVICES:
+
+def of_v1beta1(dgd: v1beta1.DynamoGraphDeployment) -> Graph:
+    return Graph(dgd.metadata, dgd.spec)
+
+
+def of_v1alpha1(
+    dgd: DynamoGraphDeployment, spec: dict[str, Any], alpha: hub.AlphaComponents | None = None
+) -> Graph:
+    """The v1beta1 form of the v1alpha1 DGD ``dgd`` whose document spec is ``spec``: the
+    graph spec by ``ConvertFromDynamoGraphDeploymentSpec``, the components by the
+    conversion the expansion reads (``alpha``, when at hand). Raises ``ValidationError``
+    when a value v1alpha1 accepts does not fit v1beta1 (:func:`alpha_checks` names it)."""
+    graph = v1beta1.GraphSpec.model_validate(hub.spec_from_alpha(spec))
+    converted = (alpha or hub.AlphaComponents(spec)).get()
+    components = [Component.model_validate(_fitting(c.spec)) for c in converted]
+    return Graph(dgd.metadata, graph.model_copy(update={"components": components}), alpha=dgd)
+
+
+def _fitting(component: dict[str, Any]) -> dict[str, Any]:
+    """A converted component without a negative ``replicas``, which the v1beta1 schema
+    refuses and :func:`alpha_checks` reports as written (the other rules still run)."""
+    replicas = component.get("replicas")
+    if isinstance(replicas, int) and replicas < 0:
+        return {k: v for k, v in component.items() if k != "replicas"}
+    return component
+
+
+def main_container(c: Component) -> tuple[int, NamedContainer | None]:
+    """The index of the component's container ``main`` and the container (where it would
+    be, and None, when it has none)."""
+    pod = c.podTemplate.spec if c.podTemplate is not None else None
+    containers = (pod.containers if pod is not None else None) or []
+    for k, container in enumerate(containers):
+        if container.name == MAIN:
+            return k, container
+    return len(containers), None
+
+
+def _main_field(loc: FieldPath, c: Component, field: str) -> FieldPath:
+    return (*loc, "podTemplate", "spec", "containers", main_container(c)[0], field)
+
+
+def _gms(c: Component) -> dict[str, Any] | None:
+    """``experimental.gpuMemoryService`` (present: enabled)."""
+    return c.experimental.gpuMemoryService if c.experimental is not None else None
+
+
+def _failover(c: Component) -> dict[str, Any] | None:
+    return c.experimental.failover if c.experimental is not None else None
+
+
+def _force_scaling_group(c: Component) -> bool:
+    grove = c.experimental.grove if c.experimental is not None else None
+    return bool(grove and grove.get("forceScalingGroup") is True)
+
+
+def _node_count(c: Component) -> int:
+    return c.multinode.nodeCount if c.multinode is not None else 1
+
+
+# --------------------------------------------------------------------------- rules
+def validate_graph(g: Graph) -> Iterator[Problem]:
+    components = g.components
+    ann = g.metadata.annotations or {}
+
+    if not components:
+        yield Problem.at(("spec", "components"), "spec.services must have at least one service")
+    if len(components) > naming.MAX_SERVICES:
         yield Problem.at(
-            ("spec", "services"),
-            f"at most {naming.MAX_SERVICES} services are allowed, found {len(services)}",
+            ("spec", "components"),
+            f"at most {naming.MAX_SERVICES} services are allowed, found {len(components)}",
         )
-    yield from _name_checks(dgd)
+    yield from _name_checks(g)
     yield from _annotation_checks(ann, ("metadata", "annotations"))
-
-    for i, p in enumerate(spec.pvcs or []):
-        if not p.name:
-            yield Problem.at(("spec", "pvcs", i, "name"), f"spec.pvcs[{i}].name is required")
-        if p.create:
-            for field in ("storageClass", "size", "volumeAccessMode"):
-                if not getattr(p, field):
-                    yield Problem.at(("spec", "pvcs", i, field), "required when create is true")
-
-    yield from _restart_checks(dgd)
+    yield from _restart_checks(g)
 
     # checked whenever Grove may be used, installed or not (as the webhook does); a long
     # DGD name is cut to fit (PCSNameForDGD), so only a long service name can fail
     grove_possible = ann.get(keys.ANN_ENABLE_GROVE, "").lower() != "false"
     if grove_possible:
-        pcs = naming.dgd_pcs_name(dgd)
-        for svc_name, budget in sorted(naming.grove_name_budgets(dgd).items()):
-            if len(pcs) + budget > naming.GROVE_NAME_BUDGET:
+        budgets = {
+            loc: naming.grove_clique_budget(c.name, _node_count(c) > 1, _force_scaling_group(c))
+            for loc, c in components
+        }
+        pcs = naming.pcs_name(g.metadata.name, list(budgets.values()))
+        for loc in budgets:
+            if len(pcs) + budgets[loc] > naming.GROVE_NAME_BUDGET:
                 yield Problem.at(
-                    _svc(svc_name),
+                    loc,
                     f"service name too long for Grove: PodCliqueSet {pcs!r} plus the "
                     f"service's scaling-group and clique names is "
-                    f"{len(pcs) + budget} characters, at most "
+                    f"{len(pcs) + budgets[loc]} characters, at most "
                     f"{naming.GROVE_NAME_BUDGET}; shorten it or annotate the DGD "
                     f'{keys.ANN_ENABLE_GROVE}: "false"',
                 )
 
-    topo_any = spec.topologyConstraint is not None or any(
-        s.topologyConstraint is not None for s in services.values()
+    topo_any = g.spec.topologyConstraint is not None or any(
+        c.topologyConstraint is not None for _, c in components
     )
     if topo_any:
-        yield from _topology_checks(dgd)
+        yield from _topology_checks(g)
 
-    if spec.experimental is not None and spec.experimental.kvTransferPolicy is not None:
-        yield from _kv_transfer_checks(spec.experimental.kvTransferPolicy)
+    exp = g.spec.experimental
+    if exp is not None and exp.kvTransferPolicy is not None:
+        yield from _kv_transfer_checks(exp.kvTransferPolicy)
 
-    failover_any = False
-    for svc_name, svc in sorted(services.items()):
-        yield from _service_checks(svc_name, svc)
-        yield from _role_checks(svc_name, svc)
-        yield from _annotation_checks(
-            svc.annotations or {}, _svc(svc_name, "annotations"), service_level=True
-        )
-        if svc.failover is not None and svc.failover.enabled:
-            failover_any = True
-    if failover_any and ann.get(keys.ANN_KUBE_DISCOVERY_MODE) != "container":
+    for loc, c in components:
+        yield from _service_checks(loc, c)
+        yield from _role_checks(loc, c)
+    if any(_failover(c) is not None for _, c in components) and (
+        ann.get(keys.ANN_KUBE_DISCOVERY_MODE) != "container"
+    ):
         yield Problem.at(
             ("metadata", "annotations"),
             f"failover needs the DGD annotation {keys.ANN_KUBE_DISCOVERY_MODE}: container",
         )
 
 
-def limit_checks(
-    dgd: DynamoGraphDeployment, *, max_replicas: int, max_node_count: int
-) -> Iterator[Problem]:
+def pathway_checks(g: Graph, *, grove_pathway: bool) -> Iterator[Problem]:
+    """The 1.5 webhook's rules on the v1beta1 form that depend on the workload provider
+    (``validateDynamoComponentDeploymentSharedSpec`` in
+    ``internal/webhook/validation/shared_v1beta1.go`` @ 2a6da14c8, #10532): a component's
+    ``minAvailable`` only on the Grove pathway (a standalone DCD is never on it)."""
+    if grove_pathway:
+        return
+    for loc, c in g.components:
+        if c.minAvailable is not None:
+            yield Problem.at(
+                (*loc, "minAvailable"),
+                "is currently supported only for Grove-backed DynamoGraphDeployment "
+                f'components (setting grove true and no {keys.ANN_ENABLE_GROVE}: "false"; '
+                "a standalone DynamoComponentDeployment never is)",
+            )
+
+
+def _negative_quantity(value: str) -> bool:
+    """A Kubernetes quantity below zero (``-0`` is zero)."""
+    text = value.strip()
+    return text.startswith("-") and any(ch in "123456789" for ch in text)
+
+
+def alpha_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+    """What a v1alpha1 DGD says that its v1beta1 form has no field for, or cannot say
+    wrongly, checked as written (v1alpha1 paths): the graph's ``pvcs``; a service's
+    ``replicas`` (v1beta1: at least 0 by its schema), ``ingress``, ``volumeMounts``,
+    ``sharedMemory``, ``frontendSidecar``, ``annotations``, an empty
+    ``runtimeVersionOverride`` (which the conversion drops) and an empty name."""
+    for i, p in enumerate(dgd.spec.pvcs or []):
+        if not p.name:
+            yield Problem.at(("spec", "pvcs", i, "name"), f"spec.pvcs[{i}].name is required")
+        if p.create:
+            for field in ("storageClass", "size", "volumeAccessMode"):
+                if not getattr(p, field):
+                    yield Problem.at(("spec", "pvcs", i, field), "required when create is true")
+    for name, svc in sorted((dgd.spec.services or {}).items()):
+        loc: FieldPath = ("spec", "services", name)
+        if not name:  # no v1beta1 component name (the other names: _name_checks)
+            yield Problem.at(loc, _bad_name(name))
+        if svc.runtimeVersionOverride == "":
+            yield Problem.at((*loc, "runtimeVersionOverride"), _override_message(""))
+        if svc.replicas is not None and svc.replicas < 0:
+            yield Problem.at((*loc, "replicas"), f"must be >= 0, found {svc.replicas}")
+        if svc.ingress is not None and svc.ingress.enabled and not svc.ingress.host:
+            yield Problem.at(
+                (*loc, "ingress", "host"), "ingress.host is required when ingress is enabled"
+            )
+        for i, vm in enumerate(svc.volumeMounts or []):
+            if not vm.name:
+                yield Problem.at((*loc, "volumeMounts", i, "name"), "name is required")
+            if not vm.mountPoint and not vm.useAsCompilationCache:
+                yield Problem.at(
+                    (*loc, "volumeMounts", i, "mountPoint"),
+                    "mountPoint is required unless useAsCompilationCache is true",
+                )
+        shm = svc.sharedMemory
+        if shm is not None:
+            if shm.disabled and shm.size:
+                yield Problem.at((*loc, "sharedMemory"), "size cannot be set when disabled is true")
+            if not shm.disabled and not shm.size:
+                yield Problem.at(
+                    (*loc, "sharedMemory", "size"), "size is required unless disabled is true"
+                )
+        eps = svc.extraPodSpec
+        if svc.frontendSidecar is not None and eps is not None:
+            for i, ctr in enumerate(eps.containers or []):
+                if ctr.name == hub.FRONTEND_SIDECAR:
+                    yield Problem.at(
+                        (*loc, "extraPodSpec", "containers", i, "name"),
+                        "a container named sidecar-frontend already exists; frontendSidecar "
+                        "adds it",
+                    )
+        yield from _annotation_checks(
+            svc.annotations or {}, (*loc, "annotations"), service_level=True
+        )
+
+
+def limit_checks(g: Graph, *, max_replicas: int, max_node_count: int) -> Iterator[Problem]:
     """The runner's ceilings (settings max-replicas, max-node-count), checked before anything
     is expanded: pod addresses are written per node (a replica count costs nothing to expand
     since one LeaderWorkerSet scales natively, #9612, but stays a bound on what is asked)."""
-    for name, svc in sorted((dgd.spec.services or {}).items()):
-        counts: list[tuple[FieldPath, object]] = [(("replicas",), svc.replicas)]
-        if isinstance(svc.autoscaling, dict):
-            counts += [
-                (("autoscaling", k), svc.autoscaling.get(k)) for k in ("minReplicas", "maxReplicas")
-            ]
-        for loc, value in counts:
-            if isinstance(value, int) and not isinstance(value, bool) and value > max_replicas:
-                yield Problem.at(
-                    _svc(name, *loc),
-                    f"{value} is more than the {max_replicas} replicas "
-                    "allowed (setting max-replicas)",
-                )
-        nodes = svc.multinode.nodeCount if svc.multinode is not None else None
+    for loc, c in g.components:
+        if c.replicas is not None and c.replicas > max_replicas:
+            yield Problem.at(
+                (*loc, "replicas"),
+                f"{c.replicas} is more than the {max_replicas} replicas "
+                "allowed (setting max-replicas)",
+            )
+        nodes = c.multinode.nodeCount if c.multinode is not None else None
         if nodes is not None and nodes > max_node_count:
             yield Problem.at(
-                _svc(name, "multinode", "nodeCount"),
+                (*loc, "multinode", "nodeCount"),
                 f"{nodes} is more than the {max_node_count} nodes allowed (setting max-node-count)",
             )
 
 
-def _name_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
-    name = dgd.metadata.name
+def alpha_limit_checks(dgd: DynamoGraphDeployment, *, max_replicas: int) -> Iterator[Problem]:
+    """The runner's replica ceiling on a v1alpha1 service's ``autoscaling`` (no v1beta1
+    field)."""
+    for name, svc in sorted((dgd.spec.services or {}).items()):
+        if not isinstance(svc.autoscaling, dict):
+            continue
+        for key in ("minReplicas", "maxReplicas"):
+            value = svc.autoscaling.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > max_replicas:
+                yield Problem.at(
+                    ("spec", "services", name, "autoscaling", key),
+                    f"{value} is more than the {max_replicas} replicas "
+                    "allowed (setting max-replicas)",
+                )
+
+
+def _bad_name(name: str) -> str:
+    return (
+        f"service name {name!r} does not make a valid Kubernetes name (letters, digits, '-' "
+        "and '.')"
+    )
+
+
+def _name_checks(g: Graph) -> Iterator[Problem]:
+    name = g.metadata.name
     if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
         yield Problem.at(
             ("metadata", "name"), f"must be a lowercase DNS-1123 subdomain, found {name!r}"
         )
         return
     seen: dict[str, str] = {}
-    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
+    for loc, c in sorted(g.components, key=lambda lc: lc[1].name):
+        svc_name = c.name
         lower = svc_name.lower()
         if lower in seen:
             yield Problem.at(
-                _svc(svc_name),
+                loc,
                 f"service names {seen[lower]!r} and {svc_name!r} collide: "
                 f"both become {naming.base_name(name, svc_name)!r}",
             )
             continue
         seen[lower] = svc_name
         if not _DNS_SUBDOMAIN.match(lower):
-            yield Problem.at(
-                _svc(svc_name),
-                f"service name {svc_name!r} does not make a valid Kubernetes "
-                "name (letters, digits, '-' and '.')",
-            )
+            yield Problem.at(loc, _bad_name(svc_name))
             continue
+        worker = naming.is_worker(c.type)
         service_name = naming.normalize(naming.base_name(name, svc_name))
-        if naming.is_worker(svc.componentType):
+        if worker:
             service_name += "-" + "0" * (_WORKER_HASH_LEN - 1)
         if len(service_name) > 63:
             yield Problem.at(
-                _svc(svc_name),
+                loc,
                 f"the component Service name would be {len(service_name)} characters "
                 f"('{naming.base_name(name, svc_name)}"
-                f"{'-<hash8>' if naming.is_worker(svc.componentType) else ''}'), "
+                f"{'-<hash8>' if worker else ''}'), "
                 "over the 63-character limit; shorten the DGD or service name",
             )
 
@@ -217,8 +396,8 @@ def _annotation_checks(
         )
 
 
-def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
-    restart = dgd.spec.restart
+def _restart_checks(g: Graph) -> Iterator[Problem]:
+    restart = g.spec.restart
     if restart is None:
         return
     loc = ("spec", "restart")
@@ -233,16 +412,16 @@ def _restart_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
             (*loc, "strategy", "order"), "order is not allowed with the Parallel strategy"
         )
         return
-    services = dgd.spec.services or {}
+    names = {c.name for _, c in g.components}
     if len(set(order)) != len(order):
         yield Problem.at((*loc, "strategy", "order"), "order must not repeat a service")
     for i, s in enumerate(order):
-        if s not in services:
+        if s not in names:
             yield Problem.at((*loc, "strategy", "order", i), f"contains unknown service: {s}")
-    if len(set(order)) != len(services):
+    if len(set(order)) != len(names):
         yield Problem.at(
             (*loc, "strategy", "order"),
-            f"must list every service once ({len(services)} services, {len(set(order))} listed)",
+            f"must list every service once ({len(names)} services, {len(set(order))} listed)",
         )
 
 
@@ -279,15 +458,15 @@ def _kv_transfer_checks(kvt: KVTransferPolicy) -> Iterator[Problem]:
 _ROLES = ("leader", "worker")
 
 
-def _role_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
+def _role_checks(where: FieldPath, c: Component) -> Iterator[Problem]:
     """``validateComponentRoles`` (#14419, v1.5.0): explicit roles only on a multinode
     component, exactly ``leader`` and ``worker``, their cardinality that of nodeCount, no
     role-specific pod template yet."""
-    roles = svc.roles
+    roles = c.roles
     if roles is None:
         return
-    loc = _svc(name, "roles")
-    if svc.multinode is None:
+    loc = (*where, "roles")
+    if c.multinode is None:
         yield Problem.at(
             loc,
             "roles are supported only for component shapes that define a role schema; this "
@@ -304,7 +483,7 @@ def _role_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
         if role.name in seen:
             yield Problem.at((*loc, i, "name"), f"duplicate role {role.name!r}")
         seen.add(role.name)
-        want = 1 if role.name == "leader" else svc.multinode.nodeCount - 1
+        want = 1 if role.name == "leader" else c.multinode.nodeCount - 1
         if role.replicas is not None and role.replicas != want:
             yield Problem.at(
                 (*loc, i, "replicas"), f"must equal {want} for multinode role {role.name!r}"
@@ -316,184 +495,176 @@ def _role_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
             yield Problem.at(loc, f"must contain the {required!r} role")
 
 
-def _topology_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
-    tc = dgd.spec.topologyConstraint
+def _topology_checks(g: Graph) -> Iterator[Problem]:
+    tc = g.spec.topologyConstraint
     if tc is None or not (tc.topologyProfile or tc.clusterTopologyName):
         yield Problem.at(
             ("spec", "topologyConstraint"),
             "topologyProfile is required when any topology constraint is set",
         )
-    services = dgd.spec.services or {}
+    components = g.components
     # #12448 (26b83a991, v1.4.0): component-scoped topology needs no deployment pack domain;
     # the webhook wants one only when no component is constrained
-    constrained = any(s.topologyConstraint is not None for s in services.values())
+    constrained = any(c.topologyConstraint is not None for _, c in components)
     if tc is not None and not tc.packDomain and not constrained:
         yield Problem.at(
             ("spec", "topologyConstraint", "packDomain"),
             "is required when no service has a topologyConstraint",
         )
-    for svc_name, svc in sorted(services.items()):
-        stc = svc.topologyConstraint
-        if stc is None:
-            continue
-        if not stc.packDomain:
-            yield Problem.at(
-                _svc(svc_name, "topologyConstraint", "packDomain"), "packDomain is required"
-            )
-    for where, c in [(("spec", "topologyConstraint"), tc)] + [
-        (_svc(n, "topologyConstraint"), s.topologyConstraint)
-        for n, s in sorted((dgd.spec.services or {}).items())
+    for loc, c in components:
+        if c.topologyConstraint is not None and not c.topologyConstraint.packDomain:
+            yield Problem.at((*loc, "topologyConstraint", "packDomain"), "packDomain is required")
+    for where, t in [(("spec", "topologyConstraint"), tc)] + [
+        ((*loc, "topologyConstraint"), c.topologyConstraint) for loc, c in components
     ]:
-        if c is not None and c.packDomain and not _TOPOLOGY_DOMAIN.match(c.packDomain):
+        if t is not None and t.packDomain and not _TOPOLOGY_DOMAIN.match(t.packDomain):
             yield Problem.at(
                 (*where, "packDomain"),
-                f"must match {_TOPOLOGY_DOMAIN.pattern}, found {c.packDomain!r}",
+                f"must match {_TOPOLOGY_DOMAIN.pattern}, found {t.packDomain!r}",
             )
 
 
-def _runtime(svc: ServiceSpec) -> Version | None:
+def _runtime(c: Component) -> Version | None:
     """The component's runtime version, None when it does not resolve."""
-    main = svc.main_container
+    main = main_container(c)[1]
     try:
-        return resolve((main.image if main else None) or "", svc.runtimeVersionOverride)
+        return resolve((main.image if main else None) or "", c.runtimeVersionOverride)
     except RuntimeVersionError:
         return None
 
 
-def _service_checks(name: str, svc: ServiceSpec) -> Iterator[Problem]:
-    override = svc.runtimeVersionOverride
+def _override_message(override: str) -> str:
+    return (
+        "must be the Dynamo runtime version as MAJOR.MINOR.PATCH, such as 1.5.1 (each part "
+        f"at most 4 digits, no leading zero), found {override!r}"
+    )
+
+
+def _gpu_count(c: Component) -> str | None:
+    """Container ``main``'s ``nvidia.com/gpu`` limit, else its request (a v1alpha1
+    ``resources.limits.gpu`` converts into it, ``mainContainer.resources`` winning)."""
+    main = main_container(c)[1]
+    res: Any = (main.resources if main is not None else None) or {}
+    for side in ("limits", "requests"):
+        value = (res.get(side) or {}).get(naming.GPU_RESOURCE)
+        if value not in (None, ""):
+            return str(value)
+    return None
+
+
+def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    override = c.runtimeVersionOverride
     if override is not None and not _RUNTIME_VERSION_OVERRIDE.fullmatch(override):
+        yield Problem.at((*loc, "runtimeVersionOverride"), _override_message(override))
+    if c.minAvailable is not None and c.minAvailable < 0:
+        yield Problem.at((*loc, "minAvailable"), f"must be >= 0, found {c.minAvailable}")
+    if c.sharedMemorySize == "":
+        yield Problem.at((*loc, "sharedMemorySize"), "size is required unless disabled is true")
+    elif c.sharedMemorySize is not None and _negative_quantity(c.sharedMemorySize):
+        # shared_v1beta1.go @ 2a6da14c8 (SharedMemorySize.Sign() < 0)
         yield Problem.at(
-            _svc(name, "runtimeVersionOverride"),
-            "must be the Dynamo runtime version as MAJOR.MINOR.PATCH, such as 1.5.1 (each part "
-            f"at most 4 digits, no leading zero), found {override!r}",
+            (*loc, "sharedMemorySize"), f"must be non-negative, found {c.sharedMemorySize!r}"
         )
-    if svc.replicas is not None and svc.replicas < 0:
-        yield Problem.at(_svc(name, "replicas"), f"must be >= 0, found {svc.replicas}")
-    if svc.minAvailable is not None and svc.minAvailable < 0:
-        yield Problem.at(_svc(name, "minAvailable"), f"must be >= 0, found {svc.minAvailable}")
-    if svc.ingress is not None and svc.ingress.enabled and not svc.ingress.host:
-        yield Problem.at(
-            _svc(name, "ingress", "host"), "ingress.host is required when ingress is enabled"
-        )
-    for i, vm in enumerate(svc.volumeMounts or []):
-        if not vm.name:
-            yield Problem.at(_svc(name, "volumeMounts", i, "name"), "name is required")
-        if not vm.mountPoint and not vm.useAsCompilationCache:
-            yield Problem.at(
-                _svc(name, "volumeMounts", i, "mountPoint"),
-                "mountPoint is required unless useAsCompilationCache is true",
-            )
-    shm = svc.sharedMemory
-    if shm is not None:
-        if shm.disabled and shm.size:
-            yield Problem.at(_svc(name, "sharedMemory"), "size cannot be set when disabled is true")
-        if not shm.disabled and not shm.size:
-            yield Problem.at(
-                _svc(name, "sharedMemory", "size"), "size is required unless disabled is true"
-            )
-    cp = svc.checkpoint
-    if cp is not None and cp.job is not None and cp.checkpointRef:
+    if c.frontendSidecar == "":  # shared_v1beta1.go @ 2a6da14c8
+        yield Problem.at((*loc, "frontendSidecar"), "must not be empty")
+    cp = c.experimental.checkpoint if c.experimental is not None else None
+    if cp is not None and cp.get("job") is not None and cp.get("checkpointRef"):
         # CEL on ComponentCheckpointConfig (api/v1beta1/common.go)
         yield Problem.at(
-            _svc(name, "checkpoint", "job"), "cannot be set when checkpointRef is specified"
+            (*loc, "experimental", "checkpoint", "job"),
+            "cannot be set when checkpointRef is specified",
         )
-    eps = svc.extraPodSpec
-    if svc.frontendSidecar is not None and eps is not None:
-        for i, c in enumerate(eps.containers or []):
-            if c.name == "sidecar-frontend":
+    if c.frontendSidecar is not None and c.frontendSidecar != hub.FRONTEND_SIDECAR:
+        pod = c.podTemplate.spec if c.podTemplate is not None else None
+        for i, ctr in enumerate((pod.containers if pod is not None else None) or []):
+            if ctr.name == hub.FRONTEND_SIDECAR:
                 yield Problem.at(
-                    _svc(name, "extraPodSpec", "containers", i, "name"),
+                    (*loc, "podTemplate", "spec", "containers", i, "name"),
                     "a container named sidecar-frontend already exists; frontendSidecar adds it",
                 )
-    if svc.componentType == naming.EPP:
-        if svc.multinode is not None and svc.multinode.nodeCount > 1:
-            yield Problem.at(_svc(name, "multinode"), "an EPP service cannot be multinode")
+    if c.type == naming.EPP:
+        if c.multinode is not None and c.multinode.nodeCount > 1:
+            yield Problem.at((*loc, "multinode"), "an EPP service cannot be multinode")
         # 1.5 (#11355): without eppConfig the Rust EPP runs, which replicates its state
         # across replicas; the deprecated eppConfig keeps the single-replica Go EPP
-        cfg = svc.eppConfig
-        if cfg is not None and svc.replicas is not None and svc.replicas != 1:
+        cfg = c.eppConfig
+        if cfg is not None and c.replicas is not None and c.replicas != 1:
             yield Problem.at(
-                _svc(name, "replicas"),
+                (*loc, "replicas"),
                 f"an EPP service with eppConfig (the Go EPP) must have exactly 1 replica, "
-                f"found {svc.replicas}",
+                f"found {c.replicas}",
             )
-        rust = gates.NATIVE_RUST_EPP.enabled(_runtime(svc))
+        runtime = _runtime(c)
+        rust = gates.NATIVE_RUST_EPP.enabled(runtime)
         if rust and cfg is not None:
             # the native Rust EPP takes no config (shared_helpers.go in the 1.5 release, #11355)
             yield Problem.at(
-                _svc(name, "eppConfig"),
+                (*loc, "eppConfig"),
                 "must be omitted for native Rust EPP images with runtime version "
                 f"{gates.NATIVE_RUST_EPP.min_runtime} or later",
             )
         elif cfg is None:
-            if _runtime(svc) is not None and not rust:
+            if runtime is not None and not rust:
                 yield Problem.at(
-                    _svc(name, "eppConfig"),
+                    (*loc, "eppConfig"),
                     "eppConfig is required for an EPP service with a Go EPP image (runtime "
                     f"version earlier than {gates.NATIVE_RUST_EPP.min_runtime})",
                 )
         elif (cfg.configMapRef is None) == (cfg.config is None):
-            yield Problem.at(_svc(name, "eppConfig"), "set exactly one of configMapRef and config")
+            yield Problem.at((*loc, "eppConfig"), "set exactly one of configMapRef and config")
         elif cfg.configMapRef is not None and not cfg.configMapRef.name:
-            yield Problem.at(_svc(name, "eppConfig", "configMapRef", "name"), "name is required")
-    gms = svc.gpuMemoryService
-    if gms is not None and gms.enabled:
-        if not naming.is_worker(svc.componentType):
+            yield Problem.at((*loc, "eppConfig", "configMapRef", "name"), "name is required")
+    gms = _gms(c)
+    gms_where = (*loc, "experimental", "gpuMemoryService")
+    if gms is not None:
+        if not naming.is_worker(c.type):
             yield Problem.at(
-                _svc(name, "gpuMemoryService"),
-                "the GPU memory service is only for worker, prefill and decode services",
+                gms_where, "the GPU memory service is only for worker, prefill and decode services"
             )
-        # the webhook reads limits.gpu, else requests.gpu
-        res = svc.resources
-        gpu = (res.limits.gpu if res and res.limits else None) or (
-            res.requests.gpu if res and res.requests else None
-        )
+        gpu = _gpu_count(c)
         if not gpu or not gpu.isdigit() or int(gpu) < 1:
             yield Problem.at(
-                _svc(name, "gpuMemoryService"),
+                gms_where,
                 "the GPU memory service needs a GPU count >= 1 "
                 "(resources.limits.gpu, else resources.requests.gpu)",
             )
-        if (gms.mode or "").lower() == "interpod":
-            yield Problem.at(
-                _svc(name, "gpuMemoryService", "mode"), "interPod mode is not supported"
-            )
-    fo = svc.failover
-    if fo is not None and fo.enabled:
-        if gms is None or not gms.enabled:
-            yield Problem.at(_svc(name, "failover"), "failover requires gpuMemoryService.enabled")
-        elif (fo.mode or "intraPod") != (gms.mode or "intraPod"):
-            yield Problem.at(
-                _svc(name, "failover", "mode"), "failover and gpuMemoryService modes must match"
-            )
-        if (fo.mode or "").lower() == "interpod":
-            yield Problem.at(_svc(name, "failover", "mode"), "interPod mode is not supported")
+        if str(gms.get("mode") or "").lower() == "interpod":
+            yield Problem.at((*gms_where, "mode"), "interPod mode is not supported")
+    fo = _failover(c)
+    if fo is not None:
+        fo_where = (*loc, "experimental", "failover")
+        fo_mode = str(fo.get("mode") or "intraPod").lower()
+        if gms is None:
+            yield Problem.at(fo_where, "failover requires gpuMemoryService.enabled")
+        elif fo_mode != str(gms.get("mode") or "intraPod").lower():
+            yield Problem.at((*fo_where, "mode"), "failover and gpuMemoryService modes must match")
+        if fo_mode == "interpod":
+            yield Problem.at((*fo_where, "mode"), "interPod mode is not supported")
 
 
-def runtime_version_admission(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+def runtime_version_admission(g: Graph) -> Iterator[Problem]:
     """The Dynamo 1.5 webhook's runtime-version rules for a DGD (setting
     runtime-version-admission: strict): every component has a main-container image, and one
     whose tag is no semantic version declares its runtime version (``shared_v1alpha1.go`` /
     ``shared_v1beta1.go`` @ 2a6da14c8, #10494 in the v1.5.0 ledger)."""
     lenient = "setting runtime-version-admission: lenient"
-    for name, svc in sorted((dgd.spec.services or {}).items()):
-        main = svc.main_container
+    for loc, c in g.components:
+        main = main_container(c)[1]
         image = (main.image if main else None) or ""
         if not image:
             yield Problem.at(
-                _svc(name, "extraPodSpec", "mainContainer", "image"),
+                _main_field(loc, c, "image"),
                 "is required: Dynamo 1.5 admission needs a main-container image on every "
                 f"component ({lenient} accepts a DGD without one, as created before 1.5)",
             )
             continue
-        if svc.runtimeVersionOverride:
+        if c.runtimeVersionOverride:
             continue  # checked against the CRD's pattern in _service_checks
         try:
             parse_image_version(image)
         except RuntimeVersionError as exc:
             yield Problem.at(
-                _svc(name, "runtimeVersionOverride"),
+                (*loc, "runtimeVersionOverride"),
                 f"is required when the main container image has no semantic-version tag ({exc}): "
                 'set it to the Dynamo runtime version of the image, such as "1.5.1" '
                 f"(Dynamo 1.5 admission; {lenient} renders it with the legacy profile, every "
@@ -501,11 +672,11 @@ def runtime_version_admission(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
             )
 
 
-def workload_provider_checks(dgd: DynamoGraphDeployment, grove_enabled: bool) -> Iterator[Problem]:
+def workload_provider_checks(meta: ObjectMeta, grove_enabled: bool) -> Iterator[Problem]:
     """``nvidia.com/workload-provider`` written in Git must be the provider the DGD renders
     with: the 1.5 webhook writes that one on create and refuses any change later, and the
     operator never falls back from Grove to components (#12942, 73a3fd26f)."""
-    ann = dgd.metadata.annotations or {}
+    ann = meta.annotations or {}
     written = ann.get(keys.ANN_WORKLOAD_PROVIDER)
     rendered = naming.workload_provider(ann, grove_enabled)
     if written not in keys.WORKLOAD_PROVIDERS or written == rendered:
@@ -527,26 +698,32 @@ def workload_provider_checks(dgd: DynamoGraphDeployment, grove_enabled: bool) ->
     )
 
 
-def warn_graph(dgd: DynamoGraphDeployment, *, image_required: bool = False) -> Iterator[Problem]:
+def warn_graph(g: Graph, *, image_required: bool = False) -> Iterator[Problem]:
     """What renders (the operator would create it too) but the API server will refuse or
     the workload cannot run, or what the operator silently reads otherwise than written:
     reported as warnings, output unchanged (``image_required``: a missing image is an error
     already)."""
-    yield from _deployment_strategy_warnings(("spec", "annotations"), dgd.spec.annotations)
-    for svc_name, svc in sorted((dgd.spec.services or {}).items()):
-        main = svc.main_container
+    yield from _deployment_strategy_warnings(("spec", "annotations"), g.spec.annotations)
+    for loc, c in g.components:
+        main = main_container(c)[1]
         if (main is None or not main.image) and not image_required:
             yield Problem.at(
-                _svc(svc_name, "extraPodSpec", "mainContainer", "image"),
+                _main_field(loc, c, "image"),
                 "no image: the operator has no default image, and the API server "
                 "refuses a workload whose main container has none",
                 severity="warning",
             )
-        yield from _deployment_strategy_warnings(_svc(svc_name, "annotations"), svc.annotations)
-        pod_meta = svc.extraPodMetadata
+        meta = c.podTemplate.metadata if c.podTemplate is not None else None
         yield from _deployment_strategy_warnings(
-            _svc(svc_name, "extraPodMetadata", "annotations"),
-            pod_meta.annotations if pod_meta else None,
+            (*loc, "podTemplate", "metadata", "annotations"), meta.annotations if meta else None
+        )
+
+
+def alpha_warnings(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+    """:func:`warn_graph` for a v1alpha1 service's own ``annotations`` (no v1beta1 field)."""
+    for name, svc in sorted((dgd.spec.services or {}).items()):
+        yield from _deployment_strategy_warnings(
+            ("spec", "services", name, "annotations"), svc.annotations
         )
 
 

@@ -2,9 +2,12 @@
 
 An object that is not a Dynamo kind is passed through as written (its shape checked only). A
 DynamoGraphDeployment becomes its typed model: ``nvidia.com/v1alpha1`` as written,
-``v1beta1`` converted to the v1alpha1 shape (with the mapping of field paths back to the
-document), checked by the pydantic models ("did you mean" for unknown fields), the rules of
-:mod:`dyn_gitops.rules` and the runner's limits; two DGDs may not share a namespace and name.
+``v1beta1`` converted to the v1alpha1 shape the expansion still reads (with the mapping of
+field paths back to the document), checked by the pydantic models ("did you mean" for unknown
+fields). The rules of :mod:`dyn_gitops.rules`, the admission stamps and the runner's limits
+read the DGD's v1beta1 form (:class:`.rules.Graph`: a v1beta1 DGD as written, a v1alpha1 DGD
+converted up as the operator does), as the Dynamo 1.5 webhooks do; their problems name the
+field the user wrote. Two DGDs may not share a namespace and name.
 """
 
 from __future__ import annotations
@@ -17,24 +20,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from . import admission, coexistence, keys
+from . import admission, coexistence, keys, naming, rules
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem, RenderError
 from .models.v1alpha1 import DynamoGraphDeployment, DynamoModel
 from .models.versions import V1BETA1
 from .parse import Document, located, object_label
-from .rules import (
-    MODEL_FIELD_HINTS,
-    limit_checks,
-    object_shape,
-    removed_kind,
-    runtime_version_admission,
-    validate_graph,
-    validate_model,
-    warn_graph,
-    workload_provider_checks,
-)
+from .rules import MODEL_FIELD_HINTS, Graph, object_shape, removed_kind, validate_model
 from .settings import RenderSettings
+from .workerhash import hub
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
 
@@ -55,6 +49,9 @@ class Validated:
     #: a standalone DynamoComponentDeployment, as the one-service DGD named like it
     #: (:func:`dcd_as_graph`): expanded as the operator's DCD controller renders it
     standalone_dcd: bool = False
+    #: a v1alpha1 DGD's components converted up (``hub.AlphaComponents``), as the rules read
+    #: them: the expansion reuses the conversion (None: a v1beta1 DGD or a standalone DCD)
+    alpha_components: hub.AlphaComponents | None = None
 
     def located(self, problem: Problem) -> Problem:
         """``problem``, whose path is a field of the model, in the document."""
@@ -122,28 +119,121 @@ def _validated(
     typed = _typed(doc, data, api, kind, problems)
     if typed is None:
         return None
-    dgd, to_doc_path = typed
     standalone = kind == "DynamoComponentDeployment"
-    item = Validated(doc, dgd, to_doc_path, standalone_dcd=standalone)
+    item = Validated(doc, typed.dgd, typed.to_doc_path, standalone_dcd=standalone)
     strict = settings.runtime_version_admission == "strict"
+    # what only the v1alpha1 document says, as written; then its v1beta1 form's rules
+    alpha_found = (
+        [item.located(p) for p in _alpha_problems(typed.dgd, settings)]
+        if typed.beta is None
+        else []
+    )
+    graph = _graph(typed, item, alpha_found)
+    if graph is None:
+        problems.extend(alpha_found)
+        return None
+    to_doc: list[Callable[[FieldPath], FieldPath]] = []  # made when first needed
+
+    def at(problem: Problem) -> Problem:  # a problem of the v1beta1 form, in the document
+        if not to_doc:  # (the mapping's module is imported only for a problem)
+            to_doc.append(typed.graph_path(graph))
+        return located(doc, replace(problem, path=to_doc[0](problem.path)))
+
     found = [
-        *limit_checks(
-            dgd, max_replicas=settings.max_replicas, max_node_count=settings.max_node_count
+        *alpha_found,
+        *(
+            at(p)
+            for p in (
+                *rules.limit_checks(
+                    graph,
+                    max_replicas=settings.max_replicas,
+                    max_node_count=settings.max_node_count,
+                ),
+                *rules.validate_graph(graph),
+                *rules.pathway_checks(
+                    graph, grove_pathway=_grove_pathway(graph, standalone, settings)
+                ),
+                *rules.workload_provider_checks(graph.metadata, settings.grove),
+                *coexistence.graph_checks(graph, settings),
+                *(rules.runtime_version_admission(graph) if strict else ()),
+            )
         ),
-        *validate_graph(dgd),
-        *workload_provider_checks(dgd, settings.grove),
-        *coexistence.graph_checks(dgd, settings),
-        *(runtime_version_admission(dgd) if strict else ()),
     ]
     if found:
-        problems.extend(item.located(p) for p in found)
+        problems.extend(found)
         return None
-    problems.extend(item.located(p) for p in warn_graph(dgd, image_required=strict))
+    problems.extend(at(p) for p in rules.warn_graph(graph, image_required=strict))
+    if typed.beta is None:
+        problems.extend(item.located(p) for p in rules.alpha_warnings(typed.dgd))
     # admitted: with the defaulting webhook's stamps, which the expansion reads
-    return Validated(doc, admission.stamp(dgd, settings), to_doc_path, standalone_dcd=standalone)
+    return Validated(
+        doc,
+        admission.stamp(typed.dgd, settings),
+        typed.to_doc_path,
+        standalone_dcd=standalone,
+        alpha_components=None if standalone else typed.alpha,
+    )
 
 
-Typed = tuple[DynamoGraphDeployment, Callable[[FieldPath], FieldPath]]
+@dataclass(frozen=True)
+class Typed:
+    """A DGD document's models: the v1alpha1 one the expansion reads and the mapping of its
+    field paths back to the document; a v1beta1 document's own model."""
+
+    dgd: DynamoGraphDeployment
+    to_doc_path: Callable[[FieldPath], FieldPath]
+    #: the document's spec as :class:`.rules.Graph` converts it (a v1alpha1 DGD)
+    spec: dict[str, Any]
+    beta: Any = None  # models.v1beta1.DynamoGraphDeployment, imported when one is present
+    #: a standalone DCD: where its one component is in the DGD it is read as
+    dcd_where: FieldPath | None = None
+    alpha: hub.AlphaComponents | None = None
+
+    def graph_path(self, graph: Graph) -> Callable[[FieldPath], FieldPath]:
+        """A field path of the v1beta1 form ``graph`` -> the field in the document."""
+        to_graph, where = graph.to_doc_path(), self.dcd_where
+        if where is None:
+            return to_graph
+        return lambda path: _dcd_path(to_graph(path), where)
+
+
+def _grove_pathway(graph: Graph, standalone: bool, settings: RenderSettings) -> bool:
+    """Whether the 1.5 webhook validates the DGD for the Grove pathway
+    (``grovePathwayForDynamoGraphDeployment`` @ 2a6da14c8): its provider is Grove (a provider
+    annotation contradicting the settings is refused by ``workload_provider_checks``); a
+    standalone DCD never."""
+    ann = graph.metadata.annotations or {}
+    provider = ann.get(keys.ANN_WORKLOAD_PROVIDER) or naming.workload_provider(ann, settings.grove)
+    return not standalone and provider == keys.WORKLOAD_PROVIDER_GROVE
+
+
+def _alpha_problems(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:
+    """What a v1alpha1 DGD says that its v1beta1 form cannot hold, checked as written."""
+    return [
+        *rules.alpha_limit_checks(dgd, max_replicas=settings.max_replicas),
+        *rules.alpha_checks(dgd),
+    ]
+
+
+def _graph(typed: Typed, item: Validated, alpha_found: list[Problem]) -> Graph | None:
+    """The v1beta1 form the rules read; None when a v1alpha1 value does not fit it (a
+    problem is in ``alpha_found`` then, located in ``item``'s document)."""
+    if typed.beta is not None:
+        return rules.of_v1beta1(typed.beta)
+    try:
+        return rules.of_v1alpha1(typed.dgd, typed.spec, typed.alpha)
+    except ValidationError as exc:
+        if not alpha_found:  # pragma: no cover - alpha_checks names what does not fit
+            alpha_found.append(
+                item.located(
+                    Problem.at(
+                        ("spec", "services"),
+                        "does not convert to nvidia.com/v1beta1: "
+                        + "; ".join(e["msg"] for e in exc.errors(include_url=False)),
+                    )
+                )
+            )
+        return None
 
 
 def _model_problems(doc: Document, data: dict[str, Any]) -> list[Problem]:
@@ -205,7 +295,8 @@ def _v1alpha1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> T
     except ValidationError as exc:
         problems.extend(_validation_problems(doc, DynamoGraphDeployment, exc))
         return None
-    return parsed, same_path
+    spec = data.get("spec") or {}
+    return Typed(parsed, same_path, spec, alpha=hub.AlphaComponents(spec))
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -271,8 +362,10 @@ def _component_deployment(
     problems.extend(located(doc, replace(p, path=_dcd_path(p.path, where))) for p in found)
     if typed is None:
         return None
-    dgd, to_graph_path = typed
-    return dgd, lambda path: _dcd_path(to_graph_path(path), where)
+    to_graph_path = typed.to_doc_path
+    return replace(
+        typed, to_doc_path=lambda path: _dcd_path(to_graph_path(path), where), dcd_where=where
+    )
 
 
 def _dcd_path(path: FieldPath, where: FieldPath) -> FieldPath:
@@ -295,7 +388,7 @@ def _v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Ty
         problems.extend(_validation_problems(doc, v1beta1.DynamoGraphDeployment, exc))
         return None
     try:
-        return to_v1alpha1(beta), loc_in_v1beta1(beta)
+        return Typed(to_v1alpha1(beta), loc_in_v1beta1(beta), data.get("spec") or {}, beta=beta)
     except RenderError as exc:  # paths of the v1beta1 document already
         problems.extend(located(doc, p) for p in exc.problems)
         return None

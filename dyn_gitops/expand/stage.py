@@ -88,7 +88,9 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     source = admission.admitted_document(doc.data, dgd)  # with the webhook's stamps
     # a v1alpha1 DGD's components converted once (when needed): for the worker hash and the
     # emitted v1beta1 DGD
-    alpha = hub.AlphaComponents(source.get("spec") or {}) if components.is_alpha(source) else None
+    alpha = item.alpha_components or (
+        hub.AlphaComponents(source.get("spec") or {}) if components.is_alpha(source) else None
+    )
     # the validated v1alpha1 model (a v1beta1 DGD's down-conversion), for the expansion
     # modules not migrated to the v1beta1 model yet
     bridge = Bridge(dgd)

@@ -340,3 +340,62 @@ def loc_in_v1beta1(dgd: v1beta1.DynamoGraphDeployment) -> Callable[[FieldPath], 
         return (*base, *loc[3:])
 
     return convert
+
+
+#: a v1beta1 component field -> the v1alpha1 service field its conversion made it from
+#: (``ConvertTo`` @ 2a6da14c8, the reverse of :data:`_FIELD_HOME` for what the rules name)
+_ALPHA_HOME: dict[str, FieldPath] = {
+    "type": ("componentType",),
+    "sharedMemorySize": ("sharedMemory",),
+    "compilationCache": ("volumeMounts",),
+}
+_ALPHA_EXPERIMENTAL = ("gpuMemoryService", "failover", "checkpoint")
+
+
+def loc_in_v1alpha1(dgd: v1alpha1.DynamoGraphDeployment) -> Callable[[FieldPath], FieldPath]:
+    """Map a field path of the v1beta1 form of the v1alpha1 DGD ``dgd`` (its conversion
+    **up**, ``hub.AlphaComponents``) back to the field the user wrote in ``dgd``: the
+    reverse of :func:`loc_in_v1beta1`. Its components are the services in name order;
+    container ``main`` (``containers[0]``) is ``extraPodSpec.mainContainer``, the other
+    containers those of ``extraPodSpec.containers`` in order, then the frontend sidecar."""
+    services = dgd.spec.services or {}
+    names = sorted(n for n, s in services.items() if s is not None)
+
+    def container(svc: v1alpha1.ServiceSpec, k: int) -> FieldPath:
+        if k == 0:
+            return ("extraPodSpec", "mainContainer")
+        written = (svc.extraPodSpec.containers if svc.extraPodSpec else None) or []
+        others = [j for j, c in enumerate(written) if c.name != MAIN]
+        if k - 1 < len(others):
+            return ("extraPodSpec", "containers", others[k - 1])
+        return ("frontendSidecar",)
+
+    def convert(loc: FieldPath) -> FieldPath:
+        if loc[:2] == ("spec", "env"):
+            return ("spec", "envs", *loc[2:])
+        if loc[:3] == ("spec", "topologyConstraint", "clusterTopologyName"):
+            return ("spec", "topologyConstraint", "topologyProfile", *loc[3:])
+        if loc[:2] != ("spec", "components"):
+            return loc
+        if len(loc) == 2:
+            return ("spec", "services")
+        i = loc[2]
+        if not isinstance(i, int) or not 0 <= i < len(names):
+            return ("spec", "services")
+        base: FieldPath = ("spec", "services", names[i])
+        field, rest = (str(loc[3]), loc[4:]) if len(loc) > 3 else ("", ())
+        if not field:
+            return base
+        if field in _ALPHA_HOME:
+            return (*base, *_ALPHA_HOME[field])
+        if field == "experimental" and rest and rest[0] in _ALPHA_EXPERIMENTAL:
+            return (*base, *rest)
+        if field == "podTemplate" and rest[:1] == ("metadata",):
+            return (*base, "extraPodMetadata", *rest[1:])
+        if field == "podTemplate" and rest[:1] == ("spec",):
+            if rest[1:2] == ("containers",) and len(rest) > 2 and isinstance(rest[2], int):
+                return (*base, *container(services[names[i]], rest[2]), *rest[3:])
+            return (*base, "extraPodSpec", *rest[1:])
+        return (*base, field, *rest)
+
+    return convert

@@ -19,7 +19,7 @@ from .v1alpha1 import (
     Restart,
     TopologyConstraint,
 )
-from .v1alpha1 import KVTransferPolicy as KVTransferPolicy  # experimental.kvTransferPolicy
+from .v1alpha1 import KVTransferPolicy as KVTransferPolicy  # the same type in both versions
 from .versions import V1BETA1
 
 API_VERSION = V1BETA1
