@@ -147,9 +147,13 @@ EXPAND = Path(components.__file__).parent
 #: expansion modules that read only the v1beta1 model: no v1alpha1 type imported, and no
 #: v1alpha1 service read through a component context (``ctx.spec``)
 V1BETA1_ONLY = (
+    "checkpoint.py",  # experimental.checkpoint (a v1alpha1 one converts into it as written)
     "components.py",
+    "elastic_ep.py",  # container main's command and args; the graph framework is handed in
     "epp.py",
+    "gms.py",  # experimental.gpuMemoryService/failover, container main's GPU resources
     "podspec.py",
+    "provider_override.py",  # the graph-level override and typed topology are handed in
     "replica_owners.py",
 )
 #: modules whose per-component reads are v1beta1 only (no v1alpha1 service type, no
@@ -161,13 +165,9 @@ COMPONENTS_FROM_V1BETA1 = (
 #: the expansion modules that still read the v1alpha1 model per component
 #: (``docs/reference-behaviour.md``, *The internal model*): when one moves, it moves up
 STILL_V1ALPHA1 = (
-    "checkpoint.py",  # a service's checkpoint block, typed v1alpha1
     "context.py",  # ComponentContext.spec, the v1alpha1 service beside the component
-    "elastic_ep.py",  # the admission check of every service's command
-    "gms.py",
     "graph.py",
     "legacy.py",
-    "provider_override.py",
     "stage.py",  # the validated v1alpha1 DGD handed to the expansion
 )
 

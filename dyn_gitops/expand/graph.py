@@ -52,10 +52,16 @@ def is_multinode(svc: ServiceSpec) -> bool:
     return node_count(svc) > 1
 
 
-def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:
-    """Features this version does not render, each as a clear 'not yet supported' problem."""
+def not_supported(
+    dgd: DynamoGraphDeployment, settings: RenderSettings, graph: components.GraphComponents
+) -> list[Problem]:
+    """Features this version does not render, each as a clear 'not yet supported' problem
+    (``graph``: ``dgd``'s v1beta1 components)."""
     on_grove = grove.is_grove(dgd, settings)
-    out = [*elastic_ep.requires_command(dgd), *provider_override.problems(dgd, on_grove)]
+    out = [
+        *elastic_ep.requires_command(dgd.spec.backendFramework, graph),
+        *provider_override.problems(override_root(dgd), graph, on_grove),
+    ]
     out.extend(_topology_problems(dgd, settings, on_grove))
     grove_only = f'setting grove true and no {keys.ANN_ENABLE_GROVE}: "false"'
     if dgd.spec.priorityClassName and not on_grove:  # #10217: the webhook forbids it
@@ -91,9 +97,17 @@ def not_supported(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[
                     "(LeaderWorkerSet) or the setting grove to true (Grove)",
                 )
             )
-        if svc.checkpoint is not None and svc.checkpoint.enabled:
-            out.append(checkpoint.not_supported(_svc(name, "checkpoint"), svc.checkpoint))
+        refused = checkpoint.problem(graph, name)
+        if refused is not None:
+            out.append(refused)
     return out
+
+
+def override_root(dgd: DynamoGraphDeployment) -> provider_override.Root:
+    """The DGD's graph-level provider override and whether it sets the typed topology."""
+    return provider_override.Root(
+        dgd.spec.providerOverride, dgd.spec.topologyConstraint is not None
+    )
 
 
 def grove_topology_domains(settings: RenderSettings) -> tuple[str, ...]:
@@ -280,10 +294,11 @@ def expand_graph(
     in no particular order (but a PodCliqueSet's cliques in :func:`component_order`);
     raises :class:`RenderError` with problems not located yet (their paths are the DGD's
     fields)."""
-    problems = not_supported(dgd, settings)
+    graph = components.of(source, alpha)  # the internal v1beta1 model
+    problems = not_supported(dgd, settings, graph)
     if problems:
         raise RenderError(problems)
-    return _expand_graph(dgd, settings, source, alpha)
+    return _expand_graph(dgd, settings, source, alpha, graph)
 
 
 def expand_component_deployment(
@@ -295,7 +310,7 @@ def expand_component_deployment(
     are named after the DCD; there is no graph: no graph-level objects (RBAC, PVCs, EPP
     pool), no graph-name label, no worker hash (only a DGD's rollout stamps one), and
     never Grove (the DCD controller renders a Deployment or a LeaderWorkerSet)."""
-    problems = not_supported(dgd, replace(settings, grove=False))
+    problems = not_supported(dgd, replace(settings, grove=False), graph)
     if problems:
         raise RenderError(problems)
     ((service, svc),) = (dgd.spec.services or {}).items()
@@ -326,13 +341,14 @@ def _expand_graph(
     settings: RenderSettings,
     source: Obj,
     alpha: hub.AlphaComponents | None = None,
+    graph: components.GraphComponents | None = None,
 ) -> list[Obj]:
     dgd_name = dgd.metadata.name
     namespace = dgd.metadata.namespace or settings.namespace
     services = dgd.spec.services or {}
     meta_ann = dgd.metadata.annotations or {}
     graph_discovery = naming.discovery_backend(meta_ann, settings.discovery_backend)
-    graph = components.of(source, alpha)  # the internal v1beta1 model
+    graph = graph or components.of(source, alpha)  # the internal v1beta1 model
     _, backends = resolve_backends(dgd, graph)
     on_grove = grove.is_grove(dgd, settings)
     whash = graph_worker_hash(dgd, settings, source, alpha, graph)
@@ -359,7 +375,7 @@ def _expand_graph(
     for p in dgd.spec.pvcs or []:
         if p.create and p.name:
             out.append(objects.pvc(p, namespace))
-    out.extend(gms.resource_claim_templates(dgd, namespace, settings))  # GMS (DRA)
+    out.extend(gms.resource_claim_templates(dgd_name, graph, namespace, settings))  # GMS (DRA)
     if graph_discovery == "kubernetes":
         out.extend(objects.discovery_rbac(dgd_name, namespace))
     if any(c.multinode is not None and c.multinode.nodeCount > 1 for c in graph.components):
@@ -422,7 +438,9 @@ def _expand_graph(
         raise RenderError(problems)
     if on_grove:
         out.append(
-            provider_override.apply(dgd, grove.pod_clique_set(dgd, namespace, settings, parts))
+            provider_override.apply(
+                override_root(dgd), graph, grove.pod_clique_set(dgd, namespace, settings, parts)
+            )
         )
     return out
 

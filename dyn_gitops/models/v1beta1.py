@@ -15,10 +15,10 @@ from .v1alpha1 import (
     Experimental,
     ModelRef,
     Multinode,
-    ProviderOverride,
     Restart,
     TopologyConstraint,
 )
+from .v1alpha1 import ProviderOverride as ProviderOverride
 from .versions import V1BETA1
 
 API_VERSION = V1BETA1
