@@ -152,6 +152,7 @@ V1BETA1_ONLY = (
     "elastic_ep.py",  # container main's command and args; the graph framework is handed in
     "epp.py",
     "gms.py",  # experimental.gpuMemoryService/failover, container main's GPU resources
+    "legacy.py",  # DYN_DEPLOYMENT_CONFIG from container main's env, written into container main
     "podspec.py",
     "provider_override.py",  # the graph-level override and typed topology are handed in
     "replica_owners.py",
@@ -167,7 +168,6 @@ COMPONENTS_FROM_V1BETA1 = (
 STILL_V1ALPHA1 = (
     "context.py",  # ComponentContext.spec, the v1alpha1 service beside the component
     "graph.py",
-    "legacy.py",
     "stage.py",  # the validated v1alpha1 DGD handed to the expansion
 )
 
@@ -408,9 +408,10 @@ spec:
 @pytest.mark.parametrize(
     ("doc", "limits"),
     [
-        # v1alpha1: the config rewrites the top-level resources, the mainContainer's win
-        (LEGACY, {"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "1"}),
-        # v1beta1: container main's resources are the dedicated ones, the config wins
+        # v1alpha1: container main holds resources with the mainContainer's (cpu 4) merged
+        # over them; the config is set over that, key by key (parity fix, see below)
+        (LEGACY, {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"}),
+        # v1beta1: container main's resources, the config set over them
         (LEGACY_BETA, {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"}),
     ],
 )
@@ -418,7 +419,13 @@ def test_legacy_config_resources_reach_container_main(
     tmp_path: Path, doc: str, limits: dict[str, str]
 ) -> None:
     """``DYN_DEPLOYMENT_CONFIG`` resources are written into the v1beta1 component's
-    container ``main`` the pod spec reads (requests and limits)."""
+    container ``main`` the pod spec reads (requests and limits), as the operator does
+    since its DCDs are generated from v1beta1: ``generateSingleDCD`` runs
+    ``applyDynDeploymentConfig`` on the converted component, whose
+    ``applyDynDeploymentResources`` sets each quantity in container ``main``
+    (``deploy/operator/internal/dynamo/graph.go``, upstream main ``014cc221``, read through
+    the fork ``wxsms/dynamo``). Before, a v1alpha1 service's ``mainContainer.resources``
+    still won over the config (the 1.1-line order): a parity fix."""
     (tmp_path / "g.yaml").write_text(doc)
     objs = render_objects(tmp_path, namespace="ns", origin_version="none")
     [dep] = [o for o in objs if o["kind"] == "Deployment"]

@@ -572,11 +572,7 @@ def _expand_service(
     assert component is not None  # the same document's services and components
     ctype = component.type or ""
     worker = naming.is_worker(ctype)
-    written = svc
-    svc, env_overrides = legacy.apply(
-        service, svc, ctype, merge_envs(graph_envs, dump(svc.envs) or [])
-    )
-    component = legacy.component(component, written, svc, alpha=graph.alpha)
+    component, env_overrides = legacy.apply(component, graph_envs)
     preserved = graph.preserved_of(service)
     tmpl_labels, tmpl_ann = _template_metadata(dgd, component, ctype)
     # GetDCDKubeAnnotations / GetDCDKubeLabels (internal/dynamo/v1beta1_helpers.go @
