@@ -498,3 +498,262 @@ def test_backend_detection_reads_container_main() -> None:
     bare = {**alpha, "spec": {**alpha["spec"], "services": {}}}
     empty = DynamoGraphDeployment.model_validate(bare)
     assert resolve_backends(empty, components.of(alpha))[0] == "sglang"
+
+
+# --------------------------------------------- per-component modules on the v1beta1 model
+def _alpha_doc(services: Obj, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "g"},
+        "spec": {"services": services, **spec},
+    }
+
+
+def _beta_doc(components_: list[Obj], **spec: Any) -> Obj:
+    return {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "g"},
+        "spec": {"components": components_, **spec},
+    }
+
+
+def _main(**fields: Any) -> Obj:
+    return {"spec": {"containers": [{"name": "main", "image": "vllm:1.5.1", **fields}]}}
+
+
+def test_gms_and_failover_read_the_v1beta1_component() -> None:
+    """GMS and failover come from ``experimental`` and container ``main`` of the component
+    alone (the context's v1alpha1 service is empty)."""
+    from dyn_gitops.expand.context import ComponentError
+    from dyn_gitops.expand.podspec import build_pod_spec
+    from dyn_gitops.settings import RenderSettings
+
+    comp: Obj = {
+        "name": "W",
+        "type": "worker",
+        "experimental": {"gpuMemoryService": {}, "failover": {}},
+        "podTemplate": _main(
+            command=["python3", "-m", "dynamo.vllm"], resources={"limits": {"nvidia.com/gpu": "1"}}
+        ),
+    }
+    ctx = _context(comp, settings=RenderSettings(dra=True), container_discovery=True)
+    pod = build_pod_spec(ctx)
+    assert [c["name"] for c in pod["containers"]] == ["engine-0", "engine-1"]
+    assert [c["name"] for c in pod["initContainers"]] == ["gms-server"]
+    assert pod["resourceClaims"] == [
+        {"name": "intrapod-shared-gpu", "resourceClaimTemplateName": "g-w-gpu"}
+    ]
+    # failover without GMS: refused at the v1alpha1 field named
+    alone = {**comp, "experimental": {"failover": {}}}
+    with pytest.raises(ComponentError) as info:
+        build_pod_spec(_context(alone, settings=RenderSettings(dra=True)))
+    assert info.value.path == ("failover",)
+    # no GPU in container main: refused
+    bare = {**comp, "podTemplate": _main(command=["python3", "-m", "dynamo.vllm"])}
+    with pytest.raises(ComponentError, match=r"GPU count >= 1"):
+        build_pod_spec(_context(bare, settings=RenderSettings(dra=True)))
+
+
+@pytest.mark.parametrize(
+    ("alpha_checkpoint", "beta_checkpoint", "want"),
+    [
+        # enabled, both forms: refused at the v1alpha1 path (automatic checkpointing)
+        ({"enabled": True}, {"enabled": True}, ("enabled", "automatic checkpointing")),
+        # a v1beta1 block without enabled: present means enabled (models/convert.py)
+        ({"enabled": True}, {}, ("enabled", "automatic checkpointing")),
+        # a checkpointRef names the PodSnapshot
+        (
+            {"enabled": True, "checkpointRef": "snap"},
+            {"checkpointRef": "snap"},
+            ("checkpointRef", "PodSnapshot 'snap'"),
+        ),
+        # disabled (v1alpha1: written so, or enabled omitted; v1beta1: written so): none
+        ({"enabled": False}, {"enabled": False}, None),
+        ({"checkpointRef": "snap"}, {"enabled": False, "checkpointRef": "snap"}, None),
+    ],
+)
+def test_checkpoint_reads_experimental_checkpoint(
+    alpha_checkpoint: Obj, beta_checkpoint: Obj, want: tuple[str, str] | None
+) -> None:
+    """The "not yet supported" check reads the component's ``experimental.checkpoint``: a
+    v1alpha1 ``checkpoint`` converts into it as written (its ``enabled`` decides), a
+    v1beta1 block's presence means enabled unless it says ``enabled: false``; both name
+    the v1alpha1 path, as before."""
+    from dyn_gitops.expand import checkpoint
+
+    alpha = components.of(
+        _alpha_doc({"W": {"componentType": "worker", "checkpoint": alpha_checkpoint}})
+    )
+    beta = components.of(
+        _beta_doc(
+            [{"name": "W", "type": "worker", "experimental": {"checkpoint": beta_checkpoint}}]
+        )
+    )
+    for graph in (alpha, beta):
+        found = checkpoint.problem(graph, "W")
+        if want is None:
+            assert found is None
+            continue
+        assert found is not None
+        assert found.path == ("spec", "services", "W", "checkpoint", want[0])
+        assert want[1] in found.message
+
+
+def test_elastic_ep_admission_reads_container_main() -> None:
+    """A vLLM graph's component whose container ``main`` asks for the elastic-EP Ray
+    topology without a command is refused, at the v1alpha1 ``mainContainer.command``: the
+    v1beta1 component and its v1alpha1 twin alike; with a command, or another framework,
+    nothing."""
+    from dyn_gitops.expand import elastic_ep
+
+    args = ["--enable-elastic-ep", "--data-parallel-backend", "ray"]
+    alpha = components.of(
+        _alpha_doc(
+            {"W": {"componentType": "worker", "extraPodSpec": {"mainContainer": {"args": args}}}}
+        )
+    )
+    beta = components.of(
+        _beta_doc([{"name": "W", "type": "worker", "podTemplate": _main(args=args)}])
+    )
+    path = ("spec", "services", "W", "extraPodSpec", "mainContainer", "command")
+    for graph in (alpha, beta):
+        [problem] = elastic_ep.requires_command("vllm", graph)
+        assert problem.path == path
+        assert "explicit container command" in problem.message
+        assert list(elastic_ep.requires_command("sglang", graph)) == []
+    with_command = _main(args=args, command=["python3", "-m", "dynamo.vllm"])
+    ok = components.of(_beta_doc([{"name": "W", "type": "worker", "podTemplate": with_command}]))
+    assert list(elastic_ep.requires_command("vllm", ok)) == []
+
+
+def test_provider_overrides_read_the_v1beta1_components() -> None:
+    """Each component's ``providerOverride`` resolves its target from the component
+    (multinode or ``forceScalingGroup``: its scaling group, else its clique), a role's
+    from ``roles[]``; the v1alpha1 twin (no roles there) gives the same."""
+    from dyn_gitops.expand import provider_override as po
+
+    value = {"topologyConstraint": {"packDomain": "rack"}}
+    override = {"apiVersion": "grove.io/v1alpha1", "value": value}
+    beta = components.of(
+        _beta_doc(
+            [
+                {"name": "Solo", "type": "worker", "providerOverride": override},
+                {
+                    "name": "Group",
+                    "type": "worker",
+                    "providerOverride": override,
+                    "experimental": {"grove": {"forceScalingGroup": True}},
+                },
+                {
+                    "name": "Multi",
+                    "type": "worker",
+                    "multinode": {"nodeCount": 2},
+                    "providerOverride": override,
+                    "roles": [{"name": "leader", "providerOverride": override}],
+                },
+            ]
+        )
+    )
+    got = [(f.loc, f.target, f.role) for f in po.overrides(po.Root(), beta)]
+    base = ("spec", "services")
+    assert got == [
+        ((*base, "Group", "providerOverride"), po.SCALING_GROUP, None),
+        ((*base, "Multi", "providerOverride"), po.SCALING_GROUP, None),
+        ((*base, "Multi", "roles", 0, "providerOverride"), po.CLIQUE, "leader"),
+        ((*base, "Solo", "providerOverride"), po.CLIQUE, None),
+    ]
+    alpha = components.of(
+        _alpha_doc(
+            {
+                "Solo": {"componentType": "worker", "providerOverride": override},
+                "Multi": {
+                    "componentType": "worker",
+                    "multinode": {"nodeCount": 2},
+                    "providerOverride": override,
+                },
+            }
+        )
+    )
+    assert [(f.loc, f.target) for f in po.overrides(po.Root(), alpha)] == [
+        ((*base, "Multi", "providerOverride"), po.SCALING_GROUP),
+        ((*base, "Solo", "providerOverride"), po.CLIQUE),
+    ]
+    # the typed topology of a component refuses a topology override on Grove
+    typed = components.of(
+        _beta_doc(
+            [
+                {
+                    "name": "Solo",
+                    "type": "worker",
+                    "providerOverride": override,
+                    "topologyConstraint": {"packDomain": "zone"},
+                }
+            ]
+        )
+    )
+    [refused] = po.problems(po.Root(), typed, on_grove=True)
+    assert refused.path == (*base, "Solo", "providerOverride", "value")
+    assert po.problems(po.Root(), typed, on_grove=False)[0].path == (
+        *base,
+        "Solo",
+        "providerOverride",
+    )
+
+
+LEGACY_MAIN_ENV = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: legacy
+spec:
+  services:
+    Front:
+      componentType: frontend
+      envs:
+        - name: DYN_DEPLOYMENT_CONFIG
+          value: '{"Front":{"ServiceArgs":{"workers":1}}}'
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+          env:
+            - name: DYN_DEPLOYMENT_CONFIG
+              value: '{"Front":{"ServiceArgs":{"workers":3,"resources":{"custom":{"x.io/a":"2"}}}}}'
+          resources:
+            limits: {x.io/b: "1"}
+"""
+
+
+def test_legacy_config_is_read_from_container_mains_env(tmp_path: Path) -> None:
+    """Parity fix: the config is read from container ``main``'s env (the DGD's env merged
+    under it), which for a v1alpha1 service is its ``envs`` with ``mainContainer.env``
+    merged over them, so the mainContainer's value wins (``applyDynDeploymentConfig`` on
+    the converted component, ``internal/dynamo/graph.go`` @ upstream main ``014cc221``;
+    before, only ``envs`` was read, the 1.1 ``GetDynamoDeploymentConfig``). Custom
+    resources are set key by key, beside the ones container ``main`` has."""
+    (tmp_path / "g.yaml").write_text(LEGACY_MAIN_ENV)
+    objs = render_objects(tmp_path, namespace="ns", origin_version="none")
+    [dep] = [o for o in objs if o["kind"] == "Deployment"]
+    assert dep["spec"]["replicas"] == 3
+    main = dep["spec"]["template"]["spec"]["containers"][0]
+    config = next(e["value"] for e in main["env"] if e["name"] == "DYN_DEPLOYMENT_CONFIG")
+    assert json.loads(config)["Front"]["port"] == 8000  # the frontend's entry, rewritten
+    assert main["resources"] == {
+        "requests": {"x.io/a": "2"},
+        "limits": {"x.io/b": "1", "x.io/a": "2"},
+    }
+
+
+def test_legacy_config_with_a_bad_quantity_is_an_input_error(tmp_path: Path) -> None:
+    """A quantity the operator's ``resource.ParseQuantity`` refuses is an error at the
+    service's ``envs`` (before: an internal error)."""
+    from dyn_gitops.errors import RenderError
+
+    doc = LEGACY.replace('"CPU":"2"', '"CPU":"two"')
+    (tmp_path / "g.yaml").write_text(doc)
+    with pytest.raises(RenderError) as info:
+        render_objects(tmp_path, namespace="ns", origin_version="none")
+    [problem] = info.value.problems
+    assert problem.path[-3:] == ("services", "Worker", "envs")
+    assert "sets cpu to 'two', which is not a Kubernetes quantity" in problem.message
