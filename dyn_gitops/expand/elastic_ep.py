@@ -22,7 +22,7 @@ from ..errors import FieldPath, Problem
 from ..models import v1beta1
 from . import defaults
 from .components import GraphComponents
-from .context import main_container_data
+from .context import main_container
 
 Obj = dict[str, Any]
 
@@ -155,10 +155,10 @@ def requires_command(backend_framework: str | None, graph: GraphComponents) -> I
     if backend_framework != VLLM:
         return
     for component in sorted(graph.components, key=lambda c: c.name):
-        main = main_container_data(component)
-        if not main or main.get("command"):
+        main = main_container(component)
+        if main is None or main.command:
             continue
-        if is_ray_launch({"command": None, "args": main.get("args")}):
+        if is_ray_launch({"command": None, "args": main.args}):
             loc: FieldPath = ("spec", "services", component.name, "extraPodSpec", "mainContainer")
             yield Problem.at(
                 (*loc, "command"),

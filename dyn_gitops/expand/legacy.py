@@ -16,15 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from .. import naming
-from ..merge import merge_envs
 from ..models import v1beta1
-from ..models.k8s import Quantity
 from ..parse import json_loads_bounded
 from ..settings import RenderSettings
-from .context import MAIN, ComponentError, main_container_data
+from ..workerhash.quantity import QuantityError, value_of
+from .context import MAIN, ComponentError, main_container, main_container_data
 from .defaults import FRONTEND_PORT
 
 ENV_NAME = "DYN_DEPLOYMENT_CONFIG"
@@ -42,7 +39,6 @@ def _get(obj: Any, key: str) -> Any:
     return next((v for k, v in obj.items() if isinstance(k, str) and k.lower() == lower), None)
 
 
-_QUANTITY: TypeAdapter[str] = TypeAdapter(Quantity)
 #: the order a side's resources are written in (the dedicated fields' order)
 _FIRST = ("cpu", "memory", naming.GPU_RESOURCE)
 
@@ -52,11 +48,16 @@ def apply(
 ) -> tuple[v1beta1.Component, dict[str, str]]:
     """The component with the config applied (replicas, container ``main``'s resources),
     and env values to replace (name -> value); errors at the v1alpha1 ``envs``."""
-    main = main_container_data(component)
-    envs = merge_envs(graph_envs, main.get("env") or [])
-    raw = next((e.get("value") for e in envs if e.get("name") == ENV_NAME), None)
+    typed = main_container(component)
+    own = [e for e in (typed.env if typed is not None else None) or [] if e.name == ENV_NAME]
+    if own:  # container main's wins over the DGD's, the last of a name wins (MergeEnvs)
+        raw = own[-1].value
+    else:
+        graph = [e for e in graph_envs if e.get("name") == ENV_NAME]
+        raw = graph[-1].get("value") if graph else None
     if raw is None:
         return component, {}
+    main = main_container_data(component)
     try:
         config = json_loads_bounded(raw, max_depth=CONFIG_MAX_DEPTH)
     except ValueError as exc:
@@ -105,8 +106,10 @@ def _resource_values(res: dict[str, Any]) -> dict[str, str]:
         values.update({str(k): str(v) for k, v in custom.items()})
     for name, value in values.items():
         try:
-            _QUANTITY.validate_python(value)
-        except ValidationError:
+            if value != value.strip():
+                raise QuantityError(value)
+            value_of(value)
+        except QuantityError:
             raise ComponentError(
                 ("envs",),
                 f"{ENV_NAME}: ServiceArgs.resources sets {name} to {value!r}, which is not a "
