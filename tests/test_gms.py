@@ -436,3 +436,88 @@ def test_refused_combinations(
     found = problems(tmp_path, graph({"W": svc}, container_discovery=annotate), dra=True, lws=True)
     path = field if field.startswith("metadata") else f"spec.services.W.{field}"
     assert any(f.startswith(f"{path}: ") and words in f for f in found), found
+
+
+# ------------------------------------------------------- the GPU count (1.5 operator, v1beta1)
+# The 1.5-line DGD controller counts a GMS component's GPUs on its v1beta1 form:
+# reconcileGMSResourceClaimTemplates takes dra.ExtractGPUCountFromResourceRequirements(
+# dynamo.GetMainContainerResources(component)) (deploy/operator/internal/controller/
+# dynamographdeployment_controller.go, upstream main 00964723, read through the fork
+# wxsms/dynamo); that function takes the first GPU resource name (sorted) of limits, else of
+# requests, and refuses a fraction (internal/dra/dra.go, walkoss/dynamo@3d3d5e5e). The admission
+# webhook reads the same (validateGPUMemoryServiceSpec: "requires
+# podTemplate.spec.containers[main].resources.limits.nvidia.com/gpu >= 1").
+
+
+def _main_gpu_worker(limits: Obj) -> Obj:
+    svc = worker("1")
+    svc["extraPodSpec"]["mainContainer"]["resources"] = {"limits": limits}
+    return svc
+
+
+def test_gpu_count_is_container_mains_where_mainContainer_sets_it(tmp_path: Path) -> None:
+    """Parity fix: a v1alpha1 ``mainContainer.resources`` GPU is merged over
+    ``resources.limits.gpu`` into container ``main`` by the conversion, and the 1.5 operator
+    counts that (before: ``resources.limits.gpu`` alone, the 1.1 ``ExtractGPUParams``)."""
+    alpha = graph({"W": _main_gpu_worker({"nvidia.com/gpu": "2"})})
+    (rct,) = templates(render(tmp_path, alpha, dra=True))
+    assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+    # the v1beta1 twin: only container main says it
+    beta = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "gms", "namespace": "demo"},
+        "spec": {
+            "components": [
+                {
+                    "name": "W",
+                    "type": "worker",
+                    "replicas": 1,
+                    "experimental": {"gpuMemoryService": {}},
+                    "podTemplate": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": IMAGE,
+                                    "command": ["python3", "-m", "dynamo.vllm"],
+                                    "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            ]
+        },
+    }
+    (beta_rct,) = templates(render(tmp_path, beta, dra=True, emit_source=False))
+    assert beta_rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+
+
+@pytest.mark.parametrize(
+    ("resources", "count"),
+    [
+        ({"limits": {"nvidia.com/gpu": "2"}}, 2),
+        ({"limits": {"cpu": "1"}, "requests": {"nvidia.com/gpu": "3"}}, 3),  # limits, else requests
+        ({"limits": {"nvidia.com/mig-1g.10gb": "1", "nvidia.com/gpu": "4"}}, 4),  # sorted first
+        ({"limits": {"nvidia.com/mig-3g.20gb": "1"}}, 1),  # a MIG shape is a GPU name
+        ({"limits": {"example.com/gpu": "2000m"}}, 2),  # */gpu, a whole quantity
+        ({"limits": {"nvidia.com/gpu": "1500m"}}, 0),  # a fraction: the operator's error
+        ({"limits": {"cpu": "1"}}, 0),
+        ({}, 0),
+    ],
+)
+def test_gpu_count_reads_the_v1beta1_container_main(resources: Obj, count: int) -> None:
+    from dyn_gitops.expand import gms
+    from dyn_gitops.models import v1beta1
+
+    component = v1beta1.Component.model_validate(
+        {
+            "name": "W",
+            "type": "worker",
+            "experimental": {"gpuMemoryService": {}},
+            "podTemplate": {"spec": {"containers": [{"name": "main", "resources": resources}]}},
+        }
+    )
+    assert gms.gpu_count(component) == count
+    assert (gms.resource_claim_template("g", "ns", component) is not None) == (count > 0)

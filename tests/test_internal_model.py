@@ -147,25 +147,19 @@ EXPAND = Path(components.__file__).parent
 #: expansion modules that read only the v1beta1 model: no v1alpha1 type imported, and no
 #: v1alpha1 service read through a component context (``ctx.spec``)
 V1BETA1_ONLY = (
+    "checkpoint.py",  # experimental.checkpoint (a v1alpha1 one converts into it as written)
     "components.py",
+    "elastic_ep.py",  # container main's command and args; the graph framework is handed in
     "epp.py",
+    "gms.py",  # experimental.gpuMemoryService/failover, container main's GPU resources
     "graph.py",  # the graph (components.Graph), its components, what is preserved beside
     "grove.py",
+    "legacy.py",  # DYN_DEPLOYMENT_CONFIG from container main's env, written into container main
     "objects.py",  # pvcs and ingress: typed by models/preserved (nvidia.com/dgd-spec)
     "podspec.py",
+    "provider_override.py",  # the graph-level override and typed topology are handed in
     "replica_owners.py",
     "stage.py",
-)
-#: the expansion modules that still read the v1alpha1 model
-#: (``docs/reference-behaviour.md``, *The internal model*): when one moves, it moves up
-STILL_V1ALPHA1 = (
-    "bridge.py",  # the one bridge: hands the v1alpha1 DGD to the five modules below
-    "checkpoint.py",  # a service's checkpoint block, typed v1alpha1
-    "context.py",  # only the type of ComponentContext.spec, the bridge gms.apply reads
-    "elastic_ep.py",  # the admission check of every service's command
-    "gms.py",
-    "legacy.py",
-    "provider_override.py",
 )
 
 
@@ -209,62 +203,20 @@ def test_migrated_modules_read_only_the_v1beta1_model(module: str) -> None:
     assert _v1alpha1_reads(EXPAND / module) == []
 
 
-def _imports_of(path: Path, module: str) -> list[str]:
-    """Where the module at ``path`` imports the sibling ``module`` of ``expand/``."""
-    import ast
-
-    found: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.level == 1
-            and (
-                node.module == module
-                or (node.module is None and any(a.name == module for a in node.names))
-            )
-        ):
-            found.append(f"line {node.lineno}")
-    return found
-
-
-def test_the_bridge_to_unmigrated_modules_is_one_place() -> None:
-    """The v1alpha1 DGD reaches the modules not migrated yet through ``bridge.py`` alone:
-    only the expand stage (which makes it) and the graph expansion (which hands it on) use
-    it, no migrated module calls an unmigrated one but through it (podspec's GMS and
-    elastic-EP rewrites take the context), and context.py's one v1alpha1 read is the type
-    of the field the bridge fills (``ComponentContext.spec``, read by ``gms.apply``)."""
-    users = {p.name for p in EXPAND.glob("*.py") if _imports_of(p, "bridge")}
-    assert users == {"graph.py", "stage.py"}
-    unmigrated = ("checkpoint", "gms", "legacy", "provider_override")
-    callers = {
-        p.name
-        for p in EXPAND.glob("*.py")
-        if p.name != "bridge.py" and any(_imports_of(p, m) for m in unmigrated)
-    }
-    assert callers == {"podspec.py"}  # gms.apply(pod, ctx): reads ctx.spec (the bridge)
-    reads = [r.split(": ", 1)[1] for r in _v1alpha1_reads(EXPAND / "context.py")]
-    assert reads == ["imports ServiceSpec", "from models.v1alpha1 import ServiceSpec"]
-
-
-def test_every_expansion_module_is_accounted_for() -> None:
-    """Each module of ``expand/`` is listed as migrated or not, and the not-yet-migrated
-    list is honest: each of those still reads the v1alpha1 model (a module that no longer
-    does belongs in a list above it)."""
+def test_no_expansion_module_reads_the_v1alpha1_model() -> None:
+    """The expansion's internal model is v1beta1 throughout: each module of ``expand/`` is
+    listed above (read the v1beta1 model) or reads neither model (defaults, object shapes,
+    scripts); none imports the v1alpha1 model or reads a v1alpha1 service. A v1alpha1 DGD
+    reaches it only converted up (``components.graph_of``)."""
     modules = {p.name for p in EXPAND.glob("*.py") if p.name != "__init__.py"}
-    listed = [*V1BETA1_ONLY, *STILL_V1ALPHA1]
-    assert len(listed) == len(set(listed))
-    # modules that read neither model (defaults, object shapes, scripts)
-    neutral = modules - set(listed)
-    assert {m for m in neutral if _v1alpha1_reads(EXPAND / m)} == set()
-    assert {m for m in STILL_V1ALPHA1 if not _v1alpha1_reads(EXPAND / m)} == set()
+    assert len(V1BETA1_ONLY) == len(set(V1BETA1_ONLY)) and set(V1BETA1_ONLY) <= modules
+    assert {m: r for m in sorted(modules) if (r := _v1alpha1_reads(EXPAND / m))} == {}
 
 
 def _context(component: Obj, **fields: Any) -> Any:
-    """A component context whose v1alpha1 service is empty: what the pod comes out with
-    can only have come from the v1beta1 component."""
+    """A component context made from the v1beta1 component alone."""
     from dyn_gitops.expand.context import ComponentContext
     from dyn_gitops.models import v1beta1
-    from dyn_gitops.models.v1alpha1 import ServiceSpec
     from dyn_gitops.settings import RenderSettings
 
     comp = v1beta1.Component.model_validate(component)
@@ -272,7 +224,6 @@ def _context(component: Obj, **fields: Any) -> Any:
         dgd_name="g",
         namespace="ns",
         service=comp.name,
-        spec=ServiceSpec.model_validate({}),
         component_type=comp.type or "",
         dynamo_ns="ns-g",
         name=f"g-{comp.name.lower()}",
@@ -436,9 +387,10 @@ spec:
 @pytest.mark.parametrize(
     ("doc", "limits"),
     [
-        # v1alpha1: the config rewrites the top-level resources, the mainContainer's win
-        (LEGACY, {"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "1"}),
-        # v1beta1: container main's resources are the dedicated ones, the config wins
+        # v1alpha1: container main holds resources with the mainContainer's (cpu 4) merged
+        # over them; the config is set over that, key by key (parity fix, see below)
+        (LEGACY, {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"}),
+        # v1beta1: container main's resources, the config set over them
         (LEGACY_BETA, {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"}),
     ],
 )
@@ -446,7 +398,13 @@ def test_legacy_config_resources_reach_container_main(
     tmp_path: Path, doc: str, limits: dict[str, str]
 ) -> None:
     """``DYN_DEPLOYMENT_CONFIG`` resources are written into the v1beta1 component's
-    container ``main`` the pod spec reads (requests and limits)."""
+    container ``main`` the pod spec reads (requests and limits), as the operator does
+    since its DCDs are generated from v1beta1: ``generateSingleDCD`` runs
+    ``applyDynDeploymentConfig`` on the converted component, whose
+    ``applyDynDeploymentResources`` sets each quantity in container ``main``
+    (``deploy/operator/internal/dynamo/graph.go``, upstream main ``014cc221``, read through
+    the fork ``wxsms/dynamo``). Before, a v1alpha1 service's ``mainContainer.resources``
+    still won over the config (the 1.1-line order): a parity fix."""
     (tmp_path / "g.yaml").write_text(doc)
     objs = render_objects(tmp_path, namespace="ns", origin_version="none")
     [dep] = [o for o in objs if o["kind"] == "Deployment"]
@@ -458,7 +416,7 @@ def test_grove_cliques_read_the_v1beta1_component() -> None:
     """A Grove clique's replicas, minAvailable, labels and annotations (the pod template's
     metadata, the preserved v1alpha1 labels, the sub-component type) and its scaling group
     (``forceScalingGroup``) come from the v1beta1 component and what is preserved beside
-    it; the context's v1alpha1 service is empty."""
+    it."""
     from dyn_gitops import keys
     from dyn_gitops.expand import grove
 
@@ -583,36 +541,18 @@ spec:
 """
 
 
-def _bare_bridge(names: list[str], name: str = "g") -> Any:
-    """The bridge to the unmigrated modules with a v1alpha1 DGD that says nothing but its
-    services' names: what the expansion renders beyond it came from the v1beta1 graph."""
-    from dyn_gitops.expand.bridge import Bridge
-    from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
-
-    return Bridge(
-        DynamoGraphDeployment.model_validate(
-            {
-                "apiVersion": "nvidia.com/v1alpha1",
-                "kind": "DynamoGraphDeployment",
-                "metadata": {"name": name},
-                "spec": {"services": {n: {} for n in names}},
-            }
-        )
-    )
-
-
-def _expand(doc: Obj, bridge: Any, **settings: Any) -> list[Obj]:
+def _expand(doc: Obj, **settings: Any) -> list[Obj]:
+    """The expansion of ``doc`` from its v1beta1 graph (``components.graph_of``) alone."""
     from dyn_gitops.expand.graph import expand_graph
     from dyn_gitops.settings import RenderSettings
 
-    return expand_graph(components.graph_of(doc), bridge, RenderSettings(**settings), doc)
+    return expand_graph(components.graph_of(doc), RenderSettings(**settings), doc)
 
 
 def test_graph_level_fields_are_read_from_the_v1beta1_graph() -> None:
     """A v1beta1 DGD's graph-level fields (``env``, ``labels``, ``annotations``, the
     metadata annotations, ``backendFramework``, ``experimental.kvTransferPolicy``) reach
-    the workloads although the v1alpha1 DGD handed to the unmigrated modules holds none
-    of them: the expansion reads the v1beta1 graph."""
+    the workloads, expanded from the v1beta1 graph alone."""
     from dyn_gitops.expand.graph import resolve_backends
 
     doc = yaml.safe_load(BETA_GRAPH)
@@ -623,7 +563,7 @@ def test_graph_level_fields_are_read_from_the_v1beta1_graph() -> None:
         "vllm",
         {"Frontend": "noop", "Worker": "vllm"},
     )
-    objs = _expand(doc, _bare_bridge(["Frontend", "Worker"]), namespace="ns")
+    objs = _expand(doc, namespace="ns")
     deps = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Deployment"}
     [worker] = [d for n, d in deps.items() if n.startswith("g-worker-")]
     main = worker["spec"]["template"]["spec"]["containers"][0]
@@ -639,10 +579,9 @@ def test_graph_level_fields_are_read_from_the_v1beta1_graph() -> None:
 
 def test_the_pod_clique_set_reads_the_v1beta1_graph() -> None:
     """Grove: the PodCliqueSet's ``priorityClassName``, ``topologyConstraint``, labels and
-    annotations and each clique's labels come from the v1beta1 graph, not from the
-    v1alpha1 DGD handed to the unmigrated modules (which holds none of them)."""
+    annotations and each clique's labels come from the v1beta1 graph."""
     doc = yaml.safe_load(BETA_GRAPH)
-    objs = _expand(doc, _bare_bridge(["Frontend", "Worker"]), namespace="ns", grove=True)
+    objs = _expand(doc, namespace="ns", grove=True)
     [pcs] = [o for o in objs if o["kind"] == "PodCliqueSet"]
     template = pcs["spec"]["template"]
     assert template["priorityClassName"] == "high"
@@ -675,14 +614,13 @@ spec:
 def test_pvcs_and_ingress_are_kept_beside_the_v1beta1_graph(grove: bool) -> None:
     """What v1beta1 cannot hold (a v1alpha1 DGD's ``spec.pvcs``, a service's ``ingress``;
     the operator keeps them in ``nvidia.com/dgd-spec``) is read from beside the v1beta1
-    graph (``Graph.pvcs``, ``Preserved.ingress``): it renders although the v1alpha1 DGD
-    handed to the unmigrated modules says neither."""
+    graph (``Graph.pvcs``, ``Preserved.ingress``) and renders."""
     doc = yaml.safe_load(PVC_AND_INGRESS)
     graph = components.graph_of(doc)
     assert [p.name for p in graph.pvcs] == ["models"]
     kept = graph.components.preserved_of("Frontend").ingress
     assert kept is not None and kept.ingressControllerClassName == "nginx"
-    objs = _expand(doc, _bare_bridge(["Frontend"]), namespace="ns", grove=grove)
+    objs = _expand(doc, namespace="ns", grove=grove)
     [pvc] = [o for o in objs if o["kind"] == "PersistentVolumeClaim"]
     assert (pvc["metadata"]["name"], pvc["spec"]["storageClassName"]) == ("models", "fast")
     [ingress] = [o for o in objs if o["kind"] == "Ingress"]
@@ -690,3 +628,262 @@ def test_pvcs_and_ingress_are_kept_beside_the_v1beta1_graph(grove: bool) -> None
     # a v1beta1 DGD has neither (its schema has no field for them)
     beta = components.graph_of(yaml.safe_load(BETA_GRAPH))
     assert beta.pvcs == () and beta.components.preserved == ()
+
+
+# --------------------------------------------- per-component modules on the v1beta1 model
+def _alpha_doc(services: Obj, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "g"},
+        "spec": {"services": services, **spec},
+    }
+
+
+def _beta_doc(components_: list[Obj], **spec: Any) -> Obj:
+    return {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "g"},
+        "spec": {"components": components_, **spec},
+    }
+
+
+def _main(**fields: Any) -> Obj:
+    return {"spec": {"containers": [{"name": "main", "image": "vllm:1.5.1", **fields}]}}
+
+
+def test_gms_and_failover_read_the_v1beta1_component() -> None:
+    """GMS and failover come from ``experimental`` and container ``main`` of the component
+    alone."""
+    from dyn_gitops.expand.context import ComponentError
+    from dyn_gitops.expand.podspec import build_pod_spec
+    from dyn_gitops.settings import RenderSettings
+
+    comp: Obj = {
+        "name": "W",
+        "type": "worker",
+        "experimental": {"gpuMemoryService": {}, "failover": {}},
+        "podTemplate": _main(
+            command=["python3", "-m", "dynamo.vllm"], resources={"limits": {"nvidia.com/gpu": "1"}}
+        ),
+    }
+    ctx = _context(comp, settings=RenderSettings(dra=True), container_discovery=True)
+    pod = build_pod_spec(ctx)
+    assert [c["name"] for c in pod["containers"]] == ["engine-0", "engine-1"]
+    assert [c["name"] for c in pod["initContainers"]] == ["gms-server"]
+    assert pod["resourceClaims"] == [
+        {"name": "intrapod-shared-gpu", "resourceClaimTemplateName": "g-w-gpu"}
+    ]
+    # failover without GMS: refused at the v1alpha1 field named
+    alone = {**comp, "experimental": {"failover": {}}}
+    with pytest.raises(ComponentError) as info:
+        build_pod_spec(_context(alone, settings=RenderSettings(dra=True)))
+    assert info.value.path == ("failover",)
+    # no GPU in container main: refused
+    bare = {**comp, "podTemplate": _main(command=["python3", "-m", "dynamo.vllm"])}
+    with pytest.raises(ComponentError, match=r"GPU count >= 1"):
+        build_pod_spec(_context(bare, settings=RenderSettings(dra=True)))
+
+
+@pytest.mark.parametrize(
+    ("alpha_checkpoint", "beta_checkpoint", "want"),
+    [
+        # enabled, both forms: refused at the v1alpha1 path (automatic checkpointing)
+        ({"enabled": True}, {"enabled": True}, ("enabled", "automatic checkpointing")),
+        # a v1beta1 block without enabled: present means enabled (models/convert.py)
+        ({"enabled": True}, {}, ("enabled", "automatic checkpointing")),
+        # a checkpointRef names the PodSnapshot
+        (
+            {"enabled": True, "checkpointRef": "snap"},
+            {"checkpointRef": "snap"},
+            ("checkpointRef", "PodSnapshot 'snap'"),
+        ),
+        # disabled (v1alpha1: written so, or enabled omitted; v1beta1: written so): none
+        ({"enabled": False}, {"enabled": False}, None),
+        ({"checkpointRef": "snap"}, {"enabled": False, "checkpointRef": "snap"}, None),
+    ],
+)
+def test_checkpoint_reads_experimental_checkpoint(
+    alpha_checkpoint: Obj, beta_checkpoint: Obj, want: tuple[str, str] | None
+) -> None:
+    """The "not yet supported" check reads the component's ``experimental.checkpoint``: a
+    v1alpha1 ``checkpoint`` converts into it as written (its ``enabled`` decides), a
+    v1beta1 block's presence means enabled unless it says ``enabled: false``; both name
+    the v1alpha1 path, as before."""
+    from dyn_gitops.expand import checkpoint
+
+    alpha = components.of(
+        _alpha_doc({"W": {"componentType": "worker", "checkpoint": alpha_checkpoint}})
+    )
+    beta = components.of(
+        _beta_doc(
+            [{"name": "W", "type": "worker", "experimental": {"checkpoint": beta_checkpoint}}]
+        )
+    )
+    for graph in (alpha, beta):
+        found = checkpoint.problem(graph, "W")
+        if want is None:
+            assert found is None
+            continue
+        assert found is not None
+        assert found.path == ("spec", "services", "W", "checkpoint", want[0])
+        assert want[1] in found.message
+
+
+def test_elastic_ep_admission_reads_container_main() -> None:
+    """A vLLM graph's component whose container ``main`` asks for the elastic-EP Ray
+    topology without a command is refused, at the v1alpha1 ``mainContainer.command``: the
+    v1beta1 component and its v1alpha1 twin alike; with a command, or another framework,
+    nothing."""
+    from dyn_gitops.expand import elastic_ep
+
+    args = ["--enable-elastic-ep", "--data-parallel-backend", "ray"]
+    alpha = components.of(
+        _alpha_doc(
+            {"W": {"componentType": "worker", "extraPodSpec": {"mainContainer": {"args": args}}}}
+        )
+    )
+    beta = components.of(
+        _beta_doc([{"name": "W", "type": "worker", "podTemplate": _main(args=args)}])
+    )
+    path = ("spec", "services", "W", "extraPodSpec", "mainContainer", "command")
+    for graph in (alpha, beta):
+        [problem] = elastic_ep.requires_command("vllm", graph)
+        assert problem.path == path
+        assert "explicit container command" in problem.message
+        assert list(elastic_ep.requires_command("sglang", graph)) == []
+    with_command = _main(args=args, command=["python3", "-m", "dynamo.vllm"])
+    ok = components.of(_beta_doc([{"name": "W", "type": "worker", "podTemplate": with_command}]))
+    assert list(elastic_ep.requires_command("vllm", ok)) == []
+
+
+def test_provider_overrides_read_the_v1beta1_components() -> None:
+    """Each component's ``providerOverride`` resolves its target from the component
+    (multinode or ``forceScalingGroup``: its scaling group, else its clique), a role's
+    from ``roles[]``; the v1alpha1 twin (no roles there) gives the same."""
+    from dyn_gitops.expand import provider_override as po
+
+    value = {"topologyConstraint": {"packDomain": "rack"}}
+    override = {"apiVersion": "grove.io/v1alpha1", "value": value}
+    beta = components.of(
+        _beta_doc(
+            [
+                {"name": "Solo", "type": "worker", "providerOverride": override},
+                {
+                    "name": "Group",
+                    "type": "worker",
+                    "providerOverride": override,
+                    "experimental": {"grove": {"forceScalingGroup": True}},
+                },
+                {
+                    "name": "Multi",
+                    "type": "worker",
+                    "multinode": {"nodeCount": 2},
+                    "providerOverride": override,
+                    "roles": [{"name": "leader", "providerOverride": override}],
+                },
+            ]
+        )
+    )
+    got = [(f.loc, f.target, f.role) for f in po.overrides(po.Root(), beta)]
+    base = ("spec", "services")
+    assert got == [
+        ((*base, "Group", "providerOverride"), po.SCALING_GROUP, None),
+        ((*base, "Multi", "providerOverride"), po.SCALING_GROUP, None),
+        ((*base, "Multi", "roles", 0, "providerOverride"), po.CLIQUE, "leader"),
+        ((*base, "Solo", "providerOverride"), po.CLIQUE, None),
+    ]
+    alpha = components.of(
+        _alpha_doc(
+            {
+                "Solo": {"componentType": "worker", "providerOverride": override},
+                "Multi": {
+                    "componentType": "worker",
+                    "multinode": {"nodeCount": 2},
+                    "providerOverride": override,
+                },
+            }
+        )
+    )
+    assert [(f.loc, f.target) for f in po.overrides(po.Root(), alpha)] == [
+        ((*base, "Multi", "providerOverride"), po.SCALING_GROUP),
+        ((*base, "Solo", "providerOverride"), po.CLIQUE),
+    ]
+    # the typed topology of a component refuses a topology override on Grove
+    typed = components.of(
+        _beta_doc(
+            [
+                {
+                    "name": "Solo",
+                    "type": "worker",
+                    "providerOverride": override,
+                    "topologyConstraint": {"packDomain": "zone"},
+                }
+            ]
+        )
+    )
+    [refused] = po.problems(po.Root(), typed, on_grove=True)
+    assert refused.path == (*base, "Solo", "providerOverride", "value")
+    assert po.problems(po.Root(), typed, on_grove=False)[0].path == (
+        *base,
+        "Solo",
+        "providerOverride",
+    )
+
+
+LEGACY_MAIN_ENV = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: legacy
+spec:
+  services:
+    Front:
+      componentType: frontend
+      envs:
+        - name: DYN_DEPLOYMENT_CONFIG
+          value: '{"Front":{"ServiceArgs":{"workers":1}}}'
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+          env:
+            - name: DYN_DEPLOYMENT_CONFIG
+              value: '{"Front":{"ServiceArgs":{"workers":3,"resources":{"custom":{"x.io/a":"2"}}}}}'
+          resources:
+            limits: {x.io/b: "1"}
+"""
+
+
+def test_legacy_config_is_read_from_container_mains_env(tmp_path: Path) -> None:
+    """Parity fix: the config is read from container ``main``'s env (the DGD's env merged
+    under it), which for a v1alpha1 service is its ``envs`` with ``mainContainer.env``
+    merged over them, so the mainContainer's value wins (``applyDynDeploymentConfig`` on
+    the converted component, ``internal/dynamo/graph.go`` @ upstream main ``014cc221``;
+    before, only ``envs`` was read, the 1.1 ``GetDynamoDeploymentConfig``). Custom
+    resources are set key by key, beside the ones container ``main`` has."""
+    (tmp_path / "g.yaml").write_text(LEGACY_MAIN_ENV)
+    objs = render_objects(tmp_path, namespace="ns", origin_version="none")
+    [dep] = [o for o in objs if o["kind"] == "Deployment"]
+    assert dep["spec"]["replicas"] == 3
+    main = dep["spec"]["template"]["spec"]["containers"][0]
+    config = next(e["value"] for e in main["env"] if e["name"] == "DYN_DEPLOYMENT_CONFIG")
+    assert json.loads(config)["Front"]["port"] == 8000  # the frontend's entry, rewritten
+    assert main["resources"] == {
+        "requests": {"x.io/a": "2"},
+        "limits": {"x.io/b": "1", "x.io/a": "2"},
+    }
+
+
+def test_legacy_config_with_a_bad_quantity_is_an_input_error(tmp_path: Path) -> None:
+    """A quantity the operator's ``resource.ParseQuantity`` refuses is an error at the
+    service's ``envs`` (before: an internal error)."""
+    from dyn_gitops.errors import RenderError
+
+    doc = LEGACY.replace('"CPU":"2"', '"CPU":"two"')
+    (tmp_path / "g.yaml").write_text(doc)
+    with pytest.raises(RenderError) as info:
+        render_objects(tmp_path, namespace="ns", origin_version="none")
+    [problem] = info.value.problems
+    assert problem.path[-3:] == ("services", "Worker", "envs")
+    assert "sets cpu to 'two', which is not a Kubernetes quantity" in problem.message

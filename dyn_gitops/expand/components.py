@@ -43,10 +43,9 @@ What v1beta1 cannot say and the renderer still reads stays beside the component
 the operator keeps it in ``nvidia.com/dgd-spec``: a v1alpha1 DGD's ``pvcs``, a service's
 ``ingress``, ``dynamoNamespace``, ``labels``, ``annotations``, ``subComponentType`` and an
 ``envFromSecret`` its conversion drops. The legacy ``DYN_DEPLOYMENT_CONFIG`` rewrites a
-component's replicas and container ``main``'s resources (:func:`.legacy.component`).
-Still read from the v1alpha1 model, handed over by :mod:`.bridge`: GMS and failover,
-checkpoint, provider overrides, the legacy config's parsing, the admission rules
-(``docs/reference-behaviour.md``, *The internal model*).
+component's replicas and container ``main``'s resources (:func:`.legacy.apply`). No
+expansion module reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal
+model*).
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from typing import Any
 from ..errors import DynGitopsError, FieldPath
 from ..models import v1beta1
 from ..models.k8s import NamedContainer, PodSpecFields
-from ..models.v1alpha1 import ServiceSpec  # only the bridge field ``spec``
 from ..runtimeversion import RuntimeVersionError, Version, resolve
 from ..settings import RenderSettings
 from .components import NOTHING_PRESERVED, Preserved
@@ -31,9 +30,6 @@ class ComponentContext:
     dgd_name: str
     namespace: str
     service: str  # the component's name (a v1alpha1 key in spec.services, original case)
-    #: BRIDGE: the component's v1alpha1 service (as the legacy config left it), read only by
-    #: ``gms.apply`` until it reads the component; filled by ``expand/bridge.py``
-    spec: ServiceSpec
     component_type: str
     dynamo_ns: str
     name: str  # DCD / Deployment name (with the worker hash for workers)

@@ -20,8 +20,9 @@ from typing import Any
 from .. import naming
 from ..errors import FieldPath, Problem
 from ..models import v1beta1
-from ..models.v1alpha1 import DynamoGraphDeployment
 from . import defaults
+from .components import GraphComponents
+from .context import main_container
 
 Obj = dict[str, Any]
 
@@ -144,19 +145,21 @@ def leader_service(component_service: Obj) -> Obj:
     }
 
 
-def requires_command(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
+def requires_command(backend_framework: str | None, graph: GraphComponents) -> Iterator[Problem]:
     """``validateElasticEPRequiresCommand`` (admission, #12943): with
-    ``spec.backendFramework: vllm``, a main container that asks for the elastic-EP Ray
-    topology must set ``command`` (the Ray head wraps it; an image ENTRYPOINT cannot be)."""
-    if dgd.spec.backendFramework != VLLM:
+    ``spec.backendFramework: vllm`` (``backend_framework``), a component whose container
+    ``main`` asks for the elastic-EP Ray topology must set ``command`` (the Ray head wraps
+    it; an image ENTRYPOINT cannot be). A v1alpha1 service's container ``main`` takes its
+    command and args from ``extraPodSpec.mainContainer`` alone (the conversion), the path
+    named."""
+    if backend_framework != VLLM:
         return
-    for name, svc in sorted((dgd.spec.services or {}).items()):
-        main = svc.main_container
+    for component in sorted(graph.components, key=lambda c: c.name):
+        main = main_container(component)
         if main is None or main.command:
             continue
-        user = {"command": main.command, "args": main.args}
-        if is_ray_launch(user):
-            loc: FieldPath = ("spec", "services", name, "extraPodSpec", "mainContainer")
+        if is_ray_launch({"command": None, "args": main.args}):
+            loc: FieldPath = ("spec", "services", component.name, "extraPodSpec", "mainContainer")
             yield Problem.at(
                 (*loc, "command"),
                 "elastic expert parallelism (--enable-elastic-ep with --data-parallel-backend "

@@ -24,10 +24,12 @@ from typing import Any
 
 from .. import naming
 from ..merge import CONTAINER_ORDER, order_keys
-from ..models.v1alpha1 import DynamoGraphDeployment, ServiceSpec
+from ..models import v1beta1
 from ..settings import RenderSettings
+from ..workerhash.quantity import QuantityError, value_of
 from . import defaults
-from .context import ComponentContext, ComponentError
+from .components import GraphComponents, node_count
+from .context import ComponentContext, ComponentError, main_container_data
 
 Obj = dict[str, Any]
 
@@ -59,12 +61,21 @@ def _is_gpu_resource(name: str) -> bool:
     )
 
 
-def gms_enabled(spec: ServiceSpec) -> bool:
-    return spec.gpuMemoryService is not None and spec.gpuMemoryService.enabled
+def _experimental(component: v1beta1.Component, key: str) -> dict[str, Any] | None:
+    exp = component.experimental
+    block = getattr(exp, key) if exp is not None else None
+    return block if isinstance(block, dict) else None
 
 
-def failover_enabled(spec: ServiceSpec) -> bool:
-    return spec.failover is not None and spec.failover.enabled
+def gms_enabled(component: v1beta1.Component) -> bool:
+    """``experimental.gpuMemoryService`` is there (v1beta1: present = enabled; a v1alpha1
+    ``gpuMemoryService`` converts into it only when ``enabled``)."""
+    return _experimental(component, "gpuMemoryService") is not None
+
+
+def failover_enabled(component: v1beta1.Component) -> bool:
+    """``experimental.failover`` is there (as :func:`gms_enabled`)."""
+    return _experimental(component, "failover") is not None
 
 
 def _atoi(text: str) -> int | None:
@@ -72,18 +83,35 @@ def _atoi(text: str) -> int | None:
     return int(text) if _GO_ATOI.fullmatch(text) else None
 
 
-def gpu_count(spec: ServiceSpec) -> int:
-    """GPUs of a GMS service: ``resources.limits.gpu``, else ``requests.gpu`` (0 if unset
-    or not a whole number), as the operator's ``ExtractGPUParams`` reads them."""
-    res = spec.resources
-    if res is None:
+def _gpu_names(resources: dict[str, Any]) -> list[str]:
+    """``gpuResourceNames``: the GPU resource names of a resource list, sorted."""
+    return sorted(name for name in resources if _is_gpu_resource(name))
+
+
+def gpu_count(component: v1beta1.Component) -> int:
+    """GPUs of a GMS component, as the 1.5 operator counts them for its claim template and
+    its admission check (``dra.ExtractGPUCountFromResourceRequirements`` on
+    ``GetMainContainerResources``): the first GPU resource name (sorted) of container
+    ``main``'s ``limits``, else of its ``requests``; 0 if none, or if that quantity is no
+    whole number (the operator's error). A v1alpha1 service's container ``main`` holds
+    ``resources`` with ``mainContainer.resources`` winning key by key (the conversion), so
+    a ``nvidia.com/gpu`` written in ``mainContainer`` counts."""
+    resources = main_container_data(component).get("resources") or {}
+    for side in ("limits", "requests"):
+        values = resources.get(side) or {}
+        names = _gpu_names(values)
+        if names:
+            return _whole(str(values[names[0]]))
+    return 0
+
+
+def _whole(text: str) -> int:
+    """``gpuCountFromQuantity``: the quantity's value if it is a whole number, else 0."""
+    try:
+        value = value_of(text)
+    except QuantityError:
         return 0
-    text = (
-        (res.limits.gpu if res.limits is not None else None)
-        or (res.requests.gpu if res.requests is not None else None)
-        or ""
-    )
-    return _atoi(str(text)) or 0
+    return int(value) if value == value.to_integral_value() else 0
 
 
 def claim_template_name(dgd_name: str, service: str) -> str:
@@ -91,9 +119,9 @@ def claim_template_name(dgd_name: str, service: str) -> str:
     return f"{dgd_name}-{service.lower()}-gpu"
 
 
-def device_class(spec: ServiceSpec) -> str:
-    gms = spec.gpuMemoryService
-    return (gms.deviceClassName if gms is not None else None) or defaults.GMS_DEVICE_CLASS
+def device_class(component: v1beta1.Component) -> str:
+    gms = _experimental(component, "gpuMemoryService") or {}
+    return gms.get("deviceClassName") or defaults.GMS_DEVICE_CLASS
 
 
 # --- the pod spec --------------------------------------------------------------------------
@@ -105,12 +133,12 @@ def apply(pod: Obj, ctx: ComponentContext) -> None:
     ``pod`` is the finished pod spec (main container first); it is changed in place.
     Raises :class:`ComponentError` (with the field path) for what the operator refuses.
     """
-    spec = ctx.spec
-    if failover_enabled(spec) and not gms_enabled(spec):
+    component = ctx.component
+    if failover_enabled(component) and not gms_enabled(component):
         raise ComponentError(("failover",), "failover requires gpuMemoryService.enabled")
-    if not gms_enabled(spec):
+    if not gms_enabled(component):
         return
-    nodes = spec.multinode.nodeCount if spec.multinode is not None else 1
+    nodes = node_count(component)
     if nodes > 1:
         raise ComponentError(
             ("gpuMemoryService",),
@@ -124,13 +152,13 @@ def apply(pod: Obj, ctx: ComponentContext) -> None:
             "resource.k8s.io/v1 API); the operator refuses it without DRA: "
             "set the setting dra to true if the cluster serves it",
         )
-    if gpu_count(spec) < 1:
+    if gpu_count(component) < 1:
         raise ComponentError(
             ("gpuMemoryService",),
             "gpuMemoryService needs a GPU count >= 1 (resources.limits.gpu "
             "or resources.requests.gpu)",
         )
-    if failover_enabled(spec) and ctx.backend != "vllm":
+    if failover_enabled(component) and ctx.backend != "vllm":
         raise ComponentError(
             ("failover",), f"failover is supported only for vLLM workers (backend: {ctx.backend})"
         )
@@ -138,7 +166,7 @@ def apply(pod: Obj, ctx: ComponentContext) -> None:
     containers: list[Obj] = pod["containers"]
     _apply_claim(pod, containers, claim_template_name(ctx.dgd_name, ctx.service))
     _ensure_server_sidecar(pod, containers)
-    if failover_enabled(spec):
+    if failover_enabled(component):
         pod["containers"] = _failover_containers(containers, nodes)
 
 
@@ -337,19 +365,19 @@ def _stagger_flag(c: Obj, flag: str, offset: int) -> None:
 
 
 def resource_claim_template(
-    dgd_name: str, namespace: str, service: str, spec: ServiceSpec
+    dgd_name: str, namespace: str, component: v1beta1.Component
 ) -> Obj | None:
-    """The service's template (``dra.GenerateResourceClaimTemplate``), or None where the
+    """The component's template (``dra.GenerateResourceClaimTemplate``), or None where the
     operator has none (GMS off, or no GPU count)."""
-    if not gms_enabled(spec):
+    if not gms_enabled(component):
         return None
-    count = gpu_count(spec)
+    count = gpu_count(component)
     if count <= 0:
         return None
     return {
         "apiVersion": RESOURCE_API_VERSION,
         "kind": "ResourceClaimTemplate",
-        "metadata": {"name": claim_template_name(dgd_name, service), "namespace": namespace},
+        "metadata": {"name": claim_template_name(dgd_name, component.name), "namespace": namespace},
         # Go encodes the template's empty ObjectMeta (dra.GenerateResourceClaimTemplate)
         "spec": {
             "metadata": {},
@@ -359,7 +387,7 @@ def resource_claim_template(
                         {
                             "name": defaults.GMS_DEVICE_REQUEST,
                             "exactly": {
-                                "deviceClassName": device_class(spec),
+                                "deviceClassName": device_class(component),
                                 "allocationMode": "ExactCount",
                                 "count": count,
                             },
@@ -372,14 +400,15 @@ def resource_claim_template(
 
 
 def resource_claim_templates(
-    dgd: DynamoGraphDeployment, namespace: str, settings: RenderSettings
+    dgd_name: str, graph: GraphComponents, namespace: str, settings: RenderSettings
 ) -> list[Obj]:
-    """Every service's template; none at all without DRA (the operator syncs none then)."""
+    """Every component's template, by component name (``reconcileGMSResourceClaimTemplates``
+    walks the components); none at all without DRA (the operator syncs none then)."""
     if not settings.dra:
         return []
     out = []
-    for service, spec in sorted((dgd.spec.services or {}).items()):
-        rct = resource_claim_template(dgd.metadata.name, namespace, service, spec)
+    for component in sorted(graph.components, key=lambda c: c.name):
+        rct = resource_claim_template(dgd_name, namespace, component)
         if rct is not None:
             out.append(rct)
     return out

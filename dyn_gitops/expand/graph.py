@@ -18,17 +18,20 @@ from ..workerhash import hub
 from ..workerhash.gojson import GoTypeError
 from ..workerhash.quantity import QuantityError
 from . import (
+    checkpoint,
     components,
     defaults,
     elastic_ep,
+    gms,
     grove,
     istio,
+    legacy,
     lws,
     multinode,
     objects,
+    provider_override,
     replica_owners,
 )
-from .bridge import Bridge
 from .context import ComponentContext, ComponentError, component_runtime, main_container_data
 from .podspec import build_pod_spec, detect_backend, pod_labels, user_main_container
 
@@ -39,13 +42,15 @@ def _svc(service: str, *rest: str | int) -> FieldPath:
     return ("spec", "services", service, *rest)
 
 
-def not_supported(
-    graph: components.Graph, bridge: Bridge, settings: RenderSettings
-) -> list[Problem]:
+def not_supported(graph: components.Graph, settings: RenderSettings) -> list[Problem]:
     """Features this version does not render, each as a clear 'not yet supported' problem
     (their paths are the v1alpha1 DGD's, located in the document by the expand stage)."""
     on_grove = grove.is_grove(graph, settings)
-    out = bridge.problems(on_grove)
+    comps = graph.components
+    out = [
+        *elastic_ep.requires_command(graph.spec.backendFramework, comps),
+        *provider_override.problems(override_root(graph), comps, on_grove),
+    ]
     out.extend(_topology_problems(graph, settings, on_grove))
     grove_only = f'setting grove true and no {keys.ANN_ENABLE_GROVE}: "false"'
     if graph.spec.priorityClassName and not on_grove:  # #10217: the webhook forbids it
@@ -82,10 +87,17 @@ def not_supported(
                     "(LeaderWorkerSet) or the setting grove to true (Grove)",
                 )
             )
-        cp = bridge.checkpoint_problem(name)
-        if cp is not None:
-            out.append(cp)
+        refused = checkpoint.problem(graph.components, name)
+        if refused is not None:
+            out.append(refused)
     return out
+
+
+def override_root(graph: components.Graph) -> provider_override.Root:
+    """The DGD's graph-level provider override and whether it sets the typed topology."""
+    return provider_override.Root(
+        graph.spec.providerOverride, graph.spec.topologyConstraint is not None
+    )
 
 
 def grove_topology_domains(settings: RenderSettings) -> tuple[str, ...]:
@@ -252,25 +264,23 @@ def graph_worker_hash(
 
 def expand_graph(
     graph: components.Graph,
-    bridge: Bridge,
     settings: RenderSettings,
     source: Obj,
     alpha: hub.AlphaComponents | None = None,
 ) -> list[Obj]:
     """Every object the operator creates for the DGD ``graph`` (read from the admitted
-    document ``source``; ``bridge``: its v1alpha1 model, for the modules not migrated yet),
-    in no particular order (but a PodCliqueSet's cliques in the order of its components: as
-    written in a v1beta1 document, name-sorted by the conversion of a v1alpha1 one);
-    raises :class:`RenderError` with problems not located yet (their paths are the
-    v1alpha1 DGD's fields)."""
-    problems = not_supported(graph, bridge, settings)
+    document ``source``), in no particular order (but a PodCliqueSet's cliques in the order
+    of its components: as written in a v1beta1 document, name-sorted by the conversion of a
+    v1alpha1 one); raises :class:`RenderError` with problems not located yet (their paths
+    are the v1alpha1 DGD's fields)."""
+    problems = not_supported(graph, settings)
     if problems:
         raise RenderError(problems)
-    return _expand_graph(graph, bridge, settings, source, alpha)
+    return _expand_graph(graph, settings, source, alpha)
 
 
 def expand_component_deployment(
-    graph: components.Graph, bridge: Bridge, settings: RenderSettings
+    graph: components.Graph, settings: RenderSettings
 ) -> list[Obj]:
     """A standalone DynamoComponentDeployment, given as the one-service DGD named like it
     (``validate.dcd_as_graph``): what the operator's DCD controller renders from it
@@ -278,7 +288,7 @@ def expand_component_deployment(
     are named after the DCD; there is no graph: no graph-level objects (RBAC, PVCs, EPP
     pool), no graph-name label, no worker hash (only a DGD's rollout stamps one), and
     never Grove (the DCD controller renders a Deployment or a LeaderWorkerSet)."""
-    problems = not_supported(graph, bridge, replace(settings, grove=False))
+    problems = not_supported(graph, replace(settings, grove=False))
     if problems:
         raise RenderError(problems)
     (component,) = graph.components.components
@@ -291,7 +301,6 @@ def expand_component_deployment(
     try:
         return out + _expand_service(
             graph,
-            bridge,
             service,
             namespace,
             settings,
@@ -307,7 +316,6 @@ def expand_component_deployment(
 
 def _expand_graph(
     graph: components.Graph,
-    bridge: Bridge,
     settings: RenderSettings,
     source: Obj,
     alpha: hub.AlphaComponents | None = None,
@@ -342,7 +350,7 @@ def _expand_graph(
     for p in graph.pvcs:  # v1alpha1 only (the operator keeps them in nvidia.com/dgd-spec)
         if p.create and p.name:
             out.append(objects.pvc(p, namespace))
-    out.extend(bridge.resource_claim_templates(namespace, settings))  # GMS (DRA)
+    out.extend(gms.resource_claim_templates(dgd_name, comps, namespace, settings))  # GMS (DRA)
     if graph_discovery == "kubernetes":
         out.extend(objects.discovery_rbac(dgd_name, namespace))
     if any(components.node_count(c) > 1 for c in comps.components):
@@ -371,8 +379,7 @@ def _expand_graph(
             if on_grove:
                 ctx = _grove_context(
                     graph,
-                    bridge,
-                    component,
+                            component,
                     namespace,
                     settings,
                     backends[service],
@@ -387,8 +394,7 @@ def _expand_graph(
                 out.extend(
                     _expand_service(
                         graph,
-                        bridge,
-                        service,
+                                    service,
                         namespace,
                         settings,
                         backends[service],
@@ -403,14 +409,15 @@ def _expand_graph(
         raise RenderError(problems)
     if on_grove:
         out.append(
-            bridge.provider_override(grove.pod_clique_set(graph, namespace, settings, parts))
+            provider_override.apply(
+                override_root(graph), comps, grove.pod_clique_set(graph, namespace, settings, parts)
+            )
         )
     return out
 
 
 def _grove_context(
     graph: components.Graph,
-    bridge: Bridge,
     component: v1beta1.Component,
     namespace: str,
     settings: RenderSettings,
@@ -433,7 +440,6 @@ def _grove_context(
         dgd_name=dgd_name,
         namespace=namespace,
         service=service,
-        spec=bridge.service(service),  # the bridge to gms.apply
         component_type=ctype,
         dynamo_ns=naming.dynamo_namespace(component.globalDynamoNamespace, namespace, dgd_name),
         name=naming.base_name(dgd_name, service),
@@ -511,7 +517,6 @@ def _template_metadata(
 
 def _expand_service(
     graph: components.Graph,
-    bridge: Bridge,
     service: str,
     namespace: str,
     settings: RenderSettings,
@@ -528,10 +533,7 @@ def _expand_service(
     assert component is not None  # the name of one of the graph's components
     ctype = component.type or ""
     worker = naming.is_worker(ctype)
-    # the legacy config rewrites the component (and the v1alpha1 service gms.apply reads)
-    alpha_svc, component, env_overrides = bridge.legacy(
-        service, ctype, graph_envs, component, alpha=graph.alpha
-    )
+    component, env_overrides = legacy.apply(component, graph_envs)
     preserved = graph.components.preserved_of(service)
     tmpl_labels, tmpl_ann = _template_metadata(graph, component, ctype)
     # GetDCDKubeAnnotations / GetDCDKubeLabels (internal/dynamo/v1beta1_helpers.go @
@@ -563,7 +565,6 @@ def _expand_service(
         dgd_name=dgd_name,
         namespace=namespace,
         service=service,
-        spec=alpha_svc,  # the bridge to gms.apply
         component_type=ctype,
         dynamo_ns=dyn_ns,
         name=name,

@@ -1,8 +1,14 @@
 """The legacy ``DYN_DEPLOYMENT_CONFIG`` env (JSON), still honoured by the operator.
 
-For a frontend, the entry of the service (or of ``frontend``) gets ``"port": 8000``;
-``ServiceArgs.workers`` sets replicas when the service sets none; ``ServiceArgs.resources``
-(cpu, memory, gpu, custom) go to both requests and limits.
+Read, as the 1.5 operator reads it (``applyDynDeploymentConfig`` in
+``internal/dynamo/graph.go``, upstream main ``014cc221``, run by ``generateSingleDCD`` after
+``applyDGDTemplateDefaults``), from the env of the component's container ``main`` with the
+DGD's env merged under it (a v1alpha1 service's container ``main`` holds its ``envs`` with
+``extraPodSpec.mainContainer.env`` merged over them by the conversion). For a frontend, the
+entry of the component (or of ``frontend``) gets ``"port": 8000``; ``ServiceArgs.workers``
+sets replicas when the component sets none; ``ServiceArgs.resources`` (cpu, memory, gpu as
+``nvidia.com/gpu``, custom) are set key by key in both requests and limits of container
+``main`` (``applyDynDeploymentResources``).
 """
 
 from __future__ import annotations
@@ -12,12 +18,10 @@ from typing import Any
 
 from .. import naming
 from ..models import v1beta1
-from ..models.dump import dump
-from ..models.v1alpha1 import ResourceItem, Resources, ServiceSpec
 from ..parse import json_loads_bounded
 from ..settings import RenderSettings
-from ..workerhash import hub
-from .context import MAIN, ComponentError
+from ..workerhash.quantity import QuantityError, value_of
+from .context import MAIN, ComponentError, main_container, main_container_data
 from .defaults import FRONTEND_PORT
 
 ENV_NAME = "DYN_DEPLOYMENT_CONFIG"
@@ -35,21 +39,34 @@ def _get(obj: Any, key: str) -> Any:
     return next((v for k, v in obj.items() if isinstance(k, str) and k.lower() == lower), None)
 
 
+#: the order a side's resources are written in (the dedicated fields' order)
+_FIRST = ("cpu", "memory", naming.GPU_RESOURCE)
+
+
 def apply(
-    service: str, svc: ServiceSpec, component_type: str, envs: list[dict[str, Any]]
-) -> tuple[ServiceSpec, dict[str, str]]:
-    """The service with the config applied, and env values to replace (name -> value)."""
-    raw = next((e.get("value") for e in envs if e.get("name") == ENV_NAME), None)
+    component: v1beta1.Component, graph_envs: tuple[dict[str, Any], ...] | list[dict[str, Any]]
+) -> tuple[v1beta1.Component, dict[str, str]]:
+    """The component with the config applied (replicas, container ``main``'s resources),
+    and env values to replace (name -> value); errors at the v1alpha1 ``envs``."""
+    typed = main_container(component)
+    own = [e for e in (typed.env if typed is not None else None) or [] if e.name == ENV_NAME]
+    if own:  # container main's wins over the DGD's, the last of a name wins (MergeEnvs)
+        raw = own[-1].value
+    else:
+        graph = [e for e in graph_envs if e.get("name") == ENV_NAME]
+        raw = graph[-1].get("value") if graph else None
     if raw is None:
-        return svc, {}
+        return component, {}
+    main = main_container_data(component)
     try:
         config = json_loads_bounded(raw, max_depth=CONFIG_MAX_DEPTH)
     except ValueError as exc:
         raise ComponentError(("envs",), f"{ENV_NAME} is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
         raise ComponentError(("envs",), f"{ENV_NAME} must be a JSON object keyed by service")
+    service = component.name
     overrides: dict[str, str] = {}
-    if component_type == naming.FRONTEND:
+    if component.type == naming.FRONTEND:
         entry = config.get(service)
         if not isinstance(entry, dict):
             entry = config.get(naming.FRONTEND)
@@ -60,66 +77,75 @@ def apply(
     entry = config.get(service)
     args = _get(entry, "ServiceArgs")
     if not isinstance(args, dict):
-        return svc, overrides
-    update: dict[str, Any] = {}
+        return component, overrides
+    data: dict[str, Any] | None = None
     workers = _get(args, "workers")
-    if isinstance(workers, int) and svc.replicas is None:
-        update["replicas"] = workers
+    if isinstance(workers, int) and component.replicas is None:
+        data = component.model_dump(exclude_unset=True)
+        data["replicas"] = workers
     res = _get(args, "resources")
     if isinstance(res, dict):
-        fields = {
-            k: str(_get(res, k)) for k in ("cpu", "memory", "gpu") if _get(res, k) is not None
-        }
-        custom = _get(res, "custom")
-        if isinstance(custom, dict) and custom:
-            fields["custom"] = {k: str(v) for k, v in custom.items()}  # type: ignore[assignment]
-        current = svc.resources or Resources()
-
-        def over(item: ResourceItem | None) -> ResourceItem:
-            base = item.model_dump(exclude_none=True) if item else {}
-            return ResourceItem.model_validate({**base, **fields})
-
-        update["resources"] = Resources(
-            requests=over(current.requests), limits=over(current.limits), claims=current.claims
-        )
-    return (svc.model_copy(update=update) if update else svc), overrides
+        values = _resource_values(res)
+        data = data if data is not None else component.model_dump(exclude_unset=True)
+        _write_main_resources(data, main.get("resources") or {}, values)
+    if data is None:
+        return component, overrides
+    return v1beta1.Component.model_validate(data), overrides
 
 
-def component(
-    component: v1beta1.Component,
-    before: ServiceSpec,
-    after: ServiceSpec,
-    *,
-    alpha: bool,
-) -> v1beta1.Component:
-    """``component`` with what the config rewrote in ``after`` (:func:`apply`'s service):
-    its ``replicas``, and its ``resources`` in container ``main``: a v1alpha1 service's
-    rewritten resources converted as the conversion does (its mainContainer's still win
-    key by key); a v1beta1 component's (down-converted into the dedicated fields) laid over
-    container ``main``'s."""
-    if after is before:
-        return component
-    data = component.model_dump(exclude_unset=True)
-    if after.replicas != before.replicas:
-        data["replicas"] = after.replicas
-    if after.resources is not before.resources:
-        if alpha:
-            converted = hub.component_from_alpha(component.name, dump(after), defaults=False)
-            main = next(
-                c
-                for c in converted.spec["podTemplate"]["spec"]["containers"]
-                if c.get("name") == MAIN
-            )
-            resources: dict[str, Any] = main.get("resources") or {}
-        else:
-            assert after.resources is not None  # rewritten, so present
-            resources = hub._resources(dump(after.resources))
-        template = data.setdefault("podTemplate", {})
-        pod = template.setdefault("spec", {})
-        containers = pod.setdefault("containers", [])
-        main_data = next((c for c in containers if c.get("name") == MAIN), None)
-        if main_data is None:
-            main_data = {"name": MAIN}
-            containers.insert(0, main_data)
-        main_data["resources"] = resources
-    return v1beta1.Component.model_validate(data)
+def _resource_values(res: dict[str, Any]) -> dict[str, str]:
+    """``ServiceArgs.resources`` as resource names and quantities (``gpu`` is
+    ``nvidia.com/gpu``), each checked as the operator's ``resource.ParseQuantity`` would."""
+    values: dict[str, str] = {}
+    for key, name in (("cpu", "cpu"), ("memory", "memory"), ("gpu", naming.GPU_RESOURCE)):
+        value = _get(res, key)
+        if value is not None and str(value) != "":
+            values[name] = str(value)
+    custom = _get(res, "custom")
+    if isinstance(custom, dict):
+        values.update({str(k): str(v) for k, v in custom.items()})
+    for name, value in values.items():
+        try:
+            if value != value.strip():
+                raise QuantityError(value)
+            value_of(value)
+        except QuantityError:
+            raise ComponentError(
+                ("envs",),
+                f"{ENV_NAME}: ServiceArgs.resources sets {name} to {value!r}, which is not a "
+                "Kubernetes quantity (such as '1', '500m' or '8Gi')",
+            ) from None
+    return values
+
+
+def _side(current: dict[str, Any] | None, values: dict[str, str]) -> dict[str, Any]:
+    """One side (requests or limits) with ``values`` set key by key, in the order the
+    dedicated fields are written (cpu, memory, GPU, then the rest as they come)."""
+    merged = {str(k): str(v) for k, v in (current or {}).items()}
+    merged.update(values)
+    return {
+        **{k: merged[k] for k in _FIRST if k in merged},
+        **{k: v for k, v in merged.items() if k not in _FIRST},
+    }
+
+
+def _write_main_resources(
+    data: dict[str, Any], current: dict[str, Any], values: dict[str, str]
+) -> None:
+    """Set ``values`` in both requests and limits of container ``main`` in the component
+    dump ``data`` (an empty side stays absent, as Go's omitempty leaves it)."""
+    resources: dict[str, Any] = {}
+    if current.get("claims"):
+        resources["claims"] = current["claims"]
+    for side in ("limits", "requests"):
+        written = _side(current.get(side), values)
+        if written:
+            resources[side] = written
+    template = data.setdefault("podTemplate", {})
+    pod = template.setdefault("spec", {})
+    containers = pod.setdefault("containers", [])
+    main_data = next((c for c in containers if c.get("name") == MAIN), None)
+    if main_data is None:
+        main_data = {"name": MAIN}
+        containers.insert(0, main_data)
+    main_data["resources"] = resources

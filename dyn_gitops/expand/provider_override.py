@@ -27,7 +27,9 @@ from typing import Any
 
 from .. import naming
 from ..errors import FieldPath, Problem, RenderError
-from ..models.v1alpha1 import DynamoGraphDeployment, ProviderOverride, ServiceSpec
+from ..models import v1beta1
+from ..models.v1beta1 import ProviderOverride
+from .components import GraphComponents, force_scaling_group, node_count
 
 Obj = dict[str, Any]
 
@@ -55,28 +57,36 @@ class Located:
     role: str | None = None
 
 
-def _is_multinode(svc: ServiceSpec) -> bool:
-    return svc.multinode is not None and svc.multinode.nodeCount > 1
+@dataclass(frozen=True)
+class Root:
+    """What the DGD spec says at graph level: its ``providerOverride``, and whether it sets
+    the typed ``topologyConstraint``."""
+
+    override: ProviderOverride | None = None
+    typed_topology: bool = False
 
 
-def _uses_scaling_group(svc: ServiceSpec) -> bool:
-    return _is_multinode(svc) or svc.force_scaling_group
+def _is_multinode(component: v1beta1.Component) -> bool:
+    return node_count(component) > 1
 
 
-def _service(dgd: DynamoGraphDeployment, name: str | None) -> ServiceSpec:
-    return (dgd.spec.services or {})[str(name)]
+def _uses_scaling_group(component: v1beta1.Component) -> bool:
+    return _is_multinode(component) or force_scaling_group(component)
 
 
-def overrides(dgd: DynamoGraphDeployment) -> Iterator[Located]:
-    """Every override of the DGD with its location and resolved target."""
-    if dgd.spec.providerOverride is not None:
-        yield Located(("spec", "providerOverride"), dgd.spec.providerOverride, PCS)
-    for name, svc in sorted((dgd.spec.services or {}).items()):
+def overrides(root: Root, graph: GraphComponents) -> Iterator[Located]:
+    """Every override of the DGD (``root``: its graph-level one; ``graph``: its v1beta1
+    components) with its location and resolved target. Locations are v1alpha1 paths
+    (``spec.services.<name>``; a v1beta1 DGD's are mapped back to its components)."""
+    if root.override is not None:
+        yield Located(("spec", "providerOverride"), root.override, PCS)
+    for component in sorted(graph.components, key=lambda c: c.name):
+        name = component.name
         base: FieldPath = ("spec", "services", name)
-        if svc.providerOverride is not None:
-            target = SCALING_GROUP if _uses_scaling_group(svc) else CLIQUE
-            yield Located((*base, "providerOverride"), svc.providerOverride, target, name)
-        for i, role in enumerate(svc.roles or ()):
+        if component.providerOverride is not None:
+            target = SCALING_GROUP if _uses_scaling_group(component) else CLIQUE
+            yield Located((*base, "providerOverride"), component.providerOverride, target, name)
+        for i, role in enumerate(component.roles or ()):
             if role.providerOverride is not None and role.name in ROLE_SUFFIX:
                 loc = (*base, "roles", i, "providerOverride")
                 yield Located(loc, role.providerOverride, CLIQUE, name, role.name)
@@ -112,10 +122,10 @@ def _writes_topology(found: Located) -> bool:
     return True
 
 
-def problems(dgd: DynamoGraphDeployment, on_grove: bool) -> list[Problem]:
+def problems(root: Root, graph: GraphComponents, on_grove: bool) -> list[Problem]:
     """What admission refuses in the DGD's overrides, for the graph's workload provider."""
     out: list[Problem] = []
-    found = list(overrides(dgd))
+    found = list(overrides(root, graph))
     for f in found:
         if not on_grove:
             out.append(
@@ -136,7 +146,8 @@ def problems(dgd: DynamoGraphDeployment, on_grove: bool) -> list[Problem]:
                 )
             )
             continue
-        if f.role is not None and not _is_multinode(_service(dgd, f.service)):
+        component = graph.get(str(f.service))
+        if f.role is not None and not (component is not None and _is_multinode(component)):
             out.append(Problem.at(f.loc, "a role override requires a multinode component"))
             continue
         if ov.target is not None and ov.target != f.target:
@@ -149,9 +160,7 @@ def problems(dgd: DynamoGraphDeployment, on_grove: bool) -> list[Problem]:
             continue
         _, errors = _topology_value(f.target, ov.value)
         out.extend(Problem.at((*f.loc, "value", *p), m) for p, m in errors)
-    typed = dgd.spec.topologyConstraint is not None or any(
-        s.topologyConstraint is not None for s in (dgd.spec.services or {}).values()
-    )
+    typed = root.typed_topology or any(c.topologyConstraint is not None for c in graph.components)
     if on_grove and typed:
         out.extend(
             Problem.at(
@@ -187,11 +196,11 @@ def _set_named(items: list[Obj], name: str, value: Obj, before: str | None, loc:
     raise RenderError([Problem.at(loc, f"no generated Grove destination named {name!r}")])
 
 
-def apply(dgd: DynamoGraphDeployment, pcs: Obj) -> Obj:
+def apply(root: Root, graph: GraphComponents, pcs: Obj) -> Obj:
     """The PodCliqueSet with every override's topologyConstraint set (replaced, not merged:
     ``ComposeGroveOverrides``), the root first; ``problems`` has been checked."""
     template: Obj = pcs["spec"]["template"]
-    for f in overrides(dgd):
+    for f in overrides(root, graph):
         value, _ = _topology_value(f.target, f.override.value)
         if value is None:  # pragma: no cover - refused by problems()
             continue

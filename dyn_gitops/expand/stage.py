@@ -21,7 +21,6 @@ from ..settings import RenderSettings
 from ..validate import Validated, dcd_as_graph
 from ..workerhash import hub
 from . import components, replica_owners
-from .bridge import Bridge
 from .graph import expand_component_deployment, expand_graph
 
 
@@ -91,17 +90,14 @@ def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     alpha = item.alpha_components or (
         hub.AlphaComponents(source.get("spec") or {}) if components.is_alpha(source) else None
     )
-    # the validated v1alpha1 model (a v1beta1 DGD's down-conversion), for the expansion
-    # modules not migrated to the v1beta1 model yet
-    bridge = Bridge(dgd)
     try:
         if item.standalone_dcd:
             # its one component, in the one-component DGD named like it
             graph = components.graph_of(dcd_as_graph(source)[0])
-            children = expand_component_deployment(graph, bridge, settings)
+            children = expand_component_deployment(graph, settings)
         else:
             graph = components.graph_of(source, alpha)  # the internal v1beta1 model
-            children = expand_graph(graph, bridge, settings, source, alpha)
+            children = expand_graph(graph, settings, source, alpha)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
     except RenderError as exc:  # its paths are the v1alpha1 model's fields

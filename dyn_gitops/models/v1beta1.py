@@ -15,11 +15,11 @@ from .v1alpha1 import (
     Experimental,
     ModelRef,
     Multinode,
-    ProviderOverride,
     Restart,
     TopologyConstraint,
 )
 from .v1alpha1 import KVTransferPolicy as KVTransferPolicy  # the same type in both versions
+from .v1alpha1 import ProviderOverride as ProviderOverride
 from .versions import V1BETA1
 
 API_VERSION = V1BETA1

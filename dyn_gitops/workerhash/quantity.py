@@ -42,6 +42,12 @@ def _parse(text: str) -> tuple[Decimal, str]:
     raise QuantityError(f"quantity {text!r} has an unknown suffix {suffix!r}")
 
 
+def value_of(text: str) -> Decimal:
+    """The number a quantity stands for (``2000m`` is 2, ``1Ki`` 1024); raises
+    :class:`QuantityError` for what Kubernetes does not accept."""
+    return _parse(text)[0]
+
+
 def _round_up_to_nano(value: Decimal) -> Decimal:
     # Quantities carry at most nano precision; Go rounds finer values up (away from 0).
     with localcontext() as ctx:
