@@ -279,9 +279,7 @@ def expand_graph(
     return _expand_graph(graph, settings, source, alpha)
 
 
-def expand_component_deployment(
-    graph: components.Graph, settings: RenderSettings
-) -> list[Obj]:
+def expand_component_deployment(graph: components.Graph, settings: RenderSettings) -> list[Obj]:
     """A standalone DynamoComponentDeployment, given as the one-service DGD named like it
     (``validate.dcd_as_graph``): what the operator's DCD controller renders from it
     (``dynamocomponentdeployment_renderer.go`` @ 2a6da14c8). The workload and its Service
@@ -379,7 +377,7 @@ def _expand_graph(
             if on_grove:
                 ctx = _grove_context(
                     graph,
-                            component,
+                    component,
                     namespace,
                     settings,
                     backends[service],
@@ -394,7 +392,7 @@ def _expand_graph(
                 out.extend(
                     _expand_service(
                         graph,
-                                    service,
+                        service,
                         namespace,
                         settings,
                         backends[service],
