@@ -17,7 +17,7 @@ import json
 from contextlib import suppress
 from typing import Any
 
-from . import keys, naming
+from . import keys, memo, naming
 from .merge import data_copy
 from .models.versions import V1BETA1
 from .workerhash import gojson, golayout, hub
@@ -60,9 +60,15 @@ def as_stored(component: Obj) -> Obj:
     values of fields without ``omitempty`` written, empty ones dropped, quantities
     canonical), less the empty value-struct artefacts (``resources: {}``, ``metadata: {}``)
     its ``MarshalJSON`` strips (``api/v1beta1/marshal.go`` @ 2a6da14c8)."""
+    stored: Obj = json.loads(_stored_json(component))  # a fresh copy for every caller
+    return stored
+
+
+@memo.by_repr  # a repository's services repeat: the text, not the (mutable) data, is kept
+def _stored_json(component: Obj) -> str:
     out: Obj = json.loads(gojson.encode(golayout.ROOT, component))
     _strip_empty_value_structs(golayout.ROOT, out)
-    return out
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
 
 
 #: per struct: its fields that may hold an empty value struct, by JSON name: (the kind to
@@ -117,6 +123,7 @@ def _strip_empty_value_structs(kind: str, value: Any) -> None:
 
 
 # ------------------------------------------------------------------ the sparse save
+@memo.by_repr  # pure, and the specs of a repository's DGDs repeat
 def preserved_spec(spec: Obj) -> str | None:
     """The ``nvidia.com/dgd-spec`` value for the v1alpha1 ``spec``, or None when v1beta1
     holds all of it (``ConvertFromDynamoGraphDeploymentSpec``'s ``save``)."""

@@ -16,10 +16,11 @@ Plain data in and out (the JSON field names), so the worker hash can encode it a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import naming
+from .. import memo, naming
 from ..merge import data_copy, merge_override
 from ..models.versions import V1ALPHA1, V1BETA1
 
@@ -426,13 +427,36 @@ class AlphaComponents:
 
     def get(self) -> list[HubComponent]:
         if self._components is None:
-            services = self._services
             self._components = [
+                HubComponent(spec, labels, annotations, namespace, sub)
+                for spec, labels, annotations, namespace, sub in json.loads(
+                    _converted(self._services)  # fresh data for every DGD
+                )
+            ]
+        return self._components
+
+
+@memo.by_repr  # the services of a repository's DGDs repeat; kept as text (immutable)
+def _converted(services: Obj) -> str:
+    """The conversion of ``services`` (parsed JSON data: converted, still JSON data) as
+    JSON text: per component, the fields of a :class:`HubComponent`."""
+    return json.dumps(
+        [
+            [
+                c.spec,
+                c.alpha_labels,
+                c.alpha_annotations,
+                c.dynamo_namespace,
+                c.alpha_sub_component_type,
+            ]
+            for c in (
                 component_from_alpha(name, services[name], defaults=False)
                 for name in sorted(services)
                 if services[name] is not None
-            ]
-        return self._components
+            )
+        ],
+        ensure_ascii=False,
+    )
 
 
 def with_pod_defaults(c: HubComponent) -> HubComponent:
