@@ -9,28 +9,38 @@ None, lists and dicts: ``parse.not_json``): their ``repr`` tells every type and 
 function being pure, equal results. Only results no caller changes are kept: text, or a
 frozen model (which the render only reads), so no DGD sees what another one did. An
 exception is raised as it comes (the next call raises it again), never kept. Everything from
-Git is hostile: a memo holds so many entries (cleared when full), of keys so long at most
-(a longer one is computed, not kept).
+Git is hostile: a memo holds so many entries of so many characters (cleared when full), of
+keys so long at most (a longer one is computed, not kept).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 #: entries per memo: a render meets a handful of distinct services, many times
 ENTRIES = 256
-#: the longest key kept (characters of the arguments' repr): a service is a few hundred
-KEY_CHARS = 1 << 16
+#: the longest key kept (characters of the arguments' repr): the services of the largest
+#: upstream example DGD are under 4,000
+KEY_CHARS = 1 << 14
+#: the characters of all keys of one memo (its results are text of about that size, or
+#: models): a few MiB per memo at most, whatever the input
+MEMO_CHARS = 1 << 21
+
+
+#: every memo, for :func:`clear_all`
+_MEMOS: list[dict[str, Any]] = []
 
 
 def by_repr(fn: Callable[P, R]) -> Callable[P, R]:
     """``fn`` memoized by the ``repr`` of its positional arguments (see the module)."""
     memo: dict[str, R] = {}
+    _MEMOS.append(memo)
+    held = [0]  # the characters of memo's keys
 
     @functools.wraps(fn)
     def memoized(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -42,13 +52,20 @@ def by_repr(fn: Callable[P, R]) -> Callable[P, R]:
         except KeyError:
             pass
         out = fn(*args, **kwargs)
-        if len(memo) >= ENTRIES:
+        if len(memo) >= ENTRIES or held[0] + len(key) > MEMO_CHARS:
             memo.clear()
+            held[0] = 0
         memo[key] = out
+        held[0] += len(key)
         return out
 
-    memoized.cache_clear = memo.clear  # type: ignore[attr-defined]
     return memoized
 
 
-__all__ = ["ENTRIES", "KEY_CHARS", "by_repr"]
+def clear_all() -> None:
+    """Empty every memo (a test starts cold)."""
+    for memo in _MEMOS:
+        memo.clear()
+
+
+__all__ = ["ENTRIES", "KEY_CHARS", "MEMO_CHARS", "by_repr", "clear_all"]
