@@ -55,20 +55,15 @@ def dgd(data: Obj, alpha: hub.AlphaComponents | None = None) -> Obj:
     return {"apiVersion": V1BETA1, "kind": data.get("kind"), "metadata": meta, "spec": out_spec}
 
 
+@memo.by_repr_json  # a repository's services repeat; JSON data, fresh for every caller
 def as_stored(component: Obj) -> Obj:
     """``component`` as the webhook returns it: Go's encoding of the v1beta1 type (zero
     values of fields without ``omitempty`` written, empty ones dropped, quantities
     canonical), less the empty value-struct artefacts (``resources: {}``, ``metadata: {}``)
     its ``MarshalJSON`` strips (``api/v1beta1/marshal.go`` @ 2a6da14c8)."""
-    stored: Obj = json.loads(_stored_json(component))  # a fresh copy for every caller
-    return stored
-
-
-@memo.by_repr  # a repository's services repeat: the text, not the (mutable) data, is kept
-def _stored_json(component: Obj) -> str:
     out: Obj = json.loads(gojson.encode(golayout.ROOT, component))
     _strip_empty_value_structs(golayout.ROOT, out)
-    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+    return out
 
 
 #: per struct: its fields that may hold an empty value struct, by JSON name: (the kind to

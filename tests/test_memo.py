@@ -46,7 +46,8 @@ def test_an_exception_is_never_kept() -> None:
     assert calls == ["boom", "boom"]
 
 
-def test_bounded_by_entries_key_length_and_characters() -> None:
+def test_bounded_by_entries_key_length_and_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memo, "WINDOW", 10**9)  # never stops making keys
     calls, kind_of = counting()
     for i in range(memo.ENTRIES + 1):  # one more than it holds: emptied, then kept again
         kind_of(i)
@@ -63,6 +64,35 @@ def test_bounded_by_entries_key_length_and_characters() -> None:
         kind_of(f"{i}-{big[i % 10]}")
     kind_of(f"0-{big[0]}")
     assert len(calls) == n + 1
+
+
+def test_a_memo_that_finds_little_stops_making_keys_for_a_while() -> None:
+    calls, kind_of = counting()
+    for i in range(memo.WINDOW):  # all different: nothing found in a window
+        kind_of(i)
+    kind_of(0)
+    kind_of(0)
+    assert calls[-2:] == [0, 0]  # computed each time, not kept, for the next SKIP calls
+    for _ in range(memo.SKIP - 2):
+        kind_of("again")
+    assert calls.count("again") == memo.SKIP - 2
+    calls.clear()
+    for _ in range(memo.WINDOW * 3):  # making keys again; found most of the time
+        kind_of("again")
+    assert calls == ["again"]
+
+
+def test_json_results_are_fresh_for_every_caller() -> None:
+    @memo.by_repr_json
+    def listed(n: int) -> dict[str, Any]:
+        return {"items": list(range(n))}
+
+    first = listed(3)
+    first["items"].append(99)
+    second = listed(3)
+    assert second == {"items": [0, 1, 2]}
+    second["items"].clear()
+    assert listed(3) == {"items": [0, 1, 2]}
 
 
 def test_results_are_fresh_data_for_every_caller() -> None:

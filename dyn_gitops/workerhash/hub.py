@@ -16,7 +16,6 @@ Plain data in and out (the JSON field names), so the worker hash can encode it a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -429,40 +428,39 @@ class AlphaComponents:
         if self._components is None:
             self._components = [
                 HubComponent(spec, labels, annotations, namespace, sub)
-                for spec, labels, annotations, namespace, sub in json.loads(
-                    _converted(self._services)  # fresh data for every DGD
-                )
+                for spec, labels, annotations, namespace, sub in _converted(self._services)
             ]
         return self._components
 
 
-@memo.by_repr  # the services of a repository's DGDs repeat; kept as text (immutable)
-def _converted(services: Obj) -> str:
-    """The conversion of ``services`` (parsed JSON data: converted, still JSON data) as
-    JSON text: per component, the fields of a :class:`HubComponent`."""
-    return json.dumps(
+@memo.by_repr_json  # the services of a repository's DGDs repeat (JSON data in and out)
+def _converted(services: Obj) -> list[list[Any]]:
+    """The conversion of ``services``: per component, the fields of a :class:`HubComponent`."""
+    return [
         [
-            [
-                c.spec,
-                c.alpha_labels,
-                c.alpha_annotations,
-                c.dynamo_namespace,
-                c.alpha_sub_component_type,
-            ]
-            for c in (
-                component_from_alpha(name, services[name], defaults=False)
-                for name in sorted(services)
-                if services[name] is not None
-            )
-        ],
-        ensure_ascii=False,
-    )
+            c.spec,
+            c.alpha_labels,
+            c.alpha_annotations,
+            c.dynamo_namespace,
+            c.alpha_sub_component_type,
+        ]
+        for c in (
+            component_from_alpha(name, services[name], defaults=False)
+            for name in sorted(services)
+            if services[name] is not None
+        )
+    ]
 
 
 def with_pod_defaults(c: HubComponent) -> HubComponent:
     """``c`` (left as it is) with the CRD schema's defaults: ``component_from_alpha`` with
     ``defaults``."""
-    return replace(c, spec=apply_pod_defaults(data_copy(c.spec)))
+    return replace(c, spec=_with_pod_defaults(c.spec))
+
+
+@memo.by_repr_json  # JSON data in and out; the components of a repository's DGDs repeat
+def _with_pod_defaults(spec: Obj) -> Obj:
+    return apply_pod_defaults(data_copy(spec))
 
 
 def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = None) -> HubGraph:
