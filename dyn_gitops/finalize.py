@@ -125,9 +125,8 @@ def finalize(
         meta["annotations"] = dict(sorted(ann.items()))
         out.append(obj)
         emitted.append((obj, item))
-    for obj, item in emitted:
-        _check_identity(obj, item, problems)
-    _check_paths(emitted, problems)
+    clean = [(obj, item) for obj, item in emitted if _check_identity(obj, item, problems)]
+    _check_paths(clean, problems)
     out.sort(key=sort_key)
     return out
 
@@ -143,27 +142,31 @@ def _label(obj: dict[str, Any]) -> str:
     return f"{obj.get('kind') or '?'}/{_meta(obj).get('name') or '?'}"
 
 
-def _check_identity(obj: dict[str, Any], item: Rendered, problems: list[Problem]) -> None:
+def _check_identity(obj: dict[str, Any], item: Rendered, problems: list[Problem]) -> bool:
     """What the API server would refuse in the object's identity is an input error, for
-    every output (a stream too): the same names are file names under --out-dir/hydrate."""
-    for found in objpath.object_problems(obj):
+    every output (a stream too): the same names are file names under --out-dir/hydrate.
+    Whether the identity is clean."""
+    found_any = objpath.object_problems(obj)
+    for found in found_any:
         label = _label(obj)
         if found.path == ("metadata", "namespace") and item.dgd and not item.passthrough:
             label = f"DynamoGraphDeployment/{item.dgd.rpartition('/')[2]}"  # once, not per child
         problem = _located(found, item, label)
         if problem not in problems:
             problems.append(problem)
+    return not found_any
 
 
 def _check_paths(emitted: list[tuple[dict[str, Any], Rendered]], problems: list[Problem]) -> None:
     """Two objects that would share one output file (also on a case-insensitive file
-    system) are refused whatever the output, so every output format agrees."""
+    system) are refused whatever the output, so every output format agrees. ``emitted``:
+    the objects whose identity :func:`_check_identity` found clean."""
     seen: dict[str, tuple[str, dict[str, Any], Rendered]] = {}
     for obj, item in emitted:
         try:
-            rel = objpath.relpath(obj)
+            rel = objpath.relpath(obj, checked=True)
         except objpath.PathError:
-            continue  # reported by _check_identity, or a generateName object (a stream only)
+            continue  # a generateName object (a stream only)
         first = seen.setdefault(objpath.fold(rel), (rel, obj, item))
         if first[1] is obj:
             continue

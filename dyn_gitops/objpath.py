@@ -201,11 +201,12 @@ def object_problems(obj: dict[str, Any]) -> list[Problem]:
 
 
 # ---------------------------------------------------------------------------- paths
-def relpath(obj: dict[str, Any]) -> str:
+def relpath(obj: dict[str, Any], *, checked: bool = False) -> str:
     """``<namespace|_cluster>/<kind>[.<group>]_<name>.yaml``; raises :class:`PathError`
-    unless every component is valid. A file name longer than the file system allows keeps a
-    readable prefix and ends in a digest of the whole name (still unique and stable)."""
-    found = object_problems(obj)
+    unless every component is valid (``checked``: :func:`object_problems` found nothing
+    already). A file name longer than the file system allows keeps a readable prefix and
+    ends in a digest of the whole name (still unique and stable)."""
+    found = [] if checked else object_problems(obj)
     meta = obj.get("metadata") or {}
     if not found and meta.get("name") is None:
         found = [
@@ -226,6 +227,8 @@ def relpath(obj: dict[str, Any]) -> str:
 def fold(rel: str) -> str:
     """The form two paths share when a case-insensitive (and Unicode-normalizing, as on
     macOS) file system would store them as one file."""
+    if rel.isascii():  # NFKC leaves ASCII as it is
+        return rel.casefold()
     return unicodedata.normalize("NFKC", rel).casefold()
 
 

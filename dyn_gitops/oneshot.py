@@ -23,7 +23,10 @@ def main() -> NoReturn:
     """The ``dyn-gitops`` console script: :func:`.cli.entry` in a one-shot process (the
     collector paused before the first import)."""
     gc.disable()
+    from . import lifetime
     from .cli import entry
+
+    lifetime.one_shot()
 
     try:
         entry()

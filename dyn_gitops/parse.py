@@ -8,6 +8,7 @@ YAML and JSON inputs that do not come from a file (annotations, environment vari
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -65,9 +66,14 @@ class _InputTooBig(Exception):
         self.stop = stop
 
 
+#: a document's data not built from its events (``_Composed.data``)
+_NOT_BUILT: Any = object()
+
+
 @dataclass
 class _Composed:
-    """One YAML document composed from the event stream: its node (None when refused)."""
+    """One YAML document composed from the event stream: its node, or its data when it was
+    built straight from the events (neither: refused)."""
 
     index: int
     line: int
@@ -76,6 +82,12 @@ class _Composed:
     size: int = 0  # nodes, aliases counted as what they expand to
     stop: bool = False  # nothing after this document is read
     aliases: bool = False  # an alias refers to a node twice (PyYAML builds it once, shared)
+    #: JSON data built from the events, without nodes (``_Composer._plain``)
+    data: Any = _NOT_BUILT
+
+    @property
+    def present(self) -> bool:
+        return self.node is not None or self.data is not _NOT_BUILT
 
 
 class _Composer:
@@ -86,8 +98,12 @@ class _Composer:
     size of every node (aliases expanded) is known without expanding anything.
     """
 
-    def __init__(self, loader: Any, max_depth: int, max_nodes: int) -> None:
+    def __init__(self, loader: Any, max_depth: int, max_nodes: int, *, nodes: bool = False) -> None:
         self.loader = loader
+        #: always compose nodes (the line of a field is wanted), never build data directly
+        self.nodes = nodes
+        #: events read by ``_plain`` before it gave up, for ``_compose`` to read first
+        self.pending: deque[Any] = deque()
         self.max_depth = min(max_depth, DEPTH_CEILING)
         self.max_nodes = max_nodes
         #: id(collection) -> (size with aliases expanded, nesting depth below it)
@@ -110,6 +126,8 @@ class _Composer:
 
     def _document(self, index: int, line: int) -> _Composed:
         doc = _Composed(index, line, None, [])
+        if not self.nodes and self._plain(doc):
+            return doc
         try:
             doc.node, doc.size = self._compose(doc)
         except _InputTooBig as exc:
@@ -120,14 +138,109 @@ class _Composer:
             else:
                 self._skip_document()
         self.stats.clear()
+        self.pending.clear()
         return doc
 
+    def _next_event(self) -> Any:
+        """The next event: those ``_plain`` read first."""
+        return self.pending.popleft() if self.pending else self.loader.get_event()
+
     def _skip_document(self) -> None:
-        while not isinstance(self.loader.get_event(), yaml.DocumentEndEvent):
+        while not isinstance(self._next_event(), yaml.DocumentEndEvent):
             pass
+
+    def _plain(self, doc: _Composed) -> bool:
+        """Build the document's data straight from the events (``doc.data``, ``doc.size``),
+        for the common document: mappings with string keys, sequences, and scalars that are
+        strings, null, booleans or finite numbers, without anchors, aliases or tags, within
+        the limits, no key twice. Nodes cost more than the data they make, and errors are
+        rare (``locate`` re-reads the file for a line). At the first thing it does not
+        handle, False: the events read so far stay in ``pending``, and the node path
+        composes the document from them (and reports what there is to report), exactly as
+        it would have."""
+        loader = self.loader
+        get_event = loader.get_event
+        record = self.pending.append
+        resolve = loader.resolve
+        plain_tags = self.plain_tags
+        max_depth, max_nodes = self.max_depth, self.max_nodes
+        stack: list[Any] = []  # the open collections
+        keys: list[Any] = []  # per open collection: a mapping's pending key, or _NOT_BUILT
+        size = 0
+        root: Any = None
+        value: Any
+        while True:
+            event = get_event()
+            record(event)
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                if event.anchor is not None or event.tag is not None:
+                    return False
+                text = event.value
+                implicit = event.implicit
+                if implicit[0]:  # plain: resolved by its text (as _compose does)
+                    tag = plain_tags.get(text)
+                    if tag is None:
+                        tag = resolve(yaml.ScalarNode, text, implicit)
+                        if len(plain_tags) >= _PLAIN_TAGS_MAX:
+                            plain_tags.clear()
+                        plain_tags[text] = tag
+                else:
+                    tag = resolve(yaml.ScalarNode, text, implicit)
+                if tag == _STR_TAG:
+                    value = text
+                elif tag == _NULL_TAG:
+                    value = None
+                elif tag in _SCALAR_TAGS:
+                    try:
+                        value = loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, text))
+                    except Exception:  # the node path reports it
+                        return False
+                    if type(value) is float and (value != value or value in _INF):
+                        return False  # not JSON: the node path reports it
+                else:
+                    return False  # a merge key, a value key, an unknown resolution
+                size += 1
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                if event.anchor is not None or event.tag is not None:
+                    return False
+                if len(stack) >= max_depth:
+                    return False
+                size += 1
+                stack.append({} if kind is yaml.MappingStartEvent else [])
+                keys.append(_NOT_BUILT)
+                continue
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                value = stack.pop()
+                keys.pop()
+            elif kind is yaml.DocumentEndEvent:
+                doc.data, doc.size = root, size
+                self.pending.clear()
+                return True
+            else:  # an alias
+                return False
+            if size > max_nodes:
+                return False
+            if not stack:
+                root = value
+                continue
+            parent = stack[-1]
+            if type(parent) is list:
+                parent.append(value)
+            elif keys[-1] is _NOT_BUILT:
+                if type(value) is not str:
+                    return False  # a key that is no string: not JSON
+                keys[-1] = value
+            else:
+                key = keys[-1]
+                if key in parent:
+                    return False  # the node path reports the duplicate
+                parent[key] = value
+                keys[-1] = _NOT_BUILT
 
     def _compose(self, doc: _Composed) -> tuple[yaml.Node, int]:
         loader = self.loader
+        get_event = self._next_event if self.pending else loader.get_event
         resolve = loader.resolve
         plain_tags = self.plain_tags
         anchors: dict[str, yaml.Node] = {}
@@ -136,7 +249,7 @@ class _Composer:
         stack: list[list[Any]] = []
         root: yaml.Node | None = None
         while True:
-            event = loader.get_event()
+            event = get_event()
             kind = type(event)
             node: yaml.Node
             if kind is yaml.ScalarEvent:  # the common case first
@@ -312,7 +425,7 @@ def parse_documents(
         loader = _Loader(f.text)
         try:
             for composed in _Composer(loader, max_depth, max_yaml_nodes).documents():
-                if composed.node is not None and len(docs) >= max_documents:
+                if composed.present and len(docs) >= max_documents:
                     problems.append(
                         Problem(
                             f.path,
@@ -327,7 +440,7 @@ def parse_documents(
                 problems.extend(
                     Problem(f.path, line, message=msg) for line, msg in composed.problems
                 )
-                if composed.problems or composed.node is None:
+                if composed.problems or not composed.present:
                     continue
                 used += composed.size
                 if used > budget:
@@ -354,6 +467,8 @@ def parse_documents(
 
 def _construct(loader: Any, composed: _Composed, path: str, problems: list[Problem]) -> Any:
     """The document's data, or None (with problems) when it is not plain JSON data."""
+    if composed.data is not _NOT_BUILT:
+        return composed.data  # JSON data by construction (_Composer._plain)
     node = composed.node
     assert node is not None
     data = _NOT_PLAIN if composed.aliases else _plain_data(loader, node)
@@ -619,7 +734,7 @@ def locate(doc: Document, loc: Sequence[str | int]) -> int:
     """Line of the deepest node along ``loc`` in ``doc`` (re-parsed: errors are rare)."""
     loader = _Loader(doc.file.text)
     try:
-        for composed in _Composer(loader, DEPTH_CEILING, 2**62).documents():
+        for composed in _Composer(loader, DEPTH_CEILING, 2**62, nodes=True).documents():
             if composed.index == doc.index:
                 if composed.node is None:
                     return doc.line

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import keys, naming
+from . import keys, lifetime, naming
 from .errors import Problem, RenderError
 from .expand.stage import Expanded, expand, identity
 from .finalize import finalize
@@ -53,6 +53,7 @@ def render(source: Source, settings: RenderSettings) -> RenderResult:
     objects: Objects = finalize(
         expanded.rendered, settings=settings, commit=source.commit, problems=problems
     )
+    lifetime.keep(docs, expanded)  # freed with a one-shot process, not object by object
     _raise_errors(problems)
     if settings.namespace_shared != "emit":  # one owner per namespace (docs/argocd.md)
         keep = settings.namespace_shared == "only"

@@ -17,7 +17,7 @@ import json
 from contextlib import suppress
 from typing import Any
 
-from . import keys, naming
+from . import keys, memo, naming
 from .merge import data_copy
 from .models.versions import V1BETA1
 from .workerhash import gojson, golayout, hub
@@ -55,6 +55,7 @@ def dgd(data: Obj, alpha: hub.AlphaComponents | None = None) -> Obj:
     return {"apiVersion": V1BETA1, "kind": data.get("kind"), "metadata": meta, "spec": out_spec}
 
 
+@memo.by_repr_json  # a repository's services repeat; JSON data, fresh for every caller
 def as_stored(component: Obj) -> Obj:
     """``component`` as the webhook returns it: Go's encoding of the v1beta1 type (zero
     values of fields without ``omitempty`` written, empty ones dropped, quantities
@@ -117,6 +118,7 @@ def _strip_empty_value_structs(kind: str, value: Any) -> None:
 
 
 # ------------------------------------------------------------------ the sparse save
+@memo.by_repr  # pure, and the specs of a repository's DGDs repeat
 def preserved_spec(spec: Obj) -> str | None:
     """The ``nvidia.com/dgd-spec`` value for the v1alpha1 ``spec``, or None when v1beta1
     holds all of it (``ConvertFromDynamoGraphDeploymentSpec``'s ``save``)."""

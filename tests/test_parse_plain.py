@@ -1,6 +1,7 @@
-"""The parse stage builds a common document directly (``parse._plain_data``) and leaves
-everything else to PyYAML's constructor: both must give the same data and the same
-problems for every input, plain or not (render speed, issue 13)."""
+"""The parse stage builds a common document directly, from libyaml's events
+(``parse._Composer._plain``) or else from its nodes (``parse._plain_data``), and leaves
+everything else to PyYAML's constructor: all must give the same data and the same problems
+for every input, plain or not (render speed, issue 13)."""
 
 from __future__ import annotations
 
@@ -81,9 +82,62 @@ def test_direct_build_equals_pyyamls(group: str, monkeypatch: pytest.MonkeyPatch
     corpus = _corpus(group)
     assert corpus
     fast = [_parse(text, path) for path, text in corpus]
+    monkeypatch.setattr(parse._Composer, "_plain", lambda self, doc: False)
+    from_nodes = [_parse(text, path) for path, text in corpus]
     monkeypatch.setattr(parse, "_plain_data", lambda loader, node: parse._NOT_PLAIN)
-    for (path, text), got in zip(corpus, fast, strict=True):
-        assert got == _parse(text, path), path
+    for (path, text), got, got_from_nodes in zip(corpus, fast, from_nodes, strict=True):
+        pyyamls = _parse(text, path)
+        assert got == pyyamls, path
+        assert got_from_nodes == pyyamls, path
+
+
+def test_the_event_build_is_taken_for_plain_documents_only() -> None:
+    """Built from the events: a plain document (its data, no node); anything else is left
+    to the node path, which composes it from the events already read."""
+    text = "a: [1, yes, ~, x, 1.5, 'q']\nb: {c: d}\n---\n- e\n"
+    sizes = []
+    for nodes in (False, True):
+        loader = parse._Loader(text)
+        try:
+            docs = list(parse._Composer(loader, 100, 1000, nodes=nodes).documents())
+        finally:
+            loader.dispose()
+        sizes.append([d.size for d in docs])
+    assert sizes == [[13, 2], [13, 2]]  # nodes (keys too), as the node path counts them
+    loader = parse._Loader(text)
+    try:
+        docs = list(parse._Composer(loader, 100, 1000).documents())
+    finally:
+        loader.dispose()
+    assert [(d.node, d.data) for d in docs] == [
+        (None, {"a": [1, True, None, "x", 1.5, "q"], "b": {"c": "d"}}),
+        (None, ["e"]),
+    ]
+    left = [
+        "<<: {a: 1}\n",  # merge key
+        "=: v\n",  # value key
+        "s: !!str x\n",  # a tag
+        "a: &x 1\nb: *x\n",  # anchor and alias
+        "? [a]\n: b\n",  # a key that is no scalar
+        "1: a\n",  # a key that is no string
+        "n: .nan\n",  # not JSON
+        "n: !!int z\n",
+        "dup: 1\ndup: 2\n",
+        "deep: " + "[" * 5 + "]" * 5 + "\n",  # deeper than allowed below
+        "many: [" + ", ".join("x" * 30) + "]\n",  # more nodes than allowed below
+    ]
+    for text in left:
+        loader = parse._Loader(text + "---\nnext: 1\n")
+        try:
+            first, *rest = parse._Composer(loader, 4, 20).documents()
+        finally:
+            loader.dispose()
+        assert first.data is parse._NOT_BUILT, text
+        assert first.node is not None or first.problems, text
+        if first.stop:  # too deep: the rest of the file is not read
+            assert not rest, text
+        else:  # the stream goes on where it was
+            assert [d.data for d in rest] == [{"next": 1}], text
 
 
 def test_plain_documents_take_the_direct_build() -> None:
@@ -91,7 +145,7 @@ def test_plain_documents_take_the_direct_build() -> None:
     the documents it leaves to PyYAML."""
     loader = parse._Loader("a: [1, yes, ~, x, 1.5]\nb: {c: d}\n")
     try:
-        (composed,) = parse._Composer(loader, 100, 1000).documents()
+        (composed,) = parse._Composer(loader, 100, 1000, nodes=True).documents()
         assert composed.node is not None
         data = parse._plain_data(loader, composed.node)
         assert data == {"a": [1, True, None, "x", 1.5], "b": {"c": "d"}}
@@ -100,7 +154,7 @@ def test_plain_documents_take_the_direct_build() -> None:
     for text in ("<<: {a: 1}\n", "s: !!set {a}\n", "t: !x y\n", "? [a]\n: b\n", "n: !!int z\n"):
         loader = parse._Loader(text)
         try:
-            (composed,) = parse._Composer(loader, 100, 1000).documents()
+            (composed,) = parse._Composer(loader, 100, 1000, nodes=True).documents()
             assert composed.node is not None
             assert parse._plain_data(loader, composed.node) is parse._NOT_PLAIN, text
         finally:

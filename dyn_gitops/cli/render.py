@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .. import context
+from .. import context, lifetime
 from ..display import count, printable
 from ..errors import ExitCode
 from ..settings import REGISTRY
@@ -32,6 +32,7 @@ def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> No
     with reported():
         ctx = context.open_path(path, rev, runner=runner(values))
         result = context.render(ctx)
+        lifetime.keep(ctx, result)  # freed with a one-shot process, not object by object
         warn(result.warnings)
         limit = ctx.settings.max_output_bytes
         if out_dir:
@@ -43,7 +44,9 @@ def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> No
                 fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
             click.echo(f"dyn-gitops: wrote {count(len(written), 'object')} to {out_dir}", err=True)
             return
-        write_stdout(render_text(result.objects, ctx.settings.output_format, max_bytes=limit))
+        text = render_text(result.objects, ctx.settings.output_format, max_bytes=limit)
+        lifetime.keep(text)
+        write_stdout(text)
 
 
 @click.command()

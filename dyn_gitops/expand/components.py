@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import naming
+from .. import memo, naming
 from ..models import v1beta1
 from ..models.preserved import PVC, Ingress
 from ..models.versions import V1ALPHA1, V1BETA1
@@ -203,10 +203,15 @@ def of(source: Obj, alpha: hub.AlphaComponents | None = None) -> GraphComponents
     else:
         written = [c for c in spec.get("components") or [] if isinstance(c, dict)]
     return GraphComponents(
-        tuple(v1beta1.Component.model_validate(c) for c in written),
+        tuple(_component(c) for c in written),
         tuple(preserved),
         alpha=is_alpha(source),
     )
+
+
+#: a component validated (a frozen model, which the render only reads), kept by its data:
+#: the components of a repository's DGDs repeat (:mod:`dyn_gitops.memo`)
+_component = memo.by_repr(v1beta1.Component.model_validate)
 
 
 def _preserved(component: hub.HubComponent, service: Obj) -> Preserved:

@@ -13,7 +13,6 @@ from ``ComponentContext.preserved``.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from .. import keys, naming
@@ -24,6 +23,7 @@ from ..merge import (
     POD_SPEC_ORDER,
     PROBE_HANDLERS,
     add_missing_envs,
+    data_copy,
     merge_envs,
     merge_override,
     merge_probe,
@@ -60,7 +60,7 @@ def _resources(user: dict[str, Any]) -> dict[str, Any]:
     it already: the conversion mergo-merges the mainContainer's over them key by key,
     ``buildSharedPodTemplateFromAlpha``, ``api/v1alpha1/shared_spec_conversion.go`` @
     2a6da14c8), requests first."""
-    return order_keys(copy.deepcopy(user), _RESOURCE_ORDER)
+    return order_keys(data_copy(user), _RESOURCE_ORDER)
 
 
 def _compilation_cache(ctx: ComponentContext) -> tuple[str, str] | None:
@@ -149,10 +149,10 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         if main_probe is not None:
             handled = any(h in main_probe for h in PROBE_HANDLERS)
             container[probe] = (
-                copy.deepcopy(main_probe) if handled else merge_probe(base.get(probe), main_probe)
+                data_copy(main_probe) if handled else merge_probe(base.get(probe), main_probe)
             )
     if user_startup is not None:
-        container["startupProbe"] = copy.deepcopy(user_startup)
+        container["startupProbe"] = data_copy(user_startup)
 
     # always present, `{}` when empty: Go encodes the struct (component_common.go @ 2a6da14c8)
     container["resources"] = _resources(user_resources)
@@ -246,14 +246,14 @@ def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[s
     if fs.get("args"):
         side["args"] = list(fs["args"])
     if fs.get("envFrom"):
-        side["envFrom"] = copy.deepcopy(fs["envFrom"])
+        side["envFrom"] = data_copy(fs["envFrom"])
     side["env"] = omit_empty_values(env)
     side["resources"] = {}
     have = set()
     mounts = []
     for m in main_mounts:
         if m["name"] not in have:
-            mounts.append(copy.deepcopy(m))
+            mounts.append(data_copy(m))
             have.add(m["name"])
     if mounts:
         side["volumeMounts"] = mounts

@@ -16,6 +16,7 @@ from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any, NamedTuple
 
+from .. import memo
 from . import golayout
 from .quantity import canonical
 
@@ -129,6 +130,13 @@ _ENCODERS: dict[str, Encoder] = {}
 def encode(kind: str, value: Any) -> str:
     """Go's ``json.Marshal`` of ``value`` typed ``kind`` (a ``golayout`` type reference);
     ``None`` is the Go zero value."""
+    if kind.startswith("struct:") and value:
+        return _encode_struct(kind, value)
+    return encoder(kind)(value)
+
+
+@memo.by_repr  # the specs of a repository's services repeat (field by field is dear)
+def _encode_struct(kind: str, value: Any) -> str:
     return encoder(kind)(value)
 
 

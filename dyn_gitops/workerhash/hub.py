@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import naming
+from .. import memo, naming
 from ..merge import data_copy, merge_override
 from ..models.versions import V1ALPHA1, V1BETA1
 
@@ -426,19 +426,41 @@ class AlphaComponents:
 
     def get(self) -> list[HubComponent]:
         if self._components is None:
-            services = self._services
             self._components = [
-                component_from_alpha(name, services[name], defaults=False)
-                for name in sorted(services)
-                if services[name] is not None
+                HubComponent(spec, labels, annotations, namespace, sub)
+                for spec, labels, annotations, namespace, sub in _converted(self._services)
             ]
         return self._components
+
+
+@memo.by_repr_json  # the services of a repository's DGDs repeat (JSON data in and out)
+def _converted(services: Obj) -> list[list[Any]]:
+    """The conversion of ``services``: per component, the fields of a :class:`HubComponent`."""
+    return [
+        [
+            c.spec,
+            c.alpha_labels,
+            c.alpha_annotations,
+            c.dynamo_namespace,
+            c.alpha_sub_component_type,
+        ]
+        for c in (
+            component_from_alpha(name, services[name], defaults=False)
+            for name in sorted(services)
+            if services[name] is not None
+        )
+    ]
 
 
 def with_pod_defaults(c: HubComponent) -> HubComponent:
     """``c`` (left as it is) with the CRD schema's defaults: ``component_from_alpha`` with
     ``defaults``."""
-    return replace(c, spec=apply_pod_defaults(data_copy(c.spec)))
+    return replace(c, spec=_with_pod_defaults(c.spec))
+
+
+@memo.by_repr_json  # JSON data in and out; the components of a repository's DGDs repeat
+def _with_pod_defaults(spec: Obj) -> Obj:
+    return apply_pod_defaults(data_copy(spec))
 
 
 def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = None) -> HubGraph:
