@@ -281,6 +281,96 @@ def alpha_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
         )
 
 
+def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
+    """What a DGD written in ``nvidia.com/v1beta1`` may not say, before its other rules
+    (v1beta1 paths; a v1alpha1 DGD's v1beta1 form never says it):
+
+    * the ``nvidia.com/dgd-spec`` annotation, the v1alpha1 fields the operator's conversion
+      keeps (``kubectl get`` from an operator cluster): not yet read;
+    * two component names equal case-insensitively: their objects would share a name
+      (the CRD's list map refuses only an exact duplicate);
+    * ``extraPodSpecMergeStrategy: strategic``: not yet supported;
+    * ``experimental.grove`` keys other than a boolean ``forceScalingGroup`` (``GroveSpec``,
+      ``api/v1beta1/common.go`` @ 2a6da14c8, has no other field);
+    * a ``frontendSidecar`` naming no podTemplate container (``shared_v1beta1.go`` @
+      2a6da14c8), or naming one without an image (its pod would be refused), or with fields
+      other than ``image``, ``args``, ``env`` and ``envFrom`` (the operator merges the whole
+      container over the frontend's defaults, ``mergeFrontendSidecarDefaults``,
+      ``internal/dynamo/graph.go`` @ 2a6da14c8; only those fields are ported). Its
+      ``envFrom`` is rendered as written, whatever it holds (a v1alpha1 DGD can say only one
+      ``secretRef``: emitting such a DGD in v1alpha1 is refused).
+    """
+    if keys.ANN_DGD_SPEC in (dgd.metadata.annotations or {}):
+        yield Problem.at(
+            ("metadata", "annotations", keys.ANN_DGD_SPEC),
+            "preserved v1alpha1 fields (written by the conversion webhook) are not yet "
+            "supported; write the DGD as v1alpha1 instead",
+        )
+    seen: dict[str, int] = {}
+    for i, c in enumerate(dgd.spec.components or []):
+        loc: FieldPath = ("spec", "components", i)
+        if c.name.lower() in seen:
+            yield Problem.at(
+                (*loc, "name"),
+                f"component name {c.name!r} is also used by spec.components"
+                f"[{seen[c.name.lower()]}] (names are unique case-insensitively)",
+            )
+            continue
+        seen[c.name.lower()] = i
+        found = list(_beta_component_checks(loc, c))
+        yield from found if found else _beta_sidecar_checks(loc, c)
+
+
+def _beta_component_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    if c.extraPodSpecMergeStrategy == "strategic":
+        yield Problem.at(
+            (*loc, "extraPodSpecMergeStrategy"),
+            "the strategic extraPodSpec merge is not yet supported",
+        )
+    grove = c.experimental.grove if c.experimental is not None else None
+    if grove is None:
+        return
+    unknown = sorted(set(grove) - {"forceScalingGroup"})
+    if unknown:
+        yield Problem.at(
+            (*loc, "experimental", "grove", unknown[0]),
+            "only experimental.grove.forceScalingGroup is supported",
+        )
+    elif not isinstance(grove.get("forceScalingGroup", False), bool):
+        yield Problem.at(
+            (*loc, "experimental", "grove", "forceScalingGroup"), "must be true or false"
+        )
+
+
+def _beta_sidecar_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    """The first problem of the container ``c.frontendSidecar`` names."""
+    if not c.frontendSidecar:
+        return
+    pod = c.podTemplate.spec if c.podTemplate is not None else None
+    containers = (pod.containers if pod is not None else None) or []
+    k = next(
+        (k for k, x in enumerate(containers) if x.name == c.frontendSidecar and x.name != MAIN),
+        None,
+    )
+    if k is None:
+        yield Problem.at(
+            (*loc, "frontendSidecar"),
+            f"no podTemplate container is named {c.frontendSidecar!r}",
+        )
+        return
+    where: FieldPath = (*loc, "podTemplate", "spec", "containers", k)
+    container = containers[k].model_dump(exclude_none=True)
+    extra = sorted(set(container) - {"name", "image", "args", "env", "envFrom"})
+    if extra:
+        yield Problem.at(
+            where,
+            f"a frontendSidecar container with {', '.join(extra)} is not yet supported "
+            "(only image, args, env and envFrom)",
+        )
+    elif not container.get("image"):
+        yield Problem.at(where, "the frontendSidecar container needs an image")
+
+
 def limit_checks(g: Graph, *, max_replicas: int, max_node_count: int) -> Iterator[Problem]:
     """The runner's ceilings (settings max-replicas, max-node-count), checked before anything
     is expanded: pod addresses are written per node (a replica count costs nothing to expand
