@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import gates, keys, naming
+from . import gates, gpus, keys, naming
 from .errors import FieldPath, Problem
 from .models import v1beta1
 from .models.k8s import NamedContainer, ObjectMeta
@@ -630,16 +630,10 @@ def _override_message(override: str) -> str:
     )
 
 
-def _gpu_count(c: Component) -> str | None:
-    """Container ``main``'s ``nvidia.com/gpu`` limit, else its request (a v1alpha1
-    ``resources.limits.gpu`` converts into it, ``mainContainer.resources`` winning)."""
+def _gpu_count(c: Component) -> int:
+    """Container ``main``'s GPUs, as the 1.5 operator counts them (:func:`.gpus.count`)."""
     main = main_container(c)[1]
-    res: Any = (main.resources if main is not None else None) or {}
-    for side in ("limits", "requests"):
-        value = (res.get(side) or {}).get(naming.GPU_RESOURCE)
-        if value not in (None, ""):
-            return str(value)
-    return None
+    return gpus.count(main.resources if main is not None else None)
 
 
 def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
@@ -711,8 +705,7 @@ def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
             yield Problem.at(
                 gms_where, "the GPU memory service is only for worker, prefill and decode services"
             )
-        gpu = _gpu_count(c)
-        if not gpu or not gpu.isdigit() or int(gpu) < 1:
+        if _gpu_count(c) < 1:
             yield Problem.at(
                 gms_where,
                 "the GPU memory service needs a GPU count >= 1 "
