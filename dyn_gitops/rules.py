@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from . import gates, gpus, keys, naming
 from .errors import FieldPath, Problem
-from .models import v1beta1
+from .models import preserved, v1beta1
 from .models.k8s import NamedContainer, ObjectMeta
 from .models.v1alpha1 import MODEL_SOURCE_SCHEMES, DynamoGraphDeployment, DynamoModel
 from .models.v1beta1 import KVTransferPolicy
@@ -285,8 +287,8 @@ def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
     """What a DGD written in ``nvidia.com/v1beta1`` may not say, before its other rules
     (v1beta1 paths; a v1alpha1 DGD's v1beta1 form never says it):
 
-    * the ``nvidia.com/dgd-spec`` annotation, the v1alpha1 fields the operator's conversion
-      keeps (``kubectl get`` from an operator cluster): not yet read;
+    * an ``nvidia.com/dgd-spec`` annotation that is not the conversion's payload
+      (:func:`kept_alpha_checks`);
     * two component names equal case-insensitively: their objects would share a name
       (the CRD's list map refuses only an exact duplicate);
     * ``extraPodSpecMergeStrategy: strategic``: not yet supported;
@@ -300,12 +302,7 @@ def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
       ``envFrom`` is rendered as written, whatever it holds (a v1alpha1 DGD can say only one
       ``secretRef``: emitting such a DGD in v1alpha1 is refused).
     """
-    if keys.ANN_DGD_SPEC in (dgd.metadata.annotations or {}):
-        yield Problem.at(
-            ("metadata", "annotations", keys.ANN_DGD_SPEC),
-            "preserved v1alpha1 fields (written by the conversion webhook) are not yet "
-            "supported; write the DGD as v1alpha1 instead",
-        )
+    yield from kept_alpha_checks(dgd.metadata)
     seen: dict[str, int] = {}
     for i, c in enumerate(dgd.spec.components or []):
         loc: FieldPath = ("spec", "components", i)
@@ -319,6 +316,36 @@ def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
         seen[c.name.lower()] = i
         found = list(_beta_component_checks(loc, c))
         yield from found if found else _beta_sidecar_checks(loc, c)
+
+
+def kept_alpha_checks(meta: ObjectMeta) -> Iterator[Problem]:
+    """The ``nvidia.com/dgd-spec`` annotation of a v1beta1 DGD (``kubectl get`` from an
+    operator cluster, or a v1alpha1 DGD as emitted): the sparse v1alpha1 spec the
+    operator's conversion keeps there, read for what v1beta1 cannot hold (``pvcs``, a
+    service's ``ingress``, ``labels``, ``annotations``, ``dynamoNamespace``,
+    ``subComponentType``, ``envFromSecret``); its ``pvcs`` and ``ingress`` are typed."""
+    where: FieldPath = ("metadata", "annotations", keys.ANN_DGD_SPEC)
+    try:
+        kept = preserved.alpha_spec(meta.annotations)
+    except ValueError as exc:
+        yield Problem.at(where, f"the operator's conversion payload: {exc}")
+        return
+    if kept is None:
+        return
+    typed: list[tuple[str, type[BaseModel], Any]] = [
+        (f"spec.pvcs[{i}]", preserved.PVC, p) for i, p in enumerate(kept.get("pvcs") or [])
+    ]
+    for name, svc in (kept.get("services") or {}).items():
+        ingress = svc.get("ingress") if isinstance(svc, dict) else None
+        if ingress is not None:
+            typed.append((f"spec.services.{name}.ingress", preserved.Ingress, ingress))
+    for at, model, value in typed:
+        try:
+            model.model_validate(value)
+        except ValidationError as exc:
+            e = exc.errors(include_url=False)[0]
+            field = ".".join(str(x) for x in (at, *e["loc"]))
+            yield Problem.at(where, f"the operator's conversion payload: {field}: {e['msg']}")
 
 
 def _beta_component_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:

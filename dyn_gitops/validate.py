@@ -366,6 +366,21 @@ def _component_deployment(
     problems.extend(located(doc, replace(p, path=_dcd_path(p.path, where))) for p in found)
     if typed is None:
         return None
+    annotations = _mapping(_mapping(data.get("metadata")).get("annotations"))
+    if data.get("apiVersion") == V1BETA1 and keys.ANN_DGD_SPEC in annotations:
+        # a DCD's own conversion payload (GetDCDPreservedAlphaLabels & co.): not read
+        problems.append(
+            located(
+                doc,
+                Problem.at(
+                    ("metadata", "annotations", keys.ANN_DGD_SPEC),
+                    "preserved v1alpha1 fields (written by the conversion webhook) are not "
+                    "yet supported on a DynamoComponentDeployment; write it as v1alpha1 "
+                    "instead",
+                ),
+            )
+        )
+        return None
     to_graph_path = typed.to_doc_path
     return replace(
         typed, to_doc_path=lambda path: _dcd_path(to_graph_path(path), where), dcd_where=where

@@ -220,6 +220,18 @@ def _as_v1alpha1(graph: Graph) -> dict[str, Any]:
     from ..models import v1beta1
     from ..models.convert import to_v1alpha1
 
+    if keys.ANN_DGD_SPEC in (graph.metadata.annotations or {}):
+        # ConvertFrom would restore the v1alpha1 fields kept there: not ported
+        raise RenderError(
+            [
+                Problem.at(
+                    ("metadata", "annotations", keys.ANN_DGD_SPEC),
+                    "a v1beta1 DGD converted from v1alpha1 (it carries the operator's "
+                    "conversion payload) is not yet emitted as v1alpha1: emit it as v1beta1 "
+                    "(setting source-api-version), or write the DGD in v1alpha1",
+                )
+            ]
+        )
     beta = v1beta1.DynamoGraphDeployment(
         apiVersion=V1BETA1, kind="DynamoGraphDeployment", metadata=graph.metadata, spec=graph.spec
     )
