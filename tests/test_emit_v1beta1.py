@@ -305,3 +305,20 @@ def test_a_conversion_payload_on_a_v1alpha1_dgd_is_refused(tmp_path: Path) -> No
     assert "write the DGD in v1beta1" in problem.message
     # emitted in v1alpha1, nothing is converted: accepted
     render_objects(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)
+
+
+def test_the_hub_form_reads_the_payload_and_tolerates_a_bad_one() -> None:
+    """The worker hash's hub form of a v1beta1 DGD takes the payload's labels, annotations,
+    ``dynamoNamespace`` and ``subComponentType`` (as the v1alpha1 original's conversion
+    does); one that is no payload (a bare spec of older operators, garbage) is skipped, not
+    raised: the companion controller reads live DGDs with it (``dgdview``)."""
+    doc = yaml.safe_load(PLAIN_BETA)
+    name = doc["spec"]["components"][0]["name"]
+    kept = {"services": {name: {"labels": {"a": "b"}, "dynamoNamespace": "ns-x"}}}
+    doc["metadata"]["annotations"] = {DGD_SPEC: json.dumps({"version": 1, "spec": kept})}
+    [first, *_] = hub.graph(doc, "demo").components
+    assert (first.alpha_labels, first.dynamo_namespace) == ({"a": "b"}, "ns-x")
+    for bad in (json.dumps(kept), "garbage"):
+        doc["metadata"]["annotations"] = {DGD_SPEC: bad}
+        [first, *_] = hub.graph(doc, "demo").components
+        assert (first.alpha_labels, first.dynamo_namespace) == ({}, None)

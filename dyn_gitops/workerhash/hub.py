@@ -442,6 +442,15 @@ def with_pod_defaults(c: HubComponent) -> HubComponent:
     return replace(c, spec=apply_pod_defaults(data_copy(c.spec)))
 
 
+def _kept_spec(annotations: Any) -> Obj | None:
+    """:func:`.preserved.alpha_spec`, None for an annotation that is no payload (the render
+    refuses it; the companion controller reads a live DGD's as it can, ``dgdview``)."""
+    try:
+        return alpha_spec(annotations if isinstance(annotations, dict) else None)
+    except ValueError:
+        return None
+
+
 def _kept(c: HubComponent, kept: Obj | None) -> HubComponent:
     """A v1beta1 component with what the conversion kept of its v1alpha1 service in
     ``nvidia.com/dgd-spec`` (``kept``: that payload's spec)."""
@@ -475,7 +484,7 @@ def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = Non
             ]
     else:
         hub_spec = {k: data_copy(v) for k, v in spec.items() if k != "components"}
-        kept = alpha_spec(meta.get("annotations"))  # converted from v1alpha1: kept aside
+        kept = _kept_spec(meta.get("annotations"))  # converted from v1alpha1: kept aside
         components = [
             _kept(HubComponent(spec=apply_pod_defaults(data_copy(c))), kept)
             for c in spec.get("components") or []
