@@ -10,22 +10,17 @@ expanded (``webhook/defaulting/dynamographdeployment_handler.go`` @ 2a6da14c8):
 
 Emitting both on the source DGD keeps a later apply from removing what the webhook wrote.
 The webhook runs on the v1beta1 object; what it reads and writes is the DGD's metadata,
-which every served version holds alike, so :func:`stamp` takes either model (the
-expansion's v1alpha1 one, or the v1beta1 form of :class:`.rules.Graph`).
+which every served version holds alike: :func:`stamp` takes and gives an
+:class:`ObjectMeta` (that of :class:`.rules.Graph`, the DGD's v1beta1 form).
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from . import keys, naming
 from .models.k8s import ObjectMeta
 from .settings import NO_ORIGIN_STAMP, RenderSettings
-
-#: a DGD model of either version (its ``metadata`` an :class:`ObjectMeta`)
-DGD = TypeVar("DGD", bound=BaseModel)
 
 #: the annotations :func:`stamp` may add, in the order they are written
 STAMPED = (keys.ANN_WORKLOAD_PROVIDER, keys.ANN_OPERATOR_ORIGIN_VERSION)
@@ -43,33 +38,24 @@ def stamps(meta: ObjectMeta, settings: RenderSettings) -> dict[str, str]:
     return out
 
 
-def _metadata(dgd: BaseModel) -> ObjectMeta:
-    meta = getattr(dgd, "metadata", None)
-    assert isinstance(meta, ObjectMeta), f"{type(dgd).__name__} has no DGD metadata"
-    return meta
-
-
-def stamp(dgd: DGD, settings: RenderSettings) -> DGD:
-    """``dgd`` (a DGD model of either version) as admitted: with :func:`stamps` added to its
-    annotations."""
-    metadata = _metadata(dgd)
-    added = stamps(metadata, settings)
+def stamp(meta: ObjectMeta, settings: RenderSettings) -> ObjectMeta:
+    """A DGD's metadata ``meta`` as admitted: with :func:`stamps` added to its annotations."""
+    added = stamps(meta, settings)
     if not added:
-        return dgd
-    meta = metadata.model_copy(update={"annotations": {**(metadata.annotations or {}), **added}})
-    return dgd.model_copy(update={"metadata": meta})
+        return meta
+    return meta.model_copy(update={"annotations": {**(meta.annotations or {}), **added}})
 
 
-def admitted_document(data: dict[str, Any], dgd: BaseModel) -> dict[str, Any]:
-    """The DGD document ``data`` as the API server stores it once ``dgd`` (its model, passed
-    through :func:`stamp`) was admitted: with the stamps among its annotations. The worker
-    hash reads it (the origin version reaches the worker DCDs), the source DGD is emitted
-    from it. ``data`` itself is not changed."""
+def admitted_document(data: dict[str, Any], meta: ObjectMeta) -> dict[str, Any]:
+    """The DGD document ``data`` as the API server stores it once admitted with the metadata
+    ``meta`` (its own, passed through :func:`stamp`): with the stamps among its
+    annotations. The worker hash reads it (the origin version reaches the worker DCDs), the
+    source DGD is emitted from it. ``data`` itself is not changed."""
     written = (data.get("metadata") or {}).get("annotations") or {}
-    admitted = _metadata(dgd).annotations or {}
+    admitted = meta.annotations or {}
     added = {k: admitted[k] for k in STAMPED if k in admitted and k not in written}
     if not added:
         return data
-    meta = dict(data.get("metadata") or {})
-    meta["annotations"] = {**written, **added}
-    return {**data, "metadata": meta}
+    stored = dict(data.get("metadata") or {})
+    stored["annotations"] = {**written, **added}
+    return {**data, "metadata": stored}

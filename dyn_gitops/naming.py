@@ -11,12 +11,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from . import keys
-
-if TYPE_CHECKING:
-    from .models.v1alpha1 import DynamoGraphDeployment
 
 # ------------------------------------------------------------------- component types
 FRONTEND: Final = "frontend"
@@ -143,21 +140,6 @@ def grove_clique_budget(service: str, multinode: bool, scaling_group: bool = Fal
     if multinode:
         return len(lsvc) + max(len(c) for c in clique_names(service, multinode=True))
     return 2 * len(lsvc) if scaling_group else len(lsvc)
-
-
-def grove_name_budgets(dgd: DynamoGraphDeployment) -> dict[str, int]:
-    """Service -> the characters it adds to Grove's combined PCS + group + clique name."""
-    return {
-        n: grove_clique_budget(
-            n, s.multinode is not None and s.multinode.nodeCount > 1, s.force_scaling_group
-        )
-        for n, s in (dgd.spec.services or {}).items()
-    }
-
-
-def dgd_pcs_name(dgd: DynamoGraphDeployment) -> str:
-    """The PodCliqueSet name of a DGD on the Grove path."""
-    return pcs_name(dgd.metadata.name, list(grove_name_budgets(dgd).values()))
 
 
 def _fnv1a32(data: bytes) -> int:

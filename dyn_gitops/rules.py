@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import gates, keys, naming
+from pydantic import BaseModel, ValidationError
+
+from . import gates, gpus, keys, naming
 from .errors import FieldPath, Problem
-from .models import v1beta1
+from .models import preserved, v1beta1
 from .models.k8s import NamedContainer, ObjectMeta
 from .models.v1alpha1 import MODEL_SOURCE_SCHEMES, DynamoGraphDeployment, DynamoModel
 from .models.v1beta1 import KVTransferPolicy
@@ -279,6 +281,121 @@ def alpha_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
         yield from _annotation_checks(
             svc.annotations or {}, (*loc, "annotations"), service_level=True
         )
+
+
+def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
+    """What a DGD written in ``nvidia.com/v1beta1`` may not say, before its other rules
+    (v1beta1 paths; a v1alpha1 DGD's v1beta1 form never says it):
+
+    * an ``nvidia.com/dgd-spec`` annotation that is not the conversion's payload
+      (:func:`kept_alpha_checks`);
+    * two component names equal case-insensitively: their objects would share a name
+      (the CRD's list map refuses only an exact duplicate);
+    * ``extraPodSpecMergeStrategy: strategic``: not yet supported;
+    * ``experimental.grove`` keys other than a boolean ``forceScalingGroup`` (``GroveSpec``,
+      ``api/v1beta1/common.go`` @ 2a6da14c8, has no other field);
+    * a ``frontendSidecar`` naming no podTemplate container (``shared_v1beta1.go`` @
+      2a6da14c8), or naming one without an image (its pod would be refused), or with fields
+      other than ``image``, ``args``, ``env`` and ``envFrom`` (the operator merges the whole
+      container over the frontend's defaults, ``mergeFrontendSidecarDefaults``,
+      ``internal/dynamo/graph.go`` @ 2a6da14c8; only those fields are ported). Its
+      ``envFrom`` is rendered as written, whatever it holds (a v1alpha1 DGD can say only one
+      ``secretRef``: emitting such a DGD in v1alpha1 is refused).
+    """
+    yield from kept_alpha_checks(dgd.metadata)
+    seen: dict[str, int] = {}
+    for i, c in enumerate(dgd.spec.components or []):
+        loc: FieldPath = ("spec", "components", i)
+        if c.name.lower() in seen:
+            yield Problem.at(
+                (*loc, "name"),
+                f"component name {c.name!r} is also used by spec.components"
+                f"[{seen[c.name.lower()]}] (names are unique case-insensitively)",
+            )
+            continue
+        seen[c.name.lower()] = i
+        found = list(_beta_component_checks(loc, c))
+        yield from found if found else _beta_sidecar_checks(loc, c)
+
+
+def kept_alpha_checks(meta: ObjectMeta) -> Iterator[Problem]:
+    """The ``nvidia.com/dgd-spec`` annotation of a v1beta1 DGD (``kubectl get`` from an
+    operator cluster, or a v1alpha1 DGD as emitted): the sparse v1alpha1 spec the
+    operator's conversion keeps there, read for what v1beta1 cannot hold (``pvcs``, a
+    service's ``ingress``, ``labels``, ``annotations``, ``dynamoNamespace``,
+    ``subComponentType``, ``envFromSecret``); its ``pvcs`` and ``ingress`` are typed."""
+    where: FieldPath = ("metadata", "annotations", keys.ANN_DGD_SPEC)
+    try:
+        kept = preserved.alpha_spec(meta.annotations)
+    except ValueError as exc:
+        yield Problem.at(where, f"the operator's conversion payload: {exc}")
+        return
+    if kept is None:
+        return
+    typed: list[tuple[str, type[BaseModel], Any]] = [
+        (f"spec.pvcs[{i}]", preserved.PVC, p) for i, p in enumerate(kept.get("pvcs") or [])
+    ]
+    for name, svc in (kept.get("services") or {}).items():
+        ingress = svc.get("ingress") if isinstance(svc, dict) else None
+        if ingress is not None:
+            typed.append((f"spec.services.{name}.ingress", preserved.Ingress, ingress))
+    for at, model, value in typed:
+        try:
+            model.model_validate(value)
+        except ValidationError as exc:
+            e = exc.errors(include_url=False)[0]
+            field = ".".join(str(x) for x in (at, *e["loc"]))
+            yield Problem.at(where, f"the operator's conversion payload: {field}: {e['msg']}")
+
+
+def _beta_component_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    if c.extraPodSpecMergeStrategy == "strategic":
+        yield Problem.at(
+            (*loc, "extraPodSpecMergeStrategy"),
+            "the strategic extraPodSpec merge is not yet supported",
+        )
+    grove = c.experimental.grove if c.experimental is not None else None
+    if grove is None:
+        return
+    unknown = sorted(set(grove) - {"forceScalingGroup"})
+    if unknown:
+        yield Problem.at(
+            (*loc, "experimental", "grove", unknown[0]),
+            "only experimental.grove.forceScalingGroup is supported",
+        )
+    elif not isinstance(grove.get("forceScalingGroup", False), bool):
+        yield Problem.at(
+            (*loc, "experimental", "grove", "forceScalingGroup"), "must be true or false"
+        )
+
+
+def _beta_sidecar_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    """The first problem of the container ``c.frontendSidecar`` names."""
+    if not c.frontendSidecar:
+        return
+    pod = c.podTemplate.spec if c.podTemplate is not None else None
+    containers = (pod.containers if pod is not None else None) or []
+    k = next(
+        (k for k, x in enumerate(containers) if x.name == c.frontendSidecar and x.name != MAIN),
+        None,
+    )
+    if k is None:
+        yield Problem.at(
+            (*loc, "frontendSidecar"),
+            f"no podTemplate container is named {c.frontendSidecar!r}",
+        )
+        return
+    where: FieldPath = (*loc, "podTemplate", "spec", "containers", k)
+    container = containers[k].model_dump(exclude_none=True)
+    extra = sorted(set(container) - {"name", "image", "args", "env", "envFrom"})
+    if extra:
+        yield Problem.at(
+            where,
+            f"a frontendSidecar container with {', '.join(extra)} is not yet supported "
+            "(only image, args, env and envFrom)",
+        )
+    elif not container.get("image"):
+        yield Problem.at(where, "the frontendSidecar container needs an image")
 
 
 def limit_checks(g: Graph, *, max_replicas: int, max_node_count: int) -> Iterator[Problem]:
@@ -540,16 +657,10 @@ def _override_message(override: str) -> str:
     )
 
 
-def _gpu_count(c: Component) -> str | None:
-    """Container ``main``'s ``nvidia.com/gpu`` limit, else its request (a v1alpha1
-    ``resources.limits.gpu`` converts into it, ``mainContainer.resources`` winning)."""
+def _gpu_count(c: Component) -> int:
+    """Container ``main``'s GPUs, as the 1.5 operator counts them (:func:`.gpus.count`)."""
     main = main_container(c)[1]
-    res: Any = (main.resources if main is not None else None) or {}
-    for side in ("limits", "requests"):
-        value = (res.get(side) or {}).get(naming.GPU_RESOURCE)
-        if value not in (None, ""):
-            return str(value)
-    return None
+    return gpus.count(main.resources if main is not None else None)
 
 
 def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
@@ -621,8 +732,7 @@ def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
             yield Problem.at(
                 gms_where, "the GPU memory service is only for worker, prefill and decode services"
             )
-        gpu = _gpu_count(c)
-        if not gpu or not gpu.isdigit() or int(gpu) < 1:
+        if _gpu_count(c) < 1:
             yield Problem.at(
                 gms_where,
                 "the GPU memory service needs a GPU count >= 1 "

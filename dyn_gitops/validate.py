@@ -1,13 +1,12 @@
 """Validate: each parsed document becomes a :class:`Validated` item, or problems.
 
 An object that is not a Dynamo kind is passed through as written (its shape checked only). A
-DynamoGraphDeployment becomes its typed model: ``nvidia.com/v1alpha1`` as written,
-``v1beta1`` converted to the v1alpha1 shape the expansion still reads (with the mapping of
-field paths back to the document), checked by the pydantic models ("did you mean" for unknown
-fields). The rules of :mod:`dyn_gitops.rules`, the admission stamps and the runner's limits
-read the DGD's v1beta1 form (:class:`.rules.Graph`: a v1beta1 DGD as written, a v1alpha1 DGD
-converted up as the operator does), as the Dynamo 1.5 webhooks do; their problems name the
-field the user wrote. Two DGDs may not share a namespace and name.
+DynamoGraphDeployment is checked by the pydantic model of the version it is written in ("did
+you mean" for unknown fields) and becomes its v1beta1 form (:class:`.rules.Graph`: a v1beta1
+DGD as written, a v1alpha1 DGD converted up as the operator does), which the rules of
+:mod:`dyn_gitops.rules`, the admission stamps and the runner's limits read, as the Dynamo 1.5
+webhooks do; their problems name the field the user wrote. Nothing is converted down. Two
+DGDs may not share a namespace and name.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import admission, coexistence, keys, naming, rules
 from .display import describe, is_sensitive
-from .errors import FieldPath, Problem, RenderError
+from .errors import FieldPath, Problem
 from .models.v1alpha1 import DynamoGraphDeployment, DynamoModel
 from .models.versions import V1BETA1
 from .parse import Document, located, object_label
@@ -39,12 +38,14 @@ def same_path(path: FieldPath) -> FieldPath:
 
 @dataclass(frozen=True)
 class Validated:
-    """A document that may be expanded: a DGD's model, or (``dgd`` None) an object to pass
-    through as written."""
+    """A document that may be expanded: a DGD's v1beta1 form, or (``graph`` None) an object
+    to pass through as written."""
 
     doc: Document
-    dgd: DynamoGraphDeployment | None = None
-    #: a field path of the model -> the same field in the document (they differ for v1beta1)
+    #: the DGD's v1beta1 form as admitted (the defaulting webhook's stamps in its metadata)
+    graph: Graph | None = None
+    #: a field path the expansion reports (a v1alpha1 DGD's; ``convert.loc_in_v1beta1`` maps
+    #: it into a v1beta1 document) -> the same field in the document
     to_doc_path: Callable[[FieldPath], FieldPath] = same_path
     #: a standalone DynamoComponentDeployment, as the one-service DGD named like it
     #: (:func:`dcd_as_graph`): expanded as the operator's DCD controller renders it
@@ -68,10 +69,11 @@ def validate(
         item = _validated(doc, settings, problems)
         if item is None:
             continue
-        if item.dgd is not None:
-            ns = item.dgd.metadata.namespace or settings.namespace
+        if item.graph is not None:
+            meta = item.graph.metadata
+            ns = meta.namespace or settings.namespace
             kind = str(doc.data.get("kind")) if isinstance(doc.data, dict) else ""
-            first = names.setdefault((kind, ns, item.dgd.metadata.name), doc)
+            first = names.setdefault((kind, ns, meta.name), doc)
             if first is not doc:
                 problems.append(
                     located(
@@ -79,7 +81,7 @@ def validate(
                         Problem.at(
                             ("metadata", "name"),
                             (
-                                f"{kind} {ns}/{item.dgd.metadata.name} is "
+                                f"{kind} {ns}/{meta.name} is "
                                 f"also defined at {first.file.path}:{first.line}"
                             ),
                         ),
@@ -120,12 +122,12 @@ def _validated(
     if typed is None:
         return None
     standalone = kind == "DynamoComponentDeployment"
-    item = Validated(doc, typed.dgd, typed.to_doc_path, standalone_dcd=standalone)
+    item = Validated(doc, None, typed.to_doc_path, standalone_dcd=standalone)
     strict = settings.runtime_version_admission == "strict"
     # what only the v1alpha1 document says, as written; then its v1beta1 form's rules
     alpha_found = (
         [item.located(p) for p in _alpha_problems(typed.dgd, settings)]
-        if typed.beta is None
+        if typed.dgd is not None
         else []
     )
     graph = _graph(typed, item, alpha_found)
@@ -163,12 +165,12 @@ def _validated(
         problems.extend(found)
         return None
     problems.extend(at(p) for p in rules.warn_graph(graph, image_required=strict))
-    if typed.beta is None:
+    if typed.dgd is not None:
         problems.extend(item.located(p) for p in rules.alpha_warnings(typed.dgd))
     # admitted: with the defaulting webhook's stamps, which the expansion reads
     return Validated(
         doc,
-        admission.stamp(typed.dgd, settings),
+        replace(graph, metadata=admission.stamp(graph.metadata, settings)),
         typed.to_doc_path,
         standalone_dcd=standalone,
         alpha_components=None if standalone else typed.alpha,
@@ -177,13 +179,14 @@ def _validated(
 
 @dataclass(frozen=True)
 class Typed:
-    """A DGD document's models: the v1alpha1 one the expansion reads and the mapping of its
-    field paths back to the document; a v1beta1 document's own model."""
+    """A DGD document's model (v1alpha1 or v1beta1, as written) and the mapping of the field
+    paths the expansion reports back to the document."""
 
-    dgd: DynamoGraphDeployment
     to_doc_path: Callable[[FieldPath], FieldPath]
     #: the document's spec as :class:`.rules.Graph` converts it (a v1alpha1 DGD)
     spec: dict[str, Any]
+    #: the v1alpha1 model of a v1alpha1 document
+    dgd: DynamoGraphDeployment | None = None
     beta: Any = None  # models.v1beta1.DynamoGraphDeployment, imported when one is present
     #: a standalone DCD: where its one component is in the DGD it is read as
     dcd_where: FieldPath | None = None
@@ -220,6 +223,7 @@ def _graph(typed: Typed, item: Validated, alpha_found: list[Problem]) -> Graph |
     problem is in ``alpha_found`` then, located in ``item``'s document)."""
     if typed.beta is not None:
         return rules.of_v1beta1(typed.beta)
+    assert typed.dgd is not None  # a v1alpha1 document
     try:
         return rules.of_v1alpha1(typed.dgd, typed.spec, typed.alpha)
     except ValidationError as exc:
@@ -296,7 +300,7 @@ def _v1alpha1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> T
         problems.extend(_validation_problems(doc, DynamoGraphDeployment, exc))
         return None
     spec = data.get("spec") or {}
-    return Typed(parsed, same_path, spec, alpha=hub.AlphaComponents(spec))
+    return Typed(same_path, spec, dgd=parsed, alpha=hub.AlphaComponents(spec))
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -362,6 +366,21 @@ def _component_deployment(
     problems.extend(located(doc, replace(p, path=_dcd_path(p.path, where))) for p in found)
     if typed is None:
         return None
+    annotations = _mapping(_mapping(data.get("metadata")).get("annotations"))
+    if data.get("apiVersion") == V1BETA1 and keys.ANN_DGD_SPEC in annotations:
+        # a DCD's own conversion payload (GetDCDPreservedAlphaLabels & co.): not read
+        problems.append(
+            located(
+                doc,
+                Problem.at(
+                    ("metadata", "annotations", keys.ANN_DGD_SPEC),
+                    "preserved v1alpha1 fields (written by the conversion webhook) are not "
+                    "yet supported on a DynamoComponentDeployment; write it as v1alpha1 "
+                    "instead",
+                ),
+            )
+        )
+        return None
     to_graph_path = typed.to_doc_path
     return replace(
         typed, to_doc_path=lambda path: _dcd_path(to_graph_path(path), where), dcd_where=where
@@ -377,21 +396,22 @@ def _dcd_path(path: FieldPath, where: FieldPath) -> FieldPath:
 
 
 def _v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Typed | None:
-    """A v1beta1 DGD converted to the v1alpha1 shape, and its field-path mapping back."""
+    """A v1beta1 DGD's model, once what it may not say is ruled out (:func:`.rules.beta_checks`,
+    v1beta1 paths), and the mapping of the paths the expansion reports."""
     # imported (and their models built) only when a v1beta1 DGD is present
     from .models import v1beta1
-    from .models.convert import loc_in_v1beta1, to_v1alpha1
+    from .models.convert import loc_in_v1beta1
 
     try:
         beta = v1beta1.DynamoGraphDeployment.model_validate(data)
     except ValidationError as exc:
         problems.extend(_validation_problems(doc, v1beta1.DynamoGraphDeployment, exc))
         return None
-    try:
-        return Typed(to_v1alpha1(beta), loc_in_v1beta1(beta), data.get("spec") or {}, beta=beta)
-    except RenderError as exc:  # paths of the v1beta1 document already
-        problems.extend(located(doc, p) for p in exc.problems)
+    refused = [located(doc, p) for p in rules.beta_checks(beta)]
+    if refused:
+        problems.extend(refused)
         return None
+    return Typed(loc_in_v1beta1(beta), data.get("spec") or {}, beta=beta)
 
 
 def _validation_problems(

@@ -212,22 +212,83 @@ def test_our_annotations_are_kept_on_the_converted_dgd(tmp_path: Path) -> None:
 
 
 def test_every_v1alpha1_example_emitted_in_v1beta1_renders_alike(tmp_path: Path) -> None:
-    """Fixpoint over the upstream examples: each v1alpha1 DGD without a preserved payload,
-    re-read as the v1beta1 DGD we emit, renders the same children and emits the same DGD."""
+    """Fixpoint over the upstream examples: each v1alpha1 DGD, re-read as the v1beta1 DGD we
+    emit (with the preserved payload ``nvidia.com/dgd-spec``, read back for what v1beta1
+    cannot hold), renders the same children and emits the same DGD."""
     same = 0
     for name, entry in sorted(EXAMPLES.items()):
-        if entry["dgd-spec"]:
-            continue  # a v1beta1 input with the payload is refused (models/convert.py)
         src = _source(entry)
         (tmp_path / name / "a").mkdir(parents=True)
         (tmp_path / name / "b").mkdir(parents=True)
-        alpha, alpha_children = _emitted(tmp_path / name / "a", yaml.safe_dump(src), lws=True)
+        alpha, alpha_children = _emitted(
+            tmp_path / name / "a", yaml.safe_dump(src), lws=True, dra=True
+        )
         beta_src = yaml.safe_dump(to_v1beta1.dgd(src))
-        beta, beta_children = _emitted(tmp_path / name / "b", beta_src, lws=True)
+        beta, beta_children = _emitted(tmp_path / name / "b", beta_src, lws=True, dra=True)
         assert alpha == beta, name
         assert alpha_children == beta_children, name
         same += 1
-    assert same >= 1, same  # 1 at 2a6da14c8: every other example has a payload
+    assert same == len(EXAMPLES), same
+
+
+def _exported(entry: Obj) -> str:
+    """The v1beta1 DGD the operator stores for the example ``entry`` (``kubectl get`` on an
+    operator cluster): its metadata, the operator's own stored spec and payload."""
+    src = _source(entry)
+    meta = copy.deepcopy(src["metadata"])
+    if entry["dgd-spec"]:
+        meta["annotations"] = {**(meta.get("annotations") or {}), DGD_SPEC: entry["dgd-spec"]}
+    out = {"apiVersion": "nvidia.com/v1beta1", "kind": src["kind"], "metadata": meta}
+    return yaml.safe_dump({**out, "spec": entry["spec"]})
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in EXAMPLES.items() if e["dgd-spec"]))
+def test_an_exported_dgd_renders_as_its_v1alpha1_original(name: str, tmp_path: Path) -> None:
+    """A v1beta1 DGD as the operator stores it (its spec and ``nvidia.com/dgd-spec`` as the
+    operator's own conversion wrote them, ``tests/golden/operator-conversion.json``) renders
+    the children its v1alpha1 original renders: the payload's ``pvcs``, ingress, labels,
+    annotations, ``dynamoNamespace``, ``subComponentType`` and ``envFromSecret`` are read
+    back as the operator reads them (``GetDCDKubeLabels``, ``GetDCDDynamoNamespace``,
+    ``internal/dynamo/v1beta1_helpers.go`` @ 2a6da14c8). The emitted DGD keeps the payload."""
+    entry = EXAMPLES[name]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _, alpha_children = _emitted(tmp_path / "a", yaml.safe_dump(_source(entry)), lws=True, dra=True)
+    beta, beta_children = _emitted(tmp_path / "b", _exported(entry), lws=True, dra=True)
+    assert beta_children == alpha_children
+    assert beta["metadata"]["annotations"][DGD_SPEC] == entry["dgd-spec"]
+
+
+def test_an_exported_dgd_is_not_emitted_as_v1alpha1(tmp_path: Path) -> None:
+    """Emitting a v1beta1 DGD that carries the payload in v1alpha1 would need the operator's
+    ``ConvertFrom`` restore of it (not ported): refused at the annotation."""
+    entry = next(e for _, e in sorted(EXAMPLES.items()) if e["dgd-spec"])
+    (tmp_path / "dgd.yaml").write_text(_exported(entry))
+    with pytest.raises(RenderError) as err:
+        render_objects(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)
+    [problem] = err.value.problems
+    assert problem.path == ("metadata", "annotations", DGD_SPEC)
+    assert "not yet emitted as v1alpha1" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ("{}", 'is not the conversion payload {"version":1,"spec":{...}}'),
+        ("not json", 'is not the conversion payload {"version":1,"spec":{...}}'),
+        ('{"version":1,"spec":{"pvcs":[{"size":"x y"}]}}', "size"),
+    ],
+)
+def test_a_bad_conversion_payload_is_refused(payload: str, message: str, tmp_path: Path) -> None:
+    doc = yaml.safe_load(PLAIN_BETA)
+    doc["metadata"]["annotations"] = {DGD_SPEC: payload}
+    (tmp_path / "dgd.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(RenderError) as err:
+        render_objects(tmp_path, namespace="demo", **AS_APPLIED)
+    [problem] = err.value.problems
+    assert problem.path == ("metadata", "annotations", DGD_SPEC)
+    assert problem.message.startswith("the operator's conversion payload: ")
+    assert message in problem.message
 
 
 def test_a_conversion_payload_on_a_v1alpha1_dgd_is_refused(tmp_path: Path) -> None:
@@ -244,3 +305,20 @@ def test_a_conversion_payload_on_a_v1alpha1_dgd_is_refused(tmp_path: Path) -> No
     assert "write the DGD in v1beta1" in problem.message
     # emitted in v1alpha1, nothing is converted: accepted
     render_objects(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)
+
+
+def test_the_hub_form_reads_the_payload_and_tolerates_a_bad_one() -> None:
+    """The worker hash's hub form of a v1beta1 DGD takes the payload's labels, annotations,
+    ``dynamoNamespace`` and ``subComponentType`` (as the v1alpha1 original's conversion
+    does); one that is no payload (a bare spec of older operators, garbage) is skipped, not
+    raised: the companion controller reads live DGDs with it (``dgdview``)."""
+    doc = yaml.safe_load(PLAIN_BETA)
+    name = doc["spec"]["components"][0]["name"]
+    kept = {"services": {name: {"labels": {"a": "b"}, "dynamoNamespace": "ns-x"}}}
+    doc["metadata"]["annotations"] = {DGD_SPEC: json.dumps({"version": 1, "spec": kept})}
+    [first, *_] = hub.graph(doc, "demo").components
+    assert (first.alpha_labels, first.dynamo_namespace) == ({"a": "b"}, "ns-x")
+    for bad in (json.dumps(kept), "garbage"):
+        doc["metadata"]["annotations"] = {DGD_SPEC: bad}
+        [first, *_] = hub.graph(doc, "demo").components
+        assert (first.alpha_labels, first.dynamo_namespace) == ({}, None)

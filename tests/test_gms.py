@@ -521,3 +521,12 @@ def test_gpu_count_reads_the_v1beta1_container_main(resources: Obj, count: int) 
     )
     assert gms.gpu_count(component) == count
     assert (gms.resource_claim_template("g", "ns", component) is not None) == (count > 0)
+    # the admission rule counts with the same function (dyn_gitops.gpus.count): it refuses
+    # exactly the components the rendering could make no claim for
+    from dyn_gitops import rules
+
+    graph = rules.Graph(
+        rules.ObjectMeta(name="g"), v1beta1.GraphSpec.model_validate({"components": [component]})
+    )
+    refused = [p for p in rules.validate_graph(graph) if "GPU count" in p.message]
+    assert bool(refused) == (count < 1)

@@ -887,3 +887,81 @@ def test_legacy_config_with_a_bad_quantity_is_an_input_error(tmp_path: Path) -> 
     [problem] = info.value.problems
     assert problem.path[-3:] == ("services", "Worker", "envs")
     assert "sets cpu to 'two', which is not a Kubernetes quantity" in problem.message
+
+
+# ------------------------------------------------------------ no down-conversion to render
+BETA_EXAMPLE = CONFORMANCE / "examples__backends__vllm__deploy__v1beta1__agg.yaml"
+
+
+def test_rendering_a_v1beta1_dgd_converts_nothing_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A v1beta1 DGD is validated and expanded as written: ``convert.to_v1alpha1`` is not
+    called (it is the output conversion of setting source-api-version v1alpha1 only), and
+    the validated item holds the v1beta1 form, no v1alpha1 model."""
+    import dataclasses
+
+    from dyn_gitops import validate
+    from dyn_gitops.models import convert
+
+    def refused(*_: Any) -> None:
+        raise AssertionError("converted down")
+
+    monkeypatch.setattr(convert, "to_v1alpha1", refused)
+    objs = render_objects(BETA_EXAMPLE, runtime_version_admission="lenient")
+    (dgd,) = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+    assert dgd["apiVersion"] == "nvidia.com/v1beta1"
+    assert [f.name for f in dataclasses.fields(validate.Validated) if f.name in ("dgd",)] == []
+    with pytest.raises(AssertionError, match="converted down"):
+        render_objects(
+            BETA_EXAMPLE, runtime_version_admission="lenient", source_api_version="v1alpha1"
+        )
+
+
+def test_to_v1alpha1_is_called_only_to_emit_v1alpha1() -> None:
+    """The only caller of the down-conversion is the emit of a v1beta1 DGD in v1alpha1."""
+    import ast
+
+    import dyn_gitops
+
+    callers = []
+    for path in sorted(Path(dyn_gitops.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Name) and node.id == "to_v1alpha1":
+                callers.append(path.relative_to(Path(dyn_gitops.__file__).parent).as_posix())
+    assert sorted(set(callers)) == ["expand/stage.py"]
+
+
+SIDECAR_ENV_FROM = [{"configMapRef": {"name": "fe-config"}}, {"secretRef": {"name": "fe-token"}}]
+
+
+def test_a_v1beta1_frontend_sidecar_envfrom_renders_as_written(tmp_path: Path) -> None:
+    """A v1beta1 frontend sidecar's ``envFrom`` is merged over the frontend's defaults as the
+    operator does (``mergeFrontendSidecarDefaults``, ``internal/dynamo/graph.go`` @
+    2a6da14c8: mergo with override, the defaults have none): the list as written. Only its
+    emit in v1alpha1 (one ``envFromSecret`` there) is refused."""
+    from dyn_gitops.errors import RenderError
+
+    doc = _beta_doc(
+        [
+            {
+                "name": "Frontend",
+                "type": "frontend",
+                "podTemplate": _main(),
+                "frontendSidecar": "fe",
+            }
+        ]
+    )
+    doc["spec"]["components"][0]["podTemplate"]["spec"]["containers"].append(
+        {"name": "fe", "image": "frontend:1.5.1", "envFrom": SIDECAR_ENV_FROM}
+    )
+    path = tmp_path / "dgd.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    objs = render_objects(path)
+    (dep,) = [o for o in objs if o["kind"] == "Deployment"]
+    containers = dep["spec"]["template"]["spec"]["containers"]
+    (sidecar,) = [c for c in containers if c["name"] == "sidecar-frontend"]
+    assert sidecar["envFrom"] == SIDECAR_ENV_FROM
+    with pytest.raises(RenderError) as info:
+        render_objects(path, source_api_version="v1alpha1")
+    [problem] = info.value.problems
+    assert problem.path == ("spec", "components", 0, "podTemplate", "spec", "containers", 1)
+    assert "envFrom other than one secretRef" in problem.message

@@ -42,10 +42,11 @@ What v1beta1 cannot say and the renderer still reads stays beside the component
 (:class:`Preserved`, ``ComponentContext.preserved``) and the graph (``Graph.pvcs``), as
 the operator keeps it in ``nvidia.com/dgd-spec``: a v1alpha1 DGD's ``pvcs``, a service's
 ``ingress``, ``dynamoNamespace``, ``labels``, ``annotations``, ``subComponentType`` and an
-``envFromSecret`` its conversion drops. The legacy ``DYN_DEPLOYMENT_CONFIG`` rewrites a
-component's replicas and container ``main``'s resources (:func:`.legacy.apply`). No
-expansion module reads the v1alpha1 model (``docs/reference-behaviour.md``, *The internal
-model*).
+``envFromSecret`` its conversion drops; a v1beta1 DGD converted from v1alpha1 (it carries
+that annotation: ``kubectl get`` on an operator cluster) gets them from there. The legacy
+``DYN_DEPLOYMENT_CONFIG`` rewrites a component's replicas and container ``main``'s
+resources (:func:`.legacy.apply`). No expansion module reads the v1alpha1 model
+(``docs/reference-behaviour.md``, *The internal model*).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from typing import Any
 
 from .. import memo, naming
 from ..models import v1beta1
-from ..models.preserved import PVC, Ingress
+from ..models.preserved import PVC, Ingress, alpha_service, alpha_spec
 from ..models.versions import V1ALPHA1, V1BETA1
 from ..workerhash import hub
 
@@ -153,6 +154,8 @@ def graph_of(source: Obj, alpha: hub.AlphaComponents | None = None) -> Graph:
         pvcs = tuple(PVC.model_validate(p) for p in spec.get("pvcs") or [])
     else:
         graph_spec = {k: v for k, v in spec.items() if k != "components"}
+        kept = alpha_spec(meta.get("annotations"))  # a DGD converted from v1alpha1
+        pvcs = tuple(PVC.model_validate(p) for p in (kept or {}).get("pvcs") or [])
     return Graph(
         name=str(meta.get("name") or ""),
         namespace=meta.get("namespace") or None,
@@ -202,6 +205,12 @@ def of(source: Obj, alpha: hub.AlphaComponents | None = None) -> GraphComponents
         preserved = [(c.name, _preserved(c, services.get(c.name) or {})) for c in converted]
     else:
         written = [c for c in spec.get("components") or [] if isinstance(c, dict)]
+        kept = alpha_spec((source.get("metadata") or {}).get("annotations"))
+        if kept is not None:  # converted from v1alpha1: what the conversion kept aside
+            preserved = [
+                (str(c.get("name")), _preserved_kept(c, alpha_service(kept, str(c.get("name")))))
+                for c in written
+            ]
     return GraphComponents(
         tuple(_component(c) for c in written),
         tuple(preserved),
@@ -229,6 +238,26 @@ def _preserved(component: hub.HubComponent, service: Obj) -> Preserved:
         cache_mount=next(
             (i for i, m in enumerate(mounts) if (m or {}).get("useAsCompilationCache")), None
         ),
+        ingress=Ingress.model_validate(ingress) if ingress is not None else None,
+    )
+
+
+def _preserved_kept(component: Obj, service: Obj) -> Preserved:
+    """What the operator's conversion kept in ``nvidia.com/dgd-spec`` for a v1beta1
+    component converted from the v1alpha1 service ``service`` (sparse: only what v1beta1
+    cannot hold), read as :func:`_preserved` reads the service as written."""
+    secret = service.get("envFromSecret") or None
+    main = (service.get("extraPodSpec") or {}).get("mainContainer") or {}
+    ingress = service.get("ingress")
+    ctype = component.get("type")
+    return Preserved(
+        alpha=True,
+        labels=dict(service.get("labels") or {}),
+        annotations=dict(service.get("annotations") or {}),
+        sub_component_type=service.get("subComponentType")
+        or (ctype if ctype in (naming.PREFILL, naming.DECODE) else None),
+        dynamo_namespace=service.get("dynamoNamespace") or None,
+        env_from_secret=secret if secret and main.get("envFrom") else None,
         ingress=Ingress.model_validate(ingress) if ingress is not None else None,
     )
 

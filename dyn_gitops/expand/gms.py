@@ -22,11 +22,10 @@ import copy
 import re
 from typing import Any
 
-from .. import naming
+from .. import gpus, naming
 from ..merge import CONTAINER_ORDER, order_keys
 from ..models import v1beta1
 from ..settings import RenderSettings
-from ..workerhash.quantity import QuantityError, value_of
 from . import defaults
 from .components import GraphComponents, node_count
 from .context import ComponentContext, ComponentError, main_container_data
@@ -48,17 +47,6 @@ _ENGINE_DROPPED_ENV = frozenset(
         "DYN_FORWARDPASS_METRIC_PORT",
     }
 )
-#: the resource names ``dra.RemoveGPUResources`` takes off a GMS client (``isGPUResourceName``)
-
-
-def _is_gpu_resource(name: str) -> bool:
-    lower = name.lower()
-    return (
-        lower in (naming.GPU_RESOURCE, "gpu")
-        or lower.endswith("/gpu")
-        or "/mig-" in lower
-        or lower.startswith("gpu.")
-    )
 
 
 def _experimental(component: v1beta1.Component, key: str) -> dict[str, Any] | None:
@@ -83,35 +71,16 @@ def _atoi(text: str) -> int | None:
     return int(text) if _GO_ATOI.fullmatch(text) else None
 
 
-def _gpu_names(resources: dict[str, Any]) -> list[str]:
-    """``gpuResourceNames``: the GPU resource names of a resource list, sorted."""
-    return sorted(name for name in resources if _is_gpu_resource(name))
-
-
 def gpu_count(component: v1beta1.Component) -> int:
     """GPUs of a GMS component, as the 1.5 operator counts them for its claim template and
     its admission check (``dra.ExtractGPUCountFromResourceRequirements`` on
     ``GetMainContainerResources``): the first GPU resource name (sorted) of container
     ``main``'s ``limits``, else of its ``requests``; 0 if none, or if that quantity is no
-    whole number (the operator's error). A v1alpha1 service's container ``main`` holds
-    ``resources`` with ``mainContainer.resources`` winning key by key (the conversion), so
-    a ``nvidia.com/gpu`` written in ``mainContainer`` counts."""
-    resources = main_container_data(component).get("resources") or {}
-    for side in ("limits", "requests"):
-        values = resources.get(side) or {}
-        names = _gpu_names(values)
-        if names:
-            return _whole(str(values[names[0]]))
-    return 0
-
-
-def _whole(text: str) -> int:
-    """``gpuCountFromQuantity``: the quantity's value if it is a whole number, else 0."""
-    try:
-        value = value_of(text)
-    except QuantityError:
-        return 0
-    return int(value) if value == value.to_integral_value() else 0
+    whole number (the operator's error): :func:`dyn_gitops.gpus.count`, which the GMS
+    admission rule uses too. A v1alpha1 service's container ``main`` holds ``resources``
+    with ``mainContainer.resources`` winning key by key (the conversion), so a
+    ``nvidia.com/gpu`` written in ``mainContainer`` counts."""
+    return gpus.count(main_container_data(component).get("resources"))
 
 
 def claim_template_name(dgd_name: str, service: str) -> str:
@@ -178,7 +147,7 @@ def _apply_claim(pod: Obj, containers: list[Obj], template: str) -> None:
     resources = dict(main.get("resources") or {})
     for side in ("limits", "requests"):
         if side in resources:
-            rest = {k: v for k, v in resources[side].items() if not _is_gpu_resource(k)}
+            rest = {k: v for k, v in resources[side].items() if not gpus.is_gpu_resource(k)}
             if rest:
                 resources[side] = rest
             else:

@@ -17,6 +17,7 @@ from ..errors import NotSupportedError, Problem, RenderError
 from ..merge import data_copy
 from ..models.versions import V1ALPHA1, V1BETA1
 from ..parse import Document, located
+from ..rules import Graph
 from ..settings import RenderSettings
 from ..validate import Validated, dcd_as_graph
 from ..workerhash import hub
@@ -69,7 +70,7 @@ def expand(
             problems.extend(exc.problems)
             continue
         out.rendered.extend(made)
-        if item.dgd is not None:
+        if item.graph is not None:
             out.graphs += 1
         over = budget.spend(item, made)
         if over is not None:
@@ -81,10 +82,11 @@ def expand(
 def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     """What one validated document renders to; :class:`RenderError` with the problems
     located in its document."""
-    doc, dgd = item.doc, item.dgd
-    if dgd is None:
+    doc, admitted = item.doc, item.graph
+    if admitted is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
-    source = admission.admitted_document(doc.data, dgd)  # with the webhook's stamps
+    # with the webhook's stamps
+    source = admission.admitted_document(doc.data, admitted.metadata)
     # a v1alpha1 DGD's components converted once (when needed): for the worker hash and the
     # emitted v1beta1 DGD
     alpha = item.alpha_components or (
@@ -184,10 +186,8 @@ def _source_to_emit(
     stamps = _markers(children)
     version = data.get("apiVersion")
     if version == V1BETA1 and settings.source_api_version == "v1alpha1":
-        # emitted in v1alpha1: the down-conversion the validate stage made (an output in
-        # that version, not a read of the v1alpha1 model)
-        assert item.dgd is not None  # a DGD
-        out: dict[str, Any] = item.dgd.model_dump(mode="json", exclude_unset=True)
+        assert item.graph is not None  # a DGD
+        out: dict[str, Any] = _as_v1alpha1(item.graph)
         stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
     elif version == V1ALPHA1 and settings.source_api_version == "v1beta1":
         if keys.ANN_DGD_SPEC in ((data.get("metadata") or {}).get("annotations") or {}):
@@ -210,3 +210,29 @@ def _source_to_emit(
         meta = out.setdefault("metadata", {})
         meta["annotations"] = {**(meta.get("annotations") or {}), **stamps}
     return out
+
+
+def _as_v1alpha1(graph: Graph) -> dict[str, Any]:
+    """The admitted v1beta1 DGD ``graph`` emitted in v1alpha1, as the v1alpha1 DGD it renders
+    like (the operator's ``ConvertFrom``): the only down-conversion, an output one, made
+    only for this setting (:func:`.convert.to_v1alpha1`, :class:`RenderError` with v1beta1
+    paths for what it cannot say)."""
+    from ..models import v1beta1
+    from ..models.convert import to_v1alpha1
+
+    if keys.ANN_DGD_SPEC in (graph.metadata.annotations or {}):
+        # ConvertFrom would restore the v1alpha1 fields kept there: not ported
+        raise RenderError(
+            [
+                Problem.at(
+                    ("metadata", "annotations", keys.ANN_DGD_SPEC),
+                    "a v1beta1 DGD converted from v1alpha1 (it carries the operator's "
+                    "conversion payload) is not yet emitted as v1alpha1: emit it as v1beta1 "
+                    "(setting source-api-version), or write the DGD in v1alpha1",
+                )
+            ]
+        )
+    beta = v1beta1.DynamoGraphDeployment(
+        apiVersion=V1BETA1, kind="DynamoGraphDeployment", metadata=graph.metadata, spec=graph.spec
+    )
+    return to_v1alpha1(beta).model_dump(mode="json", exclude_unset=True)

@@ -1,13 +1,16 @@
-"""``nvidia.com/v1beta1`` DGD -> the v1alpha1 shape the renderer expands.
+"""``nvidia.com/v1beta1`` DGD -> the v1alpha1 DGD it renders like, for one output only: a
+v1beta1 DGD emitted with setting source-api-version v1alpha1 (the operator's
+``ConvertFrom``). Nothing reads the result to render: the expansion reads the v1beta1 form.
+And the mappings of field paths between a DGD and its other version's form.
 
 Section 4 of ``spec/dynamo-pod-spec.md`` in reverse, so that a v1beta1 DGD and the
-v1alpha1 DGD the operator's conversion webhook would turn into it render identically
-(and give the same worker hash): the container ``main`` goes back to the dedicated
-service fields where they can say the same thing (``env`` -> ``envs``, a trailing
-``secretRef`` -> ``envFromSecret``, cpu/memory/gpu -> ``resources``, probes, plain volume
-mounts) and stays in ``extraPodSpec.mainContainer`` otherwise. ``type: prefill|decode``
-becomes ``componentType: worker`` + ``subComponentType`` (the upstream v1alpha1 examples'
-spelling, rendered as the v1alpha1-era operator did).
+v1alpha1 DGD emitted for it render identically (and give the same worker hash): the
+container ``main`` goes back to the dedicated service fields where they can say the same
+thing (``env`` -> ``envs``, a trailing ``secretRef`` -> ``envFromSecret``, cpu/memory/gpu
+-> ``resources``, probes, plain volume mounts) and stays in ``extraPodSpec.mainContainer``
+otherwise. ``type: prefill|decode`` becomes ``componentType: worker`` +
+``subComponentType`` (the upstream v1alpha1 examples' spelling, rendered as the
+v1alpha1-era operator did).
 """
 
 from __future__ import annotations
@@ -17,12 +20,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import keys, naming
+from .. import naming
 from ..errors import FieldPath, Problem, RenderError
 from . import v1alpha1, v1beta1
 
 MAIN = "main"
-PRESERVED_ALPHA_ANNOTATION = keys.ANN_DGD_SPEC
 _SPLIT_TYPES = (naming.PREFILL, naming.DECODE)
 
 # v1alpha1 service field -> where the same thing lives in a v1beta1 component
@@ -146,33 +148,7 @@ def _sidecar(container: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
 
 
 def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
-    problems: list[Problem] = []
-    if c.extraPodSpecMergeStrategy == "strategic":
-        problems.append(
-            Problem.at(
-                (*loc, "extraPodSpecMergeStrategy"),
-                "the strategic extraPodSpec merge is not yet supported",
-            )
-        )
     exp = c.experimental
-    if exp is not None and exp.grove is not None:
-        unknown = sorted(set(exp.grove) - {"forceScalingGroup"})
-        if unknown:
-            problems.append(
-                Problem.at(
-                    (*loc, "experimental", "grove", unknown[0]),
-                    "only experimental.grove.forceScalingGroup is supported",
-                )
-            )
-        elif not isinstance(exp.grove.get("forceScalingGroup", False), bool):
-            problems.append(
-                Problem.at(
-                    (*loc, "experimental", "grove", "forceScalingGroup"), "must be true or false"
-                )
-            )
-    if problems:
-        raise RenderError(problems)
-
     svc: dict[str, Any] = {}
     if c.type in _SPLIT_TYPES:
         svc["componentType"], svc["subComponentType"] = naming.WORKER, c.type
@@ -258,33 +234,13 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
 
 
 def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeployment:
-    """The v1alpha1 DGD that renders like ``dgd``; else :class:`RenderError` with problems
-    not located yet (their paths are those of the v1beta1 document)."""
+    """The v1alpha1 DGD that renders like ``dgd``, a DGD the rules admitted (what
+    ``rules.beta_checks`` refuses is not looked at again); else :class:`RenderError` with
+    problems not located yet (their paths are those of the v1beta1 document)."""
     problems: list[Problem] = []
-    if PRESERVED_ALPHA_ANNOTATION in (dgd.metadata.annotations or {}):
-        problems.append(
-            Problem.at(
-                ("metadata", "annotations", PRESERVED_ALPHA_ANNOTATION),
-                "preserved v1alpha1 fields (written by the conversion "
-                "webhook) are not yet supported; write the DGD as v1alpha1 "
-                "instead",
-            )
-        )
     services: dict[str, Any] = {}
-    seen: dict[str, int] = {}
     for i, c in enumerate(dgd.spec.components or []):
         loc: FieldPath = ("spec", "components", i)
-        if c.name.lower() in seen:
-            problems.append(
-                Problem.at(
-                    (*loc, "name"),
-                    f"component name {c.name!r} is also used "
-                    f"by spec.components[{seen[c.name.lower()]}] (names are "
-                    "unique case-insensitively)",
-                )
-            )
-            continue
-        seen[c.name.lower()] = i
         try:
             services[c.name] = _service(c, loc)
         except RenderError as exc:

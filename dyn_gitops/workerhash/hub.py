@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import memo, naming
 from ..merge import data_copy, merge_override
+from ..models.preserved import alpha_service, alpha_spec
 from ..models.versions import V1ALPHA1, V1BETA1
 
 Obj = dict[str, Any]
@@ -463,6 +464,28 @@ def _with_pod_defaults(spec: Obj) -> Obj:
     return apply_pod_defaults(data_copy(spec))
 
 
+def _kept_spec(annotations: Any) -> Obj | None:
+    """:func:`.preserved.alpha_spec`, None for an annotation that is no payload (the render
+    refuses it; the companion controller reads a live DGD's as it can, ``dgdview``)."""
+    try:
+        return alpha_spec(annotations if isinstance(annotations, dict) else None)
+    except ValueError:
+        return None
+
+
+def _kept(c: HubComponent, kept: Obj | None) -> HubComponent:
+    """A v1beta1 component with what the conversion kept of its v1alpha1 service in
+    ``nvidia.com/dgd-spec`` (``kept``: that payload's spec)."""
+    if kept is None:
+        return c
+    svc = alpha_service(kept, c.name)
+    c.alpha_labels = dict(svc.get("labels") or {})
+    c.alpha_annotations = dict(svc.get("annotations") or {})
+    c.dynamo_namespace = svc.get("dynamoNamespace")
+    c.alpha_sub_component_type = str(svc.get("subComponentType") or "")
+    return c
+
+
 def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = None) -> HubGraph:
     """The hub form of a DGD document (either served version); ``alpha``: its components'
     conversion when already at hand (a v1alpha1 document)."""
@@ -483,8 +506,9 @@ def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = Non
             ]
     else:
         hub_spec = {k: data_copy(v) for k, v in spec.items() if k != "components"}
+        kept = _kept_spec(meta.get("annotations"))  # converted from v1alpha1: kept aside
         components = [
-            HubComponent(spec=apply_pod_defaults(data_copy(c)))
+            _kept(HubComponent(spec=apply_pod_defaults(data_copy(c))), kept)
             for c in spec.get("components") or []
             if isinstance(c, dict)
         ]
