@@ -250,35 +250,30 @@ def test_existing_shared_claim_skips_apply_claim(tmp_path: Path) -> None:
     assert pod["initContainers"] == [GMS_SERVER]
 
 
-def test_v1beta1_experimental_gms_renders_like_v1alpha1(tmp_path: Path) -> None:
-    beta = {
+def beta_gms_graph(args: list[str] | None = None) -> Obj:
+    """A v1beta1 DGD of one vLLM worker with GMS whose only GPUs (2) are container
+    ``main``'s limit."""
+    main: Obj = {"name": "main", "image": IMAGE, "command": ["python3", "-m", "dynamo.vllm"]}
+    if args is not None:
+        main["args"] = args
+    main["resources"] = {"limits": {"nvidia.com/gpu": "2"}}
+    component = {
+        "name": "W",
+        "type": "worker",
+        "replicas": 1,
+        "experimental": {"gpuMemoryService": {}},
+        "podTemplate": {"spec": {"containers": [main]}},
+    }
+    return {
         "apiVersion": "nvidia.com/v1beta1",
         "kind": "DynamoGraphDeployment",
         "metadata": {"name": "gms", "namespace": "demo"},
-        "spec": {
-            "components": [
-                {
-                    "name": "W",
-                    "type": "worker",
-                    "replicas": 1,
-                    "experimental": {"gpuMemoryService": {}},
-                    "podTemplate": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": IMAGE,
-                                    "command": ["python3", "-m", "dynamo.vllm"],
-                                    "args": ["--model", "Qwen/Qwen3-0.6B", "--load-format", "gms"],
-                                    "resources": {"limits": {"nvidia.com/gpu": "2"}},
-                                }
-                            ]
-                        }
-                    },
-                }
-            ]
-        },
+        "spec": {"components": [component]},
     }
+
+
+def test_v1beta1_experimental_gms_renders_like_v1alpha1(tmp_path: Path) -> None:
+    beta = beta_gms_graph(["--model", "Qwen/Qwen3-0.6B", "--load-format", "gms"])
     objs = render(tmp_path, beta, dra=True, emit_source=False)
     (rct,) = templates(objs)
     assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
@@ -463,33 +458,7 @@ def test_gpu_count_is_container_mains_where_mainContainer_sets_it(tmp_path: Path
     (rct,) = templates(render(tmp_path, alpha, dra=True))
     assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
     # the v1beta1 twin: only container main says it
-    beta = {
-        "apiVersion": "nvidia.com/v1beta1",
-        "kind": "DynamoGraphDeployment",
-        "metadata": {"name": "gms", "namespace": "demo"},
-        "spec": {
-            "components": [
-                {
-                    "name": "W",
-                    "type": "worker",
-                    "replicas": 1,
-                    "experimental": {"gpuMemoryService": {}},
-                    "podTemplate": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": IMAGE,
-                                    "command": ["python3", "-m", "dynamo.vllm"],
-                                    "resources": {"limits": {"nvidia.com/gpu": "2"}},
-                                }
-                            ]
-                        }
-                    },
-                }
-            ]
-        },
-    }
+    beta = beta_gms_graph()
     (beta_rct,) = templates(render(tmp_path, beta, dra=True, emit_source=False))
     assert beta_rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
 
