@@ -438,3 +438,36 @@ def test_discovery_label_value_is_capped_at_63(tmp_path: Path) -> None:
     short = render(tmp_path, graph())
     (sa,) = [o for o in kinds(short, "ServiceAccount") if "discovery" in o["metadata"]["name"]]
     assert sa["metadata"]["labels"]["app.kubernetes.io/name"] == "g-k8s-service-discovery"
+
+
+# ------------------------------------------- 6. Dynamo namespace values (issue 13, point 4)
+def test_namespace_prefix_stays_literal_up_to_operator_1_5_1(tmp_path: Path) -> None:
+    """Issue 13's "stricter namespace values": between 1.1 (``df888f68``) and ``2a6da14c8``
+    the operator neither validates nor computes the Dynamo namespace any stricter
+    (``ComputeDynamoNamespace`` in api/v1beta1/dynamocomponentdeployment_types.go already
+    replaced dots at 1.1; ``dynamoNamespace`` stays a warning in
+    internal/webhook/validation/shared_v1alpha1.go). The only stricter namespace handling
+    upstream is ``DYN_NAMESPACE_PREFIX_STRICT=true`` on frontends, frontend sidecars and the
+    Rust EPP (issue #10990, PR #10998; internal/dynamo/component_namespace_test.go @
+    ``9c4ecf12``/``40ec5f3a``, not on main at ``2a6da14c8`` nor in the 1.5.0 release notes),
+    gated on runtime 1.6.0: a later operator's gate, off here even for a 1.6.0 image."""
+    newer = IMAGE.replace(":1.5.1", ":1.6.0")
+    doc = graph(
+        Frontend={"extraPodSpec": {"mainContainer": {"image": newer}}},
+        decode={
+            "frontendSidecar": {"image": newer},
+            "extraPodSpec": {"mainContainer": {**WORKER_CMD, "image": newer}},
+        },
+        Epp={"extraPodSpec": {"mainContainer": {"image": newer}}},
+    )
+    doc["metadata"]["name"] = "g.v1"
+    deps = deployments(render(tmp_path, doc))
+    prefixed = [
+        env(main(deps["Frontend"])),
+        env(main(deps["Epp"])),
+        env(container(deps["decode"], "sidecar-frontend")),
+    ]
+    for got in prefixed:
+        assert got["DYN_NAMESPACE_PREFIX"] == "ns-g-v1"
+        assert "DYN_NAMESPACE_PREFIX_STRICT" not in got
+    assert env(main(deps["decode"]))["DYN_NAMESPACE"] == "ns-g-v1"
