@@ -80,6 +80,42 @@ def _status_schema(model: type[BaseModel] | None) -> dict[str, Any]:
     return _structural(full, full.get("$defs", {}))
 
 
+def _subresources(scale: bool) -> dict[str, Any]:
+    """``status``, and ``scale`` for a kind the HPA or KEDA may scale."""
+    subresources: dict[str, Any] = {"status": {}}
+    if scale:
+        subresources["scale"] = {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        }
+    return subresources
+
+
+def _object_schema(model: type[BaseModel], status: type[BaseModel] | None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": _spec_schema(model),
+            "status": _status_schema(status),
+        },
+        "required": ["spec"],
+    }
+
+
+def _names(kind: str, plural: str, short: str) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": plural,
+        "singular": kind.lower(),
+        "shortNames": [short],
+    }
+
+
 def _crd(
     kind: str,
     plural: str,
@@ -94,23 +130,13 @@ def _crd(
     """The CRD of ``kind``, serving one version (``model``'s), which is its storage version:
     without a conversion webhook the API server can serve two versions of different
     schemas only by relabelling objects, losing what the other schema does not have."""
-    subresources: dict[str, Any] = {"status": {}}
-    if scale:
-        subresources["scale"] = {
-            "specReplicasPath": ".spec.replicas",
-            "statusReplicasPath": ".status.replicas",
-            "labelSelectorPath": ".status.selector",
-        }
-    schema = {
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": _spec_schema(model),
-            "status": _status_schema(status),
-        },
-        "required": ["spec"],
+    served = {
+        "name": version,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": _object_schema(model, status)},
+        "subresources": _subresources(scale),
+        "additionalPrinterColumns": columns,
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -121,24 +147,9 @@ def _crd(
         },
         "spec": {
             "group": v1alpha1.GROUP,
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-                "shortNames": [short],
-            },
+            "names": _names(kind, plural, short),
             "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
-                    "subresources": subresources,
-                    "additionalPrinterColumns": columns,
-                }
-            ],
+            "versions": [served],
         },
     }
 
@@ -147,30 +158,28 @@ def _age() -> dict[str, Any]:
     return {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
+def _column(name: str, jsonpath: str, kind: str = "string") -> dict[str, Any]:
+    return {"name": name, "type": kind, "jsonPath": jsonpath}
+
+
 #: what ``crds`` serves for DGD and DCD: ``v1beta1`` (Dynamo 1.5's storage version, what
 #: dyn-gitops emits by default), or ``v1alpha1`` (for the setting source-api-version v1alpha1)
 DGD_VERSIONS = ("v1beta1", "v1alpha1")
 
 
-def crds(dgd_version: str = "v1beta1") -> list[dict[str, Any]]:
-    """Our CRDs; DGD and DCD served (and stored) in ``dgd_version`` only."""
-    beta = dgd_version == "v1beta1"
-    if dgd_version not in DGD_VERSIONS:
-        raise ValueError(f"dgd_version must be one of {DGD_VERSIONS}, not {dgd_version!r}")
+def _graph_crds(version: str) -> list[dict[str, Any]]:
+    """DGD and DCD, served in ``version``."""
+    beta = version == "v1beta1"
     return [
         _crd(
             "DynamoGraphDeployment",
             "dynamographdeployments",
             "dgd",
             v1beta1.DynamoGraphDeployment if beta else v1alpha1.DynamoGraphDeployment,
-            version=dgd_version,
+            version=version,
             columns=[
-                {
-                    "name": "Ready",
-                    "type": "string",
-                    "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
-                },
-                {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
+                _column("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+                _column("Backend", ".spec.backendFramework"),
                 _age(),
             ],
         ),
@@ -179,12 +188,15 @@ def crds(dgd_version: str = "v1beta1") -> list[dict[str, Any]]:
             "dynamocomponentdeployments",
             "dcd",
             v1beta1.DynamoComponentDeployment if beta else v1alpha1.DynamoComponentDeployment,
-            version=dgd_version,
-            columns=[
-                {"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
-                _age(),
-            ],
+            version=version,
+            columns=[_column("Backend", ".spec.backendFramework"), _age()],
         ),
+    ]
+
+
+def _v1alpha1_only_crds() -> list[dict[str, Any]]:
+    """The scaling adapter and DynamoModel, served in v1alpha1 whatever the DGD's version."""
+    return [
         _crd(
             "DynamoGraphDeploymentScalingAdapter",
             "dynamographdeploymentscalingadapters",
@@ -192,9 +204,9 @@ def crds(dgd_version: str = "v1beta1") -> list[dict[str, Any]]:
             v1alpha1.DynamoGraphDeploymentScalingAdapter,
             scale=True,
             columns=[
-                {"name": "DGD", "type": "string", "jsonPath": ".spec.dgdRef.name"},
-                {"name": "Service", "type": "string", "jsonPath": ".spec.dgdRef.serviceName"},
-                {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas"},
+                _column("DGD", ".spec.dgdRef.name"),
+                _column("Service", ".spec.dgdRef.serviceName"),
+                _column("Replicas", ".status.replicas", "integer"),
                 _age(),
             ],
         ),
@@ -205,14 +217,21 @@ def crds(dgd_version: str = "v1beta1") -> list[dict[str, Any]]:
             v1alpha1.DynamoModel,
             status=v1alpha1.DynamoModelStatus,
             columns=[
-                {"name": "BaseModel", "type": "string", "jsonPath": ".spec.baseModelName"},
-                {"name": "Type", "type": "string", "jsonPath": ".spec.modelType"},
-                {"name": "Ready", "type": "integer", "jsonPath": ".status.readyEndpoints"},
-                {"name": "Total", "type": "integer", "jsonPath": ".status.totalEndpoints"},
+                _column("BaseModel", ".spec.baseModelName"),
+                _column("Type", ".spec.modelType"),
+                _column("Ready", ".status.readyEndpoints", "integer"),
+                _column("Total", ".status.totalEndpoints", "integer"),
                 _age(),
             ],
         ),
     ]
+
+
+def crds(dgd_version: str = "v1beta1") -> list[dict[str, Any]]:
+    """Our CRDs; DGD and DCD served (and stored) in ``dgd_version`` only."""
+    if dgd_version not in DGD_VERSIONS:
+        raise ValueError(f"dgd_version must be one of {DGD_VERSIONS}, not {dgd_version!r}")
+    return _graph_crds(dgd_version) + _v1alpha1_only_crds()
 
 
 def json_schemas(dgd_version: str = "v1beta1") -> dict[str, dict[str, Any]]:

@@ -74,15 +74,7 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
     reading, so nothing blocks), symlinks that leave the root.
     """
     if path == "-":
-        import sys
-
-        data = sys.stdin.buffer.read(max_file_bytes + 1)
-        src = Source(files=[], root="-")
-        if len(data) > max_file_bytes:
-            src.problems.append(_too_big("-", len(data), max_file_bytes, at_least=True))
-        else:
-            src.files.append(SourceFile("-", _decode("-", data, src.problems)))
-        return src
+        return _read_stdin(max_file_bytes)
     p = Path(path)
     if not os.path.lexists(p):
         raise FileNotFoundError(_missing(path))
@@ -92,6 +84,23 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
         if data is not None:
             src.files.append(SourceFile(p.name, _decode(p.name, data, src.problems)))
         return src
+    return _read_tree(p, max_file_bytes)
+
+
+def _read_stdin(max_file_bytes: int) -> Source:
+    import sys
+
+    data = sys.stdin.buffer.read(max_file_bytes + 1)
+    src = Source(files=[], root="-")
+    if len(data) > max_file_bytes:
+        src.problems.append(_too_big("-", len(data), max_file_bytes, at_least=True))
+    else:
+        src.files.append(SourceFile("-", _decode("-", data, src.problems)))
+    return src
+
+
+def _read_tree(p: Path, max_file_bytes: int) -> Source:
+    """The manifests and settings files under directory ``p``, in a stable order."""
     root = os.path.realpath(p)
     src = Source(files=[], root=str(p))
     seen_dirs: set[str] = set()
@@ -104,12 +113,8 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
         real_dir = os.path.realpath(dirpath)
         rel_dir = os.path.relpath(dirpath, root)
         if not _within(real_dir, root):
-            src.problems.append(
-                Problem(
-                    _posix(rel_dir),
-                    message=f"symlink leads outside the source root (to {real_dir}); refused",
-                )
-            )
+            message = f"symlink leads outside the source root (to {real_dir}); refused"
+            src.problems.append(Problem(_posix(rel_dir), message=message))
             dirnames[:] = []
             continue
         if real_dir in seen_dirs:  # symlink loop
@@ -120,32 +125,34 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
-            rel = _posix(os.path.normpath(os.path.join(rel_dir, name)))
             if name != SETTINGS_FILE and not name.endswith(MANIFEST_SUFFIXES):
                 continue
-            full = os.path.join(dirpath, name)
-            real = os.path.realpath(full)
-            if not _within(real, root):
-                src.problems.append(
-                    Problem(
-                        rel,
-                        0,
-                        message=f"symlink leads outside the source root (to {real}); refused",
-                    )
-                )
-                continue
-            if rel == SETTINGS_FILE:
-                src.settings_file = _read_settings_file(full, src)
-                continue
-            if name == SETTINGS_FILE:  # a subtree's own settings
-                nested = _read_settings_file(full, src, rel)
-                if nested is not None:
-                    src.nested_settings.append(nested)
-                continue
-            data = _read_bytes(full, rel, max_file_bytes, src.problems)
-            if data is not None:
-                src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
+            _read_tree_file(src, root, dirpath, rel_dir, name, max_file_bytes)
     return src
+
+
+def _read_tree_file(
+    src: Source, root: str, dirpath: str, rel_dir: str, name: str, max_file_bytes: int
+) -> None:
+    """One file of the tree into ``src``: a manifest, the root's or a subtree's settings."""
+    rel = _posix(os.path.normpath(os.path.join(rel_dir, name)))
+    full = os.path.join(dirpath, name)
+    real = os.path.realpath(full)
+    if not _within(real, root):
+        message = f"symlink leads outside the source root (to {real}); refused"
+        src.problems.append(Problem(rel, 0, message=message))
+        return
+    if rel == SETTINGS_FILE:
+        src.settings_file = _read_settings_file(full, src)
+        return
+    if name == SETTINGS_FILE:  # a subtree's own settings
+        nested = _read_settings_file(full, src, rel)
+        if nested is not None:
+            src.nested_settings.append(nested)
+        return
+    data = _read_bytes(full, rel, max_file_bytes, src.problems)
+    if data is not None:
+        src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
 
 
 def _missing(path: str) -> str:
@@ -430,54 +437,46 @@ def _follow_links(
     seen: set[str] = set()
     while entry.filemode == pygit2.enums.FileMode.LINK:
         if len(seen) >= _LINK_MAX_HOPS or repo_rel in seen:
-            src.problems.append(
-                Problem(
-                    rel,
-                    0,
-                    message="symlink loop (or more than "
-                    f"{_LINK_MAX_HOPS} links in a chain); refused",
-                )
-            )
+            message = f"symlink loop (or more than {_LINK_MAX_HOPS} links in a chain); refused"
+            src.problems.append(Problem(rel, 0, message=message))
             return None
         seen.add(repo_rel)
-        _kind, size = repo.odb.read_header(entry.id)
-        if size > _LINK_MAX_BYTES:
-            src.problems.append(
-                Problem(
-                    rel,
-                    0,
-                    message=f"symlink target is {size} bytes, over "
-                    f"the limit of {_LINK_MAX_BYTES}; refused",
-                )
-            )
-            return None
-        target = repo[entry.id].data.decode("utf-8", "replace")
-        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
-        inside = (
-            not target.startswith("/")
-            and not resolved.startswith("../")
-            and resolved != ".."
-            and (not root or resolved == root or resolved.startswith(root + "/"))
-        )
-        if not inside:
-            src.problems.append(
-                Problem(
-                    rel, 0, message=f"symlink leads outside the source root (to {target}); refused"
-                )
-            )
+        resolved = _link_target(repo, entry, repo_rel, root, rel, src)
+        if resolved is None:
             return None
         try:
             entry = full_tree[resolved]
         except KeyError:
-            src.problems.append(
-                Problem(
-                    rel,
-                    0,
-                    message=f"dangling symlink (to {target}): nothing in the revision at that path",
-                )
-            )
+            target = repo[entry.id].data.decode("utf-8", "replace")
+            message = f"dangling symlink (to {target}): nothing in the revision at that path"
+            src.problems.append(Problem(rel, 0, message=message))
             return None
         repo_rel = resolved
     if entry.type_str != "blob":
         return None  # a link to a directory: read as the directory itself is (or not)
     return entry
+
+
+def _link_target(
+    repo: Any, entry: Any, repo_rel: str, root: str, rel: str, src: Source
+) -> str | None:
+    """The repository path symlink ``entry`` (at ``repo_rel``) leads to, or None with a
+    problem: a target over the size limit, or one outside the source root."""
+    _kind, size = repo.odb.read_header(entry.id)
+    if size > _LINK_MAX_BYTES:
+        message = f"symlink target is {size} bytes, over the limit of {_LINK_MAX_BYTES}; refused"
+        src.problems.append(Problem(rel, 0, message=message))
+        return None
+    target = repo[entry.id].data.decode("utf-8", "replace")
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(repo_rel), target))
+    inside = (
+        not target.startswith("/")
+        and not resolved.startswith("../")
+        and resolved != ".."
+        and (not root or resolved == root or resolved.startswith(root + "/"))
+    )
+    if not inside:
+        message = f"symlink leads outside the source root (to {target}); refused"
+        src.problems.append(Problem(rel, 0, message=message))
+        return None
+    return resolved

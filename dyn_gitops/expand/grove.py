@@ -198,71 +198,77 @@ def _with_scheduler(pod: Obj, ctx: ComponentContext) -> Obj:
 
 def service_cliques(ctx: ComponentContext, graph: components.Graph) -> ServiceCliques:
     comp = ctx.component
-    lsvc = ctx.service.lower()
     labels = clique_labels(ctx, graph)
     annotations = clique_annotations(ctx)
-    replicas = 1 if comp.replicas is None else comp.replicas
-    nodes = components.node_count(comp)
     single = build_pod_spec(ctx)
-    min_available = comp.minAvailable if comp.minAvailable is not None else 1
-    if nodes <= 1 and components.force_scaling_group(comp):
-        # one pod per clique; the scaling group's replicas carry the horizontal scale
-        return ServiceCliques(
-            cliques=[_clique(lsvc, labels, annotations, 1, 1, _with_scheduler(single, ctx), None)],
-            scaling_group=_scaling_group(
-                lsvc, [lsvc], replicas, min_available, _component_topology(comp, graph)
-            ),
-        )
-    if nodes <= 1:
-        return ServiceCliques(
-            cliques=[
-                _clique(
-                    lsvc,
-                    labels,
-                    annotations,
-                    replicas,
-                    min_available,
-                    _with_scheduler(single, ctx),
-                    _component_topology(comp, graph),
-                )
-            ]
-        )
+    if components.node_count(comp) <= 1:
+        return _single_node_cliques(ctx, graph, labels, annotations, single)
+    return _multinode_cliques(ctx, graph, labels, annotations, single)
 
+
+def _single_node_cliques(
+    ctx: ComponentContext, graph: components.Graph, labels: Obj, annotations: Obj, pod: Obj
+) -> ServiceCliques:
+    """One clique; with a forced scaling group, of one pod, the group carrying the scale."""
+    comp = ctx.component
+    lsvc = ctx.service.lower()
+    replicas = 1 if comp.replicas is None else comp.replicas
+    min_available = comp.minAvailable if comp.minAvailable is not None else 1
+    pod = _with_scheduler(pod, ctx)
+    topology = _component_topology(comp, graph)
+    if components.force_scaling_group(comp):
+        return ServiceCliques(
+            cliques=[_clique(lsvc, labels, annotations, 1, 1, pod, None)],
+            scaling_group=_scaling_group(lsvc, [lsvc], replicas, min_available, topology),
+        )
+    return ServiceCliques(
+        cliques=[_clique(lsvc, labels, annotations, replicas, min_available, pod, topology)]
+    )
+
+
+def _multinode_cliques(
+    ctx: ComponentContext, graph: components.Graph, labels: Obj, annotations: Obj, single: Obj
+) -> ServiceCliques:
+    """A leader clique of one pod and a worker clique of the other nodes, in a scaling group
+    of the component's replicas."""
+    comp = ctx.component
+    nodes = components.node_count(comp)
     addr = multinode.grove_addressing(ctx.service, nodes)
     leader_name, worker_name = naming.clique_names(ctx.service, multinode=True)
     pods = {
-        role: multinode.role_pod(
-            single,
-            role,
-            ctx.backend,
-            nodes,
-            ctx.annotations,
-            lws.wait_leader_config_map_name(ctx.dgd_name),
-            ctx.settings.mpi_ssh_secret,
-            addr,
-            require_command=False,
+        role: _with_scheduler(
+            multinode.role_pod(
+                single,
+                role,
+                ctx.backend,
+                nodes,
+                ctx.annotations,
+                lws.wait_leader_config_map_name(ctx.dgd_name),
+                ctx.settings.mpi_ssh_secret,
+                addr,
+                require_command=False,
+            ),
+            ctx,
         )
         for role in (multinode.LEADER, multinode.WORKER)
     }
-    leader = _clique(
-        leader_name, labels, annotations, 1, 1, _with_scheduler(pods[multinode.LEADER], ctx), None
-    )
+    leader = _clique(leader_name, labels, annotations, 1, 1, pods[multinode.LEADER], None)
     worker = _clique(
-        worker_name,
-        labels,
-        annotations,
-        nodes - 1,
-        nodes - 1,
-        _with_scheduler(pods[multinode.WORKER], ctx),
-        None,
+        worker_name, labels, annotations, nodes - 1, nodes - 1, pods[multinode.WORKER], None
     )
     out = ServiceCliques(cliques=[leader, worker])
     # TRT-LLM: mpirun on the leader needs every worker's sshd up first
     if ctx.backend == "trtllm":
         leader["spec"]["startsAfter"] = [worker_name]
         out.explicit_startup = True
+    replicas = 1 if comp.replicas is None else comp.replicas
+    min_available = comp.minAvailable if comp.minAvailable is not None else 1
     out.scaling_group = _scaling_group(
-        lsvc, [leader_name, worker_name], replicas, min_available, _component_topology(comp, graph)
+        ctx.service.lower(),
+        [leader_name, worker_name],
+        replicas,
+        min_available,
+        _component_topology(comp, graph),
     )
     return out
 

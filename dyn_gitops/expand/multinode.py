@@ -262,43 +262,14 @@ def vllm(
     dp = _flag_value(tokens, "--data-parallel-size")
     uses_mp = vllm_uses_mp(annotations)
     if gpus and world > gpus:  # tensor/pipeline parallelism spans nodes
-        if uses_mp:
-            rank = (
-                "--node-rank 0" if role == LEADER else f"--node-rank {addr.worker_rank} --headless"
-            )
-            inject_flags(
-                c,
-                f"--distributed-executor-backend mp --nnodes {nodes} --master-addr "
-                f"{addr.leader_host} --master-port {DIST_INIT_PORT} {rank}",
-                needs_shell=role == WORKER and addr.rank_needs_shell,
-                framework="vllm",
-            )
-        elif role == LEADER:
-            command = " ".join(quote(t) for t in c.get("command") or [])
-            args = " ".join(quote(t) for t in c.get("args") or [])
-            c["args"] = [
-                f"ray start --head --port={RAY_PORT} && {command} {args} "
-                "--distributed-executor-backend ray"
-            ]
-            c["command"] = ["/bin/sh", "-c"]
-        else:
-            c["command"] = ["/bin/sh", "-c"]
-            c["args"] = [f"ray start --address={addr.leader_host}:{RAY_PORT} --block"]
+        _vllm_model_parallel(c, role, nodes, addr, uses_mp=uses_mp)
     elif "--enable-elastic-ep" in tokens:  # one Ray cluster over every node
         _elastic_ep(c, role, addr)
     elif gpus and world * dp > gpus:  # data parallelism spans nodes
         local = gpus // world
         total = dp if dp != 1 else local * nodes
-        size = "" if "--data-parallel-size" in tokens else f"--data-parallel-size {total} "
-        start = "0" if role == LEADER else f"$(( {local} * {addr.worker_rank} ))"
-        inject_flags(
-            c,
-            f"--data-parallel-hybrid-lb {size}--data-parallel-size-local {local} "
-            f"--data-parallel-start-rank {start} --data-parallel-address "
-            f"{addr.leader_host} --data-parallel-rpc-port {DP_RPC_PORT}",
-            needs_shell=role == WORKER,
-            framework="vllm",
-        )
+        sized = "--data-parallel-size" in tokens
+        _vllm_data_parallel(c, role, addr, local, None if sized else total)
     if uses_mp:  # whichever launch was chosen, as the operator does
         c.setdefault("env", []).append(
             {
@@ -310,6 +281,46 @@ def vllm(
         _drop_probes(c)
         if command_line_has_arg(c, "--distributed-executor-backend", "mp"):
             _wait_for_leader(c, pod, wait_leader_cm, addr.leader_host)
+
+
+def _vllm_model_parallel(c: Obj, role: str, nodes: int, addr: Addressing, *, uses_mp: bool) -> None:
+    """Tensor/pipeline parallelism over the nodes: vLLM's mp executor with node ranks, or a
+    Ray cluster whose head runs the command on the leader."""
+    if uses_mp:
+        rank = "--node-rank 0" if role == LEADER else f"--node-rank {addr.worker_rank} --headless"
+        inject_flags(
+            c,
+            f"--distributed-executor-backend mp --nnodes {nodes} --master-addr "
+            f"{addr.leader_host} --master-port {DIST_INIT_PORT} {rank}",
+            needs_shell=role == WORKER and addr.rank_needs_shell,
+            framework="vllm",
+        )
+    elif role == LEADER:
+        command = " ".join(quote(t) for t in c.get("command") or [])
+        args = " ".join(quote(t) for t in c.get("args") or [])
+        c["args"] = [
+            f"ray start --head --port={RAY_PORT} && {command} {args} "
+            "--distributed-executor-backend ray"
+        ]
+        c["command"] = ["/bin/sh", "-c"]
+    else:
+        c["command"] = ["/bin/sh", "-c"]
+        c["args"] = [f"ray start --address={addr.leader_host}:{RAY_PORT} --block"]
+
+
+def _vllm_data_parallel(c: Obj, role: str, addr: Addressing, local: int, total: int | None) -> None:
+    """Data parallelism over the nodes (hybrid load balancing), ``local`` ranks a node;
+    ``total`` is set when the command does not set ``--data-parallel-size`` itself."""
+    size = "" if total is None else f"--data-parallel-size {total} "
+    start = "0" if role == LEADER else f"$(( {local} * {addr.worker_rank} ))"
+    inject_flags(
+        c,
+        f"--data-parallel-hybrid-lb {size}--data-parallel-size-local {local} "
+        f"--data-parallel-start-rank {start} --data-parallel-address "
+        f"{addr.leader_host} --data-parallel-rpc-port {DP_RPC_PORT}",
+        needs_shell=role == WORKER,
+        framework="vllm",
+    )
 
 
 _POSIX_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+\Z")

@@ -177,64 +177,43 @@ def ingress_objects(ctx: ComponentContext, ingress: Ingress) -> list[Obj]:
     backend = naming.normalize(ctx.name)
     out: list[Obj] = []
     if ingress.ingressControllerClassName:
-        spec: dict[str, Any] = {
-            "ingressClassName": ingress.ingressControllerClassName,
-            "rules": [
-                {
-                    "host": host,
-                    "http": {
-                        "paths": [
-                            {
-                                "path": "/",
-                                "pathType": "Prefix",
-                                "backend": {
-                                    "service": {
-                                        "name": backend,
-                                        "port": {"number": defaults.FRONTEND_PORT},
-                                    }
-                                },
-                            }
-                        ]
-                    },
-                }
-            ],
-        }
-        if ingress.tls and ingress.tls.secretName:
-            spec["tls"] = [{"hosts": [host], "secretName": ingress.tls.secretName}]
-        out.append(
-            {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "Ingress",
-                "metadata": meta(backend, ctx.namespace),
-                "spec": spec,
-            }
-        )
+        out.append(_ingress(ctx, ingress, host, backend))
     if ctx.settings.istio_gateway and ingress.useVirtualService and ingress.virtualServiceGateway:
-        out.append(
-            {
-                "apiVersion": "networking.istio.io/v1beta1",
-                "kind": "VirtualService",
-                "metadata": meta(backend, ctx.namespace),
-                "spec": {
-                    "hosts": [host],
-                    "gateways": [ingress.virtualServiceGateway],
-                    "http": [
-                        {
-                            "match": [{"uri": {"prefix": "/"}}],
-                            "route": [
-                                {
-                                    "destination": {
-                                        "host": backend,
-                                        "port": {"number": defaults.FRONTEND_PORT},
-                                    }
-                                }
-                            ],
-                        }
-                    ],
-                },
-            }
-        )
+        out.append(_virtual_service(ctx, ingress.virtualServiceGateway, host, backend))
     return out
+
+
+def _ingress(ctx: ComponentContext, ingress: Ingress, host: str, backend: str) -> Obj:
+    service = {"name": backend, "port": {"number": defaults.FRONTEND_PORT}}
+    path = {"path": "/", "pathType": "Prefix", "backend": {"service": service}}
+    spec: dict[str, Any] = {
+        "ingressClassName": ingress.ingressControllerClassName,
+        "rules": [{"host": host, "http": {"paths": [path]}}],
+    }
+    if ingress.tls and ingress.tls.secretName:
+        spec["tls"] = [{"hosts": [host], "secretName": ingress.tls.secretName}]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": meta(backend, ctx.namespace),
+        "spec": spec,
+    }
+
+
+def _virtual_service(ctx: ComponentContext, gateway: str, host: str, backend: str) -> Obj:
+    destination = {"host": backend, "port": {"number": defaults.FRONTEND_PORT}}
+    return {
+        "apiVersion": "networking.istio.io/v1beta1",
+        "kind": "VirtualService",
+        "metadata": meta(backend, ctx.namespace),
+        "spec": {
+            "hosts": [host],
+            "gateways": [gateway],
+            "http": [
+                {"match": [{"uri": {"prefix": "/"}}], "route": [{"destination": destination}]}
+            ],
+        },
+    }
 
 
 def model_service(model_name: str, namespace: str) -> Obj:

@@ -88,6 +88,45 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     """Container ``main``: the type's defaults, then the component's container ``main``
     (mergo override), env, probes and resources as ``mergeContainerByName`` (``graph.go`` @
     2a6da14c8) treats them, then the compilation cache, KV-transfer and backend additions."""
+    base, base_env = _main_defaults(ctx)
+    user = user_main_container(ctx)
+    user.pop("name", None)
+    user_env = user.pop("env", None) or []
+    user_probes: dict[str, Any] = {
+        p: user.pop(p) for p in ("livenessProbe", "readinessProbe") if p in user
+    }
+    user_startup = user.pop("startupProbe", None)
+    user_resources = user.pop("resources", None) or {}
+
+    container: dict[str, Any] = {"name": defaults.MAIN_CONTAINER}
+    container.update(merge_override({k: v for k, v in base.items()}, user))
+    container["name"] = defaults.MAIN_CONTAINER
+    if container.get("ports"):
+        container["ports"] = [
+            {**p, "protocol": p.get("protocol") or "TCP"} for p in container["ports"]
+        ]
+    if container.get("command") == []:
+        del container["command"]
+    env = _main_env(ctx, base_env, user_env)
+    _main_probes(container, base, user_probes, user_startup)
+    # always present, `{}` when empty: Go encodes the struct (component_common.go @ 2a6da14c8)
+    container["resources"] = _resources(user_resources)
+    if ctx.preserved.env_from_secret:  # dropped by the conversion, still rendered
+        container["envFrom"] = [
+            *container.get("envFrom", []),
+            {"secretRef": {"name": ctx.preserved.env_from_secret}},
+        ]
+    cache = _main_mounts(ctx, container)
+    # backend additions are appended after the sorted env (not merged), as the operator does
+    _vllm_elastic_ep(ctx, container, env)
+    if cache is not None and ctx.backend == "vllm":
+        env.append({"name": "VLLM_CACHE_ROOT", "value": cache[1]})
+    container["env"] = omit_empty_values(env)
+    return container
+
+
+def _main_defaults(ctx: ComponentContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The component type's default container ``main`` (without env) and its default env."""
     base = defaults.type_container(
         ctx.component_type,
         dynamo_ns=ctx.dynamo_ns,
@@ -109,25 +148,15 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         ),
         base.pop("env"),
     )
-    user = user_main_container(ctx)
-    user.pop("name", None)
-    user_env = user.pop("env", None) or []
-    user_probes = {p: user.pop(p) for p in ("livenessProbe", "readinessProbe") if p in user}
-    user_startup = user.pop("startupProbe", None)
-    user_resources = user.pop("resources", None) or {}
+    return base, base_env
 
-    container: dict[str, Any] = {"name": defaults.MAIN_CONTAINER}
-    container.update(merge_override({k: v for k, v in base.items()}, user))
-    container["name"] = defaults.MAIN_CONTAINER
-    if container.get("ports"):
-        container["ports"] = [
-            {**p, "protocol": p.get("protocol") or "TCP"} for p in container["ports"]
-        ]
-    if container.get("command") == []:
-        del container["command"]
 
-    # env: defaults < graph env < container main's env (a v1alpha1 service's envs with its
-    # mainContainer's merged over them by the conversion), sorted by name
+def _main_env(
+    ctx: ComponentContext, base_env: list[dict[str, Any]], user_env: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """defaults < graph env < container main's env (a v1alpha1 service's envs with its
+    mainContainer's merged over them by the conversion), sorted by name; then the
+    KV-transfer policy's, the infrastructure's and the legacy config's replacements."""
     env = merge_envs(base_env, ctx.graph_envs, user_env)
     if ctx.kv_transfer is not None:  # the policy's env replaces the user's of those names
         kept = [e for e in env if e["name"] not in topology.POLICY_ENV]
@@ -139,11 +168,19 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
             {"name": e["name"], "value": values[e["name"]]} if e["name"] in values else e
             for e in env
         ]
+    return env
 
-    # probes: container main's replaces the default wholesale (mergeContainerByName,
-    # graph.go @ 2a6da14c8; a v1alpha1 top-level probe and its mainContainer one are merged
-    # by the conversion). A handler-less probe alone would leave a probe the API server
-    # rejects: that one is merged into the default instead.
+
+def _main_probes(
+    container: dict[str, Any],
+    base: dict[str, Any],
+    user_probes: dict[str, Any],
+    user_startup: Any,
+) -> None:
+    """Container main's probe replaces the default wholesale (mergeContainerByName,
+    graph.go @ 2a6da14c8; a v1alpha1 top-level probe and its mainContainer one are merged
+    by the conversion). A handler-less probe alone would leave a probe the API server
+    rejects: that one is merged into the default instead."""
     for probe in ("livenessProbe", "readinessProbe"):
         main_probe = user_probes.get(probe)
         if main_probe is not None:
@@ -154,18 +191,11 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
     if user_startup is not None:
         container["startupProbe"] = data_copy(user_startup)
 
-    # always present, `{}` when empty: Go encodes the struct (component_common.go @ 2a6da14c8)
-    container["resources"] = _resources(user_resources)
 
-    if ctx.preserved.env_from_secret:  # dropped by the conversion, still rendered
-        container["envFrom"] = [
-            *container.get("envFrom", []),
-            {"secretRef": {"name": ctx.preserved.env_from_secret}},
-        ]
-
-    # mounts (mergo: container main's replace the defaults'); the compilation cache's gets
-    # its path, in the place of the last mount of that name (a v1alpha1 cache mount is
-    # converted in its place), earlier ones of that name dropped
+def _main_mounts(ctx: ComponentContext, container: dict[str, Any]) -> tuple[str, str] | None:
+    """Mounts (mergo: container main's replace the defaults'); the compilation cache's gets
+    its path, in the place of the last mount of that name (a v1alpha1 cache mount is
+    converted in its place), earlier ones of that name dropped. Returns the cache."""
     mounts = list(container.get("volumeMounts") or [])
     cache = _compilation_cache(ctx)
     if cache is not None:
@@ -181,13 +211,7 @@ def build_main_container(ctx: ComponentContext) -> dict[str, Any]:
         mounts = topology.with_mount(mounts)
     if mounts:
         container["volumeMounts"] = mounts
-
-    # backend additions are appended after the sorted env (not merged), as the operator does
-    _vllm_elastic_ep(ctx, container, env)
-    if cache is not None and ctx.backend == "vllm":
-        env.append({"name": "VLLM_CACHE_ROOT", "value": cache[1]})
-    container["env"] = omit_empty_values(env)
-    return container
+    return cache
 
 
 def _infra_env(ctx: ComponentContext) -> list[dict[str, Any]]:
@@ -283,83 +307,20 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
         for c in user_pod.pop("containers", None) or []
         if not (sidecar_name and c.get("name") == sidecar_name)
     ]
-
-    pod: dict[str, Any] = {
-        "restartPolicy": "Always",
-        "terminationGracePeriodSeconds": defaults.TERMINATION_GRACE_SECONDS,
-    }
-    if ctx.component_type == naming.EPP:
-        pod["terminationGracePeriodSeconds"] = defaults.EPP_TERMINATION_GRACE_SECONDS
-        cm, key = ctx.epp_config_map or (
-            naming.epp_configmap_name(ctx.dgd_name),
-            defaults.EPP_CONFIG_KEY,
-        )
-        legacy = epp.is_legacy(ctx.component)
-        pod["volumes"] = defaults.epp_volumes(cm, key) if legacy else epp.native_volumes()
     user_security = "securityContext" in user_pod
     user_sa = user_pod.get("serviceAccountName")
-    pod = merge_override(pod, user_pod)
-
-    # service account precedence (dynamo-objects.md 5.4): the DCD forces the planner's;
-    # Grove has no DCD, so the user's wins there, and nothing falls back to "default"
-    sa: str | None
-    if ctx.component_type == naming.PLANNER and not (ctx.grove and user_sa):
-        sa = naming.PLANNER_SERVICE_ACCOUNT
-    elif user_sa:
-        sa = user_sa
-    elif ctx.component_type == naming.EPP:
-        sa = naming.EPP_SERVICE_ACCOUNT
-    elif ctx.k8s_discovery:
-        sa = naming.discovery_service_account(ctx.dgd_name)
-    else:
-        sa = None if ctx.grove else "default"
+    pod = merge_override(_pod_defaults(ctx), user_pod)
+    sa = _service_account(ctx, user_sa)
     if sa is not None:
         pod["serviceAccountName"] = sa
-
     if not user_security:
         pod["securityContext"] = {"fsGroup": defaults.DEFAULT_FS_GROUP}
     elif pod.get("securityContext") is None:
         pod["securityContext"] = {}
 
-    volumes: list[dict[str, Any]] = list(pod.get("volumes") or [])
-    if ctx.kv_transfer is not None:
-        volumes = topology.with_volume(
-            volumes, topology.volume(ctx.kv_transfer, ctx.topology_domains)
-        )
-    have = {v["name"] for v in volumes}
-    # every main-container mount needs a volume: a missing one is taken to be the PVC of
-    # that name (the operator's appendMissingPVCVolumesForMounts), so the pod stays valid
-    for mount in main.get("volumeMounts") or []:
-        name = mount["name"]
-        if name not in have and name != defaults.SHARED_MEMORY_VOLUME:
-            volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name}})
-            have.add(name)
-
+    volumes = _volumes(ctx, pod, main)
     sidecar_mounts = list(main.get("volumeMounts") or [])
-    shm = ctx.component.sharedMemorySize  # "0": disabled; unset: the default size
-    disabled = shm == "0"
-    mounts = (
-        [
-            m
-            for m in main.get("volumeMounts", [])
-            if m["name"] != defaults.SHARED_MEMORY_VOLUME
-            and m.get("mountPath") != defaults.SHARED_MEMORY_PATH
-        ]
-        if not disabled
-        else list(main.get("volumeMounts", []))
-    )
-    if not disabled:
-        volumes = [v for v in volumes if v["name"] != defaults.SHARED_MEMORY_VOLUME]
-        size = shm or defaults.SHARED_MEMORY_SIZE
-        volumes.append(
-            {
-                "name": defaults.SHARED_MEMORY_VOLUME,
-                "emptyDir": {"medium": "Memory", "sizeLimit": size},
-            }
-        )
-        mounts.append(
-            {"name": defaults.SHARED_MEMORY_VOLUME, "mountPath": defaults.SHARED_MEMORY_PATH}
-        )
+    mounts, volumes = _shared_memory(ctx, main, volumes)
     if mounts:
         main["volumeMounts"] = mounts
     if volumes:
@@ -375,6 +336,80 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     pod["containers"] = containers
     gms.apply(pod, ctx)  # step 14: GMS and failover rewrites
     return order_keys(pod, POD_SPEC_ORDER)
+
+
+def _pod_defaults(ctx: ComponentContext) -> dict[str, Any]:
+    """The operator's pod defaults, an EPP's grace period and volumes."""
+    pod: dict[str, Any] = {
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": defaults.TERMINATION_GRACE_SECONDS,
+    }
+    if ctx.component_type == naming.EPP:
+        pod["terminationGracePeriodSeconds"] = defaults.EPP_TERMINATION_GRACE_SECONDS
+        cm, key = ctx.epp_config_map or (
+            naming.epp_configmap_name(ctx.dgd_name),
+            defaults.EPP_CONFIG_KEY,
+        )
+        legacy = epp.is_legacy(ctx.component)
+        pod["volumes"] = defaults.epp_volumes(cm, key) if legacy else epp.native_volumes()
+    return pod
+
+
+def _service_account(ctx: ComponentContext, user_sa: str | None) -> str | None:
+    """Service account precedence (dynamo-objects.md 5.4): the DCD forces the planner's;
+    Grove has no DCD, so the user's wins there, and nothing falls back to "default"."""
+    if ctx.component_type == naming.PLANNER and not (ctx.grove and user_sa):
+        return naming.PLANNER_SERVICE_ACCOUNT
+    if user_sa:
+        return user_sa
+    if ctx.component_type == naming.EPP:
+        return naming.EPP_SERVICE_ACCOUNT
+    if ctx.k8s_discovery:
+        return naming.discovery_service_account(ctx.dgd_name)
+    return None if ctx.grove else "default"
+
+
+def _volumes(
+    ctx: ComponentContext, pod: dict[str, Any], main: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The pod's volumes, the KV-transfer one, and a PVC for every main-container mount
+    without a volume (the operator's appendMissingPVCVolumesForMounts), so the pod stays
+    valid."""
+    volumes: list[dict[str, Any]] = list(pod.get("volumes") or [])
+    if ctx.kv_transfer is not None:
+        volumes = topology.with_volume(
+            volumes, topology.volume(ctx.kv_transfer, ctx.topology_domains)
+        )
+    have = {v["name"] for v in volumes}
+    for mount in main.get("volumeMounts") or []:
+        name = mount["name"]
+        if name not in have and name != defaults.SHARED_MEMORY_VOLUME:
+            volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name}})
+            have.add(name)
+    return volumes
+
+
+def _shared_memory(
+    ctx: ComponentContext, main: dict[str, Any], volumes: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Container main's mounts and the pod's volumes with the shared-memory ``emptyDir``
+    (``sharedMemorySize`` "0": disabled; unset: the default size) replacing the user's."""
+    shm = ctx.component.sharedMemorySize
+    if shm == "0":
+        return list(main.get("volumeMounts", [])), volumes
+    mounts = [
+        m
+        for m in main.get("volumeMounts", [])
+        if m["name"] != defaults.SHARED_MEMORY_VOLUME
+        and m.get("mountPath") != defaults.SHARED_MEMORY_PATH
+    ]
+    volumes = [v for v in volumes if v["name"] != defaults.SHARED_MEMORY_VOLUME]
+    size = shm or defaults.SHARED_MEMORY_SIZE
+    volumes.append(
+        {"name": defaults.SHARED_MEMORY_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": size}}
+    )
+    mounts.append({"name": defaults.SHARED_MEMORY_VOLUME, "mountPath": defaults.SHARED_MEMORY_PATH})
+    return mounts, volumes
 
 
 def pod_labels(ctx: ComponentContext, deployment_labels: dict[str, str]) -> dict[str, str]:
