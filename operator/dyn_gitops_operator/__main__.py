@@ -11,10 +11,12 @@ from typing import Any
 
 from dyn_gitops_operator import __version__
 from dyn_gitops_operator.settings import (
+    MAX_REPLICAS_ENV,
     LeaderSettings,
     ModelSettings,
     OperatorSettings,
     ScopeSettings,
+    limit_from_env,
 )
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
@@ -72,6 +74,15 @@ def parser() -> argparse.ArgumentParser:
         help="host:port for /metrics, /healthz, /readyz ('' disables)",
     )
     p.add_argument(
+        "--max-replicas",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most replicas applied from any count read from Git (an annotation, a DGD's "
+        "or a scaling adapter's replicas); above it, negative or not an integer is refused "
+        f"(env {MAX_REPLICAS_ENV}; default {d.max_replicas}, the renderer's max-replicas)",
+    )
+    p.add_argument(
         "--leader-elect", action=argparse.BooleanOptionalAction, default=d.leader.enabled
     )
     p.add_argument("--leader-election-id", default=d.leader.lease_name)
@@ -109,6 +120,11 @@ def parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> OperatorSettings:
     extra: dict[str, Any] = {"identity": args.identity} if args.identity else {}
+    ceiling = args.max_replicas
+    if ceiling is None:
+        ceiling = limit_from_env(MAX_REPLICAS_ENV)  # the flag wins over the environment
+    if ceiling is not None:
+        extra["max_replicas"] = ceiling
     return OperatorSettings(
         mode=args.mode,
         namespace=args.namespace,

@@ -233,6 +233,12 @@ class RolloutReconciler:
                 progress.waiting.append(service)  # the new generation is not applied yet
             return
         desired = graph.desired_replicas(service, current)
+        if desired is None:
+            # a count from Git refused (graph.refused, reported in the status): every
+            # generation keeps its replicas until the object changes
+            if olds:
+                progress.rolling.append(service)
+            return
         managed = o.is_managed(current)
         if not olds:
             if managed:
