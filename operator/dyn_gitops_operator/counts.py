@@ -72,7 +72,11 @@ def check(value: Any, ceiling: int) -> int | tuple[str, str]:
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
             return INVALID, f"{value}, a negative count"
-        return value if value <= ceiling else (ABOVE_CEILING, _quoted(str(value)))
+        if value <= ceiling:
+            return value
+        if value.bit_length() > 3 * QUOTED_DIGITS:  # str() refuses more than 4,300 digits
+            return ABOVE_CEILING, f"a number of {value.bit_length()} bits"
+        return ABOVE_CEILING, _quoted(str(value))
     if not isinstance(value, str):
         return INVALID, f"a {type(value).__name__}, not an integer"
     negative = value.startswith("-")
@@ -81,9 +85,10 @@ def check(value: Any, ceiling: int) -> int | tuple[str, str]:
         return INVALID, f"a text of {len(value)} characters, not an integer"
     if negative:
         return INVALID, f"-{_quoted(digits)}, a negative count"
-    if len(digits.lstrip("0")) > len(str(ceiling)):
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > len(str(ceiling)):
         return ABOVE_CEILING, _quoted(digits)
-    number = int(digits)
+    number = int(significant)
     return number if number <= ceiling else (ABOVE_CEILING, _quoted(digits))
 
 
