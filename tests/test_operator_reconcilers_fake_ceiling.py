@@ -239,9 +239,8 @@ def test_a_dgd_replicas_above_the_ceiling_is_not_applied() -> None:
     decode = workers["VllmDecodeWorker"]
     assert c.replicas(decode) == 1
     dgd = c.dgd("vllm-disagg-planner")
-    c.gitops.patch(
-        DGDS, c.ns, dgd["metadata"]["name"], component_patch(dgd, "VllmDecodeWorker", replicas=20000)
-    )
+    patch = component_patch(dgd, "VllmDecodeWorker", replicas=20000)
+    c.gitops.patch(DGDS, c.ns, "vllm-disagg-planner", patch)
     c.converge("vllm-disagg-planner")
     assert c.replicas(decode) == 1, f"Deployment scaled to {c.replicas(decode)}"
     assert refused(c, "vllm-disagg-planner")[2:] == (
@@ -327,7 +326,9 @@ def test_check(value: Any, want: int | tuple[str, str]) -> None:
 
 
 def test_many_refusals_make_one_bounded_message() -> None:
-    items = [counts.Refusal(f"Deployment ns/w{i:02}", "spec.replicas", "-1", "x", 5) for i in range(25)]
+    items = [
+        counts.Refusal(f"Deployment ns/w{i:02}", "spec.replicas", "-1", "x", 5) for i in range(25)
+    ]
     reason, message = counts.condition(items)
     assert reason == "x" and message.endswith("; and 15 more") and "w10" not in message
 
