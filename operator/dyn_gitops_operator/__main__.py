@@ -99,7 +99,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--scope-lease-duration", type=int, default=d.scope.lease_duration)
     p.add_argument("--scope-lease-renew-interval", type=float, default=d.scope.renew_interval)
-    m = d.models
+    _model_flags(p, d.models)
+    p.add_argument("--log-format", choices=("json", "plain"), default="json")
+    p.add_argument("--log-level", default="info")
+    return p
+
+
+def _model_flags(p: argparse.ArgumentParser, m: ModelSettings) -> None:
+    """The DynamoModel loop's flags."""
     p.add_argument(
         "--dynamo-models",
         action=argparse.BooleanOptionalAction,
@@ -113,9 +120,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-total-timeout", type=float, default=m.total_timeout)
     p.add_argument("--model-retry-base", type=float, default=m.retry_base, metavar="SECONDS")
     p.add_argument("--model-retry-max", type=float, default=m.retry_max, metavar="SECONDS")
-    p.add_argument("--log-format", choices=("json", "plain"), default="json")
-    p.add_argument("--log-level", default="info")
-    return p
 
 
 def settings_from(args: argparse.Namespace) -> OperatorSettings:
