@@ -254,6 +254,20 @@ def test_a_dgd_replicas_above_the_ceiling_is_not_applied() -> None:
     )
 
 
+def test_a_count_the_controller_does_not_apply_is_not_refused() -> None:
+    """Managed replicas off: Git sizes the worker (a runner may raise the renderer's
+    max-replicas above the controller's); the DGD's count is only compared against, so the
+    graph is not failed for it."""
+    c = FakeCluster()
+    c.apply(render(SAMPLES / "managed-replicas-off" / "input", c.ns))
+    dgd = c.dgd("vllm-agg")
+    patch = component_patch(dgd, "VllmDecodeWorker", replicas=20000)
+    c.gitops.patch(DGDS, c.ns, "vllm-agg", patch)
+    c.converge("vllm-agg")
+    assert c.status("vllm-agg")["state"] == "pending"
+    assert ready(c.status("vllm-agg"))["reason"] == "some_resources_are_not_ready"
+
+
 def test_a_grove_clique_is_not_scaled_above_the_ceiling() -> None:
     """main: the PodClique scaled to 20000 through /scale."""
     c = FakeCluster()

@@ -160,10 +160,20 @@ class Graph:
         where = f"spec.components[{service}].replicas"
         return self.count(DGDS.kind, self.dgd, where, svc.replicas)
 
-    def desired_replicas(self, service: str, current: Obj | None) -> int | None:
+    def desired_replicas(
+        self, service: str, current: Obj | None, *, applied: bool = True
+    ) -> int | None:
         """Adapter value, else the rendered desired-replicas annotation, else the spec (a
         worker a Planner scales through the DGD: its replicas there, else Git's seed).
-        None: that count is refused (``refused`` says why), the workloads keep theirs."""
+        None: that count is refused (``refused`` says why), the workloads keep theirs.
+        ``applied`` False: the count is only compared against (Git sizes the workload), so
+        a refusal is not reported."""
+        if not applied:
+            kept = dict(self.refused)
+            try:
+                return self.desired_replicas(service, current)
+            finally:
+                self.refused = kept
         if service in self.adapters:
             return self.adapter_replicas(service)
         svc = self.services.get(service)
