@@ -34,8 +34,18 @@ from .runtimeversion import parse_origin
 
 SETTINGS_FILE = "dyn-gitops.yaml"
 ENV_PREFIX = "DYN_GITOPS_"
-#: variables with our prefix that are not render settings (debugging, test tooling)
-RESERVED_ENV = frozenset({"DYN_GITOPS_DEBUG", "DYN_GITOPS_TEST_BINS", "DYN_GITOPS_TEST_BINS_CACHE"})
+#: the companion controller's ceiling of replica counts (its default: max-replicas's)
+OPERATOR_MAX_REPLICAS_ENV = "DYN_GITOPS_OPERATOR_MAX_REPLICAS"
+#: variables with our prefix that are not render settings (debugging, test tooling, the
+#: companion controller's)
+RESERVED_ENV = frozenset(
+    {
+        "DYN_GITOPS_DEBUG",
+        "DYN_GITOPS_TEST_BINS",
+        "DYN_GITOPS_TEST_BINS_CACHE",
+        OPERATOR_MAX_REPLICAS_ENV,
+    }
+)
 ARGOCD_ENV_PREFIX = "ARGOCD_ENV_"
 #: the Dynamo operator release dyn-gitops renders like (its defaulting webhook stamps it)
 REFERENCE_OPERATOR_VERSION = "1.5.1"

@@ -121,6 +121,18 @@ def test_dynamo_models_can_be_turned_off(helm: Path) -> None:
     assert settings_from(parser().parse_args(args)).models.enabled is False
 
 
+def test_the_replica_ceiling_reaches_the_controller(helm: Path) -> None:
+    """controller.maxReplicas becomes --max-replicas; unset, the controller's default (the
+    renderer's max-replicas default) applies."""
+    from dyn_gitops_operator.__main__ import parser, settings_from
+    from dyn_gitops_operator.settings import DEFAULT_MAX_REPLICAS
+
+    for sets, want in (((), DEFAULT_MAX_REPLICAS), (("controller.maxReplicas=64",), 64)):
+        (dep,) = by_kind(helm_template(helm, CHART, *sets), "Deployment")
+        args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert settings_from(parser().parse_args(args)).max_replicas == want, sets
+
+
 def test_cluster_mode_rbac(helm: Path) -> None:
     objs = helm_template(helm, CHART)
     (cr,) = by_kind(objs, "ClusterRole")
@@ -263,6 +275,9 @@ def test_optional_objects(helm: Path) -> None:
         ["controller.replicas=2", "controller.leaderElection.enabled=false"],
         ["controller.typo=1"],
         ["controller.dynamoModels.concurrency=0"],
+        ["controller.maxReplicas=0"],
+        ["controller.maxReplicas=2147483648"],
+        ["controller.maxReplicas=many"],
     ],
 )
 def test_bad_values_are_refused(helm: Path, bad: list[str]) -> None:

@@ -70,7 +70,9 @@ def test_component_fields_of_a_v1beta1_object() -> None:
     }
     v = view(dgd)
     fe, dec = v.components["Frontend"], v.components["decode"]
-    assert (fe.replicas, fe.explicit_replicas, fe.adapter, fe.worker) == (1, False, False, False)
+    # replicas as written (unset: None, the operator's 1 is Graph.spec_replicas's, checked
+    # against the controller's ceiling there)
+    assert (fe.replicas, fe.explicit_replicas, fe.adapter, fe.worker) == (None, False, False, False)
     assert (dec.replicas, dec.explicit_replicas, dec.adapter, dec.multinode, dec.worker) == (
         3,
         True,

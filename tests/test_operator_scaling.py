@@ -25,6 +25,8 @@ from dyn_gitops_operator.testing import (
 from support.cluster import is_ready, pods
 from support.rendering import render
 
+from dyn_gitops import keys
+
 pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -178,3 +180,48 @@ def test_never_touches_what_it_does_not_own(k: Kube, namespace: str) -> None:
     for name, rv in before.items():
         assert after[name]["metadata"]["resourceVersion"] == rv, name
         assert FIELD_MANAGER not in {m["manager"] for m in after[name]["metadata"]["managedFields"]}
+
+
+def test_a_desired_replicas_above_the_ceiling_is_not_applied(k: Kube, namespace: str) -> None:
+    """The API server takes any annotation value: a worker's desired-replicas of 20000 is
+    refused by the controller's ceiling (the renderer's max-replicas default), the DGD
+    reads failed with the reason, and another graph in the namespace is served. main: the
+    worker Deployment scaled to 20000."""
+    objs = render(SAMPLES / "vllm-agg" / "input", namespace)
+    (worker,) = [
+        o
+        for o in objs
+        if o["kind"] == "Deployment" and keys.LABEL_WORKER_HASH in o["metadata"]["labels"]
+    ]
+    worker["metadata"]["annotations"][keys.ANN_DESIRED_REPLICAS] = "20000"
+    other = render(SAMPLES / "vllm-disagg" / "input", namespace)
+    prefill = next(
+        o["metadata"]["name"] for o in other if "vllmprefillworker" in o["metadata"]["name"]
+    )
+    gitops_apply(k, objs + other)
+    name = worker["metadata"]["name"]
+    with running(settings_for_tests(namespace), k):
+        wait_for(lambda: replicas(k, namespace, prefill) == 2, what="the other graph served")
+        status = wait_for(
+            lambda: (
+                (s := k.get(DGDS, namespace, "vllm-agg").get("status") or {}).get("state") and s
+            ),
+            what="a status of the refused graph",
+        )
+        assert replicas(k, namespace, name) == 1, (
+            f"Deployment scaled to {replicas(k, namespace, name)}"
+        )
+        ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+        assert (status["state"], ready["status"], ready["reason"]) == (
+            "failed",
+            "False",
+            "ReplicasAboveCeiling",
+        )
+        assert ready["message"] == (
+            f"Replicas not applied: Deployment {namespace}/{name}: annotation "
+            f"{keys.ANN_DESIRED_REPLICAS} is 20000, more than the 10000 replicas the controller "
+            "applies (its setting max-replicas: --max-replicas, DYN_GITOPS_OPERATOR_MAX_REPLICAS)"
+            "; its replicas are left as they are"
+        )
+    dep = k.get(DEPLOYMENTS, namespace, name)
+    assert "f:replicas" not in managers(dep).get((FIELD_MANAGER, ""), {}).get("f:spec", {})

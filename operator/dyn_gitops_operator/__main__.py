@@ -11,10 +11,12 @@ from typing import Any
 
 from dyn_gitops_operator import __version__
 from dyn_gitops_operator.settings import (
+    MAX_REPLICAS_ENV,
     LeaderSettings,
     ModelSettings,
     OperatorSettings,
     ScopeSettings,
+    limit_from_env,
 )
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
@@ -72,6 +74,15 @@ def parser() -> argparse.ArgumentParser:
         help="host:port for /metrics, /healthz, /readyz ('' disables)",
     )
     p.add_argument(
+        "--max-replicas",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most replicas applied from any count read from Git (an annotation, a DGD's "
+        "or a scaling adapter's replicas); above it, negative or not an integer is refused "
+        f"(env {MAX_REPLICAS_ENV}; default {d.max_replicas}, the renderer's max-replicas)",
+    )
+    p.add_argument(
         "--leader-elect", action=argparse.BooleanOptionalAction, default=d.leader.enabled
     )
     p.add_argument("--leader-election-id", default=d.leader.lease_name)
@@ -88,7 +99,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--scope-lease-duration", type=int, default=d.scope.lease_duration)
     p.add_argument("--scope-lease-renew-interval", type=float, default=d.scope.renew_interval)
-    m = d.models
+    _model_flags(p, d.models)
+    p.add_argument("--log-format", choices=("json", "plain"), default="json")
+    p.add_argument("--log-level", default="info")
+    return p
+
+
+def _model_flags(p: argparse.ArgumentParser, m: ModelSettings) -> None:
+    """The DynamoModel loop's flags."""
     p.add_argument(
         "--dynamo-models",
         action=argparse.BooleanOptionalAction,
@@ -102,13 +120,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-total-timeout", type=float, default=m.total_timeout)
     p.add_argument("--model-retry-base", type=float, default=m.retry_base, metavar="SECONDS")
     p.add_argument("--model-retry-max", type=float, default=m.retry_max, metavar="SECONDS")
-    p.add_argument("--log-format", choices=("json", "plain"), default="json")
-    p.add_argument("--log-level", default="info")
-    return p
 
 
 def settings_from(args: argparse.Namespace) -> OperatorSettings:
     extra: dict[str, Any] = {"identity": args.identity} if args.identity else {}
+    ceiling = args.max_replicas
+    if ceiling is None:
+        ceiling = limit_from_env(MAX_REPLICAS_ENV)  # the flag wins over the environment
+    if ceiling is not None:
+        extra["max_replicas"] = ceiling
     return OperatorSettings(
         mode=args.mode,
         namespace=args.namespace,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.counts import RefusalLog
 from dyn_gitops_operator.dgdview import view
 from dyn_gitops_operator.errors import ConflictError, ControllerError
 from dyn_gitops_operator.event_keys import known_graph_keys
@@ -26,17 +27,21 @@ from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers import Context, Reconciler
 from dyn_gitops_operator.resources import DEPLOYMENTS, DGDS, DGDSAS, Obj, Resource
 from dyn_gitops_operator.scope import ScopeExclusions
+from dyn_gitops_operator.settings import DEFAULT_MAX_REPLICAS
 from dyn_gitops_operator.wiring import Caches
 from dyn_gitops_operator.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
 
-def snapshot(caches: Caches, hashes: HashCache, key: Key) -> Graph:
-    """The graph as the caches see it now: its DGD (parsed), live workloads and adapters."""
+def snapshot(
+    caches: Caches, hashes: HashCache, key: Key, ceiling: int = DEFAULT_MAX_REPLICAS
+) -> Graph:
+    """The graph as the caches see it now: its DGD (parsed), live workloads and adapters;
+    ``ceiling``: the most replicas applied from a count read from Git."""
     ns, name = key
     dgd = caches.dgds.store.get(key)
-    g = Graph(key=key, dgd=dgd)
+    g = Graph(key=key, dgd=dgd, ceiling=ceiling)
     if dgd is not None:
         spec = view(dgd)  # either served version
         g.services = spec.components
@@ -89,6 +94,7 @@ class ControllerLoop:
         exclusions: ScopeExclusions | None = None,
         resync_period: float = 300.0,
         reconcile: Callable[[Key], float | None] | None = None,
+        max_replicas: int = DEFAULT_MAX_REPLICAS,
     ) -> None:
         self.caches = caches
         self.queue = queue
@@ -101,6 +107,9 @@ class ControllerLoop:
         #: wrapper put on it (the benchmark times every reconcile that way) sees each call
         self.run_reconcile = reconcile or self.reconcile
         self.hashes = HashCache()
+        self.max_replicas = max_replicas
+        #: replica counts refused, logged once per change of each graph's
+        self.refusals = RefusalLog()
         self.ctx = Context(kube=kube, metrics=metrics, remember=self.remember)
 
     # ------------------------------------------------------------------ keys
@@ -143,12 +152,15 @@ class ControllerLoop:
 
     # ------------------------------------------------------------------ one graph
     def snapshot(self, key: Key) -> Graph:
-        return snapshot(self.caches, self.hashes, key)
+        return snapshot(self.caches, self.hashes, key, self.max_replicas)
 
     def reconcile(self, key: Key) -> float | None:
-        """Run the chain on a fresh snapshot; seconds until the graph wants another look."""
+        """Run the chain on a fresh snapshot; seconds until the graph wants another look. A
+        refused replica count is not an error: it is reported (status, one log line) and
+        the key is done until one of the graph's objects changes."""
         graph = self.snapshot(key)
         if graph.dgd is None and not graph.deployments and not graph.adapters:
+            self.refusals.report(key, ())
             return None
         plan = Plan()
         for rec in self.chain:
@@ -173,6 +185,7 @@ class ControllerLoop:
                 self.metrics.reconcile_duration.labels(rec.name).observe(
                     time.perf_counter() - start
                 )
+        self.refusals.report(key, graph.refused.values())
         return plan.requeue_after
 
     def remember(self, res: Resource, obj: Obj) -> None:

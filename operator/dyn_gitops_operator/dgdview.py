@@ -19,7 +19,9 @@ from typing import Any, Literal
 
 from dyn_gitops import naming
 from dyn_gitops.models.versions import V1ALPHA1, V1BETA1
+from dyn_gitops.settings import LIMIT_MAX
 from dyn_gitops.workerhash import hub
+from dyn_gitops_operator.counts import ABOVE_CEILING, check
 
 Obj = dict[str, Any]
 
@@ -35,8 +37,9 @@ class Component:
     name: str
     #: the v1beta1 ``type`` (a v1alpha1 ``worker`` + ``prefill|decode`` is promoted)
     component_type: str
-    #: the spec's replicas, 1 when unset (the operator's default)
-    replicas: int
+    #: the spec's replicas as written (None: unset, the operator's default 1); a count from
+    #: Git, checked against the controller's ceiling where it is used (``Graph.count``)
+    replicas: Any
     adapter: bool
     #: rendered as a LeaderWorkerSet (natively scaled: one per generation), not a Deployment
     multinode: bool = False
@@ -173,14 +176,15 @@ def as_v1beta1(dgd: Obj) -> Obj:
 
 def _component(spec: Obj, graph_ann: dict[str, str], alpha_ann: dict[str, str]) -> Component:
     reps = spec.get("replicas")
-    nodes = (spec.get("multinode") or {}).get("nodeCount") or 1
+    # only "more than one node" matters here (the controller applies no node count)
+    nodes = check((spec.get("multinode") or {}).get("nodeCount") or 1, LIMIT_MAX)
     pod_ann = ((spec.get("podTemplate") or {}).get("metadata") or {}).get("annotations") or {}
     return Component(
         name=str(spec.get("name") or ""),
         component_type=str(spec.get("type") or ""),
-        replicas=1 if reps is None else int(reps),
+        replicas=reps,
         adapter=spec.get("scalingAdapter") is not None,
-        multinode=int(nodes) > 1,
+        multinode=nodes[0] == ABOVE_CEILING if isinstance(nodes, tuple) else nodes > 1,
         explicit_replicas=reps is not None,
         annotations={**graph_ann, **alpha_ann, **{str(k): str(v) for k, v in pod_ann.items()}},
     )

@@ -17,9 +17,12 @@ from dyn_gitops import keys, naming
 from dyn_gitops.workerhash import compute
 from dyn_gitops_operator import dgdview
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.counts import Refusal, check
 from dyn_gitops_operator.dgdview import Component, view
 from dyn_gitops_operator.dgdview import RestartRequest as RestartRequest  # re-exported
 from dyn_gitops_operator.grove import GroveChildren
+from dyn_gitops_operator.resources import DEPLOYMENTS, DGDS, DGDSAS
+from dyn_gitops_operator.settings import DEFAULT_MAX_REPLICAS
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,11 @@ class Graph:
     lws: list[Obj] = field(default_factory=list)
     #: rendered on the Grove path: its PodCliqueSet's children (no Deployments then)
     grove: GroveChildren | None = None
+    #: the most replicas applied from a count read from Git (setting max-replicas)
+    ceiling: int = DEFAULT_MAX_REPLICAS
+    #: counts read this pass and not applied, by (object, field): the DGD status reports
+    #: them, the controller loop logs them
+    refused: dict[tuple[str, str], Refusal] = field(default_factory=dict)
 
     @property
     def namespace(self) -> str:
@@ -121,21 +129,61 @@ class Graph:
         wanted = naming.component_name(self.name, service, None)
         return next((d for d in plain if o.name(d) == wanted), plain[0] if plain else None)
 
-    def desired_replicas(self, service: str, current: Obj | None) -> int:
-        """Adapter value, else the rendered desired-replicas annotation, else the spec (a
-        worker a Planner scales through the DGD: its replicas there, else Git's seed)."""
+    def count(self, kind: str, obj: Obj, where: str, value: Any) -> int | None:
+        """``value``, a count read from Git at ``where`` on ``obj``, if it may be applied;
+        else None, and the refusal is recorded (``refused``)."""
+        checked = check(value, self.ceiling)
+        if isinstance(checked, int):
+            return checked
+        reason, found = checked
+        label = f"{kind} {o.meta(obj).get('namespace') or self.namespace}/{o.name(obj)}"
+        self.refused[(label, where)] = Refusal(label, where, found, reason, self.ceiling)
+        return None
+
+    def _annotation_count(self, workload: Obj, key: str) -> int | None:
+        kind = o.LWS_KIND if o.is_lws(workload) else DEPLOYMENTS.kind
+        return self.count(kind, workload, f"annotation {key}", o.annotations_of(workload)[key])
+
+    def adapter_replicas(self, service: str) -> int | None:
+        """The service's scaling adapter's ``spec.replicas`` (None: no adapter, or refused)."""
         adapter = self.adapters.get(service)
-        if adapter is not None:
-            return int((adapter.get("spec") or {}).get("replicas", 1))
+        if adapter is None:
+            return None
+        value = (adapter.get("spec") or {}).get("replicas", 1)
+        return self.count(DGDSAS.kind, adapter, "spec.replicas", value)
+
+    def spec_replicas(self, service: str) -> int | None:
+        """The DGD component's ``replicas`` (1 when unset; None: refused)."""
+        svc = self.services.get(service)
+        if svc is None or svc.replicas is None or self.dgd is None:
+            return 1
+        where = f"spec.components[{service}].replicas"
+        return self.count(DGDS.kind, self.dgd, where, svc.replicas)
+
+    def desired_replicas(
+        self, service: str, current: Obj | None, *, applied: bool = True
+    ) -> int | None:
+        """Adapter value, else the rendered desired-replicas annotation, else the spec (a
+        worker a Planner scales through the DGD: its replicas there, else Git's seed).
+        None: that count is refused (``refused`` says why), the workloads keep theirs.
+        ``applied`` False: the count is only compared against (Git sizes the workload), so
+        a refusal is not reported."""
+        if not applied:
+            kept = dict(self.refused)
+            try:
+                return self.desired_replicas(service, current)
+            finally:
+                self.refused = kept
+        if service in self.adapters:
+            return self.adapter_replicas(service)
         svc = self.services.get(service)
         if current is not None:
-            ann = o.desired_annotation(current)
-            if ann is not None:
-                return ann
-            seed = o.seed_annotation(current)
-            if seed is not None and (svc is None or not svc.explicit_replicas):
-                return seed
-        return svc.replicas if svc is not None else 1
+            ann = o.annotations_of(current)
+            if keys.ANN_DESIRED_REPLICAS in ann:
+                return self._annotation_count(current, keys.ANN_DESIRED_REPLICAS)
+            if keys.ANN_SEED_REPLICAS in ann and (svc is None or not svc.explicit_replicas):
+                return self._annotation_count(current, keys.ANN_SEED_REPLICAS)
+        return self.spec_replicas(service)
 
     def unseeded(self) -> dict[str, int]:
         """Workers a Planner scales through the DGD whose replicas the DGD lacks yet: the
@@ -145,7 +193,9 @@ class Graph:
             current = self.current_workload(service)
             if current is None or service in self.adapters or svc.explicit_replicas:
                 continue
-            seed = o.seed_annotation(current)
+            if keys.ANN_SEED_REPLICAS not in o.annotations_of(current):
+                continue
+            seed = self._annotation_count(current, keys.ANN_SEED_REPLICAS)
             if seed is not None:
                 out[service] = seed
         return out

@@ -67,6 +67,7 @@ class Manager:
             exclusions=self.exclusions,
             resync_period=settings.resync_period,
             reconcile=lambda key: self.reconcile(key),
+            max_replicas=settings.max_replicas,
         )
 
     # ------------------------------------------------------------------ life cycle

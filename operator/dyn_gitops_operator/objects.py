@@ -143,9 +143,11 @@ def _lws_spec(spec: Obj) -> Obj:
 
 
 def lws_size(lws: Obj) -> int:
-    """Pods per group (leader included); 1 when unset (the LeaderWorkerSet default)."""
+    """Pods per group (leader included); 1 when unset (the LeaderWorkerSet default). Only
+    counted against, never applied; the LeaderWorkerSet API takes an int32 of at least 1,
+    anything else reads as the default rather than failing the reconcile."""
     value = (lws.get("spec") or {}).get("size")
-    return 1 if value is None else int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
 
 
 def has_leader_template(lws: Obj) -> bool:
@@ -214,25 +216,6 @@ def component(dep: Obj) -> str | None:
 def is_managed(dep: Obj) -> bool:
     """Rendered with managed replicas: the controller sizes, drains and removes it."""
     return annotations_of(dep).get(keys.ANN_MANAGED_REPLICAS) == "true"
-
-
-def desired_annotation(dep: Obj) -> int | None:
-    return _count_annotation(dep, keys.ANN_DESIRED_REPLICAS)
-
-
-def seed_annotation(dep: Obj) -> int | None:
-    """Git's count for a worker a Planner scales through the DGD (written there once)."""
-    return _count_annotation(dep, keys.ANN_SEED_REPLICAS)
-
-
-def _count_annotation(dep: Obj, key: str) -> int | None:
-    value = annotations_of(dep).get(key)
-    if value is None:
-        return None
-    try:
-        return max(0, int(value))
-    except ValueError:
-        return None
 
 
 def owns_replicas(dep: Obj) -> bool:
@@ -331,6 +314,8 @@ def _scaled(value: Any, total: int, round_up: bool) -> int:
         except ValueError:  # unparsable: the default, as for an unset value
             return _scaled(None, total, round_up)
         exact = pct * total / 100
+        if not math.isfinite(exact):  # "1e999%", "nan%": no whole number of replicas
+            return _scaled(None, total, round_up)
         return max(0, math.ceil(exact) if round_up else math.floor(exact))
     try:
         return max(0, int(text))

@@ -6,10 +6,14 @@ The command line (``__main__``) and the Helm chart only map onto these fields.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
+
+from dyn_gitops.settings import BY_NAME, LIMIT_MAX, OPERATOR_MAX_REPLICAS_ENV
 
 Mode = Literal["cluster", "namespace"]
 
@@ -28,6 +32,23 @@ UNNAMED_GENERATION_GRACE = 120.0
 #: seconds between two looks at a Grove OnDelete PodClique being replaced (its pods are
 #: read, not watched; the PodClique's own status events come on top)
 GROVE_SURGE_POLL = 1.0
+#: the most replicas the controller applies to a workload by default: the renderer's own
+#: max-replicas default, so a count the renderer lets through is applied (docs/operator.md)
+DEFAULT_MAX_REPLICAS: int = BY_NAME["max-replicas"].default
+#: the environment variable that sets it (the --max-replicas flag wins); not a render
+#: setting, so the renderer's DYN_GITOPS_* reader leaves it alone (RESERVED_ENV)
+MAX_REPLICAS_ENV = OPERATOR_MAX_REPLICAS_ENV
+
+
+def limit_from_env(name: str, environ: Mapping[str, str] | None = None) -> int | None:
+    """A limit set in the environment (None: unset or empty); digits only, bounded before
+    conversion. The range is checked where the settings are built."""
+    raw = (os.environ if environ is None else environ).get(name, "").strip()
+    if not raw:
+        return None
+    if not re.fullmatch(r"[0-9]{1,10}", raw):
+        raise ValueError(f"{name}: expected a whole number from 1 to {LIMIT_MAX}")
+    return int(raw)
 
 
 def default_identity() -> str:
@@ -112,6 +133,9 @@ class OperatorSettings:
     backoff_max: float = 60.0
     #: ``host:port`` of /metrics, /healthz and /readyz; empty disables the server
     http_address: str = ":8080"
+    #: the ceiling of every replica count read from Git (an annotation, a DGD's or a scaling
+    #: adapter's replicas): a count above it, negative or not an integer is not applied
+    max_replicas: int = DEFAULT_MAX_REPLICAS
     leader: LeaderSettings = field(default_factory=LeaderSettings)
     scope: ScopeSettings = field(default_factory=ScopeSettings)
     models: ModelSettings = field(default_factory=ModelSettings)
@@ -123,6 +147,10 @@ class OperatorSettings:
             raise ValueError("leader renew deadline must be shorter than the lease duration")
         if not 0 < self.scope.renew_interval < self.scope.lease_duration:
             raise ValueError("scope lease renew interval must be > 0 and < the duration")
+        if not 1 <= self.max_replicas <= LIMIT_MAX:
+            raise ValueError(
+                f"max replicas (--max-replicas, {MAX_REPLICAS_ENV}) must be from 1 to {LIMIT_MAX}"
+            )
         m = self.models
         if m.concurrency < 1 or m.workers < 1:
             raise ValueError("model concurrency and workers must be at least 1")

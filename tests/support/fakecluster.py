@@ -54,6 +54,7 @@ class FakeCluster:
         rules: Mapping[Resource, KindRules] | None = None,
         served: list[Resource] | None = None,
         chain: list[Reconciler] | None = None,
+        max_replicas: int | None = None,
     ) -> None:
         self.ns = namespace
         self.kube = FakeKube(rules=rules, served=served)
@@ -61,7 +62,10 @@ class FakeCluster:
         self.kcm = self.kube.as_manager(KCM_MANAGER)
         self.grove = self.kube.as_manager(GROVE_MANAGER)
         self.hpa = self.kube.as_manager(HPA_MANAGER)
-        settings = OperatorSettings(mode="namespace", namespace=namespace, http_address="")
+        ceiling = {} if max_replicas is None else {"max_replicas": max_replicas}
+        settings = OperatorSettings(
+            mode="namespace", namespace=namespace, http_address="", **ceiling
+        )
         self.metrics = Metrics()
         self.caches = wiring.build_caches(self.kube, settings, self.metrics)
         #: the keys the controller's event handlers asked for (``sync`` delivers events)
@@ -76,6 +80,7 @@ class FakeCluster:
             chain if chain is not None else default_chain(),
             self.metrics,
             acting=lambda: True,
+            max_replicas=settings.max_replicas,
         )
         #: the controller's clock (status timestamps): moves only with ``advance``
         self.now = datetime(2025, 6, 1, tzinfo=UTC)

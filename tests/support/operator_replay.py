@@ -58,8 +58,9 @@ class OperatorRolloutReplay(RolloutReconciler):
             return
         for service in self._worker_services(graph):
             now, older = graph.generations(service)
-            if now is not None and o.is_managed(now):
-                plan.set_replicas(now, graph.desired_replicas(service, now))
+            desired = graph.desired_replicas(service, now) if now is not None else None
+            if now is not None and o.is_managed(now) and desired is not None:
+                plan.set_replicas(now, desired)
             if prev.get("phase") in ACTIVE_PHASES:
                 for dep in older:  # deleteOldWorkerDCDs: a plain Delete, serving or not
                     if o.is_managed(dep):

@@ -49,8 +49,12 @@ class GroveSurgeReconciler:
             comp = children.component(service, False)
             if comp.resource is not PODCLIQUES or comp.obj is None:
                 continue
-            adapter = graph.adapters.get(service)
-            base = int((adapter.get("spec") or {}).get("replicas", 1)) if adapter else svc.replicas
+            if service in graph.adapters:
+                base = graph.adapter_replicas(service)
+            else:
+                base = graph.spec_replicas(service)
+            if base is None:
+                continue  # refused (reported in the DGD status): nothing is scaled
             target = self._target(graph, comp.obj, base, ctx)
             if target is None:
                 continue

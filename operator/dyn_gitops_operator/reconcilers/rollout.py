@@ -232,8 +232,15 @@ class RolloutReconciler:
             if olds:
                 progress.waiting.append(service)  # the new generation is not applied yet
             return
-        desired = graph.desired_replicas(service, current)
         managed = o.is_managed(current)
+        # not managed and nothing to drain: Git sizes it, the count is only compared against
+        desired = graph.desired_replicas(service, current, applied=managed or bool(olds))
+        if desired is None:
+            # a count from Git refused (graph.refused, reported in the status): every
+            # generation keeps its replicas until the object changes
+            if olds:
+                progress.rolling.append(service)
+            return
         if not olds:
             if managed:
                 plan.set_replicas(current, desired)

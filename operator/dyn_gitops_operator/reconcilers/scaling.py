@@ -39,7 +39,9 @@ class ScalingAdapterReconciler:
 
     def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
         for service, adapter in sorted(graph.adapters.items()):
-            wanted = int((adapter.get("spec") or {}).get("replicas", 1))
+            wanted = graph.adapter_replicas(service)
+            if wanted is None:
+                continue  # refused (reported in the DGD status): status and workload stay
             self._publish(graph, service, adapter, wanted, plan, ctx)
             if graph.grove is not None:
                 continue  # no Deployments on the Grove path: see _grove
@@ -89,17 +91,17 @@ class ScalingAdapterReconciler:
         surge's value (``grove_surge`` ran first)."""
         for service, svc in sorted(graph.services.items()):
             comp = children.component(service, svc.multinode)
-            adapter = graph.adapters.get(service)
+            wanted: int | None
             if comp.name in plan.grove_replicas:
                 wanted = plan.grove_replicas[comp.name]  # an OnDelete surge step
-            elif adapter is not None:
-                wanted = int((adapter.get("spec") or {}).get("replicas", 1))
+            elif service in graph.adapters:
+                wanted = graph.adapter_replicas(service)
             elif svc.explicit_replicas:
-                wanted = svc.replicas
+                wanted = graph.spec_replicas(service)
             else:
                 continue  # nothing asked for: the operator skips it too
-            if comp.obj is None or grove.desired(comp.obj) == wanted:
-                continue  # not created by Grove yet (the operator skips it too), or done
+            if wanted is None or comp.obj is None or grove.desired(comp.obj) == wanted:
+                continue  # refused, not created by Grove yet (the operator skips it too), or done
             plan.writes.append(
                 Write(
                     comp.resource, grove.scale_patch(comp, wanted), subresource="scale", merge=True

@@ -11,12 +11,14 @@ otherwise the workloads' verdict. Ready is True only for the generation this pas
 snapshot holds, the write is conditional on its resourceVersion, and a workload that has
 not observed its own spec (or was just written) is not ready. The field names are the
 operator's: the Planner, ``kubectl get dgd`` and the Argo CD / Flux health checks read
-them. Written only when something changed.
+them. Written only when something changed. Ours: a replica count from Git the controller
+refused (:mod:`..counts`) makes the graph ``failed`` with reason ``ReplicasAboveCeiling``
+or ``InvalidReplicas``.
 """
 
 from __future__ import annotations
 
-from dyn_gitops_operator import grove, readiness
+from dyn_gitops_operator import counts, grove, readiness
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import Plan
@@ -31,7 +33,12 @@ ROLLING_UPDATE_REASON = "rolling_update_in_progress"
 
 def ready_condition(graph: Graph, plan: Plan) -> tuple[str, Obj]:
     v = readiness.verdict(graph, plan)
-    if plan.rollout_state is not None:
+    if graph.refused:
+        # a count from Git the controller will not apply: failed until Git changes it
+        # (Argo CD Degraded, Flux Failed), whatever the workloads still serve
+        state = "failed"
+        reason, message = counts.condition(graph.refused.values())
+    elif plan.rollout_state is not None:
         state, reason, message = plan.rollout_state
     elif v.failed:
         message = "Resources failed: " + "; ".join(v.failed + v.not_ready)
