@@ -106,6 +106,25 @@ def printable(text: str) -> str:
     return "".join(_escape(c) if unicodedata.category(c) in _INVISIBLE else c for c in text)
 
 
+def internal_error(exc: BaseException) -> str:
+    """The line for a bug (exit 3): the exception's type and where dyn-gitops raised it,
+    never its text, which can carry input (a pydantic error repeats the value it refused,
+    an env value as well as any other)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "dyn_gitops" in f.filename] or frames
+    where = ""
+    if ours:
+        path = ours[-1].filename.replace("\\", "/")
+        path = path[path.rfind("dyn_gitops/") :] if "dyn_gitops/" in path else path
+        where = f" at {path}:{ours[-1].lineno}"
+    return printable(
+        f"dyn-gitops: internal error: {type(exc).__name__}{where} "
+        "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)"
+    )
+
+
 # ---------------------------------------------------------------------------- redaction
 def names_credential(key: str) -> bool:
     """A field or env var name that says it holds a credential (see the module rule)."""

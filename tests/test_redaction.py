@@ -11,6 +11,7 @@ KRM and the Argo CD plugin. Render itself is never redacted.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +21,9 @@ import pytest
 import yaml
 from conftest import CONFORMANCE, resource_list, run_cli
 from support.planted import CREDENTIAL_ENVS, Planter, found_in, plant
+
+from dyn_gitops.display import REDACTED, describe
+from dyn_gitops.workflows.diff import field_changes
 
 #: v1alpha1 and v1beta1, agg and disagg, one with envs of its own, one with a planner
 EXAMPLES = (
@@ -206,3 +210,302 @@ def test_krm_results_show_no_planted_value(planted: Planted, tmp_path: Path) -> 
     results = yaml.safe_load(res.stdout)["results"]
     assert any(r["field"]["path"].endswith("Frontend.replicas") for r in results), results
     assert not found_in(yaml.safe_dump(results) + res.stderr, planted.values)
+
+
+# ---------------------------------------------------------------------------- env values
+def _alpha(name: str, **where: Any) -> dict[str, Any]:
+    """A small v1alpha1 DGD; ``where``: envs (graph), svc_envs, main_env, annotations."""
+    main: dict[str, Any] = {"image": "example.com/dynamo:1.1.0"}
+    if "main_env" in where:
+        main["env"] = where["main_env"]
+    worker: dict[str, Any] = {
+        "componentType": "worker",
+        "resources": {"limits": {"gpu": "1"}},
+        "extraPodSpec": {"mainContainer": main},
+    }
+    if "svc_envs" in where:
+        worker["envs"] = where["svc_envs"]
+    spec: dict[str, Any] = {"services": {"VllmWorker": worker}}
+    if "envs" in where:
+        spec["envs"] = where["envs"]
+    meta: dict[str, Any] = {"name": name, "annotations": where.get("annotations") or {}}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": meta,
+        "spec": spec,
+    }
+
+
+def _beta(name: str, **where: Any) -> dict[str, Any]:
+    """A small v1beta1 DGD; ``where``: env (graph), container_env, annotations."""
+    container: dict[str, Any] = {"name": "main", "image": "example.com/dynamo:1.1.0"}
+    if "container_env" in where:
+        container["env"] = where["container_env"]
+    component = {
+        "name": "Frontend",
+        "type": "frontend",
+        "podTemplate": {"spec": {"containers": [container]}},
+    }
+    spec: dict[str, Any] = {"components": [component]}
+    if "env" in where:
+        spec["env"] = where["env"]
+    meta: dict[str, Any] = {"name": name, "annotations": where.get("annotations") or {}}
+    return {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": meta,
+        "spec": spec,
+    }
+
+
+def _legacy(value: Any) -> list[dict[str, Any]]:
+    return [{"name": "DYN_DEPLOYMENT_CONFIG", "value": value}]
+
+
+def _config(**service_args: Any) -> str:
+    return json.dumps({"VllmWorker": {"ServiceArgs": service_args}})
+
+
+#: case -> (the DGD with one wrong env value, the planted values in it)
+WRONG_ENVS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    "number": (_alpha("number", envs=[{"name": "HF_TOKEN", "value": 8675309001}]), ("8675309001",)),
+    "list": (_alpha("list", envs=[{"name": "DYN_LOG", "value": ["plntlist1q"]}]), ("plntlist1q",)),
+    "mapping": (
+        _alpha("mapping", svc_envs=[{"name": "X", "value": {"k": "plntmap1q"}}]),
+        ("plntmap1q",),
+    ),
+    "string-entry": (_alpha("string-entry", envs=["HF_TOKEN=plntstr1q"]), ("plntstr1q",)),
+    "no-name": (_alpha("no-name", main_env=[{"value": "plntnoname1q"}]), ("plntnoname1q",)),
+    "valuefrom-string": (
+        _alpha("valuefrom-string", main_env=[{"name": "A", "valueFrom": "plntvf1q"}]),
+        ("plntvf1q",),
+    ),
+    "main-number": (
+        _alpha("main-number", main_env=[{"name": "P", "value": 8675309002}]),
+        ("8675309002",),
+    ),
+    "legacy-not-json": (
+        _alpha("legacy-not-json", envs=_legacy('{"VllmWorker": plntjson1q')),
+        ("plntjson1q",),
+    ),
+    "legacy-a-string": (_alpha("legacy-a-string", envs=_legacy('"plntjson2q"')), ("plntjson2q",)),
+    "legacy-a-list": (_alpha("legacy-a-list", envs=_legacy('["plntjson3q"]')), ("plntjson3q",)),
+    "legacy-cpu": (
+        _alpha("legacy-cpu", envs=_legacy(_config(resources={"cpu": "plntcpu1q"}))),
+        ("plntcpu1q",),
+    ),
+    "legacy-memory": (
+        _alpha("legacy-memory", main_env=_legacy(_config(resources={"memory": "8Gi plntmem1q"}))),
+        ("plntmem1q",),
+    ),
+    "legacy-custom": (
+        _alpha(
+            "legacy-custom",
+            svc_envs=_legacy(_config(resources={"custom": {"example.com/x": "plntcus1q"}})),
+        ),
+        ("plntcus1q",),
+    ),
+    "legacy-deep": (
+        _alpha("legacy-deep", envs=_legacy("[" * 300 + '"plntdeep1q"' + "]" * 300)),
+        ("plntdeep1q",),
+    ),
+    "legacy-digits": (
+        _alpha("legacy-digits", envs=_legacy('{"plntdig1q": ' + "7" * 5000 + "}")),
+        ("plntdig1q", "7" * 40),
+    ),
+    "beta-container-number": (
+        _beta("beta-container-number", container_env=[{"name": "HF_TOKEN", "value": 8675309003}]),
+        ("8675309003",),
+    ),
+    "beta-graph-list": (
+        _beta("beta-graph-list", env=[{"name": "Y", "value": ["plntbeta1q"]}]),
+        ("plntbeta1q",),
+    ),
+    "beta-legacy-cpu": (
+        _beta(
+            "beta-legacy-cpu",
+            env=_legacy(
+                json.dumps({"Frontend": {"ServiceArgs": {"resources": {"cpu": "plntcpu2q"}}}})
+            ),
+        ),
+        ("plntcpu2q",),
+    ),
+    "beta-dgd-spec": (
+        _beta(
+            "beta-dgd-spec",
+            annotations={
+                "nvidia.com/dgd-spec": '{"version":1,"spec":{"envs":'
+                '[{"name":"HF_TOKEN","value":"plntspec1q"}], plntspec2q'
+            },
+        ),
+        ("plntspec1q", "plntspec2q"),
+    ),
+}
+
+
+#: case -> (an env value as written in YAML that cannot be read, the planted values in it)
+UNREADABLE_ENVS = {
+    "yaml-int": ("!!int plntyaml1q", ("plntyaml1q",)),
+    "yaml-binary": ("!!binary plntyaml2q*", ("plntyaml2q",)),
+    "yaml-tag": ("!secret plntyaml3q", ("plntyaml3q",)),
+    "yaml-quote": ('"plntyaml4q', ("plntyaml4q",)),
+    "yaml-flow": ("{plntyaml5q: [", ("plntyaml5q",)),
+}
+
+
+def _write_wrong_envs(tree: Path) -> dict[str, tuple[str, ...]]:
+    """One file per case of :data:`WRONG_ENVS` and :data:`UNREADABLE_ENVS`: case -> values."""
+    for case, (dgd, _) in WRONG_ENVS.items():
+        dgd["metadata"]["namespace"] = "demo"
+        (tree / f"{case}.yaml").write_text(yaml.safe_dump(dgd, sort_keys=False))
+    for case, (text, _) in UNREADABLE_ENVS.items():
+        dgd = _alpha(case, envs=[{"name": "HF_TOKEN", "value": "VALUE"}])
+        dgd["metadata"]["namespace"] = "demo"
+        written = yaml.safe_dump(dgd, sort_keys=False).replace("VALUE", text)
+        (tree / f"{case}.yaml").write_text(written)
+    return {
+        **{case: values for case, (_, values) in WRONG_ENVS.items()},
+        **{case: values for case, (_, values) in UNREADABLE_ENVS.items()},
+    }
+
+
+def test_no_problem_message_contains_an_env_value(tmp_path: Path) -> None:
+    """Env values wrong in many ways, each in a DGD of its own (one run reports them all):
+    every one is refused, and no message shows the value, in part or whole (a legacy
+    config's resources used to be echoed)."""
+    cases = _write_wrong_envs(tmp_path)
+    res = run_cli("render", "--runtime-version-admission", "lenient", str(tmp_path))
+    assert res.code == 1 and res.stdout == "", res.stderr
+    assert "Traceback" not in res.stderr
+    for case, values in cases.items():
+        assert f"{case}.yaml:" in res.stderr, f"{case}: no problem reported\n{res.stderr}"
+        lines = [ln for ln in res.stderr.splitlines() if ln.startswith(f"{case}.yaml:")]
+        assert not found_in("\n".join(lines), set(values)), lines
+
+
+# ---------------------------------------------------------------------------- the rule
+SPEC = {
+    "version": 1,
+    "spec": {
+        "envs": [{"name": "HF_TOKEN", "value": "plntu1q"}, {"name": "DYN_LOG", "value": "info"}],
+        "services": {
+            "W": {
+                "annotations": {"team": "ml"},
+                "extraPodSpec": {
+                    "mainContainer": {
+                        "env": [
+                            {"name": "API_KEY", "value": "plntu2q"},
+                            {
+                                "name": "DYN_DEPLOYMENT_CONFIG",
+                                "value": '{"C": {"token": "plntu3q"}}',
+                            },
+                            {"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+                        ]
+                    }
+                },
+            }
+        },
+    },
+}
+
+
+def test_an_embedded_document_is_redacted_by_its_structure() -> None:
+    from dyn_gitops.display import redact_text  # new in issue 25
+
+    text = json.dumps(SPEC)
+    shown = redact_text(text)
+    assert not found_in(shown, {"plntu1q", "plntu2q", "plntu3q"}), shown
+    back = json.loads(shown)["spec"]
+    assert back["envs"] == [
+        {"name": "HF_TOKEN", "value": REDACTED},
+        {"name": "DYN_LOG", "value": "info"},  # plain configuration stays reviewable
+    ]
+    env = back["services"]["W"]["extraPodSpec"]["mainContainer"]["env"]
+    assert json.loads(env[1]["value"]) == {"C": {"token": REDACTED}}  # a document in a document
+    assert env[2]["valueFrom"] == {"secretKeyRef": {"name": "s", "key": "k"}}  # a reference
+    assert back["services"]["W"]["annotations"] == {"team": "ml"}
+    # nothing to hide: the text as it is, byte for byte
+    plain = '{"version":1,"spec":{"services":{"W":{"envFromSecret":"hf-token-secret"}}}}'
+    assert redact_text(plain) == plain
+    for text in ("info", "http://host:8080/x", "--model Qwen/Qwen3-0.6B", "12:30", "[INFO] ok"):
+        assert redact_text(text) == text
+
+
+def test_a_document_that_cannot_be_read_is_hidden_whole_when_it_names_a_credential() -> None:
+    from dyn_gitops.display import redact_text  # new in issue 25
+
+    assert redact_text('{"token": "plntu4q"') == REDACTED  # not JSON
+    assert redact_text("[" * 100 + '"token"' + "]" * 100) == REDACTED  # too deep
+    assert redact_text("db:\n  password: plntu5q\n") == REDACTED  # YAML, not read here
+    assert redact_text('{"a": 1') == '{"a": 1'  # nothing credential-like in it
+    assert redact_text("db:\n  host: x\n") == "db:\n  host: x\n"
+    deep = json.dumps({"token": "plntu11q"})
+    for _ in range(6):  # documents in documents, beyond the nesting bound: hidden whole
+        deep = json.dumps({"env": [{"name": "CFG", "value": deep}]})
+    shown = redact_text(deep)
+    assert "plntu11q" not in shown and REDACTED in shown and "CFG" in shown
+
+
+def test_error_messages_describe_a_document_with_a_credential_inside() -> None:
+    assert describe(json.dumps(SPEC), sensitive=False).startswith("a string of ")
+    assert describe('{"replicas": 2}', sensitive=False) == "'{\"replicas\": 2}'"
+
+
+def test_diff_compares_documents_field_by_field_only_when_one_holds_a_credential() -> None:
+    def dgd(spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "nvidia.com/v1beta1",
+            "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "g", "annotations": {"nvidia.com/dgd-spec": json.dumps(spec)}},
+        }
+
+    after = json.loads(json.dumps(SPEC).replace("plntu1q", "plntu9q").replace("info", "debug"))
+    changes = field_changes(dgd(SPEC), dgd(after))
+    inner = 'metadata.annotations["nvidia.com/dgd-spec"]{json}.spec.envs'
+    assert [(c.path, c.before, c.after) for c in changes] == [
+        (f"{inner}[name=HF_TOKEN].value", REDACTED, REDACTED),
+        (f"{inner}[name=DYN_LOG].value", "info", "debug"),
+    ]
+    plain = {"version": 1, "spec": {"pvcs": [{"name": "a"}]}}
+    [whole] = field_changes(dgd(plain), dgd({**plain, "spec": {}}))
+    assert whole.path == 'metadata.annotations["nvidia.com/dgd-spec"]'
+    assert whole.before == json.dumps(plain)  # as before: no credential, the text whole
+
+
+def test_diff_redacts_credentials_of_env_entries_compared_by_position() -> None:
+    """A list that repeats an env name (or has an entry without one) is compared by
+    position; its credential values were shown (the name was only known per named entry)."""
+
+    def env(*values: str) -> dict[str, Any]:
+        return {"env": [{"name": "HF_TOKEN", "value": v} for v in values]}
+
+    changes = field_changes(env("plntu6q", "plntu7q"), env("plntu8q", "plntu9q"))
+    assert [(c.path, c.before, c.after) for c in changes] == [
+        ("env[0].value", REDACTED, REDACTED),
+        ("env[1].value", REDACTED, REDACTED),
+    ]
+
+
+def test_an_internal_error_never_repeats_the_exceptions_text(monkeypatch: Any, capsys: Any) -> None:
+    """A bug (exit 3) names the exception's type and where it was raised: its text can carry
+    input (a pydantic error repeats the value it refused: an env value from a legacy config
+    once did)."""
+    from pydantic import BaseModel
+
+    from dyn_gitops import cli
+
+    class Model(BaseModel):
+        replicas: int
+
+    def boom(**_: Any) -> None:
+        Model.model_validate({"replicas": "plntu10q"})
+
+    monkeypatch.setattr(cli, "main", boom)
+    with pytest.raises(SystemExit) as info:
+        cli.entry()
+    err = capsys.readouterr().err
+    assert info.value.code == 3
+    assert "plntu10q" not in err
+    assert err.startswith("dyn-gitops: internal error: ValidationError at "), err
+    assert "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)" in err

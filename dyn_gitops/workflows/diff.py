@@ -23,6 +23,7 @@ from ..display import (
     UNREADABLE,
     embedded_kind,
     is_sensitive,
+    names_credential,
     read_embedded,
     redact_text,
     redact_tree,
@@ -178,6 +179,18 @@ class _At:
     def down(self, step: str | int, env_name: str | None = None) -> _At:
         return dataclasses.replace(self, loc=(*self.loc, step), env_name=env_name or self.env_name)
 
+    def entry(self, before: Obj, after: Obj) -> _At:
+        """At an env entry compared by position (its list repeats a name, or one has none):
+        its name, a credential one if either side's is."""
+        if len(self.loc) < 2 or not isinstance(self.loc[-1], int):
+            return self
+        if self.loc[-2] not in ("env", "envs"):
+            return self
+        names = [n for n in (before.get("name"), after.get("name")) if isinstance(n, str)]
+        credential = [n for n in names if names_credential(n)]
+        found = (credential or names or [None])[0]
+        return dataclasses.replace(self, env_name=found) if found else self
+
     def shown(self, v: Any) -> Any:
         if v is ABSENT:
             return v
@@ -211,6 +224,7 @@ def _changes(before: Any, after: Any, path: str, at: _At) -> list[FieldChange]:
     if before == after:
         return []
     if isinstance(before, dict) and isinstance(after, dict):
+        at = at.entry(before, after)
         out: list[FieldChange] = []
         for k in [*before, *(k for k in after if k not in before)]:
             sub = f"{path}{_seg(str(k))}"
