@@ -509,3 +509,42 @@ def test_an_internal_error_never_repeats_the_exceptions_text(monkeypatch: Any, c
     assert "plntu10q" not in err
     assert err.startswith("dyn-gitops: internal error: ValidationError at "), err
     assert "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)" in err
+
+
+def test_the_controller_logs_no_env_value_of_a_live_dgd(caplog: Any) -> None:
+    """The companion controller computes the worker hash of live DGDs, whatever they hold;
+    what it logs when it cannot names the failure, never an env value (the only log line
+    that carries an error about object content; it emits no Events)."""
+    import logging
+
+    from dyn_gitops_operator.graph import compute_worker_hash
+
+    env = [
+        {"name": "HF_TOKEN", "value": "plntc1q"},
+        {
+            "name": "DYN_DEPLOYMENT_CONFIG",
+            "value": '{"W": {"ServiceArgs": {"workers": "plntc2q"}}}',
+        },
+        {"name": "A", "value": {"k": "plntc3q"}},
+        "B=plntc4q",
+    ]
+    broken = ({"multinode": {"nodeCount": "x"}}, {"podTemplate": "plntc5q"}, {"replicas": "y"})
+    with caplog.at_level(logging.DEBUG):
+        for extra in broken:
+            component = {
+                "name": "W",
+                "type": "worker",
+                "podTemplate": {"spec": {"containers": [{"name": "main", "env": env}]}},
+                **extra,
+            }
+            compute_worker_hash(
+                {
+                    "apiVersion": "nvidia.com/v1beta1",
+                    "kind": "DynamoGraphDeployment",
+                    "metadata": {"name": "g", "namespace": "n"},
+                    "spec": {"env": env, "components": [component]},
+                }
+            )
+    assert caplog.records, "the broken DGDs were logged"
+    logged = "\n".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
+    assert not found_in(logged, {f"plntc{i}q" for i in range(1, 6)}), logged

@@ -188,8 +188,8 @@ class _At:
             return self
         names = [n for n in (before.get("name"), after.get("name")) if isinstance(n, str)]
         credential = [n for n in names if names_credential(n)]
-        found = (credential or names or [None])[0]
-        return dataclasses.replace(self, env_name=found) if found else self
+        found = (credential or names)[:1]
+        return dataclasses.replace(self, env_name=found[0]) if found else self
 
     def shown(self, v: Any) -> Any:
         if v is ABSENT:
