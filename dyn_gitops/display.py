@@ -23,13 +23,15 @@ messages, the ``diff`` reports) goes through here, so the rule lives in one plac
 **Embedded text.** A string value can carry a document of its own: the ``nvidia.com/dgd-spec``
 annotation (the v1alpha1 spec, env values included), ``DYN_DEPLOYMENT_CONFIG``, any annotation
 or env value written as JSON. Redaction goes by structure, not by searching the text: a string
-that holds a JSON object or array (read with the bounded reader, :mod:`.boundedjson`, within
-:data:`EMBEDDED_MAX_CHARS` and :data:`EMBEDDED_MAX_DEPTH`) is redacted as a document of its
-own, with the rules above (its ``kind`` when it says one), its strings in turn up to
-:data:`EMBEDDED_MAX_NESTING` texts deep, and shown re-encoded. A text that looks like such a
-document but cannot be read within those bounds (invalid or too big JSON, or YAML, which is
-not read here), or that lies deeper, is hidden whole when it names a credential anywhere.
-``diff`` compares two such documents field by field (``path{json}.inner.path``).
+that holds a JSON or YAML object or array (JSON read with the bounded reader,
+:mod:`.boundedjson`; YAML only without anchors or aliases; both within
+:data:`EMBEDDED_MAX_CHARS`, :data:`EMBEDDED_MAX_DEPTH` and :data:`EMBEDDED_MAX_NODES`) is
+redacted as a document of its own, with the rules above (its ``kind`` when it says one), its
+strings in turn up to :data:`EMBEDDED_MAX_NESTING` texts deep, and shown re-encoded as JSON.
+A document that cannot be read within those bounds (too big, too deep, an alias, a bad tag;
+a text that starts like JSON but is neither JSON nor YAML), or that lies deeper, is hidden
+whole when it names a credential anywhere. Text that is no document (a script, a sentence)
+is plain text. ``diff`` compares two such documents field by field (``path{json}.inner``).
 
 Error messages are stricter (``strict=True``): they also never show any env value, ``args`` or
 ``command``, whatever the names; a message only needs the value's type. Sensitive values are
@@ -58,6 +60,7 @@ REDACTED = "(redacted)"
 #: bounds of a document embedded in a string: a text beyond them is not read (see the rule)
 EMBEDDED_MAX_CHARS = 1 << 20
 EMBEDDED_MAX_DEPTH = 64
+EMBEDDED_MAX_NODES = 20_000
 #: embedded texts inside embedded texts (``DYN_DEPLOYMENT_CONFIG`` in ``nvidia.com/dgd-spec``)
 EMBEDDED_MAX_NESTING = 4
 
@@ -172,17 +175,52 @@ UNREADABLE: Any = _Unreadable()
 
 
 def read_embedded(text: str) -> Any:
-    """The JSON object or array ``text`` holds; None for plain text; :data:`UNREADABLE` for
-    a text that looks like a document (JSON, YAML) but is not readable here within bounds."""
-    if text.lstrip()[:1] in ("{", "["):
-        if len(text) > EMBEDDED_MAX_CHARS:
-            return UNREADABLE
+    """The JSON or YAML object or array ``text`` holds; None for plain text (a script, a
+    sentence, a text YAML does not read); :data:`UNREADABLE` for a text that is a document
+    but not readable here within bounds (or that starts like JSON and is no document)."""
+    json_like = text.lstrip()[:1] in ("{", "[")
+    if not json_like and not _YAML_KEY.search(text):
+        return None
+    if len(text) > EMBEDDED_MAX_CHARS:
+        return UNREADABLE
+    data: Any = None
+    if json_like:
         try:
             data = json_loads_bounded(text, max_depth=EMBEDDED_MAX_DEPTH)
         except (ValueError, RecursionError):  # not JSON, too deep, too many digits
-            return UNREADABLE
-        return data if isinstance(data, dict | list) else UNREADABLE
-    return UNREADABLE if _YAML_KEY.search(text) else None
+            data = None
+    if not isinstance(data, dict | list):
+        data = _read_yaml(text)  # also JSON's flow-style cousin, {a: 1}
+    if isinstance(data, dict | list) or data is UNREADABLE:
+        return data
+    return UNREADABLE if json_like else None
+
+
+def _read_yaml(text: str) -> Any:
+    """The YAML document ``text`` holds; None when it is no YAML; :data:`UNREADABLE` when it
+    is beyond bounds (depth, nodes, any anchor or alias: they multiply a document) or YAML
+    that cannot be built (a bad tag, too many digits, several documents)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                return UNREADABLE
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            nodes += 1
+            if depth > EMBEDDED_MAX_DEPTH or nodes > EMBEDDED_MAX_NODES:
+                return UNREADABLE
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None
+    try:
+        return yaml.load(text, Loader=loader)  # a safe loader
+    except (yaml.YAMLError, ValueError, RecursionError, TypeError):
+        return UNREADABLE
 
 
 def embedded_kind(data: Any) -> str | None:
@@ -205,7 +243,10 @@ def redact_text(text: str, *, nesting: int = 0) -> str:
         return text
     import json  # only when a text is shown redacted
 
-    return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+    try:  # YAML can hold what JSON cannot write (a date as a key): then nothing of it
+        return json.dumps(shown, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return REDACTED
 
 
 def describe(value: Any, *, sensitive: bool) -> str:

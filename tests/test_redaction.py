@@ -430,6 +430,12 @@ def test_an_embedded_document_is_redacted_by_its_structure() -> None:
     assert redact_text(plain) == plain
     for text in ("info", "http://host:8080/x", "--model Qwen/Qwen3-0.6B", "12:30", "[INFO] ok"):
         assert redact_text(text) == text
+    # YAML too, by its structure; a script that mentions a token is no document
+    assert redact_text("db:\n  password: plntu12q\n  host: x\n") == (
+        '{"db":{"password":"(redacted)","host":"x"}}'
+    )
+    script = "def read():\n    try:\n        token = open(TOKEN_PATH).read()\n    except OSError:\n"
+    assert redact_text(script) == script
 
 
 def test_a_document_that_cannot_be_read_is_hidden_whole_when_it_names_a_credential() -> None:
@@ -437,7 +443,8 @@ def test_a_document_that_cannot_be_read_is_hidden_whole_when_it_names_a_credenti
 
     assert redact_text('{"token": "plntu4q"') == REDACTED  # not JSON
     assert redact_text("[" * 100 + '"token"' + "]" * 100) == REDACTED  # too deep
-    assert redact_text("db:\n  password: plntu5q\n") == REDACTED  # YAML, not read here
+    assert redact_text("a: &x {password: plntu5q}\nb: *x\n") == REDACTED  # YAML alias
+    assert redact_text("n: !!int abc\npassword: plntu5q\n") == REDACTED  # YAML, a bad tag
     assert redact_text('{"a": 1') == '{"a": 1'  # nothing credential-like in it
     assert redact_text("db:\n  host: x\n") == "db:\n  host: x\n"
     deep = json.dumps({"token": "plntu11q"})
