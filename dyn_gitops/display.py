@@ -11,13 +11,27 @@ messages, the ``diff`` reports) goes through here, so the rule lives in one plac
   /``api-key``, ``accesskey`` or ``privatekey`` (any case); keys that only *refer* to a
   credential by name do not count, so a reviewer still sees which Secret is used: keys ending
   in ``Ref``, ``Name`` or ``Names`` (``secretKeyRef``, ``secretRef``, ``secretName``),
-  ``imagePullSecrets``, and a ``secret`` key that holds a block (a volume's ``secret``; a
-  ``secret`` key holding a value is sensitive);
+  ``imagePullSecrets``, a v1alpha1 service's ``envFromSecret`` (a Secret's name), and a
+  ``secret`` key that holds a block (a volume's ``secret``; a ``secret`` key holding a
+  value is sensitive);
 * is the ``value`` of an ``env``/``envs`` entry whose ``name`` names a credential (same
   words: ``HF_TOKEN``, ``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``).
 * is the ``kubectl.kubernetes.io/last-applied-configuration`` annotation of any object: it
-  is the whole object again as one JSON string (a Secret's data, env values), beyond the
-  reach of the rules above.
+  is the whole object again as one JSON string (a Secret's data, env values); nothing in it
+  is for review, so it is hidden whole.
+
+**Embedded text.** A string value can carry a document of its own: the ``nvidia.com/dgd-spec``
+annotation (the v1alpha1 spec, env values included), ``DYN_DEPLOYMENT_CONFIG``, any annotation
+or env value written as JSON. Redaction goes by structure, not by searching the text: a string
+that holds a JSON or YAML object or array (JSON read with the bounded reader,
+:mod:`.boundedjson`; YAML only without anchors or aliases; both within
+:data:`EMBEDDED_MAX_CHARS`, :data:`EMBEDDED_MAX_DEPTH` and :data:`EMBEDDED_MAX_NODES`) is
+redacted as a document of its own, with the rules above (its ``kind`` when it says one), its
+strings in turn up to :data:`EMBEDDED_MAX_NESTING` texts deep, and shown re-encoded as JSON.
+A document that cannot be read within those bounds (too big, too deep, an alias, a bad tag;
+a text that starts like JSON but is neither JSON nor YAML), or that lies deeper, is hidden
+whole when it names a credential anywhere. Text that is no document (a script, a sentence)
+is plain text. ``diff`` compares two such documents field by field (``path{json}.inner``).
 
 Error messages are stricter (``strict=True``): they also never show any env value, ``args`` or
 ``command``, whatever the names; a message only needs the value's type. Sensitive values are
@@ -39,9 +53,16 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from .boundedjson import json_loads_bounded
 from .keys import ANN_KUBECTL_LAST_APPLIED
 
 REDACTED = "(redacted)"
+#: bounds of a document embedded in a string: a text beyond them is not read (see the rule)
+EMBEDDED_MAX_CHARS = 1 << 20
+EMBEDDED_MAX_DEPTH = 64
+EMBEDDED_MAX_NODES = 20_000
+#: embedded texts inside embedded texts (``DYN_DEPLOYMENT_CONFIG`` in ``nvidia.com/dgd-spec``)
+EMBEDDED_MAX_NESTING = 4
 
 _CREDENTIAL = re.compile(
     r"passw|passphrase|secret|token|credential|auth|cert|cookie|"
@@ -49,12 +70,14 @@ _CREDENTIAL = re.compile(
     re.IGNORECASE,
 )
 #: keys that hold the *name* of a Secret or key, not a credential
-_REFERENCE = re.compile(r"(ref|name|names)$|^imagePullSecrets$", re.IGNORECASE)
+_REFERENCE = re.compile(r"(ref|name|names)$|^(imagePullSecrets|envFromSecret)$", re.IGNORECASE)
 _ENV_LISTS = ("env", "envs")
 _STRICT_LISTS = ("env", "envs", "args", "command")
 _INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _FLAG = re.compile(r"(--?[A-Za-z0-9][A-Za-z0-9_.-]*)(=.*)?", re.DOTALL)
+#: a line of a YAML mapping or list of mappings (``key: value``, ``- key:``): YAML text
+_YAML_KEY = re.compile(r"^[ \t]*(?:-[ \t]+)?[\"']?[\w./-]+[\"']?[ \t]*:(?:[ \t]|$)", re.M)
 
 Loc = Sequence[str | int]
 
@@ -84,6 +107,25 @@ def printable(text: str) -> str:
     if text.isprintable():  # fast path: the common case has nothing to escape
         return text
     return "".join(_escape(c) if unicodedata.category(c) in _INVISIBLE else c for c in text)
+
+
+def internal_error(exc: BaseException) -> str:
+    """The line for a bug (exit 3): the exception's type and where dyn-gitops raised it,
+    never its text, which can carry input (a pydantic error repeats the value it refused,
+    an env value as well as any other)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "dyn_gitops" in f.filename] or frames
+    where = ""
+    if ours:
+        path = ours[-1].filename.replace("\\", "/")
+        path = path[path.rfind("dyn_gitops/") :] if "dyn_gitops/" in path else path
+        where = f" at {path}:{ours[-1].lineno}"
+    return printable(
+        f"dyn-gitops: internal error: {type(exc).__name__}{where} "
+        "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)"
+    )
 
 
 # ---------------------------------------------------------------------------- redaction
@@ -123,6 +165,90 @@ def is_sensitive(
     return False
 
 
+class _Unreadable:
+    def __repr__(self) -> str:
+        return "(unreadable)"
+
+
+#: what :func:`read_embedded` gives for a text that looks like a document it cannot read
+UNREADABLE: Any = _Unreadable()
+
+
+def read_embedded(text: str) -> Any:
+    """The JSON or YAML object or array ``text`` holds; None for plain text (a script, a
+    sentence, a text YAML does not read); :data:`UNREADABLE` for a text that is a document
+    but not readable here within bounds (or that starts like JSON and is no document)."""
+    json_like = text.lstrip()[:1] in ("{", "[")
+    if not json_like and not _YAML_KEY.search(text):
+        return None
+    if len(text) > EMBEDDED_MAX_CHARS:
+        return UNREADABLE
+    data: Any = None
+    if json_like:
+        try:
+            data = json_loads_bounded(text, max_depth=EMBEDDED_MAX_DEPTH)
+        except (ValueError, RecursionError):  # not JSON, too deep, too many digits
+            data = None
+    if not isinstance(data, dict | list):
+        data = _read_yaml(text)  # also JSON's flow-style cousin, {a: 1}
+    if isinstance(data, dict | list) or data is UNREADABLE:
+        return data
+    return UNREADABLE if json_like else None
+
+
+def _read_yaml(text: str) -> Any:
+    """The YAML document ``text`` holds; None when it is no YAML; :data:`UNREADABLE` when it
+    is beyond bounds (depth, nodes, any anchor or alias: they multiply a document) or YAML
+    that cannot be built (a bad tag, too many digits, several documents)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                return UNREADABLE
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            nodes += 1
+            if depth > EMBEDDED_MAX_DEPTH or nodes > EMBEDDED_MAX_NODES:
+                return UNREADABLE
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None
+    try:
+        return yaml.load(text, Loader=loader)  # a safe loader
+    except (yaml.YAMLError, ValueError, RecursionError, TypeError):
+        return UNREADABLE
+
+
+def embedded_kind(data: Any) -> str | None:
+    """The ``kind`` an embedded document says it is (a last-applied copy of a Secret)."""
+    kind = data.get("kind") if isinstance(data, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def redact_text(text: str, *, nesting: int = 0) -> str:
+    """``text`` as it may be shown: itself when it holds no credential, an embedded document
+    re-encoded with its credentials redacted, or :data:`REDACTED` when it cannot be read
+    (see the module rule). ``nesting``: how many embedded texts ``text`` already lies in."""
+    data = read_embedded(text)
+    if data is None:
+        return text
+    if data is UNREADABLE or nesting >= EMBEDDED_MAX_NESTING:
+        return REDACTED if _CREDENTIAL.search(text) else text
+    shown = redact_tree(data, kind=embedded_kind(data), nesting=nesting + 1)
+    if shown == data:
+        return text
+    import json  # only when a text is shown redacted
+
+    try:  # YAML can hold what JSON cannot write (a date as a key): then nothing of it
+        return json.dumps(shown, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return REDACTED
+
+
 def describe(value: Any, *, sensitive: bool) -> str:
     """``value`` for an error message: shown if harmless, else its type and size only.
 
@@ -134,7 +260,7 @@ def describe(value: Any, *, sensitive: bool) -> str:
         return "a mapping"
     if isinstance(value, list | tuple):
         return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
-    if sensitive:
+    if sensitive or (isinstance(value, str) and redact_text(value) != value):
         if isinstance(value, str):
             return f"a string of {len(value)} character{'s' if len(value) != 1 else ''}"
         return "a number" if isinstance(value, int | float) else f"a {type(value).__name__}"
@@ -167,27 +293,37 @@ def redact_argv(argv: list[Any]) -> list[Any]:
 
 
 def redact_tree(
-    value: Any, loc: Loc = (), *, kind: str | None = None, env_name: str | None = None
+    value: Any,
+    loc: Loc = (),
+    *,
+    kind: str | None = None,
+    env_name: str | None = None,
+    nesting: int = 0,
 ) -> Any:
     """A copy of ``value`` (found at ``loc`` in an object of ``kind``) with every sensitive
-    leaf replaced by :data:`REDACTED`; mapping keys are kept, so changed keys stay visible."""
+    leaf replaced by :data:`REDACTED` and every string holding a document redacted by its
+    structure (:func:`redact_text`; ``nesting`` as there); mapping keys are kept, so changed
+    keys stay visible."""
     if isinstance(value, dict):
         name = value.get("name")
         if _in_env_list(loc) and isinstance(name, str):
             env_name = name
         return {
-            k: redact_tree(v, (*loc, str(k)), kind=kind, env_name=env_name)
+            k: redact_tree(v, (*loc, str(k)), kind=kind, env_name=env_name, nesting=nesting)
             for k, v in value.items()
         }
     if isinstance(value, list):
         if loc and loc[-1] in ("args", "command"):
             value = redact_argv(value)
         return [
-            redact_tree(v, (*loc, i), kind=kind, env_name=env_name) for i, v in enumerate(value)
+            redact_tree(v, (*loc, i), kind=kind, env_name=env_name, nesting=nesting)
+            for i, v in enumerate(value)
         ]
     if value is None or isinstance(value, bool) or value == REDACTED:
         return value
-    return REDACTED if is_sensitive(loc, kind=kind, env_name=env_name) else value
+    if is_sensitive(loc, kind=kind, env_name=env_name):
+        return REDACTED
+    return redact_text(value, nesting=nesting) if isinstance(value, str) else value
 
 
 def _in_env_list(loc: Loc) -> bool:

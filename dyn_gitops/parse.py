@@ -7,7 +7,6 @@ YAML and JSON inputs that do not come from a file (annotations, environment vari
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -16,6 +15,8 @@ from typing import Any
 import yaml
 from yaml.composer import ComposerError
 
+from .boundedjson import DEPTH_CEILING
+from .boundedjson import json_loads_bounded as json_loads_bounded  # its users import it here
 from .errors import FieldPath, Problem
 from .read import Source, SourceFile
 from .settings import RenderSettings
@@ -46,9 +47,6 @@ class Document:
 
 
 # ---------------------------------------------------------------------------- YAML
-#: nesting accepted whatever the settings say: deeper data would exhaust the recursion of
-#: the code that builds, validates and writes it
-DEPTH_CEILING = 250
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_STATS = (1, 0)
 _PLAIN_TAGS: dict[str, str] = {}
@@ -745,26 +743,6 @@ def locate(doc: Document, loc: Sequence[str | int]) -> int:
     finally:
         loader.dispose()
     return doc.line
-
-
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
-
-
-def json_loads_bounded(text: str | bytes, *, max_depth: int) -> Any:
-    """``json.loads`` with the nesting checked first (the decoder recurses once per level);
-    raises ValueError for anything that is not JSON within the bound."""
-    import json
-
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    depth = 0
-    limit = min(max_depth, DEPTH_CEILING)
-    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
-        if depth > limit:
-            raise ValueError(f"nested more than {limit} levels deep")
-    return json.loads(text)
 
 
 def load_bounded(text: str, *, max_depth: int, max_nodes: int, what: str) -> Any:

@@ -886,7 +886,10 @@ def test_legacy_config_with_a_bad_quantity_is_an_input_error(tmp_path: Path) -> 
         render_objects(tmp_path, namespace="ns", origin_version="none")
     [problem] = info.value.problems
     assert problem.path[-3:] == ("services", "Worker", "envs")
-    assert "sets cpu to 'two', which is not a Kubernetes quantity" in problem.message
+    assert "sets cpu to a string of 3 characters, which is not a Kubernetes quantity" in (
+        problem.message
+    )
+    assert "two" not in problem.message  # an env value, never shown
 
 
 # ------------------------------------------------------------ no down-conversion to render

@@ -166,12 +166,9 @@ def _child(conn: socket.socket, fds: list[int], cwd: bytes, env: dict[bytes, byt
             import traceback
 
             traceback.print_exc()
-        from ..display import printable
+        from ..display import internal_error
 
-        sys.stderr.write(
-            printable(f"dyn-gitops: internal error: {type(exc).__name__}: {exc} ")
-            + "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)\n"
-        )
+        sys.stderr.write(internal_error(exc) + "\n")
         code = 3
     finally:
         try:

@@ -18,7 +18,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 import click
 
 from .. import __version__
-from ..display import printable
+from ..display import internal_error
 from ..errors import ExitCode
 from . import cmp, diff, explain, hydrate, render, stdin
 
@@ -53,13 +53,7 @@ def entry() -> None:
     except BaseException as exc:
         if os.environ.get("DYN_GITOPS_DEBUG"):
             raise
-        click.echo(
-            printable(
-                f"dyn-gitops: internal error: {type(exc).__name__}: {exc} "
-                "(set DYN_GITOPS_DEBUG=1 for a traceback; please report it)"
-            ),
-            err=True,
-        )
+        click.echo(internal_error(exc), err=True)
         sys.exit(int(ExitCode.INTERNAL))
 
 

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from .. import naming
+from ..display import describe
 from ..models import v1beta1
 from ..parse import json_loads_bounded
 from ..settings import RenderSettings
@@ -110,10 +111,12 @@ def _resource_values(res: dict[str, Any]) -> dict[str, str]:
                 raise QuantityError(value)
             value_of(value)
         except QuantityError:
+            # never the value, not even in part: it is an env value (display.py)
             raise ComponentError(
                 ("envs",),
-                f"{ENV_NAME}: ServiceArgs.resources sets {name} to {value!r}, which is not a "
-                "Kubernetes quantity (such as '1', '500m' or '8Gi')",
+                f"{ENV_NAME}: ServiceArgs.resources sets {name} to "
+                f"{describe(value, sensitive=True)}, which is not a Kubernetes quantity "
+                "(such as '1', '500m' or '8Gi')",
             ) from None
     return values
 

@@ -18,7 +18,16 @@ from typing import Any, Literal
 
 from .. import context, keys
 from ..context import Runner
-from ..display import redact_tree
+from ..display import (
+    EMBEDDED_MAX_NESTING,
+    UNREADABLE,
+    embedded_kind,
+    is_sensitive,
+    names_credential,
+    read_embedded,
+    redact_text,
+    redact_tree,
+)
 from ..errors import ExitCode, Problem, RenderError
 from ..finalize import sort_key
 
@@ -156,6 +165,40 @@ def _seg(key: str) -> str:
     return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{json.dumps(key)}]"
 
 
+@dataclass(frozen=True)
+class _At:
+    """Where a compared value sits, for the redaction rule (:mod:`dyn_gitops.display`): the
+    object's ``kind``, the structural path, the env var's name, and how many embedded texts
+    deep."""
+
+    kind: str | None
+    loc: tuple[str | int, ...] = ()
+    env_name: str | None = None
+    nesting: int = 0
+
+    def down(self, step: str | int, env_name: str | None = None) -> _At:
+        return dataclasses.replace(self, loc=(*self.loc, step), env_name=env_name or self.env_name)
+
+    def entry(self, before: Obj, after: Obj) -> _At:
+        """At an env entry compared by position (its list repeats a name, or one has none):
+        its name, a credential one if either side's is."""
+        if len(self.loc) < 2 or not isinstance(self.loc[-1], int):
+            return self
+        if self.loc[-2] not in ("env", "envs"):
+            return self
+        names = [n for n in (before.get("name"), after.get("name")) if isinstance(n, str)]
+        credential = [n for n in names if names_credential(n)]
+        found = (credential or names)[:1]
+        return dataclasses.replace(self, env_name=found[0]) if found else self
+
+    def shown(self, v: Any) -> Any:
+        if v is ABSENT:
+            return v
+        return redact_tree(
+            v, self.loc, kind=self.kind, env_name=self.env_name, nesting=self.nesting
+        )
+
+
 def field_changes(
     before: Any,
     after: Any,
@@ -169,63 +212,68 @@ def field_changes(
 
     Values that may not be shown (Secret data, credentials: :mod:`dyn_gitops.display`) are
     compared as they are but reported as ``(redacted)``; their keys stay visible.
-    ``kind``, ``loc`` (the structural path) and ``env_name`` feed that rule.
+    ``kind``, ``loc`` (the structural path) and ``env_name`` feed that rule. Two strings
+    holding documents with credentials inside (the ``nvidia.com/dgd-spec`` annotation, a JSON
+    env value) are compared field by field below ``path{json}``, so a reviewer sees what
+    changed without the values.
     """
+    return _changes(before, after, path, _At(kind, loc, env_name))
+
+
+def _changes(before: Any, after: Any, path: str, at: _At) -> list[FieldChange]:
     if before == after:
         return []
     if isinstance(before, dict) and isinstance(after, dict):
+        at = at.entry(before, after)
         out: list[FieldChange] = []
         for k in [*before, *(k for k in after if k not in before)]:
             sub = f"{path}{_seg(str(k))}"
-            out += field_changes(
-                before.get(k, ABSENT),
-                after.get(k, ABSENT),
-                sub,
-                kind=kind,
-                loc=(*loc, str(k)),
-                env_name=env_name,
-            )
+            out += _changes(before.get(k, ABSENT), after.get(k, ABSENT), sub, at.down(str(k)))
         return out
     if isinstance(before, list) and isinstance(after, list):
-        return _list_changes(before, after, path, kind, loc, env_name)
-    return [_leaf(path, before, after, kind, loc, env_name)]
+        return _list_changes(before, after, path, at)
+    inner = _embedded(before, after, at)
+    if inner is not None:
+        return _changes(inner[0], inner[1], f"{path}{EMBEDDED_MARK}", inner[2])
+    return [FieldChange(path.lstrip("."), at.shown(before), at.shown(after))]
 
 
-def _leaf(
-    path: str,
-    before: Any,
-    after: Any,
-    kind: str | None,
-    loc: tuple[str | int, ...],
-    env_name: str | None,
-) -> FieldChange:
-    def shown(v: Any) -> Any:
-        return v if v is ABSENT else redact_tree(v, loc, kind=kind, env_name=env_name)
-
-    return FieldChange(path.lstrip("."), shown(before), shown(after))
+#: the path of a field inside a document embedded in a string value
+EMBEDDED_MARK = "{json}"
 
 
-def _list_changes(
-    before: list[Any],
-    after: list[Any],
-    path: str,
-    kind: str | None,
-    loc: tuple[str | int, ...],
-    env_name: str | None,
-) -> list[FieldChange]:
+def _embedded(before: Any, after: Any, at: _At) -> tuple[Any, Any, _At] | None:
+    """Both documents when ``before`` and ``after`` are strings holding one each, with a
+    credential inside one of them (else the strings read best whole)."""
+    if not (isinstance(before, str) and isinstance(after, str)):
+        return None
+    if at.nesting >= EMBEDDED_MAX_NESTING or is_sensitive(
+        at.loc, kind=at.kind, env_name=at.env_name
+    ):
+        return None
+    a, b = read_embedded(before), read_embedded(after)
+    if a is None or b is None or a is UNREADABLE or b is UNREADABLE:
+        return None
+    if (
+        redact_text(before, nesting=at.nesting) == before
+        and redact_text(after, nesting=at.nesting) == after
+    ):
+        return None
+    return a, b, _At(embedded_kind(b) or embedded_kind(a), (), None, at.nesting + 1)
+
+
+def _list_changes(before: list[Any], after: list[Any], path: str, at: _At) -> list[FieldChange]:
     if before and after and _named(before) and _named(after):
         a = {i["name"]: i for i in before}
         b = {i["name"]: i for i in after}
-        env_list = bool(loc) and loc[-1] in ("env", "envs")
+        env_list = bool(at.loc) and at.loc[-1] in ("env", "envs")
         out: list[FieldChange] = []
         for n, name in enumerate([*a, *(n for n in b if n not in a)]):
-            out += field_changes(
+            out += _changes(
                 a.get(name, ABSENT),
                 b.get(name, ABSENT),
                 f"{path}[name={name}]",
-                kind=kind,
-                loc=(*loc, n),
-                env_name=name if env_list else env_name,
+                at.down(n, name if env_list else None),
             )
         common_a = [n for n in a if n in b]
         common_b = [n for n in b if n in a]
@@ -235,16 +283,15 @@ def _list_changes(
     if any(isinstance(i, dict | list) for i in [*before, *after]):
         out = []
         for i in range(max(len(before), len(after))):
-            out += field_changes(
+            out += _changes(
                 before[i] if i < len(before) else ABSENT,
                 after[i] if i < len(after) else ABSENT,
                 f"{path}[{i}]",
-                kind=kind,
-                loc=(*loc, i),
-                env_name=env_name,
+                at.down(i),
             )
         return out
-    return [_leaf(path, before, after, kind, loc, env_name)]  # scalars: args read best whole
+    # scalars: args read best whole
+    return [FieldChange(path.lstrip("."), at.shown(before), at.shown(after))]
 
 
 def _generation(obj: Obj) -> tuple[ObjKey, str, str] | None:
