@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import render_objects
+from support import rendering
+from support.rendering import renderer
 
 from dyn_gitops import gates, keys
 from dyn_gitops.errors import RenderError
@@ -60,9 +61,7 @@ def graph(
     }
 
 
-def render(tmp_path: Path, *docs: Obj, **settings: Any) -> list[Obj]:
-    (tmp_path / "g.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    return render_objects(tmp_path, namespace="ns", **settings)
+render = renderer(file="g.yaml", namespace="ns")
 
 
 def problems(tmp_path: Path, *docs: Obj, **settings: Any) -> str:
@@ -237,9 +236,9 @@ def test_the_upstream_examples_render_leniently_and_not_strictly(tmp_path: Path)
     assert len(examples) == 40
     refused = []
     for path in examples:
-        render_objects(path, namespace="default", lws=True, dra=True, **AS_APPLIED)
+        rendering.render(path, namespace="default", lws=True, dra=True, **AS_APPLIED)
         try:
-            render_objects(path, namespace="default", lws=True, dra=True)
+            rendering.render(path, namespace="default", lws=True, dra=True)
         except RenderError as exc:
             assert "semantic-version tag" in str(exc) or "image: is required" in str(exc)
             refused.append(path.name)
