@@ -15,7 +15,7 @@ from pathlib import Path
 
 import grimp
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 LINT = (
     "import sys; from importlinter.cli import lint_imports; "

@@ -31,12 +31,12 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import missing_component
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube, Resource
 from dyn_gitops_operator.testing import hpa_scale
 from support import argocd as argo_support
 from support import chart_controller, images
+from support.binaries import missing_component
 from support.cluster import is_ready, pods
 from support.controlplane import install_crds
 from support.graphs import IMAGE, WORKER, rollout_graph
@@ -73,7 +73,7 @@ def argo(
     why = images.deps_missing()
     if why:
         missing_component(f"the image tools are missing ({why}): run tools/images/deps.sh as root")
-    from conftest import need_binaries
+    from support.binaries import need_binaries
 
     server = need_binaries("argocd-cmp-server")["argocd-cmp-server"]
     multicall = server.parent / "argocd"
@@ -103,7 +103,7 @@ def companion(argo: Any, cluster: Any, cluster_kube: Any) -> Iterator[Any]:
     """The chart-installed companion controller (cluster mode) for this module; its log
     lands beside Argo CD's (in a timeout's diagnosis). After the module: none of its
     requests was refused by RBAC (the chart's RBAC covered every case)."""
-    from conftest import need_binaries
+    from support.binaries import need_binaries
 
     helm = need_binaries("helm")["helm"]
     admin = Kube(cluster_kube, field_manager=ADMIN)

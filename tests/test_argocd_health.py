@@ -111,12 +111,11 @@ def test_scripts_need_no_string_library() -> None:
 
 def test_rendered_objects_without_status_are_progressing(tmp_path: Path) -> None:
     """What the renderer emits (no status yet) is Progressing, never an error."""
-    from conftest import CONFORMANCE, render_objects
+    from support.paths import CONFORMANCE
+    from support.rendering import render
 
-    objects = render_objects(REPO / "samples" / "scaling-adapter" / "input")
-    objects += render_objects(
-        CONFORMANCE / "examples__backends__vllm__deploy__lora__lora-model.yaml"
-    )
+    objects = render(REPO / "samples" / "scaling-adapter" / "input")
+    objects += render(CONFORMANCE / "examples__backends__vllm__deploy__lora__lora-model.yaml")
     seen = set()
     for obj in objects:
         if obj["kind"] in KINDS:
@@ -149,9 +148,9 @@ def test_argocd_cm_carries_the_tested_scripts(where: str) -> None:
 
 
 def test_rendered_podcliquesets_without_status_are_progressing() -> None:
-    from conftest import render_objects
+    from support.rendering import render
 
-    objects = render_objects(REPO / "samples" / "grove-multinode" / "input")
+    objects = render(REPO / "samples" / "grove-multinode" / "input")
     sets = [o for o in objects if o["kind"] == "PodCliqueSet"]
     assert sets
     for obj in sets:

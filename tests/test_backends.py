@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, render_objects
+from support.paths import CONFORMANCE
+from support.rendering import render
 
 from dyn_gitops import keys, naming
 from dyn_gitops.expand import lws, multinode
@@ -1707,7 +1708,7 @@ def test_single_node_workers_are_left_alone(tmp_path: Path) -> None:
         }
         path = tmp_path / f"{backend}.yaml"
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
-        [dep] = [o for o in render_objects(path) if o["kind"] == "Deployment"]
+        [dep] = [o for o in render(path) if o["kind"] == "Deployment"]
         pod = dep["spec"]["template"]["spec"]
         main = pod["containers"][0]
         assert (main["command"], main["args"]) == (command, args), backend

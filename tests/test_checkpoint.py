@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import AS_APPLIED, render_objects
+from support.rendering import AS_APPLIED, renderer
 
 from dyn_gitops.errors import RenderError
 
@@ -43,10 +42,7 @@ def dgd(checkpoint: Obj | None) -> Obj:
     }
 
 
-def render(tmp_path: Path, *docs: Obj) -> list[Obj]:
-    path = tmp_path / "in.yaml"
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    return render_objects(path, **AS_APPLIED)
+render = renderer(file="in.yaml", **AS_APPLIED)
 
 
 def errors(tmp_path: Path, *docs: Obj) -> str:

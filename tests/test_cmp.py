@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CliResult, run_cli
+from support.cli import CliResult, run_cli
 from support.render_server import exited, short_tmpdir, wait_for_server
 
 from dyn_gitops import __version__, keys

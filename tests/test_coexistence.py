@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import render_objects, small_dgd
 from dyn_gitops_operator.errors import ApiError, NotFoundError
 from dyn_gitops_operator.kube import Kube
 from dyn_gitops_operator.leases import expired
@@ -48,6 +47,8 @@ from support.dynamo_webhook import (
     serve,
     wait_active,
 )
+from support.inputs import small_dgd
+from support.rendering import render
 
 from dyn_gitops import keys
 from dyn_gitops.errors import RenderError
@@ -157,7 +158,7 @@ def rendered_dgd(tmp_path: Path, ns: str, name: str = "g", **settings: Any) -> O
     """The source DGD as ``dyn-gitops render`` emits it into ``ns``."""
     src = tmp_path / f"{name}.yaml"
     src.write_text(small_dgd(name))
-    objs = render_objects(src, namespace=ns, **settings)
+    objs = render(src, namespace=ns, **settings)
     (dgd,) = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
     return dgd
 
@@ -292,9 +293,7 @@ def test_cluster_wide_ssa_of_the_rendered_dgd_twice_is_stable(
     src = tmp_path / "r.yaml"
     src.write_text(small_dgd("r").replace("      replicas: 2\n", ""))
     (no_replicas,) = [
-        o
-        for o in render_objects(src, namespace=ns, grove=grove)
-        if o["kind"] == "DynamoGraphDeployment"
+        o for o in render(src, namespace=ns, grove=grove) if o["kind"] == "DynamoGraphDeployment"
     ]
     assert "replicas" not in component(no_replicas, "Frontend")
     stored = ssa(k, no_replicas)
@@ -377,7 +376,7 @@ def test_omit_mode_outputs_nothing_the_operator_acts_on(
     ns = op.namespace("omit")
     src = tmp_path / "g.yaml"
     src.write_text(small_dgd("g"))
-    objs = render_objects(src, namespace=ns, nvidia_objects="omit")
+    objs = render(src, namespace=ns, nvidia_objects="omit")
     assert objs and not [o for o in objs if o["apiVersion"].startswith("nvidia.com/")]
     for obj in objs:  # server-side dry-run of everything: the webhooks see none of it
         query = [("fieldManager", ARGO), ("dryRun", "All")]
@@ -389,15 +388,15 @@ def test_omit_mode_outputs_nothing_the_operator_acts_on(
     )
     (tmp_path / "h.yaml").write_text(adapter)
     with pytest.raises(RenderError) as err:
-        render_objects(tmp_path / "h.yaml", nvidia_objects="omit")
+        render(tmp_path / "h.yaml", nvidia_objects="omit")
     assert "spec.services.VllmWorker.scalingAdapter: renders a nvidia.com" in str(err.value)
-    assert render_objects(tmp_path / "h.yaml")  # emit (the default) renders the adapter
+    assert render(tmp_path / "h.yaml")  # emit (the default) renders the adapter
     (tmp_path / "m.yaml").write_text(
         "apiVersion: nvidia.com/v1alpha1\nkind: DynamoModel\nmetadata: {name: m}\n"
         "spec: {modelName: m, baseModelName: b}\n"
     )
     with pytest.raises(RenderError) as err:
-        render_objects(tmp_path / "m.yaml", nvidia_objects="omit")
+        render(tmp_path / "m.yaml", nvidia_objects="omit")
     assert "apiVersion: DynamoModel is a nvidia.com object" in str(err.value)
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AS_APPLIED, render_objects
+from support import rendering
+from support.rendering import AS_APPLIED, renderer
 
 from dyn_gitops import keys
 from dyn_gitops.errors import RenderError
@@ -45,10 +46,7 @@ ALPHA = {
 }
 
 
-def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
-    path = tmp_path / "dcd.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_objects(path, **{"managed_replicas": False, **AS_APPLIED, **settings})
+render = renderer(file="dcd.yaml", managed_replicas=False, **AS_APPLIED)
 
 
 def env(container: Obj) -> dict[str, Any]:
@@ -112,14 +110,14 @@ def test_a_dcd_and_a_dgd_may_share_a_name(tmp_path: Path) -> None:
     }
     path = tmp_path / "both.yaml"
     path.write_text(yaml.safe_dump_all([BETA, dgd], sort_keys=False))
-    objs = render_objects(path, managed_replicas=False, emit_source=False, **AS_APPLIED)
+    objs = rendering.render(path, managed_replicas=False, emit_source=False, **AS_APPLIED)
     assert {o["metadata"]["name"] for o in objs if o["kind"] == "Deployment"} == {
         "dcd-a",
         "dcd-a-frontend",
     }
     path.write_text(yaml.safe_dump_all([BETA, BETA], sort_keys=False))
     with pytest.raises(RenderError, match="DynamoComponentDeployment ns/dcd-a is also defined"):
-        render_objects(path, **AS_APPLIED)
+        rendering.render(path, **AS_APPLIED)
 
 
 def test_multinode_dcd_gets_the_wait_for_leader_script(tmp_path: Path) -> None:

@@ -20,15 +20,16 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AS_APPLIED, CONFORMANCE, render_objects
-from support.controlplane import ensure_namespace
-from test_conformance import (
+from support.conformance import (
     EXAMPLES,
     EXPECTED_UNSUPPORTED,
     NEEDS_DRA,
     NEEDS_LWS,
     PASSTHROUGH_ONLY,
 )
+from support.controlplane import ensure_namespace
+from support.paths import CONFORMANCE
+from support.rendering import AS_APPLIED, render
 
 from dyn_gitops.errors import RenderError
 
@@ -94,7 +95,7 @@ def _params(names: list[str]) -> list[Any]:
 
 def _render(name: str, namespace: str, **settings: Any) -> list[dict[str, Any]]:
     """In-process (no DYN_GITOPS_* variables read); a RenderError lists every problem."""
-    return render_objects(CONFORMANCE / name, namespace=namespace, **{**AS_APPLIED, **settings})
+    return render(CONFORMANCE / name, namespace=namespace, **{**AS_APPLIED, **settings})
 
 
 def _component_settings(name: str) -> dict[str, Any]:

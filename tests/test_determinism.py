@@ -20,21 +20,16 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AS_APPLIED_FLAGS, CONFORMANCE, SAMPLES, invoke_cli, run_cli
-from test_conformance import NOT_RENDERED_BY_DEFAULT
+from support.cli import run_cli
+from support.conformance import NOT_RENDERED_BY_DEFAULT
+from support.paths import CONFORMANCE, SAMPLES
+from support.rendering import AS_APPLIED_FLAGS, render_stdout
 
 from dyn_gitops import keys
 from dyn_gitops.emit import render_text
 from dyn_gitops.settings import SETTINGS_FILE
 
 FORMATS = ["yaml", "json"]
-
-
-def render(path: Path, fmt: str) -> str:
-    res = invoke_cli("render", *AS_APPLIED_FLAGS, str(path), "--output-format", fmt)
-    assert res.code == 0, f"{path}:\n{res.stderr}"
-    assert res.stdout
-    return res.stdout
 
 
 def parse(text: str, fmt: str) -> list[dict[str, Any]]:
@@ -102,7 +97,11 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def originals(sources: dict[str, Path]) -> dict[tuple[str, str], str]:
-    return {(case, fmt): render(path, fmt) for case, path in sources.items() for fmt in FORMATS}
+    return {
+        (case, fmt): render_stdout(*AS_APPLIED_FLAGS, str(path), "--output-format", fmt)
+        for case, path in sources.items()
+        for fmt in FORMATS
+    }
 
 
 def copy_settings(src: Path, dst: Path) -> None:
@@ -169,7 +168,10 @@ def test_document_order_does_not_matter(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("---\n".join(docs), encoding="utf-8")
     copy_settings(src, tmp_path)
-    assert render(tmp_path, fmt) == originals[(case, fmt)]
+    assert (
+        render_stdout(*AS_APPLIED_FLAGS, str(tmp_path), "--output-format", fmt)
+        == originals[(case, fmt)]
+    )
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -205,7 +207,7 @@ def test_file_names_and_order_do_not_matter(
         back[rel] = orig
     copy_settings(src, tmp_path)
 
-    objects = parse(render(tmp_path, fmt), fmt)
+    objects = parse(render_stdout(*AS_APPLIED_FLAGS, str(tmp_path), "--output-format", fmt), fmt)
     for obj in objects:
         ann = (obj.get("metadata") or {}).get("annotations") or {}
         if keys.ANN_SOURCE_PATH in ann:

@@ -7,18 +7,17 @@ separately, so a golden refreshed from a wrong output cannot pass review silentl
 
 from __future__ import annotations
 
-import difflib
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
-from test_hydrate import TREE, Repo
+from support.cli import run_cli
+from support.golden import check_golden
+from support.paths import GOLDEN
+from support.workflow_repo import TREE, Repo
 
 from dyn_gitops.workflows.diff import ABSENT, FieldChange, compare, field_changes
-
-GOLDEN = REPO / "tests" / "golden"
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -61,31 +60,6 @@ def diff(r: Repo, *args: str) -> Any:
     return run_cli("diff", *args, cwd=r.path)
 
 
-def check_golden(name: str, actual: str, update: bool) -> None:
-    path = GOLDEN / name
-    if update:
-        GOLDEN.mkdir(exist_ok=True)
-        if not path.exists() or path.read_text() != actual:
-            path.write_text(actual)
-        return
-    if not path.exists():
-        pytest.fail(f"tests/golden/{name} is missing; create it with --update-golden")
-    expected = path.read_text()
-    if expected != actual:
-        delta = "".join(
-            difflib.unified_diff(
-                expected.splitlines(True),
-                actual.splitlines(True),
-                f"tests/golden/{name}",
-                "dyn-gitops diff",
-            )
-        )
-        pytest.fail(
-            f"differs from tests/golden/{name} (refresh with --update-golden):\n{delta}",
-            pytrace=False,
-        )
-
-
 # ---------------------------------------------------------------------------- the CLI
 def test_equal_revisions_exit_0(repo: Repo) -> None:
     res = diff(repo, "--base", "base", "--head", "base", "deploy")
@@ -97,8 +71,8 @@ def test_a_pull_request_diff_golden(repo: Repo, update_golden: bool) -> None:
     md = diff(repo, "--base", "base", "--head", "head", "--format", "markdown", "deploy")
     txt = diff(repo, "--base", "base", "--head", "head", "deploy")
     assert md.code == txt.code == 1, md.stderr + txt.stderr
-    check_golden("diff-pull-request.md", md.stdout, update_golden)
-    check_golden("diff-pull-request.txt", txt.stdout, update_golden)
+    for name, res in (("diff-pull-request.md", md), ("diff-pull-request.txt", txt)):
+        check_golden(GOLDEN / name, res.stdout, update_golden, produced_by="dyn-gitops diff")
 
 
 def test_a_pull_request_diff_shows_the_fields(repo: Repo) -> None:

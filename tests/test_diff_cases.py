@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
-from test_hydrate import TREE, Repo
+from support.cli import run_cli
+from support.workflow_repo import TREE, Repo
 
 NEW_SERVICE = """\
     Planner:

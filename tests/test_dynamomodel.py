@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, invoke_cli, render_objects
-from test_bad_input import assert_refused, write
+from support.cli import invoke_cli
+from support.paths import CONFORMANCE
+from support.refusals import assert_refused, write
+from support.rendering import render
 
 from dyn_gitops import keys, naming
 from dyn_gitops.crds import crds
@@ -31,14 +33,14 @@ def _model(tmp_path: Path, spec: str) -> Path:
 
 
 def test_the_example_passes_through_unchanged() -> None:
-    (out,) = render_objects(LORA_MODEL)
+    (out,) = render(LORA_MODEL)
     assert out == yaml.safe_load(LORA_MODEL.read_text())
 
 
 def test_the_example_pair_renders_together_and_keeps_the_model_service(tmp_path: Path) -> None:
     for src in (LORA_MODEL, AGG_LORA):
         write(tmp_path / src.name, src.read_text())
-    objs = render_objects(tmp_path, runtime_version_admission="lenient")
+    objs = render(tmp_path, runtime_version_admission="lenient")
     (model,) = [o for o in objs if o["kind"] == "DynamoModel"]
     name = model["spec"]["baseModelName"]
     (svc,) = [o for o in objs if o["metadata"]["name"] == naming.model_service_name(name)]
@@ -118,7 +120,7 @@ def test_a_bad_model_is_refused_with_what_is_missing(
 
 
 def test_a_base_model_needs_no_source(tmp_path: Path) -> None:
-    (out,) = render_objects(_model(tmp_path, "  modelName: a\n  baseModelName: b\n"))
+    (out,) = render(_model(tmp_path, "  modelName: a\n  baseModelName: b\n"))
     assert out["spec"] == {"modelName": "a", "baseModelName": "b"}  # no default stamped
 
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import AS_APPLIED, render_objects
+from support.rendering import AS_APPLIED, renderer
 
 from dyn_gitops import naming
 from dyn_gitops.errors import RenderError
@@ -55,10 +54,7 @@ def dgd(main: Obj, *, backend: str | None = "vllm", replicas: int | None = None)
     }
 
 
-def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
-    path = tmp_path / "dgd.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_objects(path, **{**AS_APPLIED, **settings})
+render = renderer(**AS_APPLIED)
 
 
 def worker_container(objs: list[Obj]) -> Obj:

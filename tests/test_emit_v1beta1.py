@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AS_APPLIED, CONFORMANCE, render_objects
+from support.paths import CONFORMANCE
+from support.rendering import AS_APPLIED, render
 
 from dyn_gitops import to_v1beta1
 from dyn_gitops.errors import RenderError
@@ -161,7 +162,7 @@ spec:
 
 def _emitted(tmp_path: Path, text: str, **settings: Any) -> tuple[Obj, list[Obj]]:
     (tmp_path / "dgd.yaml").write_text(text)
-    objs = render_objects(tmp_path, namespace="demo", **{**AS_APPLIED, **settings})
+    objs = render(tmp_path, namespace="demo", **{**AS_APPLIED, **settings})
     [dgd] = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
     rest = [o for o in objs if o["kind"] != "DynamoGraphDeployment"]
     for o in [dgd, *rest]:
@@ -198,7 +199,7 @@ def test_emitted_version_does_not_change_the_worker_hash(tmp_path: Path) -> None
 def test_our_annotations_are_kept_on_the_converted_dgd(tmp_path: Path) -> None:
     """The admission stamps and the companion controller's markers survive conversion."""
     (tmp_path / "dgd.yaml").write_text(PLAIN_ALPHA)
-    objs = render_objects(tmp_path, namespace="demo", runtime_version_admission="lenient")
+    objs = render(tmp_path, namespace="demo", runtime_version_admission="lenient")
     [dgd] = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
     ann = dgd["metadata"]["annotations"]
     assert dgd["apiVersion"] == "nvidia.com/v1beta1"
@@ -265,7 +266,7 @@ def test_an_exported_dgd_is_not_emitted_as_v1alpha1(tmp_path: Path) -> None:
     entry = next(e for _, e in sorted(EXAMPLES.items()) if e["dgd-spec"])
     (tmp_path / "dgd.yaml").write_text(_exported(entry))
     with pytest.raises(RenderError) as err:
-        render_objects(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)
+        render(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)
     [problem] = err.value.problems
     assert problem.path == ("metadata", "annotations", DGD_SPEC)
     assert "not yet emitted as v1alpha1" in problem.message
@@ -284,7 +285,7 @@ def test_a_bad_conversion_payload_is_refused(payload: str, message: str, tmp_pat
     doc["metadata"]["annotations"] = {DGD_SPEC: payload}
     (tmp_path / "dgd.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(RenderError) as err:
-        render_objects(tmp_path, namespace="demo", **AS_APPLIED)
+        render(tmp_path, namespace="demo", **AS_APPLIED)
     [problem] = err.value.problems
     assert problem.path == ("metadata", "annotations", DGD_SPEC)
     assert problem.message.startswith("the operator's conversion payload: ")
@@ -299,12 +300,12 @@ def test_a_conversion_payload_on_a_v1alpha1_dgd_is_refused(tmp_path: Path) -> No
     )
     (tmp_path / "dgd.yaml").write_text(text)
     with pytest.raises(RenderError) as err:
-        render_objects(tmp_path, namespace="demo", **AS_APPLIED)
+        render(tmp_path, namespace="demo", **AS_APPLIED)
     [problem] = err.value.problems
     assert problem.path == ("metadata", "annotations", DGD_SPEC)
     assert "write the DGD in v1beta1" in problem.message
     # emitted in v1alpha1, nothing is converted: accepted
-    render_objects(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)
+    render(tmp_path, namespace="demo", source_api_version="v1alpha1", **AS_APPLIED)
 
 
 def test_the_hub_form_reads_the_payload_and_tolerates_a_bad_one() -> None:

@@ -21,13 +21,15 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import missing_component, run_cli, small_dgd
 from dyn_gitops_operator.kube import Kube
 from dyn_gitops_operator.resources import DEPLOYMENTS, DGDS
 from dyn_gitops_operator.testing import running, settings_for_tests, wait_for
 from support import flux as fx
+from support.binaries import missing_component
+from support.cli import run_cli
 from support.cluster import is_ready, pods
 from support.gitserver import git
+from support.inputs import small_dgd
 from support.podwatch import ReadyPods
 
 pytestmark = pytest.mark.realk8s

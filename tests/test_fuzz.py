@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import CONFORMANCE, SAMPLES, CliResult, invoke_cli, run_cli
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from support.cli import CliResult, invoke_cli, run_cli
+from support.paths import CONFORMANCE, SAMPLES
 
 # ------------------------------------------------------------------------------ seeds
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import render_objects
+from support import rendering
+from support.paths import CONFORMANCE
+from support.rendering import AS_APPLIED
 
 from dyn_gitops import gates, keys
 from dyn_gitops.errors import RenderError
@@ -24,9 +26,7 @@ from dyn_gitops.runtimeversion import Version, parse_origin
 from dyn_gitops.settings import SettingsError, resolve
 
 Obj = dict[str, Any]
-EXAMPLES = Path(__file__).resolve().parents[1] / ".." / "shared" / "conformance" / "dynamo-examples"
 VLLM = "nvcr.io/nvidia/ai-dynamo/vllm-runtime"
-AS_APPLIED = {"runtime_version_admission": "lenient", "origin_version": "none"}
 
 
 def graph(
@@ -60,9 +60,7 @@ def graph(
     }
 
 
-def render(tmp_path: Path, *docs: Obj, **settings: Any) -> list[Obj]:
-    (tmp_path / "g.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    return render_objects(tmp_path, namespace="ns", **settings)
+render = rendering.renderer(file="g.yaml", namespace="ns")
 
 
 def problems(tmp_path: Path, *docs: Obj, **settings: Any) -> str:
@@ -233,13 +231,13 @@ def test_the_upstream_examples_render_leniently_and_not_strictly(tmp_path: Path)
     """The 40 upstream examples (conformance/dynamo-examples) were rendered by the 2a6da14c8
     oracle without the 1.5 runtime-version admission: they render with the lenient value; the
     strict default refuses those with ``${VERSION}`` or ``my-tag`` images (#10494)."""
-    examples = sorted(EXAMPLES.glob("*.yaml"))
+    examples = sorted(CONFORMANCE.glob("*.yaml"))
     assert len(examples) == 40
     refused = []
     for path in examples:
-        render_objects(path, namespace="default", lws=True, dra=True, **AS_APPLIED)
+        rendering.render(path, namespace="default", lws=True, dra=True, **AS_APPLIED)
         try:
-            render_objects(path, namespace="default", lws=True, dra=True)
+            rendering.render(path, namespace="default", lws=True, dra=True)
         except RenderError as exc:
             assert "semantic-version tag" in str(exc) or "image: is required" in str(exc)
             refused.append(path.name)

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import render_objects
+from support.rendering import renderer
 
 from dyn_gitops.errors import RenderError
 
@@ -79,10 +78,7 @@ def graph(
     }
 
 
-def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
-    path = tmp_path / "dgd.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_objects(path, **settings)
+render = renderer()
 
 
 def problems(tmp_path: Path, doc: Obj, **settings: Any) -> list[str]:

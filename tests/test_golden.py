@@ -15,14 +15,16 @@ from the spec are ``xfail(strict=True)`` facts, so fixing them is noticed.
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import re
 from typing import Any
 
 import pytest
 import yaml
-from conftest import SAMPLES, run_cli
+from support.cli import run_cli
+from support.golden import check_golden
+from support.paths import SAMPLES
+from support.rendering import render_stdout
 
 from dyn_gitops.models.v1alpha1 import DynamoGraphDeployment
 
@@ -58,44 +60,18 @@ CONTROLLER_ANNOTATIONS = (
 @functools.cache
 def _render(sample: str) -> str:
     """stdout of ``dyn-gitops render samples/<sample>/input`` (the real entry point)."""
-    result = run_cli("render", str(SAMPLES / sample / "input"))
-    assert result.code == 0, (
-        f"dyn-gitops render samples/{sample}/input exited {result.code}:\n{result.stderr}"
-    )
-    assert result.stdout, f"samples/{sample}: empty output"
-    assert result.stderr == "", f"samples/{sample}: warnings:\n{result.stderr}"
-    return result.stdout
+    return render_stdout(str(SAMPLES / sample / "input"), subprocess=True, quiet=True)
 
 
 @pytest.mark.golden
 @pytest.mark.parametrize("sample", SAMPLE_NAMES)
 def test_golden(sample: str, update_golden: bool) -> None:
-    expected_path = SAMPLES / sample / "expected.yaml"
-    actual = _render(sample).encode("utf-8")
-    if update_golden:
-        if not expected_path.exists() or expected_path.read_bytes() != actual:
-            expected_path.write_bytes(actual)
-        return
-    if not expected_path.exists():
-        pytest.fail(
-            f"samples/{sample}/expected.yaml is missing; create it with "
-            "`python -m pytest tests/test_golden.py --update-golden` and review it"
-        )
-    expected = expected_path.read_bytes()
-    if expected != actual:
-        diff = "".join(
-            difflib.unified_diff(
-                expected.decode("utf-8", errors="replace").splitlines(keepends=True),
-                actual.decode("utf-8", errors="replace").splitlines(keepends=True),
-                fromfile=f"samples/{sample}/expected.yaml",
-                tofile=f"dyn-gitops render samples/{sample}/input",
-            )
-        )
-        pytest.fail(
-            f"rendered output differs from samples/{sample}/expected.yaml "
-            f"(refresh with --update-golden if intended):\n{diff}",
-            pytrace=False,
-        )
+    check_golden(
+        SAMPLES / sample / "expected.yaml",
+        _render(sample),
+        update_golden,
+        produced_by=f"dyn-gitops render samples/{sample}/input",
+    )
 
 
 # --- helpers for the facts -----------------------------------------------------------------

@@ -22,10 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import AS_APPLIED, render_objects
+from support.graph_cases import (
+    L_COMPONENT,
+    deployments,
+    dgd,
+    env,
+    main,
+    pod,
+    render,
+    render_error,
+)
 
-from dyn_gitops.errors import RenderError
 from dyn_gitops.expand import components
 from dyn_gitops.expand.graph import resolve_backends
 from dyn_gitops.expand.podspec import detect_backend
@@ -34,7 +41,6 @@ from dyn_gitops.merge import merge_envs
 Obj = dict[str, Any]
 
 # label / annotation keys (commonconsts in the Go tests)
-L_COMPONENT = "nvidia.com/dynamo-component"
 L_NAMESPACE = "nvidia.com/dynamo-namespace"
 L_GRAPH = "nvidia.com/dynamo-graph-deployment-name"
 L_TYPE = "nvidia.com/dynamo-component-type"
@@ -52,69 +58,9 @@ SHM_MOUNT = {"name": "shared-memory", "mountPath": "/dev/shm"}
 
 
 # ------------------------------------------------------------------------------- helpers
-def dgd(
-    name: str,
-    services: dict[str, Obj],
-    *,
-    namespace: str = "default",
-    annotations: dict[str, str] | None = None,
-    **spec: Any,
-) -> Obj:
-    meta: Obj = {"name": name, "namespace": namespace}
-    if annotations is not None:
-        meta["annotations"] = annotations
-    return {
-        "apiVersion": "nvidia.com/v1alpha1",
-        "kind": "DynamoGraphDeployment",
-        "metadata": meta,
-        "spec": {**spec, "services": services},
-    }
-
-
-def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
-    path = tmp_path / "dgd.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_objects(path, **{**AS_APPLIED, **settings})  # Go tests: no webhooks
-
-
-def render_error(tmp_path: Path, doc: Obj, **settings: Any) -> RenderError:
-    with pytest.raises(RenderError) as info:
-        render(tmp_path, doc, **settings)
-    return info.value
-
-
-def deployments(objs: list[Obj]) -> dict[str, Obj]:
-    """Deployments keyed by service name (label ``nvidia.com/dynamo-component``)."""
-    return {o["metadata"]["labels"][L_COMPONENT]: o for o in objs if o["kind"] == "Deployment"}
-
-
-def pod(dep: Obj) -> Obj:
-    spec: Obj = dep["spec"]["template"]["spec"]
-    return spec
-
-
 def pod_labels(dep: Obj) -> dict[str, str]:
     labels: dict[str, str] = dep["spec"]["template"]["metadata"]["labels"]
     return labels
-
-
-def main(dep: Obj) -> Obj:
-    containers = pod(dep)["containers"]
-    assert containers[0]["name"] == "main"
-    c: Obj = containers[0]
-    return c
-
-
-def env(container: Obj) -> dict[str, Any]:
-    """name -> value (or the valueFrom object); names must be unique."""
-    entries = container.get("env") or []
-    names = [e["name"] for e in entries]
-    assert len(names) == len(set(names)), f"duplicate env names: {names}"
-    # an empty value is left out, as Go's omitempty does (operator-output @ 2a6da14c8)
-    return {
-        e["name"]: {"valueFrom": e["valueFrom"]} if "valueFrom" in e else e.get("value", "")
-        for e in entries
-    }
 
 
 def field_ref(path: str) -> dict[str, Any]:

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import AS_APPLIED, render_objects
+from support.rendering import AS_APPLIED, renderer
 
 from dyn_gitops import keys, naming
 from dyn_gitops.errors import RenderError
@@ -46,10 +45,7 @@ def dgd(
     }
 
 
-def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
-    path = tmp_path / "dgd.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_objects(path, **{"grove": True, **AS_APPLIED, **settings})  # no webhooks
+render = renderer(grove=True, **AS_APPLIED)  # no webhooks
 
 
 def render_error(tmp_path: Path, doc: Obj, **settings: Any) -> str:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
-from test_hydrate import TREE, Repo
+from support.cli import run_cli
+from support.paths import REPO
+from support.workflow_repo import TREE, Repo
 
 META = ".dyn-gitops/metadata.yaml"
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SAMPLES, CliResult, run_cli
+from support.cli import CliResult, run_cli
+from support.paths import SAMPLES
 
 DGD = SAMPLES / "vllm-agg" / "input" / "vllm-agg.yaml"
 PROBLEM_LINE = re.compile(r"^[^:\n]+:\d+: .+")

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CliResult, invoke_cli, resource_list, run_cli, small_dgd
+from support.cli import CliResult, invoke_cli, run_cli
+from support.inputs import resource_list, small_dgd
 
 from dyn_gitops.settings import DEPTH_MAX, LIMIT_MAX, REGISTRY, SettingsError, resolve
 

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SAMPLES, run_cli
-from test_hydrate import TREE, Repo
+from support.cli import run_cli
+from support.paths import SAMPLES
+from support.workflow_repo import TREE, Repo
 
 from dyn_gitops.display import REDACTED, is_sensitive, printable
 from dyn_gitops.errors import Problem

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SAMPLES, invoke_cli, run_cli
+from support.cli import invoke_cli, run_cli
+from support.paths import SAMPLES
 
 from dyn_gitops import emit, objpath
 from dyn_gitops.workflows.incremental import CACHE_FORMAT, blob_id

@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, CliResult, run_cli
+from support.cli import CliResult, run_cli
+from support.paths import REPO
 from support.render_server import HANG_GUARD_S, short_tmpdir, socket_path, wait_for_server
 
 from dyn_gitops.argocd.client import MAGIC

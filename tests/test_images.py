@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_cmp_e2e as cmp_e2e
 import yaml
-from conftest import missing_component
-from support import images
+from support import images, repo_server
+from support.binaries import missing_component
 from support.controlplane import free_port
 
 from dyn_gitops import __version__
@@ -177,10 +176,16 @@ def test_cmp_generate_with_the_argo_cd_environment(
     assert not [o for o in objs if o["kind"] == "DynamoGraphDeployment"]  # the parameter applied
 
 
-# the gRPC stubs of Argo CD's plugin.proto and the application repository (test_cmp_e2e's
-# fixtures): the sidecar image answers repo-server's calls
-stubs = cmp_e2e.stubs
-repo = cmp_e2e.repo
+# the gRPC stubs of Argo CD's plugin.proto and the application repository (as in
+# test_cmp_e2e): the sidecar image answers repo-server's calls
+@pytest.fixture(scope="module")
+def stubs(tmp_path_factory: pytest.TempPathFactory) -> repo_server.Stubs:
+    return repo_server.build_stubs(tmp_path_factory)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return repo_server.make_repo(tmp_path)
 
 
 @pytest.fixture
@@ -223,17 +228,17 @@ def test_sidecar_as_argo_cd_runs_it(
         up = time.monotonic() - start
         channel = grpc.insecure_channel(f"unix://{sock}")
         grpc.channel_ready_future(channel).result(timeout=60)
-        sidecar = cmp_e2e.Sidecar(
+        sidecar = repo_server.Sidecar(
             stubs, channel, stubs.grpc.ConfigManagementPluginServiceStub(channel), tmp, tmp
         )
-        env = cmp_e2e.repo_server_env(repo)
-        expected = cmp_e2e.reference(repo, "--namespace", "llm-serving")
+        env = repo_server.repo_server_env(repo)
+        expected = repo_server.reference(repo, "--namespace", "llm-serving")
         took = []
         for _ in range(2):
             t = time.monotonic()
             manifests = sidecar.generate(repo, env)
             took.append(time.monotonic() - t)
-            assert cmp_e2e.without_source_root(manifests) == expected
+            assert repo_server.without_source_root(manifests) == expected
             deadline = time.monotonic() + 90  # the first generation starts the render server
             while (
                 not list(tmp.glob("dyn-gitops-999/render-*.sock")) and time.monotonic() < deadline

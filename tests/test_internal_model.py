@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, SAMPLES, render_objects
+from support.paths import CONFORMANCE, SAMPLES
+from support.rendering import render
 
 from dyn_gitops import keys
 from dyn_gitops.expand import components, replica_owners
@@ -105,7 +106,7 @@ def test_planner_scaled_workers_read_the_v1beta1_model(tmp_path: Path) -> None:
     assert not replica_owners.planner_scaled(None, "Prefill")  # a standalone DCD
 
     (tmp_path / "g.yaml").write_text(PLANNED)
-    objs = render_objects(tmp_path, namespace="ns", origin_version="none")
+    objs = render(tmp_path, namespace="ns", origin_version="none")
     seeded = {
         o["metadata"]["labels"][keys.LABEL_COMPONENT]
         for o in objs
@@ -406,7 +407,7 @@ def test_legacy_config_resources_reach_container_main(
     the fork ``wxsms/dynamo``). Before, a v1alpha1 service's ``mainContainer.resources``
     still won over the config (the 1.1-line order): a parity fix."""
     (tmp_path / "g.yaml").write_text(doc)
-    objs = render_objects(tmp_path, namespace="ns", origin_version="none")
+    objs = render(tmp_path, namespace="ns", origin_version="none")
     [dep] = [o for o in objs if o["kind"] == "Deployment"]
     main = dep["spec"]["template"]["spec"]["containers"][0]
     assert main["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": limits}
@@ -863,7 +864,7 @@ def test_legacy_config_is_read_from_container_mains_env(tmp_path: Path) -> None:
     before, only ``envs`` was read, the 1.1 ``GetDynamoDeploymentConfig``). Custom
     resources are set key by key, beside the ones container ``main`` has."""
     (tmp_path / "g.yaml").write_text(LEGACY_MAIN_ENV)
-    objs = render_objects(tmp_path, namespace="ns", origin_version="none")
+    objs = render(tmp_path, namespace="ns", origin_version="none")
     [dep] = [o for o in objs if o["kind"] == "Deployment"]
     assert dep["spec"]["replicas"] == 3
     main = dep["spec"]["template"]["spec"]["containers"][0]
@@ -883,7 +884,7 @@ def test_legacy_config_with_a_bad_quantity_is_an_input_error(tmp_path: Path) -> 
     doc = LEGACY.replace('"CPU":"2"', '"CPU":"two"')
     (tmp_path / "g.yaml").write_text(doc)
     with pytest.raises(RenderError) as info:
-        render_objects(tmp_path, namespace="ns", origin_version="none")
+        render(tmp_path, namespace="ns", origin_version="none")
     [problem] = info.value.problems
     assert problem.path[-3:] == ("services", "Worker", "envs")
     assert "sets cpu to a string of 3 characters, which is not a Kubernetes quantity" in (
@@ -909,14 +910,12 @@ def test_rendering_a_v1beta1_dgd_converts_nothing_down(monkeypatch: pytest.Monke
         raise AssertionError("converted down")
 
     monkeypatch.setattr(convert, "to_v1alpha1", refused)
-    objs = render_objects(BETA_EXAMPLE, runtime_version_admission="lenient")
+    objs = render(BETA_EXAMPLE, runtime_version_admission="lenient")
     (dgd,) = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
     assert dgd["apiVersion"] == "nvidia.com/v1beta1"
     assert [f.name for f in dataclasses.fields(validate.Validated) if f.name in ("dgd",)] == []
     with pytest.raises(AssertionError, match="converted down"):
-        render_objects(
-            BETA_EXAMPLE, runtime_version_admission="lenient", source_api_version="v1alpha1"
-        )
+        render(BETA_EXAMPLE, runtime_version_admission="lenient", source_api_version="v1alpha1")
 
 
 def test_to_v1alpha1_is_called_only_to_emit_v1alpha1() -> None:
@@ -958,13 +957,13 @@ def test_a_v1beta1_frontend_sidecar_envfrom_renders_as_written(tmp_path: Path) -
     )
     path = tmp_path / "dgd.yaml"
     path.write_text(yaml.safe_dump(doc))
-    objs = render_objects(path)
+    objs = render(path)
     (dep,) = [o for o in objs if o["kind"] == "Deployment"]
     containers = dep["spec"]["template"]["spec"]["containers"]
     (sidecar,) = [c for c in containers if c["name"] == "sidecar-frontend"]
     assert sidecar["envFrom"] == SIDECAR_ENV_FROM
     with pytest.raises(RenderError) as info:
-        render_objects(path, source_api_version="v1alpha1")
+        render(path, source_api_version="v1alpha1")
     [problem] = info.value.problems
     assert problem.path == ("spec", "components", 0, "podTemplate", "spec", "containers", 1)
     assert "envFrom other than one secretRef" in problem.message

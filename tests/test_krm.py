@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, SAMPLES, render_objects, resource_list, run_cli
+from support.cli import run_cli
+from support.inputs import resource_list
+from support.paths import REPO, SAMPLES
+from support.rendering import render
 
 TREE = REPO / "tests" / "data" / "workflows" / "tree"
 SAMPLE = SAMPLES / "kustomize-krm"
@@ -71,7 +74,7 @@ def test_dgds_are_expanded_and_other_items_kept_untouched() -> None:
     items = out["items"]
     assert cm in items  # pass-through, orchestrator annotations and all
     # the children are exactly what `dyn-gitops render` makes of the same DGD
-    expected = render_objects(TREE / "agg.yaml", namespace="demo")
+    expected = render(TREE / "agg.yaml", namespace="demo")
     children = [i for i in items if i["kind"] != "DynamoGraphDeployment" and i != cm]
     assert without(children, OURS) == without(
         [o for o in expected if o["kind"] != "DynamoGraphDeployment"], OURS
@@ -213,7 +216,7 @@ def test_kustomize_runs_the_sample_function(test_binaries: Any) -> None:
     proc = _kustomize(test_binaries, SAMPLE)
     assert proc.returncode == 0, proc.stderr
     built = list(yaml.safe_load_all(proc.stdout))
-    expected = render_objects(SAMPLE / "vllm-agg.yaml", namespace="demo")
+    expected = render(SAMPLE / "vllm-agg.yaml", namespace="demo")
     pvc = yaml.safe_load((SAMPLE / "hf-cache.yaml").read_text())
     pvc["metadata"]["namespace"] = "demo"  # kustomize's own namespace transformer
 
@@ -247,7 +250,7 @@ def test_kustomize_with_a_v1beta1_dgd(test_binaries: Any, tmp_path: Path) -> Non
     proc = _kustomize(test_binaries, work)
     assert proc.returncode == 0, proc.stderr
     built = list(yaml.safe_load_all(proc.stdout))
-    expected = render_objects(beta, namespace="demo")
+    expected = render(beta, namespace="demo")
     pvc = yaml.safe_load((SAMPLE / "hf-cache.yaml").read_text())
     pvc["metadata"]["namespace"] = "demo"
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SAMPLES, run_cli
-from test_schema import K8S_VERSION
-from test_yamlout import TRICKY
+from support.cli import run_cli
+from support.paths import SAMPLES
+from support.schemas import K8S_VERSION
+from support.yaml_cases import TRICKY
 
 from dyn_gitops.yamlout import dump_document
 

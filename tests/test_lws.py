@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AS_APPLIED, CONFORMANCE, render_objects
 from support.parity import SETTINGS as PARITY_SETTINGS
+from support.paths import CONFORMANCE
+from support.rendering import AS_APPLIED, render
 
 from dyn_gitops import keys
 from dyn_gitops.expand import multinode
@@ -150,7 +151,7 @@ def test_leader_worker_sets_and_wait_leader_config_map_equal_the_operators(name:
         for d in yaml.safe_load_all((OPERATOR_OUTPUT / name).read_text(encoding="utf-8"))
         if d and d.get("kind") != "OracleReport"
     ]
-    ours = render_objects(
+    ours = render(
         CONFORMANCE / name, **{k.replace("-", "_"): v for k, v in PARITY_SETTINGS.items()}
     )
     text = json.dumps(ours).replace(_worker_hash(ours), _worker_hash(theirs))
@@ -175,7 +176,7 @@ def test_leader_worker_sets_and_wait_leader_config_map_equal_the_operators(name:
 def test_one_natively_scaled_leader_worker_set_per_service(tmp_path: Path) -> None:
     """#9612 (v1.2): one LWS ``<dcd>-0`` with the DCD's replicas, ``size`` = nodes,
     ``startupPolicy: LeaderCreated``; no PodGroup, no instance-id, no Volcano scheduling."""
-    objs = render_objects(write_dgd(tmp_path), lws=True, managed_replicas=False)
+    objs = render(write_dgd(tmp_path), lws=True, managed_replicas=False)
     lws = only_lws(objs)
     (svc,) = kinds(objs, "Service")
     dcd = svc["metadata"]["name"]  # the DCD's name (with the worker hash)
@@ -198,7 +199,7 @@ def test_managed_multinode_worker_is_sized_by_the_controller(tmp_path: Path) -> 
     """Managed replicas (the default): the LWS of a worker carries what a managed worker
     Deployment carries and no ``spec.replicas`` (docs/reference-behaviour.md), so the
     companion controller sizes and rolls it as it does a Deployment."""
-    lws = only_lws(render_objects(write_dgd(tmp_path), lws=True))
+    lws = only_lws(render(write_dgd(tmp_path), lws=True))
     assert "replicas" not in lws["spec"]
     assert lws["metadata"]["annotations"] == {
         keys.ANN_MANAGED_REPLICAS: "true",
@@ -213,7 +214,7 @@ def test_cpu_only_multinode_renders(tmp_path: Path) -> None:
     """#11115 (v1.4): the LWS worker GPU pre-validation is gone; without GPUs no
     parallelism is spread over nodes, so the command is left as written."""
     path = write_dgd(tmp_path, gpus="0", extra="")
-    lws = only_lws(render_objects(path, lws=True))
+    lws = only_lws(render(path, lws=True))
     main = role_spec(lws, multinode.LEADER)["containers"][0]
     assert main["command"] == ["python3", "-m", "dynamo.vllm"]
     assert main["args"] == ["--model", "Qwen/Qwen3-32B"]
@@ -234,9 +235,7 @@ def test_vllm_multinode_launch_follows_the_origin_version(
     """ERRATA 4 (internal/features/compatibility ``VLLMMultiprocessing`` @ 2a6da14c8): the
     DGD's ``nvidia.com/dynamo-operator-origin-version`` >= 1.0.0 launches with
     multiprocessing, without it (or older) with Ray."""
-    lws = only_lws(
-        render_objects(write_dgd(tmp_path, annotations=annotations), lws=True, **AS_APPLIED)
-    )
+    lws = only_lws(render(write_dgd(tmp_path, annotations=annotations), lws=True, **AS_APPLIED))
     leader = role_spec(lws, multinode.LEADER)["containers"][0]
     worker_pod = role_spec(lws, multinode.WORKER)
     worker = worker_pod["containers"][0]
@@ -285,12 +284,12 @@ def test_backend_mounts_come_before_shared_memory_and_volumes_follow_mounts(
     before ``/dev/shm`` is mounted last, and appendMissingPVCVolumesForMounts then lists the
     volumes in mount order, the others (vLLM's wait-for-leader script) after them."""
     path = write_dgd(tmp_path, backend="trtllm", extra="")
-    lws = only_lws(render_objects(path, lws=True, mpi_ssh_secret="ssh-keys"))
+    lws = only_lws(render(path, lws=True, mpi_ssh_secret="ssh-keys"))
     for role in (multinode.LEADER, multinode.WORKER):
         spec = role_spec(lws, role)
         mounts = [m["name"] for m in spec["containers"][0]["volumeMounts"]]
         assert mounts == ["ssh-keys", "shared-memory"]
         assert [v["name"] for v in spec["volumes"]] == mounts
     path = write_dgd(tmp_path, annotations={keys.ANN_OPERATOR_ORIGIN_VERSION: "1.5.0"})
-    worker = role_spec(only_lws(render_objects(path, lws=True)), multinode.WORKER)
+    worker = role_spec(only_lws(render(path, lws=True)), multinode.WORKER)
     assert [v["name"] for v in worker["volumes"]] == ["shared-memory", "wait-leader-script"]

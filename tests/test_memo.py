@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SAMPLES, render_objects
+from support.paths import SAMPLES
+from support.rendering import render
 
 from dyn_gitops import keys, memo, to_v1beta1
 from dyn_gitops.workerhash import hub
@@ -136,7 +137,7 @@ def test_a_twin_dgd_rendered_first_changes_nothing(sample: str, tmp_path: Path) 
     the original's objects must be what the sample renders to alone, memos cold."""
     src = SAMPLES / sample / "input"
     memo.clear_all()
-    alone = _by_identity(render_objects(src))
+    alone = _by_identity(render(src))
     tree = tmp_path / "in"
     shutil.copytree(src, tree)
     for f in sorted(src.glob("*.yaml")):
@@ -151,5 +152,5 @@ def test_a_twin_dgd_rendered_first_changes_nothing(sample: str, tmp_path: Path) 
         if twins:
             (tree / f"0-twin-{f.name}").write_text(yaml.safe_dump_all(twins, sort_keys=False))
     memo.clear_all()
-    both = _by_identity(render_objects(tree))
+    both = _by_identity(render(tree))
     assert {k: both[k] for k in alone} == alone

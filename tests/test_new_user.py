@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AS_APPLIED_FLAGS, REPO, invoke_cli, run_cli, small_dgd
+from support.cli import invoke_cli, run_cli
+from support.inputs import small_dgd
+from support.paths import REPO
+from support.rendering import AS_APPLIED_FLAGS
 
 
 def _objects(text: str) -> list[dict[str, Any]]:

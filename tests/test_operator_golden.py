@@ -34,8 +34,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, render_objects
 from support.golden_match import compare, load_documents
+from support.paths import REPO
+from support.rendering import render
 
 from dyn_gitops import keys
 
@@ -105,7 +106,7 @@ def rendered(scenario: str, tmp_path: Path) -> list[dict[str, Any]]:
     docs = [admitted(d) for d in yaml.safe_load_all(src.read_text()) if d]
     path = tmp_path / "input.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    return render_objects(path, **SETTINGS)
+    return render(path, **SETTINGS)
 
 
 def as_stored(kube: Any, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:

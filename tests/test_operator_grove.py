@@ -14,13 +14,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from dyn_gitops_operator import FIELD_MANAGER, grove
-from dyn_gitops_operator.errors import ConflictError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, PCSGS, PODCLIQUES, Kube
 from dyn_gitops_operator.testing import (
     GROVE_MANAGER,
@@ -34,24 +31,19 @@ from dyn_gitops_operator.testing import (
     wait_for,
 )
 from support.graphs import component_patch
+from support.grove_graph import (
+    APPLIED,
+    PCLQ,
+    PCSG,
+    apply_graph,
+    pcs_observed,
+    ready_grove_graph,
+    with_restart,
+)
+from support.paths import SAMPLES
 from support.rendering import render
 
 pytestmark = pytest.mark.realk8s
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-GROVE_SAMPLE = SAMPLES / "grove-multinode" / "input"
-APPLIED = ("DynamoGraphDeployment", "DynamoGraphDeploymentScalingAdapter", "PodCliqueSet")
-
-
-def graph_objects(objs: list[dict[str, Any]], dgd: str) -> list[dict[str, Any]]:
-    """The DGD, its PodCliqueSet and its adapters (the sample renders two graphs)."""
-    return [
-        o
-        for o in objs
-        if o["metadata"]["name"] == dgd
-        or (o["metadata"].get("annotations") or {})
-        .get("dyn-gitops.io/source-dgd", "")
-        .endswith(f"/{dgd}")
-    ]
 
 
 def status_of(k: Kube, ns: str, name: str) -> dict[str, Any]:
@@ -73,16 +65,6 @@ def managers(obj: dict[str, Any]) -> set[tuple[str, str, str]]:
         (m["manager"], m["operation"], m.get("subresource", ""))
         for m in obj["metadata"].get("managedFields") or []
     }
-
-
-def apply_graph(
-    k: Kube, ns: str, dgd: str, sample: Path = GROVE_SAMPLE, **settings: Any
-) -> dict[str, Any]:
-    """Render, apply as GitOps would; the PodCliqueSet."""
-    mine = graph_objects(render(sample, ns, **settings), dgd)
-    gitops_apply(k, mine, kinds=APPLIED)
-    (pcs,) = [o for o in mine if o["kind"] == "PodCliqueSet"]
-    return pcs
 
 
 # ------------------------------------------------------------------------- readiness (pure)
@@ -721,14 +703,7 @@ def test_stale_cache_scale_is_refused_not_applied(k: Kube, namespace: str) -> No
     assert spec_replicas(k, namespace, "vllm-agg-0-frontend") == 2
 
 
-def with_restart(restart_id: str, **strategy: Any) -> list[dict[str, Any]]:
-    docs = [d for d in yaml.safe_load_all((GROVE_SAMPLE / "vllm-agg.yaml").read_text()) if d]
-    docs[0]["spec"]["restart"] = {"id": restart_id, **({"strategy": strategy} if strategy else {})}
-    return docs
-
-
 RESTART_AT = "nvidia.com/restartAt"
-PCLQ, PCSG = "vllm-agg-0-frontend", "vllm-agg-0-vllmdecodeworker"
 CLIQUES = {
     "Frontend": ["frontend"],
     "VllmDecodeWorker": ["vllmdecodeworker-ldr", "vllmdecodeworker-wkr"],
@@ -743,46 +718,8 @@ def stamps(k: Kube, ns: str, pcs: str = "vllm-agg") -> dict[str, str | None]:
     }
 
 
-def pcs_observed(k: Kube, ns: str, name: str = "vllm-agg") -> None:
-    """What Grove writes once it has synced the PodCliqueSet: status.observedGeneration."""
-    grove_k = Kube(k.api, k.timeout, field_manager=GROVE_MANAGER)
-    for _ in range(20):
-        obj = grove_k.get(PODCLIQUESETS, ns, name)
-        body = {
-            **obj,
-            "status": {
-                **(obj.get("status") or {}),
-                "observedGeneration": obj["metadata"]["generation"],
-            },
-        }
-        try:
-            grove_k.request(
-                "PUT",
-                PODCLIQUESETS.path(ns, name, "status"),
-                [("fieldManager", GROVE_MANAGER)],
-                body,
-            )
-            return
-        except ConflictError:
-            continue
-    raise RuntimeError("could not write the PodCliqueSet status")
-
-
 def restart_status(k: Kube, ns: str) -> dict[str, Any]:
     return dict(status_of(k, ns, "vllm-agg").get("restart") or {})
-
-
-def ready_grove_graph(k: Kube, ns: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """vllm-agg applied without a restart, Grove's children created, ready, PCS observed."""
-    docs = with_restart("unused")
-    del docs[0]["spec"]["restart"]
-    objs = render(docs, ns, grove=True)
-    gitops_apply(k, objs, kinds=APPLIED)
-    (pcs,) = [o for o in objs if o["kind"] == "PodCliqueSet"]
-    for name, res in grove_create(k, pcs).items():
-        grove_status(k, res, ns, name)
-    pcs_observed(k, ns)
-    return objs, pcs
 
 
 def stays(cond: Any, seconds: float = 3.0) -> None:

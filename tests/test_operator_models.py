@@ -22,7 +22,6 @@ from urllib.parse import quote
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, render_objects
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import Kube
 from dyn_gitops_operator.resources import DEPLOYMENTS, DYNAMO_MODELS, Resource
@@ -30,6 +29,8 @@ from dyn_gitops_operator.settings import ModelSettings
 from dyn_gitops_operator.testing import running, settings_for_tests, wait_for
 from support.controlplane import free_port
 from support.loraworkers import LoopbackWorkers
+from support.paths import CONFORMANCE
+from support.rendering import render
 
 from dyn_gitops import keys
 
@@ -163,7 +164,7 @@ def fully_loaded(s: Setup, api: Any, n: int) -> bool:
 
 @pytest.fixture
 def setup(cluster_k: Kube, cluster_namespace: str, cluster_kube: Any) -> Setup:
-    return Setup(cluster_k, cluster_namespace, render_objects)
+    return Setup(cluster_k, cluster_namespace, render)
 
 
 def _load_body(s: Setup) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import render_objects
+from support.rendering import renderer
 
 Obj = dict[str, Any]
 
@@ -49,10 +49,7 @@ def worker(**extra: Any) -> Obj:
     }
 
 
-def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
-    path = tmp_path / "dgd.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return render_objects(path, **{**SETTINGS, **settings})
+render = renderer(sort_keys=True, **SETTINGS)
 
 
 def find(objs: list[Obj], kind: str, name: str) -> Obj:

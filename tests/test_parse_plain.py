@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, SAMPLES
+from support.paths import CONFORMANCE, SAMPLES
 
 from dyn_gitops import parse
 from dyn_gitops.errors import Problem

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import need_binaries
+from support.binaries import need_binaries
 
 from dyn_gitops import __version__
 from dyn_gitops.argocd import plugin

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import render_objects
+from support.rendering import render
 
 GRAPH = """\
 apiVersion: nvidia.com/v1alpha1
@@ -31,7 +31,7 @@ spec:
 
 def test_volume_mounts_keep_the_written_order(tmp_path: Path) -> None:
     (tmp_path / "g.yaml").write_text(GRAPH)
-    dep = next(o for o in render_objects(tmp_path) if o["kind"] == "Deployment")
+    dep = next(o for o in render(tmp_path) if o["kind"] == "Deployment")
     pod = dep["spec"]["template"]["spec"]
     main = pod["containers"][0]
     # mainContainer mounts, then service mounts as written (cache path filled in), then shm

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, render_objects, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.rendering import render
 
 from dyn_gitops import __version__
 from dyn_gitops.workflows.postrender import HELM_FILENAME, split
@@ -77,7 +79,7 @@ def test_graphs_are_expanded_and_filed_under_their_template() -> None:
     cm = [o for o in objs if o["kind"] == "ConfigMap"]
     assert cm == [yaml.safe_load(helm4_stream(("app/templates/cm.yaml", CM)))]  # untouched
     rendered = [o for o in objs if o["kind"] != "ConfigMap"]
-    expected = render_objects(AGG, namespace="demo")
+    expected = render(AGG, namespace="demo")
     assert without(rendered, SOURCE_PATH, HELM_FILENAME) == without(expected, SOURCE_PATH)
     for o in rendered:
         ann = o["metadata"]["annotations"]
@@ -157,7 +159,7 @@ def test_helm4_plugin_expands_a_chart(helm: Any, tmp_path: Path) -> None:
     plain = helm("template", "rel", str(CHART)).stdout
     dgd = next(d for d in yaml.safe_load_all(plain) if d["kind"] == "DynamoGraphDeployment")
     (tmp_path / "dgd.yaml").write_text(yaml.safe_dump(dgd))
-    expected = render_objects(tmp_path / "dgd.yaml", namespace="demo")
+    expected = render(tmp_path / "dgd.yaml", namespace="demo")
     rendered = [o for o in objs if o["kind"] != "ConfigMap"]
     key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
     assert sorted(without(rendered, SOURCE_PATH), key=key) == sorted(

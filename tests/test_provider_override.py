@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import AS_APPLIED, render_objects
+from support.rendering import AS_APPLIED, renderer
 
 from dyn_gitops.errors import RenderError
 
@@ -57,10 +56,7 @@ def topo(domain: str, target: str | None = None, root: bool = False) -> Obj:
 MULTINODE = {"multinode": {"nodeCount": 2}}
 
 
-def render(tmp_path: Path, doc: Obj, **settings: Any) -> list[Obj]:
-    path = tmp_path / "dgd.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return render_objects(path, **{"grove": True, **AS_APPLIED, **settings})
+render = renderer(grove=True, **AS_APPLIED)
 
 
 def errors(tmp_path: Path, doc: Obj, **settings: Any) -> str:

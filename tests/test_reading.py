@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CliResult, invoke_cli, run_cli
+from support.cli import CliResult, invoke_cli, run_cli
 
 from dyn_gitops import keys
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SAMPLES, run_cli
+from support.cli import run_cli
 from support.controlplane import ensure_namespace
+from support.paths import SAMPLES
 
 pytestmark = pytest.mark.realk8s
 

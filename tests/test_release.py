@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import missing_component
 from support import images
+from support.binaries import missing_component
 
 from dyn_gitops import __version__
 

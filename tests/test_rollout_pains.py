@@ -292,7 +292,7 @@ def test_grove_graph_is_not_ready_before_grove_processed_the_new_spec(
     updated, and the operator (and the controller before this change) reported the graph
     ready. Ready again only once Grove observed it and the PodCliques are ready."""
     from dyn_gitops_operator.kube import PCSGS
-    from test_operator_grove import APPLIED, PCSG, pcs_observed, ready_grove_graph, with_restart
+    from support.grove_graph import APPLIED, PCSG, pcs_observed, ready_grove_graph, with_restart
 
     ready_grove_graph(k, namespace)
     with running(settings_for_tests(namespace), k):
@@ -379,7 +379,8 @@ def test_moving_to_grove_never_leaves_zero_ready_workers(
     from dyn_gitops_operator.testing import grove_create
     from support.cluster import GATE, is_ready
     from support.cluster import pods as list_pods
-    from test_operator_grove import SAMPLES, apply_graph
+    from support.grove_graph import apply_graph
+    from support.paths import SAMPLES
 
     k, api, ns = cluster_k, cluster_kube, cluster_namespace
     worker_sel = "nvidia.com/dynamo-component=VllmDecodeWorker"
@@ -498,7 +499,7 @@ def one_worker_on_grove(
     """vllm-agg on Grove with one worker replica, ``nvidia.com/grove-update-strategy`` when
     ``strategy`` is given (else no annotation), and the setting grove-safe-rollout."""
     import yaml
-    from test_operator_grove import SAMPLES
+    from support.paths import SAMPLES
 
     text = (SAMPLES / "vllm-agg" / "input" / "vllm-agg.yaml").read_text()
     docs = [d for d in yaml.safe_load_all(text) if d]
@@ -551,8 +552,8 @@ def test_one_replica_grove_worker_update_never_has_zero_ready_pods(
     deletes the only, ready, old pod first (ready 1 >= minAvailable 1) and the replacement
     is held, so the watch sees zero ready pods; deterministic in the stand-in."""
     from support.cluster import pods as list_pods
+    from support.grove_graph import APPLIED
     from support.grove_standin import TEMPLATE_HASH, GroveStandIn
-    from test_operator_grove import APPLIED
 
     k, api, ns = cluster_k, cluster_kube, cluster_namespace
     first = one_worker_on_grove(ns, "img:1", strategy, safe_rollout)

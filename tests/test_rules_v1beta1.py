@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import render_objects
+from support.rendering import render
 
 from dyn_gitops import admission, coexistence, keys, kvtransfer, rules, to_v1beta1
 from dyn_gitops.errors import RenderError
@@ -53,7 +53,7 @@ def _problems(tmp_path: Path, doc: Obj, name: str, **settings: Any) -> str:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(RenderError) as exc:
-        render_objects(path, **settings)
+        render(path, **settings)
     return str(exc.value)
 
 
@@ -159,7 +159,7 @@ def test_limits_and_coexistence_read_the_v1beta1_form(tmp_path: Path) -> None:
         assert f"{where}.scalingAdapter: renders a nvidia.com" in text, text
     off = _with({"scalingAdapter": {"enabled": False}})
     (tmp_path / "off.yaml").write_text(yaml.safe_dump(off))
-    assert render_objects(tmp_path / "off.yaml", nvidia_objects="omit")
+    assert render(tmp_path / "off.yaml", nvidia_objects="omit")
 
 
 def test_v1alpha1_only_fields_are_checked_as_written(tmp_path: Path) -> None:
@@ -406,7 +406,7 @@ def test_min_available_only_on_the_grove_pathway(tmp_path: Path) -> None:
         text = _problems(tmp_path, opted_out, "opted-out", grove="true")
         assert f"{where}.minAvailable: {message}" in text, text
         (tmp_path / "grove.yaml").write_text(yaml.safe_dump(doc))
-        assert render_objects(tmp_path / "grove.yaml", grove="true")
+        assert render(tmp_path / "grove.yaml", grove="true")
 
 
 def test_v1beta1_only_values_the_webhook_refuses(tmp_path: Path) -> None:

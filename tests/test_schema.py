@@ -17,10 +17,11 @@ from typing import Any
 import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
-from conftest import AS_APPLIED, CONFORMANCE, SAMPLES, render_objects
-from test_conformance import NEEDS_DRA, NOT_RENDERED_BY_DEFAULT, PASSTHROUGH_ONLY
+from support.conformance import NEEDS_DRA, NOT_RENDERED_BY_DEFAULT, PASSTHROUGH_ONLY
+from support.paths import CONFORMANCE, SAMPLES
+from support.rendering import AS_APPLIED, render
+from support.schemas import K8S_VERSION
 
-K8S_VERSION = "1.34.0"
 #: Grove variant: files with no DGD have no PodCliqueSet; GMS files need DRA as elsewhere
 NOT_ON_GROVE = PASSTHROUGH_ONLY
 GROVE_EXTRA: dict[str, dict[str, Any]] = {name: {"dra": True} for name in NEEDS_DRA}
@@ -84,7 +85,7 @@ def cached_schemas() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def all_objects() -> dict[str, list[dict[str, Any]]]:
-    return {label(path): render_objects(path, **AS_APPLIED) for path in inputs()}
+    return {label(path): render(path, **AS_APPLIED) for path in inputs()}
 
 
 def label(path: Path) -> str:
@@ -154,7 +155,7 @@ def test_builtin_objects_validate(path: Path, all_objects: dict[str, list[dict[s
 )
 def test_grove_objects_validate(path: Path) -> None:
     # the Grove path of every example: its Services and every clique's pod spec
-    objs = render_objects(path, grove=True, **AS_APPLIED, **GROVE_EXTRA.get(path.name, {}))
+    objs = render(path, grove=True, **AS_APPLIED, **GROVE_EXTRA.get(path.name, {}))
     assert any(o["kind"] == "PodCliqueSet" for o in objs)
     errors = all_errors(objs)
     assert not errors, "\n".join(errors)

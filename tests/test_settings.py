@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CliResult, invoke_cli, run_cli, small_dgd
+from support.cli import CliResult, invoke_cli, run_cli
+from support.inputs import small_dgd
 
 from dyn_gitops import keys
 from dyn_gitops.settings import REGISTRY

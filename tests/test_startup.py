@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import SAMPLES
+from support.paths import SAMPLES
 
 #: runs what the console script runs; at exit (atexit handlers run, see oneshot.py) it
 #: writes what the process imported and which of our models had a schema built

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_graph_cases import deployments, dgd, env, main, pod, render, render_error
+from support.graph_cases import deployments, dgd, env, main, pod, render, render_error
 
 from dyn_gitops import keys
 from dyn_gitops.errors import UsageError

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import run_cli
+from support.cli import run_cli
 
 from dyn_gitops import keys
 from dyn_gitops.workerhash import compute, gojson, hub
