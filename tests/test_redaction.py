@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONFORMANCE, resource_list, run_cli
+from support.cli import run_cli
+from support.inputs import resource_list
+from support.paths import CONFORMANCE
 from support.planted import CREDENTIAL_ENVS, Planter, found_in, plant
 
 from dyn_gitops.display import REDACTED, describe
