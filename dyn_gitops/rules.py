@@ -51,10 +51,7 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _TOPOLOGY_DOMAIN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _WORKER_HASH_LEN = 9  # "-" + 8 hex
 #: a label key (optional DNS-subdomain prefix and "/", then a name of at most 63)
-_LABEL_KEY = re.compile(
-    r"^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*/)?"
-    r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$"
-)
+_LABEL_KEY = naming.QUALIFIED_NAME
 MAIN = "main"
 
 Component = v1beta1.Component
