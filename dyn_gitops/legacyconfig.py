@@ -41,8 +41,6 @@ from .workerhash.quantity import QuantityError, value_of
 ENV_NAME = naming.DYN_DEPLOYMENT_CONFIG
 #: the JSON in that variable nests no deeper than a document may
 CONFIG_MAX_DEPTH: int = RenderSettings.max_depth
-#: the largest ``workers`` Go's ``json.Unmarshal`` reads into an ``int32``
-INT32_MAX = 2**31 - 1
 _MAIN = "main"
 
 
@@ -171,7 +169,7 @@ def parse(raw: str, names: Collection[str] = ()) -> Config:
     except ValueError as exc:
         raise ConfigError([f"{ENV_NAME} is not valid JSON: {_json_error(exc)}"]) from None
     if _has_non_finite(data):
-        raise ConfigError([f"{ENV_NAME} is not valid JSON: NaN and Infinity are not numbers"])
+        raise ConfigError([f"{ENV_NAME} is not valid JSON: NaN and Infinity are not JSON numbers"])
     if not isinstance(data, dict):
         raise ConfigError(
             [f"{ENV_NAME} must be a JSON object keyed by service, found {_kind(data)}"]
@@ -310,8 +308,8 @@ def problems(
     raw: str, names: Collection[str], readers: Sequence[str], max_replicas: int
 ) -> list[str]:
     """What is wrong with the config ``raw`` that the components ``readers`` read: its
-    JSON and types, every ``workers`` over the setting max-replicas (or Go's int32), and
-    the resources of each reader's own entry."""
+    JSON and types, every ``workers`` over the setting max-replicas (at most Go's int32,
+    as every limit), and the resources of each reader's own entry."""
     try:
         config = parse(raw, names)
     except ConfigError as exc:
@@ -319,16 +317,12 @@ def problems(
     out: list[str] = []
     for key, entry in config.typed.root.items():
         args = entry.service_args if entry is not None else None
-        workers = args.workers if args is not None else None
-        if workers is None or workers <= min(max_replicas, INT32_MAX):
-            continue
-        where = f"{ENV_NAME}: {json_path((key, 'ServiceArgs', 'workers'), config.data, names)}"
-        if workers > max_replicas:
+        if args is not None and args.workers is not None and args.workers > max_replicas:
+            where = json_path((key, "ServiceArgs", "workers"), config.data, names)
             out.append(
-                f"{where}: is more than the {max_replicas} replicas allowed (setting max-replicas)"
+                f"{ENV_NAME}: {where}: is more than the {max_replicas} replicas allowed "
+                "(setting max-replicas)"
             )
-        else:
-            out.append(f"{where}: is more than {INT32_MAX}, the most the operator reads (int32)")
     for service in dict.fromkeys(readers):
         args = config.args(service)
         if args is not None and args.resources is not None:
