@@ -18,13 +18,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .. import legacyconfig, naming
+from .. import naming
 from ..models import v1beta1
 from ..models.k8s import EnvVar
-from .context import MAIN, ComponentError, main_container_data
+from .context import MAIN, ComponentError, main_container, main_container_data
 from .defaults import FRONTEND_PORT
 
-ENV_NAME = legacyconfig.ENV_NAME
+ENV_NAME = naming.DYN_DEPLOYMENT_CONFIG
 
 #: the order a side's resources are written in (the dedicated fields' order)
 _FIRST = ("cpu", "memory", naming.GPU_RESOURCE)
@@ -36,6 +36,10 @@ def apply(
     """The component with the config applied (replicas, container ``main``'s resources),
     and env values to replace (name -> value). The validate stage has checked the config
     (``legacyconfig.checks``): a problem here is reported at the service's ``envs``."""
+    if not _names_config(component, graph_env):
+        return component, {}
+    from .. import legacyconfig  # its models cost start-up time: only for a config
+
     found = legacyconfig.find(component, graph_env)
     if found is None:
         return component, {}
@@ -70,6 +74,13 @@ def apply(
     if data is None:
         return component, overrides
     return v1beta1.Component.model_validate(data), overrides
+
+
+def _names_config(component: v1beta1.Component, graph_env: Sequence[EnvVar] | None) -> bool:
+    """Whether container ``main``'s env or the DGD's has an entry of that name."""
+    main = main_container(component)
+    envs = (*((main.env if main is not None else None) or ()), *(graph_env or ()))
+    return any(e.name == ENV_NAME for e in envs)
 
 
 def _side(current: dict[str, Any] | None, values: dict[str, str]) -> dict[str, Any]:
