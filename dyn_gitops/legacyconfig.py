@@ -169,7 +169,9 @@ def parse(raw: str, names: Collection[str] = ()) -> Config:
     except ValueError as exc:
         raise ConfigError([f"{ENV_NAME} is not valid JSON: {_json_error(exc)}"]) from None
     if _has_non_finite(data):
-        raise ConfigError([f"{ENV_NAME} is not valid JSON: NaN and Infinity are not JSON numbers"])
+        raise ConfigError(
+            [f"{ENV_NAME} is not valid JSON: a number is NaN, Infinity or beyond a float64"]
+        )
     if not isinstance(data, dict):
         raise ConfigError(
             [f"{ENV_NAME} must be a JSON object keyed by service, found {_kind(data)}"]
@@ -192,7 +194,8 @@ def _json_error(exc: ValueError) -> str:
 
 
 def _has_non_finite(data: Any) -> bool:
-    """Python's JSON reads ``NaN`` and ``Infinity``; Go's refuses them."""
+    """Python's JSON reads ``NaN``, ``Infinity`` and ``1e999`` (as infinity); Go's refuses
+    them (and a frontend's config written back would not be JSON)."""
     stack = [data]
     while stack:
         node = stack.pop()

@@ -140,7 +140,7 @@ def test_wrong_types_are_input_errors(tmp_path: Path, value: Obj, message: str) 
         ('"x"', f"{ENV} must be a JSON object keyed by service, found a string"),
         ("null", f"{ENV} must be a JSON object keyed by service, found null"),
         ('{"Worker": ', f"{ENV} is not valid JSON: Expecting value (line 1, column 12)"),
-        ('{"Worker": {"x": NaN}}', f"{ENV} is not valid JSON: NaN and Infinity are not JSON"),
+        ('{"Worker": {"x": NaN}}', f"{ENV} is not valid JSON: a number is NaN, Infinity or beyond"),
         ("[" * 500 + "]" * 500, f"{ENV} is not valid JSON: nested more than"),
         ('{"Worker": ' + "9" * 5000 + "}", f"{ENV} is not valid JSON"),
     ],
