@@ -102,6 +102,22 @@ def _dcd(value: str) -> Obj:
     }
 
 
+def _beta_dcd(value: str) -> Obj:
+    main = {"name": "main", "image": IMAGE, "env": _env(value)}
+    main["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    return {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoComponentDeployment",
+        "metadata": {"name": "legacy-worker"},
+        "spec": {
+            "backendFramework": "vllm",
+            "name": WORKER,
+            "type": "worker",
+            "podTemplate": {"spec": {"containers": [main]}},
+        },
+    }
+
+
 #: where the config is written -> (the document with config ``value`` there, the field of
 #: the value a problem names, the object it names)
 CARRIERS: dict[str, tuple[Any, str, str]] = {
@@ -140,6 +156,11 @@ CARRIERS: dict[str, tuple[Any, str, str]] = {
     "v1alpha1 standalone DCD": (
         _dcd,
         "spec.envs[0].value",
+        "DynamoComponentDeployment/legacy-worker",
+    ),
+    "v1beta1 standalone DCD": (
+        _beta_dcd,
+        "spec.podTemplate.spec.containers[0].env[1].value",
         "DynamoComponentDeployment/legacy-worker",
     ),
 }
