@@ -31,6 +31,14 @@ COMPONENT_CLASS_WORKER: Final = "worker"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 #: a Deployment's default maxSurge / maxUnavailable (Kubernetes' own default)
 DEFAULT_ROLLOUT_PERCENT: Final = "25%"
+#: the legacy env whose JSON sets a component's replicas and resources (``legacyconfig``)
+DYN_DEPLOYMENT_CONFIG: Final = "DYN_DEPLOYMENT_CONFIG"
+#: a qualified name, as a label key or a resource name is (``IsQualifiedName``): an
+#: optional DNS-subdomain prefix and "/", then a name of at most 63
+QUALIFIED_NAME = re.compile(
+    r"^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*/)?"
+    r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$"
+)
 
 # ------------------------------------------------------------------- Grove cliques
 #: multinode cliques of a Grove PodCliqueSet: ``<svc>-ldr`` and ``<svc>-wkr``

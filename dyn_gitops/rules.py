@@ -51,10 +51,7 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _TOPOLOGY_DOMAIN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _WORKER_HASH_LEN = 9  # "-" + 8 hex
 #: a label key (optional DNS-subdomain prefix and "/", then a name of at most 63)
-_LABEL_KEY = re.compile(
-    r"^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*/)?"
-    r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$"
-)
+_LABEL_KEY = naming.QUALIFIED_NAME
 MAIN = "main"
 
 Component = v1beta1.Component
@@ -401,14 +398,17 @@ def _beta_sidecar_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
 def limit_checks(g: Graph, *, max_replicas: int, max_node_count: int) -> Iterator[Problem]:
     """The runner's ceilings (settings max-replicas, max-node-count), checked before anything
     is expanded: pod addresses are written per node (a replica count costs nothing to expand
-    since one LeaderWorkerSet scales natively, #9612, but stays a bound on what is asked)."""
+    since one LeaderWorkerSet scales natively, #9612, but stays a bound on what is asked);
+    ``minAvailable`` (a count of replicas, Grove's int32) is bounded like ``replicas``; the
+    legacy ``DYN_DEPLOYMENT_CONFIG`` workers by ``legacyconfig.checks``."""
     for loc, c in g.components:
-        if c.replicas is not None and c.replicas > max_replicas:
-            yield Problem.at(
-                (*loc, "replicas"),
-                f"{c.replicas} is more than the {max_replicas} replicas "
-                "allowed (setting max-replicas)",
-            )
+        for field, value in (("replicas", c.replicas), ("minAvailable", c.minAvailable)):
+            if value is not None and value > max_replicas:
+                yield Problem.at(
+                    (*loc, field),
+                    f"{value} is more than the {max_replicas} replicas "
+                    "allowed (setting max-replicas)",
+                )
         nodes = c.multinode.nodeCount if c.multinode is not None else None
         if nodes is not None and nodes > max_node_count:
             yield Problem.at(

@@ -298,7 +298,8 @@ class RenderSettings:
     )
     max_replicas: int = _setting(
         10_000,
-        "Largest replicas a service may ask for (also its autoscaling minReplicas/maxReplicas).",
+        "Largest replicas a service may ask for (also its minAvailable, autoscaling "
+        "minReplicas/maxReplicas and DYN_DEPLOYMENT_CONFIG workers).",
         group="limits",
     )
     max_node_count: int = _setting(

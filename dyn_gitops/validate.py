@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from . import admission, coexistence, keys, naming, rules
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem
+from .models import v1beta1
 from .models.v1alpha1 import DynamoGraphDeployment, DynamoModel
 from .models.versions import V1BETA1
 from .parse import Document, located, object_label
@@ -135,6 +136,7 @@ def _validated(
         problems.extend(alpha_found)
         return None
     to_doc: list[Callable[[FieldPath], FieldPath]] = []  # made when first needed
+    grove_pathway = _grove_pathway(graph, standalone, settings)
 
     def at(problem: Problem) -> Problem:  # a problem of the v1beta1 form, in the document
         if not to_doc:  # (the mapping's module is imported only for a problem)
@@ -151,10 +153,9 @@ def _validated(
                     max_replicas=settings.max_replicas,
                     max_node_count=settings.max_node_count,
                 ),
+                *_legacy_config_checks(graph, settings, grove_pathway),
                 *rules.validate_graph(graph),
-                *rules.pathway_checks(
-                    graph, grove_pathway=_grove_pathway(graph, standalone, settings)
-                ),
+                *rules.pathway_checks(graph, grove_pathway=grove_pathway),
                 *rules.workload_provider_checks(graph.metadata, settings.grove),
                 *coexistence.graph_checks(graph, settings),
                 *(rules.runtime_version_admission(graph) if strict else ()),
@@ -208,6 +209,29 @@ def _grove_pathway(graph: Graph, standalone: bool, settings: RenderSettings) -> 
     ann = graph.metadata.annotations or {}
     provider = ann.get(keys.ANN_WORKLOAD_PROVIDER) or naming.workload_provider(ann, settings.grove)
     return not standalone and provider == keys.WORKLOAD_PROVIDER_GROVE
+
+
+def _legacy_config_checks(
+    graph: Graph, settings: RenderSettings, grove_pathway: bool
+) -> Iterator[Problem]:
+    """The legacy ``DYN_DEPLOYMENT_CONFIG`` (:mod:`.legacyconfig`), with the runner's limits,
+    where the expansion reads it: a component rendered from a DCD (a Grove clique does not
+    read it); the module is imported only for a DGD that names that env."""
+    if grove_pathway or not _names_legacy_config(graph.spec):
+        return
+    from . import legacyconfig
+
+    yield from legacyconfig.checks(graph.spec, max_replicas=settings.max_replicas)
+
+
+def _names_legacy_config(spec: v1beta1.GraphSpec) -> bool:
+    """Whether an env of the v1beta1 graph ``spec`` (the DGD's, or a container's) is named
+    ``DYN_DEPLOYMENT_CONFIG``."""
+    envs = [spec.env or []]
+    for component in spec.components or []:
+        pod = component.podTemplate.spec if component.podTemplate is not None else None
+        envs.extend(c.env or [] for c in (pod.containers if pod is not None else None) or [])
+    return any(e.name == naming.DYN_DEPLOYMENT_CONFIG for env in envs for e in env)
 
 
 def _alpha_problems(dgd: DynamoGraphDeployment, settings: RenderSettings) -> list[Problem]:

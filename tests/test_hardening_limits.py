@@ -259,6 +259,27 @@ def test_max_replicas_and_node_count_in_v1beta1(src: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("beta", [False, True], ids=["v1alpha1", "v1beta1"])
+def test_min_available_is_bounded_like_replicas(src: Path, beta: bool) -> None:
+    """Grove's ``minAvailable`` counts replicas (an int32 of the PodCliqueSet): before,
+    10**12 rendered with exit 0 into a clique the API server refuses."""
+    big = 10**12
+    if beta:
+        text = BETA.replace("    replicas: 1\n", f"    replicas: 1\n    minAvailable: {big}\n")
+        field = "spec.components[0].minAvailable"
+    else:
+        text = DGD.replace("      replicas: 2\n", f"      replicas: 2\n      minAvailable: {big}\n")
+        field = "spec.services.Frontend.minAvailable"
+    (src / "dgd.yaml").write_text(text)
+    assert_refused(
+        invoke_cli("render", str(src), "--grove"),
+        1,
+        f"{field}: {big} is more than the 10000 replicas allowed (setting max-replicas)",
+    )
+    (src / "dgd.yaml").write_text(text.replace(str(big), "2"))
+    assert invoke_cli("render", str(src), "--grove").code == 0
+
+
 def test_max_node_count(src: Path) -> None:
     text = multinode_dgd(replicas=3, node_count=4)
     (src / "dgd.yaml").write_text(text)

@@ -878,7 +878,9 @@ def test_legacy_config_is_read_from_container_mains_env(tmp_path: Path) -> None:
 
 def test_legacy_config_with_a_bad_quantity_is_an_input_error(tmp_path: Path) -> None:
     """A quantity the operator's ``resource.ParseQuantity`` refuses is an error at the
-    service's ``envs`` (before: an internal error)."""
+    value of the env entry carrying the config (the DGD's ``envs[0]`` here), with the path
+    inside the JSON and no part of the value (before: an internal error; then the value
+    quoted at the service's ``envs``)."""
     from dyn_gitops.errors import RenderError
 
     doc = LEGACY.replace('"CPU":"2"', '"CPU":"two"')
@@ -886,11 +888,11 @@ def test_legacy_config_with_a_bad_quantity_is_an_input_error(tmp_path: Path) -> 
     with pytest.raises(RenderError) as info:
         render(tmp_path, namespace="ns", origin_version="none")
     [problem] = info.value.problems
-    assert problem.path[-3:] == ("services", "Worker", "envs")
-    assert "sets cpu to a string of 3 characters, which is not a Kubernetes quantity" in (
-        problem.message
+    assert problem.path == ("spec", "envs", 0, "value")
+    assert problem.message == (
+        "DYN_DEPLOYMENT_CONFIG: Worker.ServiceArgs.resources.cpu: is not a Kubernetes "
+        "quantity (such as '1', '500m' or '8Gi')"
     )
-    assert "two" not in problem.message  # an env value, never shown
 
 
 # ------------------------------------------------------------ no down-conversion to render

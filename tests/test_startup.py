@@ -58,6 +58,7 @@ def _render(tmp_path: Path, source: Path) -> dict[str, Any]:
 #: never needed to render a v1alpha1 DGD (each costs start-up time)
 NOT_IMPORTED = (
     "dyn_gitops.models.convert",
+    "dyn_gitops.legacyconfig",  # only for a DGD naming DYN_DEPLOYMENT_CONFIG
     "dyn_gitops.crds",
     "dyn_gitops.workflows",
     "dyn_gitops.argocd",

@@ -531,7 +531,7 @@ def _expand_service(
     assert component is not None  # the name of one of the graph's components
     ctype = component.type or ""
     worker = naming.is_worker(ctype)
-    component, env_overrides = legacy.apply(component, graph_envs)
+    component, env_overrides = legacy.apply(component, graph.spec.env)
     preserved = graph.components.preserved_of(service)
     tmpl_labels, tmpl_ann = _template_metadata(graph, component, ctype)
     # GetDCDKubeAnnotations / GetDCDKubeLabels (internal/dynamo/v1beta1_helpers.go @

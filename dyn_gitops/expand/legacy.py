@@ -8,117 +8,79 @@ DGD's env merged under it (a v1alpha1 service's container ``main`` holds its ``e
 entry of the component (or of ``frontend``) gets ``"port": 8000``; ``ServiceArgs.workers``
 sets replicas when the component sets none; ``ServiceArgs.resources`` (cpu, memory, gpu as
 ``nvidia.com/gpu``, custom) are set key by key in both requests and limits of container
-``main`` (``applyDynDeploymentResources``).
+``main`` (``applyDynDeploymentResources``). The config is found, parsed and typed by
+:mod:`dyn_gitops.legacyconfig`, which the validate stage checked it with.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from .. import naming
-from ..display import describe
 from ..models import v1beta1
-from ..parse import json_loads_bounded
-from ..settings import RenderSettings
-from ..workerhash.quantity import QuantityError, value_of
+from ..models.k8s import EnvVar
 from .context import MAIN, ComponentError, main_container, main_container_data
 from .defaults import FRONTEND_PORT
 
-ENV_NAME = "DYN_DEPLOYMENT_CONFIG"
-#: the JSON in that variable nests no deeper than a document may
-CONFIG_MAX_DEPTH: int = RenderSettings.max_depth
-
-
-def _get(obj: Any, key: str) -> Any:
-    """Go's encoding/json matches struct fields case-insensitively: so do we."""
-    if not isinstance(obj, dict):
-        return None
-    if key in obj:
-        return obj[key]
-    lower = key.lower()
-    return next((v for k, v in obj.items() if isinstance(k, str) and k.lower() == lower), None)
-
+ENV_NAME = naming.DYN_DEPLOYMENT_CONFIG
 
 #: the order a side's resources are written in (the dedicated fields' order)
 _FIRST = ("cpu", "memory", naming.GPU_RESOURCE)
 
 
 def apply(
-    component: v1beta1.Component, graph_envs: tuple[dict[str, Any], ...] | list[dict[str, Any]]
+    component: v1beta1.Component, graph_env: Sequence[EnvVar] | None
 ) -> tuple[v1beta1.Component, dict[str, str]]:
     """The component with the config applied (replicas, container ``main``'s resources),
-    and env values to replace (name -> value); errors at the v1alpha1 ``envs``."""
-    typed = main_container(component)
-    own = [e for e in (typed.env if typed is not None else None) or [] if e.name == ENV_NAME]
-    if own:  # container main's wins over the DGD's, the last of a name wins (MergeEnvs)
-        raw = own[-1].value
-    else:
-        graph = [e for e in graph_envs if e.get("name") == ENV_NAME]
-        raw = graph[-1].get("value") if graph else None
-    if raw is None:
+    and env values to replace (name -> value). The validate stage has checked the config
+    (``legacyconfig.checks``): a problem here is reported at the service's ``envs``."""
+    if not _names_config(component, graph_env):
         return component, {}
-    main = main_container_data(component)
+    from .. import legacyconfig  # its models cost start-up time: only for a config
+
+    found = legacyconfig.find(component, graph_env)
+    if found is None:
+        return component, {}
     try:
-        config = json_loads_bounded(raw, max_depth=CONFIG_MAX_DEPTH)
-    except ValueError as exc:
-        raise ComponentError(("envs",), f"{ENV_NAME} is not valid JSON: {exc}") from None
-    if not isinstance(config, dict):
-        raise ComponentError(("envs",), f"{ENV_NAME} must be a JSON object keyed by service")
+        config = legacyconfig.parse(found.raw)
+    except legacyconfig.ConfigError as exc:
+        raise ComponentError(("envs",), exc.messages[0]) from None
     service = component.name
     overrides: dict[str, str] = {}
     if component.type == naming.FRONTEND:
-        entry = config.get(service)
+        entry = config.data.get(service)
         if not isinstance(entry, dict):
-            entry = config.get(naming.FRONTEND)
+            entry = config.data.get(naming.FRONTEND)
         if isinstance(entry, dict):
             entry["port"] = FRONTEND_PORT
             # Go's json.Marshal: sorted keys, no spaces
-            overrides[ENV_NAME] = json.dumps(config, sort_keys=True, separators=(",", ":"))
-    entry = config.get(service)
-    args = _get(entry, "ServiceArgs")
-    if not isinstance(args, dict):
+            overrides[ENV_NAME] = json.dumps(config.data, sort_keys=True, separators=(",", ":"))
+    args = config.args(service)
+    if args is None:
         return component, overrides
     data: dict[str, Any] | None = None
-    workers = _get(args, "workers")
-    if isinstance(workers, int) and component.replicas is None:
+    if args.workers is not None and component.replicas is None:
         data = component.model_dump(exclude_unset=True)
-        data["replicas"] = workers
-    res = _get(args, "resources")
-    if isinstance(res, dict):
-        values = _resource_values(res)
+        data["replicas"] = args.workers
+    if args.resources is not None:
+        wrong = next(legacyconfig.resource_problems(service, args.resources, config.data), None)
+        if wrong is not None:
+            raise ComponentError(("envs",), wrong)
         data = data if data is not None else component.model_dump(exclude_unset=True)
-        _write_main_resources(data, main.get("resources") or {}, values)
+        current = main_container_data(component).get("resources") or {}
+        _write_main_resources(data, current, legacyconfig.resource_values(args.resources))
     if data is None:
         return component, overrides
     return v1beta1.Component.model_validate(data), overrides
 
 
-def _resource_values(res: dict[str, Any]) -> dict[str, str]:
-    """``ServiceArgs.resources`` as resource names and quantities (``gpu`` is
-    ``nvidia.com/gpu``), each checked as the operator's ``resource.ParseQuantity`` would."""
-    values: dict[str, str] = {}
-    for key, name in (("cpu", "cpu"), ("memory", "memory"), ("gpu", naming.GPU_RESOURCE)):
-        value = _get(res, key)
-        if value is not None and str(value) != "":
-            values[name] = str(value)
-    custom = _get(res, "custom")
-    if isinstance(custom, dict):
-        values.update({str(k): str(v) for k, v in custom.items()})
-    for name, value in values.items():
-        try:
-            if value != value.strip():
-                raise QuantityError(value)
-            value_of(value)
-        except QuantityError:
-            # never the value, not even in part: it is an env value (display.py)
-            raise ComponentError(
-                ("envs",),
-                f"{ENV_NAME}: ServiceArgs.resources sets {name} to "
-                f"{describe(value, sensitive=True)}, which is not a Kubernetes quantity "
-                "(such as '1', '500m' or '8Gi')",
-            ) from None
-    return values
+def _names_config(component: v1beta1.Component, graph_env: Sequence[EnvVar] | None) -> bool:
+    """Whether container ``main``'s env or the DGD's has an entry of that name."""
+    main = main_container(component)
+    envs = (*((main.env if main is not None else None) or ()), *(graph_env or ()))
+    return any(e.name == ENV_NAME for e in envs)
 
 
 def _side(current: dict[str, Any] | None, values: dict[str, str]) -> dict[str, Any]:

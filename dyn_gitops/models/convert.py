@@ -308,6 +308,23 @@ _ALPHA_HOME: dict[str, FieldPath] = {
 _ALPHA_EXPERIMENTAL = ("gpuMemoryService", "failover", "checkpoint")
 
 
+def _main_env_origin(svc: v1alpha1.ServiceSpec, j: int) -> FieldPath:
+    """Where the v1alpha1 service ``svc`` wrote entry ``j`` of its container ``main``'s env
+    in the v1beta1 form: the conversion's merge (``hub._ordered_env_merge``) keeps the
+    order of ``envs`` and replaces a name of ``extraPodSpec.mainContainer.env`` in place."""
+    main = svc.main_container
+    merged: list[FieldPath] = [("envs", i) for i in range(len(svc.envs or []))]
+    index = {e.name: i for i, e in enumerate(svc.envs or [])}
+    for i, env in enumerate((main.env if main is not None else None) or []):
+        where: FieldPath = ("extraPodSpec", "mainContainer", "env", i)
+        if env.name in index:
+            merged[index[env.name]] = where
+        else:
+            index[env.name] = len(merged)
+            merged.append(where)
+    return merged[j] if 0 <= j < len(merged) else ("extraPodSpec", "mainContainer", "env")
+
+
 def loc_in_v1alpha1(dgd: v1alpha1.DynamoGraphDeployment) -> Callable[[FieldPath], FieldPath]:
     """Map a field path of the v1beta1 form of the v1alpha1 DGD ``dgd`` (its conversion
     **up**, ``hub.AlphaComponents``) back to the field the user wrote in ``dgd``: the
@@ -317,14 +334,16 @@ def loc_in_v1alpha1(dgd: v1alpha1.DynamoGraphDeployment) -> Callable[[FieldPath]
     services = dgd.spec.services or {}
     names = sorted(n for n, s in services.items() if s is not None)
 
-    def container(svc: v1alpha1.ServiceSpec, k: int) -> FieldPath:
+    def container(svc: v1alpha1.ServiceSpec, k: int, rest: FieldPath) -> FieldPath:
+        if k == 0 and rest[:1] == ("env",) and len(rest) > 1 and isinstance(rest[1], int):
+            return (*_main_env_origin(svc, rest[1]), *rest[2:])
         if k == 0:
-            return ("extraPodSpec", "mainContainer")
+            return ("extraPodSpec", "mainContainer", *rest)
         written = (svc.extraPodSpec.containers if svc.extraPodSpec else None) or []
         others = [j for j, c in enumerate(written) if c.name != MAIN]
         if k - 1 < len(others):
-            return ("extraPodSpec", "containers", others[k - 1])
-        return ("frontendSidecar",)
+            return ("extraPodSpec", "containers", others[k - 1], *rest)
+        return ("frontendSidecar", *rest)
 
     def convert(loc: FieldPath) -> FieldPath:
         if loc[:2] == ("spec", "env"):
@@ -350,7 +369,7 @@ def loc_in_v1alpha1(dgd: v1alpha1.DynamoGraphDeployment) -> Callable[[FieldPath]
             return (*base, "extraPodMetadata", *rest[1:])
         if field == "podTemplate" and rest[:1] == ("spec",):
             if rest[1:2] == ("containers",) and len(rest) > 2 and isinstance(rest[2], int):
-                return (*base, *container(services[names[i]], rest[2]), *rest[3:])
+                return (*base, *container(services[names[i]], rest[2], rest[3:]))
             return (*base, "extraPodSpec", *rest[1:])
         return (*base, field, *rest)
 
