@@ -30,7 +30,7 @@ Obj = dict[str, Any]
 LIMIT = "is more than the 10000 replicas allowed (setting max-replicas)"
 
 
-def render(tmp_path: Path, doc: Obj, *flags: str) -> tuple[CliResult, str]:
+def invoke_render(tmp_path: Path, doc: Obj, *flags: str) -> tuple[CliResult, str]:
     text = dump(doc)
     (tmp_path / "dgd.yaml").write_text(text)
     return invoke_cli("render", str(tmp_path), *flags), text
@@ -69,7 +69,7 @@ def test_workers_over_max_replicas_is_refused_where_it_is_written(
 ) -> None:
     """Before: exit 0, the worker's ``dyn-gitops.io/desired-replicas`` was the count, which
     the companion controller applies with no ceiling."""
-    res, _ = render(tmp_path, legacy_doc(config(workers), carrier))
+    res, _ = invoke_render(tmp_path, legacy_doc(config(workers), carrier))
     where = problem(
         tmp_path, carrier, config(workers), f"{WORKER}.ServiceArgs.workers: {LIMIT}", "ServiceArgs"
     )
@@ -79,7 +79,7 @@ def test_workers_over_max_replicas_is_refused_where_it_is_written(
 
 @pytest.mark.parametrize("carrier", sorted(CARRIERS))
 def test_workers_within_max_replicas_are_the_desired_replicas(tmp_path: Path, carrier: str) -> None:
-    res, _ = render(tmp_path, legacy_doc(config(20_000), carrier), "--max-replicas", "20000")
+    res, _ = invoke_render(tmp_path, legacy_doc(config(20_000), carrier), "--max-replicas", "20000")
     assert res.code == 0, res.stderr
     assert desired_replicas(res.stdout) == ["20000"]
 
@@ -87,7 +87,7 @@ def test_workers_within_max_replicas_are_the_desired_replicas(tmp_path: Path, ca
 def test_negative_workers_is_an_input_error(tmp_path: Path) -> None:
     """Before: exit 3 (the v1beta1 model refused replicas -5 inside the expansion), its
     message quoting the value."""
-    res, text = render(tmp_path, legacy_doc(config(-5)))
+    res, text = invoke_render(tmp_path, legacy_doc(config(-5)))
     line = line_of(text, "ServiceArgs")
     refused(
         res,
@@ -128,7 +128,7 @@ def test_wrong_types_are_input_errors(tmp_path: Path, value: Obj, message: str) 
     """Before: exit 0, the value ignored (or a number read as a quantity), where the
     operator fails the whole config."""
     raw = json.dumps(value)
-    res, text = render(tmp_path, legacy_doc(raw))
+    res, text = invoke_render(tmp_path, legacy_doc(raw))
     line = line_of(text, "- name: DYN_DEPLOYMENT_CONFIG") + 1
     refused(res, f"dgd.yaml:{line}: DynamoGraphDeployment/legacy: ", f"{ENV}: {message}")
 
@@ -146,7 +146,7 @@ def test_wrong_types_are_input_errors(tmp_path: Path, value: Obj, message: str) 
     ],
 )
 def test_json_that_is_no_config_is_an_input_error(tmp_path: Path, raw: str, message: str) -> None:
-    res, _ = render(tmp_path, legacy_doc(raw))
+    res, _ = invoke_render(tmp_path, legacy_doc(raw))
     refused(res, f"spec.services.{WORKER}.envs[1].value: {message}")
     assert "9" * 50 not in res.stderr
 
@@ -163,7 +163,7 @@ def test_valid_config_keys_match_case_insensitively(tmp_path: Path) -> None:
             "Planner": {"environment": "kubernetes"},
         }
     )
-    res, _ = render(tmp_path, legacy_doc(raw))
+    res, _ = invoke_render(tmp_path, legacy_doc(raw))
     assert res.code == 0, res.stderr
     assert desired_replicas(res.stdout) == ["4"]
     [dep] = [
@@ -179,7 +179,7 @@ def test_valid_config_keys_match_case_insensitively(tmp_path: Path) -> None:
 def test_a_grove_clique_does_not_read_the_config(tmp_path: Path) -> None:
     """On the Grove pathway no DCD is generated, so nothing applies the config (as the
     operator's Grove renderer): it is not checked either."""
-    res, _ = render(tmp_path, legacy_doc(config(10**12)), "--grove")
+    res, _ = invoke_render(tmp_path, legacy_doc(config(10**12)), "--grove")
     assert res.code == 0, res.stderr
 
 
@@ -206,14 +206,14 @@ SECRET_CONFIGS = [
 def test_no_problem_message_contains_any_part_of_the_env_value(
     tmp_path: Path, value: Obj, message: str
 ) -> None:
-    res, _ = render(tmp_path, legacy_doc(json.dumps(value)))
+    res, _ = invoke_render(tmp_path, legacy_doc(json.dumps(value)))
     refused(res, f"{ENV}: {message}")
     assert SECRET not in res.stderr and SECRET[:8] not in res.stderr
 
 
 def test_no_json_error_contains_any_part_of_the_env_value(tmp_path: Path) -> None:
     for raw in (f'{{"{SECRET}": ', f'{{"a": "{SECRET}\x01"}}', f'{{"a": {SECRET}}}'):
-        res, _ = render(tmp_path, legacy_doc(raw))
+        res, _ = invoke_render(tmp_path, legacy_doc(raw))
         refused(res, f"{ENV} is not valid JSON: ")
         assert SECRET[:8] not in res.stderr, res.stderr
 
