@@ -275,11 +275,12 @@ def _previous(b: _Branch, old_ids: Mapping[str, str], settings: RenderSettings) 
     """The last run's files, each read back bounded (anyone who may push wrote them)."""
     cache = gitstore.read_blob(b.repo, b.old, CACHE_FILE, limit=CACHE_MAX_BYTES)
     limit = settings.max_output_bytes
-    return Previous(
-        load_cache(cache),
-        old_ids.get,
-        lambda path: gitstore.read_blob(b.repo, b.old, path, limit=limit),
-    )
+
+    def content(path: str) -> bytes | None:
+        oid = old_ids.get(path)
+        return None if oid is None else gitstore.read_blob_id(b.repo, oid, limit=limit)
+
+    return Previous(load_cache(cache), old_ids.get, content)
 
 
 def _up_to_date(b: _Branch, req: Request, sig: Any, p: Plan) -> Result:
