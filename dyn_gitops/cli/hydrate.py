@@ -111,18 +111,7 @@ def hydrate(
         repo = gitstore.open_repo(path)
         source_path = gitstore.repo_relative(repo, path)
         if out_dir:
-            from ..workflows.outdir import to_dir
-
-            p = to_dir(
-                out_dir,
-                src,
-                settings,
-                rev=rev,
-                source_path=source_path,
-                use_cache=not no_cache,
-                cache_key=key,
-            )
-            _report(p, f"wrote {out_dir}", f"{out_dir.rstrip('/')}/")
+            _to_dir(out_dir, ctx, rev, source_path, use_cache=not no_cache, key=key)
             return
         req = hyd.Request(
             rev=rev,
@@ -140,14 +129,38 @@ def hydrate(
         fail_with(exc, "nothing hydrated")
     except (FileExistsError, FileNotFoundError, LookupError) as exc:
         fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
-    where = f"{branch}:{target_path.strip('/') + '/' if target_path.strip('/') else ''}"
-    if result.commit is None:
-        what = f"{branch} is up to date at {result.tip[:12]}; nothing committed"
-    else:
-        what = f"committed {result.commit[:12]} on {branch}"
-    _report(result.plan, what, where)
+    _report(result.plan, _outcome(result, branch), _where(branch, target_path))
     with reported():
         write_stdout(result.tip + "\n")
+
+
+def _to_dir(
+    out_dir: str, ctx: Any, rev: str, source_path: str, *, use_cache: bool, key: bytes | None
+) -> None:
+    from ..workflows.outdir import to_dir
+
+    p = to_dir(
+        out_dir,
+        ctx.source,
+        ctx.settings,
+        rev=rev,
+        source_path=source_path,
+        use_cache=use_cache,
+        cache_key=key,
+    )
+    _report(p, f"wrote {out_dir}", f"{out_dir.rstrip('/')}/")
+
+
+def _outcome(result: Any, branch: str) -> str:
+    if result.commit is None:
+        return f"{branch} is up to date at {result.tip[:12]}; nothing committed"
+    return f"committed {result.commit[:12]} on {branch}"
+
+
+def _where(branch: str, target_path: str) -> str:
+    """How a warning names a file of the branch: ``branch:target/path``."""
+    target = target_path.strip("/")
+    return f"{branch}:{target}/" if target else f"{branch}:"
 
 
 def _report(p: Any, what: str, where: str) -> None:
