@@ -357,3 +357,40 @@ def test_enfile_on_accept_pauses_instead_of_ending_the_loop(
     finally:
         loop.close()
         client.close()
+
+
+def test_a_request_whose_descriptors_cannot_be_passed_is_answered_busy(short_tmp: Path) -> None:
+    """The kernel cannot install the client's stdout/stderr in the server (no descriptor
+    free: a real RLIMIT_NOFILE, lowered in this process for two loop turns): the client is
+    told busy, so it renders in-process instead of getting no answer (exit 3)."""
+    import resource
+
+    from dyn_gitops.argocd import server
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(short_tmp / "s"))
+    listener.listen(4)
+    listener.setblocking(False)
+    loop = server._Loop(listener)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(str(short_tmp / "s"))
+    loop.step()  # accepted: now reading its request
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest_free = os.dup(0)
+    os.close(lowest_free)
+    fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (1, 2))
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))  # none free
+        client.sendmsg(
+            [MAGIC + (1).to_bytes(8, "big")], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+        )
+        loop.step()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    client.settimeout(HANG_GUARD_S)
+    try:
+        assert client.recv(64) == b"busy\n"
+        assert not loop.pending and not loop.ready
+    finally:
+        loop.close()
+        client.close()
