@@ -18,14 +18,14 @@ import pygit2
 import pytest
 import yaml
 from conftest import REPO, run_cli
+from support.hydrating import RUNNER_KEY
 
 TREE = REPO / "tests" / "data" / "workflows" / "tree"
 META = ".dyn-gitops/metadata.yaml"
 CACHE = ".dyn-gitops/cache.json"
 OURS = {META, CACHE, "kustomization.yaml"}
 SA = "demo/serviceaccount_planner-serviceaccount.yaml"
-#: the runner's cache key (DYN_GITOPS_HYDRATE_KEY), as a CI secret holds it
-KEY = "test-runner-key-0123456789abcdef0123456789"
+KEY = RUNNER_KEY  # the runner's DYN_GITOPS_HYDRATE_KEY
 
 
 class Repo:

@@ -338,7 +338,7 @@ class _Trust:
             named = sorted(inputs & _owner(record).keys())
             which = ", ".join(printable(p) for p in named) or "a removed input file"
             out.append(
-                f"{CACHE_FILE}: the record of {which} is not signed with {HYDRATE_KEY_ENV} "
+                f"{CACHE_FILE}: the record of {which} does not verify with {HYDRATE_KEY_ENV} "
                 "(edited on the branch?); rendered again"
             )
         return out
