@@ -23,6 +23,7 @@ that says which source is which.
 """
 
 import dataclasses
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,13 +37,19 @@ SETTINGS_FILE = "dyn-gitops.yaml"
 ENV_PREFIX = "DYN_GITOPS_"
 #: the companion controller's ceiling of replica counts (its default: max-replicas's)
 OPERATOR_MAX_REPLICAS_ENV = "DYN_GITOPS_OPERATOR_MAX_REPLICAS"
-#: variables with our prefix that are not render settings (debugging, test tooling, the
-#: companion controller's)
+#: hydrate's cache key: a secret of whoever runs hydrate (a CI secret), never a render
+#: setting and never from the input; it signs each record of .dyn-gitops/cache.json so that
+#: a record edited on the branch is not trusted (docs/workflows.md, Incremental hydrate)
+HYDRATE_KEY_ENV = "DYN_GITOPS_HYDRATE_KEY"
+HYDRATE_KEY_MIN_CHARS = 32  # the MACs are on the branch: a short key could be guessed offline
+#: variables with our prefix that are not render settings (debugging, test tooling, secrets,
+#: the companion controller's)
 RESERVED_ENV = frozenset(
     {
         "DYN_GITOPS_DEBUG",
         "DYN_GITOPS_TEST_BINS",
         "DYN_GITOPS_TEST_BINS_CACHE",
+        HYDRATE_KEY_ENV,
         OPERATOR_MAX_REPLICAS_ENV,
     }
 )
@@ -57,6 +64,21 @@ NO_ORIGIN_STAMP = "none"
 LIMIT_MAX = 2**31 - 1
 #: the deepest nesting the renderer itself survives under Python's default recursion limit
 DEPTH_MAX = 200
+
+# The warm render server of the Argo CD plugin (argocd/server.py): its own bounds, set by
+# whoever runs the sidecar (not render settings: a request cannot change them).
+#: a forked child renders one request; more wait in the queue
+WARM_SERVER_MAX_CHILDREN = max(2, (os.cpu_count() or 1) * 2)
+#: complete requests waiting for a free child (each holds a connection, two descriptors and
+#: its payload); one more is answered "busy" and its client renders in-process
+WARM_SERVER_MAX_QUEUED = 64
+#: connections still sending their request; more are answered "busy" meanwhile
+WARM_SERVER_MAX_PENDING = 128
+WARM_SERVER_MAX_REQUEST_BYTES = 16 * 1024 * 1024  # working directory + environment
+WARM_SERVER_REQUEST_TIMEOUT_S = 10.0  # a client sends its whole request at once
+WARM_SERVER_CHILD_TIMEOUT_S = 300  # a render takes seconds; Argo CD gives up long before
+#: out of descriptors on accept(): stop accepting this long, doubling up to the maximum
+WARM_SERVER_ACCEPT_BACKOFF_S = (0.05, 1.0)
 
 
 def _setting(default: Any, help: str, *, group: str = "render", maximum: int | None = None) -> Any:

@@ -22,9 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 from support.cli import invoke_cli, run_cli
+from support.hydrating import RUNNER_KEY, RUNNER_KEY_ENV
 from support.paths import SAMPLES
 
 from dyn_gitops import emit, objpath
+from dyn_gitops.workflows.cachetrust import content_digest, signed
 from dyn_gitops.workflows.incremental import CACHE_FORMAT, blob_id
 
 PROBLEM = re.compile(
@@ -401,7 +403,7 @@ def _hydrated_sample(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
         subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
     out = tmp_path / "out"
-    env = {"HOME": str(tmp_path)}
+    env = {"HOME": str(tmp_path), **RUNNER_KEY_ENV}  # the cache is trusted, so used
     assert (
         run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo, env=env).code
         == 0
@@ -415,7 +417,7 @@ def _files(out: Path) -> dict[str, bytes]:
 
 def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
     """hydrate reads back the cache it wrote (people can edit it): only paths of the shape
-    objpath produces are trusted, else the run is cold."""
+    objpath produces are trusted, even in a record signed with the runner's key."""
     repo, out, env = _hydrated_sample(tmp_path)
     clean = _files(out)
     cache_path = out / ".dyn-gitops" / "cache.json"
@@ -424,14 +426,14 @@ def test_a_tampered_cache_cannot_choose_output_files(tmp_path: Path) -> None:
     # a unit that claims the real input, and as its output a file of the last run that is
     # no object: reusing it would publish whatever the cache says instead of the render
     source_id = blob_id((repo / "deploy" / "vllm-agg.yaml").read_bytes())
-    kust_id = blob_id((out / "kustomization.yaml").read_bytes())
-    cache["units"] = [
-        {
-            "files": {"vllm-agg.yaml": source_id},
-            "graphs": [],
-            "objects": {"kustomization.yaml": {"key": "k", "blob": kust_id}},
-        }
-    ]
+    kust = content_digest((out / "kustomization.yaml").read_bytes())
+    head = {k: cache[k] for k in ("format", "renderer", "settings")}
+    record = {
+        "files": {"vllm-agg.yaml": source_id},
+        "graphs": [],
+        "objects": {"kustomization.yaml": {"key": "k", "digest": kust}},
+    }
+    cache["units"] = [signed(RUNNER_KEY.encode(), head, record)]  # as a bug of ours could
     cache_path.write_text(json.dumps(cache))
     before = tree(tmp_path)
     res = run_cli("hydrate", "deploy", "--rev", "HEAD", "--out-dir", str(out), cwd=repo, env=env)
@@ -496,7 +498,7 @@ def test_hydrate_finds_a_case_collision_across_files_with_a_warm_cache(tmp_path:
     (repo / "deploy" / "a.yaml").write_text(role("Reader"))
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
         subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True)
-    env = {"HOME": str(tmp_path)}
+    env = {"HOME": str(tmp_path), **RUNNER_KEY_ENV}  # a warm, trusted cache
     out = tmp_path / "out"
     for where in (["--branch", "rendered"], ["--out-dir", str(out)]):
         res = run_cli("hydrate", "deploy", "--rev", "HEAD", *where, cwd=repo, env=env)

@@ -8,7 +8,10 @@ runs the real server process and real ``cmp generate`` clients over its Unix soc
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import select
 import shlex
 import shutil
 import socket
@@ -22,7 +25,14 @@ from pathlib import Path
 import pytest
 from support.cli import CliResult, run_cli
 from support.paths import REPO
-from support.render_server import HANG_GUARD_S, short_tmpdir, socket_path, wait_for_server
+from support.render_server import (
+    HANG_GUARD_S,
+    short_tmpdir,
+    socket_path,
+    start_server_process,
+    wait_for_log,
+    wait_for_server,
+)
 
 from dyn_gitops.argocd.client import MAGIC
 
@@ -188,3 +198,200 @@ def test_stuck_clients_do_not_block_others_and_are_dropped(short_tmp: Path, tmp_
     finally:
         stuck.close()
     assert _generate(app, short_tmp).code == 0  # the server still serves
+
+
+# ---------------------------------------------------------------------------- bounds (issue 25)
+def _generate_process(app: Path, tmp: Path, stdout: int) -> subprocess.Popen[bytes]:
+    """A real ``cmp generate`` client (no ARGOCD_APP_NAME: it starts no server itself)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
+    return subprocess.Popen(
+        [sys.executable, "-c", "from dyn_gitops.oneshot import main; main()", "cmp", "generate"],
+        cwd=app,
+        env={**env, "TMPDIR": str(tmp), "ARGOCD_APP_NAMESPACE": "ns"},
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _first_to_end(procs: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        for proc in procs:
+            if proc.poll() is not None:
+                return proc
+        time.sleep(0.05)
+    raise AssertionError(
+        "no request was answered busy although the only render slot was taken and the "
+        "queue (one request) was full: the queue of complete requests is unbounded"
+    )
+
+
+def test_complete_requests_beyond_the_queue_bound_are_answered_busy(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    """One render slot, a queue of one: a third request is answered busy at once and its
+    client renders in-process; the queued one is served when the slot frees."""
+    app = _app(tmp_path / "app")
+    expected = _generate(app, short_tmp, "--server", "off")
+    log = tmp_path / "server.log"
+    server = start_server_process(short_tmp, log, "server.MAX_CHILDREN = 1\nserver.MAX_QUEUED = 1")
+    clients: list[subprocess.Popen[bytes]] = []
+    r, w = os.pipe()
+    try:
+        wait_for_server(short_tmp)
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)  # its child blocks writing 12 KB to it
+        clients.append(_generate_process(app, short_tmp, stdout=w))
+        os.close(w)
+        assert select.select([r], [], [], HANG_GUARD_S)[0], "the first request never ran"
+        head = os.read(r, 1)  # its child runs, holding the only render slot
+        others = [_generate_process(app, short_tmp, subprocess.PIPE) for _ in range(2)]
+        clients += others
+        busy = _first_to_end(others)
+        out, err = busy.communicate(timeout=HANG_GUARD_S)
+        assert busy.returncode == 0, err
+        assert b"server is busy; rendering in-process" in err and b"(in-process)" in err
+        assert out.decode() == expected.stdout  # nothing written twice, nothing lost
+        rest = b"".join(iter(lambda: os.read(r, 1 << 16), b""))
+        assert clients[0].wait(HANG_GUARD_S) == 0
+        assert (head + rest).decode() == expected.stdout
+        queued = next(c for c in others if c is not busy)
+        out, err = queued.communicate(timeout=HANG_GUARD_S)
+        assert queued.returncode == 0 and b"(warm server)" in err, err
+        assert out.decode() == expected.stdout
+        assert "answered one more busy" in log.read_text()
+    finally:
+        os.close(r)
+        for proc in [*clients, server]:
+            proc.kill()
+            proc.wait()
+
+
+#: in the server process: after its warm-up, only 8 more descriptors than it holds
+_FEW_DESCRIPTORS = """
+import os, resource
+_warm_up = server._warm_up
+def _warm_up_then_lower_the_limit():
+    _warm_up()
+    held = len(os.listdir("/proc/self/fd"))
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (held + 8, hard))
+server._warm_up = _warm_up_then_lower_the_limit
+"""
+
+
+def test_out_of_descriptors_on_accept_pauses_and_the_server_recovers(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    """A real EMFILE: the server runs under a low RLIMIT_NOFILE and idle clients take every
+    descriptor. It logs once, stops accepting for a while, and serves again once they go."""
+    app = _app(tmp_path / "app")
+    expected = _generate(app, short_tmp, "--server", "off")
+    log = tmp_path / "server.log"
+    server = start_server_process(short_tmp, log, _FEW_DESCRIPTORS)
+    idle: list[socket.socket] = []
+    try:
+        sock = wait_for_server(short_tmp)
+        for _ in range(24):  # more than the descriptors it has; the rest wait in the backlog
+            idle.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            idle[-1].connect(str(sock))
+        wait_for_log(server, log, lambda text: "cannot accept" in text, "EMFILE on accept")
+        for conn in idle:
+            conn.close()
+        wait_for_log(  # every idle client dropped: its descriptors free again
+            server,
+            log,
+            lambda text: text.count("bad request") + text.count("dropped a client") >= len(idle),
+            "every idle client dropped",
+        )
+        res = _generate(app, short_tmp)
+        assert res.code == 0 and "(warm server)" in res.stderr, res.stderr
+        assert res.stdout == expected.stdout
+        text = log.read_text()
+        assert "Too many open files" in text and "EMFILE" in text
+        # logged once per shortage, not once per retry
+        assert text.count("cannot accept") <= text.count("accepting connections again") + 1
+        assert server.poll() is None
+    finally:
+        for conn in idle:
+            conn.close()
+        server.kill()
+        server.wait()
+
+
+class _NoDescriptorsInSystem:
+    """A listener whose accept() fails with ENFILE (the system-wide table full: not made
+    real in a test); the selector watches the real socket underneath."""
+
+    def __init__(self, real: socket.socket) -> None:
+        self.real, self.calls = real, 0
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    def accept(self) -> tuple[socket.socket, object]:
+        self.calls += 1
+        raise OSError(errno.ENFILE, os.strerror(errno.ENFILE))
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def test_enfile_on_accept_pauses_instead_of_ending_the_loop(
+    short_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dyn_gitops.argocd import server
+
+    real = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    real.bind(str(short_tmp / "s"))
+    real.listen(4)
+    real.setblocking(False)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(str(short_tmp / "s"))  # the listener stays readable: a connection waits
+    listener = _NoDescriptorsInSystem(real)
+    loop = server._Loop(listener)  # type: ignore[arg-type]
+    try:
+        for _ in range(5):
+            loop.step()  # raised OSError(ENFILE) out of the loop before
+        assert listener.calls >= 1
+        assert loop.backoff > server.ACCEPT_BACKOFF_S[0]  # paused, for longer each time
+        assert capsys.readouterr().err.count("cannot accept") == 1  # logged once
+    finally:
+        loop.close()
+        client.close()
+
+
+def test_a_request_whose_descriptors_cannot_be_passed_is_answered_busy(short_tmp: Path) -> None:
+    """The kernel cannot install the client's stdout/stderr in the server (no descriptor
+    free: a real RLIMIT_NOFILE, lowered in this process for two loop turns): the client is
+    told busy, so it renders in-process instead of getting no answer (exit 3)."""
+    import resource
+
+    from dyn_gitops.argocd import server
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(short_tmp / "s"))
+    listener.listen(4)
+    listener.setblocking(False)
+    loop = server._Loop(listener)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(str(short_tmp / "s"))
+    loop.step()  # accepted: now reading its request
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest_free = os.dup(0)
+    os.close(lowest_free)
+    fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (1, 2))
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))  # none free
+        client.sendmsg(
+            [MAGIC + (1).to_bytes(8, "big")], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+        )
+        loop.step()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    client.settimeout(HANG_GUARD_S)
+    try:
+        assert client.recv(64) == b"busy\n"
+        assert not loop.pending and not loop.ready
+    finally:
+        loop.close()
+        client.close()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from support.cli import run_cli
+from support.hydrating import RUNNER_KEY
 from support.paths import REPO
 from support.workflow_repo import TREE, Repo
 
@@ -23,6 +24,7 @@ META = ".dyn-gitops/metadata.yaml"
 CACHE = ".dyn-gitops/cache.json"
 OURS = {META, CACHE, "kustomization.yaml"}
 SA = "demo/serviceaccount_planner-serviceaccount.yaml"
+KEY = RUNNER_KEY  # the runner's DYN_GITOPS_HYDRATE_KEY
 
 
 @pytest.fixture
@@ -227,6 +229,58 @@ def test_an_output_edited_on_the_branch_is_rendered_again(repo: Repo, tmp_path: 
     res = repo.hydrate("deploy")
     assert res.code == 0, res.stderr
     assert objects_of(repo.files()) == full_render(repo, tmp_path)
+    for edited in (path, SA):  # named, the shared one too
+        assert f"dyn-gitops: warning: rendered:{edited}: edited on the branch" in res.stderr
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["no key", "runner key"])
+def test_a_forged_output_with_a_matching_cache_is_rendered_again_and_reported(
+    repo: Repo, tmp_path: Path, key: str | None
+) -> None:
+    """Issue 25 point 6: someone who can push to the branch edits an output and its cache
+    record to match; the next run must not take it for its own render."""
+    assert repo.hydrate("deploy", key=key).code == 0
+    path = "demo/service_agg-frontend.yaml"
+    forged = repo.forge(tmp_path, path, lambda b: b.replace(b"port: 8000", b"port: 8666"))
+    (repo.path / "README.md").write_text("touch\n")
+    repo.commit("touch")
+    res = repo.hydrate("deploy", key=key)
+    assert res.code == 0, res.stderr
+    assert repo.files()[path] != forged, f"the forged {path} was reused: {stats(res.stderr)}"
+    assert objects_of(repo.files()) == full_render(repo, tmp_path)
+    warnings = [line for line in res.stderr.splitlines() if "warning" in line]
+    assert any(f"rendered:{path}" in line for line in warnings), res.stderr
+    if key is not None:  # only the forged record's input is rendered again
+        assert "1 input files rendered, 4 reused" in stats(res.stderr)
+        again = repo.hydrate("deploy", key=key)  # healed: reused again, and quiet
+        assert "0 input files rendered" in stats(again.stderr)
+        assert "warning" not in again.stderr
+
+
+def test_without_the_runner_key_nothing_is_reused_and_a_note_says_why(repo: Repo) -> None:
+    """The cache on the branch proves nothing unless the runner's key signed it: no key (or
+    another key) renders every file, says why, and never calls that an edit."""
+    assert repo.hydrate("deploy", key=None).code == 0
+    again = repo.hydrate("deploy", key=None)
+    assert again.code == 0, again.stderr
+    assert "5 input files rendered, 0 reused" in stats(again.stderr)
+    assert "DYN_GITOPS_HYDRATE_KEY" in again.stderr and "warning" not in again.stderr
+    assert "up to date" in again.stderr  # the same bytes: no commit
+    assert repo.hydrate("deploy").code == 0  # the runner key signs the records
+    other = repo.hydrate("deploy", key="another-runner-key-" + "x" * 20)
+    assert "5 input files rendered, 0 reused" in stats(other.stderr), other.stderr
+    assert "another key" in other.stderr and "warning" not in other.stderr
+    assert repo.hydrate("deploy").code == 0  # back to the runner key: cold once, then reused
+    assert "0 input files rendered, 5 reused" in stats(repo.hydrate("deploy").stderr)
+
+
+def test_a_short_runner_key_is_refused_without_showing_it(repo: Repo) -> None:
+    short = "s3cr3t-value"
+    res = repo.hydrate("deploy", key=short)
+    assert res.code == 2 and repo.tip() is None
+    assert "DYN_GITOPS_HYDRATE_KEY" in res.stderr and "openssl rand" in res.stderr
+    assert short not in res.stderr + res.stdout
+    assert repo.hydrate("deploy", key="").code == 0  # an unset CI secret: no key
 
 
 def test_no_cache_and_cache_agree(repo: Repo, tmp_path: Path) -> None:
@@ -587,7 +641,7 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
             full = exc
         assert isinstance(full, dict) == renders, f"{what}: the step is not what it says"
         try:
-            p = plan(src, settings, previous)
+            p = plan(src, settings, previous, key=KEY.encode())
         except RenderError as exc:
             assert isinstance(full, RenderError), f"{what}: incremental failed, full did not"
             assert exc.problems == full.problems, what
@@ -621,6 +675,7 @@ def test_incremental_plan_equals_a_full_render_through_many_edits() -> None:
         {"format": 2},
         {"units": [{"files": {"agg.yaml": 1}}]},
         "same settings, wrong shapes",
+        "same settings, wrong shapes, signed",
     ],
 )
 def test_a_damaged_cache_is_ignored(cache: Any) -> None:
@@ -629,23 +684,26 @@ def test_a_damaged_cache_is_ignored(cache: Any) -> None:
     from dyn_gitops.pipeline import render
     from dyn_gitops.read import read_path
     from dyn_gitops.settings import resolve
-    from dyn_gitops.workflows.incremental import Previous, plan, settings_digest
+    from dyn_gitops.workflows import cachetrust
+    from dyn_gitops.workflows.incremental import CACHE_FORMAT, Previous, plan, settings_digest
 
     src = read_path(str(TREE), max_file_bytes=1 << 20)
     settings = resolve(file_values=settings_values(src)).settings
-    if cache == "same settings, wrong shapes":
-        cache = {
-            "format": 2,
+    if isinstance(cache, str) and cache.startswith("same settings, wrong shapes"):
+        head = {
+            "format": CACHE_FORMAT,
             "renderer": __version__,
             "settings": settings_digest(settings),
-            "units": [
-                {
-                    "files": {"agg.yaml": "0" * 40},
-                    "graphs": [],
-                    "objects": {"x.yaml": {"key": 1, "blob": None}},
-                }
-            ],
         }
-    p = plan(src, settings, Previous(cache, lambda path: None, lambda path: None))
+        record: dict[str, Any] = {
+            "files": {"agg.yaml": "0" * 40},
+            "graphs": [],
+            "objects": {"x.yaml": {"key": 1, "digest": None}},
+        }
+        if cache.endswith("signed"):  # only a bug of ours could sign it: still not used
+            record = cachetrust.signed(KEY.encode(), head, record)
+        cache = {**head, "key": cachetrust.key_id(KEY.encode()), "units": [record]}
+    previous = Previous(cache, lambda path: None, lambda path: None)
+    p = plan(src, settings, previous, key=KEY.encode())
     assert len(p.files) == len(render(src, settings).objects)
     assert not p.reused

@@ -9,7 +9,8 @@ server's forked child reports. The child writes the output straight into our std
 nothing is copied and "all or nothing" holds exactly as in-process.
 
 When no server answers, the caller renders in-process (same code) and, under Argo CD,
-starts a server in the background for the next call.
+starts a server in the background for the next call. When the server answers :data:`BUSY`
+(its bounded queue is full), the caller renders in-process too, and starts nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ import sys
 MAGIC = b"DGC1"
 HEADER_LEN = len(MAGIC) + 8  # magic + payload length (big-endian)
 DEAD_SERVER = 3  # internal error: the server's child ended without a status
+#: the server's answer instead of an exit code when it cannot take the request now
+BUSY = b"busy\n"
+#: :func:`via_server`'s result then: nothing was written, render in-process
+SERVER_BUSY = -1
 
 
 def socket_dir(environ: dict[bytes, bytes] | None = None) -> str:
@@ -62,7 +67,8 @@ def decode_request(payload: bytes) -> tuple[bytes, dict[bytes, bytes]]:
 
 
 def via_server(version: str) -> int | None:
-    """Render through a running server; None when there is none (nothing was written)."""
+    """Render through a running server and return its exit code; None when there is none,
+    :data:`SERVER_BUSY` when it is at its bound (nothing was written either way)."""
     path = socket_path(version)
     if not _private(path.rpartition("/")[0]):
         return None
@@ -93,6 +99,9 @@ def via_server(version: str) -> int | None:
         sock.close()
     if status.strip().isdigit():
         return int(status)
+    if status == BUSY:
+        posix.write(2, b"dyn-gitops: the warm render server is busy; rendering in-process\n")
+        return SERVER_BUSY
     posix.write(
         2,
         b"dyn-gitops: internal error: the render server ended without an answer; "
@@ -130,9 +139,9 @@ def launch(python: str, version: str) -> None:
     args = sys.argv[1:]
     if args == ["cmp", "generate"]:
         code = via_server(version)
-        if code is not None:
+        if code is not None and code != SERVER_BUSY:
             posix._exit(code)
-        if posix.environ.get(b"ARGOCD_APP_NAME"):
+        if code is None and posix.environ.get(b"ARGOCD_APP_NAME"):
             start_server(python, version)
         args = ["cmp", "generate", "--server", "off"]
     posix.execv(

@@ -19,10 +19,18 @@ working directory either (relative ``sys.path`` entries are dropped), since that
 repository's content. Requests are read without blocking, all in one loop: a client that
 connects and sends nothing, or half a request, holds only its own connection, which is
 dropped after :data:`REQUEST_TIMEOUT_S`, while other requests are served.
+
+Everything it holds is bounded (the limits are in :mod:`dyn_gitops.settings`): children,
+connections still sending, and complete requests waiting for a child (:data:`MAX_QUEUED`).
+A request beyond a bound is answered :data:`~.client.BUSY` (its client renders in-process).
+Out of file descriptors (``EMFILE``/``ENFILE`` from ``accept``), the server stops accepting
+for a while (logged once, retried with a growing pause) and keeps serving the connections it
+holds; new clients wait in the listen backlog until descriptors are free again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import gc
@@ -38,13 +46,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .client import HEADER_LEN, MAGIC, decode_request
+from .. import settings
+from .client import BUSY, HEADER_LEN, MAGIC, decode_request
 
-CHILD_TIMEOUT_S = 300  # a render takes seconds; Argo CD gives up long before this
-MAX_CHILDREN = max(2, (os.cpu_count() or 1) * 2)
-REQUEST_TIMEOUT_S = 10.0  # a client sends its whole request at once; a stuck one is dropped
-MAX_PENDING = 128  # connections still sending their request; more are refused meanwhile
-MAX_REQUEST_BYTES = 16 * 1024 * 1024  # working directory + environment
+# read at run time (module globals), so a test can lower them in a server process
+CHILD_TIMEOUT_S = settings.WARM_SERVER_CHILD_TIMEOUT_S
+MAX_CHILDREN = settings.WARM_SERVER_MAX_CHILDREN
+MAX_QUEUED = settings.WARM_SERVER_MAX_QUEUED
+REQUEST_TIMEOUT_S = settings.WARM_SERVER_REQUEST_TIMEOUT_S
+MAX_PENDING = settings.WARM_SERVER_MAX_PENDING
+MAX_REQUEST_BYTES = settings.WARM_SERVER_MAX_REQUEST_BYTES
+ACCEPT_BACKOFF_S = settings.WARM_SERVER_ACCEPT_BACKOFF_S
 _WARMUP_DGD = """\
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
@@ -86,6 +98,10 @@ def _warm_up() -> None:
     gc.freeze()  # keep the warm heap shared with the children (copy-on-write)
 
 
+class _Busy(Exception):
+    """The request cannot be taken now (no descriptor for its file descriptors)."""
+
+
 @dataclass
 class _Pending:
     """A connection whose request is still arriving (read without blocking)."""
@@ -114,13 +130,15 @@ class _Pending:
 
     def _read_header(self) -> None:
         while len(self.header) < HEADER_LEN:
-            data, ancdata, _flags, _addr = self.conn.recvmsg(
+            data, ancdata, flags, _addr = self.conn.recvmsg(
                 HEADER_LEN - len(self.header), socket.CMSG_SPACE(2 * 4)
             )
             for level, kind, raw in ancdata:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     usable = len(raw) - len(raw) % 4
                     self.fds.extend(struct.unpack(f"{usable // 4}i", raw[:usable]))
+            if flags & socket.MSG_CTRUNC and len(self.fds) < 2:  # no descriptor free
+                raise _Busy("no file descriptor free for the request's stdout and stderr")
             if not data:
                 raise ValueError("closed before the request was complete")
             self.header += data
@@ -131,11 +149,22 @@ class _Pending:
             raise ValueError(f"request of {size} bytes, over {MAX_REQUEST_BYTES}")
         self.size = size
 
-    def close(self) -> None:
+    def close(self, *, busy: bool = False) -> None:
+        """Close the connection (first answering it busy) and the descriptors it passed."""
         for fd in self.fds:
             os.close(fd)
         self.fds = []
-        self.conn.close()
+        if busy:
+            _answer_busy(self.conn)
+        else:
+            self.conn.close()
+
+
+def _answer_busy(conn: socket.socket) -> None:
+    """Tell the client to render by itself (nothing was written to its stdout), and close."""
+    with contextlib.suppress(OSError):  # it went away: nothing to tell
+        conn.send(BUSY)
+    conn.close()
 
 
 def _child(conn: socket.socket, fds: list[int], cwd: bytes, env: dict[bytes, bytes]) -> None:
@@ -226,20 +255,40 @@ def serve(path: str, *, idle_timeout: float = 0.0) -> int:
     path = os.path.abspath(path)
     os.chdir("/")  # the start directory may be deleted at any time (Argo CD does)
     _no_relative_imports()
-    directory = os.path.dirname(path)
     try:
-        _prepare_dir(directory)
+        _prepare_dir(os.path.dirname(path))
     except OSError as exc:
         _log(str(exc))
         return 2
+    if not _lock(path):
+        return 0  # another server has it
+    _warm_up()
+    listener, bound = _listen(path)
+    stop = _Stop()
+    _log(f"listening on {path}")
+    loop = _Loop(listener)
+    _run(loop, path, bound, idle_timeout, stop)
+    loop.close()
+    _remove(path, bound)
+    _log("stopped")
+    return 0
+
+
+def _lock(path: str) -> bool:
+    """One server per socket: False when another holds the lock (kept open until exit)."""
     lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            return 0  # another server has it
+            os.close(lock)
+            return False
         raise
-    _warm_up()
+    return True
+
+
+def _listen(path: str) -> tuple[socket.socket, int]:
+    """The listening socket, put in place atomically; with the inode it was bound to."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp_path = f"{path}.{os.getpid()}"
     if os.path.exists(tmp_path):
@@ -250,43 +299,49 @@ def serve(path: str, *, idle_timeout: float = 0.0) -> int:
     bound = os.stat(path).st_ino
     Path(path + ".pid").write_text(f"{os.getpid()}\n")
     listener.setblocking(False)
-    stop = False
+    return listener, bound
 
-    def on_term(_sig: int, _frame: object) -> None:
-        nonlocal stop
-        stop = True
 
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    _log(f"listening on {path}")
-    loop = _Loop(listener)
+class _Stop:
+    """Set by SIGTERM or SIGINT; the loop ends at its next turn."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, _sig: int, _frame: object) -> None:
+        self.requested = True
+
+
+def _ours(path: str, bound: int) -> bool:
+    """Whether ``path`` is still our socket (removed or replaced: time to go)."""
+    try:
+        return os.stat(path).st_ino == bound
+    except FileNotFoundError:
+        return False
+
+
+def _run(loop: _Loop, path: str, bound: int, idle_timeout: float, stop: _Stop) -> None:
     last = time.monotonic()
-    while not stop:
+    while not stop.requested:
         _reap(loop.children)
-        try:
-            if os.stat(path).st_ino != bound:
-                break
-        except FileNotFoundError:
+        if not _ours(path, bound):
             break
-        if (
-            idle_timeout
-            and time.monotonic() - last > idle_timeout
-            and not loop.children
-            and not loop.pending
-            and not loop.ready
-        ):
+        if idle_timeout and time.monotonic() - last > idle_timeout and loop.idle():
             break
         if loop.step():
             last = time.monotonic()
-    loop.close()
+
+
+def _remove(path: str, bound: int) -> None:
+    """The pid file, and the socket if it is still ours."""
     for leftover in (path, path + ".pid"):
         try:
             if leftover != path or os.stat(path).st_ino == bound:
                 os.unlink(leftover)
         except OSError:
             pass
-    _log("stopped")
-    return 0
 
 
 class _Loop:
@@ -299,21 +354,28 @@ class _Loop:
         self.pending: dict[int, _Pending] = {}
         self.ready: list[_Pending] = []  # complete, waiting for a free child slot
         self.children: set[int] = set()
+        self.paused_until: float | None = None  # accept paused (out of descriptors)
+        self.backoff = ACCEPT_BACKOFF_S[0]
+
+    def idle(self) -> bool:
+        return not self.children and not self.pending and not self.ready
 
     def step(self) -> bool:
         """One turn of the loop (at most about a second); True if a request was started."""
         now = time.monotonic()
-        timeout = (
-            0.05
-            if self.ready
-            else min([1.0, *(max(0.0, p.deadline - now) for p in self.pending.values())])
-        )
+        waits = [1.0, *(max(0.0, p.deadline - now) for p in self.pending.values())]
+        if self.paused_until is not None:
+            waits.append(max(0.0, self.paused_until - now))
+        timeout = 0.05 if self.ready else min(waits)
         for key, _events in self.selector.select(timeout):
             if key.fileobj is self.listener:
                 self._accept()
             else:
                 self._read(self.pending[key.fd])
         now = time.monotonic()
+        if self.paused_until is not None and now >= self.paused_until:
+            self.paused_until = None
+            self.selector.register(self.listener, selectors.EVENT_READ)
         for p in [p for p in self.pending.values() if p.deadline <= now]:
             _log(f"dropped a client that sent no complete request within {REQUEST_TIMEOUT_S:g}s")
             self._drop(p)
@@ -324,43 +386,75 @@ class _Loop:
         return started
 
     def _accept(self) -> None:
-        while True:
+        while self.paused_until is None:
             try:
                 conn, _ = self.listener.accept()
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 return
-            try:
-                if _peer_uid(conn) != os.getuid():
-                    conn.close()
-                    continue
-            except OSError:
+            except OSError as exc:  # EMFILE, ENFILE (or ENOBUFS, ENOMEM): never the end
+                self._pause_accepting(exc)
+                return
+            if self.backoff != ACCEPT_BACKOFF_S[0]:
+                _log("accepting connections again")
+                self.backoff = ACCEPT_BACKOFF_S[0]
+            self._take(conn)
+
+    def _pause_accepting(self, exc: OSError) -> None:
+        """Stop accepting for a while, serving what is held; logged once per episode."""
+        if self.backoff == ACCEPT_BACKOFF_S[0]:
+            name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+            _log(
+                f"cannot accept a connection ({name}: {exc.strerror}); serving the "
+                "connections held, retrying with a growing pause"
+            )
+        self.selector.unregister(self.listener)
+        self.paused_until = time.monotonic() + self.backoff
+        self.backoff = min(self.backoff * 2, ACCEPT_BACKOFF_S[1])
+
+    def _take(self, conn: socket.socket) -> None:
+        """A new connection: only our own user's, and only while under the bound."""
+        try:
+            if _peer_uid(conn) != os.getuid():
                 conn.close()
-                continue
-            if len(self.pending) >= MAX_PENDING:
-                _log(f"{MAX_PENDING} requests still arriving; refused one more")
-                conn.close()
-                continue
-            conn.setblocking(False)
-            p = _Pending(conn, time.monotonic() + REQUEST_TIMEOUT_S)
-            self.pending[conn.fileno()] = p
-            self.selector.register(conn, selectors.EVENT_READ)
+                return
+        except OSError:
+            conn.close()
+            return
+        if len(self.pending) >= MAX_PENDING:
+            _log(f"{MAX_PENDING} requests still arriving; answered one more busy")
+            _answer_busy(conn)
+            return
+        conn.setblocking(False)
+        p = _Pending(conn, time.monotonic() + REQUEST_TIMEOUT_S)
+        self.pending[conn.fileno()] = p
+        self.selector.register(conn, selectors.EVENT_READ)
 
     def _read(self, p: _Pending) -> None:
         try:
             done = p.feed()
+        except _Busy as exc:
+            _log(f"answered a request busy: {exc}")
+            self._drop(p, busy=True)
+            return
         except (OSError, ValueError) as exc:
             _log(f"bad request: {exc}")
             self._drop(p)
             return
-        if done:
-            self.selector.unregister(p.conn)
-            del self.pending[p.conn.fileno()]
-            self.ready.append(p)
-
-    def _drop(self, p: _Pending) -> None:
+        if not done:
+            return
         self.selector.unregister(p.conn)
         del self.pending[p.conn.fileno()]
-        p.close()
+        free = max(0, MAX_CHILDREN - len(self.children))
+        if len(self.ready) >= MAX_QUEUED + free:
+            _log(f"{MAX_QUEUED} requests already wait for a render; answered one more busy")
+            p.close(busy=True)
+            return
+        self.ready.append(p)
+
+    def _drop(self, p: _Pending, *, busy: bool = False) -> None:
+        self.selector.unregister(p.conn)
+        del self.pending[p.conn.fileno()]
+        p.close(busy=busy)
 
     def _spawn(self, p: _Pending) -> None:
         cwd, env = decode_request(bytes(p.body))

@@ -41,9 +41,9 @@ def generate(server: str) -> None:
 
     if server == "auto":
         code = client.via_server(__version__)
-        if code is not None:
+        if code is not None and code != client.SERVER_BUSY:
             sys.exit(code)
-        if os.environ.get("ARGOCD_APP_NAME"):
+        if code is None and os.environ.get("ARGOCD_APP_NAME"):  # busy: one runs already
             client.start_server(sys.executable, __version__)
     from ..argocd.generate import run
 

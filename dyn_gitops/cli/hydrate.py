@@ -7,12 +7,13 @@ Exit codes are the CLI's (0 ok, 1 invalid input, 2 usage, 3 internal error), plu
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
 from .. import context
-from ..display import count
+from ..display import count, printable
 from ..errors import DynGitopsError, ExitCode
 from ..stdio import write_stdout
 from .options import runner, setting_options
@@ -106,15 +107,11 @@ def hydrate(
         ctx = context.open_path(path, rev, runner=runner(values))
     src, settings = ctx.source, ctx.settings
     try:
+        key = hyd.cache_key(os.environ)
         repo = gitstore.open_repo(path)
         source_path = gitstore.repo_relative(repo, path)
         if out_dir:
-            from ..workflows.outdir import to_dir
-
-            p = to_dir(
-                out_dir, src, settings, rev=rev, source_path=source_path, use_cache=not no_cache
-            )
-            _report(p, f"wrote {out_dir}")
+            _to_dir(out_dir, ctx, rev, source_path, use_cache=not no_cache, key=key)
             return
         req = hyd.Request(
             rev=rev,
@@ -125,21 +122,54 @@ def hydrate(
             author=who,
             use_cache=not no_cache,
             allow_rewind=allow_rewind,
+            cache_key=key,
         )
         result = hyd.to_branch(gitstore.workdir(repo), src, settings, req)
     except DynGitopsError as exc:  # BranchMoved exits 4: run it again
         fail_with(exc, "nothing hydrated")
     except (FileExistsError, FileNotFoundError, LookupError) as exc:
         fail([f"dyn-gitops: {exc}"], ExitCode.USAGE)
-    if result.commit is None:
-        _report(result.plan, f"{branch} is up to date at {result.tip[:12]}; nothing committed")
-    else:
-        _report(result.plan, f"committed {result.commit[:12]} on {branch}")
+    _report(result.plan, _outcome(result, branch), _where(branch, target_path))
     with reported():
         write_stdout(result.tip + "\n")
 
 
-def _report(p: Any, what: str) -> None:
+def _to_dir(
+    out_dir: str, ctx: Any, rev: str, source_path: str, *, use_cache: bool, key: bytes | None
+) -> None:
+    from ..workflows.outdir import to_dir
+
+    p = to_dir(
+        out_dir,
+        ctx.source,
+        ctx.settings,
+        rev=rev,
+        source_path=source_path,
+        use_cache=use_cache,
+        cache_key=key,
+    )
+    _report(p, f"wrote {out_dir}", f"{out_dir.rstrip('/')}/")
+
+
+def _outcome(result: Any, branch: str) -> str:
+    if result.commit is None:
+        return f"{branch} is up to date at {result.tip[:12]}; nothing committed"
+    return f"committed {result.commit[:12]} on {branch}"
+
+
+def _where(branch: str, target_path: str) -> str:
+    """How a warning names a file of the branch: ``branch:target/path``."""
+    target = target_path.strip("/")
+    return f"{branch}:{target}/" if target else f"{branch}:"
+
+
+def _report(p: Any, what: str, where: str) -> None:
+    """Outputs found edited (``where``: the branch and directory, or the out dir), why
+    nothing was reused, then the counts."""
+    for warning in p.warnings:
+        click.echo(f"dyn-gitops: warning: {printable(where)}{warning}", err=True)
+    for note in p.notes:
+        click.echo(f"dyn-gitops: note: {note}", err=True)
     how = (
         "full render"
         if p.full

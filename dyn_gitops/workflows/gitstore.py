@@ -174,12 +174,21 @@ def read_blob(
         return None
     try:
         oid = tree[path].id
-        kind, size = repo.odb.read_header(oid)
     except (KeyError, ValueError, pygit2.GitError):
         return None
-    if kind != pygit2.enums.ObjectType.BLOB or (limit is not None and size > limit):
+    return read_blob_id(repo, str(oid), limit=limit)
+
+
+def read_blob_id(repo: pygit2.Repository, oid: str, *, limit: int | None = None) -> bytes | None:
+    """The blob ``oid`` (from :func:`walk_blobs`: no path lookup, which costs a scan of its
+    directory each time); None when absent, not a blob, or larger than ``limit`` bytes."""
+    try:
+        kind, size = repo.odb.read_header(oid)
+        if kind != pygit2.enums.ObjectType.BLOB or (limit is not None and size > limit):
+            return None
+        blob = repo[oid]
+    except (KeyError, ValueError, pygit2.GitError):
         return None
-    blob = repo[oid]
     return blob.data if isinstance(blob, pygit2.Blob) else None
 
 

@@ -6,7 +6,8 @@ The published tree (at ``target_path`` of the branch, the rest of the branch is 
                                     Argo CD apply exactly these, never the metadata)
     <namespace>/<kind>.<group>_<name>.yaml   one object per file, as `render --out-dir`
     .dyn-gitops/metadata.yaml       source commit, renderer version, settings
-    .dyn-gitops/cache.json          what the next run may reuse (input blob ids -> outputs)
+    .dyn-gitops/cache.json          what the next run may reuse (input blob ids -> outputs,
+                                    each record signed with the runner's key)
 
 Objects carry no source-commit annotation here (the metadata does): otherwise every commit
 would rewrite every file, and a one-file change could not stay a one-file diff.
@@ -18,7 +19,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -27,13 +28,20 @@ from .. import __version__, objpath
 from ..errors import UsageError
 from ..parse import json_loads_bounded
 from ..read import Source
-from ..settings import REGISTRY, RenderSettings
+from ..settings import HYDRATE_KEY_ENV, HYDRATE_KEY_MIN_CHARS, REGISTRY, RenderSettings
 from . import gitstore
-from .incremental import Output, Plan, Previous, Reused, output_ids, plan
+from .incremental import (
+    CACHE_FILE,
+    META_DIR,
+    Output,
+    Plan,
+    Previous,
+    Reused,
+    output_ids,
+    plan,
+)
 
-META_DIR = ".dyn-gitops"
 METADATA_FILE = f"{META_DIR}/metadata.yaml"
-CACHE_FILE = f"{META_DIR}/cache.json"
 KUSTOMIZATION_FILE = "kustomization.yaml"
 
 
@@ -63,6 +71,8 @@ class Request:
     author: gitstore.Identity | None = None
     use_cache: bool = True
     allow_rewind: bool = False  # publish even if the source is not a descendant of the last
+    #: the runner's cache key (:func:`cache_key`); None: the cache is never trusted
+    cache_key: bytes | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -134,6 +144,21 @@ def load_cache(data: bytes | None) -> Any:
         return None  # unreadable or too deep: start cold
 
 
+def cache_key(environ: Mapping[str, str]) -> bytes | None:
+    """The runner's cache key from its environment (None when unset or empty, as a CI
+    secret that is not configured reads); its value is never shown."""
+    value = environ.get(HYDRATE_KEY_ENV, "")
+    if not value:
+        return None
+    if len(value) < HYDRATE_KEY_MIN_CHARS:
+        raise HydrateUsageError(
+            f"{HYDRATE_KEY_ENV} has {len(value)} characters, fewer than the "
+            f"{HYDRATE_KEY_MIN_CHARS} required (its MACs are on the branch, so a short key "
+            "could be guessed); use a random one, e.g. `openssl rand -hex 32`"
+        )
+    return value.encode("utf-8", "surrogateescape")
+
+
 def _clean(path: str, what: str) -> str:
     """A directory of the branch: relative, trailing ``/`` allowed, else git's ref rules."""
     clean = path.rstrip("/")
@@ -180,6 +205,20 @@ def _check_rewind(repo: Any, req: Request, old: Any, source: str) -> None:
 
 
 # ---------------------------------------------------------------------------- to a branch
+@dataclass
+class _Branch:
+    """The branch as found, and what the new commit builds on."""
+
+    repo: Any
+    ref: str
+    expected: str | None  # the local branch tip (None: absent), moved only from this
+    parent: str | None  # the local tip, else origin's (a fresh CI clone)
+    parent_tree: Any
+    target: str  # the directory of the branch replaced
+    old: Any  # its tree in ``parent`` (None: absent)
+    source: Any  # the source commit that was read, even if --rev moved since
+
+
 def to_branch(
     repo_path: str,
     src: Source,
@@ -193,6 +232,24 @@ def to_branch(
     Raises RenderError (bad input), HydrateUsageError, gitstore.BranchMoved (lost race).
     ``before_update`` runs between building the commit and moving the branch (tests).
     """
+    b = _open_branch(repo_path, src, req)
+    _check_rewind(b.repo, req, b.old, str(b.source.id))
+    try:
+        sig = gitstore.signature(b.repo, req.author, b.source)
+    except ValueError as exc:
+        raise HydrateUsageError(str(exc)) from None
+    old_ids = dict(gitstore.walk_blobs(b.repo, b.old))
+    previous = _previous(b, old_ids, settings) if req.use_cache else None
+    p = plan(src, settings, previous, key=req.cache_key)
+    meta = metadata_text(str(b.source.id), req.rev, req.source_path, settings)
+    files = tree_content(p, meta)
+    if b.parent is not None and _same_output(output_ids(files), old_ids):
+        return _up_to_date(b, req, sig, p)
+    return _publish(b, req, sig, files, p, before_update)
+
+
+def _open_branch(repo_path: str, src: Source, req: Request) -> _Branch:
+    """The request checked against the repository (usage errors), and the branch read."""
     repo = gitstore.open_repo(repo_path)
     ref = f"refs/heads/{req.branch}"
     if not gitstore.valid_branch(req.branch):
@@ -210,44 +267,61 @@ def to_branch(
     parent = expected or gitstore.tip(repo, f"refs/remotes/origin/{req.branch}")
     parent_tree = gitstore.tree_of(repo, parent)
     old = gitstore.subtree(repo, parent_tree, target)
-    source = gitstore.commit_of(repo, src.commit)  # what was read, even if --rev moved since
-    _check_rewind(repo, req, old, str(source.id))
-    try:
-        sig = gitstore.signature(repo, req.author, source)
-    except ValueError as exc:
-        raise HydrateUsageError(str(exc)) from None
-    old_ids = dict(gitstore.walk_blobs(repo, old))
-    cache = gitstore.read_blob(repo, old, CACHE_FILE, limit=CACHE_MAX_BYTES)
-    previous = Previous(
-        load_cache(cache), old_ids.get, lambda path: gitstore.read_blob(repo, old, path)
-    )
-    p = plan(src, settings, previous if req.use_cache else None)
-    files = tree_content(p, metadata_text(str(source.id), req.rev, req.source_path, settings))
-    if parent is not None and _same_output(output_ids(files), old_ids):
-        if expected != parent:  # up to date, but the local branch does not exist yet
-            gitstore.update_branch(
-                repo,
-                ref,
-                parent,
-                expected,
-                sig=sig,
-                message=f"dyn-gitops hydrate: from origin/{req.branch}",
-            )
-        return Result(None, parent, parent, p)
+    source = gitstore.commit_of(repo, src.commit)
+    return _Branch(repo, ref, expected, parent, parent_tree, target, old, source)
+
+
+def _previous(b: _Branch, old_ids: Mapping[str, str], settings: RenderSettings) -> Previous:
+    """The last run's files, each read back bounded (anyone who may push wrote them)."""
+    cache = gitstore.read_blob(b.repo, b.old, CACHE_FILE, limit=CACHE_MAX_BYTES)
+    limit = settings.max_output_bytes
+
+    def content(path: str) -> bytes | None:
+        oid = old_ids.get(path)
+        return None if oid is None else gitstore.read_blob_id(b.repo, oid, limit=limit)
+
+    return Previous(load_cache(cache), old_ids.get, content)
+
+
+def _up_to_date(b: _Branch, req: Request, sig: Any, p: Plan) -> Result:
+    """Nothing changed but the metadata: no commit (the local branch made if absent)."""
+    assert b.parent is not None
+    if b.expected != b.parent:  # up to date, but the local branch does not exist yet
+        gitstore.update_branch(
+            b.repo,
+            b.ref,
+            b.parent,
+            b.expected,
+            sig=sig,
+            message=f"dyn-gitops hydrate: from origin/{req.branch}",
+        )
+    return Result(None, b.parent, b.parent, p)
+
+
+def _publish(
+    b: _Branch,
+    req: Request,
+    sig: Any,
+    files: Mapping[str, Output],
+    p: Plan,
+    before_update: Callable[[], None] | None,
+) -> Result:
+    """Write the tree and its commit, then move the branch by compare-and-swap."""
     content = {k: (v.blob if isinstance(v, Reused) else v) for k, v in files.items()}
-    tree = gitstore.graft(repo, parent_tree, target, gitstore.write_files(repo, content))
-    commit = gitstore.create_commit(repo, tree, parent, _message(req, str(source.id)), sig)
+    tree = gitstore.graft(b.repo, b.parent_tree, b.target, gitstore.write_files(b.repo, content))
+    source = str(b.source.id)
+    commit = gitstore.create_commit(b.repo, tree, b.parent, _message(req, source), sig)
     if before_update is not None:
         before_update()
     gitstore.update_branch(
-        repo,
-        ref,
+        b.repo,
+        b.ref,
         commit,
-        expected,
+        b.expected,
         sig=sig,
-        message=f"dyn-gitops hydrate: {req.rev} ({str(source.id)[:12]})",
+        message=f"dyn-gitops hydrate: {req.rev} ({source[:12]})",
     )
-    return Result(commit, commit, parent, p)
+    return Result(commit, commit, b.parent, p)
 
 
 def _same_output(new: Mapping[str, str], old: Mapping[str, str]) -> bool:

@@ -11,8 +11,8 @@ from pathlib import Path
 from ..emit import checked_target, replace_dir, write_new
 from ..read import Source
 from ..settings import RenderSettings
-from .hydrate import CACHE_FILE, METADATA_FILE, load_cache, metadata_text, tree_content
-from .incremental import Plan, Previous, Reused, blob_id, plan
+from .hydrate import METADATA_FILE, load_cache, metadata_text, tree_content
+from .incremental import CACHE_FILE, Plan, Previous, Reused, blob_id, plan
 
 
 def _previous(target: Path) -> dict[str, Path]:
@@ -40,6 +40,7 @@ def to_dir(
     rev: str,
     source_path: str,
     use_cache: bool = True,
+    cache_key: bytes | None = None,
 ) -> Plan:
     target = checked_target(out_dir)  # no link followed, no file replaced
     old = _previous(target)
@@ -50,7 +51,7 @@ def to_dir(
         previous = Previous(
             cache, ids.get, lambda rel: old[rel].read_bytes() if rel in old else None
         )
-    p = plan(src, settings, previous)
+    p = plan(src, settings, previous, key=cache_key)
     files = tree_content(p, metadata_text(src.commit, rev, source_path, settings))
 
     def fill(tmp: Path) -> None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -69,3 +71,41 @@ def short_tmpdir(prefix: str) -> Iterator[Path]:
     finally:
         stop_servers(d)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def start_server_process(tmp: Path, log: Path, prelude: str = "") -> subprocess.Popen[bytes]:
+    """A warm render server for ``tmp`` in a process of its own, its log in ``log``;
+    ``prelude`` runs there first (Python statements; ``server`` is the server module, so a
+    test can lower its bounds or wrap a step). Wait for it with :func:`wait_for_server`."""
+    code = (
+        "import sys\n"
+        "from dyn_gitops.argocd import server\n"
+        f"{prelude}\n"
+        "sys.exit(server.serve(sys.argv[1]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
+    with log.open("wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-c", code, str(socket_path(tmp))],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            cwd="/",
+            start_new_session=True,
+        )
+
+
+def wait_for_log(
+    proc: subprocess.Popen[bytes], log: Path, done: Callable[[str], bool], what: str
+) -> str:
+    """The server's log once ``done`` holds for it; fails if the server ends first."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        found = log.read_text(errors="replace")
+        if done(found):
+            return found
+        if proc.poll() is not None:
+            raise AssertionError(f"the server ended (exit {proc.returncode}):\n{found}")
+        time.sleep(0.05)
+    raise AssertionError(f"never logged {what}:\n{log.read_text(errors='replace')}")

@@ -4,16 +4,21 @@ their hardening tests)."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pygit2
 
 from support.cli import run_cli
+from support.hydrating import RUNNER_KEY
 from support.paths import REPO
 
 #: the fixture tree the workflow tests commit (tests/data/workflows/tree)
 TREE = REPO / "tests" / "data" / "workflows" / "tree"
+
+
+CACHE = ".dyn-gitops/cache.json"
 
 
 class Repo:
@@ -73,5 +78,29 @@ class Repo:
         walk(tree, "")
         return out
 
-    def hydrate(self, *args: str) -> Any:
-        return run_cli("hydrate", *args, cwd=self.path, env={"HOME": str(self.path)})
+    def hydrate(self, *args: str, key: str | None = RUNNER_KEY) -> Any:
+        """The real CLI; ``key`` is the runner's cache key (None: the runner holds none)."""
+        env = {"HOME": str(self.path)}
+        if key is not None:
+            env["DYN_GITOPS_HYDRATE_KEY"] = key
+        return run_cli("hydrate", *args, cwd=self.path, env=env)
+
+    def forge(self, tmp_path: Path, path: str, edit: Callable[[bytes], bytes]) -> bytes:
+        """What anyone who may push to the branch can do: edit an output and, to match,
+        every digest of it that ``cache.json`` holds (all but what needs the runner's key)."""
+        import hashlib
+
+        from dyn_gitops.workflows.incremental import blob_id
+
+        old = self.files()[path]
+        new = edit(old)
+        cache = self.files()[CACHE].decode()
+        for digest in (blob_id, lambda b: hashlib.sha256(b).hexdigest()):
+            cache = cache.replace(digest(old), digest(new))
+        wt = tmp_path / "forger"
+        self.git("worktree", "add", "-q", str(wt), "rendered")
+        (wt / path).write_bytes(new)
+        (wt / CACHE).write_text(cache)
+        subprocess.run(["git", "commit", "-qam", "forged"], cwd=wt, env=self.env, check=True)
+        self.git("worktree", "remove", "--force", str(wt))
+        return new
