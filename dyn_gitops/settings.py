@@ -20,6 +20,11 @@ runs the tool sets them: CLI flags and the process environment ``DYN_GITOPS_*`` 
 Argo CD Application parameters and ``ARGOCD_ENV_DYN_GITOPS_*``) may only lower a limit: a
 value above the runner's (its *ceiling*) is refused. :data:`RUNNER_SOURCES` is the one place
 that says which source is which.
+
+Rules: a field's type says what its value may be (``Annotated[str, NAMESPACE]``, see *value
+rules*), what the API server or the operator's Go parser accepts where the value lands; a
+value from any source is checked by it, and a problem names where the value was written
+(``dyn-gitops.yaml:3``, ``flag --namespace``), what was found and what is expected.
 """
 
 import dataclasses
