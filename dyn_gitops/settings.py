@@ -599,21 +599,30 @@ class SettingSpec:
         raise Refused(_found(error["input"]), f"a {self.kind.__name__}")  # pragma: no cover
 
 
-_ADAPTERS: dict[str, Any] = {}  # setting name -> its pydantic TypeAdapter
+#: (type, rules) -> its pydantic TypeAdapter, shared by the settings of one type (all the
+#: booleans, all the limits)
+_ADAPTERS: dict[tuple[Any, tuple[Rule, ...]], Any] = {}
 
 
 def _adapter(spec: SettingSpec) -> Any:
     """The setting's type for pydantic, built on first use (a run parses only the settings
     given): the value's kind (coerced from a string or a YAML scalar), then its rules."""
-    adapter = _ADAPTERS.get(spec.name)
+    key = (spec.base, spec.rules)
+    adapter = _ADAPTERS.get(key)
     if adapter is None:
         from pydantic import AfterValidator, BeforeValidator, TypeAdapter
 
         before = {bool: _flag, int: _whole}.get(spec.kind, _scalar)
         after = [AfterValidator(rule.check) for rule in spec.rules]
         typed: Any = Annotated[(spec.base, BeforeValidator(before), *after)]
-        adapter = _ADAPTERS[spec.name] = TypeAdapter(typed)
+        adapter = _ADAPTERS[key] = TypeAdapter(typed)
     return adapter
+
+
+def prebuild_validators() -> None:
+    """Build every setting's validator now (a warm server, before it forks its renders)."""
+    for spec in REGISTRY:
+        spec.parse(spec.default)
 
 
 def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:
