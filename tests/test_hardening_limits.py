@@ -387,8 +387,7 @@ def test_argo_cd_application_env_and_parameters_cannot_raise_a_limit(src: Path) 
     assert_refused(
         cmp_generate(src, param),
         2,
-        "parameter max-replicas: max-replicas: found 20000, expected at most 10000 "
-        "(the default)",
+        "parameter max-replicas: max-replicas: found 20000, expected at most 10000 (the default)",
     )
     # the sidecar's own environment is the runner's: it raises the ceiling
     sidecar = {"DYN_GITOPS_MAX_DOCUMENTS": "40000", "DYN_GITOPS_MAX_REPLICAS": "20000"}
