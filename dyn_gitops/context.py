@@ -83,46 +83,71 @@ def open_path(
 ) -> RenderContext:
     """Read ``path`` (a directory, a file, or ``-`` for stdin; with ``rev``: from the Git
     object store of ``repo``, no checkout) and resolve the settings with its
-    ``dyn-gitops.yaml``."""
-    from . import read as source_mod
+    ``dyn-gitops.yaml``: every bad setting of the runner and of every file in one run."""
     from .parse import settings_values
 
-    limit = runner.settings().settings.max_file_bytes
+    try:
+        limit, runner_problems = runner.settings().settings.max_file_bytes, []
+    except UsageError as exc:  # read with the default bound; reported with the files'
+        limit, runner_problems = RenderSettings().max_file_bytes, exc.problems
+    src = _read(path, rev, repo, limit)
+    values = settings_values(src)
+    broken = [p for p in src.problems if p.file == SETTINGS_FILE]
+    own, nested_broken = _subtree_values(src)
+    if not runner_problems:  # else a bad runner setting is reported first, as it always was
+        if broken:
+            raise RenderError(broken, summary=f"{SETTINGS_FILE} is unusable; nothing done")
+        if nested_broken:
+            raise RenderError(nested_broken, summary=f"a {SETTINGS_FILE} is unusable; nothing done")
+    problems: list[str] = []
+    try:
+        resolved = runner.settings(file_values=values)
+    except UsageError as exc:
+        problems += exc.problems
+    problems += _resolve_subtrees(src, values or {}, own, runner)
+    if problems:
+        raise UsageError(problems=list(dict.fromkeys(problems)))  # a root value once
+    return RenderContext(src, resolved)
+
+
+def _read(path: str, rev: str | None, repo: str, limit: int) -> Source:
+    from . import read as source_mod
+
     try:
         if rev is not None:
-            src = source_mod.read_git(repo, rev, path if path != "." else "", max_file_bytes=limit)
-        else:
-            src = source_mod.read_path(path, max_file_bytes=limit)
+            return source_mod.read_git(repo, rev, path if path != "." else "", max_file_bytes=limit)
+        return source_mod.read_path(path, max_file_bytes=limit)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise PathNotFound(str(exc)) from None
     except (LookupError, PermissionError) as exc:  # a bad revision, an unreadable root
         raise UsageError(str(exc)) from None
-    values = settings_values(src)
-    broken = [p for p in src.problems if p.file == SETTINGS_FILE]
-    if broken:
-        raise RenderError(broken, summary=f"{SETTINGS_FILE} is unusable; nothing done")
-    resolved = runner.settings(file_values=values)
-    _resolve_subtrees(src, values or {}, runner)
-    return RenderContext(src, resolved)
 
 
-def _resolve_subtrees(src: Source, root_values: Mapping[str, Any], runner: Runner) -> None:
-    """The settings of every subtree with its own ``dyn-gitops.yaml``: the root's values,
-    then each file on the way down (the deepest wins), then the runner's sources."""
+def _subtree_values(src: Source) -> tuple[dict[str, Mapping[str, Any]], list[Problem]]:
+    """The values of each subtree's own ``dyn-gitops.yaml``, by its folder, and the problems
+    of those that are unusable."""
     import posixpath
 
     from .parse import file_settings_values
 
-    if not src.nested_settings:
-        return
     problems: list[Problem] = []
     own: dict[str, Mapping[str, Any]] = {}
     for file in sorted(src.nested_settings, key=lambda f: f.path):
         found = file_settings_values(file, problems)
         if found is not None:
             own[posixpath.dirname(file.path)] = found
-    if problems:
-        raise RenderError(problems, summary=f"a {SETTINGS_FILE} is unusable; nothing done")
+    return own, problems
+
+
+def _resolve_subtrees(
+    src: Source,
+    root_values: Mapping[str, Any],
+    own: Mapping[str, Mapping[str, Any]],
+    runner: Runner,
+) -> list[str]:
+    """The settings of every subtree with its own ``dyn-gitops.yaml``: the root's values,
+    then each file on the way down (the deepest wins), then the runner's sources. Returns
+    the problems (each value keeps the file and line it was written at)."""
     errors: list[str] = []
     for d in sorted(own):
         merged: dict[str, Any] = dict(root_values)
@@ -135,8 +160,7 @@ def _resolve_subtrees(src: Source, root_values: Mapping[str, Any], runner: Runne
             errors.extend(exc.problems)
             continue
         src.subtrees[d] = sub.settings
-    if errors:
-        raise UsageError(problems=errors)
+    return errors
 
 
 def open_source(

@@ -19,7 +19,7 @@ from .boundedjson import DEPTH_CEILING
 from .boundedjson import json_loads_bounded as json_loads_bounded  # its users import it here
 from .errors import FieldPath, Problem
 from .read import Source, SourceFile
-from .settings import RenderSettings
+from .settings import FileValue, RenderSettings
 
 try:  # libyaml when present: several times faster
     from yaml import CSafeLoader as _BaseLoader
@@ -767,7 +767,7 @@ SETTINGS_FILE_MAX_NODES = 1_000
 SETTINGS_FILE_MAX_DEPTH = 10
 
 
-def settings_values(src: Source) -> dict[str, Any] | None:
+def settings_values(src: Source) -> dict[str, FileValue] | None:
     """The setting values of ``src``'s ``dyn-gitops.yaml`` (None: there is none, or it is
     unusable; its problems are added to ``src.problems``)."""
     if src.settings_file is None:
@@ -775,9 +775,28 @@ def settings_values(src: Source) -> dict[str, Any] | None:
     return file_settings_values(src.settings_file, src.problems)
 
 
-def file_settings_values(file: SourceFile, problems: list[Problem]) -> dict[str, Any] | None:
-    """The setting values of one ``dyn-gitops.yaml`` (the root's or a subtree's); None: it
-    is unusable (its problems are added to ``problems``)."""
+def _key_lines(doc: Document) -> dict[str, int]:
+    """The line of each top-level key of a settings document (read again: it is small)."""
+    loader = _Loader(doc.file.text)
+    try:
+        for composed in _Composer(loader, DEPTH_CEILING, 2**62, nodes=True).documents():
+            node = composed.node
+            if composed.index == doc.index and isinstance(node, yaml.MappingNode):
+                return {
+                    str(key.value): key.start_mark.line + 1
+                    for key, _ in node.value
+                    if isinstance(key, yaml.ScalarNode)
+                }
+    except yaml.YAMLError:  # pragma: no cover - the same text was just read without error
+        pass
+    finally:
+        loader.dispose()
+    return {}
+
+
+def file_settings_values(file: SourceFile, problems: list[Problem]) -> dict[str, FileValue] | None:
+    """The setting values of one ``dyn-gitops.yaml`` (the root's or a subtree's), each with
+    its file and line; None: it is unusable (its problems are added to ``problems``)."""
     found: list[Problem] = []
     docs = parse_documents(
         [file],
@@ -797,4 +816,8 @@ def file_settings_values(file: SourceFile, problems: list[Problem]) -> dict[str,
             Problem(file.path, 1, message="expected a mapping of setting names to values")
         )
         return None
-    return data
+    lines = _key_lines(docs[0])
+    return {
+        str(key): FileValue(raw, file.path, lines.get(str(key), docs[0].line))
+        for key, raw in data.items()
+    }

@@ -20,17 +20,25 @@ runs the tool sets them: CLI flags and the process environment ``DYN_GITOPS_*`` 
 Argo CD Application parameters and ``ARGOCD_ENV_DYN_GITOPS_*``) may only lower a limit: a
 value above the runner's (its *ceiling*) is refused. :data:`RUNNER_SOURCES` is the one place
 that says which source is which.
+
+Rules: a field's type says what its value may be (``Annotated[str, NAMESPACE]``, see *value
+rules*), what the API server or the operator's Go parser accepts where the value lands; a
+value from any source is checked by it, and a problem names where the value was written
+(``dyn-gitops.yaml:3``, ``flag --namespace``), what was found and what is expected.
 """
 
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
+from . import goparse
+from .display import describe
 from .errors import UsageError
-from .objpath import dns_label
+from .keys import LABEL_TOPOLOGY_PREFIX
+from .objpath import LABEL_MAX, SUBDOMAIN_MAX
 from .runtimeversion import parse_origin
 
 SETTINGS_FILE = "dyn-gitops.yaml"
@@ -81,18 +89,242 @@ WARM_SERVER_CHILD_TIMEOUT_S = 300  # a render takes seconds; Argo CD gives up lo
 WARM_SERVER_ACCEPT_BACKOFF_S = (0.05, 1.0)
 
 
-def _setting(default: Any, help: str, *, group: str = "render", maximum: int | None = None) -> Any:
-    meta: dict[str, Any] = {"help": help, "group": group}
-    if group == "limits":
-        meta["maximum"] = LIMIT_MAX if maximum is None else maximum
-    return field(default=default, metadata=meta)
+# ---------------------------------------------------------------------------- value rules
+# Each setting's type says what its value may be: what the API server accepts where the value
+# lands in the output (a name, a label key, a namespace) or what the operator's own Go parser
+# accepts (a duration, a URL, an enum), so that no source (dyn-gitops.yaml, the environment,
+# a flag, an Argo CD parameter) renders an object the cluster would refuse. Every source's raw
+# value is coerced by its kind first (:func:`_scalar`, :func:`_flag`, :func:`_whole`).
+class Refused(ValueError):
+    """A setting value refused: what was found and what is expected there (every setting
+    problem reads ``found ..., expected ...``)."""
+
+    def __init__(self, found: str, expected: str) -> None:
+        super().__init__(f"found {found}, expected {expected}")
+
+
+def _found(value: Any, *, sensitive: bool = False) -> str:
+    """``value`` for a message: bounded, and not shown when it may hold a credential."""
+    if isinstance(value, int) and value.bit_length() > 64:  # repr() refuses > 4300 digits
+        return "a number too large to show"
+    return describe(value, sensitive=sensitive)
+
+
+def _scalar(raw: Any) -> str:
+    """A text setting from a YAML scalar or a string (null is empty)."""
+    if isinstance(raw, bool | list | dict):
+        raise Refused(_found(raw), "a string")
+    return "" if raw is None else str(raw)
+
+
+def _flag(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise Refused(_found(raw), "true or false")
+
+
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_WHOLE_DIGITS_MAX = 4000
+
+
+def _whole(raw: Any) -> int:
+    """A whole number: an integer, or its decimal digits (no exponent, no '_')."""
+    text = "" if isinstance(raw, bool) else str(raw).strip()
+    if isinstance(raw, bool) or not _WHOLE.fullmatch(text):
+        raise Refused(_found(raw), "a whole number")
+    if len(text) > _WHOLE_DIGITS_MAX:  # beyond what int() converts; far beyond any limit
+        raise Refused(_found(raw), f"a whole number of at most {_WHOLE_DIGITS_MAX} digits")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Range:
+    """A limit: a whole number from ``low`` to ``high``."""
+
+    low: int
+    high: int
+
+    def __call__(self, value: int) -> int:
+        if not self.low <= value <= self.high:
+            raise Refused(_found(value), f"a limit from {self.low} to {self.high}")
+        return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A value rule in a setting's type (``Annotated[str, NAMESPACE]``): pydantic runs it
+    after the value's kind (:meth:`SettingSpec.parse`); it returns the value (normalized)
+    or raises :class:`Refused`."""
+
+    check: Callable[[Any], Any]
+
+
+def _rule(expected: str, ok: Callable[[str], bool], *, optional: bool = False) -> Rule:
+    """A text rule: ``ok`` says whether a value is accepted (``optional``: empty is unset)."""
+
+    def check(text: str) -> str:
+        if (optional and text == "") or ok(text):
+            return text
+        raise Refused(_found(text), expected)
+
+    return Rule(check)
+
+
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+#: Helm's own limit and rule for a release name (``chartutil.ValidateReleaseName``)
+HELM_RELEASE_MAX = 53
+#: a Grove topology level ends a label key ``nvidia.com/dynamo-topology.<level>``, whose
+#: name part holds at most 63 characters
+TOPOLOGY_LEVEL_MAX = LABEL_MAX - len(LABEL_TOPOLOGY_PREFIX.partition("/")[2])
+_TOPOLOGY_LEVEL = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
+#: a frontend's host is ``<prefix><DGD name>.<suffix>``, a DNS-1123 subdomain
+HOST_SUFFIX_MAX = SUBDOMAIN_MAX - 2
+
+
+def is_dns_label(text: str) -> bool:
+    """A DNS-1123 label (``IsDNS1123Label``): a namespace, a volume name."""
+    return len(text) <= LABEL_MAX and _LABEL.fullmatch(text) is not None
+
+
+def _is_subdomain(text: str, max_len: int = SUBDOMAIN_MAX) -> bool:
+    return len(text) <= max_len and _SUBDOMAIN.fullmatch(text) is not None
+
+
+def _is_dns_name(text: str) -> bool:
+    """Dot-separated DNS-1123 labels (a host name part)."""
+    return len(text) <= HOST_SUFFIX_MAX and all(is_dns_label(p) for p in text.split("."))
+
+
+def _is_istio_gateway(text: str) -> bool:
+    """Istio's ``validateGatewayNames``: ``<namespace>/<name>``, both DNS-1123 labels, or
+    (the legacy form) an FQDN of DNS-1123 labels, at most 255, its last label not a number."""
+    namespace, slash, name = text.partition("/")
+    if slash:
+        return is_dns_label(namespace) and is_dns_label(name)
+    labels = text.split(".")
+    if labels[-1] == "":  # a trailing dot: an unambiguous FQDN
+        labels.pop()
+    if len(text) > 255 or (labels and labels[-1].isascii() and labels[-1].isdigit()):
+        return False
+    return bool(labels) and all(is_dns_label(p) for p in labels)
+
+
+_LABEL_WORDS = "lower-case letters, digits and '-', starting and ending with a letter or digit"
+_SUBDOMAIN_WORDS = (
+    "lower-case letters, digits, '-' and '.', each part starting and ending with a letter or digit"
+)
+NAMESPACE = _rule(f"a namespace name: at most {LABEL_MAX} {_LABEL_WORDS}", is_dns_label)
+HELM_RELEASE = _rule(
+    f"a Helm release name: at most {HELM_RELEASE_MAX} {_SUBDOMAIN_WORDS} (the ClusterRoles "
+    "<release>-dynamo-operator-planner and -epp are named after it)",
+    lambda t: _is_subdomain(t, HELM_RELEASE_MAX),
+)
+SECRET_VOLUME = _rule(
+    f"a Secret name that is also a pod volume name: at most {LABEL_MAX} {_LABEL_WORDS}",
+    is_dns_label,
+)
+INGRESS_CLASS = _rule(
+    f"an IngressClass name: at most {SUBDOMAIN_MAX} {_SUBDOMAIN_WORDS}",
+    _is_subdomain,
+    optional=True,
+)
+SECRET_NAME = _rule(
+    f"a Secret name: at most {SUBDOMAIN_MAX} {_SUBDOMAIN_WORDS}", _is_subdomain, optional=True
+)
+HOST_SUFFIX = _rule(
+    f"a DNS name of at most {HOST_SUFFIX_MAX} characters (hosts are <name>.<suffix>): "
+    f"dot-separated parts of at most {LABEL_MAX} {_LABEL_WORDS}",
+    _is_dns_name,
+    optional=True,
+)
+ISTIO_GATEWAY = _rule(
+    f"an Istio gateway: <namespace>/<name>, each at most {LABEL_MAX} {_LABEL_WORDS}, or a DNS name",
+    _is_istio_gateway,
+    optional=True,
+)
+
+
+def go_duration(text: str) -> str:
+    """A Go duration (``time.ParseDuration``: ``15m``, ``1.5h``, ``300ms``) in Go's own
+    spelling (``15m0s``), as a ``metav1.Duration`` serializes; ValueError if Go refuses it."""
+    return goparse.format_duration(goparse.parse_duration(text.strip()))
+
+
+def _termination_delay(text: str) -> str:
+    """The operator's ``orchestrators.grove.terminationDelay``: a Go duration, not negative
+    (its config validation); 0 sets none."""
+    try:
+        ns = goparse.parse_duration(text.strip())
+    except ValueError:
+        ns = -1
+    if ns < 0:
+        raise Refused(
+            _found(text),
+            "a Go duration such as 15m, 4h or 1h30m (units ns, us, ms, s, m, h) from 0s to "
+            f"{goparse.format_duration(goparse.MAX_DURATION_NS)}",
+        )
+    return goparse.format_duration(ns)
+
+
+def _origin_version(text: str) -> str:
+    """A version the operator's webhook accepts as the origin version, or ``none``."""
+    try:
+        ok = text == NO_ORIGIN_STAMP or parse_origin(text) is not None
+    except ValueError:  # more digits than Python converts
+        ok = False
+    if not ok:
+        raise Refused(_found(text), f"a version such as 1.5.1, or {NO_ORIGIN_STAMP}")
+    return text
+
+
+def _topology_levels(text: str) -> str:
+    """Comma-separated levels of a Grove ClusterTopologyBinding: each one a topology domain
+    that makes a label key and a downward-API file name, none twice."""
+    levels = [d.strip() for d in text.split(",") if d.strip()]
+    expected = (
+        f"comma-separated levels, each at most {TOPOLOGY_LEVEL_MAX} {_LABEL_WORDS} (the "
+        f"label key {LABEL_TOPOLOGY_PREFIX}<level>), each once"
+    )
+    for i, level in enumerate(levels):
+        if len(level) > TOPOLOGY_LEVEL_MAX or not _TOPOLOGY_LEVEL.fullmatch(level):
+            raise Refused(f"the level {_found(level)}", expected)
+        if level in levels[:i]:
+            raise Refused(f"the level {_found(level)} twice", expected)
+    return text
+
+
+def _go_url(text: str) -> str:
+    """The operator's ``infrastructure.modelExpressURL``: what Go's ``url.Parse`` accepts
+    (its config validation). Never echoed: a URL may carry a password."""
+    why = goparse.url_problem(text)
+    if why is not None:
+        raise Refused(_found(text, sensitive=True), f"a URL that Go's url.Parse accepts ({why})")
+    return text
+
+
+DURATION = Rule(_termination_delay)
+ORIGIN_VERSION = Rule(_origin_version)
+TOPOLOGY_LEVELS = Rule(_topology_levels)
+GO_URL = Rule(_go_url)
+LIMIT = Rule(Range(1, LIMIT_MAX))
+DEPTH_LIMIT = Rule(Range(1, DEPTH_MAX))
+
+
+def _setting(default: Any, help: str, *, group: str = "render") -> Any:
+    return field(default=default, metadata={"help": help, "group": group})
 
 
 @dataclass(frozen=True)
 class RenderSettings:
     """Resolved render settings (see the module docstring for how each is spelled)."""
 
-    namespace: str = _setting(
+    namespace: Annotated[str, NAMESPACE] = _setting(
         "default",
         "Namespace for objects that do not set metadata.namespace "
         "(Argo CD: the Application's destination namespace).",
@@ -134,7 +366,7 @@ class RenderSettings:
         "none, as for a DGD created before 1.5; a version that does not resolve renders the "
         "legacy profile, every runtime gate off).",
     )
-    origin_version: str = _setting(
+    origin_version: Annotated[str, ORIGIN_VERSION] = _setting(
         REFERENCE_OPERATOR_VERSION,
         "Operator version stamped as nvidia.com/dynamo-operator-origin-version on a DGD that "
         "has none, as the 1.5 defaulting webhook does on create (it gates e.g. vLLM "
@@ -150,19 +382,19 @@ class RenderSettings:
         "deletes workloads).",
         group="output",
     )
-    ingress_class: str = _setting(
+    ingress_class: Annotated[str, INGRESS_CLASS] = _setting(
         "",
         "Ingress controller class for frontends without their own ingress "
         "(operator config ingress.controllerClassName).",
     )
-    ingress_tls_secret: str = _setting(
+    ingress_tls_secret: Annotated[str, SECRET_NAME] = _setting(
         "", "TLS secret for default ingresses (ingress.controllerTLSSecretName)."
     )
-    ingress_host_suffix: str = _setting(
+    ingress_host_suffix: Annotated[str, HOST_SUFFIX] = _setting(
         "",
         "Host suffix for ingresses and VirtualServices (ingress.hostSuffix; empty means 'local').",
     )
-    istio_gateway: str = _setting(
+    istio_gateway: Annotated[str, ISTIO_GATEWAY] = _setting(
         "", "Istio gateway for VirtualServices (ingress.virtualServiceGateway)."
     )
     lws: bool = _setting(
@@ -185,7 +417,7 @@ class RenderSettings:
         "surge and a clique never has zero ready pods (Grove's RollingRecreate deletes first). "
         "Off: Grove's default, as the operator renders it.",
     )
-    grove_termination_delay: str = _setting(
+    grove_termination_delay: Annotated[str, DURATION] = _setting(
         "15m0s",
         "Grove PodCliqueSet terminationDelay (operator config "
         "orchestrators.grove.terminationDelay; Go duration such as 15m or 4h).",
@@ -195,7 +427,7 @@ class RenderSettings:
         "The Kai scheduler is enabled: Grove cliques use it, with the queue from the "
         "DGD annotation nvidia.com/kai-scheduler-queue (default dynamo).",
     )
-    grove_topology_domains: str = _setting(
+    grove_topology_domains: Annotated[str, TOPOLOGY_LEVELS] = _setting(
         "",
         "Comma-separated levels (domains, in order) of the Grove ClusterTopologyBinding that "
         "spec.experimental.kvTransferPolicy.clusterTopologyName names; the operator reads "
@@ -208,7 +440,7 @@ class RenderSettings:
         "and the DGD annotation nvidia.com/volcano-queue names the PodCliqueSet's queue. "
         "Not together with kai-scheduler.",
     )
-    operator_release: str = _setting(
+    operator_release: Annotated[str, HELM_RELEASE] = _setting(
         "dynamo-platform",
         "Helm release name of the Dynamo platform; names the planner and "
         "EPP ClusterRoles (<release>-dynamo-operator-planner).",
@@ -225,12 +457,12 @@ class RenderSettings:
         "namespace), omit them (another Application owns them), or emit only them (the "
         "Application that owns them; docs/argocd.md, one owner per namespace).",
     )
-    mpi_ssh_secret: str = _setting(
+    mpi_ssh_secret: Annotated[str, SECRET_VOLUME] = _setting(
         "mpi-run-ssh-secret", "Secret holding the MPI SSH key for multinode TRT-LLM."
     )
     nats_address: str = _setting("", "NATS_SERVER injected into every component, if set.")
     etcd_address: str = _setting("", "ETCD_ENDPOINTS injected into every component, if set.")
-    model_express_url: str = _setting("", "MODEL_EXPRESS_URL injected, if set.")
+    model_express_url: Annotated[str, GO_URL] = _setting("", "MODEL_EXPRESS_URL injected, if set.")
     prometheus_endpoint: str = _setting("", "PROMETHEUS_ENDPOINT injected, if set.")
     # transport TLS certificate paths (operator config infrastructure.*, #13689 in 1.5.0):
     # injected as env into the main container and frontend sidecar of every DGD pod
@@ -292,39 +524,40 @@ class RenderSettings:
         "CA certificates path in the istio-proxy for MUTUAL TLS "
         "(serviceMesh.istio.caCertificates).",
     )
-    max_file_bytes: int = _setting(
+    max_file_bytes: Annotated[int, LIMIT] = _setting(
         8 * 1024 * 1024, "Largest input file accepted, in bytes.", group="limits"
     )
-    max_documents: int = _setting(
+    max_documents: Annotated[int, LIMIT] = _setting(
         20_000, "Most YAML documents accepted in one run.", group="limits"
     )
-    max_yaml_nodes: int = _setting(
+    max_yaml_nodes: Annotated[int, LIMIT] = _setting(
         200_000, "Most YAML nodes one document may expand to through aliases.", group="limits"
     )
-    max_total_yaml_nodes: int = _setting(
+    max_total_yaml_nodes: Annotated[int, LIMIT] = _setting(
         2_000_000,
         "Most YAML nodes all documents of one run may expand to, aliases "
         "included (many small alias bombs add up).",
         group="limits",
     )
-    max_depth: int = _setting(
+    max_depth: Annotated[int, DEPTH_LIMIT] = _setting(
         100,
         "Deepest nesting of mappings and lists accepted in any YAML or JSON input, "
         "checked before the document is built.",
         group="limits",
-        maximum=DEPTH_MAX,
     )
-    max_objects: int = _setting(200_000, "Most objects one run may output.", group="limits")
-    max_output_bytes: int = _setting(
+    max_objects: Annotated[int, LIMIT] = _setting(
+        200_000, "Most objects one run may output.", group="limits"
+    )
+    max_output_bytes: Annotated[int, LIMIT] = _setting(
         256 * 1024 * 1024, "Largest output of one run, in bytes.", group="limits"
     )
-    max_replicas: int = _setting(
+    max_replicas: Annotated[int, LIMIT] = _setting(
         10_000,
         "Largest replicas a service may ask for (also its minAvailable, autoscaling "
         "minReplicas/maxReplicas and DYN_DEPLOYMENT_CONFIG workers).",
         group="limits",
     )
-    max_node_count: int = _setting(
+    max_node_count: Annotated[int, LIMIT] = _setting(
         1_024, "Largest multinode.nodeCount a service may ask for.", group="limits"
     )
 
@@ -347,6 +580,8 @@ class SettingSpec:
     group: str
     kind: type
     choices: tuple[str, ...] | None
+    base: Any = str  # the field's type without its rules (a Literal for a choice)
+    rules: tuple[Rule, ...] = ()  # its value rules, in order
     maximum: int | None = None  # limits only: the most even the runner may set
 
     @property
@@ -379,91 +614,68 @@ class SettingSpec:
         return self.name
 
     def parse(self, raw: Any) -> Any:
-        """Turn a raw value (string from env/flags, or a YAML scalar) into the typed value."""
-        if self.kind is bool:
-            if isinstance(raw, bool):
-                return raw
-            text = str(raw).strip().lower()
-            if text in ("true", "yes", "on", "1"):
-                return True
-            if text in ("false", "no", "off", "0"):
-                return False
-            raise ValueError(f"expected true or false, found {raw!r}")
-        if self.kind is int:
-            if isinstance(raw, bool):
-                raise ValueError(f"expected a whole number, found {raw!r}")
-            try:
-                value = int(str(raw).strip())
-            except ValueError:
-                raise ValueError(f"expected a whole number, found {raw!r}") from None
-            if value < 0:
-                raise ValueError(f"expected a number >= 0, found {value}")
-            if self.maximum is not None and not 1 <= value <= self.maximum:
-                raise ValueError(f"expected a limit from 1 to {self.maximum}, found {value}")
-            return value
-        if isinstance(raw, bool | list | dict):
-            raise ValueError(f"expected a string, found {raw!r}")
-        text = "" if raw is None else str(raw)
-        if self.choices is not None and text not in self.choices:
-            raise ValueError(f"expected one of {', '.join(self.choices)}, found {text!r}")
-        normalize = _NORMALIZERS.get(self.attr)
-        return normalize(text) if normalize is not None else text
+        """The typed value of a raw one (a string from the environment or a flag, a YAML
+        scalar), validated by pydantic against the field's type; :class:`Refused` says what
+        was found and what is expected."""
+        from pydantic import ValidationError  # not at import: a CLI start needs no pydantic
+
+        try:
+            return _adapter(self).validate_python(raw)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, Refused):
+            raise cause
+        if self.choices is not None:  # pydantic's own check of a Literal
+            shown = ", ".join(c or '""' for c in self.choices)
+            raise Refused(_found(error["input"]), f"one of {shown}")
+        raise Refused(_found(error["input"]), f"a {self.kind.__name__}")  # pragma: no cover
 
 
-_DURATION_PART = re.compile(r"(\d+)(h|m|s)")
+#: (type, rules) -> its pydantic TypeAdapter, shared by the settings of one type (all the
+#: booleans, all the limits)
+_ADAPTERS: dict[tuple[Any, tuple[Rule, ...]], Any] = {}
 
 
-def go_duration(text: str) -> str:
-    """A whole-second Go duration (``15m``, ``4h``, ``1h30m``) in Go's own spelling
-    (``15m0s``), as a ``metav1.Duration`` serializes."""
-    t = text.strip()
-    parts = _DURATION_PART.findall(t)
-    if not t or "".join(n + u for n, u in parts) != t:
-        raise ValueError(f"expected a duration such as 15m, 4h or 1h30m, found {text!r}")
-    total = sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
-    h, rest = divmod(total, 3600)
-    m, sec = divmod(rest, 60)
-    if h:
-        return f"{h}h{m}m{sec}s"
-    return f"{m}m{sec}s" if m else f"{sec}s"
+def _adapter(spec: SettingSpec) -> Any:
+    """The setting's type for pydantic, built on first use (a run parses only the settings
+    given): the value's kind (coerced from a string or a YAML scalar), then its rules."""
+    key = (spec.base, spec.rules)
+    adapter = _ADAPTERS.get(key)
+    if adapter is None:
+        from pydantic import AfterValidator, BeforeValidator, TypeAdapter
+
+        before = {bool: _flag, int: _whole}.get(spec.kind, _scalar)
+        after = [AfterValidator(rule.check) for rule in spec.rules]
+        typed: Any = Annotated[(spec.base, BeforeValidator(before), *after)]
+        adapter = _ADAPTERS[key] = TypeAdapter(typed)
+    return adapter
 
 
-def namespace_name(text: str) -> str:
-    """A namespace as the API server accepts it (a DNS-1123 label); it names output
-    directories too, so it is checked whatever the source."""
-    why = dns_label(text)
-    if why:
-        raise ValueError(f"not a valid namespace: {why}")
-    return text
-
-
-def origin_version(text: str) -> str:
-    """A version the operator's webhook accepts as the origin version, or ``none``."""
-    if text != NO_ORIGIN_STAMP and parse_origin(text) is None:
-        raise ValueError(f"expected a version such as 1.5.1, or {NO_ORIGIN_STAMP}, found {text!r}")
-    return text
-
-
-_NORMALIZERS = {
-    "grove_termination_delay": go_duration,
-    "namespace": namespace_name,
-    "origin_version": origin_version,
-}
+def prebuild_validators() -> None:
+    """Build every setting's validator now (a warm server, before it forks its renders)."""
+    for spec in REGISTRY:
+        spec.parse(spec.default)
 
 
 def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:
     # the annotation itself, not its text: this module does not postpone annotations, so
     # that the registry is built without evaluating 32 strings on every start
-    annotation = f.type
+    base: Any = f.type
+    rules: tuple[Rule, ...] = ()
+    if get_origin(base) is Annotated:  # its value rules (see "value rules" above)
+        base, *rest = get_args(base)
+        rules = tuple(r for r in rest if isinstance(r, Rule))
     choices: tuple[str, ...] | None = None
     kind: type
-    if get_origin(annotation) is Literal:
-        choices = tuple(str(a) for a in get_args(annotation))
+    if get_origin(base) is Literal:
+        choices = tuple(str(a) for a in get_args(base))
         kind = str
-    elif isinstance(annotation, type):
-        kind = annotation
+    elif isinstance(base, type):
+        kind = base
     else:  # a string: annotations are postponed again (from __future__ import annotations)
-        raise TypeError(f"setting {f.name}: annotation {annotation!r} is not a type")
+        raise TypeError(f"setting {f.name}: annotation {f.type!r} is not a type")
+    ranges = [r.check for r in rules if isinstance(r.check, Range)]
     return SettingSpec(
         attr=f.name,
         default=f.default,
@@ -471,7 +683,9 @@ def _spec_of(f: dataclasses.Field[Any]) -> SettingSpec:
         group=f.metadata["group"],
         kind=kind,
         choices=choices,
-        maximum=f.metadata.get("maximum"),
+        base=base,
+        rules=rules,
+        maximum=ranges[0].high if ranges else None,
     )
 
 
@@ -506,11 +720,26 @@ RUNNER_SOURCES: dict[str, bool] = {
 
 
 @dataclass(frozen=True)
+class FileValue:
+    """A value as written in a ``dyn-gitops.yaml`` (the root's or a subtree's): the file and
+    the line of its key, where every problem with it is reported."""
+
+    raw: Any
+    file: str = SETTINGS_FILE
+    line: int = 0  # 0: not known (a mapping given in code)
+
+    @property
+    def at(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass(frozen=True)
 class _Value:
     name: str
     raw: Any
-    origin: str  # for messages and `dyn-gitops settings`
+    origin: str  # for `dyn-gitops settings`
     source: str  # a key of RUNNER_SOURCES
+    where: str  # for a problem: file:line, or the variable, parameter or flag
 
 
 def _suggest(name: str) -> str:
@@ -518,6 +747,14 @@ def _suggest(name: str) -> str:
 
     close = difflib.get_close_matches(name, list(BY_NAME), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _from_file(file_values: Mapping[str, Any] | None, file_origin: str) -> list[_Value]:
+    out = []
+    for key, raw in (file_values or {}).items():
+        fv = raw if isinstance(raw, FileValue) else FileValue(raw, file_origin)
+        out.append(_Value(str(key), fv.raw, f"{fv.file} key {key}", SETTINGS_FILE, fv.at))
+    return out
 
 
 def _values(
@@ -530,44 +767,52 @@ def _values(
     flags: Mapping[str, Any] | None,
 ) -> list[_Value]:
     """Every raw value given, lowest precedence first, each with its source."""
-    out = [
-        _Value(str(k), raw, f"{file_origin} key {k}", SETTINGS_FILE)
-        for k, raw in (file_values or {}).items()
-    ]
+    out = _from_file(file_values, file_origin)
     for prefix in env_prefixes:
         if prefix not in RUNNER_SOURCES:
             raise ValueError(f"no trust is declared for variables {prefix}*")
         for var, raw in sorted((env or {}).items()):
             if var.startswith(prefix) and var.removeprefix(ARGOCD_ENV_PREFIX) not in RESERVED_ENV:
                 name = var[len(prefix) :].lower().replace("_", "-")
-                out.append(_Value(name, raw, f"environment {var}", prefix))
-    out += [
-        _Value(str(k), raw, f"functionConfig {k}", "functionConfig")
-        for k, raw in (function_config or {}).items()
+                out.append(_Value(name, raw, f"environment {var}", prefix, f"environment {var}"))
+    named: list[tuple[Mapping[str, Any] | None, str, str]] = [
+        (function_config, "functionConfig", "functionConfig {}"),
+        (parameters, "parameter", "parameter {}"),
+        (flags, "flag", "flag --{}"),
     ]
-    out += [
-        _Value(name, raw, f"parameter {name}", "parameter")
-        for name, raw in (parameters or {}).items()
-    ]
-    out += [
-        _Value(name, raw, f"flag --{name}", "flag")
-        for name, raw in (flags or {}).items()
-        if raw is not None
-    ]
+    for given, source, spelled in named:
+        for key, raw in (given or {}).items():
+            if raw is not None or source != "flag":
+                where = spelled.format(key)
+                out.append(_Value(str(key), raw, where, source, where))
     return out
 
 
-def _above_ceiling(
-    spec: SettingSpec, value: int, origin: str, ceiling: int, ceiling_origin: str
-) -> str:
+def _above_ceiling(v: _Value, value: int, ceiling: int, ceiling_origin: str) -> str:
+    spec = BY_NAME[v.name]
     by = "the default" if ceiling_origin == "default" else ceiling_origin
     return (
-        f"{origin}: setting {spec.name}: {value} is above the limit {ceiling} ({by}); "
+        f"{v.where}: {spec.name}: found {value}, expected at most {ceiling} ({by}): "
         "settings that come with the input (dyn-gitops.yaml, KRM functionConfig, Argo CD "
         "parameters and plugin env) may only lower a limit; whoever runs dyn-gitops "
         f"raises it with {spec.cli_flag} or {spec.env_var} (Argo CD: in the sidecar's "
         "environment)"
     )
+
+
+def _parsed(values: list[_Value], problems: list[str]) -> list[tuple[_Value, Any]]:
+    """Each value of a known setting that passes its rule; a problem for every other."""
+    given: list[tuple[_Value, Any]] = []
+    for v in values:
+        spec = BY_NAME.get(v.name)
+        if spec is None:
+            problems.append(f"{v.where}: unknown setting {v.name!r}{_suggest(v.name)}")
+            continue
+        try:
+            given.append((v, spec.parse(v.raw)))
+        except ValueError as exc:
+            problems.append(f"{v.where}: {v.name}: {exc}")
+    return given
 
 
 def resolve(
@@ -582,52 +827,36 @@ def resolve(
 ) -> Resolved:
     """Resolve every setting from its sources; raise :class:`SettingsError` with all problems.
 
-    ``file_values`` come from ``dyn-gitops.yaml``, ``function_config`` from a KRM
+    ``file_values`` come from ``dyn-gitops.yaml`` (raw, or :class:`FileValue` with their file
+    and line; a raw one is reported at ``file_origin``), ``function_config`` from a KRM
     functionConfig, ``parameters`` from Argo CD Application parameters, ``flags`` from the
     command line; all are keyed by setting name (kebab-case). ``env`` is a whole environment;
     only variables with one of ``env_prefixes`` are read. Which of them may raise a limit is
     :data:`RUNNER_SOURCES`; a value from any other above the runner's is a problem.
     """
+    problems: list[str] = []
+    raw = _values(file_values, file_origin, env, env_prefixes, function_config, parameters, flags)
+    given = _parsed(raw, problems)
     values: dict[str, Any] = {s.name: s.default for s in REGISTRY}
     origins: dict[str, str] = {s.name: "default" for s in REGISTRY}
     ceilings: dict[str, tuple[Any, str]] = {s.name: (s.default, "default") for s in REGISTRY}
-    problems: list[str] = []
-    given: list[tuple[_Value, Any]] = []
-    for v in _values(
-        file_values, file_origin, env, env_prefixes, function_config, parameters, flags
-    ):
-        spec = BY_NAME.get(v.name)
-        if spec is None:
-            problems.append(f"{v.origin}: unknown setting {v.name!r}{_suggest(v.name)}")
-            continue
-        try:
-            parsed = spec.parse(v.raw)
-        except ValueError as exc:
-            problems.append(f"{v.origin}: setting {v.name}: {exc}")
-            continue
+    for v, parsed in given:
         values[v.name], origins[v.name] = parsed, v.origin
         if RUNNER_SOURCES[v.source]:
             ceilings[v.name] = (parsed, v.origin)
-        given.append((v, parsed))
     for v, parsed in given:
-        spec = BY_NAME[v.name]
         ceiling, ceiling_origin = ceilings[v.name]
-        if spec.is_limit and not RUNNER_SOURCES[v.source] and parsed > ceiling:
-            problems.append(_above_ceiling(spec, parsed, v.origin, ceiling, ceiling_origin))
+        if BY_NAME[v.name].is_limit and not RUNNER_SOURCES[v.source] and parsed > ceiling:
+            problems.append(_above_ceiling(v, parsed, ceiling, ceiling_origin))
+    settings = RenderSettings(**{s.attr: values[s.name] for s in REGISTRY})
+    problems += setting_conflicts(settings)  # of the values that passed: all in one run
     if problems:
         raise SettingsError(problems)
     for v, _ in given:  # show the runner's ceiling beside a limit the input lowered
-        if (
-            BY_NAME[v.name].is_limit
-            and origins[v.name] == v.origin
-            and not RUNNER_SOURCES[v.source]
-        ):
+        spec = BY_NAME[v.name]
+        if spec.is_limit and origins[v.name] == v.origin and not RUNNER_SOURCES[v.source]:
             ceiling, ceiling_origin = ceilings[v.name]
             origins[v.name] = f"{v.origin} (at most {ceiling}: {ceiling_origin})"
-    settings = RenderSettings(**{s.attr: values[s.name] for s in REGISTRY})
-    conflicts = setting_conflicts(settings)
-    if conflicts:
-        raise SettingsError(conflicts)
     return Resolved(settings, origins)
 
 

@@ -116,8 +116,7 @@ def test_source_api_version_parameter(app: Path) -> None:
     [
         (
             {"ARGOCD_ENV_DYN_GITOPS_LWS": "maybe"},
-            "environment ARGOCD_ENV_DYN_GITOPS_LWS: setting lws: expected true or false, found "
-            "'maybe'",
+            "environment ARGOCD_ENV_DYN_GITOPS_LWS: lws: found 'maybe', expected true or false",
         ),
         (
             {"ARGOCD_ENV_DYN_GITOPS_NAMESPCE": "x"},
@@ -131,8 +130,8 @@ def test_source_api_version_parameter(app: Path) -> None:
         ),
         (
             {"ARGOCD_APP_PARAMETERS": params(discovery_backend={"string": "zookeeper"})},
-            "parameter discovery-backend: setting discovery-backend: expected one of kubernetes, "
-            "etcd, found 'zookeeper'",
+            "parameter discovery-backend: discovery-backend: found 'zookeeper', expected one of "
+            "kubernetes, etcd",
         ),
         (
             {"ARGOCD_APP_PARAMETERS": params(lws={"array": ["true"]})},

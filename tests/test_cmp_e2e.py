@@ -309,8 +309,8 @@ def test_bad_setting_is_a_clear_error(sidecar: Sidecar, repo: Path) -> None:
     with pytest.raises(grpc.RpcError) as err:
         sidecar.generate(repo, env)
     assert (
-        "parameter discovery-backend: setting discovery-backend: expected one of "
-        "kubernetes, etcd, found 'zookeeper'"
+        "parameter discovery-backend: discovery-backend: found 'zookeeper', expected one of "
+        "kubernetes, etcd"
     ) in err.value.details()
 
 

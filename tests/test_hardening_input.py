@@ -98,7 +98,7 @@ def test_max_depth_setting_bounds_nesting(tmp_path: Path) -> None:
     # no runner can go past what the code that builds and writes the data can nest
     refused(
         run_cli("validate", "--max-depth", "100000", str(deeper)),
-        "setting max-depth: expected a limit from 1 to 200",
+        "max-depth: found 100000, expected a limit from 1 to 200",
         code=2,
     )
 

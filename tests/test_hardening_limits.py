@@ -332,9 +332,8 @@ def test_the_settings_file_cannot_raise_a_limit(src: Path, name: str) -> None:
         assert_refused(
             res,
             2,
-            f"dyn-gitops.yaml key {name}: setting {name}: "
-            f"{spec.default + 1} is above the limit {spec.default} (the "
-            "default)",
+            f"dyn-gitops.yaml:1: {name}: found {spec.default + 1}, expected at most "
+            f"{spec.default} (the default)",
             "may only lower a limit",
             f"--{name} or {spec.env_var}",
         )
@@ -342,13 +341,13 @@ def test_the_settings_file_cannot_raise_a_limit(src: Path, name: str) -> None:
 
 def test_the_runner_raises_the_ceiling_by_flag_or_environment(src: Path) -> None:
     settings_file(src, {"max-documents": 30_000})
-    assert_refused(invoke_cli("render", str(src)), 2, "above the limit 20000")
+    assert_refused(invoke_cli("render", str(src)), 2, "expected at most 20000")
     assert invoke_cli("render", str(src), "--max-documents", "30000").code == 0
     res = invoke_cli("render", str(src), env={"DYN_GITOPS_MAX_DOCUMENTS": "40000"})
     assert res.code == 0, res.stderr
     # ... and lowers it: the repository may then not go above the runner's value
     res = invoke_cli("render", str(src), env={"DYN_GITOPS_MAX_DOCUMENTS": "25000"})
-    assert_refused(res, 2, "above the limit 25000 (environment DYN_GITOPS_MAX_DOCUMENTS)")
+    assert_refused(res, 2, "expected at most 25000 (environment DYN_GITOPS_MAX_DOCUMENTS)")
 
 
 def test_a_settings_file_read_from_git_cannot_raise_a_limit(tmp_path: Path) -> None:
@@ -359,7 +358,7 @@ def test_a_settings_file_read_from_git_cannot_raise_a_limit(tmp_path: Path) -> N
     env = git_commit(repo)
     settings_file(repo / "deploy", {"max-documents": 30_000})
     git_commit(repo)
-    needle = "dyn-gitops.yaml key max-documents: setting max-documents: 30000 is above the limit"
+    needle = "dyn-gitops.yaml:1: max-documents: found 30000, expected at most"
     for args in (
         ["render", "deploy", "--rev", "HEAD"],
         ["hydrate", "deploy"],
@@ -403,15 +402,14 @@ def test_argo_cd_application_env_and_parameters_cannot_raise_a_limit(src: Path) 
     assert_refused(
         cmp_generate(src, app_env),
         2,
-        "environment ARGOCD_ENV_DYN_GITOPS_MAX_DOCUMENTS: setting max-documents: "
-        "30000 is above the limit 20000",
+        "environment ARGOCD_ENV_DYN_GITOPS_MAX_DOCUMENTS: max-documents: found 30000, "
+        "expected at most 20000",
     )
     param = {"ARGOCD_APP_PARAMETERS": parameters(max_replicas="20000")}
     assert_refused(
         cmp_generate(src, param),
         2,
-        "parameter max-replicas: setting max-replicas: 20000 is above the limit "
-        "10000 (the default)",
+        "parameter max-replicas: max-replicas: found 20000, expected at most 10000 (the default)",
     )
     # the sidecar's own environment is the runner's: it raises the ceiling
     sidecar = {"DYN_GITOPS_MAX_DOCUMENTS": "40000", "DYN_GITOPS_MAX_REPLICAS": "20000"}
@@ -441,7 +439,7 @@ def test_krm_function_config_cannot_raise_a_limit() -> None:
     out = yaml.safe_load(res.stdout)
     errors = [r["message"] for r in out["results"] if r["severity"] == "error"]
     assert len(errors) == 1 and errors[0].startswith(
-        "functionConfig max-objects: setting max-objects: 300000 is above the limit 200000 "
+        "functionConfig max-objects: max-objects: found 300000, expected at most 200000 "
         "(the default)"
     ), errors
     assert out["items"] == [yaml.safe_load(DGD)]  # returned untouched
@@ -484,7 +482,7 @@ def test_a_runner_limit_out_of_range_is_a_usage_error(
     if bound is None:
         assert_refused(res, 2, name)
     else:
-        assert_refused(res, 2, f"setting {name}: expected a limit from 1 to {bound}")
+        assert_refused(res, 2, f"{name}: found {value}, expected a limit from 1 to {bound}")
     env = {f"DYN_GITOPS_{name.upper().replace('-', '_')}": value}
     assert_refused(invoke_cli("render", str(src), env=env), 2, name)
 
@@ -498,7 +496,7 @@ def test_every_source_has_a_declared_trust() -> None:
 def test_run_wide_alias_budget_follows_the_same_rule() -> None:
     """max-total-yaml-nodes (enforced while reading): the repository may lower, not raise."""
     assert resolve(file_values={"max-total-yaml-nodes": 1000}).settings.max_total_yaml_nodes == 1000
-    with pytest.raises(SettingsError, match="above the limit 2000000"):
+    with pytest.raises(SettingsError, match="expected at most 2000000"):
         resolve(file_values={"max-total-yaml-nodes": 3_000_000})
     raised = resolve(
         file_values={"max-total-yaml-nodes": 3_000_000}, flags={"max-total-yaml-nodes": 4_000_000}

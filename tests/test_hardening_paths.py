@@ -228,13 +228,14 @@ def test_namespace_setting_is_a_dns_label_from_flags_env_and_file(app: Path, val
     ):
         assert res.code == 2, res.stderr  # as every other bad flag or variable
         assert res.stdout == ""
-        assert "setting namespace: not a valid namespace" in res.stderr
+        assert "namespace: found " in res.stderr and "expected a namespace name" in res.stderr
     (app / "dyn-gitops.yaml").write_text(yaml.safe_dump({"namespace": value}))
     before = tree(app.parent)
     res = invoke_cli("render", str(app), "--out-dir", str(app.parent / "out"))
     assert res.code in (1, 2), res.stderr  # refused, never rendered
     assert res.stdout == ""
-    assert "dyn-gitops.yaml key namespace: setting namespace: not a valid namespace" in res.stderr
+    assert "dyn-gitops.yaml:1: namespace: found " in res.stderr
+    assert "expected a namespace name" in res.stderr
     assert tree(app.parent) == before
 
 
@@ -253,7 +254,7 @@ def test_namespace_from_argocd_is_checked_too(app: Path, env: dict[str, str]) ->
     )
     assert res.code == 2, res.stderr  # as every other bad plugin setting
     assert res.stdout == ""
-    assert "not a valid namespace" in res.stderr
+    assert "namespace: found " in res.stderr and "expected a namespace name" in res.stderr
 
 
 def test_a_valid_argocd_namespace_still_renders(app: Path) -> None:

@@ -83,7 +83,7 @@ def read(environ: Mapping[str, str]) -> CmpInputs:
         try:
             BY_NAME["namespace"].parse(namespace)
         except ValueError as exc:
-            problems.append(f"environment ARGOCD_APP_NAMESPACE: {exc}")
+            problems.append(f"environment ARGOCD_APP_NAMESPACE: namespace: {exc}")
     if problems:
         raise CmpEnvError(problems)
     raw_path = environ.get("ARGOCD_APP_SOURCE_PATH", "").strip()

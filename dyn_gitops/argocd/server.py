@@ -77,8 +77,10 @@ def _log(line: str) -> None:
 
 def _warm_up() -> None:
     """Import everything a render touches and render once, before the first fork."""
+    from ..settings import prebuild_validators
     from . import generate
 
+    prebuild_validators()
     with tempfile.TemporaryDirectory(prefix="dyn-gitops-warmup-") as tmp:
         Path(tmp, "graph.yaml").write_text(_WARMUP_DGD)
         saved = os.dup(1), os.dup(2)
