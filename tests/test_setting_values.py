@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import invoke_cli, small_dgd
+from support.cli import invoke_cli
+from support.inputs import small_dgd
 
 from dyn_gitops.settings import REGISTRY, SettingsError, resolve
 
