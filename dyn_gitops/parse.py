@@ -7,7 +7,6 @@ YAML and JSON inputs that do not come from a file (annotations, environment vari
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -16,6 +15,8 @@ from typing import Any
 import yaml
 from yaml.composer import ComposerError
 
+from .bounded import DEPTH_CEILING, Bounds, EmbeddedError
+from .bounded import loads_json as loads_embedded
 from .errors import FieldPath, Problem
 from .read import Source, SourceFile
 from .settings import RenderSettings
@@ -46,9 +47,6 @@ class Document:
 
 
 # ---------------------------------------------------------------------------- YAML
-#: nesting accepted whatever the settings say: deeper data would exhaust the recursion of
-#: the code that builds, validates and writes it
-DEPTH_CEILING = 250
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_STATS = (1, 0)
 _PLAIN_TAGS: dict[str, str] = {}
@@ -747,29 +745,18 @@ def locate(doc: Document, loc: Sequence[str | int]) -> int:
     return doc.line
 
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
-
-
 def json_loads_bounded(text: str | bytes, *, max_depth: int) -> Any:
-    """``json.loads`` with the nesting checked first (the decoder recurses once per level);
-    raises ValueError for anything that is not JSON within the bound."""
-    import json
-
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    depth = 0
-    limit = min(max_depth, DEPTH_CEILING)
-    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
-        if depth > limit:
-            raise ValueError(f"nested more than {limit} levels deep")
-    return json.loads(text)
+    """JSON text bounded in nesting (and by the other bounds of :func:`.bounded.loads_json`,
+    characters and nodes left unbounded as before); :class:`EmbeddedError` (a ValueError)
+    for anything else. Kept for its callers: new ones use :func:`loads_embedded`."""
+    return loads_embedded(
+        text, Bounds(max_chars=2**62, max_depth=max_depth, max_nodes=2**62)
+    )
 
 
 def load_bounded(text: str, *, max_depth: int, max_nodes: int, what: str) -> Any:
     """One YAML (or JSON) document from a small input outside a file (an annotation, an
-    environment variable); raises ValueError with the problem."""
+    environment variable); :class:`EmbeddedError` (a ValueError) with the problems."""
     problems: list[Problem] = []
     docs = parse_documents(
         [SourceFile(what, text)],
@@ -779,7 +766,7 @@ def load_bounded(text: str, *, max_depth: int, max_nodes: int, what: str) -> Any
         problems=problems,
     )
     if problems:
-        raise ValueError("; ".join(str(p) for p in problems))
+        raise EmbeddedError((), "; ".join(str(p) for p in problems))
     return docs[0].data if docs else None
 
 

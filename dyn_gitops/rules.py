@@ -25,13 +25,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from . import gates, gpus, keys, naming
+from . import gates, gpus, keys, naming, objpath
 from .errors import FieldPath, Problem
-from .models import preserved, v1beta1
+from .models import dgdspec, v1beta1
 from .models.k8s import NamedContainer, ObjectMeta
 from .models.v1alpha1 import MODEL_SOURCE_SCHEMES, DynamoGraphDeployment, DynamoModel
+from .models.v1alpha1 import GraphSpec as AlphaSpec
 from .models.v1beta1 import KVTransferPolicy
 from .runtimeversion import (
     RuntimeVersionError,
@@ -160,6 +159,7 @@ def validate_graph(g: Graph) -> Iterator[Problem]:
             f"at most {naming.MAX_SERVICES} services are allowed, found {len(components)}",
         )
     yield from _name_checks(g)
+    yield from _metadata_checks(g)
     yield from _annotation_checks(ann, ("metadata", "annotations"))
     yield from _restart_checks(g)
 
@@ -281,6 +281,8 @@ def alpha_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
         yield from _annotation_checks(
             svc.annotations or {}, (*loc, "annotations"), service_level=True
         )
+    for path, why in preserved_problems(dgd.spec):
+        yield Problem.at(("spec", *path), why)
 
 
 def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
@@ -321,31 +323,44 @@ def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
 def kept_alpha_checks(meta: ObjectMeta) -> Iterator[Problem]:
     """The ``nvidia.com/dgd-spec`` annotation of a v1beta1 DGD (``kubectl get`` from an
     operator cluster, or a v1alpha1 DGD as emitted): the sparse v1alpha1 spec the
-    operator's conversion keeps there, read for what v1beta1 cannot hold (``pvcs``, a
-    service's ``ingress``, ``labels``, ``annotations``, ``dynamoNamespace``,
-    ``subComponentType``, ``envFromSecret``); its ``pvcs`` and ``ingress`` are typed."""
-    where: FieldPath = ("metadata", "annotations", keys.ANN_DGD_SPEC)
-    try:
-        kept = preserved.alpha_spec(meta.annotations)
-    except ValueError as exc:
-        yield Problem.at(where, f"the operator's conversion payload: {exc}")
-        return
-    if kept is None:
-        return
-    typed: list[tuple[str, type[BaseModel], Any]] = [
-        (f"spec.pvcs[{i}]", preserved.PVC, p) for i, p in enumerate(kept.get("pvcs") or [])
-    ]
-    for name, svc in (kept.get("services") or {}).items():
-        ingress = svc.get("ingress") if isinstance(svc, dict) else None
+    operator's conversion keeps there, read for what v1beta1 cannot hold
+    (:func:`.dgdspec.read`: bounded, typed; then :func:`preserved_problems`), every problem
+    at the annotation, the path inside the payload first."""
+    kept = dgdspec.read(meta.annotations)
+    yield from kept.problems
+    if kept.spec is not None:
+        for path, why in preserved_problems(kept.spec):
+            yield dgdspec.problem(("spec", *path), why)
+
+
+def preserved_problems(spec: AlphaSpec) -> Iterator[tuple[FieldPath, str]]:
+    """What the API server would refuse once the fields a v1alpha1 spec keeps beside its
+    v1beta1 form are rendered (paths from the spec; nothing quoted): the labels and
+    annotations of a service and its ingress, ``dynamoNamespace`` and
+    ``subComponentType`` (label values of its pods), a PVC's name (a volume name). For the
+    payload and for a v1alpha1 DGD as written alike."""
+    for i, pvc in enumerate(spec.pvcs or []):
+        if pvc.name and objpath.dns_label(pvc.name):
+            yield ("pvcs", i, "name"), _NOT_A_DNS_LABEL
+    for name, svc in (spec.services or {}).items():
+        loc: FieldPath = ("services", name)
+        for path, why in objpath.metadata_problems(svc.labels, svc.annotations):
+            yield (*loc, *path), why
+        for field in ("dynamoNamespace", "subComponentType"):
+            value = getattr(svc, field)
+            why = objpath.label_value_problem(value) if value else None
+            if why:
+                yield (*loc, field), f"becomes a label value of its pods: {why}"
+        ingress = svc.ingress
         if ingress is not None:
-            typed.append((f"spec.services.{name}.ingress", preserved.Ingress, ingress))
-    for at, model, value in typed:
-        try:
-            model.model_validate(value)
-        except ValidationError as exc:
-            e = exc.errors(include_url=False)[0]
-            field = ".".join(str(x) for x in (at, *e["loc"]))
-            yield Problem.at(where, f"the operator's conversion payload: {field}: {e['msg']}")
+            for path, why in objpath.metadata_problems(ingress.labels, ingress.annotations):
+                yield (*loc, "ingress", *path), why
+
+
+_NOT_A_DNS_LABEL = (
+    f"not a DNS-1123 label (a volume name): at most {objpath.LABEL_MAX} lower-case letters, "
+    "digits and '-', starting and ending with a letter or digit"
+)
 
 
 def _beta_component_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
@@ -474,6 +489,20 @@ def _name_checks(g: Graph) -> Iterator[Problem]:
                 f"{'-<hash8>' if worker else ''}'), "
                 "over the 63-character limit; shorten the DGD or service name",
             )
+
+
+def _metadata_checks(g: Graph) -> Iterator[Problem]:
+    """The labels and annotations the DGD gives its children (the graph's, each pod
+    template's): what the API server would refuse on them
+    (:func:`.objpath.metadata_problems`; the DGD's own metadata: :func:`object_shape`)."""
+    sources: list[tuple[FieldPath, Any, Any]] = [(("spec",), g.spec.labels, g.spec.annotations)]
+    for loc, c in g.components:
+        meta = c.podTemplate.metadata if c.podTemplate is not None else None
+        if meta is not None:
+            sources.append(((*loc, "podTemplate", "metadata"), meta.labels, meta.annotations))
+    for where, labels, annotations in sources:
+        for path, why in objpath.metadata_problems(labels, annotations):
+            yield Problem.at((*where, *path), why)
 
 
 def _annotation_checks(
@@ -879,6 +908,8 @@ def object_shape(data: dict[str, Any]) -> Iterator[Problem]:
         for k, v in value.items():
             if not isinstance(v, str):
                 yield Problem.at(("metadata", key, k), "expected a string: quote it")
+    for path, why in objpath.metadata_problems(meta.get("labels"), meta.get("annotations")):
+        yield Problem.at(("metadata", *path), why)
 
 
 #: Dynamo kinds that dyn-gitops refuses on purpose: kind -> what happens to one in a cluster
