@@ -91,7 +91,8 @@ def loads_json(text: str | bytes, bounds: Bounds) -> Any:
             parse_constant=_constant_reader(refused),
         )
     except json.JSONDecodeError as exc:  # its message names a place, never the text
-        raise EmbeddedError((), f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise EmbeddedError((), f"not JSON: {exc.msg} ({where})") from None
     # every node takes a character at least: a short text needs no count
     counted = len(text) > bounds.max_nodes
     if refused or counted or _SURROGATE_HINT.search(text):
@@ -140,9 +141,7 @@ def _constant_reader(refused: list[_Refused]) -> Any:
 
 def _check_nodes(data: Any, max_nodes: int | None) -> None:
     """The first refused number or lone surrogate, by its path; more than ``max_nodes``."""
-    nodes = 0
-    for path, value in _walk(data):
-        nodes += 1
+    for nodes, (path, value) in enumerate(_walk(data), 1):
         if max_nodes is not None and nodes > max_nodes:
             raise EmbeddedError((), f"more than {max_nodes} values")
         if type(value) is _Refused:

@@ -184,22 +184,25 @@ def metadata_problems(labels: Any, annotations: Any) -> Iterable[tuple[FieldPath
     """What the API server refuses in ``labels`` and ``annotations`` of an object or a pod
     template (``ValidateLabels``, ``ValidateAnnotations``): (path from the metadata, why).
     Nothing is quoted; a value that is no string is the caller's to report."""
-    for k, v in (labels.items() if isinstance(labels, dict) else ()):
+    for k, v in labels.items() if isinstance(labels, dict) else ():
         why = key_problem(k) if type(k) is str else None
         why = why or (label_value_problem(v) if type(v) is str else None)
         if why:
             yield ("labels", k), why
     size = 0
-    for k, v in (annotations.items() if isinstance(annotations, dict) else ()):
+    for k, v in annotations.items() if isinstance(annotations, dict) else ():
         why = key_problem(k) if type(k) is str else None
         if why:
             yield ("annotations", k), why
         size += len(str(k).encode(errors="replace"))
         size += len(v.encode(errors="replace")) if type(v) is str else 0
     if size > ANNOTATIONS_MAX_BYTES:
-        yield ("annotations",), (
-            f"the annotations total {size} bytes, more than the {ANNOTATIONS_MAX_BYTES} the "
-            "API server accepts"
+        yield (
+            ("annotations",),
+            (
+                f"the annotations total {size} bytes, more than the {ANNOTATIONS_MAX_BYTES} the "
+                "API server accepts"
+            ),
         )
 
 

@@ -749,9 +749,7 @@ def json_loads_bounded(text: str | bytes, *, max_depth: int) -> Any:
     """JSON text bounded in nesting (and by the other bounds of :func:`.bounded.loads_json`,
     characters and nodes left unbounded as before); :class:`EmbeddedError` (a ValueError)
     for anything else. Kept for its callers: new ones use :func:`loads_embedded`."""
-    return loads_embedded(
-        text, Bounds(max_chars=2**62, max_depth=max_depth, max_nodes=2**62)
-    )
+    return loads_embedded(text, Bounds(max_chars=2**62, max_depth=max_depth, max_nodes=2**62))
 
 
 def load_bounded(text: str, *, max_depth: int, max_nodes: int, what: str) -> Any:

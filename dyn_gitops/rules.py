@@ -500,8 +500,8 @@ def _metadata_checks(g: Graph) -> Iterator[Problem]:
         meta = c.podTemplate.metadata if c.podTemplate is not None else None
         if meta is not None:
             sources.append(((*loc, "podTemplate", "metadata"), meta.labels, meta.annotations))
-    for where, labels, annotations in sources:
-        for path, why in objpath.metadata_problems(labels, annotations):
+    for where, labels, notes in sources:
+        for path, why in objpath.metadata_problems(labels, notes):
             yield Problem.at((*where, *path), why)
 
 

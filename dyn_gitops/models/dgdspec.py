@@ -110,9 +110,7 @@ def _read_text(text: str) -> Kept:
     except EmbeddedError as exc:
         return Kept(problems=(problem(exc.path, exc.reason),))
     if not isinstance(data, dict) or "version" not in data:
-        return Kept(
-            problems=(problem((), 'expected a JSON object {"version":1,"spec":{...}}'),)
-        )
+        return Kept(problems=(problem((), 'expected a JSON object {"version":1,"spec":{...}}'),))
     try:
         payload = Payload.model_validate(data)
     except ValidationError as exc:
