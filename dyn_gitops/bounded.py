@@ -173,9 +173,10 @@ def parse_int(text: str, *, low: int = -INT64_MAX - 1, high: int = INT64_MAX) ->
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not body.isascii() or not body.isdigit():
         return None
-    if len(body.lstrip("0")) > len(str(max(-low, high))):
+    significant = body.lstrip("0") or "0"  # leading zeros count for Python's bound
+    if len(significant) > len(str(max(-low, high))):
         return None
-    value = int(text)
+    value = -int(significant) if text[0] == "-" else int(significant)
     return value if low <= value <= high else None
 
 
