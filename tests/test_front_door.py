@@ -388,3 +388,35 @@ def test_every_operator_payload_is_read_typed() -> None:
     assert all(k.problems == () and k.spec is not None for k in read)
     services = {n for k in read for n in (k.spec.services or {}) if k.spec is not None}
     assert services and json.dumps(sorted(services))
+
+
+def test_a_krm_index_of_many_digits_does_not_crash() -> None:
+    """main: exit 3 (int() of the ``config.kubernetes.io/index`` annotation of a ResourceList
+    item whose problem is reported); now the index is left out, the problem reported."""
+    for index in (DIGITS, "²"):
+        item = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "Bad_Name",
+                "annotations": {
+                    "config.kubernetes.io/index": index,
+                    "config.kubernetes.io/path": "a.yaml",
+                },
+            },
+        }
+        rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [item]}
+        res = invoke_cli("krm", stdin=yaml.safe_dump(rl, width=10**9, allow_unicode=True))
+        assert res.code == 1 and "Traceback" not in res.stderr, res.stderr[-500:]
+        assert "metadata.name" in res.stdout + res.stderr
+
+
+def test_a_quantity_in_other_digits_is_refused(tmp_path: Path) -> None:
+    """main: exit 0, ``cpu: "٣"`` rendered (``\\d`` takes any script's digits; the API
+    server takes ASCII ones only); now refused at the field."""
+    doc = pair()
+    doc["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "٣"}
+    }
+    [problem] = _refused(_render(tmp_path, doc))
+    assert "containers[0].resources.limits.cpu: expected a Kubernetes quantity" in problem

@@ -20,8 +20,8 @@ _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
 _BINARY_SUFFIX = {v: k for k, v in _BINARY.items()}
-_SYNTAX = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(.*)")
-_EXPONENT = re.compile(r"[eE]([+-]?\d+)")
+_SYNTAX = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(.*)", re.ASCII)
+_EXPONENT = re.compile(r"[eE]([+-]?\d+)", re.ASCII)
 
 
 class QuantityError(ValueError):
@@ -103,7 +103,7 @@ def _binary_form(value: Decimal) -> str:
     return str(number) + _BINARY_SUFFIX.get(shift, "")
 
 
-_PARTS = re.compile(r"[+-]?(\d*)(?:\.(\d*))?(.*)")
+_PARTS = re.compile(r"[+-]?(\d*)(?:\.(\d*))?(.*)", re.ASCII)
 _MAX_DIGITS = 18  # an int64 mantissa: Go's fast path
 
 
