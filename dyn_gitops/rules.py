@@ -693,6 +693,16 @@ def _gpu_count(c: Component) -> int:
 
 
 def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    """A component's own fields, then its EPP contract, its GPU memory service and its
+    failover (in that order)."""
+    yield from _field_checks(loc, c)
+    if c.type == naming.EPP:
+        yield from _epp_checks(loc, c)
+    yield from _gms_checks(loc, c)
+    yield from _failover_checks(loc, c)
+
+
+def _field_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
     override = c.runtimeVersionOverride
     if override is not None and not _RUNTIME_VERSION_OVERRIDE.fullmatch(override):
         yield Problem.at((*loc, "runtimeVersionOverride"), _override_message(override))
@@ -722,63 +732,75 @@ def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
                     (*loc, "podTemplate", "spec", "containers", i, "name"),
                     "a container named sidecar-frontend already exists; frontendSidecar adds it",
                 )
-    if c.type == naming.EPP:
-        if c.multinode is not None and c.multinode.nodeCount > 1:
-            yield Problem.at((*loc, "multinode"), "an EPP service cannot be multinode")
-        # 1.5 (#11355): without eppConfig the Rust EPP runs, which replicates its state
-        # across replicas; the deprecated eppConfig keeps the single-replica Go EPP
-        cfg = c.eppConfig
-        if cfg is not None and c.replicas is not None and c.replicas != 1:
-            yield Problem.at(
-                (*loc, "replicas"),
-                f"an EPP service with eppConfig (the Go EPP) must have exactly 1 replica, "
-                f"found {c.replicas}",
-            )
-        runtime = _runtime(c)
-        rust = gates.NATIVE_RUST_EPP.enabled(runtime)
-        if rust and cfg is not None:
-            # the native Rust EPP takes no config (shared_helpers.go in the 1.5 release, #11355)
+
+
+def _epp_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    """An EPP component: single-node; 1.5 (#11355): without eppConfig the Rust EPP runs,
+    which replicates its state across replicas; the deprecated eppConfig keeps the
+    single-replica Go EPP."""
+    if c.multinode is not None and c.multinode.nodeCount > 1:
+        yield Problem.at((*loc, "multinode"), "an EPP service cannot be multinode")
+    cfg = c.eppConfig
+    if cfg is not None and c.replicas is not None and c.replicas != 1:
+        yield Problem.at(
+            (*loc, "replicas"),
+            f"an EPP service with eppConfig (the Go EPP) must have exactly 1 replica, "
+            f"found {c.replicas}",
+        )
+    runtime = _runtime(c)
+    rust = gates.NATIVE_RUST_EPP.enabled(runtime)
+    if rust and cfg is not None:
+        # the native Rust EPP takes no config (shared_helpers.go in the 1.5 release, #11355)
+        yield Problem.at(
+            (*loc, "eppConfig"),
+            "must be omitted for native Rust EPP images with runtime version "
+            f"{gates.NATIVE_RUST_EPP.min_runtime} or later",
+        )
+    elif cfg is None:
+        if runtime is not None and not rust:
             yield Problem.at(
                 (*loc, "eppConfig"),
-                "must be omitted for native Rust EPP images with runtime version "
-                f"{gates.NATIVE_RUST_EPP.min_runtime} or later",
+                "eppConfig is required for an EPP service with a Go EPP image (runtime "
+                f"version earlier than {gates.NATIVE_RUST_EPP.min_runtime})",
             )
-        elif cfg is None:
-            if runtime is not None and not rust:
-                yield Problem.at(
-                    (*loc, "eppConfig"),
-                    "eppConfig is required for an EPP service with a Go EPP image (runtime "
-                    f"version earlier than {gates.NATIVE_RUST_EPP.min_runtime})",
-                )
-        elif (cfg.configMapRef is None) == (cfg.config is None):
-            yield Problem.at((*loc, "eppConfig"), "set exactly one of configMapRef and config")
-        elif cfg.configMapRef is not None and not cfg.configMapRef.name:
-            yield Problem.at((*loc, "eppConfig", "configMapRef", "name"), "name is required")
+    elif (cfg.configMapRef is None) == (cfg.config is None):
+        yield Problem.at((*loc, "eppConfig"), "set exactly one of configMapRef and config")
+    elif cfg.configMapRef is not None and not cfg.configMapRef.name:
+        yield Problem.at((*loc, "eppConfig", "configMapRef", "name"), "name is required")
+
+
+def _gms_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
     gms = _gms(c)
+    if gms is None:
+        return
     gms_where = (*loc, "experimental", "gpuMemoryService")
-    if gms is not None:
-        if not naming.is_worker(c.type):
-            yield Problem.at(
-                gms_where, "the GPU memory service is only for worker, prefill and decode services"
-            )
-        if _gpu_count(c) < 1:
-            yield Problem.at(
-                gms_where,
-                "the GPU memory service needs a GPU count >= 1 "
-                "(resources.limits.gpu, else resources.requests.gpu)",
-            )
-        if str(gms.get("mode") or "").lower() == "interpod":
-            yield Problem.at((*gms_where, "mode"), "interPod mode is not supported")
+    if not naming.is_worker(c.type):
+        yield Problem.at(
+            gms_where, "the GPU memory service is only for worker, prefill and decode services"
+        )
+    if _gpu_count(c) < 1:
+        yield Problem.at(
+            gms_where,
+            "the GPU memory service needs a GPU count >= 1 "
+            "(resources.limits.gpu, else resources.requests.gpu)",
+        )
+    if str(gms.get("mode") or "").lower() == "interpod":
+        yield Problem.at((*gms_where, "mode"), "interPod mode is not supported")
+
+
+def _failover_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
     fo = _failover(c)
-    if fo is not None:
-        fo_where = (*loc, "experimental", "failover")
-        fo_mode = str(fo.get("mode") or "intraPod").lower()
-        if gms is None:
-            yield Problem.at(fo_where, "failover requires gpuMemoryService.enabled")
-        elif fo_mode != str(gms.get("mode") or "intraPod").lower():
-            yield Problem.at((*fo_where, "mode"), "failover and gpuMemoryService modes must match")
-        if fo_mode == "interpod":
-            yield Problem.at((*fo_where, "mode"), "interPod mode is not supported")
+    if fo is None:
+        return
+    gms = _gms(c)
+    fo_where = (*loc, "experimental", "failover")
+    fo_mode = str(fo.get("mode") or "intraPod").lower()
+    if gms is None:
+        yield Problem.at(fo_where, "failover requires gpuMemoryService.enabled")
+    elif fo_mode != str(gms.get("mode") or "intraPod").lower():
+        yield Problem.at((*fo_where, "mode"), "failover and gpuMemoryService modes must match")
+    if fo_mode == "interpod":
+        yield Problem.at((*fo_where, "mode"), "interPod mode is not supported")
 
 
 def runtime_version_admission(g: Graph) -> Iterator[Problem]:
