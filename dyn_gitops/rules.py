@@ -346,11 +346,13 @@ def preserved_problems(spec: AlphaSpec) -> Iterator[tuple[FieldPath, str]]:
         loc: FieldPath = ("services", name)
         for path, why in objpath.metadata_problems(svc.labels, svc.annotations):
             yield (*loc, *path), why
-        for field in ("dynamoNamespace", "subComponentType"):
-            value = getattr(svc, field)
-            why = objpath.label_value_problem(value) if value else None
-            if why:
-                yield (*loc, field), f"becomes a label value of its pods: {why}"
+        for field, value in (
+            ("dynamoNamespace", svc.dynamoNamespace),
+            ("subComponentType", svc.subComponentType),
+        ):
+            bad = objpath.label_value_problem(value) if value else None
+            if bad:
+                yield (*loc, field), f"becomes a label value of its pods: {bad}"
         ingress = svc.ingress
         if ingress is not None:
             for path, why in objpath.metadata_problems(ingress.labels, ingress.annotations):
