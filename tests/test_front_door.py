@@ -186,6 +186,14 @@ SOURCES: dict[str, tuple[Any, str]] = {
         lambda: pair(_svc({"dynamoNamespace": BAD_VALUE})),
         f"{ANNOTATION}: spec.services.VllmWorker.dynamoNamespace: becomes a label value",
     ),
+    "payload pvc name": (
+        lambda: pair(payload({"pvcs": [{"name": "Models_PVC", "create": False}]})),
+        f"{ANNOTATION}: spec.pvcs[0].name: not a DNS-1123 label (a volume name)",
+    ),
+    "v1alpha1 pvc name": (
+        lambda: _with(_alpha({}), ["spec", "pvcs"], [{"name": "Models_PVC", "create": False}]),
+        "spec.pvcs[0].name: not a DNS-1123 label (a volume name)",
+    ),
     "v1alpha1 service labels": (
         lambda: _alpha({"VllmWorker": {"labels": {"team": BAD_VALUE}}}),
         "spec.services.VllmWorker.labels.team: not a label value",
