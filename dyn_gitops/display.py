@@ -24,7 +24,7 @@ messages, the ``diff`` reports) goes through here, so the rule lives in one plac
 annotation (the v1alpha1 spec, env values included), ``DYN_DEPLOYMENT_CONFIG``, any annotation
 or env value written as JSON. Redaction goes by structure, not by searching the text: a string
 that holds a JSON or YAML object or array (JSON read with the bounded reader,
-:mod:`.boundedjson`; YAML only without anchors or aliases; both within
+:mod:`.bounded`; YAML only without anchors or aliases; both within
 :data:`EMBEDDED_MAX_CHARS`, :data:`EMBEDDED_MAX_DEPTH` and :data:`EMBEDDED_MAX_NODES`) is
 redacted as a document of its own, with the rules above (its ``kind`` when it says one), its
 strings in turn up to :data:`EMBEDDED_MAX_NESTING` texts deep, and shown re-encoded as JSON.
@@ -53,7 +53,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from .boundedjson import json_loads_bounded
+from .bounded import json_loads_bounded
 from .keys import ANN_KUBECTL_LAST_APPLIED
 
 REDACTED = "(redacted)"

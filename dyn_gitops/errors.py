@@ -8,12 +8,14 @@ entry point (CLI, Argo CD plugin, KRM function, post-renderer) ends the same way
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar, Literal
 
 from .display import printable
+from .fieldpath import FieldPath as FieldPath
+from .fieldpath import field_path as field_path
 
 
 class ExitCode(IntEnum):
@@ -24,8 +26,6 @@ class ExitCode(IntEnum):
     BRANCH_MOVED = 4  # hydrate: the branch moved while hydrating; run it again
 
 
-#: where a field is: ``("spec", "services", "Frontend", "envs", 0)``
-FieldPath = tuple[str | int, ...]
 Severity = Literal["error", "warning"]
 
 
@@ -123,14 +123,3 @@ class RenderError(DynGitopsError):
 
 class NotSupportedError(DynGitopsError):
     """A feature the renderer knows about but does not render yet (multinode, Grove, ...)."""
-
-
-def field_path(loc: Sequence[str | int]) -> str:
-    """``("spec", "services", "Frontend", "envs", 0)`` -> ``spec.services.Frontend.envs[0]``."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out

@@ -145,8 +145,15 @@ def _label(obj: dict[str, Any]) -> str:
 def _check_identity(obj: dict[str, Any], item: Rendered, problems: list[Problem]) -> bool:
     """What the API server would refuse in the object's identity is an input error, for
     every output (a stream too): the same names are file names under --out-dir/hydrate.
-    Whether the identity is clean."""
+    So is what it would refuse in the object's labels and annotations, whatever they come
+    from (the rules report each source at its field; this is the last word on every
+    object). Whether the identity is clean."""
     found_any = objpath.object_problems(obj)
+    meta = _meta(obj)
+    for path, why in objpath.metadata_problems(meta.get("labels"), meta.get("annotations")):
+        problem = _located(Problem.at(("metadata", *path), why), item, _label(obj))
+        if problem not in problems:
+            problems.append(problem)
     for found in found_any:
         label = _label(obj)
         if found.path == ("metadata", "namespace") and item.dgd and not item.passthrough:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from .errors import DynGitopsError, Problem
+from .errors import DynGitopsError, FieldPath, Problem
 
 CLUSTER_DIR = "_cluster"  # not a DNS label (underscore), so no namespace can collide with it
 SUFFIX = ".yaml"
@@ -142,6 +142,68 @@ def name_problem(group: str, kind: str, name: str) -> str | None:
     if (group, kind) in _SEGMENT_KINDS or group not in _SUBDOMAIN_GROUPS:
         return _segment(name)
     return _subdomain(name)
+
+
+# ---------------------------------------------------------------------- labels, annotations
+#: the name part of a qualified name, and a label value (apimachinery ``validation.go``)
+_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+#: ``TotalAnnotationSizeLimitB``: the bytes of every annotation key and value of an object
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+_NAME_RULE = (
+    f"at most {LABEL_MAX} letters, digits, '-', '_' and '.', starting and ending with a "
+    "letter or digit"
+)
+
+
+@lru_cache(maxsize=4096)  # pure; the keys of a repository repeat
+def key_problem(key: str) -> str | None:
+    """Why the API server refuses ``key`` as a label or annotation key (``IsQualifiedName``:
+    an optional DNS-1123 subdomain and ``/``, then a name), or None. The key is not quoted:
+    the caller's path names it."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > SUBDOMAIN_MAX or not _SUBDOMAIN.fullmatch(prefix)):
+        return (
+            "not a label or annotation key: the prefix before '/' must be a DNS-1123 "
+            f"subdomain (at most {SUBDOMAIN_MAX} lower-case letters, digits, '-' and '.')"
+        )
+    if len(name) > LABEL_MAX or not _NAME_PART.fullmatch(name):
+        return f"not a label or annotation key: the name after any prefix must be {_NAME_RULE}"
+    return None
+
+
+@lru_cache(maxsize=4096)  # pure; the values of a repository repeat
+def label_value_problem(value: str) -> str | None:
+    """Why the API server refuses ``value`` as a label value (``IsValidLabelValue``), or
+    None; the value is not quoted (it may come from where secrets are)."""
+    if value and (len(value) > LABEL_MAX or not _NAME_PART.fullmatch(value)):
+        return f"not a label value: {_NAME_RULE} (or empty)"
+    return None
+
+
+def metadata_problems(labels: Any, annotations: Any) -> Iterable[tuple[FieldPath, str]]:
+    """What the API server refuses in ``labels`` and ``annotations`` of an object or a pod
+    template (``ValidateLabels``, ``ValidateAnnotations``): (path from the metadata, why).
+    Nothing is quoted; a value that is no string is the caller's to report."""
+    for k, v in labels.items() if isinstance(labels, dict) else ():
+        why = key_problem(k) if type(k) is str else None
+        why = why or (label_value_problem(v) if type(v) is str else None)
+        if why:
+            yield ("labels", k), why
+    size = 0
+    for k, v in annotations.items() if isinstance(annotations, dict) else ():
+        why = key_problem(k) if type(k) is str else None
+        if why:
+            yield ("annotations", k), why
+        size += len(str(k).encode(errors="replace"))
+        size += len(v.encode(errors="replace")) if type(v) is str else 0
+    if size > ANNOTATIONS_MAX_BYTES:
+        yield (
+            ("annotations",),
+            (
+                f"the annotations total {size} bytes, more than the {ANNOTATIONS_MAX_BYTES} the "
+                "API server accepts"
+            ),
+        )
 
 
 @lru_cache(maxsize=1024)  # pure; a render asks for a handful of types, per object

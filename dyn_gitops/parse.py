@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
 
-from .boundedjson import DEPTH_CEILING
-from .boundedjson import json_loads_bounded as json_loads_bounded  # its users import it here
+from .bounded import DEPTH_CEILING, EmbeddedError
+from .bounded import json_loads_bounded as json_loads_bounded  # its users import it here
 from .errors import FieldPath, Problem
 from .read import Source, SourceFile
 from .settings import FileValue, RenderSettings
@@ -148,71 +148,44 @@ class _Composer:
             pass
 
     def _plain(self, doc: _Composed) -> bool:
-        """Build the document's data straight from the events (``doc.data``, ``doc.size``),
-        for the common document: mappings with string keys, sequences, and scalars that are
-        strings, null, booleans or finite numbers, without anchors, aliases or tags, within
-        the limits, no key twice. Nodes cost more than the data they make, and errors are
-        rare (``locate`` re-reads the file for a line). At the first thing it does not
-        handle, False: the events read so far stay in ``pending``, and the node path
-        composes the document from them (and reports what there is to report), exactly as
-        it would have."""
-        loader = self.loader
-        get_event = loader.get_event
+        """Build the document's data straight from the events (``doc.data``, ``doc.size``)
+        when it is plain JSON data: no anchor, alias or tag, string keys, no key twice,
+        within the limits (nodes cost more than the data they make; ``locate`` re-reads
+        the file for a line). At anything else, False: the events read so far stay in
+        ``pending`` for :meth:`_compose`, which reports what there is to report."""
+        get_event = self.loader.get_event
         record = self.pending.append
-        resolve = loader.resolve
         plain_tags = self.plain_tags
         max_depth, max_nodes = self.max_depth, self.max_nodes
         stack: list[Any] = []  # the open collections
         keys: list[Any] = []  # per open collection: a mapping's pending key, or _NOT_BUILT
         size = 0
-        root: Any = None
         value: Any
         while True:
             event = get_event()
             record(event)
             kind = type(event)
-            if kind is yaml.ScalarEvent:
+            if kind is yaml.ScalarEvent:  # the common case first, inline: it is most events
                 if event.anchor is not None or event.tag is not None:
                     return False
-                text = event.value
-                implicit = event.implicit
-                if implicit[0]:  # plain: resolved by its text (as _compose does)
-                    tag = plain_tags.get(text)
-                    if tag is None:
-                        tag = resolve(yaml.ScalarNode, text, implicit)
-                        if len(plain_tags) >= _PLAIN_TAGS_MAX:
-                            plain_tags.clear()
-                        plain_tags[text] = tag
-                else:
-                    tag = resolve(yaml.ScalarNode, text, implicit)
-                if tag == _STR_TAG:
-                    value = text
-                elif tag == _NULL_TAG:
-                    value = None
-                elif tag in _SCALAR_TAGS:
-                    try:
-                        value = loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, text))
-                    except Exception:  # the node path reports it
-                        return False
-                    if type(value) is float and (value != value or value in _INF):
-                        return False  # not JSON: the node path reports it
-                else:
-                    return False  # a merge key, a value key, an unknown resolution
+                value = event.value
+                if event.implicit[0]:  # plain: resolved by its text (quoted: a string)
+                    tag = plain_tags.get(value) or self._plain_tag(value)
+                    if tag != _STR_TAG:
+                        value = None if tag == _NULL_TAG else self._plain_scalar(tag, value)
+                        if value is _NOT_BUILT:
+                            return False
                 size += 1
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                if event.anchor is not None or event.tag is not None:
-                    return False
-                if len(stack) >= max_depth:
+                if event.anchor is not None or event.tag is not None or len(stack) >= max_depth:
                     return False
                 size += 1
                 stack.append({} if kind is yaml.MappingStartEvent else [])
                 keys.append(_NOT_BUILT)
                 continue
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                value = stack.pop()
-                keys.pop()
+                value, _ = stack.pop(), keys.pop()
             elif kind is yaml.DocumentEndEvent:
-                doc.data, doc.size = root, size
                 self.pending.clear()
                 return True
             else:  # an alias
@@ -220,7 +193,7 @@ class _Composer:
             if size > max_nodes:
                 return False
             if not stack:
-                root = value
+                doc.data, doc.size = value, size
                 continue
             parent = stack[-1]
             if type(parent) is list:
@@ -229,20 +202,41 @@ class _Composer:
                 if type(value) is not str:
                     return False  # a key that is no string: not JSON
                 keys[-1] = value
+            elif keys[-1] in parent:
+                return False  # the node path reports the duplicate
             else:
-                key = keys[-1]
-                if key in parent:
-                    return False  # the node path reports the duplicate
-                parent[key] = value
+                parent[keys[-1]] = value
                 keys[-1] = _NOT_BUILT
 
-    def _compose(self, doc: _Composed) -> tuple[yaml.Node, int]:
+    def _plain_tag(self, text: str) -> str:
+        """The tag a plain scalar resolves to (our loader: by its text alone, kept)."""
+        tag: str = self.loader.resolve(yaml.ScalarNode, text, (True, False))
+        if len(self.plain_tags) >= _PLAIN_TAGS_MAX:
+            self.plain_tags.clear()
+        self.plain_tags[text] = tag
+        return tag
+
+    def _plain_scalar(self, tag: str, text: str) -> Any:
+        """A boolean or finite number built by the loader's own constructor, else
+        ``_NOT_BUILT`` (a merge or value key, an unknown resolution, NaN or infinity, a
+        text its constructor refuses: the node path reports what is to report)."""
+        if tag not in _SCALAR_TAGS:
+            return _NOT_BUILT
         loader = self.loader
-        get_event = self._next_event if self.pending else loader.get_event
-        resolve = loader.resolve
-        plain_tags = self.plain_tags
+        try:
+            value = loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, text))
+        except Exception:  # the node path reports it
+            return _NOT_BUILT
+        if type(value) is float and (value != value or value in _INF):
+            return _NOT_BUILT  # not JSON
+        return value
+
+    def _compose(self, doc: _Composed) -> tuple[yaml.Node, int]:
+        """The document's node (the events ``_plain`` read first, then the rest) and its
+        size, aliases expanded; raises :class:`_InputTooBig` at a limit."""
+        get_event = self._next_event if self.pending else self.loader.get_event
         anchors: dict[str, yaml.Node] = {}
-        open_ids: set[int] = set()
+        open_ids: set[int] = set()  # the anchored collections still open (no alias to them)
         # stack of [collection node, pending mapping key or None]
         stack: list[list[Any]] = []
         root: yaml.Node | None = None
@@ -251,32 +245,12 @@ class _Composer:
             kind = type(event)
             node: yaml.Node
             if kind is yaml.ScalarEvent:  # the common case first
-                tag = event.tag
-                if tag is None or tag == "!":
-                    implicit = event.implicit
-                    if implicit[0]:  # plain: resolved by its text
-                        tag = plain_tags.get(event.value)
-                        if tag is None:
-                            tag = resolve(yaml.ScalarNode, event.value, implicit)
-                            if len(plain_tags) >= _PLAIN_TAGS_MAX:
-                                plain_tags.clear()
-                            plain_tags[event.value] = tag
-                    else:
-                        tag = resolve(yaml.ScalarNode, event.value, implicit)
-                start: Any = event.start_mark  # libyaml's marks, typed apart from PyYAML's
-                node = yaml.ScalarNode(tag, event.value, start, event.end_mark, style=event.style)
+                node = self._scalar_node(event)
                 if event.anchor is not None:
                     anchors[event.anchor] = node  # a later anchor of a name wins (YAML 1.2)
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 self._check_depth(len(stack) + 1, event)
-                tag = event.tag
-                node_kind = (
-                    yaml.MappingNode if kind is yaml.MappingStartEvent else yaml.SequenceNode
-                )
-                if tag is None or tag == "!":
-                    tag = resolve(node_kind, None, True)
-                start = event.start_mark
-                coll = node_kind(tag, [], start, None, flow_style=event.flow_style)
+                coll = self._collection_node(event)
                 if event.anchor is not None:
                     anchors[event.anchor] = coll
                     open_ids.add(id(coll))
@@ -289,38 +263,53 @@ class _Composer:
                 self._finish(node, doc)
             elif kind is yaml.AliasEvent:
                 doc.aliases = True
-                start = event.start_mark
-                if event.anchor not in anchors:
-                    raise ComposerError(
-                        None, None, f"found undefined alias {event.anchor!r}", start
-                    )
-                node = anchors[event.anchor]
-                if id(node) in open_ids:
-                    raise ComposerError(
-                        None,
-                        None,
-                        f"alias {event.anchor!r} refers to a node that contains "
-                        "it (a recursive structure)",
-                        start,
-                    )
+                node = self._alias_node(event, anchors, open_ids)
                 self._check_depth(len(stack) + self._stats(node)[1], event)
             else:  # DocumentEndEvent: libyaml sends nothing else inside a document
                 assert root is not None
                 return root, self._stats(root)[0]
-            if not stack:
-                root = node
-                if self._stats(root)[0] > self.max_nodes:
-                    raise _InputTooBig(None, self._too_many(self._stats(root)[0]))
+            if stack:
+                _attach(stack[-1], node)
                 continue
-            top = stack[-1]
-            parent = top[0]
-            if type(parent) is yaml.SequenceNode:
-                parent.value.append(node)
-            elif top[1] is None:
-                top[1] = node
+            root = node
+            if self._stats(root)[0] > self.max_nodes:
+                raise _InputTooBig(None, self._too_many(self._stats(root)[0]))
+
+    def _scalar_node(self, event: Any) -> yaml.ScalarNode:
+        tag = event.tag
+        if tag is None or tag == "!":
+            if event.implicit[0]:  # plain: resolved by its text
+                tag = self.plain_tags.get(event.value) or self._plain_tag(event.value)
             else:
-                parent.value.append((top[1], node))
-                top[1] = None
+                tag = self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+        start: Any = event.start_mark  # libyaml's marks, typed apart from PyYAML's
+        return yaml.ScalarNode(tag, event.value, start, event.end_mark, style=event.style)
+
+    def _collection_node(self, event: Any) -> yaml.Node:
+        kind = yaml.MappingNode if type(event) is yaml.MappingStartEvent else yaml.SequenceNode
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.loader.resolve(kind, None, True)
+        start: Any = event.start_mark
+        return kind(tag, [], start, None, flow_style=event.flow_style)
+
+    def _alias_node(
+        self, event: Any, anchors: dict[str, yaml.Node], open_ids: set[int]
+    ) -> yaml.Node:
+        """The node an alias refers to: a finished one (an open one would make the data
+        contain itself)."""
+        start: Any = event.start_mark
+        if event.anchor not in anchors:
+            raise ComposerError(None, None, f"found undefined alias {event.anchor!r}", start)
+        node = anchors[event.anchor]
+        if id(node) in open_ids:
+            raise ComposerError(
+                None,
+                None,
+                f"alias {event.anchor!r} refers to a node that contains it (a recursive structure)",
+                start,
+            )
+        return node
 
     def _stats(self, node: yaml.Node) -> tuple[int, int]:
         """(expanded size, height) of a finished node; a scalar's is (1, 0)."""
@@ -378,6 +367,18 @@ class _Composer:
         stats[id(node)] = (size, height + 1)
 
 
+def _attach(top: list[Any], node: yaml.Node) -> None:
+    """``node`` into the open collection ``top`` (``[collection, pending mapping key]``)."""
+    parent = top[0]
+    if type(parent) is yaml.SequenceNode:
+        parent.value.append(node)
+    elif top[1] is None:
+        top[1] = node
+    else:
+        parent.value.append((top[1], node))
+        top[1] = None
+
+
 def _yaml_problem(path: str, exc: yaml.YAMLError) -> Problem:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = mark.line + 1 if mark is not None else 0
@@ -414,53 +415,57 @@ def parse_documents(
     Limits: nesting (``max_depth``), nodes per document and per call, aliases expanded
     (``max_yaml_nodes``, ``max_total_yaml_nodes``), documents per call.
     """
-    docs: list[Document] = []
     budget = max_total_yaml_nodes if max_total_yaml_nodes is not None else max_yaml_nodes
-    used = 0
+    run = _Run(max_documents, budget, problems)
     for f in files:
-        if not f.text.strip():
-            continue
-        loader = _Loader(f.text)
-        try:
-            for composed in _Composer(loader, max_depth, max_yaml_nodes).documents():
-                if composed.present and len(docs) >= max_documents:
-                    problems.append(
-                        Problem(
-                            f.path,
-                            composed.line,
-                            message=(
-                                f"more than {max_documents} documents in this run "
-                                "(setting max-documents)"
-                            ),
-                        )
-                    )
-                    return docs
-                problems.extend(
-                    Problem(f.path, line, message=msg) for line, msg in composed.problems
+        if f.text.strip() and not _parse_file(f, run, max_depth, max_yaml_nodes):
+            break  # a limit of the run: nothing more is read
+    return run.docs
+
+
+@dataclass
+class _Run:
+    """The documents of one :func:`parse_documents` call and what they used of its limits."""
+
+    max_documents: int
+    budget: int  # YAML nodes, aliases expanded
+    problems: list[Problem]
+    docs: list[Document] = field(default_factory=list)
+    used: int = 0
+
+
+def _parse_file(f: SourceFile, run: _Run, max_depth: int, max_nodes: int) -> bool:
+    """The documents of one file into ``run``; False when a limit of the run is reached."""
+    loader = _Loader(f.text)
+    try:
+        for composed in _Composer(loader, max_depth, max_nodes).documents():
+            if composed.present and len(run.docs) >= run.max_documents:
+                message = (
+                    f"more than {run.max_documents} documents in this run (setting max-documents)"
                 )
-                if composed.problems or not composed.present:
-                    continue
-                used += composed.size
-                if used > budget:
-                    problems.append(
-                        Problem(
-                            f.path,
-                            composed.line,
-                            message=(
-                                f"the documents read so far expand to more than {budget} YAML "
-                                "nodes through aliases (setting max-total-yaml-nodes)"
-                            ),
-                        )
-                    )
-                    return docs
-                data = _construct(loader, composed, f.path, problems)
-                if data is not None:
-                    docs.append(Document(f, composed.index, composed.line, data))
-        except yaml.YAMLError as exc:
-            problems.append(_yaml_problem(f.path, exc))
-        finally:
-            loader.dispose()
-    return docs
+                run.problems.append(Problem(f.path, composed.line, message=message))
+                return False
+            run.problems.extend(
+                Problem(f.path, line, message=msg) for line, msg in composed.problems
+            )
+            if composed.problems or not composed.present:
+                continue
+            run.used += composed.size
+            if run.used > run.budget:
+                message = (
+                    f"the documents read so far expand to more than {run.budget} YAML nodes "
+                    "through aliases (setting max-total-yaml-nodes)"
+                )
+                run.problems.append(Problem(f.path, composed.line, message=message))
+                return False
+            data = _construct(loader, composed, f.path, run.problems)
+            if data is not None:
+                run.docs.append(Document(f, composed.index, composed.line, data))
+    except yaml.YAMLError as exc:
+        run.problems.append(_yaml_problem(f.path, exc))
+    finally:
+        loader.dispose()
+    return True
 
 
 def _construct(loader: Any, composed: _Composed, path: str, problems: list[Problem]) -> Any:
@@ -747,7 +752,7 @@ def locate(doc: Document, loc: Sequence[str | int]) -> int:
 
 def load_bounded(text: str, *, max_depth: int, max_nodes: int, what: str) -> Any:
     """One YAML (or JSON) document from a small input outside a file (an annotation, an
-    environment variable); raises ValueError with the problem."""
+    environment variable); :class:`EmbeddedError` (a ValueError) with the problems."""
     problems: list[Problem] = []
     docs = parse_documents(
         [SourceFile(what, text)],
@@ -757,7 +762,7 @@ def load_bounded(text: str, *, max_depth: int, max_nodes: int, what: str) -> Any
         problems=problems,
     )
     if problems:
-        raise ValueError("; ".join(str(p) for p in problems))
+        raise EmbeddedError((), "; ".join(str(p) for p in problems))
     return docs[0].data if docs else None
 
 

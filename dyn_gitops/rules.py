@@ -25,13 +25,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from . import gates, gpus, keys, naming
+from . import gates, gpus, keys, naming, objpath
 from .errors import FieldPath, Problem
-from .models import preserved, v1beta1
+from .models import dgdspec, v1beta1
 from .models.k8s import NamedContainer, ObjectMeta
 from .models.v1alpha1 import MODEL_SOURCE_SCHEMES, DynamoGraphDeployment, DynamoModel
+from .models.v1alpha1 import GraphSpec as AlphaSpec
 from .models.v1beta1 import KVTransferPolicy
 from .runtimeversion import (
     RuntimeVersionError,
@@ -157,6 +156,7 @@ def validate_graph(g: Graph) -> Iterator[Problem]:
             f"at most {naming.MAX_SERVICES} services are allowed, found {len(components)}",
         )
     yield from _name_checks(g)
+    yield from _metadata_checks(g)
     yield from _annotation_checks(ann, ("metadata", "annotations"))
     yield from _restart_checks(g)
 
@@ -278,6 +278,8 @@ def alpha_checks(dgd: DynamoGraphDeployment) -> Iterator[Problem]:
         yield from _annotation_checks(
             svc.annotations or {}, (*loc, "annotations"), service_level=True
         )
+    for path, why in preserved_problems(dgd.spec):
+        yield Problem.at(("spec", *path), why)
 
 
 def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
@@ -318,31 +320,46 @@ def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
 def kept_alpha_checks(meta: ObjectMeta) -> Iterator[Problem]:
     """The ``nvidia.com/dgd-spec`` annotation of a v1beta1 DGD (``kubectl get`` from an
     operator cluster, or a v1alpha1 DGD as emitted): the sparse v1alpha1 spec the
-    operator's conversion keeps there, read for what v1beta1 cannot hold (``pvcs``, a
-    service's ``ingress``, ``labels``, ``annotations``, ``dynamoNamespace``,
-    ``subComponentType``, ``envFromSecret``); its ``pvcs`` and ``ingress`` are typed."""
-    where: FieldPath = ("metadata", "annotations", keys.ANN_DGD_SPEC)
-    try:
-        kept = preserved.alpha_spec(meta.annotations)
-    except ValueError as exc:
-        yield Problem.at(where, f"the operator's conversion payload: {exc}")
-        return
-    if kept is None:
-        return
-    typed: list[tuple[str, type[BaseModel], Any]] = [
-        (f"spec.pvcs[{i}]", preserved.PVC, p) for i, p in enumerate(kept.get("pvcs") or [])
-    ]
-    for name, svc in (kept.get("services") or {}).items():
-        ingress = svc.get("ingress") if isinstance(svc, dict) else None
+    operator's conversion keeps there, read for what v1beta1 cannot hold
+    (:func:`.dgdspec.read`: bounded, typed; then :func:`preserved_problems`), every problem
+    at the annotation, the path inside the payload first."""
+    kept = dgdspec.read(meta.annotations)
+    yield from kept.problems
+    if kept.spec is not None:
+        for path, why in preserved_problems(kept.spec):
+            yield dgdspec.problem(("spec", *path), why)
+
+
+def preserved_problems(spec: AlphaSpec) -> Iterator[tuple[FieldPath, str]]:
+    """What the API server would refuse once the fields a v1alpha1 spec keeps beside its
+    v1beta1 form are rendered (paths from the spec; nothing quoted): the labels and
+    annotations of a service and its ingress, ``dynamoNamespace`` and
+    ``subComponentType`` (label values of its pods), a PVC's name (a volume name). For the
+    payload and for a v1alpha1 DGD as written alike."""
+    for i, pvc in enumerate(spec.pvcs or []):
+        if pvc.name and objpath.dns_label(pvc.name):
+            yield ("pvcs", i, "name"), _NOT_A_DNS_LABEL
+    for name, svc in (spec.services or {}).items():
+        loc: FieldPath = ("services", name)
+        for path, why in objpath.metadata_problems(svc.labels, svc.annotations):
+            yield (*loc, *path), why
+        for field, value in (
+            ("dynamoNamespace", svc.dynamoNamespace),
+            ("subComponentType", svc.subComponentType),
+        ):
+            bad = objpath.label_value_problem(value) if value else None
+            if bad:
+                yield (*loc, field), f"becomes a label value of its pods: {bad}"
+        ingress = svc.ingress
         if ingress is not None:
-            typed.append((f"spec.services.{name}.ingress", preserved.Ingress, ingress))
-    for at, model, value in typed:
-        try:
-            model.model_validate(value)
-        except ValidationError as exc:
-            e = exc.errors(include_url=False)[0]
-            field = ".".join(str(x) for x in (at, *e["loc"]))
-            yield Problem.at(where, f"the operator's conversion payload: {field}: {e['msg']}")
+            for path, why in objpath.metadata_problems(ingress.labels, ingress.annotations):
+                yield (*loc, "ingress", *path), why
+
+
+_NOT_A_DNS_LABEL = (
+    f"not a DNS-1123 label (a volume name): at most {objpath.LABEL_MAX} lower-case letters, "
+    "digits and '-', starting and ending with a letter or digit"
+)
 
 
 def _beta_component_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
@@ -474,6 +491,20 @@ def _name_checks(g: Graph) -> Iterator[Problem]:
                 f"{'-<hash8>' if worker else ''}'), "
                 "over the 63-character limit; shorten the DGD or service name",
             )
+
+
+def _metadata_checks(g: Graph) -> Iterator[Problem]:
+    """The labels and annotations the DGD gives its children (the graph's, each pod
+    template's): what the API server would refuse on them
+    (:func:`.objpath.metadata_problems`; the DGD's own metadata: :func:`object_shape`)."""
+    sources: list[tuple[FieldPath, Any, Any]] = [(("spec",), g.spec.labels, g.spec.annotations)]
+    for loc, c in g.components:
+        meta = c.podTemplate.metadata if c.podTemplate is not None else None
+        if meta is not None:
+            sources.append(((*loc, "podTemplate", "metadata"), meta.labels, meta.annotations))
+    for where, labels, notes in sources:
+        for path, why in objpath.metadata_problems(labels, notes):
+            yield Problem.at((*where, *path), why)
 
 
 def _annotation_checks(
@@ -664,6 +695,16 @@ def _gpu_count(c: Component) -> int:
 
 
 def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    """A component's own fields, then its EPP contract, its GPU memory service and its
+    failover (in that order)."""
+    yield from _field_checks(loc, c)
+    if c.type == naming.EPP:
+        yield from _epp_checks(loc, c)
+    yield from _gms_checks(loc, c)
+    yield from _failover_checks(loc, c)
+
+
+def _field_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
     override = c.runtimeVersionOverride
     if override is not None and not _RUNTIME_VERSION_OVERRIDE.fullmatch(override):
         yield Problem.at((*loc, "runtimeVersionOverride"), _override_message(override))
@@ -693,63 +734,75 @@ def _service_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
                     (*loc, "podTemplate", "spec", "containers", i, "name"),
                     "a container named sidecar-frontend already exists; frontendSidecar adds it",
                 )
-    if c.type == naming.EPP:
-        if c.multinode is not None and c.multinode.nodeCount > 1:
-            yield Problem.at((*loc, "multinode"), "an EPP service cannot be multinode")
-        # 1.5 (#11355): without eppConfig the Rust EPP runs, which replicates its state
-        # across replicas; the deprecated eppConfig keeps the single-replica Go EPP
-        cfg = c.eppConfig
-        if cfg is not None and c.replicas is not None and c.replicas != 1:
-            yield Problem.at(
-                (*loc, "replicas"),
-                f"an EPP service with eppConfig (the Go EPP) must have exactly 1 replica, "
-                f"found {c.replicas}",
-            )
-        runtime = _runtime(c)
-        rust = gates.NATIVE_RUST_EPP.enabled(runtime)
-        if rust and cfg is not None:
-            # the native Rust EPP takes no config (shared_helpers.go in the 1.5 release, #11355)
+
+
+def _epp_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
+    """An EPP component: single-node; 1.5 (#11355): without eppConfig the Rust EPP runs,
+    which replicates its state across replicas; the deprecated eppConfig keeps the
+    single-replica Go EPP."""
+    if c.multinode is not None and c.multinode.nodeCount > 1:
+        yield Problem.at((*loc, "multinode"), "an EPP service cannot be multinode")
+    cfg = c.eppConfig
+    if cfg is not None and c.replicas is not None and c.replicas != 1:
+        yield Problem.at(
+            (*loc, "replicas"),
+            f"an EPP service with eppConfig (the Go EPP) must have exactly 1 replica, "
+            f"found {c.replicas}",
+        )
+    runtime = _runtime(c)
+    rust = gates.NATIVE_RUST_EPP.enabled(runtime)
+    if rust and cfg is not None:
+        # the native Rust EPP takes no config (shared_helpers.go in the 1.5 release, #11355)
+        yield Problem.at(
+            (*loc, "eppConfig"),
+            "must be omitted for native Rust EPP images with runtime version "
+            f"{gates.NATIVE_RUST_EPP.min_runtime} or later",
+        )
+    elif cfg is None:
+        if runtime is not None and not rust:
             yield Problem.at(
                 (*loc, "eppConfig"),
-                "must be omitted for native Rust EPP images with runtime version "
-                f"{gates.NATIVE_RUST_EPP.min_runtime} or later",
+                "eppConfig is required for an EPP service with a Go EPP image (runtime "
+                f"version earlier than {gates.NATIVE_RUST_EPP.min_runtime})",
             )
-        elif cfg is None:
-            if runtime is not None and not rust:
-                yield Problem.at(
-                    (*loc, "eppConfig"),
-                    "eppConfig is required for an EPP service with a Go EPP image (runtime "
-                    f"version earlier than {gates.NATIVE_RUST_EPP.min_runtime})",
-                )
-        elif (cfg.configMapRef is None) == (cfg.config is None):
-            yield Problem.at((*loc, "eppConfig"), "set exactly one of configMapRef and config")
-        elif cfg.configMapRef is not None and not cfg.configMapRef.name:
-            yield Problem.at((*loc, "eppConfig", "configMapRef", "name"), "name is required")
+    elif (cfg.configMapRef is None) == (cfg.config is None):
+        yield Problem.at((*loc, "eppConfig"), "set exactly one of configMapRef and config")
+    elif cfg.configMapRef is not None and not cfg.configMapRef.name:
+        yield Problem.at((*loc, "eppConfig", "configMapRef", "name"), "name is required")
+
+
+def _gms_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
     gms = _gms(c)
+    if gms is None:
+        return
     gms_where = (*loc, "experimental", "gpuMemoryService")
-    if gms is not None:
-        if not naming.is_worker(c.type):
-            yield Problem.at(
-                gms_where, "the GPU memory service is only for worker, prefill and decode services"
-            )
-        if _gpu_count(c) < 1:
-            yield Problem.at(
-                gms_where,
-                "the GPU memory service needs a GPU count >= 1 "
-                "(resources.limits.gpu, else resources.requests.gpu)",
-            )
-        if str(gms.get("mode") or "").lower() == "interpod":
-            yield Problem.at((*gms_where, "mode"), "interPod mode is not supported")
+    if not naming.is_worker(c.type):
+        yield Problem.at(
+            gms_where, "the GPU memory service is only for worker, prefill and decode services"
+        )
+    if _gpu_count(c) < 1:
+        yield Problem.at(
+            gms_where,
+            "the GPU memory service needs a GPU count >= 1 "
+            "(resources.limits.gpu, else resources.requests.gpu)",
+        )
+    if str(gms.get("mode") or "").lower() == "interpod":
+        yield Problem.at((*gms_where, "mode"), "interPod mode is not supported")
+
+
+def _failover_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
     fo = _failover(c)
-    if fo is not None:
-        fo_where = (*loc, "experimental", "failover")
-        fo_mode = str(fo.get("mode") or "intraPod").lower()
-        if gms is None:
-            yield Problem.at(fo_where, "failover requires gpuMemoryService.enabled")
-        elif fo_mode != str(gms.get("mode") or "intraPod").lower():
-            yield Problem.at((*fo_where, "mode"), "failover and gpuMemoryService modes must match")
-        if fo_mode == "interpod":
-            yield Problem.at((*fo_where, "mode"), "interPod mode is not supported")
+    if fo is None:
+        return
+    gms = _gms(c)
+    fo_where = (*loc, "experimental", "failover")
+    fo_mode = str(fo.get("mode") or "intraPod").lower()
+    if gms is None:
+        yield Problem.at(fo_where, "failover requires gpuMemoryService.enabled")
+    elif fo_mode != str(gms.get("mode") or "intraPod").lower():
+        yield Problem.at((*fo_where, "mode"), "failover and gpuMemoryService modes must match")
+    if fo_mode == "interpod":
+        yield Problem.at((*fo_where, "mode"), "interPod mode is not supported")
 
 
 def runtime_version_admission(g: Graph) -> Iterator[Problem]:
@@ -879,6 +932,8 @@ def object_shape(data: dict[str, Any]) -> Iterator[Problem]:
         for k, v in value.items():
             if not isinstance(v, str):
                 yield Problem.at(("metadata", key, k), "expected a string: quote it")
+    for path, why in objpath.metadata_problems(meta.get("labels"), meta.get("annotations")):
+        yield Problem.at(("metadata", *path), why)
 
 
 #: Dynamo kinds that dyn-gitops refuses on purpose: kind -> what happens to one in a cluster

@@ -10,7 +10,8 @@ Behaviour ported from ``deploy/operator/internal/runtimeversion/runtimeversion.g
 (#10494, #12421), which parses with Masterminds semver v3 ``StrictNewVersion``. The operator
 version in the origin-version annotation is read as its compatibility gates read it
 (:func:`parse_origin`, Masterminds ``NewVersion``). This module imports nothing of the
-project: settings, validation, the expansion and the worker hash all read it.
+project but the bounded integer reader: settings, validation, the expansion and the worker
+hash all read it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-_UINT64_MAX: Final = 2**64 - 1
+from .bounded import UINT64_MAX, parse_int
 
 # a semantic version with an optional v/V prefix, as the operator matches an image tag
 _NUMBER = r"(0|[1-9][0-9]*)"
@@ -129,10 +130,11 @@ def parse_origin(value: str) -> OriginVersion | None:
     m = _LOOSE.fullmatch(value)
     if m is None:
         return None
-    major, minor, patch = (int((g or "0").lstrip(".")) for g in m.group(1, 2, 3))
-    prerelease, metadata = m.group(4) or "", m.group(5)
-    if max(major, minor, patch) > _UINT64_MAX:
+    # strconv.ParseUint: leading zeros allowed, beyond uint64 an error (not converted)
+    major, minor, patch = (_uint64((g or "0").lstrip(".")) for g in m.group(1, 2, 3))
+    if major is None or minor is None or patch is None:
         return None
+    prerelease, metadata = m.group(4) or "", m.group(5)
     if prerelease and not _identifiers_ok(prerelease, numeric_rule=True):
         return None
     if metadata is not None and not _identifiers_ok(metadata, numeric_rule=False):
@@ -155,10 +157,16 @@ def _strict(value: str) -> Version | None:
     numbers = (parts[0], parts[1], core)
     if any(not n or not set(n) <= _DIGITS or (len(n) > 1 and n[0] == "0") for n in numbers):
         return None
-    major, minor, patch = (int(n) for n in numbers)
-    if max(major, minor, patch) > _UINT64_MAX:
+    major, minor, patch = (_uint64(n) for n in numbers)
+    if major is None or minor is None or patch is None:
         return None
     return Version(major, minor, patch)
+
+
+def _uint64(digits: str) -> int | None:
+    """Go's ``strconv.ParseUint(digits, 10, 64)``, told without converting thousands of
+    digits (Python refuses more than 4,300)."""
+    return parse_int(digits, low=0, high=UINT64_MAX)
 
 
 def _identifiers_ok(text: str, *, numeric_rule: bool) -> bool:

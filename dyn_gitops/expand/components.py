@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import memo, naming
-from ..models import v1beta1
-from ..models.preserved import PVC, Ingress, alpha_service, alpha_spec
+from ..models import dgdspec, v1beta1
+from ..models.preserved import PVC, Ingress
 from ..models.versions import V1ALPHA1, V1BETA1
 from ..workerhash import hub
 
@@ -154,8 +154,8 @@ def graph_of(source: Obj, alpha: hub.AlphaComponents | None = None) -> Graph:
         pvcs = tuple(PVC.model_validate(p) for p in spec.get("pvcs") or [])
     else:
         graph_spec = {k: v for k, v in spec.items() if k != "components"}
-        kept = alpha_spec(meta.get("annotations"))  # a DGD converted from v1alpha1
-        pvcs = tuple(PVC.model_validate(p) for p in (kept or {}).get("pvcs") or [])
+        kept = dgdspec.kept_spec(meta.get("annotations"))  # a DGD converted from v1alpha1
+        pvcs = tuple(kept.pvcs or []) if kept is not None else ()
     return Graph(
         name=str(meta.get("name") or ""),
         namespace=meta.get("namespace") or None,
@@ -205,10 +205,10 @@ def of(source: Obj, alpha: hub.AlphaComponents | None = None) -> GraphComponents
         preserved = [(c.name, _preserved(c, services.get(c.name) or {})) for c in converted]
     else:
         written = [c for c in spec.get("components") or [] if isinstance(c, dict)]
-        kept = alpha_spec((source.get("metadata") or {}).get("annotations"))
-        if kept is not None:  # converted from v1alpha1: what the conversion kept aside
+        kept = dgdspec.read((source.get("metadata") or {}).get("annotations"))
+        if kept.spec is not None:  # converted from v1alpha1: what the conversion kept aside
             preserved = [
-                (str(c.get("name")), _preserved_kept(c, alpha_service(kept, str(c.get("name")))))
+                (str(c.get("name")), _preserved_kept(c, kept.service(str(c.get("name")))))
                 for c in written
             ]
     return GraphComponents(
@@ -242,23 +242,22 @@ def _preserved(component: hub.HubComponent, service: Obj) -> Preserved:
     )
 
 
-def _preserved_kept(component: Obj, service: Obj) -> Preserved:
+def _preserved_kept(component: Obj, service: dgdspec.KeptService) -> Preserved:
     """What the operator's conversion kept in ``nvidia.com/dgd-spec`` for a v1beta1
     component converted from the v1alpha1 service ``service`` (sparse: only what v1beta1
-    cannot hold), read as :func:`_preserved` reads the service as written."""
-    secret = service.get("envFromSecret") or None
-    main = (service.get("extraPodSpec") or {}).get("mainContainer") or {}
-    ingress = service.get("ingress")
+    cannot hold; typed by :func:`.dgdspec.read`), read as :func:`_preserved` reads the
+    service as written."""
+    secret = service.env_from_secret or None
     ctype = component.get("type")
     return Preserved(
         alpha=True,
-        labels=dict(service.get("labels") or {}),
-        annotations=dict(service.get("annotations") or {}),
-        sub_component_type=service.get("subComponentType")
+        labels=dict(service.labels),
+        annotations=dict(service.annotations),
+        sub_component_type=service.sub_component_type
         or (ctype if ctype in (naming.PREFILL, naming.DECODE) else None),
-        dynamo_namespace=service.get("dynamoNamespace") or None,
-        env_from_secret=secret if secret and main.get("envFrom") else None,
-        ingress=Ingress.model_validate(ingress) if ingress is not None else None,
+        dynamo_namespace=service.dynamo_namespace or None,
+        env_from_secret=secret if secret and service.main_env_from else None,
+        ingress=service.ingress,
     )
 
 

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from .. import gpus, naming
+from ..bounded import parse_int
 from ..merge import CONTAINER_ORDER, order_keys
 from ..models import v1beta1
 from ..settings import RenderSettings
@@ -68,7 +69,7 @@ def failover_enabled(component: v1beta1.Component) -> bool:
 
 def _atoi(text: str) -> int | None:
     """Go ``strconv.Atoi``: optional sign and decimal digits only (no spaces, no ``_``)."""
-    return int(text) if _GO_ATOI.fullmatch(text) else None
+    return parse_int(text) if _GO_ATOI.fullmatch(text) else None  # and its int64 range
 
 
 def gpu_count(component: v1beta1.Component) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import keys, naming
 from .. import kvtransfer as topology
+from ..bounded import parse_int
 from ..errors import FieldPath, Problem, RenderError
 from ..merge import merge_envs, merge_override
 from ..models import v1beta1
@@ -208,6 +209,9 @@ def _component_annotations(
     return out
 
 
+INT32_MAX = 2**31 - 1
+
+
 def _strategy(annotations: dict[str, str]) -> dict[str, Any]:
     """The Deployment strategy from the component's annotations, pod template ones included
     (``generateDeployment``, dynamocomponentdeployment_controller.go @ 2a6da14c8): exactly
@@ -216,7 +220,9 @@ def _strategy(annotations: dict[str, str]) -> dict[str, Any]:
         return {"type": keys.DEPLOYMENT_STRATEGY_RECREATE}
 
     def int_or_percent(value: str) -> int | str:
-        return int(value) if value.isdigit() else value
+        # intstr.Parse: a number Atoi reads (ASCII digits, in range), else the text
+        number = parse_int(value, low=0, high=INT32_MAX) if value.isdigit() else None
+        return value if number is None else number
 
     return {
         "type": "RollingUpdate",

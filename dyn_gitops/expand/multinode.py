@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import keys, naming
+from ..bounded import UINT64_MAX, parse_int
 from . import defaults
 from .context import ComponentError
 
@@ -186,7 +187,8 @@ def gpu_count(c: Obj) -> int:
         names = sorted(n for n in values if _is_gpu_resource(str(n)))
         if names:
             value = str(values[names[0]])
-            return int(value) if _GO_INT.match(value) else 0
+            count = parse_int(value) if _GO_INT.match(value) else None  # ParseInt's range
+            return count if count is not None else 0
     return 0
 
 
@@ -199,8 +201,9 @@ def _flag_value(tokens: list[str], flag: str) -> int:
     """``getFlagValue``: the first integer following ``flag`` exactly (no ``=`` form, no
     short alias), else 1."""
     for i, tok in enumerate(tokens[:-1]):
-        if tok == flag and _GO_INT.match(tokens[i + 1]):
-            return int(tokens[i + 1])
+        value = parse_int(tokens[i + 1]) if tok == flag and _GO_INT.match(tokens[i + 1]) else None
+        if value is not None:
+            return value
     return 1
 
 
@@ -231,7 +234,10 @@ def origin_at_least_1_0(origin: str) -> bool:
     m = _ORIGIN_VERSION.match(origin)
     if m is None:
         return False
-    version = tuple(int(g or 0) for g in m.groups()[:3])
+    major, minor, patch = (parse_int(g or "0", low=0, high=UINT64_MAX) for g in m.groups()[:3])
+    if major is None or minor is None or patch is None:  # strconv.ParseUint's range
+        return False
+    version = (major, minor, patch)
     return version > (1, 0, 0) or (version == (1, 0, 0) and m.group(4) is None)
 
 

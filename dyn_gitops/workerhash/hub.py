@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import memo, naming
 from ..merge import data_copy, merge_override
-from ..models.preserved import alpha_service, alpha_spec
+from ..models import dgdspec
 from ..models.versions import V1ALPHA1, V1BETA1
 
 Obj = dict[str, Any]
@@ -464,25 +464,18 @@ def _with_pod_defaults(spec: Obj) -> Obj:
     return apply_pod_defaults(data_copy(spec))
 
 
-def _kept_spec(annotations: Any) -> Obj | None:
-    """:func:`.preserved.alpha_spec`, None for an annotation that is no payload (the render
-    refuses it; the companion controller reads a live DGD's as it can, ``dgdview``)."""
-    try:
-        return alpha_spec(annotations if isinstance(annotations, dict) else None)
-    except ValueError:
-        return None
-
-
-def _kept(c: HubComponent, kept: Obj | None) -> HubComponent:
+def _kept(c: HubComponent, kept: dgdspec.Kept) -> HubComponent:
     """A v1beta1 component with what the conversion kept of its v1alpha1 service in
-    ``nvidia.com/dgd-spec`` (``kept``: that payload's spec)."""
-    if kept is None:
+    ``nvidia.com/dgd-spec`` (``kept``: that payload, read by :func:`.dgdspec.read`; one
+    with problems is not read: the render refuses it, the companion controller reads a
+    live DGD's as it can, ``dgdview``)."""
+    if kept.spec is None:
         return c
-    svc = alpha_service(kept, c.name)
-    c.alpha_labels = dict(svc.get("labels") or {})
-    c.alpha_annotations = dict(svc.get("annotations") or {})
-    c.dynamo_namespace = svc.get("dynamoNamespace")
-    c.alpha_sub_component_type = str(svc.get("subComponentType") or "")
+    svc = kept.service(c.name)
+    c.alpha_labels = dict(svc.labels)
+    c.alpha_annotations = dict(svc.annotations)
+    c.dynamo_namespace = svc.dynamo_namespace
+    c.alpha_sub_component_type = str(svc.sub_component_type or "")
     return c
 
 
@@ -506,7 +499,7 @@ def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = Non
             ]
     else:
         hub_spec = {k: data_copy(v) for k, v in spec.items() if k != "components"}
-        kept = _kept_spec(meta.get("annotations"))  # converted from v1alpha1: kept aside
+        kept = dgdspec.read(meta.get("annotations"))  # converted from v1alpha1: kept aside
         components = [
             _kept(HubComponent(spec=apply_pod_defaults(data_copy(c))), kept)
             for c in spec.get("components") or []

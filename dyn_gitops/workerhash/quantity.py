@@ -11,35 +11,51 @@ exponent is a multiple of 3 (decimal) or of 10 bits (binary).
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, Decimal, localcontext
 from functools import lru_cache
+
+from ..bounded import INT64_MAX, MAX_INT_DIGITS, parse_int
 
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
 _BINARY_SUFFIX = {v: k for k, v in _BINARY.items()}
-_SYNTAX = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(.*)")
-_EXPONENT = re.compile(r"[eE]([+-]?\d+)")
+_SYNTAX = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(.*)", re.ASCII)
+_EXPONENT = re.compile(r"[eE]([+-]?\d+)", re.ASCII)
 
 
 class QuantityError(ValueError):
     """Not a quantity Kubernetes accepts."""
 
 
+#: ``maxAllowed``: ParseQuantity caps a larger value at the largest int64 ("a simple cap")
+_MAX_ALLOWED = Decimal(INT64_MAX)
+
+
 def _parse(text: str) -> tuple[Decimal, str]:
-    """(value, format) with format ``binary``, ``decimal`` or ``exponent``."""
+    """(value, format) with format ``binary``, ``decimal`` or ``exponent``; the value
+    capped as ParseQuantity caps it, and no more digits converted than Python allows."""
     match = _SYNTAX.fullmatch(text.strip())
     if not match:
         raise QuantityError(f"quantity {text!r} does not match the Kubernetes syntax")
+    if len(match.group(1)) > MAX_INT_DIGITS:
+        raise QuantityError(f"quantity has more than {MAX_INT_DIGITS} digits")
     number, suffix = Decimal(match.group(1)), match.group(2)
-    if suffix in _BINARY:
-        return number * (Decimal(2) ** _BINARY[suffix]), "binary"
-    if suffix in _DECIMAL:
-        return number.scaleb(_DECIMAL[suffix]), "decimal"
-    exponent = _EXPONENT.fullmatch(suffix)
-    if exponent:
-        return number.scaleb(int(exponent.group(1))), "exponent"
-    raise QuantityError(f"quantity {text!r} has an unknown suffix {suffix!r}")
+    with localcontext() as ctx:  # exponents as wide as Go's int32 scale
+        ctx.Emax, ctx.Emin, ctx.prec = MAX_EMAX, MIN_EMIN, MAX_INT_DIGITS + 40
+        if suffix in _BINARY:
+            value, fmt = number * (Decimal(2) ** _BINARY[suffix]), "binary"
+        elif suffix in _DECIMAL:
+            value, fmt = number.scaleb(_DECIMAL[suffix]), "decimal"
+        elif exponent := _EXPONENT.fullmatch(suffix):
+            # strconv.ParseInt(.., 10, 64), then int32(): out of range is no quantity
+            scale = parse_int(exponent.group(1), low=-(2**31), high=2**31 - 1)
+            if scale is None:
+                raise QuantityError("quantity has an exponent beyond Go's int32 range")
+            value, fmt = number.scaleb(scale), "exponent"
+        else:
+            raise QuantityError(f"quantity {text!r} has an unknown suffix {suffix!r}")
+        return min(max(value, -_MAX_ALLOWED), _MAX_ALLOWED), fmt
 
 
 def value_of(text: str) -> Decimal:
@@ -87,7 +103,7 @@ def _binary_form(value: Decimal) -> str:
     return str(number) + _BINARY_SUFFIX.get(shift, "")
 
 
-_PARTS = re.compile(r"[+-]?(\d*)(?:\.(\d*))?(.*)")
+_PARTS = re.compile(r"[+-]?(\d*)(?:\.(\d*))?(.*)", re.ASCII)
 _MAX_DIGITS = 18  # an int64 mantissa: Go's fast path
 
 

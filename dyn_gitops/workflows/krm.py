@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import context
+from ..bounded import parse_int
 from ..context import Runner
 from ..display import count, printable
 from ..emit import size_problem, to_yaml, utf8_size
@@ -174,8 +175,9 @@ def _result(problem: Problem, docs: list[_Doc]) -> Obj:
     if doc is not None and doc.file != UNNAMED:
         result["file"] = {"path": doc.file}
         index = _annotation(doc.item, INDEX_ANNOTATIONS)
-        if index is not None and index.isdigit():
-            result["file"]["index"] = int(index)
+        number = parse_int(index, low=0) if index is not None and index.isdigit() else None
+        if number is not None:
+            result["file"]["index"] = number
     return result
 
 
