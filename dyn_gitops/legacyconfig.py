@@ -31,7 +31,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
 from . import naming
-from .errors import FieldPath, Problem
+from .bounded import EmbeddedError
+from .errors import FieldPath, Problem, field_path
 from .models import v1beta1
 from .models.k8s import EnvVar
 from .parse import json_loads_bounded
@@ -167,7 +168,7 @@ def parse(raw: str, names: Collection[str] = ()) -> Config:
     try:
         data = json_loads_bounded(raw, max_depth=CONFIG_MAX_DEPTH)
     except ValueError as exc:
-        raise ConfigError([f"{ENV_NAME} is not valid JSON: {_json_error(exc)}"]) from None
+        raise ConfigError([f"{ENV_NAME} is not valid JSON: {_json_error(exc, names)}"]) from None
     if _has_non_finite(data):
         raise ConfigError(
             [f"{ENV_NAME} is not valid JSON: a number is NaN, Infinity or beyond a float64"]
@@ -184,8 +185,19 @@ def parse(raw: str, names: Collection[str] = ()) -> Config:
     return Config(typed, data)
 
 
-def _json_error(exc: ValueError) -> str:
-    """What is wrong with the JSON, in words that quote none of it."""
+def _json_error(exc: ValueError, names: Collection[str] = ()) -> str:
+    """What is wrong with the JSON, in words that quote none of it (a key inside it is
+    shown only when it names one of the DGD's components)."""
+    if isinstance(exc, EmbeddedError):
+        if not exc.path:
+            return exc.reason
+        shown = [
+            p
+            if isinstance(p, int) or (i == 0 and (p in names or p == naming.FRONTEND))
+            else "<a key>"
+            for i, p in enumerate(exc.path)
+        ]
+        return f"{field_path(shown)}: {exc.reason}"
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
     if "integer string conversion" in str(exc):

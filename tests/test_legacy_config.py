@@ -139,8 +139,11 @@ def test_wrong_types_are_input_errors(tmp_path: Path, value: Obj, message: str) 
         ("[1, 2]", f"{ENV} must be a JSON object keyed by service, found an array"),
         ('"x"', f"{ENV} must be a JSON object keyed by service, found a string"),
         ("null", f"{ENV} must be a JSON object keyed by service, found null"),
-        ('{"Worker": ', f"{ENV} is not valid JSON: Expecting value (line 1, column 12)"),
-        ('{"Worker": {"x": NaN}}', f"{ENV} is not valid JSON: a number is NaN, Infinity or beyond"),
+        ('{"Worker": ', f"{ENV} is not valid JSON: not JSON: Expecting value (line 1, column 12)"),
+        (
+            '{"Worker": {"x": NaN}}',
+            f"{ENV} is not valid JSON: Worker.<a key>: NaN and infinity are not JSON numbers",
+        ),
         ("[" * 500 + "]" * 500, f"{ENV} is not valid JSON: nested more than"),
         ('{"Worker": ' + "9" * 5000 + "}", f"{ENV} is not valid JSON"),
     ],
