@@ -47,7 +47,7 @@ def apply(
     component: v1beta1.Component, graph_envs: tuple[dict[str, Any], ...] | list[dict[str, Any]]
 ) -> tuple[v1beta1.Component, dict[str, str]]:
     """The component with the config applied (replicas, container ``main``'s resources),
-    and env values to replace (name -> value); errors at the v1alpha1 ``envs``."""
+    and env values to replace (name -> value); errors at container ``main``'s ``env``."""
     typed = main_container(component)
     own = [e for e in (typed.env if typed is not None else None) or [] if e.name == ENV_NAME]
     if own:  # container main's wins over the DGD's, the last of a name wins (MergeEnvs)
@@ -61,9 +61,13 @@ def apply(
     try:
         config = json_loads_bounded(raw, max_depth=CONFIG_MAX_DEPTH)
     except ValueError as exc:
-        raise ComponentError(("envs",), f"{ENV_NAME} is not valid JSON: {exc}") from None
+        raise ComponentError(
+            ("env",), f"{ENV_NAME} is not valid JSON: {exc}", in_main=True
+        ) from None
     if not isinstance(config, dict):
-        raise ComponentError(("envs",), f"{ENV_NAME} must be a JSON object keyed by service")
+        raise ComponentError(
+            ("env",), f"{ENV_NAME} must be a JSON object keyed by service", in_main=True
+        )
     service = component.name
     overrides: dict[str, str] = {}
     if component.type == naming.FRONTEND:
@@ -111,9 +115,10 @@ def _resource_values(res: dict[str, Any]) -> dict[str, str]:
             value_of(value)
         except QuantityError:
             raise ComponentError(
-                ("envs",),
+                ("env",),
                 f"{ENV_NAME}: ServiceArgs.resources sets {name} to {value!r}, which is not a "
                 "Kubernetes quantity (such as '1', '500m' or '8Gi')",
+                in_main=True,
             ) from None
     return values
 

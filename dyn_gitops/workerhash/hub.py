@@ -416,22 +416,13 @@ def spec_topology_from_alpha(tc: Obj) -> Obj:
     return out
 
 
-class AlphaComponents:
-    """The components of a v1alpha1 DGD spec as its conversion makes them (without the CRD
-    schema's defaults), converted once, when first asked for: the worker hash and the
-    emitted v1beta1 DGD read the same conversion of one document."""
-
-    def __init__(self, spec: Obj) -> None:
-        self._services: Obj = spec.get("services") or {}
-        self._components: list[HubComponent] | None = None
-
-    def get(self) -> list[HubComponent]:
-        if self._components is None:
-            self._components = [
-                HubComponent(spec, labels, annotations, namespace, sub)
-                for spec, labels, annotations, namespace, sub in _converted(self._services)
-            ]
-        return self._components
+def converted(services: Obj) -> list[HubComponent]:
+    """The components of a v1alpha1 DGD's ``services`` as its conversion makes them (without
+    the CRD schema's defaults), in name order."""
+    return [
+        HubComponent(spec, labels, annotations, namespace, sub)
+        for spec, labels, annotations, namespace, sub in _converted(services)
+    ]
 
 
 @memo.by_repr_json  # the services of a repository's DGDs repeat (JSON data in and out)
@@ -486,24 +477,21 @@ def _kept(c: HubComponent, kept: Obj | None) -> HubComponent:
     return c
 
 
-def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = None) -> HubGraph:
-    """The hub form of a DGD document (either served version); ``alpha``: its components'
-    conversion when already at hand (a v1alpha1 document)."""
+def graph(data: Obj, default_namespace: str) -> HubGraph:
+    """The hub form of a DGD document (either served version), as the companion controller
+    reads a live DGD (the render reads the DGD's typed form, ``hubform.Graph.hub``)."""
     meta = data.get("metadata") or {}
     spec = data.get("spec") or {}
     if data.get("apiVersion") == V1ALPHA1 or (
         data.get("apiVersion") != V1BETA1 and "services" in spec
     ):
         hub_spec = spec_from_alpha(spec)
-        if alpha is not None:
-            components = [with_pod_defaults(c) for c in alpha.get()]
-        else:
-            services = spec.get("services") or {}
-            components = [
-                component_from_alpha(name, services[name] or {})
-                for name in sorted(services)
-                if services[name] is not None
-            ]
+        services = spec.get("services") or {}
+        components = [
+            component_from_alpha(name, services[name] or {})
+            for name in sorted(services)
+            if services[name] is not None
+        ]
     else:
         hub_spec = {k: data_copy(v) for k, v in spec.items() if k != "components"}
         kept = _kept_spec(meta.get("annotations"))  # converted from v1alpha1: kept aside
