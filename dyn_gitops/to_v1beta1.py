@@ -2,9 +2,10 @@
 
 ``ConvertTo`` (``api/v1alpha1/dynamographdeployment_conversion.go`` and
 ``shared_spec_conversion.go`` @ 2a6da14c8) for a DGD written in v1alpha1 (so, as the
-webhook sees a create from Git, with no hub payload to restore): the spec through the
-same conversion the worker hash uses (:mod:`.workerhash.hub`, without the CRD schema's
-defaults, which the API server applies itself), and the v1alpha1 fields v1beta1 has no
+webhook sees a create from Git, with no hub payload to restore): the spec as the DGD's
+typed form holds it, converted once (``hubform.Graph.as_v1beta1``, :mod:`.workerhash.hub`,
+without the CRD schema's defaults, which the API server applies itself), Go-encoded, and
+the v1alpha1 fields v1beta1 has no
 place for kept where the operator keeps them: the ``nvidia.com/dgd-spec`` annotation, a
 sparse v1alpha1 spec in a ``{"version":1,"spec":...}`` envelope, byte-for-byte as Go's
 ``encoding/json`` writes it, so ``kubectl get dgd -o yaml`` shows the same object whether

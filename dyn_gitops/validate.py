@@ -375,11 +375,11 @@ def _component_deployment(
         )
         return None
     to_graph_path = typed.to_doc_path
-    graph = replace(typed.graph, dcd_where=where) if typed.graph is not None else None
+    form = replace(typed.graph, dcd_where=where) if typed.graph is not None else None
     return replace(
         typed,
         to_doc_path=lambda path: dcd_path(to_graph_path(path), where),
-        graph=graph,
+        graph=form,
         dcd_where=where,
     )
 

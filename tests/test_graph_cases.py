@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import yaml
 from conftest import AS_APPLIED, render_objects
+from support.hubforms import form_of
 
 from dyn_gitops.errors import RenderError
-from dyn_gitops.expand import components
 from dyn_gitops.expand.graph import resolve_backends
 from dyn_gitops.expand.podspec import detect_backend
 from dyn_gitops.merge import merge_envs
@@ -844,7 +844,7 @@ def test_backend_detection_skips_non_workers(tmp_path: Path, component_type: str
         },
         backendFramework="trtllm",
     )
-    _, per_service = resolve_backends(components.graph_of(doc))
+    _, per_service = resolve_backends(form_of(doc))
     assert per_service["svc"] == "noop"
     assert "svc" in deployments(render(tmp_path, doc))  # renders without error
 
@@ -1547,7 +1547,7 @@ def test_determine_backend_framework(
         svc["extraPodSpec"] = {"mainContainer": {"args": args}}
     spec: Obj = {"backendFramework": explicit} if explicit else {}
     doc = dgd("test-dgd", {"worker": svc}, **spec)
-    _, per_service = resolve_backends(components.graph_of(doc))
+    _, per_service = resolve_backends(form_of(doc))
     assert per_service["worker"] == expected
 
 

@@ -14,9 +14,10 @@ sets replicas when the component sets none; ``ServiceArgs.resources`` (cpu, memo
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import naming
+from ..errors import FieldPath
 from ..models import v1beta1
 from ..parse import json_loads_bounded
 from ..settings import RenderSettings
@@ -47,27 +48,17 @@ def apply(
     component: v1beta1.Component, graph_envs: tuple[dict[str, Any], ...] | list[dict[str, Any]]
 ) -> tuple[v1beta1.Component, dict[str, str]]:
     """The component with the config applied (replicas, container ``main``'s resources),
-    and env values to replace (name -> value); errors at container ``main``'s ``env``."""
-    typed = main_container(component)
-    own = [e for e in (typed.env if typed is not None else None) or [] if e.name == ENV_NAME]
-    if own:  # container main's wins over the DGD's, the last of a name wins (MergeEnvs)
-        raw = own[-1].value
-    else:
-        graph = [e for e in graph_envs if e.get("name") == ENV_NAME]
-        raw = graph[-1].get("value") if graph else None
+    and env values to replace (name -> value); errors at the env var read."""
+    raw, where = _read(component, graph_envs)
     if raw is None:
         return component, {}
     main = main_container_data(component)
     try:
         config = json_loads_bounded(raw, max_depth=CONFIG_MAX_DEPTH)
     except ValueError as exc:
-        raise ComponentError(
-            ("env",), f"{ENV_NAME} is not valid JSON: {exc}", in_main=True
-        ) from None
+        raise where.error(f"{ENV_NAME} is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
-        raise ComponentError(
-            ("env",), f"{ENV_NAME} must be a JSON object keyed by service", in_main=True
-        )
+        raise where.error(f"{ENV_NAME} must be a JSON object keyed by service")
     service = component.name
     overrides: dict[str, str] = {}
     if component.type == naming.FRONTEND:
@@ -89,7 +80,7 @@ def apply(
         data["replicas"] = workers
     res = _get(args, "resources")
     if isinstance(res, dict):
-        values = _resource_values(res)
+        values = _resource_values(res, where)
         data = data if data is not None else component.model_dump(exclude_unset=True)
         _write_main_resources(data, main.get("resources") or {}, values)
     if data is None:
@@ -97,7 +88,34 @@ def apply(
     return v1beta1.Component.model_validate(data), overrides
 
 
-def _resource_values(res: dict[str, Any]) -> dict[str, str]:
+class _Where(NamedTuple):
+    """Where the config is written: an env var of container ``main`` (its index), or of the
+    DGD (``in_graph``: a path of the DGD's form)."""
+
+    path: FieldPath
+    in_graph: bool = False
+
+    def error(self, message: str) -> ComponentError:
+        return ComponentError(self.path, message, in_main=not self.in_graph, in_graph=self.in_graph)
+
+
+def _read(
+    component: v1beta1.Component, graph_envs: tuple[dict[str, Any], ...] | list[dict[str, Any]]
+) -> tuple[str | None, _Where]:
+    """The config's text and where it is written: container ``main``'s wins over the DGD's,
+    the last of a name wins (``MergeEnvs``)."""
+    typed = main_container(component)
+    env = (typed.env if typed is not None else None) or []
+    own = [j for j, e in enumerate(env) if e.name == ENV_NAME]
+    if own:
+        return env[own[-1]].value, _Where(("env", own[-1]))
+    graph = [j for j, e in enumerate(graph_envs) if e.get("name") == ENV_NAME]
+    if graph:
+        return graph_envs[graph[-1]].get("value"), _Where(("spec", "env", graph[-1]), True)
+    return None, _Where(())
+
+
+def _resource_values(res: dict[str, Any], where: _Where) -> dict[str, str]:
     """``ServiceArgs.resources`` as resource names and quantities (``gpu`` is
     ``nvidia.com/gpu``), each checked as the operator's ``resource.ParseQuantity`` would."""
     values: dict[str, str] = {}
@@ -114,11 +132,9 @@ def _resource_values(res: dict[str, Any]) -> dict[str, str]:
                 raise QuantityError(value)
             value_of(value)
         except QuantityError:
-            raise ComponentError(
-                ("env",),
+            raise where.error(
                 f"{ENV_NAME}: ServiceArgs.resources sets {name} to {value!r}, which is not a "
-                "Kubernetes quantity (such as '1', '500m' or '8Gi')",
-                in_main=True,
+                "Kubernetes quantity (such as '1', '500m' or '8Gi')"
             ) from None
     return values
 

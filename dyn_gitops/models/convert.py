@@ -129,6 +129,19 @@ def _sidecar(container: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
 
 
 def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
+    """The v1alpha1 service of component ``c`` (at ``loc``): its own fields, then its pod
+    template as the dedicated fields and ``extraPodSpec``."""
+    svc = _service_fields(c)
+    pod = _pod_fields(c, svc, loc)
+    if c.compilationCache is not None:
+        _cache_mount(c.compilationCache, svc, pod)
+    if pod:
+        svc["extraPodSpec"] = pod
+    return svc
+
+
+def _service_fields(c: v1beta1.Component) -> dict[str, Any]:
+    """The service fields of ``c`` that are not its pod template."""
     exp = c.experimental
     svc: dict[str, Any] = {}
     if c.type in _SPLIT_TYPES:
@@ -166,7 +179,12 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
                 svc[name] = {**{k: v for k, v in value.items() if k != "enabled"}, "enabled": True}
         if exp.checkpoint is not None:
             svc["checkpoint"] = {"enabled": True, **exp.checkpoint}
+    return svc
 
+
+def _pod_fields(c: v1beta1.Component, svc: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
+    """``c``'s pod template: its metadata, container ``main`` and the frontend sidecar into
+    ``svc``'s dedicated fields; the rest of the pod spec, returned (``extraPodSpec``)."""
     tmpl = c.podTemplate
     meta = tmpl.metadata if tmpl else None
     if meta is not None and (meta.labels or meta.annotations):
@@ -196,22 +214,23 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
         svc.update(fields)
         if rest:
             pod["mainContainer"] = rest
-    if c.compilationCache is not None:
-        cache = c.compilationCache
-        mounts = [m for m in svc.get("volumeMounts", []) if m["name"] != cache.pvcName]
-        main_rest = pod.get("mainContainer", {})
-        if main_rest.get("volumeMounts"):
-            kept = [m for m in main_rest["volumeMounts"] if m.get("name") != cache.pvcName]
-            main_rest["volumeMounts"] = kept or None
-        mount: dict[str, Any] = {"name": cache.pvcName, "useAsCompilationCache": True}
-        if cache.mountPath:
-            mount["mountPoint"] = cache.mountPath
-        svc["volumeMounts"] = [*mounts, mount]
     if others:
         pod["containers"] = others
-    if pod:
-        svc["extraPodSpec"] = pod
-    return svc
+    return pod
+
+
+def _cache_mount(cache: v1beta1.CompilationCache, svc: dict[str, Any], pod: dict[str, Any]) -> None:
+    """The compilation cache as the service's last volume mount (its mount taken off the
+    other mounts)."""
+    mounts = [m for m in svc.get("volumeMounts", []) if m["name"] != cache.pvcName]
+    main_rest = pod.get("mainContainer", {})
+    if main_rest.get("volumeMounts"):
+        kept = [m for m in main_rest["volumeMounts"] if m.get("name") != cache.pvcName]
+        main_rest["volumeMounts"] = kept or None
+    mount: dict[str, Any] = {"name": cache.pvcName, "useAsCompilationCache": True}
+    if cache.mountPath:
+        mount["mountPoint"] = cache.mountPath
+    svc["volumeMounts"] = [*mounts, mount]
 
 
 def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeployment:

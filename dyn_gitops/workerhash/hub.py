@@ -272,11 +272,11 @@ def _experimental(svc: Obj) -> Obj | None:
 def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubComponent:
     """``ConvertFromDynamoComponentDeploymentSharedSpec`` for the service ``name``; with
     ``defaults``, also the CRD schema's pod-field defaults (the stored form the hash reads)."""
+    ctype, sub = svc.get("componentType") or "", svc.get("subComponentType") or ""
+    promoted = ctype == naming.WORKER and sub in _PROMOTED
     out: Obj = {"name": name}
     if svc.get("providerOverride") is not None:
         out["providerOverride"] = data_copy(svc["providerOverride"])
-    ctype, sub = svc.get("componentType") or "", svc.get("subComponentType") or ""
-    promoted = ctype == naming.WORKER and sub in _PROMOTED
     if promoted or ctype:
         out["type"] = sub if promoted else ctype
     for key in ("runtimeVersionOverride", "replicas", "minAvailable"):
@@ -284,6 +284,28 @@ def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubCo
             out[key] = svc[key]
     if svc.get("globalDynamoNamespace"):
         out["globalDynamoNamespace"] = True
+    _placement_from_alpha(svc, out)
+    _storage_from_alpha(svc, out)
+    exp = _experimental(svc)
+    if exp is not None:
+        out["experimental"] = exp
+    tpl = _pod_template(svc)
+    if tpl is not None:
+        if svc.get("frontendSidecar") is not None:
+            out["frontendSidecar"] = FRONTEND_SIDECAR
+        out["podTemplate"] = tpl
+    return HubComponent(
+        spec=apply_pod_defaults(out) if defaults else out,
+        alpha_labels=dict(svc.get("labels") or {}),
+        alpha_annotations=dict(svc.get("annotations") or {}),
+        dynamo_namespace=svc.get("dynamoNamespace"),
+        alpha_sub_component_type="" if promoted else sub,
+    )
+
+
+def _placement_from_alpha(svc: Obj, out: Obj) -> None:
+    """``multinode`` (and its roles' overrides), ``modelRef``, ``topologyConstraint`` and
+    ``eppConfig`` of the service, into the component ``out``."""
     if svc.get("multinode") is not None:
         mn = svc["multinode"]
         multinode: Obj = {"nodeCount": mn.get("nodeCount", 2)}
@@ -301,6 +323,11 @@ def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubCo
         out["topologyConstraint"] = {"packDomain": pack} if pack else {}
     if svc.get("eppConfig") is not None:
         out["eppConfig"] = data_copy(svc["eppConfig"])
+
+
+def _storage_from_alpha(svc: Obj, out: Obj) -> None:
+    """``sharedMemory`` (``sharedMemorySize``), the compilation-cache mount
+    (``compilationCache``) and an enabled ``scalingAdapter`` of the service, into ``out``."""
     shm = svc.get("sharedMemory")
     if shm is not None:
         if shm.get("disabled"):
@@ -316,21 +343,6 @@ def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubCo
             break
     if (svc.get("scalingAdapter") or {}).get("enabled"):
         out["scalingAdapter"] = {}
-    exp = _experimental(svc)
-    if exp is not None:
-        out["experimental"] = exp
-    tpl = _pod_template(svc)
-    if tpl is not None:
-        if svc.get("frontendSidecar") is not None:
-            out["frontendSidecar"] = FRONTEND_SIDECAR
-        out["podTemplate"] = tpl
-    return HubComponent(
-        spec=apply_pod_defaults(out) if defaults else out,
-        alpha_labels=dict(svc.get("labels") or {}),
-        alpha_annotations=dict(svc.get("annotations") or {}),
-        dynamo_namespace=svc.get("dynamoNamespace"),
-        alpha_sub_component_type="" if promoted else sub,
-    )
 
 
 # -------------------------------------------------------------- CRD schema defaults
