@@ -174,7 +174,7 @@ class Graph:
         """The form as the worker hash reads it: the stored components with the CRD schema's
         pod-field defaults, and what the operator reads back of their v1alpha1 fields."""
         components = [
-            hub.with_pod_defaults(_hub_component(data, self.components.preserved_of(c.name)))
+            _hub_component(hub.pod_defaults(data), self.components.preserved_of(c.name))
             for data, c in zip(self.stored.components, self.components.components, strict=True)
         ]
         return hub.HubGraph(

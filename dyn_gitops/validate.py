@@ -231,7 +231,7 @@ def _alpha_graph(
                 )
             )
         return None
-    return replace(graph, dcd_where=typed.dcd_where)
+    return graph if typed.dcd_where is None else replace(graph, dcd_where=typed.dcd_where)
 
 
 def _model_problems(doc: Document, data: dict[str, Any]) -> list[Problem]:

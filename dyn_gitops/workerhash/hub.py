@@ -16,7 +16,7 @@ Plain data in and out (the JSON field names), so the worker hash can encode it a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import memo, naming
@@ -456,14 +456,10 @@ def _converted(services: Obj) -> list[list[Any]]:
     ]
 
 
-def with_pod_defaults(c: HubComponent) -> HubComponent:
-    """``c`` (left as it is) with the CRD schema's defaults: ``component_from_alpha`` with
-    ``defaults``."""
-    return replace(c, spec=_with_pod_defaults(c.spec))
-
-
 @memo.by_repr_json  # JSON data in and out; the components of a repository's DGDs repeat
-def _with_pod_defaults(spec: Obj) -> Obj:
+def pod_defaults(spec: Obj) -> Obj:
+    """A copy of the component ``spec`` with the CRD schema's pod-field defaults
+    (``component_from_alpha`` with ``defaults``)."""
     return apply_pod_defaults(data_copy(spec))
 
 
