@@ -197,8 +197,10 @@ def test_component_context_is_built_in_one_place() -> None:
 
 
 def test_nothing_after_validate_validates_a_dgd_again() -> None:
-    """After validate, no module validates a DGD, its graph spec or a component from data
-    (the legacy config's rewrite of a component aside): the form is read as built."""
+    """After validate, no module validates a DGD, its graph spec or a component from data:
+    the form is read as built. Left: the legacy config's rewrite of a component, and the
+    worker hash's ``kvTransferPolicy``, read from plain data as the companion controller
+    reads a live DGD."""
     readers = [
         at
         for at in _calls("model_validate")
