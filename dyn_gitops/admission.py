@@ -11,7 +11,7 @@ expanded (``webhook/defaulting/dynamographdeployment_handler.go`` @ 2a6da14c8):
 Emitting both on the source DGD keeps a later apply from removing what the webhook wrote.
 The webhook runs on the v1beta1 object; what it reads and writes is the DGD's metadata,
 which every served version holds alike: :func:`stamp` takes and gives an
-:class:`ObjectMeta` (that of :class:`.rules.Graph`, the DGD's v1beta1 form).
+:class:`ObjectMeta` (that of :class:`.hubform.Graph`, the DGD's one typed form).
 """
 
 from __future__ import annotations

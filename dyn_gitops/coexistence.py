@@ -18,7 +18,7 @@ from .errors import Problem
 from .settings import RenderSettings
 
 if TYPE_CHECKING:
-    from .rules import Graph
+    from .hubform import Graph
 
 NVIDIA_GROUP_PREFIX = "nvidia.com/"
 
@@ -45,11 +45,11 @@ def passthrough_checks(data: dict[str, Any], settings: RenderSettings) -> Iterat
 
 def graph_checks(graph: Graph, settings: RenderSettings) -> Iterator[Problem]:
     """What the DGD would render under ``nvidia.com`` besides itself: scaling adapters (read
-    from its v1beta1 form, :class:`.rules.Graph`: a component with ``scalingAdapter``; a
+    from its v1beta1 form, :class:`.hubform.Graph`: a component with ``scalingAdapter``; a
     v1alpha1 ``scalingAdapter.enabled: false`` converts to none)."""
     if not omitting(settings):
         return
-    for loc, c in graph.components:
+    for loc, c in graph.components.located():
         if c.scalingAdapter is not None:
             yield Problem.at(
                 (*loc, "scalingAdapter"),

@@ -5,28 +5,28 @@ what renders but is reported as a warning.
 
 The Dynamo 1.5 webhooks validate a DGD in ``nvidia.com/v1beta1`` (the hub and storage
 version; ``internal/webhook/validation/shared_v1beta1.go`` @ 2a6da14c8), and so do these
-rules: they read a :class:`Graph`, the v1beta1 form of the DGD, whichever version it is
-written in (a v1alpha1 DGD converted **up** as the operator's conversion does,
-``hub.AlphaComponents``). What a v1alpha1 DGD says that v1beta1 has no field for (a
+rules: they read the DGD's one typed form, :class:`.hubform.Graph` (v1beta1, whichever
+version it is written in: a v1alpha1 DGD converted **up** as the operator's conversion
+does). What a v1alpha1 DGD says that v1beta1 has no field for (a
 service's ``ingress``, ``annotations``, ``autoscaling``, the graph's ``pvcs``, ...) is
 checked on the v1alpha1 document as written (:func:`alpha_checks`): the API server checks
 it against the served v1alpha1 schema, the conversion keeps it aside.
 
 Each rule yields a :class:`~dyn_gitops.errors.Problem` whose path is that of the field in
-the v1beta1 form (:meth:`Graph.to_doc_path` maps it into the user's file: a v1alpha1
-DGD's path is the one written, ``convert.loc_in_v1alpha1``); :func:`alpha_checks` yields
-v1alpha1 paths. Nothing here raises.
+the form (:meth:`.hubform.Graph.written_path` maps it to the field the user wrote, as it
+does the expansion's); :func:`alpha_checks` yields v1alpha1 paths as written. Nothing here
+raises.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 from . import gates, gpus, keys, naming, objpath
 from .errors import FieldPath, Problem
+from .hubform import Graph, main_index
 from .models import dgdspec, v1beta1
 from .models.k8s import NamedContainer, ObjectMeta
 from .models.v1alpha1 import MODEL_SOURCE_SCHEMES, DynamoGraphDeployment, DynamoModel
@@ -56,69 +56,13 @@ MAIN = "main"
 Component = v1beta1.Component
 
 
-# ----------------------------------------------------------------- the v1beta1 form
-@dataclass(frozen=True)
-class Graph:
-    """A DGD as the Dynamo 1.5 webhooks validate it: its v1beta1 form."""
-
-    metadata: ObjectMeta
-    spec: v1beta1.GraphSpec
-    #: the v1alpha1 DGD as written (None: written in v1beta1)
-    alpha: DynamoGraphDeployment | None = None
-
-    @property
-    def components(self) -> list[tuple[FieldPath, Component]]:
-        """Each component with its path, in list order (a v1alpha1 DGD's: name order)."""
-        return [(("spec", "components", i), c) for i, c in enumerate(self.spec.components or [])]
-
-    def to_doc_path(self) -> Callable[[FieldPath], FieldPath]:
-        """A field path of this v1beta1 form -> the field in the document as written."""
-        if self.alpha is None:
-            return _same
-        from .models.convert import loc_in_v1alpha1
-
-        return loc_in_v1alpha1(self.alpha)
-
-
-def _same(path: FieldPath) -> FieldPath:
-    return path
-
-
-def of_v1beta1(dgd: v1beta1.DynamoGraphDeployment) -> Graph:
-    return Graph(dgd.metadata, dgd.spec)
-
-
-def of_v1alpha1(
-    dgd: DynamoGraphDeployment, spec: dict[str, Any], alpha: hub.AlphaComponents | None = None
-) -> Graph:
-    """The v1beta1 form of the v1alpha1 DGD ``dgd`` whose document spec is ``spec``: the
-    graph spec by ``ConvertFromDynamoGraphDeploymentSpec``, the components by the
-    conversion the expansion reads (``alpha``, when at hand). Raises ``ValidationError``
-    when a value v1alpha1 accepts does not fit v1beta1 (:func:`alpha_checks` names it)."""
-    graph = v1beta1.GraphSpec.model_validate(hub.spec_from_alpha(spec))
-    converted = (alpha or hub.AlphaComponents(spec)).get()
-    components = [Component.model_validate(_fitting(c.spec)) for c in converted]
-    return Graph(dgd.metadata, graph.model_copy(update={"components": components}), alpha=dgd)
-
-
-def _fitting(component: dict[str, Any]) -> dict[str, Any]:
-    """A converted component without a negative ``replicas``, which the v1beta1 schema
-    refuses and :func:`alpha_checks` reports as written (the other rules still run)."""
-    replicas = component.get("replicas")
-    if isinstance(replicas, int) and replicas < 0:
-        return {k: v for k, v in component.items() if k != "replicas"}
-    return component
-
-
 def main_container(c: Component) -> tuple[int, NamedContainer | None]:
     """The index of the component's container ``main`` and the container (where it would
     be, and None, when it has none)."""
     pod = c.podTemplate.spec if c.podTemplate is not None else None
     containers = (pod.containers if pod is not None else None) or []
-    for k, container in enumerate(containers):
-        if container.name == MAIN:
-            return k, container
-    return len(containers), None
+    k = main_index(c)
+    return k, containers[k] if k < len(containers) else None
 
 
 def _main_field(loc: FieldPath, c: Component, field: str) -> FieldPath:
@@ -145,7 +89,7 @@ def _node_count(c: Component) -> int:
 
 # --------------------------------------------------------------------------- rules
 def validate_graph(g: Graph) -> Iterator[Problem]:
-    components = g.components
+    components = g.components.located()
     ann = g.metadata.annotations or {}
 
     if not components:
@@ -209,7 +153,7 @@ def pathway_checks(g: Graph, *, grove_pathway: bool) -> Iterator[Problem]:
     ``minAvailable`` only on the Grove pathway (a standalone DCD is never on it)."""
     if grove_pathway:
         return
-    for loc, c in g.components:
+    for loc, c in g.components.located():
         if c.minAvailable is not None:
             yield Problem.at(
                 (*loc, "minAvailable"),
@@ -286,8 +230,6 @@ def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
     """What a DGD written in ``nvidia.com/v1beta1`` may not say, before its other rules
     (v1beta1 paths; a v1alpha1 DGD's v1beta1 form never says it):
 
-    * an ``nvidia.com/dgd-spec`` annotation that is not the conversion's payload
-      (:func:`kept_alpha_checks`);
     * two component names equal case-insensitively: their objects would share a name
       (the CRD's list map refuses only an exact duplicate);
     * ``extraPodSpecMergeStrategy: strategic``: not yet supported;
@@ -301,7 +243,6 @@ def beta_checks(dgd: v1beta1.DynamoGraphDeployment) -> Iterator[Problem]:
       ``envFrom`` is rendered as written, whatever it holds (a v1alpha1 DGD can say only one
       ``secretRef``: emitting such a DGD in v1alpha1 is refused).
     """
-    yield from kept_alpha_checks(dgd.metadata)
     seen: dict[str, int] = {}
     for i, c in enumerate(dgd.spec.components or []):
         loc: FieldPath = ("spec", "components", i)
@@ -321,10 +262,9 @@ def kept_alpha_checks(meta: ObjectMeta) -> Iterator[Problem]:
     """The ``nvidia.com/dgd-spec`` annotation of a v1beta1 DGD (``kubectl get`` from an
     operator cluster, or a v1alpha1 DGD as emitted): the sparse v1alpha1 spec the
     operator's conversion keeps there, read for what v1beta1 cannot hold
-    (:func:`.dgdspec.read`: bounded, typed; then :func:`preserved_problems`), every problem
-    at the annotation, the path inside the payload first."""
-    kept = dgdspec.read(meta.annotations)
-    yield from kept.problems
+    (:func:`.dgdspec.read`, whose own problems :func:`.hubform.of_v1beta1` reports):
+    :func:`preserved_problems`, at the annotation, the path inside the payload first."""
+    kept = dgdspec.read(meta.annotations)  # memoized: the hub form's read (its problems there)
     if kept.spec is not None:
         for path, why in preserved_problems(kept.spec):
             yield dgdspec.problem(("spec", *path), why)
@@ -418,7 +358,7 @@ def limit_checks(g: Graph, *, max_replicas: int, max_node_count: int) -> Iterato
     since one LeaderWorkerSet scales natively, #9612, but stays a bound on what is asked);
     ``minAvailable`` (a count of replicas, Grove's int32) is bounded like ``replicas``; the
     legacy ``DYN_DEPLOYMENT_CONFIG`` workers by ``legacyconfig.checks``."""
-    for loc, c in g.components:
+    for loc, c in g.components.located():
         for field, value in (("replicas", c.replicas), ("minAvailable", c.minAvailable)):
             if value is not None and value > max_replicas:
                 yield Problem.at(
@@ -465,7 +405,7 @@ def _name_checks(g: Graph) -> Iterator[Problem]:
         )
         return
     seen: dict[str, str] = {}
-    for loc, c in sorted(g.components, key=lambda lc: lc[1].name):
+    for loc, c in sorted(g.components.located(), key=lambda lc: lc[1].name):
         svc_name = c.name
         lower = svc_name.lower()
         if lower in seen:
@@ -498,7 +438,7 @@ def _metadata_checks(g: Graph) -> Iterator[Problem]:
     template's): what the API server would refuse on them
     (:func:`.objpath.metadata_problems`; the DGD's own metadata: :func:`object_shape`)."""
     sources: list[tuple[FieldPath, Any, Any]] = [(("spec",), g.spec.labels, g.spec.annotations)]
-    for loc, c in g.components:
+    for loc, c in g.components.located():
         meta = c.podTemplate.metadata if c.podTemplate is not None else None
         if meta is not None:
             sources.append(((*loc, "podTemplate", "metadata"), meta.labels, meta.annotations))
@@ -560,7 +500,7 @@ def _restart_checks(g: Graph) -> Iterator[Problem]:
             (*loc, "strategy", "order"), "order is not allowed with the Parallel strategy"
         )
         return
-    names = {c.name for _, c in g.components}
+    names = {c.name for _, c in g.components.located()}
     if len(set(order)) != len(order):
         yield Problem.at((*loc, "strategy", "order"), "order must not repeat a service")
     for i, s in enumerate(order):
@@ -650,7 +590,7 @@ def _topology_checks(g: Graph) -> Iterator[Problem]:
             ("spec", "topologyConstraint"),
             "topologyProfile is required when any topology constraint is set",
         )
-    components = g.components
+    components = g.components.located()
     # #12448 (26b83a991, v1.4.0): component-scoped topology needs no deployment pack domain;
     # the webhook wants one only when no component is constrained
     constrained = any(c.topologyConstraint is not None for _, c in components)
@@ -811,7 +751,7 @@ def runtime_version_admission(g: Graph) -> Iterator[Problem]:
     whose tag is no semantic version declares its runtime version (``shared_v1alpha1.go`` /
     ``shared_v1beta1.go`` @ 2a6da14c8, #10494 in the v1.5.0 ledger)."""
     lenient = "setting runtime-version-admission: lenient"
-    for loc, c in g.components:
+    for loc, c in g.components.located():
         main = main_container(c)[1]
         image = (main.image if main else None) or ""
         if not image:
@@ -867,7 +807,7 @@ def warn_graph(g: Graph, *, image_required: bool = False) -> Iterator[Problem]:
     reported as warnings, output unchanged (``image_required``: a missing image is an error
     already)."""
     yield from _deployment_strategy_warnings(("spec", "annotations"), g.spec.annotations)
-    for loc, c in g.components:
+    for loc, c in g.components.located():
         main = main_container(c)[1]
         if (main is None or not main.image) and not image_required:
             yield Problem.at(

@@ -2,9 +2,10 @@
 
 ``ConvertTo`` (``api/v1alpha1/dynamographdeployment_conversion.go`` and
 ``shared_spec_conversion.go`` @ 2a6da14c8) for a DGD written in v1alpha1 (so, as the
-webhook sees a create from Git, with no hub payload to restore): the spec through the
-same conversion the worker hash uses (:mod:`.workerhash.hub`, without the CRD schema's
-defaults, which the API server applies itself), and the v1alpha1 fields v1beta1 has no
+webhook sees a create from Git, with no hub payload to restore): the spec as the DGD's
+typed form holds it, converted once (``hubform.Graph.as_v1beta1``, :mod:`.workerhash.hub`,
+without the CRD schema's defaults, which the API server applies itself), Go-encoded, and
+the v1alpha1 fields v1beta1 has no
 place for kept where the operator keeps them: the ``nvidia.com/dgd-spec`` annotation, a
 sparse v1alpha1 spec in a ``{"version":1,"spec":...}`` envelope, byte-for-byte as Go's
 ``encoding/json`` writes it, so ``kubectl get dgd -o yaml`` shows the same object whether
@@ -14,6 +15,7 @@ the DGD came through the operator's webhook or through dyn-gitops.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from contextlib import suppress
 from typing import Any
 
@@ -29,22 +31,21 @@ _PROMOTED = (naming.PREFILL, naming.DECODE)
 _CONVERSION_ANNOTATIONS = (keys.ANN_DGD_SPEC, "nvidia.com/dgd-status")
 
 
-def dgd(data: Obj, alpha: hub.AlphaComponents | None = None) -> Obj:
-    """The v1beta1 document of the v1alpha1 DGD document ``data`` (unchanged otherwise);
-    ``alpha``: its components' conversion when already at hand."""
-    meta = data_copy(data.get("metadata") or {})
+def stored(meta: Obj, spec: Obj, components: Iterable[Obj], payload: str | None) -> Obj:
+    """The v1beta1 document of a v1alpha1 DGD from its converted form (``hubform.Graph``):
+    its document ``meta``, its converted graph ``spec`` (no components) and ``components``
+    (neither changed) and the ``payload`` of what v1beta1 cannot hold
+    (:func:`preserved_spec`)."""
+    meta = data_copy(meta)
     annotations = {
         k: v for k, v in (meta.get("annotations") or {}).items() if k not in _CONVERSION_ANNOTATIONS
     }
-    spec = data.get("spec") or {}
-    out_spec = hub.spec_from_alpha(spec)
+    out_spec = data_copy(spec)
     if out_spec.get("env"):
         out_spec["env"] = json.loads(gojson.encode("slice:struct:core/v1.EnvVar", out_spec["env"]))
-    converted = (alpha or hub.AlphaComponents(spec)).get()
-    components = [as_stored(c.spec) for c in converted]
-    if components:
-        out_spec["components"] = components
-    payload = preserved_spec(spec)
+    converted = [as_stored(c) for c in components]
+    if converted:
+        out_spec["components"] = converted
     if payload is not None:
         annotations[keys.ANN_DGD_SPEC] = payload
     if annotations:
@@ -52,7 +53,8 @@ def dgd(data: Obj, alpha: hub.AlphaComponents | None = None) -> Obj:
     else:
         meta.pop("annotations", None)
     # a status in Git is never applied (status subresource): not converted
-    return {"apiVersion": V1BETA1, "kind": data.get("kind"), "metadata": meta, "spec": out_spec}
+    kind = "DynamoGraphDeployment"
+    return {"apiVersion": V1BETA1, "kind": kind, "metadata": meta, "spec": out_spec}
 
 
 @memo.by_repr_json  # a repository's services repeat; JSON data, fresh for every caller

@@ -2,11 +2,12 @@
 
 An object that is not a Dynamo kind is passed through as written (its shape checked only). A
 DynamoGraphDeployment is checked by the pydantic model of the version it is written in ("did
-you mean" for unknown fields) and becomes its v1beta1 form (:class:`.rules.Graph`: a v1beta1
-DGD as written, a v1alpha1 DGD converted up as the operator does), which the rules of
-:mod:`dyn_gitops.rules`, the admission stamps and the runner's limits read, as the Dynamo 1.5
-webhooks do; their problems name the field the user wrote. Nothing is converted down. Two
-DGDs may not share a namespace and name.
+you mean" for unknown fields) and becomes its one typed form (:class:`.hubform.Graph`: a
+v1beta1 DGD as written, a v1alpha1 DGD converted up as the operator does), built and
+validated here once, which the rules of :mod:`dyn_gitops.rules`, the admission stamps, the
+runner's limits and then the expansion, the worker hash and the emitted DGD read; every
+problem names the field the user wrote (:meth:`.hubform.Graph.written_path`). Nothing is
+converted down. Two DGDs may not share a namespace and name.
 """
 
 from __future__ import annotations
@@ -19,16 +20,16 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from . import admission, coexistence, keys, naming, rules
+from . import admission, coexistence, hubform, keys, naming, rules
 from .display import describe, is_sensitive
 from .errors import FieldPath, Problem
+from .hubform import Graph, dcd_path
 from .models import v1beta1
 from .models.v1alpha1 import DynamoGraphDeployment, DynamoModel
 from .models.versions import V1BETA1
 from .parse import Document, located, object_label
-from .rules import MODEL_FIELD_HINTS, Graph, object_shape, removed_kind, validate_model
+from .rules import MODEL_FIELD_HINTS, object_shape, removed_kind, validate_model
 from .settings import RenderSettings
-from .workerhash import hub
 
 DYNAMO_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
 
@@ -39,25 +40,20 @@ def same_path(path: FieldPath) -> FieldPath:
 
 @dataclass(frozen=True)
 class Validated:
-    """A document that may be expanded: a DGD's v1beta1 form, or (``graph`` None) an object
+    """A document that may be expanded: a DGD's one typed form, or (``graph`` None) an object
     to pass through as written."""
 
     doc: Document
-    #: the DGD's v1beta1 form as admitted (the defaulting webhook's stamps in its metadata)
+    #: the DGD's typed form as admitted (the defaulting webhook's stamps in its metadata)
     graph: Graph | None = None
-    #: a field path the expansion reports (a v1alpha1 DGD's; ``convert.loc_in_v1beta1`` maps
-    #: it into a v1beta1 document) -> the same field in the document
-    to_doc_path: Callable[[FieldPath], FieldPath] = same_path
     #: a standalone DynamoComponentDeployment, as the one-service DGD named like it
     #: (:func:`dcd_as_graph`): expanded as the operator's DCD controller renders it
     standalone_dcd: bool = False
-    #: a v1alpha1 DGD's components converted up (``hub.AlphaComponents``), as the rules read
-    #: them: the expansion reuses the conversion (None: a v1beta1 DGD or a standalone DCD)
-    alpha_components: hub.AlphaComponents | None = None
 
     def located(self, problem: Problem) -> Problem:
-        """``problem``, whose path is a field of the model, in the document."""
-        return located(self.doc, replace(problem, path=self.to_doc_path(problem.path)))
+        """``problem``, whose path is a field of the form, in the document as written."""
+        path = problem.path if self.graph is None else self.graph.written_path(problem.path)
+        return located(self.doc, replace(problem, path=path))
 
 
 def validate(
@@ -95,110 +91,106 @@ def validate(
 def _validated(
     doc: Document, settings: RenderSettings, problems: list[Problem]
 ) -> Validated | None:
+    """One document: its shape, then by kind an object passed through or a DGD's form."""
+    refused = _shape_problems(doc)
+    if refused:
+        problems.extend(refused)
+        return None
+    data = doc.data
+    api, kind = str(data["apiVersion"]), str(data["kind"])
+    if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
+        return _passed_through(doc, api, kind, settings, problems)
+    typed = _typed(doc, data, api, kind, problems)
+    return None if typed is None else _admitted(doc, typed, settings, problems)
+
+
+def _shape_problems(doc: Document) -> list[Problem]:
+    """What every object must be shaped like before anything reads it."""
     data = doc.data
     if not isinstance(data, dict) or not data.get("apiVersion") or not data.get("kind"):
-        problems.append(
-            Problem(
-                doc.file.path,
-                doc.line,
-                message="not a Kubernetes object (needs apiVersion and kind)",
-            )
-        )
-        return None
-    shape = [located(doc, p) for p in (*object_shape(data), *removed_kind(data))]
-    if shape:
-        problems.extend(shape)
-        return None
-    api, kind = str(data["apiVersion"]), str(data["kind"])
-    if api.startswith("nvidia.com/") and kind == "DynamoModel":
-        found = _model_problems(doc, data)
-        found += [located(doc, p) for p in coexistence.passthrough_checks(data, settings)]
-        problems.extend(found)
-        return None if found else Validated(doc)  # passed through unchanged
-    if not (api.startswith("nvidia.com/") and kind in DYNAMO_KINDS):
-        omitted = [located(doc, p) for p in coexistence.passthrough_checks(data, settings)]
-        problems.extend(omitted)
-        return None if omitted else Validated(doc)
-    typed = _typed(doc, data, api, kind, problems)
-    if typed is None:
-        return None
-    standalone = kind == "DynamoComponentDeployment"
-    item = Validated(doc, None, typed.to_doc_path, standalone_dcd=standalone)
-    strict = settings.runtime_version_admission == "strict"
-    # what only the v1alpha1 document says, as written; then its v1beta1 form's rules
+        message = "not a Kubernetes object (needs apiVersion and kind)"
+        return [Problem(doc.file.path, doc.line, message=message)]
+    return [located(doc, p) for p in (*object_shape(data), *removed_kind(data))]
+
+
+def _passed_through(
+    doc: Document, api: str, kind: str, settings: RenderSettings, problems: list[Problem]
+) -> Validated | None:
+    """An object that is no DGD, passed through unchanged (a DynamoModel checked first)."""
+    data = doc.data
+    model = api.startswith("nvidia.com/") and kind == "DynamoModel"
+    found = _model_problems(doc, data) if model else []
+    found += [located(doc, p) for p in coexistence.passthrough_checks(data, settings)]
+    problems.extend(found)
+    return None if found else Validated(doc)
+
+
+def _admitted(
+    doc: Document, typed: Typed, settings: RenderSettings, problems: list[Problem]
+) -> Validated | None:
+    """The DGD's form once every rule passed, as admitted: with the defaulting webhook's
+    stamps, which the expansion reads. What only a v1alpha1 document says is checked as
+    written first, then the rules read the form."""
+
+    def as_written(problem: Problem) -> Problem:  # a problem of the model as written
+        return located(doc, replace(problem, path=typed.to_doc_path(problem.path)))
+
     alpha_found = (
-        [item.located(p) for p in _alpha_problems(typed.dgd, settings)]
+        [as_written(p) for p in _alpha_problems(typed.dgd, settings)]
         if typed.dgd is not None
         else []
     )
-    graph = _graph(typed, item, alpha_found)
+    graph = typed.graph or _alpha_graph(typed, alpha_found, as_written)
     if graph is None:
         problems.extend(alpha_found)
         return None
-    to_doc: list[Callable[[FieldPath], FieldPath]] = []  # made when first needed
-    grove_pathway = _grove_pathway(graph, standalone, settings)
 
-    def at(problem: Problem) -> Problem:  # a problem of the v1beta1 form, in the document
-        if not to_doc:  # (the mapping's module is imported only for a problem)
-            to_doc.append(typed.graph_path(graph))
-        return located(doc, replace(problem, path=to_doc[0](problem.path)))
+    def at(problem: Problem) -> Problem:  # a problem of the form, in the document
+        return located(doc, replace(problem, path=graph.written_path(problem.path)))
 
-    found = [
-        *alpha_found,
-        *(
-            at(p)
-            for p in (
-                *rules.limit_checks(
-                    graph,
-                    max_replicas=settings.max_replicas,
-                    max_node_count=settings.max_node_count,
-                ),
-                *_legacy_config_checks(graph, settings, grove_pathway),
-                *rules.validate_graph(graph),
-                *rules.pathway_checks(graph, grove_pathway=grove_pathway),
-                *rules.workload_provider_checks(graph.metadata, settings.grove),
-                *coexistence.graph_checks(graph, settings),
-                *(rules.runtime_version_admission(graph) if strict else ()),
-            )
-        ),
-    ]
+    strict = settings.runtime_version_admission == "strict"
+    found = [*alpha_found, *(at(p) for p in _rule_problems(graph, typed, settings))]
     if found:
         problems.extend(found)
         return None
     problems.extend(at(p) for p in rules.warn_graph(graph, image_required=strict))
     if typed.dgd is not None:
-        problems.extend(item.located(p) for p in rules.alpha_warnings(typed.dgd))
-    # admitted: with the defaulting webhook's stamps, which the expansion reads
-    return Validated(
-        doc,
-        replace(graph, metadata=admission.stamp(graph.metadata, settings)),
-        typed.to_doc_path,
-        standalone_dcd=standalone,
-        alpha_components=None if standalone else typed.alpha,
+        problems.extend(as_written(p) for p in rules.alpha_warnings(typed.dgd))
+    admitted = replace(graph, metadata=admission.stamp(graph.metadata, settings))
+    return Validated(doc, admitted, standalone_dcd=typed.dcd_where is not None)
+
+
+def _rule_problems(graph: Graph, typed: Typed, settings: RenderSettings) -> Iterator[Problem]:
+    """The rules, the runner's limits and the coexistence checks on the form."""
+    standalone = typed.dcd_where is not None
+    yield from rules.limit_checks(
+        graph, max_replicas=settings.max_replicas, max_node_count=settings.max_node_count
     )
+    grove_pathway = _grove_pathway(graph, standalone, settings)
+    yield from _legacy_config_checks(graph, settings, grove_pathway)
+    yield from rules.validate_graph(graph)
+    yield from rules.pathway_checks(graph, grove_pathway=grove_pathway)
+    yield from rules.workload_provider_checks(graph.metadata, settings.grove)
+    yield from coexistence.graph_checks(graph, settings)
+    if settings.runtime_version_admission == "strict":
+        yield from rules.runtime_version_admission(graph)
 
 
 @dataclass(frozen=True)
 class Typed:
-    """A DGD document's model (v1alpha1 or v1beta1, as written) and the mapping of the field
-    paths the expansion reports back to the document."""
+    """A DGD document's model as written (v1alpha1 or v1beta1) and the mapping of its field
+    paths to the document (a standalone DCD is read as a one-component DGD)."""
 
+    #: a field path of the model as written -> the field in the document
     to_doc_path: Callable[[FieldPath], FieldPath]
-    #: the document's spec as :class:`.rules.Graph` converts it (a v1alpha1 DGD)
+    #: the document's spec (a v1alpha1 DGD's form is converted from it)
     spec: dict[str, Any]
     #: the v1alpha1 model of a v1alpha1 document
     dgd: DynamoGraphDeployment | None = None
-    beta: Any = None  # models.v1beta1.DynamoGraphDeployment, imported when one is present
+    #: the form of a v1beta1 document (a v1alpha1 one's is built once its own checks pass)
+    graph: Graph | None = None
     #: a standalone DCD: where its one component is in the DGD it is read as
     dcd_where: FieldPath | None = None
-    alpha: hub.AlphaComponents | None = None
-
-    def graph_path(self, graph: Graph) -> Callable[[FieldPath], FieldPath]:
-        """A field path of the v1beta1 form ``graph`` -> the field in the document."""
-        to_graph, where = graph.to_doc_path(), self.dcd_where
-        if where is None:
-            return to_graph
-        return lambda path: _dcd_path(to_graph(path), where)
 
 
 def _grove_pathway(graph: Graph, standalone: bool, settings: RenderSettings) -> bool:
@@ -242,18 +234,18 @@ def _alpha_problems(dgd: DynamoGraphDeployment, settings: RenderSettings) -> lis
     ]
 
 
-def _graph(typed: Typed, item: Validated, alpha_found: list[Problem]) -> Graph | None:
-    """The v1beta1 form the rules read; None when a v1alpha1 value does not fit it (a
-    problem is in ``alpha_found`` then, located in ``item``'s document)."""
-    if typed.beta is not None:
-        return rules.of_v1beta1(typed.beta)
+def _alpha_graph(
+    typed: Typed, alpha_found: list[Problem], as_written: Callable[[Problem], Problem]
+) -> Graph | None:
+    """The form of a v1alpha1 document, converted up once; None when a v1alpha1 value does
+    not fit it (a problem is in ``alpha_found`` then)."""
     assert typed.dgd is not None  # a v1alpha1 document
     try:
-        return rules.of_v1alpha1(typed.dgd, typed.spec, typed.alpha)
+        graph = hubform.of_v1alpha1(typed.dgd, typed.spec)
     except ValidationError as exc:
         if not alpha_found:  # pragma: no cover - alpha_checks names what does not fit
             alpha_found.append(
-                item.located(
+                as_written(
                     Problem.at(
                         ("spec", "services"),
                         "does not convert to nvidia.com/v1beta1: "
@@ -262,6 +254,7 @@ def _graph(typed: Typed, item: Validated, alpha_found: list[Problem]) -> Graph |
                 )
             )
         return None
+    return graph if typed.dcd_where is None else replace(graph, dcd_where=typed.dcd_where)
 
 
 def _model_problems(doc: Document, data: dict[str, Any]) -> list[Problem]:
@@ -323,8 +316,7 @@ def _v1alpha1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> T
     except ValidationError as exc:
         problems.extend(_validation_problems(doc, DynamoGraphDeployment, exc))
         return None
-    spec = data.get("spec") or {}
-    return Typed(same_path, spec, dgd=parsed, alpha=hub.AlphaComponents(spec))
+    return Typed(same_path, data.get("spec") or {}, dgd=parsed)
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -387,7 +379,7 @@ def _component_deployment(
         typed = _v1beta1(shaped, graph, found)
     else:
         typed = _v1alpha1(shaped, graph, found)
-    problems.extend(located(doc, replace(p, path=_dcd_path(p.path, where))) for p in found)
+    problems.extend(located(doc, replace(p, path=dcd_path(p.path, where))) for p in found)
     if typed is None:
         return None
     annotations = _mapping(_mapping(data.get("metadata")).get("annotations"))
@@ -406,36 +398,30 @@ def _component_deployment(
         )
         return None
     to_graph_path = typed.to_doc_path
+    form = replace(typed.graph, dcd_where=where) if typed.graph is not None else None
     return replace(
-        typed, to_doc_path=lambda path: _dcd_path(to_graph_path(path), where), dcd_where=where
+        typed,
+        to_doc_path=lambda path: dcd_path(to_graph_path(path), where),
+        graph=form,
+        dcd_where=where,
     )
 
 
-def _dcd_path(path: FieldPath, where: FieldPath) -> FieldPath:
-    """A field of the DCD's one-service DGD, in the DCD."""
-    n = len(where)
-    if tuple(path[:n]) == where:
-        return ("spec", *path[n:])
-    return path
-
-
 def _v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Typed | None:
-    """A v1beta1 DGD's model, once what it may not say is ruled out (:func:`.rules.beta_checks`,
-    v1beta1 paths), and the mapping of the paths the expansion reports."""
-    # imported (and their models built) only when a v1beta1 DGD is present
-    from .models import v1beta1
-    from .models.convert import loc_in_v1beta1
-
+    """A v1beta1 DGD's model and form, once what it may not say is ruled out (what its
+    ``nvidia.com/dgd-spec`` annotation holds, :func:`.rules.beta_checks`; v1beta1 paths)."""
     try:
         beta = v1beta1.DynamoGraphDeployment.model_validate(data)
     except ValidationError as exc:
         problems.extend(_validation_problems(doc, v1beta1.DynamoGraphDeployment, exc))
         return None
-    refused = [located(doc, p) for p in rules.beta_checks(beta)]
+    graph, refused = hubform.of_v1beta1(beta, data.get("spec") or {})
+    refused += rules.kept_alpha_checks(beta.metadata)
+    refused += rules.beta_checks(beta)
     if refused:
-        problems.extend(refused)
+        problems.extend(located(doc, p) for p in refused)
         return None
-    return Typed(loc_in_v1beta1(beta), data.get("spec") or {}, beta=beta)
+    return Typed(same_path, data.get("spec") or {}, graph=graph)
 
 
 def _validation_problems(

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
+from support.hubforms import stored_v1beta1
 from support.paths import CONFORMANCE
 from support.rendering import AS_APPLIED, render
 
-from dyn_gitops import to_v1beta1
 from dyn_gitops.errors import RenderError
 from dyn_gitops.workerhash import hub
 
@@ -52,7 +52,7 @@ def test_conversion_equals_the_operators(name: str) -> None:
     included: ``name: ""`` and ``parameters: null`` of EPP plugins, no empty env ``value``,
     no ``resources: {}``), the API server's defaults aside."""
     entry = EXAMPLES[name]
-    got = to_v1beta1.dgd(_source(entry))
+    got = stored_v1beta1(_source(entry))
     assert got["apiVersion"] == "nvidia.com/v1beta1"
     assert (got["metadata"].get("annotations") or {}).get(DGD_SPEC) == entry["dgd-spec"]
     assert _stored(got["spec"]) == entry["spec"]
@@ -101,7 +101,7 @@ def test_alpha_only_fields_are_preserved_as_the_operator_does() -> None:
     shared memory without a size have no v1beta1 home: they go to the payload, with the
     main container's origins; ``topologyProfile`` is v1beta1's ``clusterTopologyName``;
     ``subComponentType: prefill`` is promoted to the type."""
-    got = to_v1beta1.dgd(yaml.safe_load(ALPHA_ONLY))
+    got = stored_v1beta1(yaml.safe_load(ALPHA_ONLY))
     # Go's encoding: declaration order, a zero Quantity as "0", the main container's
     # origins (name and resources are not omitempty) for the service whose resources it holds
     assert got["metadata"]["annotations"][DGD_SPEC] == (
@@ -224,7 +224,7 @@ def test_every_v1alpha1_example_emitted_in_v1beta1_renders_alike(tmp_path: Path)
         alpha, alpha_children = _emitted(
             tmp_path / name / "a", yaml.safe_dump(src), lws=True, dra=True
         )
-        beta_src = yaml.safe_dump(to_v1beta1.dgd(src))
+        beta_src = yaml.safe_dump(stored_v1beta1(src))
         beta, beta_children = _emitted(tmp_path / name / "b", beta_src, lws=True, dra=True)
         assert alpha == beta, name
         assert alpha_children == beta_children, name

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.hubforms import form_of
 from support.rendering import renderer
 
 from dyn_gitops.errors import RenderError
@@ -490,8 +491,13 @@ def test_gpu_count_reads_the_v1beta1_container_main(resources: Obj, count: int) 
     # exactly the components the rendering could make no claim for
     from dyn_gitops import rules
 
-    graph = rules.Graph(
-        rules.ObjectMeta(name="g"), v1beta1.GraphSpec.model_validate({"components": [component]})
+    graph = form_of(
+        {
+            "apiVersion": v1beta1.API_VERSION,
+            "kind": "DynamoGraphDeployment",
+            "metadata": {"name": "g"},
+            "spec": {"components": [component.model_dump(exclude_unset=True)]},
+        }
     )
     refused = [p for p in rules.validate_graph(graph) if "GPU count" in p.message]
     assert bool(refused) == (count < 1)

@@ -32,8 +32,8 @@ from support.graph_cases import (
     render,
     render_error,
 )
+from support.hubforms import form_of
 
-from dyn_gitops.expand import components
 from dyn_gitops.expand.graph import resolve_backends
 from dyn_gitops.expand.podspec import detect_backend
 from dyn_gitops.merge import merge_envs
@@ -790,7 +790,7 @@ def test_backend_detection_skips_non_workers(tmp_path: Path, component_type: str
         },
         backendFramework="trtllm",
     )
-    _, per_service = resolve_backends(components.graph_of(doc))
+    _, per_service = resolve_backends(form_of(doc))
     assert per_service["svc"] == "noop"
     assert "svc" in deployments(render(tmp_path, doc))  # renders without error
 
@@ -1493,7 +1493,7 @@ def test_determine_backend_framework(
         svc["extraPodSpec"] = {"mainContainer": {"args": args}}
     spec: Obj = {"backendFramework": explicit} if explicit else {}
     doc = dgd("test-dgd", {"worker": svc}, **spec)
-    _, per_service = resolve_backends(components.graph_of(doc))
+    _, per_service = resolve_backends(form_of(doc))
     assert per_service["worker"] == expected
 
 

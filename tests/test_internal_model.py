@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.hubforms import components_of, form_of
 from support.paths import CONFORMANCE, SAMPLES
 from support.rendering import render
 
@@ -41,23 +42,23 @@ def test_v1alpha1_is_converted_up_as_the_operator_does(name: str) -> None:
     byte-identical by test_emit_v1beta1) without losing or adding a field."""
     entry = EXAMPLES[name]
     source = _source(entry)
-    graph = components.of(source)
+    graph = components_of(source)
     stored = entry["spec"]["components"]
     assert [(c.name, c.type, c.scalingAdapter is not None) for c in graph.components] == [
         (c["name"], c.get("type"), "scalingAdapter" in c) for c in stored
     ]
     dumped = [c.model_dump(mode="json", exclude_unset=True) for c in graph.components]
-    assert dumped == [c.spec for c in hub.AlphaComponents(source["spec"]).get()]
+    assert dumped == [c.spec for c in hub.converted(source["spec"].get("services") or {})]
 
 
 def test_v1beta1_components_keep_their_written_order() -> None:
     beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
     alpha = yaml.safe_load((SAMPLES / "v1beta1-pair/v1alpha1/sglang-disagg.yaml").read_text())
     written = [c["name"] for c in beta["spec"]["components"]]
-    got = components.of(beta)
+    got = components_of(beta)
     assert got.names == written
     # the twin in v1alpha1: the same components, name-sorted, of the same types
-    twin = components.of(alpha)
+    twin = components_of(alpha)
     assert twin.names == sorted(written)
     assert {c.name: c.type for c in twin.components} == {c.name: c.type for c in got.components}
 
@@ -98,7 +99,7 @@ spec:
 def test_planner_scaled_workers_read_the_v1beta1_model(tmp_path: Path) -> None:
     """A worker a Planner scales (no scaling adapter: a disabled one converts to none) gets
     the seed annotation; one with an adapter does not; the Planner itself is no worker."""
-    graph = components.of(yaml.safe_load(PLANNED))
+    graph = components_of(yaml.safe_load(PLANNED))
     assert [c.type for c in graph.components] == ["decode", "planner", "prefill"]
     assert replica_owners.planner_scaled(graph, "Prefill")
     assert not replica_owners.planner_scaled(graph, "Decode")  # has an adapter
@@ -122,20 +123,20 @@ def test_runtime_version_reads_the_v1beta1_main_container() -> None:
     converts into it); a bad override is an error, a tag that does not parse is no version."""
     from dyn_gitops.expand.context import ComponentError, component_runtime
 
-    graph = components.of(yaml.safe_load(PLANNED))
+    graph = components_of(yaml.safe_load(PLANNED))
     runtime = component_runtime(graph.components[0])
     assert runtime is not None and str(runtime) == "1.1.0"
     beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
     alpha = yaml.safe_load((SAMPLES / "v1beta1-pair/v1alpha1/sglang-disagg.yaml").read_text())
-    got = {c.name: component_runtime(c) for c in components.of(beta).components}
-    assert got == {c.name: component_runtime(c) for c in components.of(alpha).components}
+    got = {c.name: component_runtime(c) for c in components_of(beta).components}
+    assert got == {c.name: component_runtime(c) for c in components_of(alpha).components}
     assert all(v is not None for v in got.values())
 
     doc = yaml.safe_load(PLANNED)
     doc["spec"]["services"]["Planner"]["runtimeVersionOverride"] = "1.5.1"
     doc["spec"]["services"]["Prefill"]["extraPodSpec"]["mainContainer"]["image"] = "x:latest"
     doc["spec"]["services"]["Decode"]["runtimeVersionOverride"] = "not-a-version"
-    by_name = {c.name: c for c in components.of(doc).components}
+    by_name = {c.name: c for c in components_of(doc).components}
     assert str(component_runtime(by_name["Planner"])) == "1.5.1"
     assert component_runtime(by_name["Prefill"]) is None
     with pytest.raises(ComponentError):
@@ -208,7 +209,7 @@ def test_no_expansion_module_reads_the_v1alpha1_model() -> None:
     """The expansion's internal model is v1beta1 throughout: each module of ``expand/`` is
     listed above (read the v1beta1 model) or reads neither model (defaults, object shapes,
     scripts); none imports the v1alpha1 model or reads a v1alpha1 service. A v1alpha1 DGD
-    reaches it only converted up (``components.graph_of``)."""
+    reaches it only converted up (``hubform.of_v1alpha1``)."""
     modules = {p.name for p in EXPAND.glob("*.py") if p.name != "__init__.py"}
     assert len(V1BETA1_ONLY) == len(set(V1BETA1_ONLY)) and set(V1BETA1_ONLY) <= modules
     assert {m: r for m in sorted(modules) if (r := _v1alpha1_reads(EXPAND / m))} == {}
@@ -320,7 +321,7 @@ def test_what_v1beta1_cannot_say_is_preserved_beside_it() -> None:
     prefill["dynamoNamespace"] = "legacy-ns"
     prefill["envFromSecret"] = "hf-token"
     prefill["extraPodSpec"]["mainContainer"]["envFrom"] = [{"configMapRef": {"name": "tuning"}}]
-    graph = components.of(doc)
+    graph = components_of(doc)
     kept = graph.preserved_of("Prefill")
     assert (kept.dynamo_namespace, kept.env_from_secret) == ("legacy-ns", "hf-token")
     decode = graph.preserved_of("Decode")
@@ -337,7 +338,7 @@ def test_what_v1beta1_cannot_say_is_preserved_beside_it() -> None:
     ]
     assert selector_dynamo_namespace(ctx) == "legacy-ns"
     beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
-    assert components.of(beta).preserved == ()
+    assert components_of(beta).preserved == ()
 
 
 LEGACY = """\
@@ -421,7 +422,7 @@ def test_grove_cliques_read_the_v1beta1_component() -> None:
     from dyn_gitops import keys
     from dyn_gitops.expand import grove
 
-    dgd = components.graph_of(
+    dgd = form_of(
         {
             "apiVersion": "nvidia.com/v1beta1",
             "kind": "DynamoGraphDeployment",
@@ -468,13 +469,13 @@ def test_backend_detection_reads_container_main() -> None:
 
     beta = yaml.safe_load((SAMPLES / "v1beta1-pair/input/sglang-disagg.yaml").read_text())
     alpha = yaml.safe_load((SAMPLES / "v1beta1-pair/v1alpha1/sglang-disagg.yaml").read_text())
-    got = resolve_backends(components.graph_of(beta))
-    assert got == resolve_backends(components.graph_of(alpha))
+    got = resolve_backends(form_of(beta))
+    assert got == resolve_backends(form_of(alpha))
     framework, per_service = got
     assert framework == "sglang" and "sglang" in per_service.values()
     beta["spec"]["backendFramework"] = "vllm"  # the graph's explicit one disagrees
     with pytest.raises(RenderError, match=r"spec\.backendFramework is 'vllm'"):
-        resolve_backends(components.graph_of(beta))
+        resolve_backends(form_of(beta))
 
 
 # ------------------------------------------------------------- the graph level (v1beta1)
@@ -487,9 +488,10 @@ def test_graph_spec_is_converted_up_as_the_operator_does(name: str) -> None:
     from dyn_gitops.workerhash import gojson, golayout
 
     entry = EXAMPLES[name]
-    graph = components.graph_of(_source(entry))
+    graph = form_of(_source(entry))
     stored = {k: v for k, v in entry["spec"].items() if k != "components"}
-    assert graph.spec.model_dump(mode="json", exclude_none=True) == stored
+    dumped = graph.spec.model_dump(mode="json", exclude_none=True, exclude={"components"})
+    assert dumped == stored
 
     # what is kept beside it, as Go encodes it into the annotation
     def written(model: Any) -> Obj:
@@ -543,11 +545,11 @@ spec:
 
 
 def _expand(doc: Obj, **settings: Any) -> list[Obj]:
-    """The expansion of ``doc`` from its v1beta1 graph (``components.graph_of``) alone."""
+    """The expansion of ``doc`` from its v1beta1 graph (``hubform.Graph``) alone."""
     from dyn_gitops.expand.graph import expand_graph
     from dyn_gitops.settings import RenderSettings
 
-    return expand_graph(components.graph_of(doc), RenderSettings(**settings), doc)
+    return expand_graph(form_of(doc), RenderSettings(**settings))
 
 
 def test_graph_level_fields_are_read_from_the_v1beta1_graph() -> None:
@@ -560,7 +562,7 @@ def test_graph_level_fields_are_read_from_the_v1beta1_graph() -> None:
     del doc["spec"]["priorityClassName"]  # Grove only
     del doc["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["command"]
     # no command: the worker's backend is the graph's backendFramework
-    assert resolve_backends(components.graph_of(doc)) == (
+    assert resolve_backends(form_of(doc)) == (
         "vllm",
         {"Frontend": "noop", "Worker": "vllm"},
     )
@@ -617,7 +619,7 @@ def test_pvcs_and_ingress_are_kept_beside_the_v1beta1_graph(grove: bool) -> None
     the operator keeps them in ``nvidia.com/dgd-spec``) is read from beside the v1beta1
     graph (``Graph.pvcs``, ``Preserved.ingress``) and renders."""
     doc = yaml.safe_load(PVC_AND_INGRESS)
-    graph = components.graph_of(doc)
+    graph = form_of(doc)
     assert [p.name for p in graph.pvcs] == ["models"]
     kept = graph.components.preserved_of("Frontend").ingress
     assert kept is not None and kept.ingressControllerClassName == "nginx"
@@ -627,7 +629,7 @@ def test_pvcs_and_ingress_are_kept_beside_the_v1beta1_graph(grove: bool) -> None
     [ingress] = [o for o in objs if o["kind"] == "Ingress"]
     assert ingress["spec"]["ingressClassName"] == "nginx"
     # a v1beta1 DGD has neither (its schema has no field for them)
-    beta = components.graph_of(yaml.safe_load(BETA_GRAPH))
+    beta = form_of(yaml.safe_load(BETA_GRAPH))
     assert beta.pvcs == () and beta.components.preserved == ()
 
 
@@ -676,11 +678,11 @@ def test_gms_and_failover_read_the_v1beta1_component() -> None:
     assert pod["resourceClaims"] == [
         {"name": "intrapod-shared-gpu", "resourceClaimTemplateName": "g-w-gpu"}
     ]
-    # failover without GMS: refused at the v1alpha1 field named
+    # failover without GMS: refused at the component's field (a v1alpha1 service's failover)
     alone = {**comp, "experimental": {"failover": {}}}
     with pytest.raises(ComponentError) as info:
         build_pod_spec(_context(alone, settings=RenderSettings(dra=True)))
-    assert info.value.path == ("failover",)
+    assert info.value.path == ("experimental", "failover")
     # no GPU in container main: refused
     bare = {**comp, "podTemplate": _main(command=["python3", "-m", "dynamo.vllm"])}
     with pytest.raises(ComponentError, match=r"GPU count >= 1"):
@@ -710,52 +712,58 @@ def test_checkpoint_reads_experimental_checkpoint(
 ) -> None:
     """The "not yet supported" check reads the component's ``experimental.checkpoint``: a
     v1alpha1 ``checkpoint`` converts into it as written (its ``enabled`` decides), a
-    v1beta1 block's presence means enabled unless it says ``enabled: false``; both name
-    the v1alpha1 path, as before."""
+    v1beta1 block's presence means enabled unless it says ``enabled: false``; each names
+    the field its user wrote."""
     from dyn_gitops.expand import checkpoint
 
-    alpha = components.of(
-        _alpha_doc({"W": {"componentType": "worker", "checkpoint": alpha_checkpoint}})
-    )
-    beta = components.of(
+    alpha = form_of(_alpha_doc({"W": {"componentType": "worker", "checkpoint": alpha_checkpoint}}))
+    beta = form_of(
         _beta_doc(
             [{"name": "W", "type": "worker", "experimental": {"checkpoint": beta_checkpoint}}]
         )
     )
+    written = {
+        id(alpha): ("spec", "services", "W", "checkpoint"),
+        id(beta): ("spec", "components", 0, "experimental", "checkpoint"),
+    }
     for graph in (alpha, beta):
-        found = checkpoint.problem(graph, "W")
+        found = checkpoint.problem(graph.components, "W")
         if want is None:
             assert found is None
             continue
         assert found is not None
-        assert found.path == ("spec", "services", "W", "checkpoint", want[0])
+        assert found.path == ("spec", "components", 0, "experimental", "checkpoint", want[0])
+        assert graph.written_path(found.path) == (*written[id(graph)], want[0])
         assert want[1] in found.message
 
 
 def test_elastic_ep_admission_reads_container_main() -> None:
     """A vLLM graph's component whose container ``main`` asks for the elastic-EP Ray
-    topology without a command is refused, at the v1alpha1 ``mainContainer.command``: the
-    v1beta1 component and its v1alpha1 twin alike; with a command, or another framework,
-    nothing."""
+    topology without a command is refused, at its container ``main``'s ``command`` (the
+    v1alpha1 ``mainContainer.command``): the v1beta1 component and its v1alpha1 twin alike;
+    with a command, or another framework, nothing."""
     from dyn_gitops.expand import elastic_ep
 
     args = ["--enable-elastic-ep", "--data-parallel-backend", "ray"]
-    alpha = components.of(
+    alpha = form_of(
         _alpha_doc(
             {"W": {"componentType": "worker", "extraPodSpec": {"mainContainer": {"args": args}}}}
         )
     )
-    beta = components.of(
-        _beta_doc([{"name": "W", "type": "worker", "podTemplate": _main(args=args)}])
-    )
-    path = ("spec", "services", "W", "extraPodSpec", "mainContainer", "command")
+    beta = form_of(_beta_doc([{"name": "W", "type": "worker", "podTemplate": _main(args=args)}]))
+    path = ("spec", "components", 0, "podTemplate", "spec", "containers", 0, "command")
+    written = {
+        id(alpha): ("spec", "services", "W", "extraPodSpec", "mainContainer", "command"),
+        id(beta): path,
+    }
     for graph in (alpha, beta):
-        [problem] = elastic_ep.requires_command("vllm", graph)
+        [problem] = elastic_ep.requires_command("vllm", graph.components)
         assert problem.path == path
+        assert graph.written_path(problem.path) == written[id(graph)]
         assert "explicit container command" in problem.message
-        assert list(elastic_ep.requires_command("sglang", graph)) == []
+        assert list(elastic_ep.requires_command("sglang", graph.components)) == []
     with_command = _main(args=args, command=["python3", "-m", "dynamo.vllm"])
-    ok = components.of(_beta_doc([{"name": "W", "type": "worker", "podTemplate": with_command}]))
+    ok = components_of(_beta_doc([{"name": "W", "type": "worker", "podTemplate": with_command}]))
     assert list(elastic_ep.requires_command("vllm", ok)) == []
 
 
@@ -767,7 +775,7 @@ def test_provider_overrides_read_the_v1beta1_components() -> None:
 
     value = {"topologyConstraint": {"packDomain": "rack"}}
     override = {"apiVersion": "grove.io/v1alpha1", "value": value}
-    beta = components.of(
+    beta = components_of(
         _beta_doc(
             [
                 {"name": "Solo", "type": "worker", "providerOverride": override},
@@ -788,14 +796,14 @@ def test_provider_overrides_read_the_v1beta1_components() -> None:
         )
     )
     got = [(f.loc, f.target, f.role) for f in po.overrides(po.Root(), beta)]
-    base = ("spec", "services")
+    base = ("spec", "components")
     assert got == [
-        ((*base, "Group", "providerOverride"), po.SCALING_GROUP, None),
-        ((*base, "Multi", "providerOverride"), po.SCALING_GROUP, None),
-        ((*base, "Multi", "roles", 0, "providerOverride"), po.CLIQUE, "leader"),
-        ((*base, "Solo", "providerOverride"), po.CLIQUE, None),
+        ((*base, 1, "providerOverride"), po.SCALING_GROUP, None),
+        ((*base, 2, "providerOverride"), po.SCALING_GROUP, None),
+        ((*base, 2, "roles", 0, "providerOverride"), po.CLIQUE, "leader"),
+        ((*base, 0, "providerOverride"), po.CLIQUE, None),
     ]
-    alpha = components.of(
+    alpha = components_of(
         _alpha_doc(
             {
                 "Solo": {"componentType": "worker", "providerOverride": override},
@@ -808,11 +816,11 @@ def test_provider_overrides_read_the_v1beta1_components() -> None:
         )
     )
     assert [(f.loc, f.target) for f in po.overrides(po.Root(), alpha)] == [
-        ((*base, "Multi", "providerOverride"), po.SCALING_GROUP),
-        ((*base, "Solo", "providerOverride"), po.CLIQUE),
+        ((*base, 0, "providerOverride"), po.SCALING_GROUP),  # the name-sorted services
+        ((*base, 1, "providerOverride"), po.CLIQUE),
     ]
     # the typed topology of a component refuses a topology override on Grove
-    typed = components.of(
+    typed = components_of(
         _beta_doc(
             [
                 {
@@ -825,12 +833,8 @@ def test_provider_overrides_read_the_v1beta1_components() -> None:
         )
     )
     [refused] = po.problems(po.Root(), typed, on_grove=True)
-    assert refused.path == (*base, "Solo", "providerOverride", "value")
-    assert po.problems(po.Root(), typed, on_grove=False)[0].path == (
-        *base,
-        "Solo",
-        "providerOverride",
-    )
+    assert refused.path == (*base, 0, "providerOverride", "value")
+    assert po.problems(po.Root(), typed, on_grove=False)[0].path == (*base, 0, "providerOverride")
 
 
 LEGACY_MAIN_ENV = """\

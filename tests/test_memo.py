@@ -98,13 +98,13 @@ def test_json_results_are_fresh_for_every_caller() -> None:
 
 def test_results_are_fresh_data_for_every_caller() -> None:
     spec = yaml.safe_load((SAMPLES / "vllm-disagg/input/vllm-disagg.yaml").read_text())["spec"]
-    first = hub.AlphaComponents(spec).get()
+    first = hub.converted(spec.get("services") or {})
     stored = to_v1beta1.as_stored(first[0].spec)
     expected = (repr(first), repr(stored))
     first[0].spec["podTemplate"]["spec"]["containers"].clear()
     first[0].alpha_labels["changed"] = "yes"
     stored.clear()
-    again = hub.AlphaComponents(spec).get()
+    again = hub.converted(spec.get("services") or {})
     assert (repr(again), repr(to_v1beta1.as_stored(again[0].spec))) == expected
 
 

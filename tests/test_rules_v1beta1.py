@@ -1,9 +1,9 @@
 """The validation rules, admission and coexistence read the DGD's v1beta1 form, as the Dynamo
 1.5 webhooks do (they run on v1beta1, the hub and storage version:
 ``internal/webhook/validation/shared_v1beta1.go`` @ 2a6da14c8): a v1alpha1 DGD is converted
-**up** (``hub.AlphaComponents``, the conversion the expansion reads), and each problem names
-the field the user wrote: a v1beta1 DGD's path as is, a v1alpha1 DGD's v1alpha1 path
-(``convert.loc_in_v1alpha1``)."""
+**up** once (``hubform.of_v1alpha1``, the form the expansion reads too), and each problem
+names the field the user wrote: a v1beta1 DGD's path as is, a v1alpha1 DGD's v1alpha1 path
+(``hubform.Graph.written_path``, through ``convert.loc_in_v1alpha1``)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 import yaml
+from support.hubforms import form_of, stored_v1beta1
 from support.rendering import render
 
-from dyn_gitops import admission, coexistence, keys, kvtransfer, rules, to_v1beta1
+from dyn_gitops import admission, coexistence, keys, kvtransfer, rules
 from dyn_gitops.errors import RenderError
 from dyn_gitops.models import v1alpha1
 from dyn_gitops.models.convert import loc_in_v1alpha1
@@ -61,7 +62,7 @@ def _twin(doc: Obj) -> Obj:
     """The v1beta1 DGD the operator stores for the v1alpha1 ``doc`` (without the conversion
     annotation that keeps its v1alpha1-only fields, which a v1beta1 DGD in Git may not
     carry)."""
-    out = to_v1beta1.dgd(doc)
+    out = stored_v1beta1(doc)
     out["metadata"].get("annotations", {}).pop(keys.ANN_DGD_SPEC, None)
     return out
 
@@ -223,7 +224,7 @@ def test_loc_in_v1alpha1_reverses_the_conversion() -> None:
     doc["spec"]["services"]["Frontend"]["frontendSidecar"] = {"image": IMAGE}
     dgd = v1alpha1.DynamoGraphDeployment.model_validate(doc)
     to = loc_in_v1alpha1(dgd)
-    beta = [c.spec for c in hub.AlphaComponents(doc["spec"]).get()]
+    beta = [c.spec for c in hub.converted(doc["spec"].get("services") or {})]
     assert [
         c["podTemplate"]["spec"]["containers"][k]["name"] for c, k in [(beta[0], 1), (beta[0], 2)]
     ] == [
@@ -299,7 +300,7 @@ def test_loc_in_v1alpha1_reverses_the_conversion() -> None:
 DYN = Path(rules.__file__).parent
 #: the functions of rules.py that read the v1alpha1 document as written (fields v1beta1 has
 #: no home for); every other rule reads the v1beta1 form
-ALPHA_AS_WRITTEN = {"alpha_checks", "alpha_limit_checks", "alpha_warnings", "to_doc_path"}
+ALPHA_AS_WRITTEN = {"alpha_checks", "alpha_limit_checks", "alpha_warnings"}
 
 
 def test_rules_read_the_v1beta1_form() -> None:
@@ -324,11 +325,11 @@ def test_rules_read_the_v1beta1_form() -> None:
 
 
 def _gms_problems(doc: Obj) -> list[tuple[Any, ...]]:
-    dgd = v1alpha1.DynamoGraphDeployment.model_validate(doc)
-    graph = rules.of_v1alpha1(dgd, doc["spec"])
-    to = graph.to_doc_path()
+    graph = form_of(doc)
     return [
-        (to(p.path), p.message) for p in rules.validate_graph(graph) if "GPU count" in p.message
+        (graph.written_path(p.path), p.message)
+        for p in rules.validate_graph(graph)
+        if "GPU count" in p.message
     ]
 
 

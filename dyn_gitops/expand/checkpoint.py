@@ -35,14 +35,14 @@ def enabled(component: v1beta1.Component, *, alpha: bool) -> dict[str, Any] | No
 
 
 def problem(graph: GraphComponents, name: str) -> Problem | None:
-    """The "not yet supported" problem of component ``name``'s checkpoint, at the v1alpha1
-    path (``spec.services.<name>.checkpoint``; a v1beta1 DGD's is mapped back to
-    ``experimental.checkpoint``), or None when it has no enabled checkpoint."""
+    """The "not yet supported" problem of component ``name``'s checkpoint, at its
+    ``experimental.checkpoint`` (a v1alpha1 service's ``checkpoint``), or None when it has
+    no enabled checkpoint."""
     component = graph.get(name)
     block = enabled(component, alpha=graph.alpha) if component is not None else None
     if block is None:
         return None
-    return not_supported(("spec", "services", name, "checkpoint"), block)
+    return not_supported(graph.path(name, "experimental", "checkpoint"), block)
 
 
 def not_supported(loc: FieldPath, cfg: dict[str, Any]) -> Problem:

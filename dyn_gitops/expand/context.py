@@ -6,23 +6,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DynGitopsError, FieldPath
+from ..hubform import main_path
 from ..models import v1beta1
 from ..models.k8s import NamedContainer, PodSpecFields
 from ..runtimeversion import RuntimeVersionError, Version, resolve
 from ..settings import RenderSettings
-from .components import NOTHING_PRESERVED, Preserved
+from .components import NOTHING_PRESERVED, GraphComponents, Preserved
 
 #: the operator's name of the component's own container in a v1beta1 pod template
 MAIN = "main"
 
 
 class ComponentError(DynGitopsError):
-    """A problem in one service: the path of the field from the service, and what is wrong
-    (the expansion places it under ``spec.services.<name>``)."""
+    """A problem found expanding one component: the path of the field in the component (its
+    v1beta1 form; ``in_main``: in its container ``main``; ``in_graph``: a path of the DGD's
+    form), and what is wrong. The expansion places it in the DGD's form (:meth:`where`),
+    whose path the expand stage maps to the field the user wrote."""
 
-    def __init__(self, path: FieldPath, message: str) -> None:
+    def __init__(
+        self, path: FieldPath, message: str, *, in_main: bool = False, in_graph: bool = False
+    ) -> None:
         self.path = path
+        self.in_main = in_main
+        self.in_graph = in_graph
         super().__init__(message)
+
+    def where(self, components: GraphComponents, component: v1beta1.Component) -> FieldPath:
+        """The path of the field in the DGD's form."""
+        if self.in_graph:
+            return self.path
+        rest = main_path(component, *self.path) if self.in_main else self.path
+        return components.path(component.name, *rest)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import naming
-from ..errors import FieldPath, Problem
+from ..errors import Problem
+from ..hubform import main_path
 from ..models import v1beta1
 from . import defaults
 from .components import GraphComponents
@@ -150,8 +151,8 @@ def requires_command(backend_framework: str | None, graph: GraphComponents) -> I
     ``spec.backendFramework: vllm`` (``backend_framework``), a component whose container
     ``main`` asks for the elastic-EP Ray topology must set ``command`` (the Ray head wraps
     it; an image ENTRYPOINT cannot be). A v1alpha1 service's container ``main`` takes its
-    command and args from ``extraPodSpec.mainContainer`` alone (the conversion), the path
-    named."""
+    command and args from ``extraPodSpec.mainContainer`` alone (the conversion): the path
+    the user wrote (``hubform.Graph.written_path``)."""
     if backend_framework != VLLM:
         return
     for component in sorted(graph.components, key=lambda c: c.name):
@@ -159,9 +160,8 @@ def requires_command(backend_framework: str | None, graph: GraphComponents) -> I
         if main is None or main.command:
             continue
         if is_ray_launch({"command": None, "args": main.args}):
-            loc: FieldPath = ("spec", "services", component.name, "extraPodSpec", "mainContainer")
             yield Problem.at(
-                (*loc, "command"),
+                graph.path(component.name, *main_path(component, "command")),
                 "elastic expert parallelism (--enable-elastic-ep with --data-parallel-backend "
                 "ray) requires an explicit container command: the operator starts the "
                 "single-pod Ray head by wrapping that command and cannot start it from the "

@@ -105,32 +105,35 @@ def apply(pod: Obj, ctx: ComponentContext) -> None:
     """
     component = ctx.component
     if failover_enabled(component) and not gms_enabled(component):
-        raise ComponentError(("failover",), "failover requires gpuMemoryService.enabled")
+        raise ComponentError(
+            ("experimental", "failover"), "failover requires gpuMemoryService.enabled"
+        )
     if not gms_enabled(component):
         return
     nodes = node_count(component)
     if nodes > 1:
         raise ComponentError(
-            ("gpuMemoryService",),
+            ("experimental", "gpuMemoryService"),
             "gpuMemoryService on a multinode service is not yet supported "
             "(the operator applies it to each leader and worker template)",
         )
     if not ctx.settings.dra:
         raise ComponentError(
-            ("gpuMemoryService",),
+            ("experimental", "gpuMemoryService"),
             "gpuMemoryService needs Dynamic Resource Allocation (the "
             "resource.k8s.io/v1 API); the operator refuses it without DRA: "
             "set the setting dra to true if the cluster serves it",
         )
     if gpu_count(component) < 1:
         raise ComponentError(
-            ("gpuMemoryService",),
+            ("experimental", "gpuMemoryService"),
             "gpuMemoryService needs a GPU count >= 1 (resources.limits.gpu "
             "or resources.requests.gpu)",
         )
     if failover_enabled(component) and ctx.backend != "vllm":
         raise ComponentError(
-            ("failover",), f"failover is supported only for vLLM workers (backend: {ctx.backend})"
+            ("experimental", "failover"),
+            f"failover is supported only for vLLM workers (backend: {ctx.backend})",
         )
 
     containers: list[Obj] = pod["containers"]

@@ -3,19 +3,19 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import keys, naming
 from .. import kvtransfer as topology
 from ..bounded import parse_int
-from ..errors import FieldPath, Problem, RenderError
+from ..errors import Problem, RenderError
+from ..hubform import main_path
 from ..merge import merge_envs, merge_override
 from ..models import v1beta1
 from ..models.dump import dump
 from ..settings import RenderSettings
 from ..workerhash import compute as workerhash
-from ..workerhash import hub
 from ..workerhash.gojson import GoTypeError
 from ..workerhash.quantity import QuantityError
 from . import (
@@ -39,13 +39,9 @@ from .podspec import build_pod_spec, detect_backend, pod_labels, user_main_conta
 Obj = dict[str, Any]
 
 
-def _svc(service: str, *rest: str | int) -> FieldPath:
-    return ("spec", "services", service, *rest)
-
-
 def not_supported(graph: components.Graph, settings: RenderSettings) -> list[Problem]:
     """Features this version does not render, each as a clear 'not yet supported' problem
-    (their paths are the v1alpha1 DGD's, located in the document by the expand stage)."""
+    (their paths are the form's, located in the document by the expand stage)."""
     on_grove = grove.is_grove(graph, settings)
     comps = graph.components
     out = [
@@ -74,7 +70,7 @@ def not_supported(graph: components.Graph, settings: RenderSettings) -> list[Pro
         if components.force_scaling_group(comp) and not on_grove:
             out.append(
                 Problem.at(
-                    _svc(name, "experimental", "grove", "forceScalingGroup"),
+                    comps.path(name, "experimental", "grove", "forceScalingGroup"),
                     "forceScalingGroup is supported only on the Grove path (setting grove true "
                     f'and no {keys.ANN_ENABLE_GROVE}: "false")',
                 )
@@ -82,7 +78,7 @@ def not_supported(graph: components.Graph, settings: RenderSettings) -> list[Pro
         if nodes > 1 and not (settings.lws or on_grove):
             out.append(
                 Problem.at(
-                    _svc(name, "multinode", "nodeCount"),
+                    comps.path(name, "multinode", "nodeCount"),
                     f"multinode services (nodeCount {nodes}) need "
                     "a multinode orchestrator: set the setting lws to true "
                     "(LeaderWorkerSet) or the setting grove to true (Grove)",
@@ -165,14 +161,14 @@ def resolve_backends(graph: components.Graph) -> tuple[str | None, dict[str, str
         try:
             found = detect_backend(_effective_command(component, ctype))
         except ComponentError as exc:
-            problems.append(Problem.at(_svc(name, *exc.path), str(exc)))
+            problems.append(Problem.at(exc.where(graph.components, component), str(exc)))
             continue
         if found is None:
             continue
         if explicit and found != explicit:
             problems.append(
                 Problem.at(
-                    _svc(name, "extraPodSpec", "mainContainer"),
+                    graph.components.path(name, *main_path(component)),
                     f"command runs dynamo.{found} but spec.backendFramework is {explicit!r}",
                 )
             )
@@ -181,7 +177,7 @@ def resolve_backends(graph: components.Graph) -> tuple[str | None, dict[str, str
     if not explicit and len(frameworks) > 1:
         problems.append(
             Problem.at(
-                ("spec", "services"),
+                ("spec", "components"),
                 "workers run different backends "
                 f"({', '.join(sorted(frameworks))}); one graph has one",
             )
@@ -244,22 +240,16 @@ def _with_sync_option(current: str | None, option: str) -> str:
     return ",".join(opts)
 
 
-def graph_worker_hash(
-    settings: RenderSettings,
-    source: Obj,
-    alpha: hub.AlphaComponents | None = None,
-    graph: components.GraphComponents | None = None,
-) -> str | None:
-    """The worker generation: the operator's worker hash v2 of the DGD document ``source``
-    (None: no workers). The component path names the worker Deployments with it; on Grove
-    it only suffixes the workers' Dynamo namespace and labels their cliques (#12769: a new
+def graph_worker_hash(settings: RenderSettings, graph: components.Graph) -> str | None:
+    """The worker generation: the operator's worker hash v2 of the DGD's form (None: no
+    workers). The component path names the worker Deployments with it; on Grove it only
+    suffixes the workers' Dynamo namespace and labels their cliques (#12769: a new
     PodCliqueSet renders the suffix whenever it has workers, hashed the same way)."""
     # the components as the operator holds them (v1beta1: prefill/decode are worker types)
-    if not (graph or components.of(source, alpha)).has_workers():
+    if not graph.components.has_workers():
         return None
     try:
-        # alpha: the conversion of a v1alpha1 source's components, shared with the emitted DGD
-        return workerhash.worker_hash(hub.graph(source, settings.namespace, alpha))
+        return workerhash.worker_hash(graph.hub(settings.namespace))
     except (GoTypeError, QuantityError) as exc:
         # a field whose type the API server's schema would refuse (the hash encodes the
         # spec as the operator's Go types)
@@ -268,21 +258,49 @@ def graph_worker_hash(
         ) from None
 
 
-def expand_graph(
-    graph: components.Graph,
-    settings: RenderSettings,
-    source: Obj,
-    alpha: hub.AlphaComponents | None = None,
-) -> list[Obj]:
-    """Every object the operator creates for the DGD ``graph`` (read from the admitted
-    document ``source``), in no particular order (but a PodCliqueSet's cliques in the order
-    of its components: as written in a v1beta1 document, name-sorted by the conversion of a
-    v1alpha1 one); raises :class:`RenderError` with problems not located yet (their paths
-    are the v1alpha1 DGD's fields)."""
+@dataclass(frozen=True)
+class GraphScope:
+    """What every component of one graph is expanded with."""
+
+    graph: components.Graph
+    settings: RenderSettings
+    namespace: str
+    #: each component's backend (detected or explicit framework, "noop" for none)
+    backends: dict[str, str]
+    #: the graph's discovery backend (Grove forces it into every component's annotations)
+    discovery: str
+    worker_hash: str | None = None
+    graph_envs: tuple[Obj, ...] = ()
+    #: (ConfigMap name, key) of an EPP's config
+    epp_config_map: tuple[str, str] | None = None
+    #: a standalone DCD: no graph to name, its workload named after it
+    standalone: bool = False
+
+
+def expand_graph(graph: components.Graph, settings: RenderSettings) -> list[Obj]:
+    """Every object the operator creates for the DGD ``graph`` (its admitted form), in no
+    particular order (but a PodCliqueSet's cliques in the order of its components: as
+    written in a v1beta1 document, name-sorted by the conversion of a v1alpha1 one); raises
+    :class:`RenderError` with problems not located yet (their paths are the form's)."""
     problems = not_supported(graph, settings)
     if problems:
         raise RenderError(problems)
-    return _expand_graph(graph, settings, source, alpha)
+    namespace = graph.namespace or settings.namespace
+    eps = sorted(
+        (c for c in graph.components.components if c.type == naming.EPP), key=lambda c: c.name
+    )
+    epp_objects, epp_cm = _epp_objects(graph, namespace, settings, eps)
+    scope = GraphScope(
+        graph,
+        settings,
+        namespace,
+        resolve_backends(graph)[1],
+        naming.discovery_backend(graph.annotations, settings.discovery_backend),
+        graph_worker_hash(settings, graph),
+        tuple(dump(graph.spec.env) or []),
+        epp_cm,
+    )
+    return [*_graph_objects(scope, bool(eps)), *epp_objects, *_component_objects(scope)]
 
 
 def expand_component_deployment(graph: components.Graph, settings: RenderSettings) -> list[Obj]:
@@ -296,47 +314,31 @@ def expand_component_deployment(graph: components.Graph, settings: RenderSetting
     if problems:
         raise RenderError(problems)
     (component,) = graph.components.components
-    service = component.name
-    _, backends = resolve_backends(graph)
     namespace = graph.namespace or settings.namespace
+    scope = GraphScope(
+        graph,
+        settings,
+        namespace,
+        resolve_backends(graph)[1],
+        naming.discovery_backend(graph.annotations, settings.discovery_backend),
+        graph_envs=tuple(dump(graph.spec.env) or []),
+        standalone=True,
+    )
     # the one graph-level object a multinode pod refers to: our own wait-for-leader script
     multi = components.node_count(component) > 1
     out = [lws.wait_leader_config_map(graph.name, namespace)] if multi else []
     try:
-        return out + _expand_service(
-            graph,
-            service,
-            namespace,
-            settings,
-            backends[service],
-            None,
-            tuple(dump(graph.spec.env) or []),
-            None,
-            standalone=True,
-        )
+        return out + _expand_service(scope, component)
     except ComponentError as exc:
-        raise RenderError([Problem.at(_svc(service, *exc.path), str(exc))]) from None
+        raise RenderError([Problem.at(exc.where(graph.components, component), str(exc))]) from None
 
 
-def _expand_graph(
-    graph: components.Graph,
-    settings: RenderSettings,
-    source: Obj,
-    alpha: hub.AlphaComponents | None = None,
-) -> list[Obj]:
-    dgd_name = graph.name
-    namespace = graph.namespace or settings.namespace
-    graph_discovery = naming.discovery_backend(graph.annotations, settings.discovery_backend)
-    comps = graph.components  # the internal v1beta1 model
-    _, backends = resolve_backends(graph)
-    on_grove = grove.is_grove(graph, settings)
-    whash = graph_worker_hash(settings, source, alpha, comps)
-    graph_envs = tuple(dump(graph.spec.env) or [])
-    eps = sorted((c for c in comps.components if c.type == naming.EPP), key=lambda c: c.name)
-
+def _graph_objects(scope: GraphScope, has_epp: bool) -> list[Obj]:
+    """The DGD-level objects (dynamo-objects.md 5.1): the Planner's and EPP's RBAC, the
+    PVCs, the GMS claim templates, the discovery RBAC, the wait-for-leader script."""
+    graph, settings, namespace = scope.graph, scope.settings, scope.namespace
+    comps = graph.components
     out: list[Obj] = []
-    problems = []
-    # DGD-level objects (dynamo-objects.md 5.1)
     if settings.planner_rbac:
         out.append(objects.service_account(naming.PLANNER_SERVICE_ACCOUNT, namespace))
         out.append(
@@ -344,7 +346,7 @@ def _expand_graph(
                 naming.PLANNER_SERVICE_ACCOUNT, namespace, f"{settings.operator_fullname}-planner"
             )
         )
-        if eps:
+        if has_epp:
             out.append(objects.service_account(naming.EPP_SERVICE_ACCOUNT, namespace))
             out.append(
                 objects.cluster_role_binding_for_sa(
@@ -354,113 +356,120 @@ def _expand_graph(
     for p in graph.pvcs:  # v1alpha1 only (the operator keeps them in nvidia.com/dgd-spec)
         if p.create and p.name:
             out.append(objects.pvc(p, namespace))
-    out.extend(gms.resource_claim_templates(dgd_name, comps, namespace, settings))  # GMS (DRA)
-    if graph_discovery == "kubernetes":
-        out.extend(objects.discovery_rbac(dgd_name, namespace))
+    out.extend(gms.resource_claim_templates(graph.name, comps, namespace, settings))  # GMS (DRA)
+    if scope.discovery == "kubernetes":
+        out.extend(objects.discovery_rbac(graph.name, namespace))
     if any(components.node_count(c) > 1 for c in comps.components):
-        out.append(lws.wait_leader_config_map(dgd_name, namespace))
-
-    epp_cm: tuple[str, str] | None = None
-    for epp in eps:
-        epp_name, cfg = epp.name, epp.eppConfig
-        dyn_ns = naming.dynamo_namespace(epp.globalDynamoNamespace, namespace, dgd_name)
-        if cfg is not None and cfg.configMapRef is not None:
-            epp_cm = (str(cfg.configMapRef.name), cfg.configMapRef.key or defaults.EPP_CONFIG_KEY)
-        elif cfg is not None and cfg.config is not None:
-            out.append(objects.epp_config_map(dgd_name, namespace, epp_name, cfg.config))
-        out.append(objects.inference_pool(dgd_name, namespace, epp_name, dyn_ns))
-        if istio.mesh_enabled(settings):  # dgd_epp_reconciler.go: a DestinationRule per EPP
-            out.append(
-                istio.destination_rule(
-                    naming.epp_service_name(dgd_name, epp_name), namespace, settings
-                )
-            )
-
-    parts: list[grove.ServiceCliques] = []
-    for component in comps.components:  # the operator's component order
-        service = component.name
-        try:
-            if on_grove:
-                ctx = _grove_context(
-                    graph,
-                    component,
-                    namespace,
-                    settings,
-                    backends[service],
-                    whash,
-                    graph_envs,
-                    epp_cm,
-                    graph_discovery,
-                )
-                parts.append(grove.service_cliques(ctx, graph))
-                out.extend(_grove_service_objects(ctx, graph))
-            else:
-                out.extend(
-                    _expand_service(
-                        graph,
-                        service,
-                        namespace,
-                        settings,
-                        backends[service],
-                        whash,
-                        graph_envs,
-                        epp_cm,
-                    )
-                )
-        except ComponentError as exc:
-            problems.append(Problem.at(_svc(service, *exc.path), str(exc)))
-    if problems:
-        raise RenderError(problems)
-    if on_grove:
-        out.append(
-            provider_override.apply(
-                override_root(graph), comps, grove.pod_clique_set(graph, namespace, settings, parts)
-            )
-        )
+        out.append(lws.wait_leader_config_map(graph.name, namespace))
     return out
 
 
-def _grove_context(
+def _epp_objects(
     graph: components.Graph,
-    component: v1beta1.Component,
     namespace: str,
     settings: RenderSettings,
-    backend: str,
-    whash: str | None,
-    graph_envs: tuple[Obj, ...],
-    epp_cm: tuple[str, str] | None,
-    graph_discovery: str,
+    eps: list[v1beta1.Component],
+) -> tuple[list[Obj], tuple[str, str] | None]:
+    """Each EPP's config map, inference pool and (Istio) DestinationRule, and the config
+    map the EPP reads ((name, key); None: none)."""
+    out: list[Obj] = []
+    epp_cm: tuple[str, str] | None = None
+    for epp in eps:
+        epp_name, cfg = epp.name, epp.eppConfig
+        dyn_ns = naming.dynamo_namespace(epp.globalDynamoNamespace, namespace, graph.name)
+        if cfg is not None and cfg.configMapRef is not None:
+            epp_cm = (str(cfg.configMapRef.name), cfg.configMapRef.key or defaults.EPP_CONFIG_KEY)
+        elif cfg is not None and cfg.config is not None:
+            out.append(objects.epp_config_map(graph.name, namespace, epp_name, cfg.config))
+        out.append(objects.inference_pool(graph.name, namespace, epp_name, dyn_ns))
+        if istio.mesh_enabled(settings):  # dgd_epp_reconciler.go: a DestinationRule per EPP
+            out.append(
+                istio.destination_rule(
+                    naming.epp_service_name(graph.name, epp_name), namespace, settings
+                )
+            )
+    return out, epp_cm
+
+
+def _component_objects(scope: GraphScope) -> list[Obj]:
+    """Each component's objects, in the operator's component order; on Grove, its clique
+    in the graph's PodCliqueSet (with the provider overrides)."""
+    graph, settings = scope.graph, scope.settings
+    on_grove = grove.is_grove(graph, settings)
+    out: list[Obj] = []
+    problems = []
+    parts: list[grove.ServiceCliques] = []
+    for component in graph.components.components:
+        try:
+            if on_grove:
+                ctx = _grove_context(scope, component)
+                parts.append(grove.service_cliques(ctx, graph))
+                out.extend(_grove_service_objects(ctx, graph))
+            else:
+                out.extend(_expand_service(scope, component))
+        except ComponentError as exc:
+            problems.append(Problem.at(exc.where(graph.components, component), str(exc)))
+    if problems:
+        raise RenderError(problems)
+    if on_grove:
+        pcs = grove.pod_clique_set(graph, scope.namespace, settings, parts)
+        out.append(provider_override.apply(override_root(graph), graph.components, pcs))
+    return out
+
+
+def _context(
+    scope: GraphScope,
+    component: v1beta1.Component,
+    annotations: dict[str, str],
+    labels: dict[str, str],
+    *,
+    name: str,
+    discovery: str,
+    env_overrides: tuple[tuple[str, str], ...] = (),
+    grove: bool = False,
 ) -> ComponentContext:
+    """The one place a :class:`ComponentContext` is made: component ``component`` of the
+    graph of ``scope``, with what its path (a DCD or a Grove clique) gave it."""
+    graph, settings, ctype = scope.graph, scope.settings, component.type or ""
+    return ComponentContext(
+        dgd_name=graph.name,
+        namespace=scope.namespace,
+        service=component.name,
+        component_type=ctype,
+        dynamo_ns=naming.dynamo_namespace(
+            component.globalDynamoNamespace, scope.namespace, graph.name
+        ),
+        name=name,
+        worker_hash=scope.worker_hash if naming.is_worker(ctype) else None,
+        backend=scope.backends[component.name],
+        discovery_backend=discovery,
+        container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
+        annotations=annotations,
+        labels=labels,
+        graph_envs=tuple(merge_envs(scope.graph_envs)),
+        settings=settings,
+        component=component,
+        epp_config_map=scope.epp_config_map,
+        env_overrides=env_overrides,
+        grove=grove,
+        **_kv_transfer(graph, settings, ctype),
+        graph_label=not scope.standalone,
+        runtime=component_runtime(component),
+        preserved=graph.components.preserved_of(component.name),
+    )
+
+
+def _grove_context(scope: GraphScope, component: v1beta1.Component) -> ComponentContext:
     """A Grove clique's context: no DCD, so no legacy DCD rewrites and the clique keeps the
     graph's names; workers carry the worker hash (#12769, ``dgd_grove_workload_renderer.go``
     @ 2a6da14c8); the graph's discovery backend is forced into every component's
     annotations."""
-    dgd_name, service = graph.name, component.name
-    ctype = component.type or ""  # v1beta1: prefill/decode are types of their own
-    preserved = graph.components.preserved_of(service)
-    annotations = _component_annotations(graph, preserved)
-    annotations[keys.ANN_DISCOVERY_BACKEND] = graph_discovery
-    return ComponentContext(
-        dgd_name=dgd_name,
-        namespace=namespace,
-        service=service,
-        component_type=ctype,
-        dynamo_ns=naming.dynamo_namespace(component.globalDynamoNamespace, namespace, dgd_name),
-        name=naming.base_name(dgd_name, service),
-        worker_hash=whash if naming.is_worker(ctype) else None,
-        backend=backend,
-        discovery_backend=graph_discovery,
-        container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
-        annotations=annotations,
-        labels={},
-        graph_envs=tuple(merge_envs(graph_envs)),
-        settings=settings,
-        component=component,
-        epp_config_map=epp_cm,
-        grove=True,
-        **_kv_transfer(graph, settings, ctype),
-        runtime=component_runtime(component),
-        preserved=preserved,
+    graph = scope.graph
+    annotations = _component_annotations(graph, graph.components.preserved_of(component.name))
+    annotations[keys.ANN_DISCOVERY_BACKEND] = scope.discovery
+    name = naming.base_name(graph.name, component.name)
+    return _context(
+        scope, component, annotations, {}, name=name, discovery=scope.discovery, grove=True
     )
 
 
@@ -519,115 +528,101 @@ def _template_metadata(
     return labels, annotations
 
 
-def _expand_service(
-    graph: components.Graph,
-    service: str,
-    namespace: str,
-    settings: RenderSettings,
-    backend: str,
-    whash: str | None,
-    graph_envs: tuple[Obj, ...],
-    epp_cm: tuple[str, str] | None,
-    standalone: bool = False,
-) -> list[Obj]:
-    """The objects of the component ``service`` of ``graph`` (a standalone DCD's one)."""
-    dgd_name = graph.name
-    # its v1beta1 type: a v1alpha1 worker with subComponentType prefill/decode is that type
-    component = graph.components.get(service)
-    assert component is not None  # the name of one of the graph's components
-    ctype = component.type or ""
-    worker = naming.is_worker(ctype)
-    component, env_overrides = legacy.apply(component, graph.spec.env)
-    preserved = graph.components.preserved_of(service)
+def _expand_service(scope: GraphScope, component: v1beta1.Component) -> list[Obj]:
+    """The objects of one component of the graph (a standalone DCD's one): its DCD's
+    workload (a Deployment, or a LeaderWorkerSet when multinode), then its Service,
+    ingress, model Service and scaling adapter."""
+    ctx = _dcd_context(scope, component)
+    annotations, strategy = _workload_annotations(ctx)
+    # the pod template carries the Deployment's annotations (both are GetDCDKubeAnnotations)
+    template_meta: dict[str, Any] = {"labels": pod_labels(ctx, ctx.labels)}
+    if annotations:
+        template_meta["annotations"] = dict(sorted(annotations.items()))
+    workload = _workload(scope, ctx, annotations, strategy, template_meta)
+    return [workload, *_service_objects(ctx, annotations)]
+
+
+def _dcd_context(scope: GraphScope, written: v1beta1.Component) -> ComponentContext:
+    """A component's context on the DCD path: the legacy config applied, then its
+    annotations and labels as ``GetDCDKubeAnnotations`` / ``GetDCDKubeLabels``
+    (``internal/dynamo/v1beta1_helpers.go`` @ 2a6da14c8) make them: the v1alpha1 service's
+    own, then the pod template's, then the system labels."""
+    graph, ctype = scope.graph, written.type or ""
+    component, env_overrides = legacy.apply(written, graph.spec.env)
+    preserved = graph.components.preserved_of(component.name)
     tmpl_labels, tmpl_ann = _template_metadata(graph, component, ctype)
-    # GetDCDKubeAnnotations / GetDCDKubeLabels (internal/dynamo/v1beta1_helpers.go @
-    # 2a6da14c8): the v1alpha1 service's own annotations and labels, then the pod
-    # template's, then the system labels
-    annotations = {**preserved.annotations, **tmpl_ann}
     kvt = topology.graph_policy(graph.spec.experimental)
-    annotations = topology.source_annotations(annotations, kvt, ctype)
-    dyn_ns = naming.dynamo_namespace(component.globalDynamoNamespace, namespace, dgd_name)
+    annotations = topology.source_annotations({**preserved.annotations, **tmpl_ann}, kvt, ctype)
+    labels = _dcd_labels(scope, component, {**preserved.labels, **tmpl_labels})
+    whash = scope.worker_hash if naming.is_worker(ctype) else None
     # a standalone DCD names its workload itself (kubeName = the DCD's name)
     name = (
-        dgd_name
-        if standalone
-        else naming.component_name(dgd_name, service, whash if worker else None)
+        graph.name if scope.standalone else naming.component_name(graph.name, component.name, whash)
     )
-    labels = {**preserved.labels, **tmpl_labels}
-    sub_type = components.sub_component_type(component, preserved)
+    discovery = naming.discovery_backend(annotations, scope.settings.discovery_backend)
+    overrides = tuple(sorted(env_overrides.items()))
+    return _context(
+        scope,
+        component,
+        annotations,
+        labels,
+        name=name,
+        discovery=discovery,
+        env_overrides=overrides,
+    )
+
+
+def _dcd_labels(
+    scope: GraphScope, component: v1beta1.Component, labels: dict[str, str]
+) -> dict[str, str]:
+    """``labels`` (the service's own and the pod template's) with the system labels."""
+    graph, ctype = scope.graph, component.type or ""
+    worker = naming.is_worker(ctype)
+    sub_type = components.sub_component_type(
+        component, graph.components.preserved_of(component.name)
+    )
     if sub_type:
         labels[keys.LABEL_SUB_COMPONENT_TYPE] = sub_type
-    labels.update({keys.LABEL_COMPONENT: service, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns})
-    if not standalone:
-        labels[keys.LABEL_GRAPH_NAME] = dgd_name
-    if worker and whash:
-        labels[keys.LABEL_WORKER_HASH] = whash
+    dyn_ns = naming.dynamo_namespace(component.globalDynamoNamespace, scope.namespace, graph.name)
+    labels.update({keys.LABEL_COMPONENT: component.name, keys.LABEL_DYNAMO_NAMESPACE: dyn_ns})
+    if not scope.standalone:
+        labels[keys.LABEL_GRAPH_NAME] = graph.name
+    if worker and scope.worker_hash:
+        labels[keys.LABEL_WORKER_HASH] = scope.worker_hash
     if worker and graph.components.has_type(naming.EPP):
         labels[keys.LABEL_COMPONENT_CLASS] = naming.COMPONENT_CLASS_WORKER
-    discovery = naming.discovery_backend(annotations, settings.discovery_backend)
-    ctx = ComponentContext(
-        dgd_name=dgd_name,
-        namespace=namespace,
-        service=service,
-        component_type=ctype,
-        dynamo_ns=dyn_ns,
-        name=name,
-        worker_hash=whash if worker else None,
-        backend=backend,
-        discovery_backend=discovery,
-        container_discovery=annotations.get(keys.ANN_KUBE_DISCOVERY_MODE) == "container",
-        annotations=annotations,
-        labels=labels,
-        graph_envs=tuple(merge_envs(graph_envs)),
-        settings=settings,
-        component=component,
-        epp_config_map=epp_cm,
-        env_overrides=tuple(sorted(env_overrides.items())),
-        **_kv_transfer(graph, settings, ctype),
-        graph_label=not standalone,
-        runtime=component_runtime(component),
-        preserved=preserved,
-    )
+    if component.modelRef is not None:
+        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(component.modelRef.name)
+    return labels
 
-    model = component.modelRef
+
+def _workload_annotations(ctx: ComponentContext) -> tuple[dict[str, str], dict[str, Any]]:
+    """The workload's (and its pods') annotations, and the Deployment strategy read from
+    the component's annotations first."""
+    strategy = _strategy(ctx.annotations)
+    out = naming.workload_annotations(dict(ctx.annotations))
+    model = ctx.component.modelRef
     if model is not None:
-        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(model.name)
-    dep_ann = dict(annotations)
-    strategy = _strategy(dep_ann)
-    dep_ann = naming.workload_annotations(dep_ann)
-    if model is not None:
-        dep_ann[keys.ANN_BASE_MODEL] = model.name
-    dep_ann.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
+        out[keys.ANN_BASE_MODEL] = model.name
+    out.pop(keys.ANN_RESTART_AT, None)  # restarts belong to the controller
     # GetDCDKubeAnnotations (v1beta1_helpers.go @ 2a6da14c8) drops the origin-version stamp
     # from the workload and its pods; it still gates rendering (ctx.annotations)
-    dep_ann.pop(keys.ANN_OPERATOR_ORIGIN_VERSION, None)
-    dep_ann = topology.source_annotations(dep_ann, kvt, ctype)
+    out.pop(keys.ANN_OPERATOR_ORIGIN_VERSION, None)
+    return topology.source_annotations(out, ctx.kv_transfer, ctx.component_type), strategy
 
-    # the pod template carries the Deployment's annotations (both are GetDCDKubeAnnotations)
-    template_meta: dict[str, Any] = {"labels": pod_labels(ctx, labels)}
-    if dep_ann:
-        template_meta["annotations"] = dict(sorted(dep_ann.items()))
 
-    has_adapter = component.scalingAdapter is not None  # present = enabled
-    desired = 1 if component.replicas is None else component.replicas
-    multi = components.node_count(component) > 1
-    deploy_ann = dict(dep_ann)
-    deploy_spec: dict[str, Any] = {}
-    out: list[Obj] = []
-    if worker and settings.managed_replicas:
-        deploy_ann[keys.ANN_MANAGED_REPLICAS] = "true"
-        if replica_owners.planner_scaled(graph.components, service):
-            deploy_ann[keys.ANN_SEED_REPLICAS] = str(desired)
-        elif not has_adapter:
-            deploy_ann[keys.ANN_DESIRED_REPLICAS] = str(desired)
-        deploy_ann[keys.ANN_ARGOCD_SYNC_OPTIONS] = _with_sync_option(
-            deploy_ann.get(keys.ANN_ARGOCD_SYNC_OPTIONS), keys.ARGOCD_PRUNE_FALSE
-        )
-        deploy_ann[keys.ANN_ARGOCD_COMPARE_OPTIONS] = keys.ARGOCD_IGNORE_EXTRANEOUS
-        deploy_ann[keys.ANN_FLUX_PRUNE] = keys.FLUX_PRUNE_DISABLED
-    elif not has_adapter:
-        deploy_spec["replicas"] = desired
-    if multi:
+def _workload(
+    scope: GraphScope,
+    ctx: ComponentContext,
+    annotations: dict[str, str],
+    strategy: dict[str, Any],
+    template_meta: dict[str, Any],
+) -> Obj:
+    """The component's Deployment, or its LeaderWorkerSet when multinode; a managed worker's
+    replicas left to the companion controller (annotations)."""
+    component = ctx.component
+    deploy_ann, replicas = _replica_annotations(scope, ctx, annotations)
+    if components.node_count(component) > 1:
         # the operator sets no annotations on the LWS: only ours for a managed worker
         ours = {k: v for k, v in deploy_ann.items() if k in _MANAGED_ANNOTATIONS}
         # the LWS pods are labelled with the DCD's Dynamo namespace: a v1alpha1
@@ -635,38 +630,71 @@ def _expand_service(
         # deepseek-r1 sglang recipe in conformance/operator-output)
         lws_meta = {
             **template_meta,
-            "labels": {**template_meta["labels"], keys.LABEL_DYNAMO_NAMESPACE: dyn_ns},
+            "labels": {**template_meta["labels"], keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns},
         }
-        out.append(_leader_worker_set(ctx, labels, ours, lws_meta, deploy_spec.get("replicas")))
-    else:
-        deploy_spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: name}}
-        deploy_spec["strategy"] = strategy
-        deploy_spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
-        out.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": objects.meta(name, namespace, labels, deploy_ann),
-                "spec": deploy_spec,
-            }
-        )
+        return _leader_worker_set(ctx, ctx.labels, ours, lws_meta, replicas)
+    spec: dict[str, Any] = {} if replicas is None else {"replicas": replicas}
+    spec["selector"] = {"matchLabels": {keys.LABEL_SELECTOR: ctx.name}}
+    spec["strategy"] = strategy
+    spec["template"] = {"metadata": template_meta, "spec": build_pod_spec(ctx)}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": objects.meta(ctx.name, ctx.namespace, ctx.labels, deploy_ann),
+        "spec": spec,
+    }
 
-    if ctype == naming.FRONTEND or ctx.k8s_discovery:
-        svc_labels = dict(labels)
+
+def _replica_annotations(
+    scope: GraphScope, ctx: ComponentContext, annotations: dict[str, str]
+) -> tuple[dict[str, str], int | None]:
+    """The workload's annotations and its ``replicas`` (None: not written). A managed
+    worker's count goes to the companion controller (desired or seed annotation) and Argo
+    CD / Flux leave it alone; a scaling adapter owns the count itself."""
+    component, out = ctx.component, dict(annotations)
+    has_adapter = component.scalingAdapter is not None  # present = enabled
+    desired = 1 if component.replicas is None else component.replicas
+    if naming.is_worker(ctx.component_type) and scope.settings.managed_replicas:
+        out[keys.ANN_MANAGED_REPLICAS] = "true"
+        if replica_owners.planner_scaled(scope.graph.components, ctx.service):
+            out[keys.ANN_SEED_REPLICAS] = str(desired)
+        elif not has_adapter:
+            out[keys.ANN_DESIRED_REPLICAS] = str(desired)
+        out[keys.ANN_ARGOCD_SYNC_OPTIONS] = _with_sync_option(
+            out.get(keys.ANN_ARGOCD_SYNC_OPTIONS), keys.ARGOCD_PRUNE_FALSE
+        )
+        out[keys.ANN_ARGOCD_COMPARE_OPTIONS] = keys.ARGOCD_IGNORE_EXTRANEOUS
+        out[keys.ANN_FLUX_PRUNE] = keys.FLUX_PRUNE_DISABLED
+        return out, None
+    return out, None if has_adapter else desired
+
+
+def _service_objects(ctx: ComponentContext, annotations: dict[str, str]) -> list[Obj]:
+    """The component's Service (a frontend, or any component with Kubernetes discovery),
+    ingress, model Service and scaling adapter."""
+    out: list[Obj] = []
+    multi = components.node_count(ctx.component) > 1
+    if ctx.component_type == naming.FRONTEND or ctx.k8s_discovery:
+        svc_labels = dict(ctx.labels)
         if ctx.k8s_discovery:
             svc_labels.update(
                 {keys.LABEL_DISCOVERY_BACKEND: "kubernetes", keys.LABEL_DISCOVERY_ENABLED: "true"}
             )
-        out.append(objects.component_service(ctx, svc_labels, dep_ann, leader_only=multi))
-    ingress = preserved.ingress  # v1alpha1 only (the operator keeps it in nvidia.com/dgd-spec)
-    if ingress is None and ctype == naming.FRONTEND:
+        out.append(objects.component_service(ctx, svc_labels, annotations, leader_only=multi))
+    ingress = ctx.preserved.ingress  # v1alpha1 only (the operator keeps it in nvidia.com/dgd-spec)
+    if ingress is None and ctx.component_type == naming.FRONTEND:
         ingress = objects.default_ingress(ctx)
     if ingress is not None:
         out.extend(objects.ingress_objects(ctx, ingress))
+    model = ctx.component.modelRef
     if model is not None:
-        out.append(objects.model_service(model.name, namespace))
-    if has_adapter:
-        out.append(objects.scaling_adapter(dgd_name, namespace, service, component.replicas))
+        out.append(objects.model_service(model.name, ctx.namespace))
+    if ctx.component.scalingAdapter is not None:
+        out.append(
+            objects.scaling_adapter(
+                ctx.dgd_name, ctx.namespace, ctx.service, ctx.component.replicas
+            )
+        )
     return out
 
 

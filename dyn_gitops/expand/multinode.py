@@ -510,9 +510,10 @@ def check_launchable(c: Obj, role: str) -> None:
     """The operator refuses a multinode main container without a command and args."""
     if not c.get("command") or not c.get("args"):
         raise ComponentError(
-            ("extraPodSpec", "mainContainer"),
+            (),
             f"a multinode service's main container needs both command and "
             f"args (the {role} command is rewritten per node)",
+            in_main=True,
         )
 
 

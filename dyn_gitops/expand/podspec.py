@@ -40,8 +40,7 @@ def detect_backend(container: dict[str, Any]) -> str | None:
     found = naming.backends_in_command(container)
     if len(found) > 1:
         raise ComponentError(
-            ("extraPodSpec", "mainContainer"),
-            f"command runs several Dynamo backends ({', '.join(sorted(found))})",
+            (), f"command runs several Dynamo backends ({', '.join(sorted(found))})", in_main=True
         )
     return found.pop() if found else None
 
@@ -73,11 +72,8 @@ def _compilation_cache(ctx: ComponentContext) -> tuple[str, str] | None:
         if ctx.backend == "vllm":
             path = defaults.VLLM_COMPILATION_CACHE_PATH
         else:
-            at = ctx.preserved.cache_mount
             raise ComponentError(
-                ("compilationCache", "mountPath")
-                if at is None
-                else ("volumeMounts", at, "mountPoint"),
+                ("compilationCache", "mountPath"),
                 f"a compilation cache needs a mountPoint for backend {ctx.backend!r} "
                 "(only vLLM has a default)",
             )

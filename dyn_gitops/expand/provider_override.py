@@ -76,13 +76,12 @@ def _uses_scaling_group(component: v1beta1.Component) -> bool:
 
 def overrides(root: Root, graph: GraphComponents) -> Iterator[Located]:
     """Every override of the DGD (``root``: its graph-level one; ``graph``: its v1beta1
-    components) with its location and resolved target. Locations are v1alpha1 paths
-    (``spec.services.<name>``; a v1beta1 DGD's are mapped back to its components)."""
+    components) with its location (in the DGD's form) and resolved target."""
     if root.override is not None:
         yield Located(("spec", "providerOverride"), root.override, PCS)
     for component in sorted(graph.components, key=lambda c: c.name):
         name = component.name
-        base: FieldPath = ("spec", "services", name)
+        base = graph.path(name)
         if component.providerOverride is not None:
             target = SCALING_GROUP if _uses_scaling_group(component) else CLIQUE
             yield Located((*base, "providerOverride"), component.providerOverride, target, name)

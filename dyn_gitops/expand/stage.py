@@ -12,16 +12,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import admission, coexistence, keys, to_v1beta1
+from .. import admission, coexistence, keys
 from ..errors import NotSupportedError, Problem, RenderError
+from ..hubform import Graph
 from ..merge import data_copy
 from ..models.versions import V1ALPHA1, V1BETA1
 from ..parse import Document, located
-from ..rules import Graph
 from ..settings import RenderSettings
-from ..validate import Validated, dcd_as_graph
-from ..workerhash import hub
-from . import components, replica_owners
+from ..validate import Validated
+from . import replica_owners
 from .graph import expand_component_deployment, expand_graph
 
 
@@ -82,45 +81,27 @@ def expand(
 def expand_one(item: Validated, settings: RenderSettings) -> list[Rendered]:
     """What one validated document renders to; :class:`RenderError` with the problems
     located in its document."""
-    doc, admitted = item.doc, item.graph
-    if admitted is None:
+    doc, graph = item.doc, item.graph
+    if graph is None:
         return [Rendered(doc.data, doc.file.path, passthrough=True, doc=doc)]
-    # with the webhook's stamps
-    source = admission.admitted_document(doc.data, admitted.metadata)
-    # a v1alpha1 DGD's components converted once (when needed): for the worker hash and the
-    # emitted v1beta1 DGD
-    alpha = item.alpha_components or (
-        hub.AlphaComponents(source.get("spec") or {}) if components.is_alpha(source) else None
-    )
     try:
-        if item.standalone_dcd:
-            # its one component, in the one-component DGD named like it
-            graph = components.graph_of(dcd_as_graph(source)[0])
+        if item.standalone_dcd:  # its one component, in the one-component DGD named like it
             children = expand_component_deployment(graph, settings)
         else:
-            graph = components.graph_of(source, alpha)  # the internal v1beta1 model
-            children = expand_graph(graph, settings, source, alpha)
+            children = expand_graph(graph, settings)
     except NotSupportedError as exc:
         raise RenderError([item.located(Problem.at(("spec",), str(exc)))]) from None
-    except RenderError as exc:  # its paths are the v1alpha1 model's fields
+    except RenderError as exc:  # its paths are the form's fields
         raise RenderError([item.located(p) for p in exc.problems]) from None
     ref = f"{graph.namespace or settings.namespace}/{graph.name}"
     out = [Rendered(child, doc.file.path, dgd=ref, doc=doc) for child in children]
     # a standalone DCD is rendered, not emitted: the companion controller manages DGDs
     if coexistence.emits_source(settings) and not item.standalone_dcd:
         try:
-            emitted = _source_to_emit(source, item, children, settings, alpha)
+            emitted = _source_to_emit(item, graph, children, settings)
         except RenderError as exc:
             raise RenderError([item.located(p) for p in exc.problems]) from None
-        out.append(
-            Rendered(
-                emitted,
-                doc.file.path,
-                dgd=ref,
-                source_dgd=True,
-                doc=doc,
-            )
-        )
+        out.append(Rendered(emitted, doc.file.path, dgd=ref, source_dgd=True, doc=doc))
     return out
 
 
@@ -171,26 +152,22 @@ def _markers(children: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _source_to_emit(
-    data: dict[str, Any],
-    item: Validated,
-    children: list[dict[str, Any]],
-    settings: RenderSettings,
-    alpha: hub.AlphaComponents | None = None,
+    item: Validated, graph: Graph, children: list[dict[str, Any]], settings: RenderSettings
 ) -> dict[str, Any]:
-    """The source DGD as admitted (``data``: as written plus the Dynamo 1.5 defaulting
-    webhook's stamps, :mod:`dyn_gitops.admission`, which the applier then owns) in the API
-    version of the setting source-api-version: a v1alpha1 one as the operator's conversion
-    webhook stores it in v1beta1 (:mod:`dyn_gitops.to_v1beta1`), or a v1beta1 one as the
-    v1alpha1 DGD it was rendered from; with the markers the companion controller reads
-    (worker hash, or the Grove PodCliqueSet)."""
+    """The source DGD as admitted (as written plus the Dynamo 1.5 defaulting webhook's
+    stamps, :mod:`dyn_gitops.admission`, which the applier then owns) in the API version of
+    the setting source-api-version: a v1alpha1 one as the operator's conversion webhook
+    stores it in v1beta1 (its form, :meth:`.hubform.Graph.as_v1beta1`), or a v1beta1 one
+    as the v1alpha1 DGD it was rendered from; with the markers the companion controller
+    reads (worker hash, or the Grove PodCliqueSet)."""
+    data = admission.admitted_document(item.doc.data, graph.metadata)
     stamps = _markers(children)
     version = data.get("apiVersion")
     if version == V1BETA1 and settings.source_api_version == "v1alpha1":
-        assert item.graph is not None  # a DGD
-        out: dict[str, Any] = _as_v1alpha1(item.graph)
+        out: dict[str, Any] = _as_v1alpha1(graph)
         stamps[keys.ANN_SOURCE_API_VERSION] = V1BETA1
     elif version == V1ALPHA1 and settings.source_api_version == "v1beta1":
-        if keys.ANN_DGD_SPEC in ((data.get("metadata") or {}).get("annotations") or {}):
+        if keys.ANN_DGD_SPEC in (graph.metadata.annotations or {}):
             # the operator's ConvertTo would restore v1beta1-only fields from it: not ported
             raise RenderError(
                 [
@@ -202,7 +179,7 @@ def _source_to_emit(
                     )
                 ]
             )
-        out = to_v1beta1.dgd(data, alpha)
+        out = graph.as_v1beta1(data.get("metadata") or {})
     else:
         out = data_copy(data)
     replica_owners.without_replicas(out, replica_owners.seeded_components(children))

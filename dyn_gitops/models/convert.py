@@ -27,25 +27,6 @@ from . import v1alpha1, v1beta1
 MAIN = "main"
 _SPLIT_TYPES = (naming.PREFILL, naming.DECODE)
 
-# v1alpha1 service field -> where the same thing lives in a v1beta1 component
-_FIELD_HOME: dict[str, FieldPath] = {
-    "componentType": ("type",),
-    "subComponentType": ("type",),
-    "extraPodSpec": ("podTemplate", "spec"),
-    "extraPodMetadata": ("podTemplate", "metadata"),
-    "envs": ("podTemplate",),
-    "envFromSecret": ("podTemplate",),
-    "resources": ("podTemplate",),
-    "livenessProbe": ("podTemplate",),
-    "readinessProbe": ("podTemplate",),
-    "volumeMounts": ("podTemplate",),
-    "sharedMemory": ("sharedMemorySize",),
-    "gpuMemoryService": ("experimental", "gpuMemoryService"),
-    "failover": ("experimental", "failover"),
-    "checkpoint": ("experimental", "checkpoint"),
-    "runtimeVersionOverride": ("runtimeVersionOverride",),
-}
-
 
 def _resources(res: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(v1alpha1 ``resources``, what must stay on the container)."""
@@ -148,6 +129,19 @@ def _sidecar(container: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
 
 
 def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
+    """The v1alpha1 service of component ``c`` (at ``loc``): its own fields, then its pod
+    template as the dedicated fields and ``extraPodSpec``."""
+    svc = _service_fields(c)
+    pod = _pod_fields(c, svc, loc)
+    if c.compilationCache is not None:
+        _cache_mount(c.compilationCache, svc, pod)
+    if pod:
+        svc["extraPodSpec"] = pod
+    return svc
+
+
+def _service_fields(c: v1beta1.Component) -> dict[str, Any]:
+    """The service fields of ``c`` that are not its pod template."""
     exp = c.experimental
     svc: dict[str, Any] = {}
     if c.type in _SPLIT_TYPES:
@@ -185,7 +179,12 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
                 svc[name] = {**{k: v for k, v in value.items() if k != "enabled"}, "enabled": True}
         if exp.checkpoint is not None:
             svc["checkpoint"] = {"enabled": True, **exp.checkpoint}
+    return svc
 
+
+def _pod_fields(c: v1beta1.Component, svc: dict[str, Any], loc: FieldPath) -> dict[str, Any]:
+    """``c``'s pod template: its metadata, container ``main`` and the frontend sidecar into
+    ``svc``'s dedicated fields; the rest of the pod spec, returned (``extraPodSpec``)."""
     tmpl = c.podTemplate
     meta = tmpl.metadata if tmpl else None
     if meta is not None and (meta.labels or meta.annotations):
@@ -215,22 +214,23 @@ def _service(c: v1beta1.Component, loc: FieldPath) -> dict[str, Any]:
         svc.update(fields)
         if rest:
             pod["mainContainer"] = rest
-    if c.compilationCache is not None:
-        cache = c.compilationCache
-        mounts = [m for m in svc.get("volumeMounts", []) if m["name"] != cache.pvcName]
-        main_rest = pod.get("mainContainer", {})
-        if main_rest.get("volumeMounts"):
-            kept = [m for m in main_rest["volumeMounts"] if m.get("name") != cache.pvcName]
-            main_rest["volumeMounts"] = kept or None
-        mount: dict[str, Any] = {"name": cache.pvcName, "useAsCompilationCache": True}
-        if cache.mountPath:
-            mount["mountPoint"] = cache.mountPath
-        svc["volumeMounts"] = [*mounts, mount]
     if others:
         pod["containers"] = others
-    if pod:
-        svc["extraPodSpec"] = pod
-    return svc
+    return pod
+
+
+def _cache_mount(cache: v1beta1.CompilationCache, svc: dict[str, Any], pod: dict[str, Any]) -> None:
+    """The compilation cache as the service's last volume mount (its mount taken off the
+    other mounts)."""
+    mounts = [m for m in svc.get("volumeMounts", []) if m["name"] != cache.pvcName]
+    main_rest = pod.get("mainContainer", {})
+    if main_rest.get("volumeMounts"):
+        kept = [m for m in main_rest["volumeMounts"] if m.get("name") != cache.pvcName]
+        main_rest["volumeMounts"] = kept or None
+    mount: dict[str, Any] = {"name": cache.pvcName, "useAsCompilationCache": True}
+    if cache.mountPath:
+        mount["mountPoint"] = cache.mountPath
+    svc["volumeMounts"] = [*mounts, mount]
 
 
 def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeployment:
@@ -262,10 +262,7 @@ def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeplo
         )
     except ValidationError as exc:  # pragma: no cover - the v1beta1 model checked the values
         raise RenderError(
-            [
-                Problem.at(loc_in_v1beta1(dgd)(tuple(e["loc"])), e["msg"])
-                for e in exc.errors(include_url=False)
-            ]
+            [Problem.at(("spec", "components"), e["msg"]) for e in exc.errors(include_url=False)]
         ) from None
     for c in dgd.spec.components or []:
         grove = c.experimental.grove if c.experimental is not None else None
@@ -278,72 +275,38 @@ def to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphDeplo
     return alpha
 
 
-def loc_in_v1beta1(dgd: v1beta1.DynamoGraphDeployment) -> Callable[[FieldPath], FieldPath]:
-    """Map a field path of the converted DGD back to the v1beta1 document."""
-    index = {c.name: i for i, c in enumerate(dgd.spec.components or [])}
-
-    def convert(loc: FieldPath) -> FieldPath:
-        if loc[:2] == ("spec", "envs"):
-            return ("spec", "env", *loc[2:])
-        if len(loc) < 3 or loc[:2] != ("spec", "services") or loc[2] not in index:
-            return ("spec", "components") if loc[:2] == ("spec", "services") else loc
-        base: FieldPath = ("spec", "components", index[str(loc[2])])
-        if len(loc) == 3:
-            return base
-        field = str(loc[3])
-        if field in _FIELD_HOME:
-            return (*base, *_FIELD_HOME[field])
-        return (*base, *loc[3:])
-
-    return convert
-
-
 #: a v1beta1 component field -> the v1alpha1 service field its conversion made it from
-#: (``ConvertTo`` @ 2a6da14c8, the reverse of :data:`_FIELD_HOME` for what the rules name)
+#: (``ConvertTo`` @ 2a6da14c8)
 _ALPHA_HOME: dict[str, FieldPath] = {
     "type": ("componentType",),
     "sharedMemorySize": ("sharedMemory",),
-    "compilationCache": ("volumeMounts",),
 }
 _ALPHA_EXPERIMENTAL = ("gpuMemoryService", "failover", "checkpoint")
-
-
-def _main_env_origin(svc: v1alpha1.ServiceSpec, j: int) -> FieldPath:
-    """Where the v1alpha1 service ``svc`` wrote entry ``j`` of its container ``main``'s env
-    in the v1beta1 form: the conversion's merge (``hub._ordered_env_merge``) keeps the
-    order of ``envs`` and replaces a name of ``extraPodSpec.mainContainer.env`` in place."""
-    main = svc.main_container
-    merged: list[FieldPath] = [("envs", i) for i in range(len(svc.envs or []))]
-    index = {e.name: i for i, e in enumerate(svc.envs or [])}
-    for i, env in enumerate((main.env if main is not None else None) or []):
-        where: FieldPath = ("extraPodSpec", "mainContainer", "env", i)
-        if env.name in index:
-            merged[index[env.name]] = where
-        else:
-            index[env.name] = len(merged)
-            merged.append(where)
-    return merged[j] if 0 <= j < len(merged) else ("extraPodSpec", "mainContainer", "env")
+#: a field of container ``main`` -> the dedicated service field the conversion merges it
+#: from (``buildSharedPodTemplateFromAlpha``), where the user wrote it unless
+#: ``extraPodSpec.mainContainer`` says it
+_DEDICATED = {
+    "env": "envs",
+    "envFrom": "envFromSecret",
+    "resources": "resources",
+    "livenessProbe": "livenessProbe",
+    "readinessProbe": "readinessProbe",
+    "volumeMounts": "volumeMounts",
+}
+#: a field of ``compilationCache`` -> that of the volume mount it is converted from
+_CACHE_MOUNT = {"pvcName": "name", "mountPath": "mountPoint"}
 
 
 def loc_in_v1alpha1(dgd: v1alpha1.DynamoGraphDeployment) -> Callable[[FieldPath], FieldPath]:
     """Map a field path of the v1beta1 form of the v1alpha1 DGD ``dgd`` (its conversion
-    **up**, ``hub.AlphaComponents``) back to the field the user wrote in ``dgd``: the
-    reverse of :func:`loc_in_v1beta1`. Its components are the services in name order;
-    container ``main`` (``containers[0]``) is ``extraPodSpec.mainContainer``, the other
-    containers those of ``extraPodSpec.containers`` in order, then the frontend sidecar."""
+    **up**, ``hubform.of_v1alpha1``) back to the field the user wrote in ``dgd``, the one
+    mapping between the versions (``hubform.Graph.written_path``). Its components are the
+    services in name order; container ``main`` (``containers[0]``) is
+    ``extraPodSpec.mainContainer`` merged over the dedicated fields (``envs``,
+    ``resources``, ...), the other containers those of ``extraPodSpec.containers`` in order,
+    then the frontend sidecar; ``compilationCache`` is the volume mount used as one."""
     services = dgd.spec.services or {}
     names = sorted(n for n, s in services.items() if s is not None)
-
-    def container(svc: v1alpha1.ServiceSpec, k: int, rest: FieldPath) -> FieldPath:
-        if k == 0 and rest[:1] == ("env",) and len(rest) > 1 and isinstance(rest[1], int):
-            return (*_main_env_origin(svc, rest[1]), *rest[2:])
-        if k == 0:
-            return ("extraPodSpec", "mainContainer", *rest)
-        written = (svc.extraPodSpec.containers if svc.extraPodSpec else None) or []
-        others = [j for j, c in enumerate(written) if c.name != MAIN]
-        if k - 1 < len(others):
-            return ("extraPodSpec", "containers", others[k - 1], *rest)
-        return ("frontendSidecar", *rest)
 
     def convert(loc: FieldPath) -> FieldPath:
         if loc[:2] == ("spec", "env"):
@@ -352,25 +315,69 @@ def loc_in_v1alpha1(dgd: v1alpha1.DynamoGraphDeployment) -> Callable[[FieldPath]
             return ("spec", "topologyConstraint", "topologyProfile", *loc[3:])
         if loc[:2] != ("spec", "components"):
             return loc
-        if len(loc) == 2:
-            return ("spec", "services")
-        i = loc[2]
+        i = loc[2] if len(loc) > 2 else None
         if not isinstance(i, int) or not 0 <= i < len(names):
             return ("spec", "services")
         base: FieldPath = ("spec", "services", names[i])
-        field, rest = (str(loc[3]), loc[4:]) if len(loc) > 3 else ("", ())
-        if not field:
-            return base
-        if field in _ALPHA_HOME:
-            return (*base, *_ALPHA_HOME[field])
-        if field == "experimental" and rest and rest[0] in _ALPHA_EXPERIMENTAL:
-            return (*base, *rest)
-        if field == "podTemplate" and rest[:1] == ("metadata",):
-            return (*base, "extraPodMetadata", *rest[1:])
-        if field == "podTemplate" and rest[:1] == ("spec",):
-            if rest[1:2] == ("containers",) and len(rest) > 2 and isinstance(rest[2], int):
-                return (*base, *container(services[names[i]], rest[2], rest[3:]))
-            return (*base, "extraPodSpec", *rest[1:])
-        return (*base, field, *rest)
+        return (*base, *_in_service(services[names[i]], loc[3:]))
 
     return convert
+
+
+def _in_service(svc: v1alpha1.ServiceSpec, loc: FieldPath) -> FieldPath:
+    """A field path of a service's v1beta1 component -> the field written in ``svc``."""
+    field, rest = (str(loc[0]), loc[1:]) if loc else ("", ())
+    if not field:
+        return ()
+    if field in _ALPHA_HOME:
+        return _ALPHA_HOME[field]
+    if field == "compilationCache":
+        mounts = svc.volumeMounts or []
+        at = next((k for k, m in enumerate(mounts) if m.useAsCompilationCache), None)
+        if at is None:
+            return ("volumeMounts",)
+        sub = (_CACHE_MOUNT[str(rest[0])],) if rest and rest[0] in _CACHE_MOUNT else ()
+        return ("volumeMounts", at, *sub)
+    if field == "experimental" and rest and rest[0] in _ALPHA_EXPERIMENTAL:
+        return rest
+    if field == "podTemplate" and rest[:1] == ("metadata",):
+        return ("extraPodMetadata", *rest[1:])
+    if field == "podTemplate" and rest[:1] == ("spec",):
+        if rest[1:2] == ("containers",) and len(rest) > 2 and isinstance(rest[2], int):
+            return _in_container(svc, rest[2], rest[3:])
+        return ("extraPodSpec", *rest[1:])
+    return (field, *rest)
+
+
+def _in_container(svc: v1alpha1.ServiceSpec, k: int, loc: FieldPath) -> FieldPath:
+    """Field ``loc`` of container ``k`` of a service's converted pod template."""
+    if k == 0:
+        return _in_main(svc, loc)
+    written = (svc.extraPodSpec.containers if svc.extraPodSpec else None) or []
+    others = [j for j, c in enumerate(written) if c.name != MAIN]
+    if k - 1 < len(others):
+        return ("extraPodSpec", "containers", others[k - 1], *loc)
+    return ("frontendSidecar", *loc)
+
+
+def _in_main(svc: v1alpha1.ServiceSpec, loc: FieldPath) -> FieldPath:
+    """Field ``loc`` of container ``main``: in ``extraPodSpec.mainContainer`` or in the
+    dedicated field it merges over (an env var where its name is written last)."""
+    field = str(loc[0]) if loc else ""
+    main = svc.main_container
+    mine: FieldPath = ("extraPodSpec", "mainContainer", *loc)
+    dedicated = _DEDICATED.get(field)
+    if dedicated is None or getattr(svc, dedicated) is None:
+        return mine
+    if main is None or getattr(main, field) is None:  # only the dedicated field says it
+        return (dedicated, *loc[1:]) if field == "env" else (dedicated,)
+    if field != "env" or len(loc) < 2 or not isinstance(loc[1], int):
+        return mine
+    # the conversion's env merge: the envs in order, a same-named mainContainer env in place
+    own = [e.name for e in main.env or []]
+    merged = [e.name for e in svc.envs or []]
+    merged += [n for n in own if n not in merged]
+    name = merged[loc[1]] if loc[1] < len(merged) else None
+    if name is None or name in own:
+        return ("extraPodSpec", "mainContainer", "env", own.index(name), *loc[2:]) if name else mine
+    return ("envs", merged.index(name), *loc[2:])

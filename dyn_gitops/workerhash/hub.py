@@ -16,7 +16,7 @@ Plain data in and out (the JSON field names), so the worker hash can encode it a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import memo, naming
@@ -272,11 +272,11 @@ def _experimental(svc: Obj) -> Obj | None:
 def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubComponent:
     """``ConvertFromDynamoComponentDeploymentSharedSpec`` for the service ``name``; with
     ``defaults``, also the CRD schema's pod-field defaults (the stored form the hash reads)."""
+    ctype, sub = svc.get("componentType") or "", svc.get("subComponentType") or ""
+    promoted = ctype == naming.WORKER and sub in _PROMOTED
     out: Obj = {"name": name}
     if svc.get("providerOverride") is not None:
         out["providerOverride"] = data_copy(svc["providerOverride"])
-    ctype, sub = svc.get("componentType") or "", svc.get("subComponentType") or ""
-    promoted = ctype == naming.WORKER and sub in _PROMOTED
     if promoted or ctype:
         out["type"] = sub if promoted else ctype
     for key in ("runtimeVersionOverride", "replicas", "minAvailable"):
@@ -284,6 +284,28 @@ def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubCo
             out[key] = svc[key]
     if svc.get("globalDynamoNamespace"):
         out["globalDynamoNamespace"] = True
+    _placement_from_alpha(svc, out)
+    _storage_from_alpha(svc, out)
+    exp = _experimental(svc)
+    if exp is not None:
+        out["experimental"] = exp
+    tpl = _pod_template(svc)
+    if tpl is not None:
+        if svc.get("frontendSidecar") is not None:
+            out["frontendSidecar"] = FRONTEND_SIDECAR
+        out["podTemplate"] = tpl
+    return HubComponent(
+        spec=apply_pod_defaults(out) if defaults else out,
+        alpha_labels=dict(svc.get("labels") or {}),
+        alpha_annotations=dict(svc.get("annotations") or {}),
+        dynamo_namespace=svc.get("dynamoNamespace"),
+        alpha_sub_component_type="" if promoted else sub,
+    )
+
+
+def _placement_from_alpha(svc: Obj, out: Obj) -> None:
+    """``multinode`` (and its roles' overrides), ``modelRef``, ``topologyConstraint`` and
+    ``eppConfig`` of the service, into the component ``out``."""
     if svc.get("multinode") is not None:
         mn = svc["multinode"]
         multinode: Obj = {"nodeCount": mn.get("nodeCount", 2)}
@@ -301,6 +323,11 @@ def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubCo
         out["topologyConstraint"] = {"packDomain": pack} if pack else {}
     if svc.get("eppConfig") is not None:
         out["eppConfig"] = data_copy(svc["eppConfig"])
+
+
+def _storage_from_alpha(svc: Obj, out: Obj) -> None:
+    """``sharedMemory`` (``sharedMemorySize``), the compilation-cache mount
+    (``compilationCache``) and an enabled ``scalingAdapter`` of the service, into ``out``."""
     shm = svc.get("sharedMemory")
     if shm is not None:
         if shm.get("disabled"):
@@ -316,21 +343,6 @@ def component_from_alpha(name: str, svc: Obj, *, defaults: bool = True) -> HubCo
             break
     if (svc.get("scalingAdapter") or {}).get("enabled"):
         out["scalingAdapter"] = {}
-    exp = _experimental(svc)
-    if exp is not None:
-        out["experimental"] = exp
-    tpl = _pod_template(svc)
-    if tpl is not None:
-        if svc.get("frontendSidecar") is not None:
-            out["frontendSidecar"] = FRONTEND_SIDECAR
-        out["podTemplate"] = tpl
-    return HubComponent(
-        spec=apply_pod_defaults(out) if defaults else out,
-        alpha_labels=dict(svc.get("labels") or {}),
-        alpha_annotations=dict(svc.get("annotations") or {}),
-        dynamo_namespace=svc.get("dynamoNamespace"),
-        alpha_sub_component_type="" if promoted else sub,
-    )
 
 
 # -------------------------------------------------------------- CRD schema defaults
@@ -416,22 +428,13 @@ def spec_topology_from_alpha(tc: Obj) -> Obj:
     return out
 
 
-class AlphaComponents:
-    """The components of a v1alpha1 DGD spec as its conversion makes them (without the CRD
-    schema's defaults), converted once, when first asked for: the worker hash and the
-    emitted v1beta1 DGD read the same conversion of one document."""
-
-    def __init__(self, spec: Obj) -> None:
-        self._services: Obj = spec.get("services") or {}
-        self._components: list[HubComponent] | None = None
-
-    def get(self) -> list[HubComponent]:
-        if self._components is None:
-            self._components = [
-                HubComponent(spec, labels, annotations, namespace, sub)
-                for spec, labels, annotations, namespace, sub in _converted(self._services)
-            ]
-        return self._components
+def converted(services: Obj) -> list[HubComponent]:
+    """The components of a v1alpha1 DGD's ``services`` as its conversion makes them (without
+    the CRD schema's defaults), in name order."""
+    return [
+        HubComponent(spec, labels, annotations, namespace, sub)
+        for spec, labels, annotations, namespace, sub in _converted(services)
+    ]
 
 
 @memo.by_repr_json  # the services of a repository's DGDs repeat (JSON data in and out)
@@ -453,14 +456,10 @@ def _converted(services: Obj) -> list[list[Any]]:
     ]
 
 
-def with_pod_defaults(c: HubComponent) -> HubComponent:
-    """``c`` (left as it is) with the CRD schema's defaults: ``component_from_alpha`` with
-    ``defaults``."""
-    return replace(c, spec=_with_pod_defaults(c.spec))
-
-
 @memo.by_repr_json  # JSON data in and out; the components of a repository's DGDs repeat
-def _with_pod_defaults(spec: Obj) -> Obj:
+def pod_defaults(spec: Obj) -> Obj:
+    """A copy of the component ``spec`` with the CRD schema's pod-field defaults
+    (``component_from_alpha`` with ``defaults``)."""
     return apply_pod_defaults(data_copy(spec))
 
 
@@ -479,24 +478,21 @@ def _kept(c: HubComponent, kept: dgdspec.Kept) -> HubComponent:
     return c
 
 
-def graph(data: Obj, default_namespace: str, alpha: AlphaComponents | None = None) -> HubGraph:
-    """The hub form of a DGD document (either served version); ``alpha``: its components'
-    conversion when already at hand (a v1alpha1 document)."""
+def graph(data: Obj, default_namespace: str) -> HubGraph:
+    """The hub form of a DGD document (either served version), as the companion controller
+    reads a live DGD (the render reads the DGD's typed form, ``hubform.Graph.hub``)."""
     meta = data.get("metadata") or {}
     spec = data.get("spec") or {}
     if data.get("apiVersion") == V1ALPHA1 or (
         data.get("apiVersion") != V1BETA1 and "services" in spec
     ):
         hub_spec = spec_from_alpha(spec)
-        if alpha is not None:
-            components = [with_pod_defaults(c) for c in alpha.get()]
-        else:
-            services = spec.get("services") or {}
-            components = [
-                component_from_alpha(name, services[name] or {})
-                for name in sorted(services)
-                if services[name] is not None
-            ]
+        services = spec.get("services") or {}
+        components = [
+            component_from_alpha(name, services[name] or {})
+            for name in sorted(services)
+            if services[name] is not None
+        ]
     else:
         hub_spec = {k: data_copy(v) for k, v in spec.items() if k != "components"}
         kept = dgdspec.read(meta.get("annotations"))  # converted from v1alpha1: kept aside
