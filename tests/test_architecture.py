@@ -160,3 +160,34 @@ def test_no_module_outside_the_cli_imports_it() -> None:
     cli = graph.find_descendants("dyn_gitops.cli") | {"dyn_gitops.cli"}
     importers = {m for module in cli for m in graph.find_modules_that_directly_import(module)}
     assert sorted(importers - cli - {PROCESS_ENTRY}) == []
+
+
+# ----------------------------------------------------------------- step functions stay short
+#: the longest a function of the render side may be (issue 25, point 8: long step functions
+#: hide their steps; a longer one is split into named steps)
+MAX_FUNCTION_LINES = 60
+
+
+def _long_functions(root: Path, limit: int) -> list[str]:
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > limit:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines})")
+    return found
+
+
+def test_no_render_side_function_is_longer_than_60_lines() -> None:
+    assert _long_functions(REPO / "dyn_gitops", MAX_FUNCTION_LINES) == []
+
+
+def test_the_function_length_check_finds_a_long_function(tmp_path: Path) -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "mod.py").write_text(f"def short():\n    pass\n\n\ndef long():\n{body}")
+    found = _long_functions(tmp_path, MAX_FUNCTION_LINES)
+    assert [f.split(" ")[1] for f in found] == ["long"]

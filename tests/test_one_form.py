@@ -240,8 +240,8 @@ def _beta(component: str, spec: str = "") -> str:
 
 BAD_CONFIG = """\
   envs:
-    - name: DYN_DEPLOYMENT_CONFIG  # here
-      value: '{"W":{"ServiceArgs":{"resources":{"cpu":"two"}}}}'
+    - name: DYN_DEPLOYMENT_CONFIG
+      value: '{"W":{"ServiceArgs":{"resources":{"cpu":"two"}}}}'  # here
 """
 SERVICE = f"""\
 componentType: worker
@@ -265,27 +265,27 @@ TWO_BACKENDS = '[sh, -c, "python3 -m dynamo.vllm; python3 -m dynamo.sglang"]'
 #: the same mistake written in each version: (v1alpha1 text, its path; v1beta1 text, its
 #: path), the line of the field marked ``# here``
 CASES: dict[str, tuple[str, str, str, str]] = {
-    # the expansion: the legacy config's quantity, in the DGD's env
+    # the validate stage (legacyconfig): the config's quantity, in the DGD's env
     "legacy config in the graph env": (
         _alpha(SERVICE, BAD_CONFIG),
-        "spec.envs[0]",
+        "spec.envs[0].value",
         _beta(COMPONENT, BAD_CONFIG.replace("envs:", "env:")),
-        "spec.env[0]",
+        "spec.env[0].value",
     ),
-    # the expansion: the legacy config in the component's own env
+    # the validate stage (legacyconfig): the config in the component's own env
     "legacy config in the service env": (
         _alpha(
             SERVICE
-            + "envs:\n  - name: DYN_DEPLOYMENT_CONFIG  # here\n"
-            + '    value: \'{"W":{"ServiceArgs":{"resources":{"cpu":"two"}}}}\'\n'
+            + "envs:\n  - name: DYN_DEPLOYMENT_CONFIG\n"
+            + '    value: \'{"W":{"ServiceArgs":{"resources":{"cpu":"two"}}}}\'  # here\n'
         ),
-        "spec.services.W.envs[0]",
+        "spec.services.W.envs[0].value",
         _beta(
             COMPONENT
-            + "        env:\n          - name: DYN_DEPLOYMENT_CONFIG  # here\n"
-            + '            value: \'{"W":{"ServiceArgs":{"resources":{"cpu":"two"}}}}\'\n'
+            + "        env:\n          - name: DYN_DEPLOYMENT_CONFIG\n"
+            + '            value: \'{"W":{"ServiceArgs":{"resources":{"cpu":"two"}}}}\'  # here\n'
         ),
-        "spec.components[0].podTemplate.spec.containers[0].env[0]",
+        "spec.components[0].podTemplate.spec.containers[0].env[0].value",
     ),
     # the expansion: container main's command runs two backends
     "two backends": (

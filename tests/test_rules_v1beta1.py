@@ -300,7 +300,9 @@ def test_loc_in_v1alpha1_reverses_the_conversion() -> None:
 DYN = Path(rules.__file__).parent
 #: the functions of rules.py that read the v1alpha1 document as written (fields v1beta1 has
 #: no home for); every other rule reads the v1beta1 form
-ALPHA_AS_WRITTEN = {"alpha_checks", "alpha_limit_checks", "alpha_warnings"}
+#: preserved_problems: the fields a v1alpha1 spec keeps beside its v1beta1 form (a v1alpha1
+#: DGD as written, or the nvidia.com/dgd-spec payload of a v1beta1 one)
+ALPHA_AS_WRITTEN = {"alpha_checks", "alpha_limit_checks", "alpha_warnings", "preserved_problems"}
 
 
 def test_rules_read_the_v1beta1_form() -> None:
