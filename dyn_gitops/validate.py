@@ -367,11 +367,24 @@ def dcd_as_graph(data: dict[str, Any]) -> tuple[dict[str, Any], FieldPath]:
     return out, where
 
 
+_DGD_SPEC: FieldPath = ("metadata", "annotations", keys.ANN_DGD_SPEC)
+_DCD_PAYLOAD = (
+    "preserved v1alpha1 fields (written by the conversion webhook) are not yet supported on "
+    "a DynamoComponentDeployment; write it as v1alpha1 instead"
+)
+
+
 def _component_deployment(
     doc: Document, data: dict[str, Any], problems: list[Problem]
 ) -> Typed | None:
     """A standalone DCD (v1alpha1 or v1beta1) as its one-service DGD; problems are located
     at the DCD's own fields."""
+    annotations = _mapping(_mapping(data.get("metadata")).get("annotations"))
+    if data.get("apiVersion") == V1BETA1 and keys.ANN_DGD_SPEC in annotations:
+        # a DCD's own conversion payload (GetDCDPreservedAlphaLabels & co.): not read, so
+        # refused before the DGD it is read as would read it as a DGD's
+        problems.append(located(doc, Problem.at(_DGD_SPEC, _DCD_PAYLOAD)))
+        return None
     graph, where = dcd_as_graph(data)
     found: list[Problem] = []
     shaped = replace(doc, data=graph)
@@ -381,21 +394,6 @@ def _component_deployment(
         typed = _v1alpha1(shaped, graph, found)
     problems.extend(located(doc, replace(p, path=dcd_path(p.path, where))) for p in found)
     if typed is None:
-        return None
-    annotations = _mapping(_mapping(data.get("metadata")).get("annotations"))
-    if data.get("apiVersion") == V1BETA1 and keys.ANN_DGD_SPEC in annotations:
-        # a DCD's own conversion payload (GetDCDPreservedAlphaLabels & co.): not read
-        problems.append(
-            located(
-                doc,
-                Problem.at(
-                    ("metadata", "annotations", keys.ANN_DGD_SPEC),
-                    "preserved v1alpha1 fields (written by the conversion webhook) are not "
-                    "yet supported on a DynamoComponentDeployment; write it as v1alpha1 "
-                    "instead",
-                ),
-            )
-        )
         return None
     to_graph_path = typed.to_doc_path
     form = replace(typed.graph, dcd_where=where) if typed.graph is not None else None
