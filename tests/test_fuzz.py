@@ -19,21 +19,20 @@ entry point in a subprocess (``run_cli``).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support.cli import CliResult, invoke_cli, run_cli
+from support.fuzzcontract import ABS, FUZZ, Sandbox, sandbox
+from support.fuzzcontract import check_contract as contract
 from support.paths import CONFORMANCE, SAMPLES
 
 # ------------------------------------------------------------------------------ seeds
@@ -66,7 +65,6 @@ SEED_DOCS: list[dict[str, Any]] = [
 COMPANION = (SAMPLES / "vllm-agg" / "input" / "vllm-agg.yaml").read_text()
 
 # ------------------------------------------------------------------------------ values
-ABS = "@ABS@"  # replaced by an absolute path inside the example's sandbox
 HUGE = "HUGEINTPLACEHOLDER"  # replaced by an integer literal too long to convert
 DEEP = "DEEPNESTPLACEHOLDER"  # replaced by a deeply nested flow sequence
 
@@ -360,101 +358,15 @@ def mutated_text(draw: st.DrawFn) -> tuple[str, bytes]:
 
 
 # ------------------------------------------------------------------------------ the contract
-@dataclass
-class Sandbox:
-    """root/abs (never created: absolute-path sentinel) and root/w/x/y/{in,out}: three
-    levels of ``..`` from the output directory still land inside root, where we look."""
-
-    root: Path
-
-    @property
-    def inp(self) -> Path:
-        return self.root / "w" / "x" / "y" / "in"
-
-    @property
-    def out(self) -> Path:
-        return self.root / "w" / "x" / "y" / "out"
-
-    def write(self, name: str, data: bytes) -> None:
-        data = data.replace(ABS.encode(), str(self.root / "abs").encode())
-        self.inp.mkdir(parents=True, exist_ok=True)
-        (self.inp / name).write_bytes(data)
-
-    def listing(self) -> set[str]:
-        """Every path under root except the output directory's content."""
-        found = set()
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            rel = os.path.relpath(dirpath, self.root)
-            if Path(dirpath) == self.out:
-                dirnames[:] = []
-                continue
-            found.update(
-                os.path.join(rel, n) for n in dirnames + filenames if Path(dirpath, n) != self.out
-            )
-        return found
-
-
-def _problems(res: CliResult, settings_fuzzed: bool) -> list[str]:
-    out = []
-    # a bad value in dyn-gitops.yaml is a usage error (exit 2) naming the file, as for a flag
-    settings_usage = settings_fuzzed and res.code == 2 and SETTINGS_FILE in res.stderr
-    if res.code not in (0, 1) and not settings_usage:
-        out.append(f"exit code {res.code}")
-    if "Traceback" in res.stderr:
-        out.append("a traceback on stderr")
-    if "internal error" in res.stderr.lower():
-        out.append("'internal error' on stderr")
-    if res.code != 0 and res.stdout:
-        out.append("stdout is not empty although the exit code is not 0")
-    return out
-
-
 def check_contract(
     box: Sandbox, cli: Callable[..., CliResult], extra: tuple[str, ...] = ()
 ) -> None:
-    """Render the sandbox's input twice to stdout and once to --out-dir; assert the contract."""
+    """The contract (:func:`support.fuzzcontract.check_contract`); a bad value in a fuzzed
+    dyn-gitops.yaml is a usage error (exit 2) naming the file, as for a flag."""
     settings_fuzzed = (box.inp / SETTINGS_FILE).exists()
-    first = cli("render", str(box.inp), *extra)
-    problems = _problems(first, settings_fuzzed)
-    assert not problems, f"{problems}; stderr: {first.stderr[-3000:]}"
-    again = cli("render", str(box.inp), *extra)
-    assert (again.code, again.stdout, again.stderr) == (first.code, first.stdout, first.stderr), (
-        "not deterministic"
-    )
-    before = box.listing()
-    to_dir = cli("render", str(box.inp), "--out-dir", str(box.out), *extra)
-    problems = _problems(to_dir, settings_fuzzed)
-    assert not problems, f"--out-dir: {problems}; stderr: {to_dir.stderr[-3000:]}"
-    assert box.listing() == before, f"written outside --out-dir: {box.listing() - before}"
-    if to_dir.code != 0:
-        assert not box.out.exists() or not any(box.out.iterdir()), (
-            f"a failed --out-dir run left files: {sorted(os.listdir(box.out))}"
-        )
-    else:
-        for dirpath, _, filenames in os.walk(box.out):
-            for n in filenames:
-                real = os.path.realpath(os.path.join(dirpath, n))
-                assert real.startswith(str(box.out.resolve()) + os.sep), real
+    contract(box, cli, extra, usage_from=SETTINGS_FILE if settings_fuzzed else None)
 
 
-@contextlib.contextmanager
-def sandbox() -> Iterator[Sandbox]:
-    with tempfile.TemporaryDirectory(prefix="dyn-gitops-fuzz-") as tmp:
-        yield Sandbox(Path(tmp))
-
-
-FUZZ = settings(
-    deadline=None,
-    derandomize=True,
-    database=None,
-    print_blob=True,
-    phases=[Phase.explicit, Phase.generate, Phase.shrink],
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.large_base_example,
-    ],
-)
 OUTPUT_FORMATS = st.sampled_from([(), ("--output-format", "json")])
 
 

@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.cli import CliResult, invoke_cli, run_cli
+from support.fuzzcontract import FUZZ, Sandbox, check_contract, sandbox
 from support.legacy_config import CARRIERS, SECRET, WORKER, dump, legacy_doc
 
 from dyn_gitops import keys
@@ -217,70 +217,22 @@ def _counts(obj: dict[str, Any]) -> list[int]:
     return found
 
 
-def _broken(res: CliResult) -> list[str]:
-    out = []
-    if res.code not in (0, 1):
-        out.append(f"exit code {res.code}")
-    if "Traceback" in res.stderr or "internal error" in res.stderr.lower():
-        out.append("a traceback or an internal error on stderr")
-    if res.code != 0 and res.stdout:
-        out.append("stdout is not empty although the exit code is not 0")
-    if SECRET in res.stderr or (res.code != 0 and SECRET in res.stdout):
-        out.append("the planted credential is shown")
-    return out
-
-
-def _listing(root: Path, out: Path) -> set[str]:
-    found = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        if Path(dirpath) == out:
-            dirnames[:] = []
-            continue
-        rel = os.path.relpath(dirpath, root)
-        found.update(os.path.join(rel, n) for n in dirnames + filenames if Path(dirpath, n) != out)
-    return found
-
-
-def check_contract(root: Path, cli: Callable[..., CliResult], extra: tuple[str, ...]) -> None:
-    """Render ``root/in`` twice to stdout and once to ``root/out``; assert the contract."""
-    inp, out = root / "in", root / "out"
+def _checked(box: Sandbox, cli: Callable[..., CliResult], extra: tuple[str, ...]) -> None:
+    """The contract (:func:`support.fuzzcontract.check_contract`, the planted credential
+    never shown), and no replica count above the ceiling when it renders."""
     flags = ("--max-replicas", str(MAX_REPLICAS), *extra)
-    first = cli("render", str(inp), *flags)
-    assert not _broken(first), f"{_broken(first)}; stderr: {first.stderr[-3000:]}"
-    again = cli("render", str(inp), *flags)
-    assert (again.code, again.stdout, again.stderr) == (first.code, first.stdout, first.stderr)
+    first = check_contract(box, cli, flags, secrets=(SECRET,))
     if first.code == 0:
         counts = [n for o in _objects(first, "json" in extra) for n in _counts(o)]
         assert all(0 <= n <= MAX_REPLICAS for n in counts), counts
-    before = _listing(root, out)
-    to_dir = cli("render", str(inp), "--out-dir", str(out), *flags)
-    assert not _broken(to_dir), f"--out-dir: {_broken(to_dir)}; stderr: {to_dir.stderr[-3000:]}"
-    assert _listing(root, out) == before, "written outside --out-dir"
-    if to_dir.code != 0:
-        assert not out.exists() or not any(out.iterdir()), "a failed --out-dir run left files"
 
 
 def _run(text: str, carrier: str, cli: Callable[..., CliResult], extra: tuple[str, ...]) -> None:
-    with tempfile.TemporaryDirectory(prefix="dyn-gitops-legacy-fuzz-") as tmp:
-        root = Path(tmp)
-        (root / "in").mkdir()
-        data = dump(legacy_doc(text, carrier)).encode("utf-8", "surrogatepass")
-        (root / "in" / "dgd.yaml").write_bytes(data)
-        check_contract(root, cli, extra)
+    with sandbox() as box:
+        box.write("dgd.yaml", dump(legacy_doc(text, carrier)).encode("utf-8", "surrogatepass"))
+        _checked(box, cli, extra)
 
 
-FUZZ = settings(
-    deadline=None,
-    derandomize=True,
-    database=None,
-    print_blob=True,
-    phases=[Phase.explicit, Phase.generate, Phase.shrink],
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.large_base_example,
-    ],
-)
 CARRIER = st.sampled_from(sorted(CARRIERS))
 EXTRA = st.sampled_from([(), ("--output-format", "json"), ("--no-managed-replicas",)])
 
