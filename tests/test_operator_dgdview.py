@@ -115,3 +115,19 @@ def test_a_v1alpha1_object_served_as_v1beta1_without_conversion_is_still_read() 
     assert set(view(alpha).components) == {"Frontend", "decode", "prefill"}
     assert view(alpha).components["prefill"].component_type == "prefill"
     assert compute_worker_hash(relabelled) == compute_worker_hash(alpha) is not None
+
+
+def test_a_live_payload_is_read_within_the_render_bounds() -> None:
+    """A live DGD's conversion annotation is input too: read through the render's bounded
+    reader (``bounded.loads_json``), so nesting, digits or a lone surrogate that would break
+    a plain ``json.loads`` (RecursionError, ValueError on int digits) read as no payload."""
+    from dyn_gitops_operator.dgdview import preserved_services
+
+    deep = '{"version":1,"spec":{"services":{"W":' + "[" * 50_000 + "]" * 50_000 + "}}}"
+    digits = '{"version":1,"spec":{"services":{"W":{"replicas":' + "9" * 5000 + "}}}}"
+    for raw in (deep, digits, '{"spec":{"services":{"W":{"labels":{"a":"\\ud800"}}}}}'):
+        dgd = {"metadata": {"name": "g", "annotations": {ANN_ALPHA_SPEC: raw}}}
+        assert preserved_services(dgd) == {}
+    kept = '{"version":1,"spec":{"services":{"W":{"labels":{"a":"b"}}}}}'
+    dgd = {"metadata": {"name": "g", "annotations": {ANN_ALPHA_SPEC: kept}}}
+    assert preserved_services(dgd) == {"W": {"labels": {"a": "b"}}}

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dyn_gitops import naming
+from dyn_gitops.bounded import DOCUMENT_BOUNDS, loads_json
 from dyn_gitops.models.versions import V1ALPHA1, V1BETA1
 from dyn_gitops.settings import LIMIT_MAX
 from dyn_gitops.workerhash import hub
@@ -94,8 +95,8 @@ def preserved_services(dgd: Obj) -> dict[str, Obj]:
     raw = ((dgd.get("metadata") or {}).get("annotations") or {}).get(ANN_ALPHA_SPEC)
     if not raw:
         return {}
-    try:
-        saved = json.loads(raw)
+    try:  # bounded as the render reads it: a live object's annotation is input too
+        saved = loads_json(raw, DOCUMENT_BOUNDS)
     except ValueError:
         return {}
     if isinstance(saved, dict) and isinstance(saved.get("spec"), dict):
