@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import __version__, keys, objpath
-from .errors import Problem
+from .errors import FieldPath, Problem
 from .expand.stage import Rendered, identity
 from .parse import locate
 from .settings import RenderSettings
@@ -154,6 +154,10 @@ def _check_identity(obj: dict[str, Any], item: Rendered, problems: list[Problem]
         problem = _located(Problem.at(("metadata", *path), why), item, _label(obj))
         if problem not in problems:
             problems.append(problem)
+    for path, why in _ingress_host_problems(obj):
+        problem = _located(Problem.at(path, why), item, _label(obj))
+        if problem not in problems:
+            problems.append(problem)
     for found in found_any:
         label = _label(obj)
         if found.path == ("metadata", "namespace") and item.dgd and not item.passthrough:
@@ -162,6 +166,32 @@ def _check_identity(obj: dict[str, Any], item: Rendered, problems: list[Problem]
         if problem not in problems:
             problems.append(problem)
     return not found_any
+
+
+def _ingress_host_problems(obj: dict[str, Any]) -> list[tuple[FieldPath, str]]:
+    """An Ingress's rule hosts and TLS hosts the API server would refuse (its host is made
+    from the service's ``ingress.hostPrefix``, ``host`` and ``hostSuffix``, or the DGD's name
+    and the setting ingress-host-suffix)."""
+    if obj.get("kind") != "Ingress" or not isinstance(obj.get("spec"), dict):
+        return []
+    spec = obj["spec"]
+    hosts: list[tuple[FieldPath, Any]] = [
+        (("spec", "rules", i, "host"), r.get("host"))
+        for i, r in enumerate(spec.get("rules") or [])
+        if isinstance(r, dict)
+    ]
+    hosts += [
+        (("spec", "tls", i, "hosts", j), h)
+        for i, t in enumerate(spec.get("tls") or [])
+        if isinstance(t, dict)
+        for j, h in enumerate(t.get("hosts") or [])
+    ]
+    found = []
+    for path, host in hosts:
+        why = objpath.ingress_host_problem(host) if isinstance(host, str) and host else None
+        if why:
+            found.append((path, f"the Ingress host {why}"))
+    return found
 
 
 def _check_paths(emitted: list[tuple[dict[str, Any], Rendered]], problems: list[Problem]) -> None:

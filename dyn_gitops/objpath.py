@@ -117,6 +117,18 @@ def _subdomain(value: str) -> str | None:
     return None
 
 
+def ingress_host_problem(host: str) -> str | None:
+    """What the API server refuses in an Ingress rule's ``host`` (``ValidateIngressSpec``):
+    a DNS-1123 subdomain, at most one leading ``*.`` wildcard, never an IP address."""
+    name = host[2:] if host.startswith("*.") else host
+    if _IPV4.fullmatch(name) or ":" in name:
+        return f"{host!r} is an IP address; an Ingress host must be a DNS name"
+    return _subdomain(name)
+
+
+_IPV4 = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}")
+
+
 def _segment(value: str, max_len: int = SUBDOMAIN_MAX) -> str | None:
     """The API server's path-segment rule, plus a length bound and no control characters
     (they would reach file names and terminals)."""
