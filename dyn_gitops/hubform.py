@@ -27,13 +27,13 @@ through ``convert.loc_in_v1alpha1``, a standalone DCD's into the DCD).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from . import memo, naming, to_v1beta1
+from . import keys, memo, naming, to_v1beta1
 from .errors import FieldPath, Problem
-from .models import dgdspec, v1alpha1, v1beta1
+from .models import v1alpha1, v1beta1
 from .models.k8s import ObjectMeta
 from .models.preserved import PVC, Ingress
 from .workerhash import hub
@@ -291,6 +291,10 @@ def of_v1beta1(dgd: v1beta1.DynamoGraphDeployment, spec: Obj) -> tuple[Graph, li
     return graph, problems
 
 
+if TYPE_CHECKING:
+    from .models import dgdspec
+
+
 def _kept(meta: ObjectMeta, problems: list[Problem]) -> dgdspec.Kept | None:
     """The one read of a v1beta1 DGD's ``nvidia.com/dgd-spec`` annotation (``kubectl get``
     from an operator cluster, or a v1alpha1 DGD as emitted): the sparse v1alpha1 spec the
@@ -298,6 +302,10 @@ def _kept(meta: ObjectMeta, problems: list[Problem]) -> dgdspec.Kept | None:
     v1beta1 cannot hold (``pvcs``, a service's ``ingress``, ``labels``, ``annotations``,
     ``dynamoNamespace``, ``subComponentType``, ``envFromSecret``). What is wrong with it
     is appended to ``problems``."""
+    if keys.ANN_DGD_SPEC not in (meta.annotations or {}):
+        return None
+    from .models import dgdspec  # its models cost start-up: imported for a payload only
+
     kept = dgdspec.read(meta.annotations)
     problems.extend(kept.problems)
     return kept if kept.spec is not None else None

@@ -27,7 +27,7 @@ from typing import Any
 from . import gates, gpus, keys, naming, objpath
 from .errors import FieldPath, Problem
 from .hubform import Graph, main_index
-from .models import dgdspec, v1beta1
+from .models import v1beta1
 from .models.k8s import NamedContainer, ObjectMeta
 from .models.v1alpha1 import MODEL_SOURCE_SCHEMES, DynamoGraphDeployment, DynamoModel
 from .models.v1alpha1 import GraphSpec as AlphaSpec
@@ -264,6 +264,10 @@ def kept_alpha_checks(meta: ObjectMeta) -> Iterator[Problem]:
     operator's conversion keeps there, read for what v1beta1 cannot hold
     (:func:`.dgdspec.read`, whose own problems :func:`.hubform.of_v1beta1` reports):
     :func:`preserved_problems`, at the annotation, the path inside the payload first."""
+    if keys.ANN_DGD_SPEC not in (meta.annotations or {}):
+        return
+    from .models import dgdspec  # its models cost start-up: imported for a payload only
+
     kept = dgdspec.read(meta.annotations)  # memoized: the hub form's read (its problems there)
     if kept.spec is not None:
         for path, why in preserved_problems(kept.spec):

@@ -157,8 +157,8 @@ class Range:
 
 @dataclass(frozen=True)
 class Rule:
-    """A value rule in a setting's type (``Annotated[str, NAMESPACE]``): pydantic runs it
-    after the value's kind (:meth:`SettingSpec.parse`); it returns the value (normalized)
+    """A value rule in a setting's type (``Annotated[str, NAMESPACE]``): run after the
+    value's kind (:meth:`SettingSpec.parse`); it returns the value (normalized)
     or raises :class:`Refused`."""
 
     check: Callable[[Any], Any]
@@ -570,6 +570,10 @@ class RenderSettings:
         return name[:63].rstrip("-")
 
 
+#: how a raw value becomes the setting's kind (text for the rest)
+_BEFORE: dict[type, Callable[[Any], Any]] = {bool: _flag, int: _whole}
+
+
 @dataclass(frozen=True)
 class SettingSpec:
     """A setting's registry entry, derived from a :class:`RenderSettings` field."""
@@ -615,45 +619,23 @@ class SettingSpec:
 
     def parse(self, raw: Any) -> Any:
         """The typed value of a raw one (a string from the environment or a flag, a YAML
-        scalar), validated by pydantic against the field's type; :class:`Refused` says what
-        was found and what is expected."""
-        from pydantic import ValidationError  # not at import: a CLI start needs no pydantic
-
-        try:
-            return _adapter(self).validate_python(raw)
-        except ValidationError as exc:
-            error = exc.errors(include_url=False)[0]
-        cause = error.get("ctx", {}).get("error")
-        if isinstance(cause, Refused):
-            raise cause
-        if self.choices is not None:  # pydantic's own check of a Literal
+        scalar), checked against the field's type: its kind (coerced from a string or a
+        YAML scalar), its choices (a ``Literal``), then its rules in order; :class:`Refused`
+        says what was found and what is expected. (The type's parts are run here rather than
+        by a pydantic ``TypeAdapter``, whose building costs a one-shot render its start-up.)"""
+        before: Callable[[Any], Any] = _BEFORE.get(self.kind) or _scalar
+        value = before(raw)
+        if self.choices is not None and value not in self.choices:
             shown = ", ".join(c or '""' for c in self.choices)
-            raise Refused(_found(error["input"]), f"one of {shown}")
-        raise Refused(_found(error["input"]), f"a {self.kind.__name__}")  # pragma: no cover
-
-
-#: (type, rules) -> its pydantic TypeAdapter, shared by the settings of one type (all the
-#: booleans, all the limits)
-_ADAPTERS: dict[tuple[Any, tuple[Rule, ...]], Any] = {}
-
-
-def _adapter(spec: SettingSpec) -> Any:
-    """The setting's type for pydantic, built on first use (a run parses only the settings
-    given): the value's kind (coerced from a string or a YAML scalar), then its rules."""
-    key = (spec.base, spec.rules)
-    adapter = _ADAPTERS.get(key)
-    if adapter is None:
-        from pydantic import AfterValidator, BeforeValidator, TypeAdapter
-
-        before = {bool: _flag, int: _whole}.get(spec.kind, _scalar)
-        after = [AfterValidator(rule.check) for rule in spec.rules]
-        typed: Any = Annotated[(spec.base, BeforeValidator(before), *after)]
-        adapter = _ADAPTERS[key] = TypeAdapter(typed)
-    return adapter
+            raise Refused(_found(value), f"one of {shown}")
+        for rule in self.rules:
+            value = rule.check(value)
+        return value
 
 
 def prebuild_validators() -> None:
-    """Build every setting's validator now (a warm server, before it forks its renders)."""
+    """Check every setting's default against its type (a warm server, before it forks its
+    renders: a default that its own rules refuse fails there, not in a render)."""
     for spec in REGISTRY:
         spec.parse(spec.default)
 

@@ -17,11 +17,10 @@ Plain data in and out (the JSON field names), so the worker hash can encode it a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import memo, naming
 from ..merge import data_copy, merge_override
-from ..models import dgdspec
 from ..models.versions import V1ALPHA1, V1BETA1
 
 Obj = dict[str, Any]
@@ -463,6 +462,10 @@ def pod_defaults(spec: Obj) -> Obj:
     return apply_pod_defaults(data_copy(spec))
 
 
+if TYPE_CHECKING:
+    from ..models import dgdspec
+
+
 def _kept(c: HubComponent, kept: dgdspec.Kept) -> HubComponent:
     """A v1beta1 component with what the conversion kept of its v1alpha1 service in
     ``nvidia.com/dgd-spec`` (``kept``: that payload, read by :func:`.dgdspec.read`; one
@@ -495,6 +498,8 @@ def graph(data: Obj, default_namespace: str) -> HubGraph:
         ]
     else:
         hub_spec = {k: data_copy(v) for k, v in spec.items() if k != "components"}
+        from ..models import dgdspec  # its models cost start-up: imported for a payload only
+
         kept = dgdspec.read(meta.get("annotations"))  # converted from v1alpha1: kept aside
         components = [
             _kept(HubComponent(spec=apply_pod_defaults(data_copy(c))), kept)
