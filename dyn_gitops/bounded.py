@@ -197,3 +197,34 @@ def json_loads_bounded(text: str | bytes, *, max_depth: int) -> Any:
     characters and nodes left unbounded as before); :class:`EmbeddedError` (a ValueError)
     for anything else. Kept for its callers: new ones use :func:`loads_json`."""
     return loads_json(text, Bounds(max_chars=2**62, max_depth=max_depth, max_nodes=2**62))
+
+
+def loads_yaml(text: str, *, max_depth: int, max_nodes: int) -> Any:
+    """The YAML document ``text`` holds, read only within ``max_depth`` and ``max_nodes``
+    and without anchors or aliases (they multiply a document), counted on the parser's
+    events before anything is built; None when ``text`` is no YAML. :class:`EmbeddedError`
+    when it is beyond those bounds or cannot be built (a bad tag, too many digits, several
+    documents)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise EmbeddedError((), "an anchor or alias")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            nodes += 1
+            if depth > min(max_depth, DEPTH_CEILING) or nodes > max_nodes:
+                raise EmbeddedError((), "beyond its bounds of nesting or nodes")
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        if isinstance(exc, EmbeddedError):
+            raise
+        return None
+    try:
+        return yaml.load(text, Loader=loader)  # a safe loader, within the bounds checked
+    except (yaml.YAMLError, ValueError, RecursionError, TypeError):
+        raise EmbeddedError((), "YAML that cannot be built") from None

@@ -53,7 +53,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from .bounded import json_loads_bounded
+from .bounded import EmbeddedError, json_loads_bounded, loads_yaml
 from .keys import ANN_KUBECTL_LAST_APPLIED
 
 REDACTED = "(redacted)"
@@ -197,29 +197,11 @@ def read_embedded(text: str) -> Any:
 
 
 def _read_yaml(text: str) -> Any:
-    """The YAML document ``text`` holds; None when it is no YAML; :data:`UNREADABLE` when it
-    is beyond bounds (depth, nodes, any anchor or alias: they multiply a document) or YAML
-    that cannot be built (a bad tag, too many digits, several documents)."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    depth = nodes = 0
+    """The YAML document ``text`` holds (:func:`.bounded.loads_yaml`); None when it is no
+    YAML; :data:`UNREADABLE` when it is beyond bounds or cannot be built."""
     try:
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                return UNREADABLE
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-            nodes += 1
-            if depth > EMBEDDED_MAX_DEPTH or nodes > EMBEDDED_MAX_NODES:
-                return UNREADABLE
-    except (yaml.YAMLError, ValueError, RecursionError):
-        return None
-    try:
-        return yaml.load(text, Loader=loader)  # a safe loader
-    except (yaml.YAMLError, ValueError, RecursionError, TypeError):
+        return loads_yaml(text, max_depth=EMBEDDED_MAX_DEPTH, max_nodes=EMBEDDED_MAX_NODES)
+    except EmbeddedError:
         return UNREADABLE
 
 
