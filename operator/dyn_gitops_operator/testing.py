@@ -7,6 +7,9 @@ The bare kube-apiserver used in tests runs no controllers, so Deployment status 
 changes by itself: ``DeploymentSimulator`` writes it through the status subresource.
 Likewise no Grove runs: ``grove_create`` creates the PodCliques / PodCliqueScalingGroups
 Grove would create from a PodCliqueSet and ``grove_status`` writes their status.
+
+Grove behaviours modelled (docs/grove-standin.md): ``pcs-children``, ``pclq-status``,
+``pclq-observed-generation``, ``pcsg-status``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """The Grove path on the API server as GitOps applies it (tests/test_operator_grove.py,
 tests/test_rollout_pains.py): the rendered vllm-agg / grove-multinode samples, their objects
 Argo CD applies, a restart written into the DGD, and what Grove writes once it has synced a
-PodCliqueSet (no Grove runs: the tests create its children)."""
+PodCliqueSet (no Grove runs: the tests create its children).
+
+Grove behaviours modelled (docs/grove-standin.md): ``pcs-observed-generation``.
+"""
 
 from __future__ import annotations
 

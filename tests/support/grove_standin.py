@@ -1,34 +1,36 @@
 """A Grove stand-in for standalone PodCliques, with real pods (no Grove operator runs in the
-realistic cluster: its image is not something the test binaries build).
+realistic cluster: the Go module proxy serves no version of it, docs/grove-standin.md).
 
-Ported from ai-dynamo/grove at fcc3b3bb (2026-08-19), only as far as the OnDelete /
-RollingRecreate tests need it:
+Follows Grove v0.1.0-alpha.12-rc1 (commit 19905d53, the version the Dynamo operator pins),
+only as far as the OnDelete / RollingRecreate tests need it; each behaviour, its upstream
+file and function, and where the stand-in differs are in docs/grove-standin.md:
 
 * PodCliqueSet -> one PodClique ``<pcs>-0-<clique>`` per clique outside a scaling group
   (``testing.grove_children``); ``spec.replicas`` seeded from the template at creation
-  only, the rest of the clique spec synced on every change. Scaling groups are left out.
-* Pods ``<podclique>-<suffix>`` carry the clique's labels, ``grove.io/podclique`` and
-  ``grove.io/pod-template-hash`` (``operator/api/common/labels.go``); the hash is of the
-  clique's pod spec and labels. The scheduler places them, KWOK makes them Ready; a pod
-  created while ``hold`` says so carries the test's scheduling gate until released.
+  only, the rest of the clique spec synced on every change, labelled with the template's
+  hash. Scaling groups are left out.
+* Pods ``generateName: <podclique>-`` carry the clique's labels, ``grove.io/podclique`` and
+  the PodClique's ``grove.io/pod-template-hash`` (a hash of the template's labels,
+  annotations and pod spec, and the PodCliqueSet's priority class). The scheduler places
+  them, KWOK makes them Ready; a pod created while ``hold`` says so carries the test's
+  scheduling gate until released.
 * Scale-out creates pods from the current template (whatever the strategy); scale-in
-  deletes by ``DeletionSorter`` (``podclique/components/pod/deletionsort.go``): unassigned,
-  then Pending < Unknown < Running, then not ready, then an older template, then the
-  newest.
-* ``RollingRecreate`` (``podclique/components/pod/rollingupdate.go``): old-template pods
-  that are not ready are deleted at once; ready ones one at a time, oldest first, only
-  when the last replacement is Ready and the ready pods are at least ``minAvailable``
-  (so a one-replica clique's only pod goes first). Simplified: the replacement counts as
-  done when no new-template pod is still not ready (Grove tracks the selected pod by name).
-* ``OnDelete`` (GREP-291, ``docs/proposals/291-ondelete-update``): no pod is deleted on a
-  template change; a deleted pod comes back from the current template (scale-out).
-* Status as Grove writes it: ``observedGeneration``, ``replicas`` (live pods),
-  ``readyReplicas``, ``updatedReplicas`` (live pods of the current template),
-  ``scheduleGatedReplicas``, ``scheduledReplicas``, ``updateProgress.podTemplateHash`` and
-  ``currentPodTemplateHash`` (moved to the new hash once every pod is updated,
-  ``reconcilestatus.go`` ``mutateCurrentHashes``); the PodClique's own
-  ``grove.io/pod-template-hash`` label (the PodCliqueSet controller's); the
-  PodCliqueSet's ``observedGeneration`` once its cliques are synced.
+  deletes by Grove's ``DeletionSorter``: unassigned, then Pending < Unknown < Running, then
+  not ready, then an older template, then the newest.
+* ``RollingRecreate``: old-template pods that are not ready are deleted at once; ready ones
+  one at a time, oldest first, only when the last replacement is Ready and the ready pods
+  are at least ``minAvailable`` (so a one-replica clique's only pod goes first).
+* ``OnDelete``: no pod is deleted on a template change; a deleted pod comes back from the
+  current template (scale-out).
+* Status from the pods (``replicas``, ``readyReplicas``, ``updatedReplicas``,
+  ``scheduleGatedReplicas``, ``scheduledReplicas``, ``updateProgress.podTemplateHash``,
+  ``currentPodTemplateHash``, ``observedGeneration``) and the PodCliqueSet's
+  ``observedGeneration`` once its cliques are synced.
+
+Grove behaviours modelled (docs/grove-standin.md): ``pcs-children``, ``template-hash``,
+``pod-naming``, ``pod-labels``, ``scale-out``, ``scale-in-order``, ``rolling-recreate``,
+``min-available``, ``on-delete``, ``pclq-status``, ``pclq-observed-generation``,
+``pcs-observed-generation``.
 """
 
 from __future__ import annotations
@@ -51,9 +53,18 @@ TEMPLATE_HASH = keys.LABEL_GROVE_POD_TEMPLATE_HASH
 _PHASE = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
-def template_hash(spec: dict[str, Any], labels: dict[str, str]) -> str:
-    body = json.dumps({"podSpec": spec.get("podSpec"), "labels": labels}, sort_keys=True)
-    return hashlib.sha256(body.encode()).hexdigest()[:10]
+def template_hash(clique: dict[str, Any], priority_class_name: str | None) -> str:
+    """The clique's pod template hash from Grove's inputs (``ComputePCLQPodTemplateHash``):
+    the template's labels, annotations and pod spec, with the PodCliqueSet template's
+    ``priorityClassName`` in the pod spec. So a ``restartAt`` annotation rolls pods as in
+    Grove. Not Grove's value (FNV of a Go dump): only equality matters."""
+    pod_spec = {**(clique["spec"].get("podSpec") or {}), "priorityClassName": priority_class_name}
+    body = {
+        "labels": clique.get("labels") or {},
+        "annotations": clique.get("annotations") or {},
+        "podSpec": pod_spec,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
 
 
 class GroveStandIn:
@@ -78,7 +89,7 @@ class GroveStandIn:
             if res is not PODCLIQUES:
                 continue
             clique = cliques[child["metadata"]["name"].removeprefix(f"{self.pcs}-0-")]
-            want = template_hash(clique["spec"], dict(clique.get("labels") or {}))
+            want = template_hash(clique, pcs["spec"]["template"].get("priorityClassName"))
             pclq = self._sync(child, want)
             out[pclq["metadata"]["name"]] = self._pods(pclq, clique, strategy)
         status = {"observedGeneration": pcs["metadata"]["generation"]}
@@ -115,7 +126,7 @@ class GroveStandIn:
         core = self._core()
         name = pclq["metadata"]["name"]
         labels = dict(clique.get("labels") or {})
-        want = template_hash(clique["spec"], labels)
+        want = pclq["metadata"]["labels"][TEMPLATE_HASH]  # what ``_sync`` labelled it with
         replicas = int(pclq["spec"].get("replicas") or 0)
         pods = [
             p
