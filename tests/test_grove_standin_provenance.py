@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import ast
 import re
-import pytest
 
+import pytest
 from support.paths import REPO
 
 DOC = REPO / "docs" / "grove-standin.md"
