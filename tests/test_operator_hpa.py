@@ -5,7 +5,9 @@ kube-controller-manager's own HPA controller scales a worker through its scaling
 (``support.metrics_standin``: ``metrics.k8s.io/v1beta1`` PodMetrics through a CRD, a load
 shared by the worker's Running pods); beside it the Dynamo 1.5 Planner (replayed request for
 request, ``support.replicas.planner_scale``) scales the graph's other worker, and Argo CD
-re-syncs the rendered objects with the configuration we ship (``gitops_resync``). Every
+or Flux re-syncs the rendered objects with the configuration we ship (``gitops_resync``:
+Argo CD's ``ignoreDifferences`` on the adapter's replicas with ``RespectIgnoreDifferences``
+and ``ApplyOutOfSyncOnly``, Flux's ``ssa: IfNotPresent``). Every
 value of every replicas field is recorded through a watch (``support.fieldlog``), so a
 value that was reset and restored between two reads still shows.
 
@@ -31,7 +33,6 @@ from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube
 from dyn_gitops_operator.resources import Resource
 from dyn_gitops_operator.testing import (
-    GITOPS_MANAGER,
     gitops_apply,
     running,
     settings_for_tests,
@@ -46,6 +47,7 @@ from support.replicas import (
     component,
     component_key,
     gitops_resync,
+    manager_of,
     owners,
     planner_scale,
 )
@@ -65,6 +67,10 @@ ADAPTER = f"{DGD}-decode"
 TARGET = 60 * 2**20
 #: Argo CD re-syncs, one per round; the Planner's decisions for its worker, one per round
 RESYNCS = 5
+#: a per-pod share just under the target: a load of n * NUDGE asks for n replicas from any
+#: count of pods (from fewer, ceil(n * 58 / 60) = n; at n, within the HPA's 10 % tolerance),
+#: and once the HPA reports it, it has run after everything before the change
+NUDGE = 58 * 2**20
 PLANNER = [2, 3, 2, 3, 2]
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0"
 
@@ -150,6 +156,7 @@ def hpa(namespace: str) -> Obj:
 class Scene:
     k: Kube
     namespace: str
+    tool: str
     objs: list[Obj]
     metrics: PodMetricsStandIn
     adapter: FieldLog
@@ -169,13 +176,14 @@ def _worker_name(objs: list[Obj], service: str) -> str:
 
 
 @contextlib.contextmanager
-def scene(k: Kube, namespace: str) -> Iterator[Scene]:
-    """The graph synced by Argo CD, its HPA, the controller, the metrics stand-in (a load of
-    3 replicas) and a field log of every replicas field, until the HPA scaled to 3."""
+def scene(k: Kube, namespace: str, tool: str = "argocd") -> Iterator[Scene]:
+    """The graph synced by ``tool`` (Argo CD or Flux), its HPA, the controller, the metrics
+    stand-in (a load of 3 replicas) and a field log of every replicas field, until the HPA
+    scaled to 3."""
     install_crds(k.api, [POD_METRICS_CRD])
     objs = render(graph(), namespace)
-    gitops_resync(k, objs, "argocd")
-    Kube(k.api, k.timeout, field_manager=GITOPS_MANAGER).apply(HPAS, hpa(namespace))
+    gitops_resync(k, objs, tool)
+    Kube(k.api, k.timeout, field_manager=manager_of(tool)).apply(HPAS, hpa(namespace))
     decode, prefill = _worker_name(objs, "decode"), _worker_name(objs, "prefill")
     selector = f"{keys.LABEL_COMPONENT}=decode,{keys.LABEL_GRAPH_NAME}={DGD}"
     with contextlib.ExitStack() as stack:
@@ -184,6 +192,7 @@ def scene(k: Kube, namespace: str) -> Iterator[Scene]:
         s = Scene(
             k,
             namespace,
+            tool,
             objs,
             enter(PodMetricsStandIn(k, namespace, selector, 3 * TARGET)),
             enter(FieldLog(k, DGDSAS, namespace, ADAPTER)),
@@ -230,6 +239,12 @@ def settle(s: Scene, replicas: int, per_pod: int) -> None:
     )
 
 
+def report(s: Scene) -> None:
+    """Every value recorded (``pytest -s`` shows them)."""
+    for log in (s.adapter, s.decode, s.prefill, s.hpa):
+        print(f"{log.what}: {log.values}")
+
+
 def increasing(values: list[Any]) -> bool:
     return all(a < b for a, b in itertools.pairwise(values))
 
@@ -249,40 +264,45 @@ def check_owners(s: Scene) -> None:
         dep = k.get(DEPLOYMENTS, ns, log.name)
         assert owners(dep, "f:spec", "f:replicas") == {FIELD_MANAGER}, log.name
     dgd = k.get(DGDS, ns, DGD)
-    for service, owner in (("prefill", PLANNER_MANAGER), ("decode", GITOPS_MANAGER)):
+    for service, owner in (("prefill", PLANNER_MANAGER), ("decode", manager_of(s.tool))):
         path = ("f:spec", "f:components", component_key(service), "f:replicas")
         assert owners(dgd, *path) == {owner}, service
     assert component(dgd, "decode")["replicas"] == 1  # Git's
 
 
+@pytest.mark.parametrize("tool", ["argocd", "flux"])
 def test_a_real_hpa_owns_the_adapter_beside_the_planner_and_resyncs(
-    cluster_k: Kube, cluster_namespace: str
+    cluster_k: Kube, cluster_namespace: str, tool: str
 ) -> None:
     """The HPA scales decode to 3, then (more load) to 5; meanwhile the Planner scales
     prefill five times (and once, misdirected, decode through the DGD) and Argo CD re-syncs
-    after each decision. Decode's adapter and Deployment only ever increase (1, 3, ..., 5:
+    (or Flux) after each decision. Decode's adapter and Deployment only ever increase (1, 3, ..., 5:
     no value comes back after a re-sync), prefill's Deployment takes exactly the Planner's
     values, and after every re-sync each replicas field has the one owner the contract
     names."""
-    with scene(cluster_k, cluster_namespace) as s:
+    with scene(cluster_k, cluster_namespace, tool) as s:
         for round_, prefill_n in enumerate(PLANNER[:RESYNCS]):
             if round_ == 2:
                 s.metrics.set_load(5 * TARGET)
             planner_scale(s.k.api, s.namespace, DGD, "prefill", prefill_n)
             if round_ == 1:  # the 1.5 Planner on the HPA's worker: a DGD patch, no effect
                 planner_scale(s.k.api, s.namespace, DGD, "decode", 2)
+                dgd = s.k.get(DGDS, s.namespace, DGD)
+                assert component(dgd, "decode")["replicas"] == 2  # until the re-sync
+                path = ("f:spec", "f:components", component_key("decode"), "f:replicas")
+                assert owners(dgd, *path) == {PLANNER_MANAGER}
             s.prefill.wait_until(
                 lambda d, n=prefill_n: d["spec"].get("replicas") == n,  # type: ignore[misc]
                 f"prefill at the Planner's {prefill_n}",
             )
-            gitops_resync(s.k, s.objs, "argocd")
+            gitops_resync(s.k, s.objs, tool)
             check_owners(s)
         settle(s, 5, TARGET)
-        # a change of load within the HPA's tolerance: once the HPA reports it, it has run
-        # after the last re-sync and kept 5
-        s.metrics.set_load(5 * 62 * 2**20)
-        settle(s, 5, 62 * 2**20)
+        # once the HPA reports a nudged load, it has run after the last re-sync and kept 5
+        s.metrics.set_load(5 * NUDGE)
+        settle(s, 5, NUDGE)
         check_owners(s)
+        report(s)
         for log in (s.adapter, s.decode):
             assert log.values[0] == 1 and 3 in log.values and log.values[-1] == 5, log.values
             assert increasing(log.values), f"{log.what} went back: {log.values}"
@@ -302,8 +322,9 @@ def test_baseline_a_resync_of_the_adapters_replicas_fights_the_hpa(
     1, the Deployment follows, and the HPA scales it up again."""
     with scene(cluster_k, cluster_namespace) as s:
         gitops_apply(s.k, s.objs)
-        s.metrics.set_load(3 * 62 * 2**20)
-        settle(s, 3, 62 * 2**20)
+        s.metrics.set_load(3 * NUDGE)
+        settle(s, 3, NUDGE)
+        report(s)
         check(
             increasing(s.adapter.values) and increasing(s.decode.values),
             f"the worker went back and forth after one re-sync: {s.decode.values} "
