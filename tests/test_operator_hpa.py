@@ -186,6 +186,7 @@ def scene(k: Kube, namespace: str, tool: str = "argocd") -> Iterator[Scene]:
     Kube(k.api, k.timeout, field_manager=manager_of(tool)).apply(HPAS, hpa(namespace))
     decode, prefill = _worker_name(objs, "decode"), _worker_name(objs, "prefill")
     selector = f"{keys.LABEL_COMPONENT}=decode,{keys.LABEL_GRAPH_NAME}={DGD}"
+    side = _own_pool(k)  # the watches and the stand-in do not take the controller's connections
     with contextlib.ExitStack() as stack:
         enter = stack.enter_context
         enter(running(settings_for_tests(namespace), k))
@@ -194,17 +195,28 @@ def scene(k: Kube, namespace: str, tool: str = "argocd") -> Iterator[Scene]:
             namespace,
             tool,
             objs,
-            enter(PodMetricsStandIn(k, namespace, selector, 3 * TARGET)),
-            enter(FieldLog(k, DGDSAS, namespace, ADAPTER)),
-            enter(FieldLog(k, DEPLOYMENTS, namespace, decode)),
-            enter(FieldLog(k, DEPLOYMENTS, namespace, prefill)),
-            enter(FieldLog(k, HPAS, namespace, ADAPTER, read=hpa_state)),
+            enter(PodMetricsStandIn(side, namespace, selector, 3 * TARGET)),
+            enter(FieldLog(side, DGDSAS, namespace, ADAPTER)),
+            enter(FieldLog(side, DEPLOYMENTS, namespace, decode)),
+            enter(FieldLog(side, DEPLOYMENTS, namespace, prefill)),
+            enter(FieldLog(side, HPAS, namespace, ADAPTER, read=hpa_state)),
         )
         settle(s, 3, TARGET)
         yield s
         for log in (s.adapter, s.decode, s.prefill, s.hpa):
             log.check()
         s.metrics.check()
+
+
+def _own_pool(k: Kube) -> Kube:
+    """A client on the same cluster with a connection pool of its own."""
+    import copy
+
+    from kubernetes.client import ApiClient
+
+    config = copy.copy(k.api.configuration)
+    config.connection_pool_maxsize = 16
+    return Kube(ApiClient(config), k.timeout)
 
 
 def hpa_state(obj: Obj) -> tuple[Any, ...]:
