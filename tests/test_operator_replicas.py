@@ -15,7 +15,7 @@ Three writers play against the controller, interleaved over several rounds:
 * a GitOps re-sync: server-side apply, forced, of every rendered Deployment, DGD and adapter
   under Flux's field manager, honouring ``kustomize.toolkit.fluxcd.io/ssa: IfNotPresent``
   (the one per-object apply policy the renderer sets), or under Argo CD's with the
-  ``ignoreDifferences`` and sync options we ship (:func:`gitops_resync`).
+  ``ignoreDifferences`` and sync options we ship (``support.replicas.gitops_resync``).
 
 After every re-sync each replicas field has exactly one owner in ``managedFields`` and keeps
 its value; at the end the generations count the writes, so a value that a re-sync reset
@@ -24,154 +24,39 @@ and a writer restored (an oscillation) shows up even if it was undone before we 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dyn_gitops_operator import FIELD_MANAGER
-from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube
 from dyn_gitops_operator.testing import (
-    GITOPS_MANAGER,
     HPA_MANAGER,
-    KINDS,
-    as_served,
     hpa_scale,
     running,
     settings_for_tests,
     wait_for,
 )
 from support.rendering import render
+from support.replicas import (
+    FLUX_MANAGER,
+    PLANNER_MANAGER,
+    component,
+    component_key,
+    gitops_resync,
+    manager_of,
+    owners,
+    planner_scale,
+)
 
 from dyn_gitops import keys
 
 pytestmark = pytest.mark.realk8s
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-#: kustomize-controller's server-side apply field manager
-FLUX_MANAGER = "kustomize-controller"
-#: the field manager the API server gives a request without one from the Python client the
-#: Planner uses (the User-Agent up to its first "/": "OpenAPI-Generator/<v>/python")
-PLANNER_MANAGER = "OpenAPI-Generator"
-#: the User-Agent of kubernetes==32.0.1, the Planner's pin (container/deps/requirements.planner.txt)
-PLANNER_USER_AGENT = "OpenAPI-Generator/32.0.1/python"
 #: the Dynamo operator's field manager (its binary, ``manager``: deploy/operator/Dockerfile)
 OPERATOR_MANAGER = "manager"
 #: re-syncs per test, each after one autoscaler / Planner decision
 ROUNDS = 5
-
-Obj = dict[str, Any]
-
-
-def gitops_resync(k: Kube, objects: list[Obj], tool: str = "flux") -> None:
-    """One sync of the rendered objects by ``tool``: a forced server-side apply of each
-    Deployment, DGD and adapter, except an existing adapter.
-
-    * ``flux``: kustomize-controller skips an object marked ``ssa: IfNotPresent`` that
-      exists;
-    * ``argocd``: the configuration we ship (deploy/argocd/helm-values.yaml: adapters'
-      ``/spec/replicas`` in ``ignoreDifferences``; the sample Applications sync with
-      ``ApplyOutOfSyncOnly`` and ``RespectIgnoreDifferences``): an adapter whose other
-      rendered fields are live is in sync and not applied; one that is not is applied with
-      the live ``spec.replicas``.
-    """
-    manager = FLUX_MANAGER if tool == "flux" else GITOPS_MANAGER
-    gitops = Kube(k.api, k.timeout, field_manager=manager)
-    for obj in objects:
-        res = KINDS.get(obj["kind"])
-        if res is None or obj["kind"] in ("LeaderWorkerSet", "PodCliqueSet"):
-            continue
-        meta = obj["metadata"]
-        try:
-            live = k.get(res, meta["namespace"], meta["name"])
-        except NotFoundError:
-            live = None
-        if live is not None and res is DGDSAS:
-            ann = meta.get("annotations") or {}
-            if tool == "flux" and ann.get(keys.ANN_FLUX_SSA) == keys.FLUX_SSA_IF_NOT_PRESENT:
-                continue
-            if tool == "argocd":
-                if _in_sync_but_replicas(obj, live):
-                    continue
-                obj = {**obj, "spec": {**obj["spec"], "replicas": live["spec"]["replicas"]}}
-        gitops.apply(res, as_served(obj), force=True)
-
-
-def _in_sync_but_replicas(obj: Obj, live: Obj) -> bool:
-    meta, live_meta = obj["metadata"], live["metadata"]
-    return all(
-        (live_meta.get(part) or {}).get(key) == value
-        for part in ("labels", "annotations")
-        for key, value in (meta.get(part) or {}).items()
-    ) and obj["spec"].get("dgdRef") == live["spec"].get("dgdRef")
-
-
-def owners(obj: Obj, *path: str) -> set[str]:
-    """The managers whose ``fieldsV1`` hold the field at ``path`` (fieldsV1 keys)."""
-    out = set()
-    for entry in obj["metadata"].get("managedFields") or []:
-        node: Any = entry.get("fieldsV1") or {}
-        for step in path:
-            node = node.get(step) if isinstance(node, dict) else None
-        if node is not None:
-            out.add(entry["manager"])
-    return out
-
-
-def component_key(name: str) -> str:
-    return "k:" + json.dumps({"name": name}, separators=(",", ":"))
-
-
-def component(dgd: Obj, name: str) -> Obj:
-    (comp,) = [c for c in dgd["spec"]["components"] if c["name"] == name]
-    return dict(comp)
-
-
-def planner_scale(api: Any, namespace: str, dgd: str, service: str, replicas: int) -> None:
-    """``KubernetesAPI.update_service_replicas`` of the 1.5 Planner, replayed with its client."""
-    from kubernetes import client as k8s
-
-    custom = k8s.CustomObjectsApi(api)
-    try:
-        custom.patch_namespaced_custom_object_scale(
-            group="nvidia.com",
-            version="v1beta1",
-            namespace=namespace,
-            plural="dynamographdeploymentscalingadapters",
-            name=f"{dgd}-{service.lower()}",
-            body={"spec": {"replicas": replicas}},
-        )
-        raise AssertionError("the adapter's /scale answered: the Planner would not patch the DGD")
-    except k8s.ApiException as exc:
-        assert exc.status == 404, exc
-    live: Any = custom.get_namespaced_custom_object(
-        "nvidia.com", "v1beta1", namespace, "dynamographdeployments", dgd
-    )
-    (index,) = [i for i, c in enumerate(live["spec"]["components"]) if c.get("name") == service]
-    patch = [
-        {"op": "test", "path": f"/spec/components/{index}/name", "value": service},
-        {"op": "add", "path": f"/spec/components/{index}/replicas", "value": replicas},
-    ]
-    # the Planner's own call (kubernetes 32.0.1's ``call_api`` with these arguments), built by
-    # the client installed here, whose call_api has another signature
-    method, url, headers, body, post = api.param_serialize(
-        "PATCH",
-        "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}",
-        path_params={
-            "group": "nvidia.com",
-            "version": "v1beta1",
-            "namespace": namespace,
-            "plural": "dynamographdeployments",
-            "name": dgd,
-        },
-        header_params={"Accept": "application/json", "Content-Type": "application/json-patch+json"},
-        body=patch,
-        auth_settings=["BearerToken"],
-    )
-    headers["User-Agent"] = PLANNER_USER_AGENT
-    resp = api.call_api(method, url, header_params=headers, body=body, post_params=post)
-    resp.read()
-    assert resp.status == 200, resp.data
 
 
 def generation(k: Kube, res: Any, namespace: str, name: str) -> int:
@@ -184,10 +69,6 @@ def spec_replicas(k: Kube, namespace: str, name: str) -> int | None:
 
 
 TOOLS = pytest.mark.parametrize("tool", ["flux", "argocd"])
-
-
-def manager_of(tool: str) -> str:
-    return FLUX_MANAGER if tool == "flux" else GITOPS_MANAGER
 
 
 @TOOLS
