@@ -65,7 +65,11 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="kubeconfig file (default: in-cluster, then ~/.kube/config)",
     )
-    p.add_argument("--identity", default=None, help="leader identity (default: host_random)")
+    p.add_argument(
+        "--identity",
+        default=None,
+        help="leader identity (default: the pod name, POD_NAME; else host_random)",
+    )
     p.add_argument("--workers", type=int, default=d.workers)
     p.add_argument("--resync-period", type=float, default=d.resync_period, metavar="SECONDS")
     p.add_argument(

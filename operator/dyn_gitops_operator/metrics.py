@@ -22,6 +22,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from dyn_gitops_operator.reachability import Reachability
+
 log = logging.getLogger(__name__)
 
 PREFIX = "dyn_gitops_controller"
@@ -124,6 +126,18 @@ class Metrics:
             registry=r,
         )
         self.dynamo_models = Gauge(f"{PREFIX}_dynamo_models", "DynamoModels watched", registry=r)
+        self.apiserver_reachable = Gauge(
+            f"{PREFIX}_apiserver_reachable",
+            "1 while the API server answers the controller's list, watch and lease calls",
+            registry=r,
+        )
+        self.apiserver_failures = Counter(
+            f"{PREFIX}_apiserver_failures_total",
+            "List, watch and lease calls the API server did not answer (connection, 5xx)",
+            registry=r,
+        )
+        #: the outage state the informers and the leader report to (one log line per change)
+        self.apiserver = Reachability(self.apiserver_reachable, self.apiserver_failures)
         for op in LORA_OPERATIONS:
             for res in ("success", "failure"):
                 self.lora_requests.labels(op, res)

@@ -51,10 +51,16 @@ def limit_from_env(name: str, environ: Mapping[str, str] | None = None) -> int |
     return int(raw)
 
 
-def default_identity() -> str:
-    """``<pod or host name>_<random>``: unique per process, as client-go does."""
-    host = os.environ.get("POD_NAME") or socket.gethostname()
-    return f"{host}_{uuid.uuid4().hex[:8]}"
+def default_identity(environ: Mapping[str, str] | None = None) -> str:
+    """The pod's name (``POD_NAME``, from the downward API) when set: stable across restarts
+    of the container, so a restarted process renews its own leader lease at once instead of
+    waiting out its predecessor's (``leader`` says why that is safe). Elsewhere
+    ``<host name>_<random>`` as client-go: a host name alone is shared by every process on a
+    machine (and by hostNetwork pods on one node), which must never share an identity."""
+    pod = (os.environ if environ is None else environ).get("POD_NAME", "").strip()
+    if pod:
+        return pod
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,13 @@ class LeaderSettings:
     renew_deadline: float = 10.0
     #: seconds between attempts to acquire or renew
     retry_period: float = 2.0
+
+    @property
+    def call_timeout(self) -> tuple[float, float]:
+        """(connect, read) seconds of one lease call: a get and an update together stay
+        within the renew deadline, so a stalled API server cannot hold a renewal past it."""
+        part = self.renew_deadline / 5
+        return (part, part)
 
 
 @dataclass(frozen=True)
