@@ -1,6 +1,8 @@
 """Leader election under faults (issue 29 point 5 b, c): a restarted process in the same pod
 takes its own lease back at once (stable identity), and the renew deadline is enforced by a
-timer while a lease call hangs (a stalled API server), with every write gated on it.
+timer while a lease call hangs (a stalled API server), with every write gated on it. And
+(d, the unit part) an outage is one log line per change of state, not one per retry; the
+real API server killed and restarted is in ``test_operator_apiserver_faults.py``.
 
 Structural checks only: "at once" is the first attempt, "while blocked" is observed inside
 ``on_lost`` while the blocked call has not returned.
@@ -8,6 +10,7 @@ Structural checks only: "at once" is the first attempt, "while blocked" is obser
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from datetime import UTC, datetime
@@ -214,3 +217,45 @@ def test_no_write_is_sent_once_the_replica_stops_acting() -> None:
     with pytest.raises(StandbyError):
         ctx.delete(DEPLOYMENTS, dep)
     assert kube.list(DEPLOYMENTS, "ns")[0] == []
+
+
+# ---------------------------------------------------------------- (d) outage log, unit
+def test_connection_errors_are_one_line_per_state_change(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Unit: an informer whose list fails with connection errors: many failures counted,
+    one line each way; a 403 or a 404 is an answer, not an outage."""
+    from dyn_gitops_operator.errors import ForbiddenError, NotFoundError
+    from dyn_gitops_operator.fakekube import FakeKube
+    from dyn_gitops_operator.informer import Informer
+    from dyn_gitops_operator.metrics import Metrics
+    from dyn_gitops_operator.resources import DEPLOYMENTS
+
+    class Unreachable(FakeKube):
+        down = threading.Event()
+
+        def list(self, res: Resource, namespace: str | None = None, **kw: Any) -> Any:
+            if self.down.is_set():
+                raise TransientError(0, "NewConnectionError", "Connection refused")
+            return super().list(res, namespace, **kw)
+
+    caplog.set_level(logging.INFO, logger="dyn_gitops_operator")
+    metrics = Metrics()
+    kube = Unreachable()
+    kube.down.set()
+    inf = Informer(kube, DEPLOYMENTS, namespace="ns", metrics=metrics)
+    inf.start()
+    try:
+        failures = "dyn_gitops_controller_apiserver_failures_total"
+        wait_for(lambda: metrics.value(failures) >= 3, HANG_GUARD, "failed lists")
+        assert metrics.value("dyn_gitops_controller_apiserver_reachable") == 0
+        kube.down.clear()
+        wait_for(inf.synced.is_set, HANG_GUARD, "list once reachable")
+        assert metrics.value("dyn_gitops_controller_apiserver_reachable") == 1
+        for answer in (ForbiddenError(403, "Forbidden", "no"), NotFoundError(404, "", "")):
+            metrics.apiserver.failed(answer, "test")
+        assert metrics.value("dyn_gitops_controller_apiserver_reachable") == 1
+    finally:
+        inf.stop()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("API server")]
+    assert lines == ["API server unreachable", "API server reachable again"], lines

@@ -160,7 +160,12 @@ class HealthServer:
     """/metrics, /healthz (threads alive) and /readyz (caches synced) on one port."""
 
     def __init__(
-        self, address: str, metrics: Metrics, healthy: Callable[[], bool], ready: Callable[[], bool]
+        self,
+        address: str,
+        metrics: Metrics,
+        healthy: Callable[[], bool],
+        ready: Callable[[], bool],
+        not_ready: Callable[[], list[str]] = list,
     ) -> None:
         host, _, port = address.rpartition(":")
 
@@ -174,7 +179,8 @@ class HealthServer:
                     self._send(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n")
                 elif path == "/readyz":
                     ok = ready()
-                    self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+                    why = "" if ok else "".join(f"{line}\n" for line in not_ready())
+                    self._send(200 if ok else 503, b"ok\n" if ok else f"not ready\n{why}".encode())
                 else:
                     self._send(404, b"not found\n")
 

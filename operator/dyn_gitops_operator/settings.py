@@ -144,6 +144,14 @@ class OperatorSettings:
     #: first and largest delay of the per-key exponential retry backoff, seconds
     backoff_base: float = 0.02
     backoff_max: float = 60.0
+    #: seconds between two checks of an optional API (LeaderWorkerSet, PodClique,
+    #: PodCliqueScalingGroup, DynamoModel) found not served or forbidden: a CRD installed
+    #: later is watched from the next check on
+    optional_api_recheck: float = 60.0
+    #: first and largest delay between checks of an optional API whose state is unknown (an
+    #: error other than 404 / 403); the controller is not ready meanwhile
+    optional_api_retry_base: float = 1.0
+    optional_api_retry_max: float = 30.0
     #: ``host:port`` of /metrics, /healthz and /readyz; empty disables the server
     http_address: str = ":8080"
     #: the ceiling of every replica count read from Git (an annotation, a DGD's or a scaling
@@ -164,6 +172,10 @@ class OperatorSettings:
             raise ValueError(
                 f"max replicas (--max-replicas, {MAX_REPLICAS_ENV}) must be from 1 to {LIMIT_MAX}"
             )
+        if not 0 < self.optional_api_retry_base <= self.optional_api_retry_max:
+            raise ValueError("optional API retry base must be > 0 and <= the retry max")
+        if self.optional_api_recheck <= 0:
+            raise ValueError("optional API re-check interval must be > 0")
         m = self.models
         if m.concurrency < 1 or m.workers < 1:
             raise ValueError("model concurrency and workers must be at least 1")
