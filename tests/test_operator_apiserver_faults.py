@@ -165,6 +165,7 @@ def test_an_unknown_api_keeps_the_controller_not_ready_until_it_answers(
     )
     caplog.set_level(logging.INFO, logger="dyn_gitops_operator")
     with running(settings, flaky, timeout=HANG_GUARD) as m:
+        assert m.lws is None and not m.ready()  # acting on the rest, but not ready
         wait_for(lambda: flaky.failed >= 3, timeout=HANG_GUARD, what="re-checks of LWS")
         assert m.lws is None and not m.ready()
         assert m.http is not None
@@ -194,10 +195,14 @@ def test_an_api_server_outage_is_logged_once_each_way(
     caplog.set_level(logging.INFO, logger="dyn_gitops_operator")
     long_lease = LeaderSettings(lease_duration=600, renew_deadline=300, retry_period=0.5)
     with running(settings_for_tests(pns, leader=long_lease), pk, timeout=HANG_GUARD) as m:
-        assert m.metrics.value(REACHABLE) == 1
         plane.stop_apiserver()
         try:
-            wait_for(lambda: m.metrics.value(REACHABLE) == 0, HANG_GUARD, "outage noticed")
+            wait_for(
+                lambda: any(r.getMessage() == "API server unreachable" for r in caplog.records),
+                HANG_GUARD,
+                "a log line saying the API server is unreachable",
+            )
+            assert m.metrics.value(REACHABLE) == 0
             wait_for(
                 lambda: m.metrics.value("dyn_gitops_controller_apiserver_failures_total") >= 5,
                 HANG_GUARD,

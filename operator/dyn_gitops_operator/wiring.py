@@ -17,6 +17,7 @@ from dyn_gitops_operator.event_keys import Enqueuer, graph_of_adapter, graph_of_
 from dyn_gitops_operator.informer import Informer, Store
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.optional import ApiState, probe
 from dyn_gitops_operator.resources import (
     DEPLOYMENTS,
     DGDS,
@@ -175,6 +176,18 @@ def attach(caches: Caches, enqueuer: Enqueuer, res: Resource, inf: Informer) -> 
     inf.add_handler(enqueuer.on_grove)
 
 
+def watch_optional_apis(
+    kube: KubeApi, settings: OperatorSettings, metrics: Metrics, caches: Caches, enqueuer: Enqueuer
+) -> None:
+    """One check of each optional workload API, watching those served: a one-shot wiring
+    (the unit tests' fake cluster); the Manager re-checks them (``optional.OptionalApis``)."""
+    for res in OPTIONAL_WORKLOADS:
+        if probe(kube, res, settings.watch_namespace)[0] is ApiState.SERVED:
+            inf = optional_informer(kube, settings, metrics, res)
+            caches.informers.append(inf)
+            attach(caches, enqueuer, res, inf)
+
+
 __all__ = [
     "OPTIONAL_WORKLOADS",
     "Caches",
@@ -184,4 +197,5 @@ __all__ = [
     "connect",
     "optional_informer",
     "scope_exclusions",
+    "watch_optional_apis",
 ]
