@@ -42,6 +42,7 @@ ERROR_TYPES = (
     "forbidden",
     "unavailable",
     "internal",
+    "standby",
 )
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
