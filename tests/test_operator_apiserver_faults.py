@@ -11,13 +11,19 @@ kills the API server, which the session's control plane must not see.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,6 +156,8 @@ def _readyz(port: int) -> tuple[int, str]:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+    except OSError:  # not listening yet
+        return 0, ""
 
 
 def test_an_unknown_api_keeps_the_controller_not_ready_until_it_answers(
@@ -221,3 +229,67 @@ def test_an_api_server_outage_is_logged_once_each_way(
     assert len(lines) < m.metrics.value("dyn_gitops_controller_apiserver_failures_total")
     back = [r for r in caplog.records if r.getMessage() == "API server reachable again"]
     assert max(getattr(r, "outage_seconds", -1) for r in back) > 0  # the kill, not a flap
+
+
+def _scrape(port: int, name: str) -> float | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def test_a_controller_process_logs_an_api_server_outage(
+    plane: ControlPlane, pns: str, tmp_path: Path
+) -> None:
+    """The real process (``python -m dyn_gitops_operator``, JSON logs): kube-apiserver
+    killed and started again; its stderr has the outage line, then the recovery line with
+    the outage's length, and /metrics follows; it keeps running (leases long enough)."""
+    from support.controlplane import free_port
+
+    port = free_port()
+    log = tmp_path / "controller.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "dyn_gitops_operator", "--mode", "namespace",
+                "--namespace", pns, "--kubeconfig", str(plane.kubeconfig),
+                "--http-address", f"127.0.0.1:{port}",
+                "--leader-lease-duration", "600", "--leader-renew-deadline", "300",
+                "--scope-lease-duration", "600", "--scope-lease-renew-interval", "10",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    try:
+        wait_for(lambda: _readyz(port)[0] == 200, HANG_GUARD, "controller ready")
+        assert _scrape(port, REACHABLE) == 1
+        plane.stop_apiserver()
+        try:
+            wait_for(lambda: _logged(log, "API server unreachable"), HANG_GUARD, "outage line")
+            assert _scrape(port, REACHABLE) == 0
+        finally:
+            plane.restart_apiserver()
+        back = wait_for(lambda: _logged(log, "API server reachable again"), HANG_GUARD, "back")
+        assert back[-1]["outage_seconds"] >= 0 and back[-1]["level"] == "warning"
+        wait_for(lambda: _scrape(port, REACHABLE) == 1, HANG_GUARD, "gauge back to 1")
+        assert proc.poll() is None, log.read_text()
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def _logged(log: Path, msg: str) -> list[dict[str, Any]]:
+    """The controller's JSON log lines with message ``msg``."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            rec = json.loads(line)
+            if isinstance(rec, dict) and rec.get("msg") == msg:
+                found.append(rec)
+    return found
