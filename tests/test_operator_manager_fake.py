@@ -75,3 +75,27 @@ def test_optional_apis_that_are_not_served_are_not_watched() -> None:
         assert m.lws is None and m.podcliques is None and m.pcsgs is None
         assert m.healthy() and m.ready()
     assert PODCLIQUES not in kube.server.served and PCSGS not in kube.server.served
+
+
+def test_apis_served_later_are_watched_without_a_restart() -> None:
+    """Grove's PodCliques and the DynamoModel API appear after the controller started (their
+    CRDs installed later): at the next re-check their informers join the caches, and the
+    DynamoModel loop's workers start beside the running graph workers."""
+    from dyn_gitops_operator.optional import ApiState
+    from dyn_gitops_operator.resources import DYNAMO_MODELS, PODS, SERVICES
+
+    kube = FakeKube()
+    kube.server.served |= {PODS, SERVICES}  # what the DynamoModel loop watches besides
+    later = {PODCLIQUES, DYNAMO_MODELS}
+    kube.server.served -= later
+    with running(settings_for_tests("ns", optional_api_recheck=0.1), kube) as m:
+        assert m.podcliques is None and m.models is None
+        assert m.optional.state(PODCLIQUES) is ApiState.NOT_SERVED and m.ready()
+        kube.server.served |= later
+        wait_for(lambda: m.podcliques is not None and m.models is not None, what="watched")
+        wait_for(
+            lambda: any(t.name.startswith("worker1-") for t in threading.enumerate()),
+            what="the DynamoModel workers",
+        )
+        wait_for(m.ready, what="ready with the new caches")
+        assert all(inf.alive() for inf in m.models.informers)
