@@ -58,7 +58,9 @@ def message(exc: ApiError) -> str:
 
 
 def condition(graph: Graph, exc: ApiError, ctx: Context) -> Obj:
-    old = next((c for c in graph.status.get("conditions") or [] if c.get("type") == STALLED), {})
+    old: Obj = next(
+        (c for c in graph.status.get("conditions") or [] if c.get("type") == STALLED), {}
+    )
     since = old.get("lastTransitionTime") if old.get("status") == "True" else None
     return {
         "type": STALLED,
