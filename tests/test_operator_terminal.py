@@ -236,12 +236,12 @@ def test_the_message_redacts_every_quoted_value_and_is_bounded() -> None:
     text = (
         'DynamoGraphDeployment.nvidia.com "g" is invalid: [spec.a: Invalid value: "tok\\"en": '
         'bad, spec.b: Unsupported value: "pw": supported values: "x", spec.c: Invalid value: '
-        '12345: must be less, spec.d: Duplicate value: "dup"]'
+        '12345: must be less, spec.d: Duplicate value: "dup", spec.e: Not found: "nf"]'
     )
     out = redact(text)
-    for value in ('tok\\"en', '"pw"', "12345", '"dup"'):
+    for value in ('tok\\"en', '"pw"', "12345", '"dup"', '"nf"'):
         assert value not in out
-    assert 'supported values: "x"' in out and out.count("<redacted>") == 4
+    assert 'supported values: "x"' in out and out.count("<redacted>") == 5
     exc = ApiError(422, "Invalid", "x" * 5000)
     exc.call = "apply Deployment ns/d"
     assert len(message(exc)) == 1024 and message(exc).startswith("apply Deployment ns/d: 422")

@@ -39,7 +39,8 @@ REASONS = {"validation": "Invalid", "forbidden": "Forbidden"}
 MESSAGE_MAX = 1024
 #: a value the API server quotes in a field error (``spec.x: Invalid value: "v": ...``)
 _VALUE = re.compile(
-    r'((?:Invalid|Unsupported|Duplicate|Not found) value: )("(?:[^"\\]|\\.)*"|.*?(?=: |, |\]|$))'
+    r"((?:(?:Invalid|Unsupported|Duplicate) value|Not found): )"
+    r'("(?:[^"\\]|\\.)*"|.*?(?=: |, |\]|$))'
 )
 
 
