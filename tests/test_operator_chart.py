@@ -161,6 +161,7 @@ def test_cluster_mode_rbac(helm: Path) -> None:
     assert got[("nvidia.com", "dynamographdeployments/status")] == {"get", "patch"}
     assert got[("coordination.k8s.io", "leases")] == {"get", "list", "watch"}
     assert "list" in got[("", "pods")]
+    assert got[("", "events")] == {"create"}
     assert_grove_rules(got)
     assert_model_rules(got)
     (crb,) = by_kind(objs, "ClusterRoleBinding")
@@ -206,7 +207,10 @@ def test_least_privilege(helm: Path, mode: str) -> None:
             assert not {"create", "update"} & set(r["verbs"]) or r["resources"] in (
                 ["leases"],
                 ["dynamomodels/finalizers"],
+                ["events"],
             )
+            if r["resources"] == ["events"]:  # a terminal error's Event: nothing else
+                assert r["verbs"] == ["create"], r
             assert not {"secrets", "configmaps"} & set(r["resources"])
             if "pods" in r["resources"]:  # the rollout's floor: list; DynamoModel: read only
                 assert (r["resources"], r["verbs"]) in (

@@ -277,3 +277,154 @@ def test_loads_run_in_parallel_bounded_per_model_and_never_hold_the_pass() -> No
         rec.close()
         for s in servers:
             s.close()
+
+
+# ---------------------------------------------------------------------- trickling workers
+#: how long a test waits for what must end at a short deadline (never reached when it
+#: works: the deadlines below are 1 s; on main a trickling call never ended)
+GUARD = 30.0
+
+
+def test_a_trickling_answer_fails_at_the_call_deadline() -> None:
+    """One byte every 0.2 s, forever: a per-read timeout never fires; the call deadline
+    does, and the connection is closed."""
+    from dyn_gitops_operator.modelendpoint import EndpointError
+    from dyn_gitops_operator.testing import wait_for
+    from support.trickle import TrickleServer
+
+    with TrickleServer(["127.0.0.1"]) as t:
+        c = LoraClient(request_timeout=1.0, total_timeout=GUARD, concurrency=1)
+        out: list[str | None] = []
+
+        def call() -> None:
+            try:
+                c.load(t.address, "m", "s3://b/p")
+                out.append(None)
+            except EndpointError as exc:
+                out.append(str(exc))
+
+        th = threading.Thread(target=call, daemon=True)
+        th.start()
+        th.join(GUARD)
+        assert not th.is_alive(), f"the call still runs after {GUARD:g} s (deadline 1 s)"
+        assert out and out[0] is not None and "call deadline of 1 s" in out[0], out
+        wait_for(lambda: t.held == 0, what="the trickled connection closed")
+        assert not t.released.is_set()  # the server still trickles: the client gave up
+
+
+def test_trickling_unloads_end_at_their_deadline_and_leave_no_thread() -> None:
+    """Twelve trickling unloads, four at a time: each ends at its deadline, at most four
+    threads run them, and every thread is gone afterwards (on main the batch gave up at
+    its total timeout and left its threads trickling)."""
+    from dyn_gitops_operator.testing import wait_for
+    from support.trickle import TrickleServer
+
+    with TrickleServer(["127.0.0.1"]) as t:
+        c = LoraClient(request_timeout=1.0, total_timeout=GUARD, concurrency=4)
+        baseline = threading.active_count()
+        peak = [0]
+
+        def unload(address: str) -> None:
+            peak[0] = max(peak[0], threading.active_count() - baseline)
+            c.unload(address, "m")
+
+        out = c.run_all([f"{t.address}/w{i}" for i in range(12)], unload)
+        wait_for(
+            lambda: threading.active_count() <= baseline,
+            GUARD,
+            lambda: f"threads back to {baseline} (now {threading.active_count()})",
+        )
+        assert all(e is not None and "call deadline of 1 s" in e for e in out.values()), out
+        assert 1 <= peak[0] <= 4
+        assert t.accepted == 12 and not t.released.is_set()
+
+
+def _lora(namespace: str, name: str, base: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "generation": 1, "finalizers": []},
+        "spec": {
+            "modelName": f"{name}-adapter",
+            "baseModelName": base,
+            "modelType": "lora",
+            "source": {"uri": "s3://x/y"},
+        },
+    }
+
+
+def _workers(ips: list[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "metadata": {"name": f"w-{ip}", "uid": ip},
+            "status": {"podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]},
+        }
+        for ip in ips
+    ]
+
+
+def test_one_namespaces_trickling_workers_leave_room_for_another_namespaces_load() -> None:
+    """Two DynamoModels of team-a, 20 workers that trickle (far from their deadline), on a
+    controller-wide pool of 20: team-b's load completes while team-a's calls are still
+    held (on main they took all 20 slots and team-b waited for them)."""
+    from dyn_gitops_operator.metrics import Metrics
+    from dyn_gitops_operator.reconcilers.base import Context
+    from dyn_gitops_operator.reconcilers.model import ModelReconciler
+    from dyn_gitops_operator.settings import ModelSettings
+    from dyn_gitops_operator.testing import wait_for
+    from support.controlplane import free_port
+    from support.trickle import TrickleServer
+
+    port = free_port()
+    slow = [f"127.0.0.{100 + i}" for i in range(20)]
+    settings = ModelSettings(port=port, request_timeout=600)
+    assert settings.concurrency * settings.workers == 20  # the pool team-a could fill
+    fast = Server(host="127.0.0.120", port=port)
+    with TrickleServer(slow, port=port) as t:
+        rec = ModelReconciler(settings, Metrics())
+        answered: set[tuple[str, str]] = set()
+        rec.notify = answered.add
+        ctx = Context(kube=_StatusSink(), metrics=rec.metrics, remember=lambda r, o: None)  # type: ignore[arg-type]
+        try:
+            for n in range(2):
+                key = ("team-a", f"m{n}")
+                pods = _workers(slow[10 * n : 10 * n + 10])
+                rec.reconcile(key, _lora(*key, f"base-{n}"), pods, set(), ctx)
+            wait_for(lambda: t.held >= 10, GUARD, "team-a's workers trickling")
+            key = ("team-b", "m")
+            rec.reconcile(key, _lora(*key, "base-b"), _workers(["127.0.0.120"]), set(), ctx)
+            wait_for(
+                lambda: key in answered,
+                GUARD,
+                lambda: f"team-b's load ({t.held} trickling calls of team-a hold the pool)",
+            )
+            assert not t.released.is_set() and t.held >= 10  # still held meanwhile
+            assert fast.requests and rec.memory.loaded[key]
+            assert t.held <= settings.concurrency * settings.workers // 2
+        finally:
+            rec.close()
+            fast.close()
+
+
+def test_the_pool_caps_each_group_and_keeps_no_idle_thread() -> None:
+    from dyn_gitops_operator.fairpool import FairPool
+    from dyn_gitops_operator.testing import wait_for
+
+    pool = FairPool(4, 2)
+    baseline = threading.active_count()
+    gate = threading.Event()
+    started: list[str] = []
+    lock = threading.Lock()
+
+    def call(name: str) -> None:
+        with lock:
+            started.append(name)
+        gate.wait(GUARD)
+
+    for i in range(4):
+        pool.submit("a", lambda i=i: call(f"a{i}"))  # type: ignore[misc]
+    pool.submit("b", lambda: call("b0"))
+    wait_for(lambda: len(started) == 3, GUARD, lambda: f"three started ({started})")
+    assert sorted(started) == ["a0", "a1", "b0"] and pool.waiting() == 2
+    assert threading.active_count() - baseline == 3
+    gate.set()
+    wait_for(lambda: len(started) == 5 and pool.running() == 0, GUARD, "all calls done")
+    wait_for(lambda: threading.active_count() <= baseline, GUARD, "no thread left")

@@ -16,7 +16,7 @@ from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.counts import RefusalLog
 from dyn_gitops_operator.dgdview import view
-from dyn_gitops_operator.errors import ConflictError, ControllerError
+from dyn_gitops_operator.errors import ApiError, ConflictError, ControllerError, TerminalError
 from dyn_gitops_operator.event_keys import known_graph_keys
 from dyn_gitops_operator.graph import Graph, HashCache
 from dyn_gitops_operator.informer import Key
@@ -28,6 +28,7 @@ from dyn_gitops_operator.reconcilers import Context, Reconciler
 from dyn_gitops_operator.resources import DEPLOYMENTS, DGDS, DGDSAS, Obj, Resource
 from dyn_gitops_operator.scope import ScopeExclusions
 from dyn_gitops_operator.settings import DEFAULT_MAX_REPLICAS
+from dyn_gitops_operator.terminal import report
 from dyn_gitops_operator.wiring import Caches
 from dyn_gitops_operator.workqueue import WorkQueue
 
@@ -157,36 +158,48 @@ class ControllerLoop:
     def reconcile(self, key: Key) -> float | None:
         """Run the chain on a fresh snapshot; seconds until the graph wants another look. A
         refused replica count is not an error: it is reported (status, one log line) and
-        the key is done until one of the graph's objects changes."""
+        the key is done until one of the graph's objects changes. A terminal API answer
+        (422, 403) is reported on the DGD and raised as TerminalError: not retried until
+        the graph changes (``terminal``)."""
         graph = self.snapshot(key)
         if graph.dgd is None and not graph.deployments and not graph.adapters:
             self.refusals.report(key, ())
             return None
         plan = Plan()
-        for rec in self.chain:
-            start = time.perf_counter()
-            result = "success"
-            try:
-                rec.reconcile(graph, plan, self.ctx)
-            except ConflictError:
-                result = "conflict"
-                self.metrics.reconcile_errors.labels(rec.name, "conflict").inc()
+        try:
+            for rec in self.chain:
+                self.run_one(rec, graph, plan)
+        except ApiError as exc:
+            if not exc.terminal:
                 raise
-            except ControllerError as exc:
-                result = "error"
-                self.metrics.reconcile_errors.labels(rec.name, exc.error_type).inc()
-                raise
-            except Exception:
-                result = "error"
-                self.metrics.reconcile_errors.labels(rec.name, "internal").inc()
-                raise
-            finally:
-                self.metrics.reconcile_total.labels(rec.name, result).inc()
-                self.metrics.reconcile_duration.labels(rec.name).observe(
-                    time.perf_counter() - start
-                )
+            report(graph, exc, self.ctx)
+            raise TerminalError(exc) from exc
         self.refusals.report(key, graph.refused.values())
         return plan.requeue_after
+
+    def run_one(self, rec: Reconciler, graph: Graph, plan: Plan) -> None:
+        """One reconciler, with its metrics."""
+        start = time.perf_counter()
+        result = "success"
+        try:
+            rec.reconcile(graph, plan, self.ctx)
+        except ConflictError:
+            result = "conflict"
+            self.metrics.reconcile_errors.labels(rec.name, "conflict").inc()
+            raise
+        except ControllerError as exc:
+            result = "error"
+            self.metrics.reconcile_errors.labels(rec.name, exc.error_type).inc()
+            if isinstance(exc, ApiError) and exc.terminal:
+                self.metrics.terminal_errors.labels(rec.name, exc.error_type).inc()
+            raise
+        except Exception:
+            result = "error"
+            self.metrics.reconcile_errors.labels(rec.name, "internal").inc()
+            raise
+        finally:
+            self.metrics.reconcile_total.labels(rec.name, result).inc()
+            self.metrics.reconcile_duration.labels(rec.name).observe(time.perf_counter() - start)
 
     def remember(self, res: Resource, obj: Obj) -> None:
         """Write-through: keep our own write unless the watch already delivered newer."""

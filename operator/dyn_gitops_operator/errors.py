@@ -9,6 +9,12 @@ ControllerError
  |    +-- ForbiddenError     401 / 403: RBAC
  |    +-- TransientError     429, 5xx, connection failures: retry with backoff
  +-- StandbyError (a write attempted after this replica stopped being the leader)
+ +-- TerminalError (a reconcile that failed with a terminal ApiError, already reported)
+
+Terminal (``ApiError.terminal``): 422 / 400 and 403, answers a retry of the same request
+cannot change (controller-runtime's ``reconcile.TerminalError``, kopf's ``PermanentError``);
+the key waits for the next change of its object instead of a retry with backoff. A 401 is
+not: credentials are refreshed (a rotated token), and the next attempt may pass.
 """
 
 from __future__ import annotations
@@ -34,9 +40,17 @@ class StandbyError(ControllerError):
 
 
 class ApiError(ControllerError):
+    #: a retry of the same request gets the same answer (see the module docstring)
+    terminal = False
+
     def __init__(self, status: int, reason: str, message: str) -> None:
         self.status = status
         self.reason = reason
+        #: the server's message alone
+        self.detail = message
+        #: the request that got this answer ("apply Deployment ns/name"), set by the caller
+        #: that knows it (``reconcilers.base.Context``); empty otherwise
+        self.call = ""
         super().__init__(f"{status} {reason}: {message}")
 
 
@@ -54,10 +68,26 @@ class GoneError(ApiError):
 
 class InvalidError(ApiError):
     error_type = "validation"
+    terminal = True
 
 
 class ForbiddenError(ApiError):
     error_type = "forbidden"
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(status, reason, message)
+        self.terminal = status == 403  # 401: refreshed credentials may pass
+
+
+class TerminalError(ControllerError):
+    """A reconcile stopped by a terminal ``ApiError`` (``cause``), already reported on the
+    object (condition, event): the work queue forgets the key instead of retrying it, and
+    the next change of the object brings it back (controller-runtime's TerminalError)."""
+
+    def __init__(self, cause: ApiError) -> None:
+        self.cause = cause
+        self.error_type = cause.error_type
+        super().__init__(str(cause))
 
 
 class TransientError(ApiError):

@@ -10,7 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from dyn_gitops_operator.errors import ConflictError, ControllerError, StandbyError
+from dyn_gitops_operator.errors import (
+    ConflictError,
+    ControllerError,
+    StandbyError,
+    TerminalError,
+)
 from dyn_gitops_operator.informer import Key
 from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.scope import ScopeExclusions
@@ -24,7 +29,7 @@ STANDBY_RETRY_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class Outcome:
-    result: Literal["success", "conflict", "error"]
+    result: Literal["success", "conflict", "error", "terminal"]
     #: the ControllerError's type, "conflict", or "internal" (a bug: logged with traceback)
     error_type: str | None = None
 
@@ -41,8 +46,10 @@ def work_on(
 ) -> Outcome | None:
     """Run ``run(key)`` (seconds until it wants another look, or None) and settle the key:
     forgotten on success (re-added after the wanted delay), retried with backoff on an
-    error. None when it was not run: this replica is on standby (the key is kept for
-    later) or the key's namespace is excluded (``ScopeExclusions.refresh`` resumes it)."""
+    error, forgotten on a TerminalError (already reported: the next change of the object
+    adds the key again, as controller-runtime does with a terminal error). None when it
+    was not run: this replica is on standby (the key is kept for later) or the key's
+    namespace is excluded (``ScopeExclusions.refresh`` resumes it)."""
     if not acting():
         queue.add_after(key, STANDBY_RETRY_SECONDS)
         return None
@@ -55,6 +62,14 @@ def work_on(
     except StandbyError:  # the leadership ended mid-reconcile: wait as a standby does
         queue.add_after(key, STANDBY_RETRY_SECONDS)
         return None
+    except TerminalError as exc:
+        queue.forget(key)
+        log.warning(
+            "%s failed, not retried until the object changes",
+            what,
+            extra={"object": "/".join(key), "reconcile_id": rid, "error": str(exc)},
+        )
+        return Outcome("terminal", exc.error_type)
     except Exception as exc:
         delay = queue.add_rate_limited(key)
         metrics.workqueue_retries.inc()

@@ -44,6 +44,8 @@ ERROR_TYPES = (
     "internal",
     "standby",
 )
+#: the error types a graph reconcile does not retry (``ApiError.terminal``)
+TERMINAL_ERROR_TYPES = ("validation", "forbidden")
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
@@ -61,6 +63,13 @@ class Metrics:
         self.reconcile_errors = Counter(
             f"{PREFIX}_reconcile_errors_total",
             "Reconcile errors per reconciler and type",
+            ["reconciler", "error_type"],
+            registry=r,
+        )
+        self.terminal_errors = Counter(
+            f"{PREFIX}_terminal_reconcile_errors_total",
+            "Reconciles stopped by a terminal API answer (422/400, 403): reported on the "
+            "object, not retried until it changes",
             ["reconciler", "error_type"],
             registry=r,
         )
@@ -148,6 +157,9 @@ class Metrics:
                 self.reconcile_total.labels(rec, res)
             for et in ERROR_TYPES:
                 self.reconcile_errors.labels(rec, et)
+        for rec in RECONCILERS:
+            for et in TERMINAL_ERROR_TYPES:
+                self.terminal_errors.labels(rec, et)
         for state in DGD_STATES:
             self.dgds.labels(state)
 

@@ -13,21 +13,33 @@ Behaviour of the Dynamo operator's ``internal/modelendpoint`` (1.5 line), ported
   request timeout and all of them by the total timeout (a call still unanswered then has
   failed).
 
+Ours: the request timeout is a deadline for the whole call (connect, send, every read of
+the answer), checked before each read and bounding each read by the time left, so a worker
+that trickles its answer a byte at a time fails at the deadline like one that does not
+answer (a per-read timeout would wait forever). The calls run on the controller's
+``fairpool.FairPool``: a bounded number of threads, none idle, none outliving its call,
+and one namespace's calls never take more than its share of the pool.
+
 Plain ``http.client``: no dependency, and nothing here talks to the API server.
 """
 
 from __future__ import annotations
 
+import functools
 import http.client
+import io
 import json
 import logging
+import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
+
+from dyn_gitops_operator.fairpool import FairPool
 
 log = logging.getLogger(__name__)
 
@@ -86,28 +98,103 @@ class EndpointError(Exception):
     """A worker did not load or unload the adapter (no answer, or not 2xx)."""
 
 
-class LoraClient:
-    """The LoRA management calls of one controller."""
+class DeadlineExceeded(TimeoutError):
+    """The call's deadline passed before the whole answer came."""
 
-    def __init__(self, request_timeout: float, total_timeout: float, concurrency: int) -> None:
+
+class _DeadlineReader(io.RawIOBase):
+    """The answer's bytes, each read bounded by the time left until the deadline (over
+    the socket's own unbuffered file, which keeps the socket open until it is closed)."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded()
+        self._sock.settimeout(left)
+        try:
+            return int(self._raw.readinto(buffer) or 0)
+        except TimeoutError:  # socket.timeout: this read used up the time left
+            raise DeadlineExceeded() from None
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """What ``http.client`` uses of a socket (sendall, makefile, close), within a deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def sendall(self, data: bytes) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded()
+        self._sock.settimeout(left)
+        self._sock.sendall(data)
+
+    def makefile(self, mode: str = "rb", *args: Any, **kw: Any) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class _DeadlineConnection(http.client.HTTPConnection):
+    def __init__(self, host: str, port: int, deadline: float) -> None:
+        super().__init__(host, port, timeout=max(0.001, deadline - time.monotonic()))
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, self._deadline)
+
+
+class LoraClient:
+    """The LoRA management calls of one controller; batches (``run_all``) on ``pool``
+    (the controller's, shared with the loads; a pool of ``concurrency`` of its own when
+    none is given)."""
+
+    def __init__(
+        self,
+        request_timeout: float,
+        total_timeout: float,
+        concurrency: int,
+        pool: FairPool | None = None,
+    ) -> None:
         self.request_timeout = request_timeout
         self.total_timeout = total_timeout
         self.concurrency = concurrency
+        self.pool = pool or FairPool(concurrency, concurrency)
 
     # ------------------------------------------------------------------ one call
     def _call(self, method: str, url: str, body: bytes | None) -> None:
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise EndpointError(f"not an http address: {url}")
-        conn = http.client.HTTPConnection(
-            parts.hostname, parts.port or 80, timeout=self.request_timeout
-        )
+        deadline = time.monotonic() + self.request_timeout
+        conn = _DeadlineConnection(parts.hostname, parts.port or 80, deadline)
         try:
             headers = {"Content-Type": "application/json"} if body is not None else {}
             conn.request(method, parts.path or "/", body=body, headers=headers)
             resp = conn.getresponse()
             raw = resp.read(ERROR_BODY_MAX * 4)
         except (OSError, http.client.HTTPException) as exc:
+            if isinstance(exc, TimeoutError) or time.monotonic() >= deadline:
+                raise EndpointError(
+                    f"{method} {url}: no whole answer within the call deadline of "
+                    f"{self.request_timeout:g} s"
+                ) from exc
             raise EndpointError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
         finally:
             conn.close()
@@ -124,47 +211,78 @@ class LoraClient:
 
     # ------------------------------------------------------------------ a batch
     def run_all(
-        self, addresses: Sequence[str], call: Callable[[str], None]
+        self, addresses: Sequence[str], call: Callable[[str], None], group: str = ""
     ) -> dict[str, str | None]:
-        """``call(address)`` for every address, in parallel (bounded); address -> None on
-        success or the error. A call still running at the total timeout has failed; it is
-        left to end by its own request timeout and never holds the caller."""
-        results: dict[str, str | None] = {}
-        lock = threading.Lock()
+        """``call(address)`` for every address on the pool (as ``group``), at most
+        ``concurrency`` at once; address -> None on success or the error. A call not
+        answered at the total timeout has failed: one not started yet never starts, one
+        under way ends by its deadline and never holds the caller."""
+        batch = _Batch(addresses, call, self.concurrency, self.pool, group)
+        return batch.wait(self.total_timeout)
 
-        def one(address: str) -> None:
-            try:
-                call(address)
-                outcome: str | None = None
-            except EndpointError as exc:
-                outcome = str(exc)
-            except Exception as exc:  # a bug in one call must not lose the others
-                log.exception("endpoint call crashed", extra={"address": address})
-                outcome = f"{type(exc).__name__}: {exc}"
-            with lock:
-                results[address] = outcome
 
-        if not addresses:
-            return {}
-        pool = ThreadPoolExecutor(
-            max_workers=min(self.concurrency, len(addresses)), thread_name_prefix="lora"
-        )
-        futures = [pool.submit(one, a) for a in addresses]
-        deadline = time.monotonic() + self.total_timeout
-        for f in futures:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                f.result(timeout=left)
-            except Exception:  # the timeout; ``one`` itself never raises
-                break
-        pool.shutdown(wait=False, cancel_futures=True)
-        with lock:
-            out = dict(results)
-        for a in addresses:
-            out.setdefault(a, f"no answer within the total timeout of {self.total_timeout:g} s")
+class _Batch:
+    """One ``run_all``: feeds the pool ``limit`` calls at a time, collects the outcomes."""
+
+    def __init__(
+        self,
+        addresses: Sequence[str],
+        call: Callable[[str], None],
+        limit: int,
+        pool: FairPool,
+        group: str,
+    ) -> None:
+        self.addresses = list(addresses)
+        self.call, self.limit, self.pool, self.group = call, limit, pool, group
+        self.todo = deque(self.addresses)
+        self.results: dict[str, str | None] = {}
+        self.active = 0
+        self.over = False
+        self.cond = threading.Condition()
+
+    def wait(self, total_timeout: float) -> dict[str, str | None]:
+        deadline = time.monotonic() + total_timeout
+        with self.cond:
+            self._feed()
+            while len(self.results) < len(self.addresses):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(left)
+            self.over = True  # nothing more starts
+            self.todo.clear()
+            out = dict(self.results)
+        for a in self.addresses:
+            out.setdefault(a, f"no answer within the total timeout of {total_timeout:g} s")
         return out
+
+    def _feed(self) -> None:
+        """Under the lock: start calls up to the limit."""
+        while self.todo and self.active < self.limit and not self.over:
+            address = self.todo.popleft()
+            self.active += 1
+            if not self.pool.submit(self.group, functools.partial(self._one, address)):
+                self.active -= 1
+                self.results[address] = "the controller is stopping"
+
+    def _one(self, address: str) -> None:
+        with self.cond:
+            if self.over:  # waited in the pool past the total timeout
+                self.active -= 1
+                return
+        try:
+            self.call(address)
+            outcome: str | None = None
+        except EndpointError as exc:
+            outcome = str(exc)
+        except Exception as exc:  # a bug in one call must not lose the others
+            log.exception("endpoint call crashed", extra={"address": address})
+            outcome = f"{type(exc).__name__}: {exc}"
+        with self.cond:
+            self.results[address] = outcome
+            self.active -= 1
+            self._feed()
+            self.cond.notify_all()
 
 
 def _join(address: str, path: str) -> str:
@@ -172,4 +290,11 @@ def _join(address: str, path: str) -> str:
     return address.rstrip("/") + "/" + path
 
 
-__all__ = ["Candidate", "EndpointError", "LoraClient", "extract_candidates", "pod_ready"]
+__all__ = [
+    "Candidate",
+    "DeadlineExceeded",
+    "EndpointError",
+    "LoraClient",
+    "extract_candidates",
+    "pod_ready",
+]

@@ -60,6 +60,8 @@ LWS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWork
 #: floor counts the pods that are Ready now, not a Deployment's possibly stale status; also
 #: the workers of a DynamoModel's base model (read only): the pods its Service selects
 PODS = Resource("", "v1", "pods", "Pod")
+#: core/v1 Events (created only: a terminal error of a graph, on its DGD)
+EVENTS = Resource("", "v1", "events", "Event")
 #: what Grove creates from a PodCliqueSet (read, and scaled through /scale)
 PODCLIQUES = Resource("grove.io", "v1alpha1", "podcliques", "PodClique")
 PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
@@ -71,6 +73,7 @@ __all__ = [
     "DGDS",
     "DGDSAS",
     "DYNAMO_MODELS",
+    "EVENTS",
     "LEASES",
     "LWS",
     "PCSGS",

@@ -109,7 +109,8 @@ class ModelSettings:
     enabled: bool = True
     #: the workers' system port, where ``/v1/loras`` is served (the operator's fixed 9090)
     port: int = 9090
-    #: seconds for one load / unload request (connect and answer)
+    #: seconds for one load / unload call, whole: connect, send and every read of the
+    #: answer (a worker that trickles its answer fails then, like one that never answers)
     request_timeout: float = 15.0
     #: seconds for the whole batch of unload calls when a model is deleted (loads are not
     #: waited for: each answer is recorded when it comes)
@@ -121,6 +122,18 @@ class ModelSettings:
     #: first and largest delay before a failed endpoint is called again, seconds
     retry_base: float = 2.0
     retry_max: float = 30.0
+
+    @property
+    def pool_size(self) -> int:
+        """Load / unload calls in flight at once in the whole controller (one thread each,
+        none kept idle)."""
+        return self.concurrency * self.workers
+
+    @property
+    def namespace_calls(self) -> int:
+        """The most of them one namespace's calls take: half the pool, so that slow workers
+        of one namespace leave the other half to everyone else's LoRA loads."""
+        return max(1, self.pool_size // 2)
 
 
 @dataclass(frozen=True)
@@ -179,6 +192,8 @@ class OperatorSettings:
         m = self.models
         if m.concurrency < 1 or m.workers < 1:
             raise ValueError("model concurrency and workers must be at least 1")
+        if m.request_timeout <= 0 or m.total_timeout <= 0:
+            raise ValueError("model request and total timeouts must be > 0")
         if not 0 < m.retry_base <= m.retry_max:
             raise ValueError("model retry base must be > 0 and <= the retry max")
 

@@ -80,6 +80,11 @@ app.kubernetes.io/component: controller
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
+# events: create only, a Warning Event on a DGD whose reconcile the API server refused
+# for good (422 Invalid, 403 Forbidden; the DGD's Stalled condition says the same)
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
 # multinode services (optional API; skipped when absent): status, and as for Deployments
 # spec.replicas of a managed one (server-side apply) and delete of an old generation
 - apiGroups: [leaderworkerset.x-k8s.io]

@@ -12,6 +12,7 @@ from dyn_gitops_operator.resources import (
     DEPLOYMENTS,
     DGDS,
     DGDSAS,
+    EVENTS,
     LEASES,
     LWS,
     PCSGS,
@@ -94,6 +95,7 @@ DEFAULT_RULES: dict[Resource, KindRules] = {
     PCSGS: KindRules(scale_selector="status.selector"),
     PODCLIQUESETS: PCS_MAP_LIST,
     LEASES: KindRules(status=False),
+    EVENTS: KindRules(status=False),
 }
 
 __all__ = [

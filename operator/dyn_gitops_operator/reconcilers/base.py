@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from dyn_gitops_operator.errors import StandbyError
+from dyn_gitops_operator.errors import ApiError, StandbyError
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
@@ -24,6 +25,19 @@ def utc_now() -> datetime:
 def timestamp(t: datetime) -> str:
     """RFC 3339 in whole seconds, as metav1.Time serialises."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@contextlib.contextmanager
+def calling(verb: str, res: Resource, namespace: str | None, name: str) -> Iterator[None]:
+    """An API error raised inside names the request (verb, kind, object): what a terminal
+    error's condition and event say."""
+    try:
+        yield
+    except ApiError as exc:
+        if not exc.call:
+            where = f"{namespace}/{name}" if namespace else name
+            exc.call = f"{verb} {res.kind} {where}"
+        raise
 
 
 @dataclass
@@ -43,10 +57,11 @@ class Context:
 
     def apply(self, res: Resource, obj: Obj, *, subresource: str | None = None) -> Obj:
         self.may_write()
-        out = self.kube.apply(res, obj, subresource=subresource)
-        self.metrics.writes.labels(
-            res.kind, "apply" + (f"/{subresource}" if subresource else "")
-        ).inc()
+        verb = "apply" + (f"/{subresource}" if subresource else "")
+        meta = obj["metadata"]
+        with calling(verb, res, meta.get("namespace"), meta["name"]):
+            out = self.kube.apply(res, obj, subresource=subresource)
+        self.metrics.writes.labels(res.kind, verb).inc()
         self.remember(res, out)
         return out
 
@@ -55,24 +70,25 @@ class Context:
         object's watch event brings the new state)."""
         meta = obj["metadata"]
         self.may_write()
-        out = self.kube.patch(
-            res, meta.get("namespace"), meta["name"], obj, subresource=subresource
-        )
-        self.metrics.writes.labels(
-            res.kind, "patch" + (f"/{subresource}" if subresource else "")
-        ).inc()
+        verb = "patch" + (f"/{subresource}" if subresource else "")
+        with calling(verb, res, meta.get("namespace"), meta["name"]):
+            out = self.kube.patch(
+                res, meta.get("namespace"), meta["name"], obj, subresource=subresource
+            )
+        self.metrics.writes.labels(res.kind, verb).inc()
         return out
 
     def delete(self, res: Resource, obj: Obj) -> None:
         meta = obj["metadata"]
         self.may_write()
-        self.kube.delete(
-            res,
-            meta.get("namespace"),
-            meta["name"],
-            uid=meta.get("uid"),
-            resource_version=meta.get("resourceVersion"),
-        )
+        with calling("delete", res, meta.get("namespace"), meta["name"]):
+            self.kube.delete(
+                res,
+                meta.get("namespace"),
+                meta["name"],
+                uid=meta.get("uid"),
+                resource_version=meta.get("resourceVersion"),
+            )
         self.metrics.writes.labels(res.kind, "delete").inc()
 
 

@@ -9,8 +9,9 @@ pass per model:
   Service's EndpointSlices;
 * a ``lora`` model is loaded (``POST /v1/loras``) into each ready worker, a ``base`` or
   ``adapter`` model only lists them (``ready`` false, nothing called); the pass starts the
-  calls (at most ``concurrency`` in flight per model) and never waits for them: each answer
-  is recorded when it comes and the model is looked at again;
+  calls (at most ``concurrency`` in flight per model, at most half the controller's pool
+  per namespace: ``fairpool``) and never waits for them: each answer is recorded when it
+  comes and the model is looked at again;
 * the status lists every worker with ``ready`` (loaded), counts them, and sets the
   conditions ``EndpointsReady`` and ``ServicesFound`` (the operator's reasons) and
   ``Ready`` (ours: the same verdict as ``EndpointsReady``, with the reason ``LoadFailed``
@@ -29,15 +30,16 @@ called until it is ready (docs/operator.md).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from dyn_gitops import keys, naming
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator.fairpool import FairPool
 from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.modelendpoint import (
     Candidate,
@@ -118,20 +120,19 @@ class ModelReconciler:
     ) -> None:
         self.s = settings
         self.metrics = metrics
+        #: every load and unload call runs here, a namespace's calls on at most its share
+        #: (``ModelSettings.namespace_calls``); an answer calls ``notify(model key)``
+        self._pool = FairPool(settings.pool_size, settings.namespace_calls)
         self.client = client or LoraClient(
-            settings.request_timeout, settings.total_timeout, settings.concurrency
+            settings.request_timeout, settings.total_timeout, settings.concurrency, self._pool
         )
         self.memory = ModelMemory()
         self.clock = clock
-        #: load calls run here; an answer calls ``notify(model key)`` (the loop enqueues it)
-        self._pool = ThreadPoolExecutor(
-            max_workers=settings.concurrency * settings.workers, thread_name_prefix="lora-load"
-        )
         self.notify: Callable[[Key], None] = lambda key: None
 
     def close(self) -> None:
-        """Stop starting calls; those under way end by their request timeout."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop starting calls; those under way end by their deadline."""
+        self._pool.close()
 
     # ------------------------------------------------------------------ one pass
     def reconcile(
@@ -196,7 +197,10 @@ class ModelReconciler:
         model_name = str(spec.get("modelName") or "")
         uri = str((spec.get("source") or {}).get("uri") or "")
         for c in due:
-            self._pool.submit(self._load_one, key, c, fp, model_name, uri)
+            call = functools.partial(self._load_one, key, c, fp, model_name, uri)
+            if not self._pool.submit(key[0], call):  # closing: not started, not in flight
+                with m.lock:
+                    inflight.discard(c.pod_key)
         errors: dict[str, str] = {}
         retry_at: float | None = None
         with m.lock:
@@ -383,7 +387,9 @@ class ModelReconciler:
             candidates = extract_candidates(pods, self.s.port)
             name = str((model.get("spec") or {}).get("modelName") or "")
             outcome = self.client.run_all(
-                [c.address for c in candidates], lambda a: self.client.unload(a, name)
+                [c.address for c in candidates],
+                lambda a: self.client.unload(a, name),
+                group=key[0],
             )
             for address, err in sorted(outcome.items()):
                 self.metrics.lora_requests.labels(

@@ -13,7 +13,8 @@ not observed its own spec (or was just written) is not ready. The field names ar
 operator's: the Planner, ``kubectl get dgd`` and the Argo CD / Flux health checks read
 them. Written only when something changed. Ours: a replica count from Git the controller
 refused (:mod:`..counts`) makes the graph ``failed`` with reason ``ReplicasAboveCeiling``
-or ``InvalidReplicas``.
+or ``InvalidReplicas``; a pass stopped by a terminal API answer sets the condition
+``Stalled`` (:mod:`...terminal`), which the next pass that gets here removes.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ READY_REASON = grove.ALL_READY
 NOT_READY_REASON = grove.NOT_READY
 FAILED_REASON = readiness.FAILED_REASON
 ROLLING_UPDATE_REASON = "rolling_update_in_progress"
+#: ours: set by a pass stopped by a terminal API answer (``terminal``), True while it lasts
+STALLED = "Stalled"
+
+
+def without_stalled(conditions: list[Obj]) -> list[Obj]:
+    """The conditions but ``Stalled``: a pass that reaches the status succeeded."""
+    return [c for c in conditions if c.get("type") != STALLED]
 
 
 def ready_condition(graph: Graph, plan: Plan) -> tuple[str, Obj]:
@@ -74,8 +82,8 @@ def desired_status(graph: Graph, plan: Plan, ctx: Context) -> Obj:
     old: Obj = next((c for c in prev.get("conditions") or [] if c.get("type") == "Ready"), {})
     same = old.get("status") == cond["status"] and old.get("lastTransitionTime")
     cond["lastTransitionTime"] = old["lastTransitionTime"] if same else timestamp(ctx.now())
-    # other controllers' conditions (listType=map by type) are kept
-    others = [c for c in prev.get("conditions") or [] if c.get("type") != "Ready"]
+    # other controllers' conditions (listType=map by type) are kept; ``Stalled`` cleared
+    others = [c for c in without_stalled(prev.get("conditions") or []) if c.get("type") != "Ready"]
     status: Obj = {
         "state": state,
         "conditions": [cond, *others],
