@@ -63,7 +63,7 @@ def fake_api(script: Script) -> Iterator[tuple[Any, Callable[[], None]]]:
     from kubernetes import client
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             body = b"".join(script.answer(self.path))
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -106,22 +106,28 @@ def wait(cond: Callable[[], bool], what: str) -> None:
 
 def test_an_error_event_kills_the_watch_and_fails_the_block() -> None:
     script = Script([[pod("a", 1, True)]], [[error(500, "InternalError")]])
-    with fake_api(script) as (api, _), pytest.raises(WatchDied, match="InternalError"):
-        with ReadyPods(api, NS, "app=x") as watch:
-            wait(lambda: watch._error is not None, "the watch to die")
-            with pytest.raises(WatchDied):
-                watch.fewest()
-            with pytest.raises(WatchDied):
-                watch.count()
+    with (
+        fake_api(script) as (api, _),
+        pytest.raises(WatchDied, match="InternalError"),
+        ReadyPods(api, NS, "app=x") as watch,
+    ):
+        wait(lambda: watch._error is not None, "the watch to die")
+        with pytest.raises(WatchDied):
+            watch.fewest()
+        with pytest.raises(WatchDied):
+            watch.count()
 
 
 def test_a_closed_port_kills_the_watch_and_fails_the_block() -> None:
     script = Script([[pod("a", 1, True)]], [])
-    with fake_api(script) as (api, close), pytest.raises(WatchDied, match="the pod watch died"):
-        with ReadyPods(api, NS, "app=x") as watch:
-            wait(lambda: any("watch=true" in r for r in script.requests), "a watch request")
-            close()
-            wait(lambda: watch._error is not None, "the watch to die")
+    with (
+        fake_api(script) as (api, close),
+        pytest.raises(WatchDied, match="the pod watch died"),
+        ReadyPods(api, NS, "app=x") as watch,
+    ):
+        wait(lambda: any("watch=true" in r for r in script.requests), "a watch request")
+        close()
+        wait(lambda: watch._error is not None, "the watch to die")
 
 
 def test_the_death_replaces_the_exception_of_the_block() -> None:
@@ -130,10 +136,13 @@ def test_the_death_replaces_the_exception_of_the_block() -> None:
     from support.pain import Pain
 
     script = Script([[pod("a", 1, True)]], [[error(500, "InternalError")]])
-    with fake_api(script) as (api, _), pytest.raises(WatchDied) as died:
-        with ReadyPods(api, NS, "app=x") as watch:
-            wait(lambda: watch._error is not None, "the watch to die")
-            raise Pain("zero ready workers")
+    with (
+        fake_api(script) as (api, _),
+        pytest.raises(WatchDied) as died,
+        ReadyPods(api, NS, "app=x") as watch,
+    ):
+        wait(lambda: watch._error is not None, "the watch to die")
+        raise Pain("zero ready workers")
     assert isinstance(died.value.__context__, Pain)
 
 

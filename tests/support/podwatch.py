@@ -76,7 +76,7 @@ class ReadyPods:
                     if exc.status != 410:
                         raise
                     rv = self._relist(core, "RELIST")  # expired: list again, not a death
-        except BaseException as exc:  # noqa: BLE001 - any death is reported to the test
+        except BaseException as exc:
             self._where = traceback.format_exc(limit=-3)
             self._error = exc
 
