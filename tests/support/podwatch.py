@@ -123,6 +123,12 @@ class ReadyPods:
                 f"the pod watch died: {type(self._error).__name__}: {self._error}\n{self._where}"
             ) from self._error
 
+    def present(self) -> set[str]:
+        """The pods the watch knows of now (terminating ones included)."""
+        self.check_alive()
+        with self._lock:
+            return set(self._ready)
+
     def count(self) -> int:
         self.check_alive()
         with self._lock:
