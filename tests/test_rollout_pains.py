@@ -330,7 +330,7 @@ def test_dgd_is_not_ready_before_the_new_generation_serves(
     DGD watch, over two windows: no new pod serving (its first pod held), then one of two.
     The baseline (``PrematureReadyStatus``, the operator's merged component status) counts
     the old generation's available pods and reports the new generation successful at once."""
-    from support.dgdwatch import DgdStates
+    from support.objwatch import DgdStates
 
     k, api, ns = cluster_k, cluster_kube, cluster_namespace
     first = render([graph("img:1", 2)], ns)
