@@ -44,6 +44,8 @@ class ReadyPods:
         #: (pod name, ready pods after it): a DELETED event, or the first event with a
         #: deletionTimestamp, for a pod that was Ready until then
         self.deleted_while_serving: list[tuple[str, int]] = []
+        #: pod name -> index in :attr:`history` of the first event with the pod serving
+        self.serving_from: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -112,6 +114,8 @@ class ReadyPods:
             else:
                 self._ready[name] = _serving(pod)
             now = sum(self._ready.values())
+            if self._ready.get(name):
+                self.serving_from.setdefault(name, len(self.history))
             if was and (event == "DELETED" or pod.metadata.deletion_timestamp):
                 self.deleted_while_serving.append((name, now))
             self.history.append((event, name, now))
