@@ -429,7 +429,7 @@ def test_recreate_drains_the_old_generation_before_the_new_one_starts(
     nothing is orphaned, and the status says the rollout completed on the new generation.
     The new generation's pods are held: GitOps creates its Deployment at the API default
     of one replica, and a pod created before the controller sizes it to 0 (the documented
-    window, seen here in every run) is removed again without serving.""
+    window: seen here) is removed again without serving."""
     from support.podwatch import ReadyPods
 
     k, api, namespace = cluster_k, cluster_kube, cluster_namespace
