@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,6 +39,8 @@ from support.binaries import missing_component
 from support.cluster import is_ready, pods
 from support.controlplane import install_crds
 from support.graphs import IMAGE, WORKER, rollout_graph
+from support.objwatch import ObjectStates
+from support.podwatch import ReadyPods
 
 pytestmark = pytest.mark.realk8s
 
@@ -238,60 +239,64 @@ def test_commit_syncs_to_ready_pods_and_healthy(app: App, cluster: Any) -> None:
     assert {"DynamoGraphDeployment", "Deployment", "Service"} <= kinds
 
 
+def app_state(app: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(sync status, sync revision, health, reconciledAt) of a stored Application."""
+    st = app.get("status") or {}
+    return (
+        (st.get("sync") or {}).get("status", ""),
+        (st.get("sync") or {}).get("revision", ""),
+        (st.get("health") or {}).get("status", ""),
+        st.get("reconciledAt", ""),
+    )
+
+
 def test_image_change_rolls_workers_without_zero_ready_or_flapping(app: App) -> None:
+    """Git changes the worker image: the workers roll without ever falling below the floor
+    (desired 2 - maxUnavailable 25 %, rounded down to 0: 2 Ready, non-terminating pods;
+    every pod change followed through one pod watch), and once synced at the new revision
+    the Application never goes OutOfSync again (every stored Application state followed
+    through a watch, over two more reconciliations)."""
     sha1 = app.repo.commit({"dgd/roll.yaml": graph()}, "roll at 1.1.0")
     app.create()
     app.wait_healthy(sha1)
     (old,) = app.deployments(WORKER_PODS)
-    seen: list[tuple[float, int, tuple[str, str, str]]] = []
-    stop = threading.Event()
-
-    def observe() -> None:
-        while not stop.is_set():
-            seen.append((time.monotonic(), app.ready_workers(), app.state()))
-            time.sleep(0.1)
-
-    watcher = threading.Thread(target=observe, daemon=True)
-    watcher.start()
-    try:
+    floor = 2
+    states = ObjectStates(app.k, APPS, argo_support.NAMESPACE, app.name, app_state)
+    with ReadyPods(app.k.api, app.ns, WORKER_PODS) as watch, states:
+        assert watch.count() == 2
         sha2 = app.repo.commit({"dgd/roll.yaml": graph(NEW_IMAGE)}, "roll to 1.2.0")
         start = time.monotonic()
         app.refresh(hard=False)  # what a Git webhook does; without it the 30 s resync would
 
         def old_gone() -> bool:
-            old_pods = [
-                p
-                for p in pods(app.k.api, app.ns, WORKER_PODS)
-                if p.metadata.name.startswith(old + "-")
-            ]
-            return not old_pods
+            return not [n for n in watch.present() if n.startswith(old + "-")]
 
         app.wait(old_gone, "the last old worker pod gone", timeout=240)
         gone = time.monotonic() - start
         app.wait_healthy(sha2, timeout=240)
 
         def rolled() -> bool:
-            deps = app.deployments(WORKER_PODS)
-            return old not in deps and app.ready_workers() == 2
+            return old not in app.deployments(WORKER_PODS) and watch.count() == 2
 
         app.wait(rolled, "one worker generation, 2 ready workers", timeout=240)
-        settled = time.monotonic()
-        # a few more observations after the rollout settled (a re-sync would flap now)
-        app.wait(lambda: len([s for s in seen if s[0] > settled]) >= 20, "more observations", 60)
-    finally:
-        stop.set()
-        watcher.join(10)
+        # two more reconciliations after the rollout settled (a re-sync would flap now)
+        for _ in range(2):
+            reconciled = app.status().get("reconciledAt")
+            app.refresh(hard=False)
+            app.wait(lambda r=reconciled: app.status().get("reconciledAt") != r, "a reconciliation")
+        seen = states.until(app.k.get(APPS, argo_support.NAMESPACE, app.name))
     print(f"\nargocd e2e: image change commit -> last old worker gone {gone:.1f}s")
     new = next(iter(app.deployments(WORKER_PODS)))
     assert new != old
     image = app.deployments(WORKER_PODS)[new]["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == NEW_IMAGE
-    # never a moment without a ready worker
-    assert min(n for _, n, _ in seen) >= 1, [n for _, n, _ in seen]
+    # never fewer Ready, non-terminating workers than the floor
+    assert watch.fewest() >= floor, f"below the floor of {floor} ready workers: {watch.history}"
     # once synced at the new revision, the Application never goes OutOfSync again
-    first = next(i for i, (_, _, s) in enumerate(seen) if s[:2] == ("Synced", sha2))
-    after = {s[0] for _, _, s in seen[first:]}
-    assert after == {"Synced"}, [s for _, _, s in seen[first:] if s[0] != "Synced"][:5]
+    first = next(i for i, s in enumerate(seen) if s[:2] == ("Synced", sha2))
+    after = {s[0] for s in seen[first:]}
+    assert after == {"Synced"}, [s for s in seen[first:] if s[0] != "Synced"][:5]
+    assert len({s[3] for s in seen[first:]}) >= 3  # the reconciliations were seen
 
 
 def test_scale_through_the_adapter_survives_resyncs(app: App) -> None:

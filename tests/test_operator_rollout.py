@@ -410,3 +410,81 @@ def test_managed_workers_are_owned_by_their_dgd(cluster_k: Kube, cluster_namespa
 
         wait_for(collected, timeout=90, what="the worker and its pods garbage-collected")
         assert k.get(DEPLOYMENTS, namespace, bare)["spec"]["replicas"] == 2  # not owned
+
+
+def recreate_graph(image: str, desired: int) -> dict[str, Any]:
+    """The rollout graph with ``nvidia.com/deployment-strategy: Recreate`` on its worker."""
+    dgd = graph(image, desired)
+    dgd["spec"]["services"][WORKER]["annotations"] = {"nvidia.com/deployment-strategy": "Recreate"}
+    return dgd
+
+
+def test_recreate_drains_the_old_generation_before_the_new_one_starts(
+    cluster_k: Kube, cluster_kube: Any, cluster_namespace: str
+) -> None:
+    """ai-dynamo/dynamo#11909 on the realistic cluster: ``Recreate`` asks for a gap across
+    worker generations. Every worker pod is followed through one pod watch: the old
+    generation's pods are all gone (DELETED: terminating ones counted) before the first
+    pod of the new generation serves; the new one is then sized to the desired count,
+    nothing is orphaned, and the status says the rollout completed on the new generation.
+    The new generation's pods are held: GitOps creates its Deployment at the API default
+    of one replica, and a pod created before the controller sizes it to 0 (the documented
+    window: seen here) is removed again without serving."""
+    from support.podwatch import ReadyPods
+
+    k, api, namespace = cluster_k, cluster_kube, cluster_namespace
+    selector = "nvidia.com/dynamo-component=" + WORKER
+    first = render([recreate_graph("img:1", 2)], namespace)
+    second = held(render([recreate_graph("img:2", 2)], namespace))
+    old, new = worker_name(first), worker_name(second)
+    rendered = next(o for o in second if o["kind"] == "Deployment" and o["metadata"]["name"] == new)
+    assert rendered["spec"]["strategy"] == {"type": "Recreate"}
+    kcm = Kcm(api, namespace)
+    with running(settings_for_tests(namespace), k):
+        gitops_apply(k, first)
+        ready_all(k, namespace, kcm)
+        with ReadyPods(api, namespace, selector) as watch:
+            assert watch.count() == 2
+            gitops_apply(k, second)
+            wait_for(
+                lambda: (
+                    k.get(DGDS, namespace, "roll")["status"].get("rollingUpdate", {}).get("phase")
+                    in ("Pending", "InProgress")
+                ),
+                60,
+                "rollout reported",
+            )
+            wait_for(
+                lambda: release(api, namespace) is not None and old not in workers(k, namespace),
+                120,
+                "the new generation's pods released as they come, the old generation deleted",
+            )
+            ready_all(k, namespace, kcm)
+            wait_for(lambda: watch.count() == 2, 60, "the pod watch caught up")
+            history, serving_from = list(watch.history), dict(watch.serving_from)
+        # every old pod deleted (terminating ones included) before a new pod serves; a new
+        # pod may be created in the window before the controller sizes the new generation
+        # to 0 (docs/operator.md), held here, and removed again
+        olds = [i for i, (_, n, _) in enumerate(history) if n.startswith(old + "-")]
+        first_new = min(i for n, i in serving_from.items() if n.startswith(new + "-"))
+        assert olds and max(olds) < first_new, history
+        gone = {n for e, n, _ in history[:first_new] if e == "DELETED" and n.startswith(old)}
+        assert len(gone) == 2, history
+        assert pods(api, namespace, selector) and all(
+            p.metadata.name.startswith(new + "-") for p in pods(api, namespace, selector)
+        )
+        st = wait_for(
+            lambda: (
+                (s := k.get(DGDS, namespace, "roll")["status"])["rollingUpdate"]["phase"]
+                == "Completed"
+                and s["state"] == "successful"
+                and s
+            ),
+            60,
+            "rollout completed",
+        )
+        assert st["rollingUpdate"]["updatedComponents"] == [WORKER]
+        assert st["components"][WORKER]["componentNames"] == [new]
+        assert st["components"][WORKER]["availableReplicas"] == 2
+        assert list(workers(k, namespace)) == [new]  # nothing orphaned
+        assert workers(k, namespace)[new]["spec"]["replicas"] == 2

@@ -4,9 +4,12 @@ manager, scheduler, KWOK), the new generation's pods held by a scheduling gate a
 one by one. Every ready pod is followed through a pod watch, so a gap of zero (or below the
 floor) cannot slip between two polls.
 
-Each scenario also runs against ``support.operator_replay`` (the Dynamo 1.5 operator's
-documented rollout state machine in place of ours) and must fail there: that shows the test
-detects the pain (``xfail(strict=True)``: a passing replay fails the suite).
+Each scenario also runs against a baseline (``support.operator_replay``: the Dynamo 1.5
+operator's documented rollout state machine or status in place of ours; or the behaviour a
+fix replaced) and must fail there, for the pain: the check that observes the pain raises
+``support.pain.Pain`` and the baseline is ``support.pain.baseline`` (a strict xfail raising
+only ``Pain``), so a timeout, a set-up error or a dead watch fails the baseline instead of
+satisfying it, and a baseline that stops showing its pain fails the suite.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pytest
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.reconcilers import Reconciler, default_chain
 from dyn_gitops_operator.reconcilers.rollout import RolloutReconciler
+from dyn_gitops_operator.reconcilers.status import StatusReconciler
 from dyn_gitops_operator.resources import PODCLIQUES
 from dyn_gitops_operator.testing import (
     gitops_apply,
@@ -28,9 +32,11 @@ from dyn_gitops_operator.testing import (
     wait_for,
 )
 from support.cluster import gated, hold, is_ready, release
+from support.cluster import pods as list_pods
 from support.graphs import WORKER, worker_name
 from support.graphs import rollout_graph as graph
-from support.operator_replay import CURRENT, OperatorRolloutReplay
+from support.operator_replay import CURRENT, OperatorRolloutReplay, PrematureReadyStatus
+from support.pain import baseline, check
 from support.podwatch import ReadyPods
 from support.rendering import render
 
@@ -39,21 +45,16 @@ pytestmark = pytest.mark.realk8s
 SELECTOR = f"nvidia.com/dynamo-component={WORKER}"
 OURS = "dyn-gitops"
 REPLAY = "operator-1.5-replay"
-IMPLS = [
-    OURS,
-    pytest.param(
-        REPLAY,
-        marks=pytest.mark.xfail(
-            strict=True, raises=AssertionError, reason="the operator's behaviour has the pain"
-        ),
-    ),
-]
+PREMATURE = "operator-premature-ready"
+IMPLS = [OURS, pytest.param(REPLAY, marks=baseline("the operator's behaviour has the pain"))]
 
 
 def chain(impl: str) -> list[Reconciler]:
     out = default_chain()
     if impl == REPLAY:
         out = [OperatorRolloutReplay() if isinstance(r, RolloutReconciler) else r for r in out]
+    if impl == PREMATURE:
+        out = [PrematureReadyStatus() if isinstance(r, StatusReconciler) else r for r in out]
     return out
 
 
@@ -148,7 +149,6 @@ def replace(k: Kube, ns: str, dgd: dict[str, Any]) -> tuple[dict[str, Any], dict
 def midway(k: Kube, api: Any, ns: str, old: str, new: str) -> None:
     """A -> B with B's pods held: one B pod released and ready, the old generation drained
     to 2 of 4 (the floor is 3: 2 old + 1 new ready), B's other pods still Pending."""
-    from support.cluster import pods as list_pods
 
     def one_released() -> bool:
         """Release one new pod unless one already is (a released pod can be replaced by
@@ -179,40 +179,65 @@ def midway(k: Kube, api: Any, ns: str, old: str, new: str) -> None:
         raise AssertionError(f"{exc}: {sizes(k, ns)}, pods {seen}") from None
 
 
-IMPLS_REVERT = [
-    OURS,
-    pytest.param(  # the replay's failure here depends on timing (one XPASS seen)
-        REPLAY,
-        marks=pytest.mark.xfail(
-            strict=False, raises=AssertionError, reason="the operator's behaviour has the pain"
-        ),
-    ),
-]
+def no_pain(pods: ReadyPods, generation: str, floor: int) -> None:
+    """The pains of a rollout seen through the pod watch: a pod of ``generation`` deleted
+    while it served and the floor needed it (its deletion left fewer than ``floor`` ready),
+    and, over the whole watch, fewer than ``floor`` ready workers."""
+    for pod, left in pods.deleted_while_serving:
+        check(
+            not pod.startswith(generation + "-") or left >= floor,
+            f"serving pod {pod} deleted while the floor needed it: {left} ready workers left "
+            f"(floor {floor}); deleted while serving: {pods.deleted_while_serving}",
+        )
+    fewest = pods.fewest()
+    check(fewest >= floor, f"{fewest} ready workers, below the floor of {floor}: {pods.history}")
 
 
-@pytest.mark.parametrize("impl", IMPLS_REVERT)
+def reverted(k: Kube, ns: str, old: str, new: str) -> str | None:
+    """How the controller took the revert: ``deleted`` (B deleted at once), ``rolling``
+    (A, current again, surges back)."""
+    deps = workers(k, ns)
+    if new not in deps:
+        return "deleted"
+    return "rolling" if spec(deps.get(old)) > 2 else None
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 def test_git_revert_mid_rollout_never_deletes_serving_workers_or_breaks_the_floor(
     cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, impl: str
 ) -> None:
     """ai-dynamo/dynamo#13620: generation A -> B, then back to A before B is ready. The
-    operator takes the revert for a stuck rollout and deletes B's serving pod at once. Ours
-    drains B within the budget, and never below the floor counted on the pods Ready now
-    (A's status, just scaled down and back up, can still report pods it lost)."""
+    operator takes the revert for a stuck rollout and deletes B's Deployment at once, its
+    serving pod with it, whatever A serves. Ours drains B within the budget: B's serving pod
+    goes only once A's pods serve in its place, and never below the floor counted on the
+    pods Ready now (A's status, just scaled down and back up, can still report pods it
+    lost). A's refill pods are held too (released only after the controller acted on the
+    revert and, if it deleted B, B's pods are gone), so a gap cannot be hidden by A
+    refilling faster than B's pods are deleted: deterministic for both."""
     k, api, ns = cluster_k, cluster_kube, cluster_namespace
-    first = git(render([graph("img:1", 4)], ns), impl)
+    first = git(held(render([graph("img:1", 4)], ns)), impl)
     second = git(held(render([graph("img:2", 4)], ns)), impl)
     old, new = worker_name(first), worker_name(second)
+    floor = 3  # desired 4 - maxUnavailable 1 (25 %)
     with running(settings_for_tests(ns), k, reconcilers=chain(impl)):
         gitops_apply(k, first)
-        wait_for(lambda: settled(k, ns, old, 4), 120, "generation A serving 4")
+        settle(k, ns, old, 4, "generation A serving 4", api)
         with ReadyPods(api, ns, SELECTOR) as pods:
             gitops_apply(k, second)
             midway(k, api, ns, old, new)
             gitops_apply(k, first)  # the revert: B never became ready
-            settle(k, ns, old, 4, "back on generation A, B gone")
+            how = wait_for(lambda: reverted(k, ns, old, new), 60, "the controller acting")
+            if how == "deleted":  # B's pods go through the garbage collector
+                wait_for(
+                    lambda: not [n for n in pods.present() if n.startswith(new + "-")],
+                    60,
+                    "generation B's pods gone (seen by the pod watch)",
+                )
+            time.sleep(3)  # no timing assertion: passes in which a drain of B would show
+            no_pain(pods, new, floor)  # while A's refill is held
+            settle(k, ns, old, 4, "back on generation A, B gone", api)
             wait_for(lambda: pods.count() == 4, 30, "the pod watch caught up")
-            # floor = desired 4 - maxUnavailable 1 (25 %)
-            assert pods.fewest() >= 3, f"below the floor of 3 ready workers: {pods.history}"
+            no_pain(pods, new, floor)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -248,10 +273,14 @@ def test_replacing_the_dgd_mid_rollout_loses_no_state_and_orphans_nothing(
             time.sleep(3)  # no timing assertion: the controller acts on the replace meanwhile
             settle(k, ns, new, 4, "generation B serving 4 (pods released as they come)", api)
             wait_for(lambda: pods.count() == 4, 30, "the pod watch caught up")
-            assert pods.fewest() >= 3, f"below the floor of 3 ready workers: {pods.history}"
+            no_pain(pods, old, 3)
             ru = status(k, ns)["rollingUpdate"]
-            assert ru["phase"] == "Completed" and ru["startTime"] == started, ru
-            assert list(workers(k, ns)) == [new]  # nothing orphaned
+            check(
+                ru["phase"] == "Completed" and ru["startTime"] == started,
+                f"the rollout's state lost by the replace: {ru}, started {started}",
+            )
+            left = list(workers(k, ns))
+            check(left == [new], f"worker generations orphaned: {left}")
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -279,10 +308,69 @@ def test_one_worker_with_max_unavailable_one_never_has_zero_ready_pods(
             time.sleep(3)  # no timing assertion: the window in which a gap would show
             settle(k, ns, new, 1, "generation B serving 1, A deleted", api)
             wait_for(lambda: pods.count() == 1, 30, "the pod watch caught up")
-            assert pods.fewest() >= 1, f"no ready worker at some point: {pods.history}"
+            no_pain(pods, old, 1)
 
 
 # ------------------------------------------------------------------ Ready gating (#3567)
+@pytest.mark.parametrize(
+    "impl",
+    [
+        OURS,
+        pytest.param(
+            PREMATURE, marks=baseline("the operator's Ready counts the old generation's pods")
+        ),
+    ],
+)
+def test_dgd_is_not_ready_before_the_new_generation_serves(
+    cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, impl: str
+) -> None:
+    """ai-dynamo/dynamo#3567 on the component path: Git changes the worker's image; until
+    the new generation's pods serve, the DGD reports its new generation pending (Argo CD
+    Progressing, Flux not Ready). Every status the API server stored is followed through a
+    DGD watch, over two windows: no new pod serving (its first pod held), then one of two.
+    The baseline (``PrematureReadyStatus``, the operator's merged component status) counts
+    the old generation's available pods and reports the new generation successful at once."""
+    from support.objwatch import DgdStates
+
+    k, api, ns = cluster_k, cluster_kube, cluster_namespace
+    first = render([graph("img:1", 2)], ns)
+    second = held(render([graph("img:2", 2)], ns))
+    old, new = worker_name(first), worker_name(second)
+
+    def window(serving: int, generation: int) -> bool:
+        mine = [p for p in gated(api, ns, SELECTOR) if p.metadata.name.startswith(new + "-")]
+        return bool(
+            mine
+            and avail(workers(k, ns).get(new)) == serving
+            and status(k, ns).get("observedGeneration") == generation
+        )
+
+    with running(settings_for_tests(ns), k, reconcilers=chain(impl)):
+        gitops_apply(k, first)
+        wait_for(lambda: settled(k, ns, old, 2), 120, "generation A serving 2")
+        with DgdStates(k, ns, "roll") as states:
+            gitops_apply(k, second)
+            generation = int(k.get(DGDS, ns, "roll")["metadata"]["generation"])
+            for serving in (0, 1):
+                wait_for(
+                    functools.partial(window, serving, generation),
+                    90,
+                    f"{serving} of 2 new pods serving, one held, the new generation reported",
+                )
+                time.sleep(3)  # no timing assertion: passes in which a premature Ready shows
+                seen = states.until(k.get(DGDS, ns, "roll"))
+                claims = [r for r in seen if r.serving_claimed(generation)]
+                check(
+                    not claims,
+                    f"generation {generation} reported served while {serving} of its 2 pods "
+                    f"served: {claims[:1]}",
+                )
+                release(api, ns, SELECTOR, count=1, only=lambda n: n.startswith(new + "-"))
+            settle(k, ns, new, 2, "generation B serving 2, A gone", api)
+            final = states.until(k.get(DGDS, ns, "roll"))[-1]
+            assert final.serving_claimed(generation), final
+
+
 def test_grove_graph_is_not_ready_before_grove_processed_the_new_spec(
     k: Kube, namespace: str
 ) -> None:
@@ -345,12 +433,7 @@ PRUNE = "gitops-prune"
     "impl",
     [
         OURS,
-        pytest.param(
-            PRUNE,
-            marks=pytest.mark.xfail(
-                strict=True, raises=AssertionError, reason="a prune at the switch has the pain"
-            ),
-        ),
+        pytest.param(PRUNE, marks=baseline("a prune at the switch has the pain")),
     ],
 )
 def test_moving_to_grove_never_leaves_zero_ready_workers(
@@ -375,10 +458,11 @@ def test_moving_to_grove_never_leaves_zero_ready_workers(
     that must fail instead
     (``gitops-prune``): the GitOps tool prunes the old worker Deployment at the switch,
     as Argo CD or Flux do with an object no longer in Git that is not marked
-    ``Prune=false`` (the renderer marks managed workers so that this does not happen)."""
+    ``Prune=false`` (the renderer marks managed workers so that this does not happen).
+    The baseline runs the same steps; the only check it can fail for is the zero-ready
+    pod watch (its Deployment's pods gone while the Grove pods are held)."""
     from dyn_gitops_operator.testing import grove_create
     from support.cluster import GATE, is_ready
-    from support.cluster import pods as list_pods
     from support.grove_graph import apply_graph
     from support.paths import SAMPLES
 
@@ -402,8 +486,13 @@ def test_moving_to_grove_never_leaves_zero_ready_workers(
             assert watch.count() == serving >= 1
             pcs = apply_graph(k, ns, "vllm-agg", SAMPLES / "vllm-agg" / "input", grove=True)
             created = grove_create(k, pcs)
-            if impl == PRUNE:
+            if impl == PRUNE:  # the GitOps tool's prune; its pods go through the GC
                 k.delete(DEPLOYMENTS, ns, deployment)
+                wait_for(
+                    lambda: not [n for n in watch.present() if n.startswith(deployment + "-")],
+                    60,
+                    "the pruned Deployment's pods gone (seen by the pod watch)",
+                )
             clique = next(n for n in created if n.endswith("-vllmdecodeworker"))
             spec = next(
                 c for c in pcs["spec"]["template"]["cliques"] if c["name"] == "vllmdecodeworker"
@@ -452,6 +541,8 @@ def test_moving_to_grove_never_leaves_zero_ready_workers(
                     f"{exc}: {k.get(DGDS, ns, 'vllm-agg').get('status')}"
                 ) from None
             time.sleep(2)  # no timing assertion: passes in which a drain would show
+            fewest = watch.fewest()
+            check(fewest >= 1, f"zero ready workers at some point: {watch.history}")
             assert spec_of(k, ns, deployment) == serving  # still serving
             # Grove's pods come up one by one; the Deployment goes only once all are ready
             want = int(spec["spec"]["replicas"])
@@ -471,7 +562,8 @@ def test_moving_to_grove_never_leaves_zero_ready_workers(
             )
             wait_for(lambda: state() == "successful", 60, "successful on Grove")
             wait_for(lambda: watch.count() == int(spec["spec"]["replicas"]), 30, "watch caught up")
-            assert watch.fewest() >= 1, f"zero ready workers at some point: {watch.history}"
+            fewest = watch.fewest()
+            check(fewest >= 1, f"zero ready workers at some point: {watch.history}")
 
 
 def spec_of(k: Kube, ns: str, name: str) -> int:
@@ -513,9 +605,7 @@ def one_worker_on_grove(
     return render(docs, ns, grove=True, grove_safe_rollout=safe_rollout)
 
 
-PAIN = pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="Grove's RollingRecreate has the pain"
-)
+PAIN = baseline("Grove's RollingRecreate has the pain")
 
 
 @pytest.mark.parametrize(
@@ -551,7 +641,6 @@ def test_one_replica_grove_worker_update_never_has_zero_ready_pods(
     operator's too: the setting off, or the annotation asking for it) must fail: Grove
     deletes the only, ready, old pod first (ready 1 >= minAvailable 1) and the replacement
     is held, so the watch sees zero ready pods; deterministic in the stand-in."""
-    from support.cluster import pods as list_pods
     from support.grove_graph import APPLIED
     from support.grove_standin import TEMPLATE_HASH, GroveStandIn
 
@@ -628,7 +717,7 @@ def test_one_replica_grove_worker_update_never_has_zero_ready_pods(
             while time.monotonic() < end:
                 probe()
                 time.sleep(0.2)
-            assert not successes, f"successful before the new pod served: {successes}"
+            check(not successes, f"successful before the new pod served: {successes}")
             stand_in.hold = False
             try:
                 wait_for(
@@ -645,9 +734,13 @@ def test_one_replica_grove_worker_update_never_has_zero_ready_pods(
             except AssertionError as exc:
                 raise AssertionError(f"{exc}: {worker_pods()}, {dgd_status()}") from None
             wait_for(lambda: watch.count() == 1, 30, "the pod watch caught up")
-            assert watch.fewest() >= 1, f"zero ready workers at some point: {watch.history}"
+            fewest = watch.fewest()
+            check(fewest >= 1, f"zero ready workers at some point: {watch.history}")
             # the surge: old and new pod served side by side before the old one went
             assert max(n for _, _, n in watch.history) == 2, watch.history
         for seen in successes:  # successful only while the new pod alone serves
-            assert [(h, r) for _, h, r in seen] == [(new_hash, True)], successes
+            check(
+                [(h, r) for _, h, r in seen] == [(new_hash, True)],
+                f"successful while not only the new pod served: {successes}",
+            )
         assert int(k.get(PODCLIQUES, ns, WORKER_CLIQUE)["spec"]["replicas"]) == 1

@@ -18,6 +18,7 @@ import contextlib
 import subprocess
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -356,6 +357,12 @@ def running(
         manager.shutdown()
 
 
+#: what :func:`wait_for` retries: a transient API answer, or a lookup of what is not there
+#: yet (a missing key, an empty list); anything else is a bug in the condition or in the code
+#: it calls and is raised at once
+EXPECTED_MISSES: tuple[type[Exception], ...] = (ApiError, KeyError, IndexError)
+
+
 def wait_for(
     cond: Callable[[], Any],
     timeout: float = 20,
@@ -363,7 +370,9 @@ def wait_for(
     interval: float = 0.05,
 ) -> Any:
     """Poll until ``cond()`` is truthy; return its value or fail with ``what`` (a callable
-    is called only then, so a diagnosis shows the state at the timeout)."""
+    is called only then, so a diagnosis shows the state at the timeout). Only
+    :data:`EXPECTED_MISSES` are retried; the timeout reports the last one, with its type
+    and where it was raised."""
     end = time.monotonic() + timeout
     last_exc: Exception | None = None
     while time.monotonic() < end:
@@ -371,13 +380,26 @@ def wait_for(
             value = cond()
             if value:
                 return value
-        except (ApiError, KeyError, IndexError, TypeError) as exc:
+        except EXPECTED_MISSES as exc:
             last_exc = exc
         time.sleep(interval)
     raise AssertionError(
         f"timed out after {timeout} s waiting for {what() if callable(what) else what}"
-        + (f" (last error: {last_exc})" if last_exc else "")
+        + (f" (last error: {describe(last_exc)})" if last_exc else "")
     )
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message, raised at file:line in function`` (and the caller's frame in the
+    condition when that is elsewhere)."""
+    frames = traceback.extract_tb(exc.__traceback__)[1:]  # [0] is the caller's try
+    where = ""
+    if frames:
+        raised, origin = frames[-1], frames[0]
+        where = f", raised at {Path(raised.filename).name}:{raised.lineno} in {raised.name}"
+        if origin is not raised:
+            where += f" (from {Path(origin.filename).name}:{origin.lineno} in {origin.name})"
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def helm_template(

@@ -1,6 +1,8 @@
 """A replay of the Dynamo operator's worker rollout state machine (1.5, ``internal/controller/
 dgd_worker_rollout_reconciler.go`` at 2a6da14c8), as a drop-in for the companion controller's
-rollout reconciler, so a pain test can show it fails where ours passes.
+rollout reconciler, so a pain test can show it fails where ours passes; and
+:class:`PrematureReadyStatus`, the status reconciler reporting Ready from every generation's
+availability (ai-dynamo/dynamo#3567).
 
 What is replayed (and nothing else; the surge/drain arithmetic is the same in both):
 
@@ -23,12 +25,14 @@ from __future__ import annotations
 import contextlib
 
 from dyn_gitops_operator import objects as o
+from dyn_gitops_operator import readiness
 from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.apply import resource_of
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
 from dyn_gitops_operator.reconcilers.rollout import ACTIVE_PHASES, RolloutReconciler
+from dyn_gitops_operator.reconcilers.status import READY_REASON, StatusReconciler
 from dyn_gitops_operator.resources import DGDS
 
 from dyn_gitops import keys
@@ -80,3 +84,30 @@ class OperatorRolloutReplay(RolloutReconciler):
         ctx.kube.patch(
             DGDS, graph.namespace, graph.name, {"metadata": {"annotations": {CURRENT: value}}}
         )
+
+
+class PrematureReadyStatus(StatusReconciler):
+    """ai-dynamo/dynamo#3567 replayed: the DGD's Ready judged from the worker component's
+    merged status (``mergeWorkerComponentStatuses``: every generation's available replicas
+    summed) instead of the new generation's, so the old generation's pods make the graph
+    ``successful`` for the new generation before any of its pods serves. Everything else
+    is ours."""
+
+    def reconcile(self, graph: Graph, plan: Plan, ctx: Context) -> None:
+        rolling = plan.rollout_state is not None and plan.rollout_state[0] == "pending"
+        if graph.dgd is not None and graph.grove is None and rolling and self._available(graph):
+            plan.rollout_state = ("successful", READY_REASON, "All resources are ready")
+        super().reconcile(graph, plan, ctx)
+
+    @staticmethod
+    def _available(graph: Graph) -> bool:
+        comps = readiness.components(graph)
+        for service, svc in graph.services.items():
+            if not svc.worker:
+                continue
+            current, _ = graph.generations(service)
+            want = graph.desired_replicas(service, current)
+            have = int((comps.get(service) or {}).get("availableReplicas") or 0)
+            if want is None or have < want:
+                return False
+        return True
