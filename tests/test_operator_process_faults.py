@@ -317,7 +317,7 @@ def test_process_started_during_apiserver_outage_watches_leaderworkersets(env: E
                 ctl.text,
             )
         until(ctl.leading, 120, "the restarted process leading", ctl.text)
-        objs = render([multinode("img:1")], env.ns)
+        objs = render([multinode("img:1")], env.ns, lws=True)
         gitops_apply(env.k, objs, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
         until(
             lambda: lws_ready(env) and (dgd(env).get("status") or {}).get("state") == "successful",

@@ -294,6 +294,8 @@ class Watcher:
         self.items: dict[str, Item] = {}
         self.gaps = 0
         self.resumes = 0
+        #: the resourceVersion the watch resumes from
+        self.rv = ""
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -333,22 +335,25 @@ class Watcher:
     def _run(self, rv: str) -> None:
         from kubernetes.client.exceptions import ApiException
 
+        self.rv = rv
         while not self._stop.is_set():
             try:
-                rv = self._stream(rv)
+                self._stream()
             except ApiException as exc:
                 if exc.status != 410:
                     self._pause()
                     continue
-                rv = self._relist()  # expired: what happened meanwhile is unknown
+                self._relist()  # expired: what happened meanwhile is unknown
             except Exception:
-                self._pause()  # down or stalled: resume from rv when it answers again
+                self._pause()  # down or stalled: resume from self.rv when it answers again
 
     def _pause(self) -> None:
         self.resumes += 1
         self._stop.wait(0.5)
 
-    def _stream(self, rv: str) -> str:
+    def _stream(self) -> None:
+        """Watch from ``self.rv``, which follows every event handled (a broken stream
+        resumes after the last one, never replays it)."""
         from kubernetes import watch
 
         w = watch.Watch()
@@ -356,39 +361,38 @@ class Watcher:
             self.list_fn,
             self.namespace,
             label_selector=self.selector,
-            resource_version=rv,
+            resource_version=self.rv,
             timeout_seconds=10,
             allow_watch_bookmarks=True,
             _request_timeout=(5, 40),
         ):
             obj = ev["object"]
             rv = obj.metadata.resource_version
-            if ev["type"] == "BOOKMARK":
-                continue
-            name = obj.metadata.name
-            with self.lock:
-                if ev["type"] == "DELETED":
-                    self.items.pop(name, None)
-                else:
-                    self.items[name] = (obj.metadata.uid, rv, obj)
-                self.on_event(ev["type"], name, obj)
+            if ev["type"] != "BOOKMARK":
+                name = obj.metadata.name
+                with self.lock:
+                    if ev["type"] == "DELETED":
+                        self.items.pop(name, None)
+                    else:
+                        self.items[name] = (obj.metadata.uid, rv, obj)
+                    self.on_event(ev["type"], name, obj)
+            self.rv = rv
             if self._stop.is_set():
                 w.stop()
-        return rv
 
-    def _relist(self) -> str:
+    def _relist(self) -> None:
         while True:
             try:
                 items, rv = self._list()
                 break
             except Exception:
                 if self._stop.wait(0.5):
-                    return ""
+                    return
         with self.lock:
             before, self.items = self.items, items
             self.gaps += 1
             self.on_gap(before, items)
-        return rv
+        self.rv = rv
 
     def check(self) -> None:
         """Fail if the watch thread died."""
