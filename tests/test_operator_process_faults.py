@@ -70,7 +70,11 @@ def fault_cluster(cluster_binaries: tuple[dict[str, Path], Path]) -> Iterator[An
 
     with realistic_cluster(*cluster_binaries, kcm_flags=KCM_FLAGS) as c:
         install_crds(c.client(), dynamo_crds() + thirdparty_crds())
-        yield c
+        c.faults = Faults(c.plane)
+        try:
+            yield c
+        finally:
+            c.faults.close()
 
 
 @pytest.fixture
@@ -82,7 +86,7 @@ def env(fault_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     api = fault_cluster.client()
     ns = f"f-{uuid.uuid4().hex[:8]}"
     k8s.CoreV1Api(api).create_namespace({"metadata": {"name": ns}})
-    yield Env(Faults(fault_cluster.plane), api, Kube(api), ns, fault_cluster.kubeconfig, tmp_path)
+    yield Env(fault_cluster.faults, api, Kube(api), ns, fault_cluster.kubeconfig, tmp_path)
     until(lambda: k8s.CoreV1Api(api).delete_namespace(ns) or True, 120, "namespace deleted")
 
 
@@ -354,3 +358,19 @@ def lws_ready(env: Env) -> bool:
                 "PUT", LWS.path(env.ns, lws["metadata"]["name"]), None, {**lws, "status": status}
             )
     return True
+
+
+def test_etcd_outage_is_logged_while_it_lasts(env: Env) -> None:
+    """etcd down: the leader's lease renewals (and reads) fail or hang behind a live
+    kube-apiserver; the controller says so in its log while the outage lasts."""
+    with controllers(env.kubeconfig, env.ns, env.logdir) as ctls:
+        start = time.time()
+        env.faults.restart_etcd(down=15)
+        end = time.time()
+        until(ctls[0].leading, 120, "leading again after the outage", ctls[0].text)
+        during = [
+            r
+            for r in ctls[0].records()
+            if start <= r["ts"] <= end and r["level"] in ("warning", "error")
+        ]
+        assert during, f"no warning in the log during the etcd outage:\n{ctls[0].text()}"

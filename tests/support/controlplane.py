@@ -17,7 +17,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +100,6 @@ class ControlPlane:
     etcd: subprocess.Popen[bytes]
     apiserver: subprocess.Popen[bytes]
     log: Path
-    #: every process stopped at exit, etcd first in the list (stopped last); a fault test
-    #: that restarts one replaces it here (support.faults)
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def client(self) -> Any:
         from kubernetes import config
@@ -210,7 +207,7 @@ def control_plane(etcd_bin: Path, apiserver_bin: Path) -> Iterator[ControlPlane]
                     }
                 )
             )
-            cp = ControlPlane(d, url, token, kubeconfig, etcd, apiserver, log, procs)
+            cp = ControlPlane(d, url, token, kubeconfig, etcd, apiserver, log)
             _wait_namespace(cp, "default")
             yield cp
     finally:

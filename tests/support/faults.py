@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from support.controlplane import REPO, ControlPlane, _wait, free_port
+from support.controlplane import REPO, ControlPlane, _stop, _wait, free_port
 
 #: seconds an etcd outage lasts (:meth:`Faults.restart_etcd`) and a stall
 ETCD_OUTAGE = 12.0
@@ -59,15 +59,20 @@ class Faults:
         self.cp = plane
 
     def _respawn(self, old: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+        """The same command line again (the control plane stops only the processes it
+        started, already dead: :meth:`close` stops the replacements)."""
         with open(self.cp.log, "ab") as logf:
-            new = subprocess.Popen(
+            return subprocess.Popen(
                 list(old.args),  # type: ignore[arg-type]
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.cp.procs[self.cp.procs.index(old)] = new  # stopped at exit with the others
-        return new
+
+    def close(self) -> None:
+        """Stop the current kube-apiserver, then etcd (whether restarted or not)."""
+        for p in (self.cp.apiserver, self.cp.etcd):
+            _stop(p)
 
     def _kill(self, p: subprocess.Popen[bytes]) -> None:
         p.kill()
