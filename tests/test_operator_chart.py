@@ -133,6 +133,23 @@ def test_the_replica_ceiling_reaches_the_controller(helm: Path) -> None:
         assert settings_from(parser().parse_args(args)).max_replicas == want, sets
 
 
+def test_the_controller_identity_is_its_pod_name(helm: Path, monkeypatch: Any) -> None:
+    """POD_NAME from the downward API: the identity a restarted container keeps, so it
+    takes its own leader lease back at once (leader.py)."""
+    from dyn_gitops_operator.__main__ import parser, settings_from
+
+    for sets in MODES.values():
+        (dep,) = by_kind(helm_template(helm, CHART, *sets), "Deployment")
+        (container,) = dep["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e for e in container.get("env", [])}
+        assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+        assert "--identity" not in " ".join(container["args"])
+        monkeypatch.setenv("POD_NAME", "dg-dyn-gitops-5c7d-x1")
+        assert settings_from(parser().parse_args(container["args"])).identity == (
+            "dg-dyn-gitops-5c7d-x1"
+        )
+
+
 def test_cluster_mode_rbac(helm: Path) -> None:
     objs = helm_template(helm, CHART)
     (cr,) = by_kind(objs, "ClusterRole")

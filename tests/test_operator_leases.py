@@ -483,9 +483,10 @@ def test_a_late_renewal_reply_does_not_stretch_leadership(k: Kube, namespace: st
     try:
         wait_for(elector.acquired.is_set, timeout=HANG_GUARD, what="leadership")
         slow.delay = 2.5  # > renew deadline: every renewal from now on answers too late
-        wait_for(lambda: slow.slow_replies >= 2, timeout=HANG_GUARD, what="late replies")
-        # every renewal succeeded, but each was sent more than RENEW_DEADLINE ago when
-        # its reply came: the leader is not acting, and /metrics says so
+        wait_for(lambda: slow.slow_replies >= 1, timeout=HANG_GUARD, what="a late reply")
+        # the renewal succeeded, but it was sent more than RENEW_DEADLINE ago when its
+        # reply came (the deadline's timer ended the leadership meanwhile): the late reply
+        # does not bring it back, the leader is not acting, and /metrics says so
         assert not elector.is_leader()
         assert scrape(metrics, "dyn_gitops_controller_leader") == 0
     finally:

@@ -65,9 +65,21 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="kubeconfig file (default: in-cluster, then ~/.kube/config)",
     )
-    p.add_argument("--identity", default=None, help="leader identity (default: host_random)")
+    p.add_argument(
+        "--identity",
+        default=None,
+        help="leader identity (default: the pod name, POD_NAME; else host_random)",
+    )
     p.add_argument("--workers", type=int, default=d.workers)
     p.add_argument("--resync-period", type=float, default=d.resync_period, metavar="SECONDS")
+    p.add_argument(
+        "--optional-api-recheck",
+        type=float,
+        default=d.optional_api_recheck,
+        metavar="SECONDS",
+        help="how often an optional API (LeaderWorkerSet, Grove, DynamoModel) found not served "
+        "or forbidden is checked again",
+    )
     p.add_argument(
         "--http-address",
         default=d.http_address,
@@ -135,6 +147,7 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
         kubeconfig=args.kubeconfig,
         workers=args.workers,
         resync_period=args.resync_period,
+        optional_api_recheck=args.optional_api_recheck,
         http_address=args.http_address,
         leader=LeaderSettings(
             enabled=args.leader_elect,

@@ -110,7 +110,7 @@ class ControllerLoop:
         self.max_replicas = max_replicas
         #: replica counts refused, logged once per change of each graph's
         self.refusals = RefusalLog()
-        self.ctx = Context(kube=kube, metrics=metrics, remember=self.remember)
+        self.ctx = Context(kube=kube, metrics=metrics, remember=self.remember, acting=acting)
 
     # ------------------------------------------------------------------ keys
     def graph_keys(self, namespace: str | None = None) -> list[Key]:

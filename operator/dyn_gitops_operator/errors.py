@@ -8,6 +8,7 @@ ControllerError
  |    +-- InvalidError       422 / 400: the request itself is wrong
  |    +-- ForbiddenError     401 / 403: RBAC
  |    +-- TransientError     429, 5xx, connection failures: retry with backoff
+ +-- StandbyError (a write attempted after this replica stopped being the leader)
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ class ControllerError(Exception):
 class StartupError(ControllerError):
     """The controller cannot start as configured (a kubeconfig that cannot be loaded): a
     message for a person, never a traceback (exit code 2)."""
+
+
+class StandbyError(ControllerError):
+    """This replica may not write any more (its leadership ended mid-reconcile): the key
+    waits, as on a standby replica, and no write is sent."""
+
+    error_type = "standby"
 
 
 class ApiError(ControllerError):

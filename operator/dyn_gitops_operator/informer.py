@@ -169,6 +169,7 @@ class Informer:
                 if self._stop.is_set():
                     return  # stop() shut the connection down
                 failures += 1
+                self.metrics.apiserver.failed(exc, f"watch {self._name}")
                 self.metrics.watch_errors.labels(self._name, exc.error_type).inc()
                 delay = min(30.0, 0.2 * 2 ** min(failures, 8)) * (0.5 + random.random() / 2)
                 level = logging.ERROR if isinstance(exc, ForbiddenError) else logging.WARNING
@@ -204,6 +205,7 @@ class Informer:
             old = self.store.remove(key)
             if old is not None:
                 self._notify(old, None)
+        self.metrics.apiserver.ok()
         self.resource_version = rv
         self.synced.set()
 
@@ -236,6 +238,8 @@ class Informer:
 
     def _opened(self, resp: Any) -> None:
         self._response = resp
+        if getattr(resp, "status", 200) < 300:  # an idle watch may bring no event for long
+            self.metrics.apiserver.ok()
         if self._stop.is_set():
             resp.shutdown()
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from dyn_gitops_operator.errors import ConflictError, ControllerError
+from dyn_gitops_operator.errors import ConflictError, ControllerError, StandbyError
 from dyn_gitops_operator.informer import Key
 from dyn_gitops_operator.metrics import Metrics
 from dyn_gitops_operator.scope import ScopeExclusions
@@ -52,6 +52,9 @@ def work_on(
     rid = uuid.uuid4().hex[:8]
     try:
         requeue_after = run(key)
+    except StandbyError:  # the leadership ended mid-reconcile: wait as a standby does
+        queue.add_after(key, STANDBY_RETRY_SECONDS)
+        return None
     except Exception as exc:
         delay = queue.add_rate_limited(key)
         metrics.workqueue_retries.inc()

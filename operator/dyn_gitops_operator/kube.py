@@ -25,7 +25,7 @@ from dyn_gitops_operator.errors import (
     TransientError,
     api_error,
 )
-from dyn_gitops_operator.kubeapi import KubeApi
+from dyn_gitops_operator.kubeapi import CALL_TIMEOUT, KubeApi
 from dyn_gitops_operator.resources import (
     DEPLOYMENTS,
     DGDS,
@@ -115,7 +115,7 @@ class Kube:
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body, separators=(",", ":")).encode()
-        conn, read = timeout or self.timeout
+        conn, read = timeout or CALL_TIMEOUT.get() or self.timeout
         try:
             return self.api.rest_client.pool_manager.request(
                 method,

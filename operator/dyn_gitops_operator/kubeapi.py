@@ -7,10 +7,27 @@ tests). Exactly the verbs and arguments in use, so a fake has nothing else to im
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from dyn_gitops_operator.resources import Obj, Resource, WatchEvent
+
+#: (connect, read) seconds for the calls made inside ``call_timeout`` on this thread; the
+#: client's own timeout when None (a fake has no sockets and ignores it)
+CALL_TIMEOUT: ContextVar[tuple[float, float] | None] = ContextVar("call_timeout", default=None)
+
+
+@contextlib.contextmanager
+def call_timeout(timeout: tuple[float, float]) -> Iterator[None]:
+    """Bound the API calls of this block (the leader's lease calls): a context variable
+    rather than an argument, so every wrapper of a client keeps its verbs' signatures."""
+    token = CALL_TIMEOUT.set(timeout)
+    try:
+        yield
+    finally:
+        CALL_TIMEOUT.reset(token)
 
 
 class KubeApi(Protocol):
@@ -88,4 +105,4 @@ class KubeApi(Protocol):
         ...
 
 
-__all__ = ["KubeApi"]
+__all__ = ["CALL_TIMEOUT", "KubeApi", "call_timeout"]

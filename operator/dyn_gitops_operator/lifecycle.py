@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from dyn_gitops_operator.informer import Informer
@@ -55,6 +56,11 @@ class Lifecycle:
         self.stopped = threading.Event()
         self.failure: str | None = None
         self._acting = False
+        #: set once the workers run: work added later starts at once (``add_work``)
+        self._running = False
+        self._lock = threading.Lock()
+        #: optional APIs whose state is not known yet (``optional.OptionalApis.unknown``)
+        self.unknown_apis: Callable[[], list[str]] = list
         self._workers: list[threading.Thread] = []
         #: more loops with their own queue and workers (the DynamoModel loop)
         self._extra: list[tuple[Work, WorkQueue[tuple[str, str]], int]] = []
@@ -80,12 +86,25 @@ class Lifecycle:
             )
         self.http: HealthServer | None = None
         if settings.http_address:
-            self.http = HealthServer(settings.http_address, metrics, self.healthy, self.ready)
+            self.http = HealthServer(
+                settings.http_address, metrics, self.healthy, self.ready, self.not_ready
+            )
 
     # ------------------------------------------------------------------ start
     def add_work(self, work: Work, queue: WorkQueue[tuple[str, str]], workers: int) -> None:
-        """Another loop, started with the main one (before ``start``)."""
-        self._extra.append((work, queue, workers))
+        """Another loop, started with the main one, or at once when that runs already (an
+        optional API found served later)."""
+        with self._lock:
+            self._extra.append((work, queue, workers))
+            if self._running:
+                self._run_work(len(self._extra), work, workers)
+
+    def add_informer(self, inf: Informer) -> None:
+        """An informer of an API found served after start-up: started now; health and
+        readiness count it from now on."""
+        self.informers.append(inf)
+        if not self.stopped.is_set():
+            inf.start()
 
     def serve_health(self) -> None:
         if self.http is not None:
@@ -116,21 +135,27 @@ class Lifecycle:
         if self.exclusions is not None:
             self.exclusions.refresh()
         self._acting = True
-        for n, (w, count) in enumerate(
-            [(work, self.s.workers), *((w, c) for w, _, c in self._extra)]
-        ):
-            w.enqueue_all()
-            prefix = "worker" if n == 0 else f"worker{n}"
-            for i in range(count):
-                t = threading.Thread(target=w.worker, name=f"{prefix}-{i}", daemon=True)
-                t.start()
-                self._workers.append(t)
-            threading.Thread(
-                target=w.ticker, args=(self.stopped,), name=f"ticker{n or ''}", daemon=True
-            ).start()
+        with self._lock:
+            self._running = True
+            for n, (w, count) in enumerate(
+                [(work, self.s.workers), *((w, c) for w, _, c in self._extra)]
+            ):
+                self._run_work(n, w, count)
         log.info(
             "controller started", extra={"mode": self.s.mode, "namespace": self.s.namespace or "*"}
         )
+
+    def _run_work(self, n: int, w: Work, count: int) -> None:
+        """Enqueue every key of loop ``n`` and start its workers and ticker."""
+        w.enqueue_all()
+        prefix = "worker" if n == 0 else f"worker{n}"
+        for i in range(count):
+            t = threading.Thread(target=w.worker, name=f"{prefix}-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+        threading.Thread(
+            target=w.ticker, args=(self.stopped,), name=f"ticker{n or ''}", daemon=True
+        ).start()
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
@@ -173,7 +198,19 @@ class Lifecycle:
         return self.failure is None and all(i.alive() for i in self.informers)
 
     def ready(self) -> bool:
-        return self.healthy() and all(i.synced.is_set() for i in self.informers)
+        return not self.not_ready()
+
+    def not_ready(self) -> list[str]:
+        """Why /readyz fails (empty: ready): a dead thread or lost lease, a cache not
+        synced, an optional API whose state is unknown (then it may not be watched)."""
+        why = [] if self.healthy() else ["unhealthy"]
+        why += [
+            f"cache not synced: {i.resource.plural}"
+            for i in self.informers
+            if not i.synced.is_set()
+        ]
+        why += [f"optional API state unknown: {name}" for name in self.unknown_apis()]
+        return why
 
     def acting(self) -> bool:
         if not self._acting or self.stopped.is_set():

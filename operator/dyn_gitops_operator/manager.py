@@ -8,6 +8,7 @@ facade; its attributes are those of the parts.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from dyn_gitops_operator import wiring
@@ -20,11 +21,14 @@ from dyn_gitops_operator.leader import LeaderElector
 from dyn_gitops_operator.lifecycle import Lifecycle
 from dyn_gitops_operator.metrics import HealthServer, Metrics
 from dyn_gitops_operator.modelloop import ModelLoop
+from dyn_gitops_operator.optional import OptionalApis
 from dyn_gitops_operator.reconcilers import Context, Reconciler, default_chain
-from dyn_gitops_operator.resources import DYNAMO_MODELS
+from dyn_gitops_operator.resources import DYNAMO_MODELS, Resource
 from dyn_gitops_operator.scope import ScopeLeaseHolder
 from dyn_gitops_operator.settings import OperatorSettings
 from dyn_gitops_operator.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
 
 
 class Manager:
@@ -57,6 +61,20 @@ class Manager:
         self.lifecycle = Lifecycle(
             settings, self.kube, self.metrics, self.caches.informers, self.queue, self.exclusions
         )
+        apis = [*wiring.OPTIONAL_WORKLOADS, *([DYNAMO_MODELS] if settings.models.enabled else [])]
+        #: which optional APIs are served, for the process lifetime (``optional``)
+        self.optional = OptionalApis(
+            self.kube,
+            settings.watch_namespace,
+            apis,
+            self._served,
+            recheck=settings.optional_api_recheck,
+            retry_base=settings.optional_api_retry_base,
+            retry_max=settings.optional_api_retry_max,
+            stopped=self.lifecycle.stopped,
+        )
+        self.lifecycle.unknown_apis = self.optional.unknown
+        self._started = False
         self.loop = ControllerLoop(
             self.kube,
             self.caches,
@@ -80,9 +98,10 @@ class Manager:
 
     def start(self) -> None:
         self.lifecycle.serve_health()
-        wiring.watch_optional_apis(self.kube, self.s, self.metrics, self.caches, self.enqueuer)
-        self.start_models()
+        self.optional.check_all()  # the APIs served now are watched before anything acts
         self.lifecycle.start(self.loop)
+        self._started = True
+        self.optional.start()  # the others are checked again, for the process lifetime
 
     def resume(self, namespace: str) -> None:
         """A namespace whose scope lease lapsed: every graph and model in it again."""
@@ -90,21 +109,56 @@ class Manager:
         if self.models is not None:
             self.models.enqueue_all(namespace)
 
-    def start_models(self) -> None:
-        """The DynamoModel loop, when enabled and the API is served (checked once)."""
-        if not self.s.models.enabled or not wiring.served(
-            self.kube, DYNAMO_MODELS, self.s.watch_namespace
-        ):
+    def _served(self, res: Resource) -> None:
+        """An optional API found served: watch it. At start-up its caches fill with the
+        others'; later, its informer starts, and once its cache is filled the snapshots read
+        it and every graph is looked at again (its objects may concern any of them)."""
+        if self._started:  # its own thread: a slow first list delays no other check
+            threading.Thread(target=self._watch_late, args=(res,), daemon=True).start()
+        elif res is DYNAMO_MODELS:
+            self.start_models()
+        else:
+            inf = wiring.optional_informer(self.kube, self.s, self.metrics, res)
+            self.caches.informers.append(inf)
+            wiring.attach(self.caches, self.enqueuer, res, inf)
+
+    def _watch_late(self, res: Resource) -> None:
+        if res is DYNAMO_MODELS:
+            self.start_models(late=True)
             return
-        self.models = ModelLoop(
+        inf = wiring.optional_informer(self.kube, self.s, self.metrics, res)
+        self.lifecycle.add_informer(inf)
+        if not self._synced(inf):
+            return
+        wiring.attach(self.caches, self.enqueuer, res, inf)
+        log.info("optional API watched", extra={"resource": res.plural})
+        self.loop.enqueue_all()
+
+    def _synced(self, inf: Informer) -> bool:
+        while not inf.synced.wait(0.5):
+            if self.lifecycle.stopped.is_set():
+                return False
+        return True
+
+    def start_models(self, late: bool = False) -> None:
+        """The DynamoModel loop (its API found served): its informers fill, then its workers
+        run with the graph workers (at once when those run already)."""
+        models = ModelLoop(
             self.kube,
             self.s,
             self.metrics,
             acting=self.lifecycle.acting,
             exclusions=self.exclusions,
         )
-        self.caches.informers.extend(self.models.informers)
-        self.lifecycle.add_work(self.models, self.models.queue, self.s.models.workers)
+        if not late:
+            self.caches.informers.extend(models.informers)
+        else:
+            for inf in models.informers:
+                self.lifecycle.add_informer(inf)
+            if not all(self._synced(inf) for inf in models.informers):
+                return
+        self.models = models
+        self.lifecycle.add_work(models, models.queue, self.s.models.workers)
 
     def stop(self) -> None:
         self.lifecycle.stop()

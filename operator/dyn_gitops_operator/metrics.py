@@ -22,6 +22,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from dyn_gitops_operator.reachability import Reachability
+
 log = logging.getLogger(__name__)
 
 PREFIX = "dyn_gitops_controller"
@@ -40,6 +42,7 @@ ERROR_TYPES = (
     "forbidden",
     "unavailable",
     "internal",
+    "standby",
 )
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
@@ -124,6 +127,18 @@ class Metrics:
             registry=r,
         )
         self.dynamo_models = Gauge(f"{PREFIX}_dynamo_models", "DynamoModels watched", registry=r)
+        self.apiserver_reachable = Gauge(
+            f"{PREFIX}_apiserver_reachable",
+            "1 while the API server answers the controller's list, watch and lease calls",
+            registry=r,
+        )
+        self.apiserver_failures = Counter(
+            f"{PREFIX}_apiserver_failures_total",
+            "List, watch and lease calls the API server did not answer (connection, 5xx)",
+            registry=r,
+        )
+        #: the outage state the informers and the leader report to (one log line per change)
+        self.apiserver = Reachability(self.apiserver_reachable, self.apiserver_failures)
         for op in LORA_OPERATIONS:
             for res in ("success", "failure"):
                 self.lora_requests.labels(op, res)
@@ -146,7 +161,12 @@ class HealthServer:
     """/metrics, /healthz (threads alive) and /readyz (caches synced) on one port."""
 
     def __init__(
-        self, address: str, metrics: Metrics, healthy: Callable[[], bool], ready: Callable[[], bool]
+        self,
+        address: str,
+        metrics: Metrics,
+        healthy: Callable[[], bool],
+        ready: Callable[[], bool],
+        not_ready: Callable[[], list[str]] = list,
     ) -> None:
         host, _, port = address.rpartition(":")
 
@@ -160,7 +180,8 @@ class HealthServer:
                     self._send(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n")
                 elif path == "/readyz":
                     ok = ready()
-                    self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+                    why = "" if ok else "".join(f"{line}\n" for line in not_ready())
+                    self._send(200 if ok else 503, b"ok\n" if ok else f"not ready\n{why}".encode())
                 else:
                     self._send(404, b"not found\n")
 

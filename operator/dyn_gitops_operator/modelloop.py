@@ -141,7 +141,9 @@ class ModelLoop:
         )
         self.reconciler = reconciler or ModelReconciler(settings.models, metrics)
         self.reconciler.notify = self.queue.add  # a worker answered: look again
-        self.ctx = Context(kube=kube, metrics=metrics, remember=lambda res, obj: None)
+        self.ctx = Context(
+            kube=kube, metrics=metrics, remember=lambda res, obj: None, acting=acting
+        )
         self.models.add_handler(self.on_model)
         self.pods.add_handler(self.on_pod)
         self.services.add_handler(self.on_base_object)

@@ -51,10 +51,16 @@ def limit_from_env(name: str, environ: Mapping[str, str] | None = None) -> int |
     return int(raw)
 
 
-def default_identity() -> str:
-    """``<pod or host name>_<random>``: unique per process, as client-go does."""
-    host = os.environ.get("POD_NAME") or socket.gethostname()
-    return f"{host}_{uuid.uuid4().hex[:8]}"
+def default_identity(environ: Mapping[str, str] | None = None) -> str:
+    """The pod's name (``POD_NAME``, from the downward API) when set: stable across restarts
+    of the container, so a restarted process renews its own leader lease at once instead of
+    waiting out its predecessor's (``leader`` says why that is safe). Elsewhere
+    ``<host name>_<random>`` as client-go: a host name alone is shared by every process on a
+    machine (and by hostNetwork pods on one node), which must never share an identity."""
+    pod = (os.environ if environ is None else environ).get("POD_NAME", "").strip()
+    if pod:
+        return pod
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,13 @@ class LeaderSettings:
     renew_deadline: float = 10.0
     #: seconds between attempts to acquire or renew
     retry_period: float = 2.0
+
+    @property
+    def call_timeout(self) -> tuple[float, float]:
+        """(connect, read) seconds of one lease call: a get and an update together stay
+        within the renew deadline, so a stalled API server cannot hold a renewal past it."""
+        part = self.renew_deadline / 5
+        return (part, part)
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,14 @@ class OperatorSettings:
     #: first and largest delay of the per-key exponential retry backoff, seconds
     backoff_base: float = 0.02
     backoff_max: float = 60.0
+    #: seconds between two checks of an optional API (LeaderWorkerSet, PodClique,
+    #: PodCliqueScalingGroup, DynamoModel) found not served or forbidden: a CRD installed
+    #: later is watched from the next check on
+    optional_api_recheck: float = 60.0
+    #: first and largest delay between checks of an optional API whose state is unknown (an
+    #: error other than 404 / 403); the controller is not ready meanwhile
+    optional_api_retry_base: float = 1.0
+    optional_api_retry_max: float = 30.0
     #: ``host:port`` of /metrics, /healthz and /readyz; empty disables the server
     http_address: str = ":8080"
     #: the ceiling of every replica count read from Git (an annotation, a DGD's or a scaling
@@ -151,6 +172,10 @@ class OperatorSettings:
             raise ValueError(
                 f"max replicas (--max-replicas, {MAX_REPLICAS_ENV}) must be from 1 to {LIMIT_MAX}"
             )
+        if not 0 < self.optional_api_retry_base <= self.optional_api_retry_max:
+            raise ValueError("optional API retry base must be > 0 and <= the retry max")
+        if self.optional_api_recheck <= 0:
+            raise ValueError("optional API re-check interval must be > 0")
         m = self.models
         if m.concurrency < 1 or m.workers < 1:
             raise ValueError("model concurrency and workers must be at least 1")

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from dyn_gitops import keys
 from dyn_gitops_operator import grove
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.errors import ApiError, ForbiddenError, NotFoundError
 from dyn_gitops_operator.event_keys import Enqueuer, graph_of_adapter, graph_of_workload
 from dyn_gitops_operator.informer import Informer, Store
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
+from dyn_gitops_operator.optional import ApiState, probe
 from dyn_gitops_operator.resources import (
     DEPLOYMENTS,
     DGDS,
@@ -54,7 +54,7 @@ class Caches:
     adapters: Informer
     #: every informer to start, wait for and stop (optional and lease informers included)
     informers: list[Informer] = field(default_factory=list)
-    #: watched only when their API is served (``watch_optional_apis``)
+    #: watched only when their API is served (``OPTIONAL_WORKLOADS``)
     lws: Informer | None = None
     podcliques: Informer | None = None
     pcsgs: Informer | None = None
@@ -128,29 +128,21 @@ def scope_exclusions(
     return exclusions
 
 
-def served(kube: KubeApi, res: Resource, namespace: str | None) -> bool:
-    """The API exists and we may list it (checked once, at start-up)."""
-    try:
-        kube.check_listable(res, namespace)
-    except (NotFoundError, ForbiddenError) as exc:
-        log.info("optional API not watched", extra={"resource": res.plural, "reason": str(exc)})
-        return False
-    except ApiError as exc:
-        log.warning("optional API not watched", extra={"resource": res.plural, "reason": str(exc)})
-        return False
-    return True
+#: watched only when served (``optional.OptionalApis`` finds out, for the process lifetime);
+#: DynamoModels are the model loop's (``Manager``)
+OPTIONAL_WORKLOADS = (LWS, PODCLIQUES, PCSGS)
 
 
-def watch_optional_apis(
-    kube: KubeApi, settings: OperatorSettings, metrics: Metrics, caches: Caches, enqueuer: Enqueuer
-) -> None:
-    """LeaderWorkerSets (multinode services), PodCliques and PodCliqueScalingGroups (the
-    Grove path) are watched only when the API exists and we may list it, so a cluster
-    without them never blocks start-up. Grove creates its objects without our labels for
-    sure, so those kinds are watched whole (trimmed) and looked up by namespace/name."""
+def optional_informer(
+    kube: KubeApi, settings: OperatorSettings, metrics: Metrics, res: Resource
+) -> Informer:
+    """The informer of an optional workload API, without its handler (``attach``).
+    LeaderWorkerSets (multinode services) carry our graph label; Grove creates PodCliques
+    and PodCliqueScalingGroups without our labels for sure, so those kinds are watched whole
+    (trimmed) and looked up by namespace/name."""
     ns = settings.watch_namespace
-    if served(kube, LWS, ns):
-        caches.lws = Informer(
+    if res is LWS:
+        return Informer(
             kube,
             LWS,
             namespace=ns,
@@ -160,33 +152,50 @@ def watch_optional_apis(
             trim=o.trim_lws,
             store=Store({"graph": graph_of_workload}),
         )
-        caches.lws.add_handler(enqueuer.on_workload)
-        caches.informers.append(caches.lws)
-    for res in (PODCLIQUES, PCSGS):
-        if not served(kube, res, ns):
-            continue
-        inf = Informer(
-            kube,
-            res,
-            namespace=ns,
-            metrics=metrics,
-            watch_timeout=settings.watch_timeout,
-            trim=grove.trim,
-        )
-        inf.add_handler(enqueuer.on_grove)
-        caches.informers.append(inf)
-        if res is PODCLIQUES:
-            caches.podcliques = inf
-        else:
-            caches.pcsgs = inf
+    return Informer(
+        kube,
+        res,
+        namespace=ns,
+        metrics=metrics,
+        watch_timeout=settings.watch_timeout,
+        trim=grove.trim,
+    )
+
+
+def attach(caches: Caches, enqueuer: Enqueuer, res: Resource, inf: Informer) -> None:
+    """Snapshots read ``inf`` from now on and its events enqueue graphs (``inf`` is in
+    ``caches.informers`` already)."""
+    if res is LWS:
+        caches.lws = inf
+        inf.add_handler(enqueuer.on_workload)
+        return
+    if res is PODCLIQUES:
+        caches.podcliques = inf
+    else:
+        caches.pcsgs = inf
+    inf.add_handler(enqueuer.on_grove)
+
+
+def watch_optional_apis(
+    kube: KubeApi, settings: OperatorSettings, metrics: Metrics, caches: Caches, enqueuer: Enqueuer
+) -> None:
+    """One check of each optional workload API, watching those served: a one-shot wiring
+    (the unit tests' fake cluster); the Manager re-checks them (``optional.OptionalApis``)."""
+    for res in OPTIONAL_WORKLOADS:
+        if probe(kube, res, settings.watch_namespace)[0] is ApiState.SERVED:
+            inf = optional_informer(kube, settings, metrics, res)
+            caches.informers.append(inf)
+            attach(caches, enqueuer, res, inf)
 
 
 __all__ = [
+    "OPTIONAL_WORKLOADS",
     "Caches",
     "api_client",
+    "attach",
     "build_caches",
     "connect",
+    "optional_informer",
     "scope_exclusions",
-    "served",
     "watch_optional_apis",
 ]

@@ -100,11 +100,44 @@ class ControlPlane:
     etcd: subprocess.Popen[bytes]
     apiserver: subprocess.Popen[bytes]
     log: Path
+    #: the kube-apiserver's command line (``restart_apiserver`` runs it again)
+    apiserver_cmd: tuple[str, ...] = ()
+    #: every process started, stopped at exit (a restarted kube-apiserver joins it)
+    procs: list[subprocess.Popen[bytes]] | None = None
 
     def client(self) -> Any:
         from kubernetes import config
 
         return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def stop_apiserver(self) -> None:
+        """Kill kube-apiserver (SIGKILL: an outage, not a shutdown); etcd keeps running."""
+        if self.apiserver.poll() is None:
+            self.apiserver.kill()
+            self.apiserver.wait(20)
+
+    def restart_apiserver(self, timeout: float = 120) -> None:
+        """Run kube-apiserver again on the same port, certificates and etcd (the kubeconfig
+        stays valid) and wait until it is ready."""
+        self.stop_apiserver()
+        with open(self.log, "ab") as logf:
+            self.apiserver = subprocess.Popen(
+                list(self.apiserver_cmd),
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        if self.procs is not None:
+            self.procs.append(self.apiserver)
+        _wait(
+            f"{self.url}/readyz",
+            lambda s, b: s == 200,
+            timeout,
+            [self.apiserver, self.etcd],
+            self.log,
+            ctx=ssl._create_unverified_context(),
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
 
 
 def _stop(p: subprocess.Popen[bytes]) -> None:
@@ -151,25 +184,26 @@ def control_plane(etcd_bin: Path, apiserver_bin: Path) -> Iterator[ControlPlane]
             )
             token = "admin-" + os.urandom(12).hex()
             (d / "tokens.csv").write_text(f'{token},admin,admin-uid,"system:masters"\n')
+            apiserver_cmd = (
+                str(apiserver_bin),
+                f"--etcd-servers=http://127.0.0.1:{ep}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={ap}",
+                f"--cert-dir={d / 'certs'}",
+                f"--token-auth-file={d / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={d / 'sa.key'}",
+                f"--service-account-signing-key-file={d / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--disable-admission-plugins=ServiceAccount",
+                "--allow-privileged=true",
+                "--enable-priority-and-fairness=false",
+                "--profiling=false",
+            )
             apiserver = subprocess.Popen(
-                [
-                    str(apiserver_bin),
-                    f"--etcd-servers=http://127.0.0.1:{ep}",
-                    "--bind-address=127.0.0.1",
-                    "--advertise-address=127.0.0.1",
-                    f"--secure-port={ap}",
-                    f"--cert-dir={d / 'certs'}",
-                    f"--token-auth-file={d / 'tokens.csv'}",
-                    "--authorization-mode=RBAC",
-                    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                    f"--service-account-key-file={d / 'sa.key'}",
-                    f"--service-account-signing-key-file={d / 'sa.key'}",
-                    "--service-cluster-ip-range=10.0.0.0/24",
-                    "--disable-admission-plugins=ServiceAccount",
-                    "--allow-privileged=true",
-                    "--enable-priority-and-fairness=false",
-                    "--profiling=false",
-                ],
+                list(apiserver_cmd),
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -207,7 +241,7 @@ def control_plane(etcd_bin: Path, apiserver_bin: Path) -> Iterator[ControlPlane]
                     }
                 )
             )
-            cp = ControlPlane(d, url, token, kubeconfig, etcd, apiserver, log)
+            cp = ControlPlane(d, url, token, kubeconfig, etcd, apiserver, log, apiserver_cmd, procs)
             _wait_namespace(cp, "default")
             yield cp
     finally:

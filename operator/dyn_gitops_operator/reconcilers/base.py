@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from dyn_gitops_operator.errors import StandbyError
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.kubeapi import KubeApi
 from dyn_gitops_operator.metrics import Metrics
@@ -32,8 +33,16 @@ class Context:
     #: puts a write's response into the local cache so the next pass sees our own write
     remember: Callable[[Resource, Obj], None]
     now: Callable[[], datetime] = utc_now
+    #: whether this replica may write now (the leader, its scope lease held): checked
+    #: before every write, so a leadership that ends mid-reconcile sends nothing more
+    acting: Callable[[], bool] = lambda: True
+
+    def may_write(self) -> None:
+        if not self.acting():
+            raise StandbyError("not acting (leadership or scope lease lost): write not sent")
 
     def apply(self, res: Resource, obj: Obj, *, subresource: str | None = None) -> Obj:
+        self.may_write()
         out = self.kube.apply(res, obj, subresource=subresource)
         self.metrics.writes.labels(
             res.kind, "apply" + (f"/{subresource}" if subresource else "")
@@ -45,6 +54,7 @@ class Context:
         """A merge patch (not remembered: a /scale answer is not the object itself; the
         object's watch event brings the new state)."""
         meta = obj["metadata"]
+        self.may_write()
         out = self.kube.patch(
             res, meta.get("namespace"), meta["name"], obj, subresource=subresource
         )
@@ -55,6 +65,7 @@ class Context:
 
     def delete(self, res: Resource, obj: Obj) -> None:
         meta = obj["metadata"]
+        self.may_write()
         self.kube.delete(
             res,
             meta.get("namespace"),
