@@ -7,7 +7,8 @@ election on, each with its own /metrics port and log); watches that survive the 
   ``stall_apiserver`` (SIGSTOP for a while, then SIGCONT).
 * :class:`Controller`: ``python -m dyn_gitops_operator`` with the cluster's kubeconfig, in
   namespace mode on the test's namespace, with its own lease name; ``POD_NAME`` is set per
-  process (its default identity is derived from it, as in a pod).
+  process (its default identity is derived from it, as in a pod); a process that exits on
+  its own (a lost leadership) is started again, as the kubelet restarts a container.
 * :class:`Watcher`: one list + watch of a kind that never dies silently. When the watch
   breaks (the API server is gone, stalled, or restarted) it resumes from its last
   resourceVersion; when that has expired (410 Gone: a restarted kube-apiserver's watch
@@ -121,10 +122,17 @@ class Faults:
 
 
 # ---------------------------------------------------------------------------- controllers
+#: seconds before a controller process that exited on its own is started again
+RESTART_DELAY = 1.0
+
+
 @dataclass
 class Controller:
-    """One controller process; ``start()`` again after ``kill()`` is a restart of the same
-    pod (same ``POD_NAME``, same lease, a new log file)."""
+    """One controller process, supervised as a pod's container (``restartPolicy:
+    Always``): when it exits on its own (exit code 1 after losing its leadership) it is
+    started again after :data:`RESTART_DELAY` (``restarts`` counts them). ``kill()`` is the
+    pod lost (a node failure: nothing restarts it); ``start()`` after it is the pod back
+    (same ``POD_NAME``, same lease). Each run logs to a new file."""
 
     kubeconfig: Path
     namespace: str
@@ -134,8 +142,22 @@ class Controller:
     proc: subprocess.Popen[bytes] | None = None
     port: int = 0
     logs: list[Path] = field(default_factory=list)
+    restarts: int = 0
+    _wanted: bool = False
 
     def start(self) -> Controller:
+        self._wanted = True
+        self._spawn()
+        return self
+
+    def _supervise(self, proc: subprocess.Popen[bytes]) -> None:
+        proc.wait()
+        time.sleep(RESTART_DELAY)
+        if self._wanted and self.proc is proc:
+            self.restarts += 1
+            self._spawn()
+
+    def _spawn(self) -> None:
         self.port = free_port()
         log = self.logdir / f"{self.pod}-{len(self.logs)}.log"
         self.logs.append(log)
@@ -167,15 +189,17 @@ class Controller:
                 env=env,
                 start_new_session=True,
             )
-        return self
+        threading.Thread(target=self._supervise, args=(self.proc,), daemon=True).start()
 
     def kill(self) -> None:
-        """SIGKILL: no lease handed over, nothing flushed."""
+        """SIGKILL: no lease handed over, nothing flushed, not restarted."""
+        self._wanted = False
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(30)
 
     def stop(self) -> None:
+        self._wanted = False
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -186,14 +210,15 @@ class Controller:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def records(self, run: int = -1) -> list[dict[str, Any]]:
-        """The JSON log lines of one run (default: the current one)."""
+    def records(self) -> list[dict[str, Any]]:
+        """The JSON log lines of every run, in order."""
         out = []
-        for line in self.logs[run].read_text(errors="replace").splitlines():
-            with contextlib.suppress(ValueError):
-                rec = json.loads(line)
-                if isinstance(rec, dict):
-                    out.append(rec)
+        for log in self.logs:
+            for line in log.read_text(errors="replace").splitlines():
+                with contextlib.suppress(ValueError):
+                    rec = json.loads(line)
+                    if isinstance(rec, dict):
+                        out.append(rec)
         return out
 
     def text(self) -> str:
