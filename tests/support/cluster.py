@@ -107,9 +107,12 @@ def _secure_healthz(port: int) -> str:
 
 
 @contextlib.contextmanager
-def realistic_cluster(bins: dict[str, Path], stages: Path) -> Iterator[Cluster]:
+def realistic_cluster(
+    bins: dict[str, Path], stages: Path, kcm_flags: tuple[str, ...] = ()
+) -> Iterator[Cluster]:
     """Start the whole cluster; yields once every component is healthy and the nodes are
-    Ready (``Cluster.started_in``: seconds since the start, etcd included)."""
+    Ready (``Cluster.started_in``: seconds since the start, etcd included). ``kcm_flags``:
+    more kube-controller-manager flags."""
     t0 = time.monotonic()
     with control_plane(bins["etcd"], bins["kube-apiserver"]) as cp:
         d = cp.dir
@@ -146,6 +149,7 @@ def realistic_cluster(bins: dict[str, Path], stages: Path) -> Iterator[Cluster]:
                     "--concurrent-deployment-syncs=5",
                     "--concurrent-replicaset-syncs=5",
                     f"--horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD}",
+                    *kcm_flags,
                 )
                 start(
                     str(bins["kube-scheduler"]),
