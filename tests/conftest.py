@@ -137,6 +137,22 @@ def cluster_namespace(cluster_kube: Any) -> Any:
     core.delete_namespace(name)
 
 
+@pytest.fixture(scope="module")
+def lws_controller(cluster: Any, cluster_kube: Any) -> Any:
+    """The real LeaderWorkerSet controller (``sigs.k8s.io/lws``, tools/test-bins/build-lws.sh)
+    on the realistic cluster, for one module: its CRD, its webhooks for real, the manager out
+    of cluster (tests/support/lws_controller.py); afterwards the minimal CRD again. Fails
+    under CI when not built."""
+    from support.lws_controller import lws_controller as start
+    from support.lws_controller import missing
+
+    why = missing()
+    if why is not None:
+        missing_component(why)
+    with start(cluster.kubeconfig, cluster_kube) as ctl:
+        yield ctl
+
+
 @pytest.fixture
 def cluster_k(cluster_kube: Any) -> Any:
     """The companion controller's API client, on the realistic cluster."""
