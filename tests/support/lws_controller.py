@@ -228,6 +228,7 @@ def _restore_minimal_crd(api: Any) -> None:
     minimal one the realistic cluster starts with."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
+
     from support.thirdparty_crds import thirdparty_crds
 
     ext = client.ApiextensionsV1Api(api)
