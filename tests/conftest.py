@@ -138,7 +138,7 @@ def cluster_namespace(cluster_kube: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def lws_controller(cluster: Any, cluster_kube: Any) -> Any:
+def lws_controller(request: pytest.FixtureRequest) -> Any:
     """The real LeaderWorkerSet controller (``sigs.k8s.io/lws``, tools/test-bins/build-lws.sh)
     on the realistic cluster, for one module: its CRD, its webhooks for real, the manager out
     of cluster (tests/support/lws_controller.py); afterwards the minimal CRD again. Fails
@@ -147,9 +147,10 @@ def lws_controller(cluster: Any, cluster_kube: Any) -> Any:
     from support.lws_controller import missing
 
     why = missing()
-    if why is not None:
+    if why is not None:  # before the cluster is started for nothing
         missing_component(why)
-    with start(cluster.kubeconfig, cluster_kube) as ctl:
+    cluster, api = request.getfixturevalue("cluster"), request.getfixturevalue("cluster_kube")
+    with start(cluster.kubeconfig, api) as ctl:
         yield ctl
 
 
