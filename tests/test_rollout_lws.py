@@ -157,7 +157,9 @@ def test_leaderworkerset_recreate_drains_first(
     terminating pods). A group is ready when the LWS controller says so (its pods placed by
     the scheduler and made Ready by KWOK). The new set is created by GitOps without
     replicas, i.e. at the API default of one group, until the controller's first pass on it
-    sizes it to 0 (docs/operator.md: the window)."""
+    sizes it to 0 (docs/operator.md: the window); the LWS controller can start that group
+    before or even just after that pass (its leader StatefulSet created at 1), and KWOK can
+    make it Ready beside the old groups until the LWS controller scales it away."""
     k, api, ns = cluster_k, cluster_kube, cluster_namespace
     ann = {"nvidia.com/deployment-strategy": "Recreate"}
     first = render([multinode("img:1", 2, **ann)], ns, lws=True)
@@ -183,9 +185,13 @@ def test_leaderworkerset_recreate_drains_first(
                 lambda s: list(s) == [new] and s[new] == (2, 2, 4, True), 180, "recreated"
             )
         none = (0, 0, 0, True)
-        for state in seen[window(seen, old, new) :]:  # no new group while old ones run
-            if state.get(old, none)[1] > 0:
-                assert state.get(new, none)[1] == 0, seen
+        # no new group ready while old ones run, but the window's: the API default's group,
+        # which the LWS controller may start before, or just after, our pass sized the set to
+        # 0 (docs/operator.md, "The window"); a set we grew never has one while old ones run
+        for state in seen:
+            o, n = state.get(old, none), state.get(new, none)
+            if o[1] > 0 and n[1] > 0:
+                assert n[0] == 0 or not n[3], seen
         # the new set is sized only once the old one is at 0 and its pods are gone
         grown = next(i for i, s in enumerate(seen) if s.get(new, (0,))[0] == 2)
         assert all(s.get(old, none) == none for s in seen[grown:]), seen

@@ -49,7 +49,9 @@ class StateHistory(Generic[T]):
     def __enter__(self) -> StateHistory[T]:
         """Start watching: the history begins now (the first state is the current one)."""
         for lister in self.listers.values():
-            threading.Thread(target=self._watch, args=(lister,), daemon=True).start()
+            rv = _items(self.api, lister())[1]
+            self.changes.put(int(rv))
+            threading.Thread(target=self._watch, args=(lister, rv), daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -63,13 +65,11 @@ class StateHistory(Generic[T]):
             items[key] = _items(self.api, result)[0]
         return self.view(items)
 
-    def _watch(self, lister: Lister) -> None:
+    def _watch(self, lister: Lister, rv: str) -> None:
         from kubernetes import watch
         from kubernetes.client.exceptions import ApiException
 
         try:
-            rv = _items(self.api, lister())[1]
-            self.changes.put(int(rv))
             while not self.stop.is_set():
                 w = watch.Watch()
                 try:
