@@ -137,6 +137,23 @@ def cluster_namespace(cluster_kube: Any) -> Any:
     core.delete_namespace(name)
 
 
+@pytest.fixture(scope="module")
+def lws_controller(request: pytest.FixtureRequest) -> Any:
+    """The real LeaderWorkerSet controller (``sigs.k8s.io/lws``, tools/test-bins/build-lws.sh)
+    on the realistic cluster, for one module: its CRD, its webhooks for real, the manager out
+    of cluster (tests/support/lws_controller.py); afterwards the minimal CRD again. Fails
+    under CI when not built."""
+    from support.lws_controller import lws_controller as start
+    from support.lws_controller import missing
+
+    why = missing()
+    if why is not None:  # before the cluster is started for nothing
+        missing_component(why)
+    cluster, api = request.getfixturevalue("cluster"), request.getfixturevalue("cluster_kube")
+    with start(cluster.kubeconfig, api) as ctl:
+        yield ctl
+
+
 @pytest.fixture
 def cluster_k(cluster_kube: Any) -> Any:
     """The companion controller's API client, on the realistic cluster."""

@@ -340,3 +340,55 @@ def test_multinode_worker_generations_roll_like_deployments() -> None:
     assert old not in seen[-1] and seen[-1][new][0] == 4
     c.converge("roll")
     assert c.status("roll")["rollingUpdate"]["phase"] == "Completed"
+
+
+def test_recreate_looks_again_at_an_old_leaderworkersets_pods() -> None:
+    """Recreate with LeaderWorkerSets: the old set drained by its status (0 groups, none
+    ready) while one of its pods is still there: the new set stays at 0, and the controller
+    looks at the pods again after ``LWS_PODS_POLL``, since they are read, not watched, and
+    their going changes nothing in the set's status (no terminating count). Without it a
+    rollout stalls with both sets at 0 (seen with the real LWS controller,
+    tests/test_rollout_lws.py::test_leaderworkerset_recreate_drains_first)."""
+    from dyn_gitops_operator.fakekube import KindRules
+    from dyn_gitops_operator.resources import PODS
+    from dyn_gitops_operator.settings import LWS_PODS_POLL
+
+    c = FakeCluster(rules={PODS: KindRules()})
+    kinds = ("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet")
+
+    def recreate(image: str) -> list[Obj]:
+        dgd = _multinode(image, 2)
+        dgd["spec"]["services"][WORKER]["annotations"] = {
+            "nvidia.com/deployment-strategy": "Recreate"
+        }
+        return render([dgd], c.ns, lws=True)
+
+    first = recreate("img:1")
+    (old,) = [o["metadata"]["name"] for o in first if o["kind"] == "LeaderWorkerSet"]
+    c.apply(first, kinds=kinds)
+    c.set_status("roll-frontend")
+    for _ in range(10):
+        c.converge("roll")
+        _lws_step(c)
+    labels = {
+        "leaderworkerset.sigs.k8s.io/name": old,
+        "nvidia.com/dynamo-component": WORKER,
+        "nvidia.com/dynamo-graph-deployment-name": "roll",
+    }
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{old}-0", "labels": labels}}
+    c.kcm.create(PODS, {**pod, "metadata": {**pod["metadata"], "namespace": c.ns}})
+    second = recreate("img:2")
+    (new,) = [o["metadata"]["name"] for o in second if o["kind"] == "LeaderWorkerSet"]
+    c.apply(second, kinds=kinds)
+    for _ in range(10):
+        c.converge("roll")
+        state = _lws_step(c)
+        if state.get(old) == (0, 0):
+            break
+    assert state.get(old) == (0, 0), state
+    requeue = c.reconcile("roll")
+    assert c.kube.get(LWS, c.ns, new)["spec"]["replicas"] == 0  # a pod of the old one left
+    assert requeue == LWS_PODS_POLL
+    c.kcm.delete(PODS, c.ns, f"{old}-0")
+    c.reconcile("roll")  # the look again, without any event
+    assert c.kube.get(LWS, c.ns, new)["spec"]["replicas"] == 2

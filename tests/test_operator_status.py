@@ -4,7 +4,7 @@ The rendered sample is applied as Argo CD would (server-side apply, its own mana
 controller runs in-process. On the realistic cluster (``cluster_k``: kube-controller-manager,
 scheduler, KWOK) Deployment status comes from real ReplicaSets and pods; held pods (a
 scheduling gate), a failed pod or an unschedulable template produce the not-ready states.
-LeaderWorkerSet status is written by hand: no LeaderWorkerSet controller runs.
+LeaderWorkerSets are the real LeaderWorkerSet controller's (``lws_controller``).
 """
 
 from __future__ import annotations
@@ -222,17 +222,18 @@ def test_worker_hash_matches_the_renderer_after_a_round_trip(
 WORKER_HASH = "nvidia.com/dynamo-worker-hash"
 
 
+@pytest.mark.usefixtures("lws_controller")
 def test_multinode_services_report_their_leaderworkersets(
-    cluster_k: Kube, cluster_namespace: str
+    cluster_k: Kube, cluster_kube: Any, cluster_namespace: str
 ) -> None:
     """One natively scaled LeaderWorkerSet per multinode service (#9612, v1.2): rendered
     with managed replicas, the controller sizes it (server-side apply of spec.replicas, as
-    for a managed worker Deployment); the graph is ready when all its groups are. The
-    frontend's pods are real; the LeaderWorkerSet's status is written by hand (no
-    LeaderWorkerSet controller runs)."""
+    for a managed worker Deployment); the graph is ready when all its groups are. Real
+    pods: the LeaderWorkerSet controller makes the groups, held Pending (a scheduling gate)
+    until released, then placed by the scheduler and made Ready by KWOK."""
     from dyn_gitops_operator.kube import LWS
 
-    k, namespace = cluster_k, cluster_namespace
+    k, api, namespace = cluster_k, cluster_kube, cluster_namespace
 
     objs = render(SAMPLES / "multinode-lws" / "input", namespace)
     mine = [
@@ -242,8 +243,9 @@ def test_multinode_services_report_their_leaderworkersets(
         == "sglang-mn"
         or (o["kind"] == "DynamoGraphDeployment" and o["metadata"]["name"] == "sglang-mn")
     ]
-    gitops_apply(k, mine, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
     (name,) = [o["metadata"]["name"] for o in mine if o["kind"] == "LeaderWorkerSet"]
+    mine = hold(mine, lambda n: n == name)
+    gitops_apply(k, mine, kinds=("Deployment", "DynamoGraphDeployment", "LeaderWorkerSet"))
     with running(settings_for_tests(namespace), k) as m:
         assert m.lws is not None
         want = f"Resources not ready: {name}: 0/2 groups ready"
@@ -253,21 +255,22 @@ def test_multinode_services_report_their_leaderworkersets(
                 and ready_cond(s)["message"] == want
                 and s
             ),
+            60,
             what="LWS sized, not ready",
         )
         assert st["state"] == "pending"
-        lws = k.get(LWS, namespace, name)  # what the LeaderWorkerSet controller would report
+        lws = k.get(LWS, namespace, name)
         assert lws["spec"]["replicas"] == 2
-        lws["status"] = {
-            "replicas": 2,
-            "readyReplicas": 2,
-            "updatedReplicas": 2,
-            "conditions": [{"type": "Available", "status": "True"}],
-        }
-        k.request("PUT", LWS.path(namespace, name), None, lws)
+        # released: the groups' 4 pods (8 GPUs each: every GPU of the cluster) become Ready
         st = wait_for(
-            lambda: (s := status_of(k, namespace, "sglang-mn"))["state"] == "successful" and s,
+            lambda: (
+                release(api, namespace, f"leaderworkerset.sigs.k8s.io/name={name}") is not None
+                and (s := status_of(k, namespace, "sglang-mn"))["state"] == "successful"
+                and s
+            ),
+            120,
             what="successful",
+            interval=0.2,
         )
         assert st["components"]["decode"] == {
             "componentKind": "LeaderWorkerSet",

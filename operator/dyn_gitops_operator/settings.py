@@ -32,6 +32,9 @@ UNNAMED_GENERATION_GRACE = 120.0
 #: seconds between two looks at a Grove OnDelete PodClique being replaced (its pods are
 #: read, not watched; the PodClique's own status events come on top)
 GROVE_SURGE_POLL = 1.0
+#: seconds between two looks at an old LeaderWorkerSet's pods while Recreate waits for them
+#: to go (they are read, not watched, and their going changes nothing in the set's status)
+LWS_PODS_POLL = 1.0
 #: the most replicas the controller applies to a workload by default: the renderer's own
 #: max-replicas default, so a count the renderer lets through is applied (docs/operator.md)
 DEFAULT_MAX_REPLICAS: int = BY_NAME["max-replicas"].default

@@ -223,15 +223,24 @@ def _wait_nodes_ready(
 def hold(
     objs: list[dict[str, Any]], names: Callable[[str], bool] | None = None
 ) -> list[dict[str, Any]]:
-    """Copies of ``objs`` whose Deployments (those ``names(name)`` accepts, default all)
-    create their pods with the :data:`GATE` scheduling gate: Pending until released."""
+    """Copies of ``objs`` whose Deployments and LeaderWorkerSets (those ``names(name)``
+    accepts, default all) create their pods with the :data:`GATE` scheduling gate: Pending
+    until released."""
     import copy
 
     out = copy.deepcopy(objs)
     for obj in out:
-        if obj["kind"] == "Deployment" and (names is None or names(obj["metadata"]["name"])):
-            spec = obj["spec"]["template"]["spec"]
-            spec["schedulingGates"] = [{"name": GATE}]
+        if names is not None and not names(obj["metadata"]["name"]):
+            continue
+        if obj["kind"] == "Deployment":
+            templates = [obj["spec"]["template"]]
+        elif obj["kind"] == "LeaderWorkerSet":
+            lwt = obj["spec"]["leaderWorkerTemplate"]
+            templates = [lwt[t] for t in ("leaderTemplate", "workerTemplate") if t in lwt]
+        else:
+            continue
+        for template in templates:
+            template["spec"]["schedulingGates"] = [{"name": GATE}]
     return out
 
 

@@ -32,7 +32,7 @@ from dyn_gitops_operator.plan import Plan
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
 from dyn_gitops_operator.reconcilers.restart import GROVE_POLL
 from dyn_gitops_operator.resources import PODCLIQUESETS, PODS
-from dyn_gitops_operator.settings import UNNAMED_GENERATION_GRACE
+from dyn_gitops_operator.settings import LWS_PODS_POLL, UNNAMED_GENERATION_GRACE
 
 ACTIVE_PHASES = ("Pending", "InProgress", "Failed")
 
@@ -294,6 +294,8 @@ class RolloutReconciler:
                     if o.labels(p).get(keys.LABEL_LWS_NAME) in lws
                 ]
                 new_target = 0 if left else desired
+                if left:  # read, not watched: their going brings no event of the set's
+                    plan.requeue(LWS_PODS_POLL)
         else:
             budget = self.budget(current, desired, annotations)
             sizes = size(
