@@ -170,9 +170,11 @@ def test_rollout_respects_budget_and_removes_old_generation(
             unavailable=unav,
             until=lambda deps: old not in deps,
         )
-        # the drain was gradual: the old generation went through intermediate sizes
+        # the drain was gradual: the old generation was seen at a size between desired and 0
+        # (polls under load can miss some of the intermediate sizes, not all: each waits for
+        # the next pod that drive() makes ready)
         old_sizes = [s[old][0] for s in seen if old in s]
-        assert len(set(old_sizes)) > 2, old_sizes
+        assert any(0 < n < desired for n in old_sizes), old_sizes
         assert old_sizes == sorted(old_sizes, reverse=True)
 
         st = wait_for(
@@ -440,6 +442,12 @@ def test_recreate_drains_the_old_generation_before_the_new_one_starts(
     rendered = next(o for o in second if o["kind"] == "Deployment" and o["metadata"]["name"] == new)
     assert rendered["spec"]["strategy"] == {"type": "Recreate"}
     kcm = Kcm(api, namespace)
+
+    def old_pods_left() -> bool:
+        """Held pods are released only once this is False: the window pod (created before
+        the controller sizes the new generation to 0) must not be released by the test."""
+        return any(p.metadata.name.startswith(old + "-") for p in pods(api, namespace, selector))
+
     with running(settings_for_tests(namespace), k):
         gitops_apply(k, first)
         ready_all(k, namespace, kcm)
@@ -455,9 +463,13 @@ def test_recreate_drains_the_old_generation_before_the_new_one_starts(
                 "rollout reported",
             )
             wait_for(
-                lambda: release(api, namespace) is not None and old not in workers(k, namespace),
+                lambda: (
+                    (old_pods_left() or release(api, namespace) is not None)
+                    and old not in workers(k, namespace)
+                ),
                 120,
-                "the new generation's pods released as they come, the old generation deleted",
+                "the new generation's pods released once the old pods are gone, the old "
+                "generation deleted",
             )
             ready_all(k, namespace, kcm)
             wait_for(lambda: watch.count() == 2, 60, "the pod watch caught up")
