@@ -21,6 +21,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=common.sh
+. "$HERE/common.sh"
 VERSIONS_FILE=$HERE/flux-versions.env
 TOOLS=(source-controller kustomize-controller flux)
 EXTRA_PINS=(flux-pkg-artifact)
@@ -51,26 +53,14 @@ for t in "${TOOLS[@]}"; do
   [ -n "${VERSION[$t]:-}" ] || die "$VERSIONS_FILE: no version for $t"
 done
 
-KEY=$(sha256sum "$VERSIONS_FILE" | cut -c1-12)
-CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache}
-BIN_ROOT=${DYN_GITOPS_TEST_BINS_CACHE:-$CACHE_HOME/dyn-gitops/test-bins}
-BIN_DIR=$(realpath -m "$BIN_ROOT/flux-$KEY")
+BIN_DIR=$(bin_dir_of "flux-" "$VERSIONS_FILE")
 
 if [ "$print_dir" = 1 ]; then
   printf '%s\n' "$BIN_DIR"
   exit 0
 fi
 
-command -v go >/dev/null || { log "build-flux.sh: go is not on PATH"; exit 1; }
-export GOMODCACHE=$CACHE_HOME/dyn-gitops/go-mod
-export GOCACHE=$CACHE_HOME/dyn-gitops/go-build
-export GOTOOLCHAIN=auto
-export CGO_ENABLED=0
-export GOWORK=off
-unset GOBIN GOOS GOARCH
-FLAGS_INSTALL="-trimpath -buildvcs=false"
-FLAGS_WRAPPER="-mod=mod $FLAGS_INSTALL"
-export GOFLAGS=$FLAGS_INSTALL
+go_env build-flux.sh
 
 mkdir -p "$BIN_DIR" "$GOMODCACHE" "$GOCACHE"
 cp "$VERSIONS_FILE" "$BIN_DIR/flux-versions.env"

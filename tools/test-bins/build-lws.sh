@@ -17,6 +17,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=common.sh
+. "$HERE/common.sh"
 VERSIONS_FILE=$HERE/lws-versions.env
 TOOL=lws-controller-manager
 MODULE=sigs.k8s.io/lws
@@ -45,24 +47,14 @@ while IFS= read -r line || [ -n "$line" ]; do
 done <"$VERSIONS_FILE"
 [ -n "$ver" ] || die "$VERSIONS_FILE: no version for $TOOL"
 
-KEY=$(sha256sum "$VERSIONS_FILE" | cut -c1-12)
-CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache}
-BIN_ROOT=${DYN_GITOPS_TEST_BINS_CACHE:-$CACHE_HOME/dyn-gitops/test-bins}
-BIN_DIR=$(realpath -m "$BIN_ROOT/lws-$KEY")
+BIN_DIR=$(bin_dir_of "lws-" "$VERSIONS_FILE")
 
 if [ "$print_dir" = 1 ]; then
   printf '%s\n' "$BIN_DIR"
   exit 0
 fi
 
-command -v go >/dev/null || { log "build-lws.sh: go is not on PATH"; exit 1; }
-export GOMODCACHE=$CACHE_HOME/dyn-gitops/go-mod
-export GOCACHE=$CACHE_HOME/dyn-gitops/go-build
-export GOTOOLCHAIN=auto
-export CGO_ENABLED=0
-export GOWORK=off
-unset GOBIN GOOS GOARCH
-export GOFLAGS="-trimpath -buildvcs=false"
+go_env build-lws.sh
 
 mkdir -p "$BIN_DIR" "$GOMODCACHE" "$GOCACHE"
 cp "$VERSIONS_FILE" "$BIN_DIR/lws-versions.env"

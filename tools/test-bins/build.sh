@@ -18,6 +18,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=common.sh
+. "$HERE/common.sh"
 VERSIONS_FILE=$HERE/versions.env
 # kube-apiserver, kube-controller-manager and kube-scheduler come from one wrapper module
 # (built in this order, they share its module graph and so most GOCACHE entries).
@@ -90,10 +92,7 @@ for t in "${K8S_CMDS[@]}"; do
     die "$VERSIONS_FILE: $t must have kube-apiserver's version (one wrapper module builds the three)"
 done
 
-KEY=$(sha256sum "$VERSIONS_FILE" | cut -c1-12)
-CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache}
-BIN_ROOT=${DYN_GITOPS_TEST_BINS_CACHE:-$CACHE_HOME/dyn-gitops/test-bins}
-BIN_DIR=$(realpath -m "$BIN_ROOT/$KEY")
+BIN_DIR=$(bin_dir_of "" "$VERSIONS_FILE")
 
 if [ "$print_dir" = 1 ]; then
   printf '%s\n' "$BIN_DIR"
@@ -102,16 +101,7 @@ fi
 
 # --- Go environment -------------------------------------------------------------------
 
-command -v go >/dev/null || { log "build.sh: go is not on PATH"; exit 1; }
-export GOMODCACHE=$CACHE_HOME/dyn-gitops/go-mod
-export GOCACHE=$CACHE_HOME/dyn-gitops/go-build
-export GOTOOLCHAIN=auto   # several go.mod files ask for a newer Go than the installed one
-export CGO_ENABLED=0      # static binaries
-export GOWORK=off
-unset GOBIN GOOS GOARCH
-FLAGS_INSTALL="-trimpath -buildvcs=false"
-FLAGS_WRAPPER="-mod=mod $FLAGS_INSTALL"
-export GOFLAGS=$FLAGS_INSTALL
+go_env build.sh
 
 mkdir -p "$BIN_DIR" "$GOMODCACHE" "$GOCACHE"
 cp "$VERSIONS_FILE" "$BIN_DIR/versions.env"
