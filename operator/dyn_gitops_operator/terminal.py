@@ -28,7 +28,7 @@ from dyn_gitops_operator import objects as o
 from dyn_gitops_operator.errors import ApiError
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
-from dyn_gitops_operator.reconcilers.status import STALLED, without_stalled
+from dyn_gitops_operator.reconcilers.status import STALLED, without_stalled, write_status
 from dyn_gitops_operator.resources import DGDS, EVENTS
 
 log = logging.getLogger(__name__)
@@ -95,23 +95,9 @@ def report(graph: Graph, exc: ApiError, ctx: Context) -> None:
 
 
 def _write_condition(graph: Graph, cond: Obj, ctx: Context) -> None:
-    # the whole status as it is (server-side apply drops what its manager stops sending)
+    # the whole status as it is, the Stalled condition replaced
     kept = without_stalled(graph.status.get("conditions") or [])
-    status = {**graph.status, "conditions": [*kept, cond]}
-    ctx.apply(
-        DGDS,
-        {
-            "apiVersion": DGDS.api_version,
-            "kind": DGDS.kind,
-            "metadata": {
-                "name": graph.name,
-                "namespace": graph.namespace,
-                "resourceVersion": o.meta(graph.dgd or {}).get("resourceVersion"),
-            },
-            "status": status,
-        },
-        subresource="status",
-    )
+    write_status(graph, {**graph.status, "conditions": [*kept, cond]}, ctx)
 
 
 def _event(graph: Graph, cond: Obj, ctx: Context) -> None:

@@ -108,6 +108,25 @@ def _comparable(status: Obj) -> Obj:
     return out
 
 
+def write_status(graph: Graph, status: Obj, ctx: Context) -> None:
+    """Apply ``status`` as the DGD's whole status, conditional on the resourceVersion read
+    (server-side apply drops what its manager stops sending)."""
+    ctx.apply(
+        DGDS,
+        {
+            "apiVersion": DGDS.api_version,
+            "kind": DGDS.kind,
+            "metadata": {
+                "name": graph.name,
+                "namespace": graph.namespace,
+                "resourceVersion": o.meta(graph.dgd or {}).get("resourceVersion"),
+            },
+            "status": status,
+        },
+        subresource="status",
+    )
+
+
 class StatusReconciler:
     name = "status"
 
@@ -119,17 +138,4 @@ class StatusReconciler:
         status = desired_status(graph, plan, ctx)
         if _comparable(status) == _comparable(graph.status):
             return
-        ctx.apply(
-            DGDS,
-            {
-                "apiVersion": DGDS.api_version,
-                "kind": DGDS.kind,
-                "metadata": {
-                    "name": graph.name,
-                    "namespace": graph.namespace,
-                    "resourceVersion": o.meta(graph.dgd).get("resourceVersion"),
-                },
-                "status": status,
-            },
-            subresource="status",
-        )
+        write_status(graph, status, ctx)
