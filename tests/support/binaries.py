@@ -4,10 +4,23 @@ skip elsewhere, with the reason."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+
+def built_dir(env: str, script: Path) -> Path | None:
+    """The bin directory a tools/test-bins build script names (``--print-dir``, nothing
+    built), or the one the variable ``env`` points at; None when it cannot be named."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    if not script.exists():
+        return None
+    proc = subprocess.run(["bash", str(script), "--print-dir"], capture_output=True, text=True)
+    lines = proc.stdout.strip().splitlines()
+    return Path(lines[-1]) if proc.returncode == 0 and lines else None
 
 
 def missing_component(message: str) -> NoReturn:

@@ -29,16 +29,9 @@ BUILD_SCRIPT = REPO / "tools" / "test-bins" / "build.sh"
 
 def bin_dir() -> Path | None:
     """Directory of the test binaries for the pinned versions, if it can be named."""
-    env = os.environ.get("DYN_GITOPS_TEST_BINS")
-    if env:
-        return Path(env)
-    if not BUILD_SCRIPT.exists():
-        return None
-    proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True, text=True
-    )
-    lines = proc.stdout.strip().splitlines()
-    return Path(lines[-1]) if proc.returncode == 0 and lines else None
+    from support.binaries import built_dir
+
+    return built_dir("DYN_GITOPS_TEST_BINS", BUILD_SCRIPT)
 
 
 def find_binary(name: str) -> Path | None:

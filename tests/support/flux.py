@@ -42,14 +42,9 @@ OCI_REVISION = "org.opencontainers.image.revision"
 
 def bin_dir() -> Path | None:
     """Directory of the Flux binaries for the pinned versions, if it can be named."""
-    env = os.environ.get("DYN_GITOPS_FLUX_BINS")
-    if env:
-        return Path(env)
-    proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True, text=True
-    )
-    lines = proc.stdout.strip().splitlines()
-    return Path(lines[-1]) if proc.returncode == 0 and lines else None
+    from support.binaries import built_dir
+
+    return built_dir("DYN_GITOPS_FLUX_BINS", BUILD_SCRIPT)
 
 
 def missing() -> str | None:

@@ -65,14 +65,9 @@ class LwsController:
 
 
 def bin_dir() -> Path | None:
-    env = os.environ.get("DYN_GITOPS_LWS_BINS")
-    if env:
-        return Path(env)
-    proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True, text=True
-    )
-    lines = proc.stdout.strip().splitlines()
-    return Path(lines[-1]) if proc.returncode == 0 and lines else None
+    from support.binaries import built_dir
+
+    return built_dir("DYN_GITOPS_LWS_BINS", BUILD_SCRIPT)
 
 
 def missing() -> str | None:
