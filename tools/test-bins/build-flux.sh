@@ -62,19 +62,7 @@ fi
 
 go_env build-flux.sh
 
-mkdir -p "$BIN_DIR" "$GOMODCACHE" "$GOCACHE"
-cp "$VERSIONS_FILE" "$BIN_DIR/flux-versions.env"
-exec 9>"$BIN_DIR/.lock"
-flock 9
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/dyn-gitops-flux-bins.XXXXXX")
-trap 'chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
-
-# The module directory of MODULE@VERSION in GOMODCACHE (downloaded if needed).
-moddir_of() {
-  (cd "$WORK" && go mod download -json "$1") |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p'
-}
+claim_bin_dir flux-bins
 
 # "-replace=OLD[@V]=NEW[@V]" for every non-local replace directive of a go.mod file.
 replace_edits() {

@@ -56,19 +56,7 @@ fi
 
 go_env build-lws.sh
 
-mkdir -p "$BIN_DIR" "$GOMODCACHE" "$GOCACHE"
-cp "$VERSIONS_FILE" "$BIN_DIR/lws-versions.env"
-exec 9>"$BIN_DIR/.lock"
-flock 9
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/dyn-gitops-lws-bins.XXXXXX")
-trap 'chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
-
-# The module directory of MODULE@VERSION in GOMODCACHE (downloaded if needed).
-moddir_of() {
-  (cd "$WORK" && go mod download -json "$1") |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p'
-}
+claim_bin_dir lws-bins
 
 # go.mod has no replace directives, but `go install MODULE/cmd@VERSION` asks the proxy for the
 # module's version list (a deprecation check) and this proxy refuses it (403): a wrapper module

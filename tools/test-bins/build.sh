@@ -103,13 +103,7 @@ fi
 
 go_env build.sh
 
-mkdir -p "$BIN_DIR" "$GOMODCACHE" "$GOCACHE"
-cp "$VERSIONS_FILE" "$BIN_DIR/versions.env"
-exec 9>"$BIN_DIR/.lock"
-flock 9   # two concurrent runs would otherwise build the same tool twice
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/dyn-gitops-test-bins.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+claim_bin_dir test-bins
 
 # --- helpers --------------------------------------------------------------------------
 

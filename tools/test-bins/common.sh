@@ -25,3 +25,21 @@ go_env() {
   unset GOBIN GOOS GOARCH
   export GOFLAGS=$FLAGS_INSTALL
 }
+
+# claim_bin_dir NAME: create BIN_DIR (with a copy of VERSIONS_FILE), hold its lock for the rest
+# of the run (two concurrent runs would otherwise build the same tool twice) and make WORK, a
+# scratch directory removed on exit (module caches leave read-only files: made writable first).
+claim_bin_dir() {
+  mkdir -p "$BIN_DIR" "$GOMODCACHE" "$GOCACHE"
+  cp "$VERSIONS_FILE" "$BIN_DIR/$(basename "$VERSIONS_FILE")"
+  exec 9>"$BIN_DIR/.lock"
+  flock 9
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/dyn-gitops-$1.XXXXXX")
+  trap 'chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
+}
+
+# moddir_of MODULE@VERSION: its directory in GOMODCACHE (downloaded if needed).
+moddir_of() {
+  (cd "$WORK" && go mod download -json "$1") |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p'
+}
