@@ -180,20 +180,17 @@ class LeaderElector:
                 "leaseDurationSeconds": int(self.s.lease_duration),
             }
         )
-        meta = lease["metadata"]
         try:
-            self.kube.update(
-                LEASES,
-                lease_body(
-                    self.namespace,
-                    self.s.lease_name,
-                    spec,
-                    resource_version=meta["resourceVersion"],
-                ),
-            )
+            self._write(lease, spec)
         except ConflictError:
             return False
         return True
+
+    def _write(self, lease: Obj, spec: Obj) -> None:
+        """PUT ``spec`` on the lease as read (ConflictError if it changed since)."""
+        rv = lease["metadata"]["resourceVersion"]
+        body = lease_body(self.namespace, self.s.lease_name, spec, resource_version=rv)
+        self.kube.update(LEASES, body)
 
     def _release(self) -> None:
         """Hand over at once on a clean shutdown: empty holder, 1 s duration (client-go)."""
@@ -215,13 +212,5 @@ class LeaderElector:
                 "renewTime": micro_time(datetime.now(UTC)),
             }
         )
-        self.kube.update(
-            LEASES,
-            lease_body(
-                self.namespace,
-                self.s.lease_name,
-                spec,
-                resource_version=lease["metadata"]["resourceVersion"],
-            ),
-        )
+        self._write(lease, spec)
         log.info("released leadership", extra={"identity": self.identity})
