@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Parity report: of the objects the real Dynamo operator creates for each upstream example
-(``../shared/conformance/operator-output/``), how many does dyn-gitops render identically?
+(``../shared/conformance/operator-output/``, or ``operator-output-grove/`` with ``--grove``),
+how many does dyn-gitops render identically?
 
-    python bench/parity_vs_operator.py [--shared DIR] [--details N] [--diff NAME] [--same-hash]
+    python bench/parity_vs_operator.py [--grove] [--shared DIR] [--details N] [--diff NAME]
+                                       [--same-hash]
 
 It prints figures and asserts nothing (``tests/test_parity_operator.py`` is the test). The
 comparison and its normalizations are ``tests/support/parity.py``: the settings equivalent
@@ -71,9 +73,13 @@ def main() -> int:
     ap.add_argument("--shared", default=str(REPO.parent / "shared"))
     ap.add_argument("--details", type=int, default=0, metavar="N", help="N findings per example")
     ap.add_argument("--diff", metavar="NAME", help="only examples containing NAME, full diffs")
+    ap.add_argument("--grove", action="store_true", help="the Grove path (operator-output-grove)")
     ap.add_argument("--same-hash", action="store_true", help="spell our worker hash as theirs")
     args = ap.parse_args()
-    chosen = [(e, x) for e, x in pairs(Path(args.shared)) if not args.diff or args.diff in x.stem]
+    output = "operator-output-grove" if args.grove else "operator-output"
+    chosen = [
+        (e, x) for e, x in pairs(Path(args.shared), output) if not args.diff or args.diff in x.stem
+    ]
     total: Counter[str] = Counter()
     print(f"{'example':<72} {'operator':>8} {'equal':>6} {'differ':>6} {'missing':>7} {'extra':>5}")
     for example, expected in chosen:

@@ -523,16 +523,14 @@ def test_grove_services_and_ingress(tmp_path: Path) -> None:
     services = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Service"}
     assert sorted(services) == ["g-v1-frontend", "g-v1-worker"]
     fe = services["g-v1-frontend"]
-    # user labels + discovery labels, no system labels and no annotations on this path
+    # user labels + discovery labels and the user's annotations, no system labels
     assert fe["metadata"]["labels"] == {
         "org": "o",
         "team": "a",
         keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
         keys.LABEL_DISCOVERY_ENABLED: "true",
     }
-    assert not [
-        a for a in fe["metadata"].get("annotations") or {} if not a.startswith(keys.OUR_PREFIX)
-    ]
+    assert user_annotations(fe) == {"note": "x"}
     assert fe["spec"]["selector"] == {
         keys.LABEL_COMPONENT: "Frontend",
         keys.LABEL_COMPONENT_TYPE: "frontend",
@@ -552,6 +550,94 @@ def test_grove_services_and_ingress(tmp_path: Path) -> None:
         for k, v in pcs(objs)["metadata"]["labels"].items()
         if not k.startswith(keys.OUR_PREFIX)
     } == {"org": "o", keys.LABEL_GRAPH_NAME: "g.v1"}
+
+
+def user_annotations(obj: Obj) -> dict[str, str]:
+    ann = obj["metadata"].get("annotations") or {}
+    return {k: v for k, v in ann.items() if not k.startswith(keys.OUR_PREFIX)}
+
+
+def test_grove_service_carries_the_component_resource_labels_and_annotations(
+    tmp_path: Path,
+) -> None:
+    """``dgd_grove_stable_resources_reconciler.go`` ``reconcileComponentService`` @ 2a6da14c8
+    builds each component Service from ``GetDGDComponentResourceLabels`` /
+    ``...Annotations`` (``graph.go``): the DGD's ``spec.labels``/``spec.annotations``, a
+    v1alpha1 service's own, then the pod template's, in that order; on a worker the pod
+    template carries the worker hash (``applyGroveWorkerHashSuffix``,
+    ``dgd_grove_workload_renderer.go``), so the worker's Service is labelled with it
+    (``operator-output-grove``: 56 Services). Not on a frontend."""
+    doc = dgd(
+        "g",
+        {
+            "Frontend": FRONTEND,
+            "decode": {
+                "componentType": "worker",
+                "labels": {"team": "svc", "tier": "svc"},
+                "annotations": {"a": "svc", "b": "svc"},
+                "extraPodMetadata": {
+                    "labels": {"tier": "pod"},
+                    "annotations": {"prometheus.io/port": "9400", "b": "pod"},
+                },
+                "extraPodSpec": {
+                    "mainContainer": {"image": "i", "command": ["python3", "-m", "dynamo.vllm"]}
+                },
+            },
+        },
+        labels={"org": "o", "team": "dgd"},
+    )
+    doc["spec"]["annotations"] = {"a": "dgd", "c": "dgd"}
+    objs = render(tmp_path, doc)
+    services = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Service"}
+    decode = services["g-decode"]
+    whash = cliques(objs)["decode"]["labels"][keys.LABEL_WORKER_HASH]
+    assert decode["metadata"]["labels"] == {
+        "org": "o",
+        "team": "svc",
+        "tier": "pod",
+        keys.LABEL_WORKER_HASH: whash,
+        keys.LABEL_DISCOVERY_BACKEND: "kubernetes",
+        keys.LABEL_DISCOVERY_ENABLED: "true",
+    }
+    assert user_annotations(decode) == {
+        "a": "svc",
+        "b": "pod",
+        "c": "dgd",
+        "prometheus.io/port": "9400",
+    }
+    frontend = services["g-frontend"]
+    assert keys.LABEL_WORKER_HASH not in frontend["metadata"]["labels"]
+    assert user_annotations(frontend) == {"a": "dgd", "c": "dgd"}
+
+
+def test_grove_clique_system_labels_are_reapplied_over_the_users(tmp_path: Path) -> None:
+    """``generateLabels`` (``graph.go`` @ 2a6da14c8) re-applies every system label after the
+    user's (selector, graph name, component, type, component class, sub-component type,
+    Dynamo namespace, worker hash); a worker of a graph with an EPP is labelled
+    ``nvidia.com/dynamo-component-class: worker`` (the InferencePool selects it)."""
+    user = {
+        keys.LABEL_SELECTOR: "x",
+        keys.LABEL_COMPONENT: "x",
+        keys.LABEL_COMPONENT_CLASS: "x",
+        keys.LABEL_DYNAMO_NAMESPACE: "x",
+        "mine": "kept",
+    }
+    decode = {
+        "componentType": "worker",
+        "extraPodMetadata": {"labels": user},
+        "extraPodSpec": {
+            "mainContainer": {"image": "i", "command": ["python3", "-m", "dynamo.vllm"]}
+        },
+    }
+    epp = {"componentType": "epp", "eppConfig": {"config": {}}}
+    objs = render(tmp_path, dgd("g", {"Frontend": FRONTEND, "decode": decode, "epp": epp}))
+    labels = cliques(objs)["decode"]["labels"]
+    assert labels[keys.LABEL_SELECTOR] == "g-decode"
+    assert labels[keys.LABEL_COMPONENT] == "decode"
+    assert labels[keys.LABEL_COMPONENT_CLASS] == naming.COMPONENT_CLASS_WORKER
+    assert labels[keys.LABEL_DYNAMO_NAMESPACE] == "test-namespace-g"
+    assert labels["mine"] == "kept"
+    assert keys.LABEL_COMPONENT_CLASS not in cliques(objs)["frontend"]["labels"]
 
 
 def test_enable_grove_false_keeps_the_component_path(tmp_path: Path) -> None:

@@ -1,14 +1,16 @@
-"""Parity with the Dynamo operator's own output (issue "1.5 parity", point 6).
+"""Parity with the Dynamo operator's own output (issue "1.5 parity", point 6; Grove path: issue
+"1.5.1: the last mismatches").
 
-For every file of ``conformance/operator-output`` (what the operator's reconcilers created
-from an upstream example), dyn-gitops renders the example with the equivalent settings and
-the two object sets are compared field by field after only the README's normalizations
-(``support/parity.py``). Every difference left must be a documented exception:
+For every file of ``conformance/operator-output`` (what the operator's reconcilers created from
+an upstream example) and of ``conformance/operator-output-grove`` (the same with Grove enabled:
+PodCliqueSets, their Services, RBAC and scaling adapters), dyn-gitops renders the example with
+the equivalent settings and the two object sets are compared object by object, field by field,
+after only the READMEs' normalizations (``support/parity.py``). Findings on the Grove path name
+the example ``grove:<example>``. Every difference left must be a documented exception:
 ``tests/parity_exceptions.yaml`` names each with its reason (and the section of
-``docs/reference-behaviour.md`` that explains it). The test fails on a difference no
-exception covers, and on an exception that no longer matches anything (fixed: remove it),
-so the list stays exact.
-"""
+``docs/reference-behaviour.md`` that explains it). The test fails on a difference no exception
+covers, and on an exception that no longer matches anything (fixed: remove it), so the list
+stays exact."""
 
 from __future__ import annotations
 
@@ -19,17 +21,17 @@ from typing import Any
 
 import pytest
 import yaml
-from support.parity import Comparison, compare, pairs
+from support.parity import OUTPUTS, Comparison, compare, label, pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 EXCEPTIONS = ROOT / "tests" / "parity_exceptions.yaml"
-PAIRS = pairs(SHARED)
+PAIRS = [p for output in OUTPUTS for p in pairs(SHARED, output)]
 
 
 @cache
 def _comparison(name: str) -> Comparison:
-    example, expected = next(p for p in PAIRS if p[1].stem == name)
+    example, expected = next(p for p in PAIRS if label(p[1]) == name)
     return compare(example, expected)
 
 
@@ -47,11 +49,12 @@ def _covered(finding: str, exceptions: list[dict[str, Any]]) -> bool:
     return any(fnmatch.fnmatchcase(finding, pat) for e in exceptions for pat in e["findings"])
 
 
-def test_there_are_forty_operator_outputs_to_compare_with() -> None:
-    assert len(PAIRS) == 40
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_there_are_forty_operator_outputs_to_compare_with(output: str) -> None:
+    assert len(pairs(SHARED, output)) == 40
 
 
-@pytest.mark.parametrize("name", [p[1].stem for p in PAIRS])
+@pytest.mark.parametrize("name", [label(p[1]) for p in PAIRS])
 def test_every_difference_from_the_operator_is_a_documented_exception(name: str) -> None:
     c = _comparison(name)
     assert c.error is None, f"{name} does not render: {c.error}"
@@ -61,7 +64,7 @@ def test_every_difference_from_the_operator_is_a_documented_exception(name: str)
 
 
 def test_every_exception_still_matches_a_difference() -> None:
-    findings = [f for _, expected in PAIRS for f in _findings(_comparison(expected.stem))]
+    findings = [f for _, expected in PAIRS for f in _findings(_comparison(label(expected)))]
     stale = [
         (e["reason"][:60], pat)
         for e in _exceptions()

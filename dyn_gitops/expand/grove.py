@@ -61,36 +61,18 @@ def pcs_name(graph: components.Graph) -> str:
 
 
 def clique_labels(ctx: ComponentContext, graph: components.Graph) -> dict[str, str]:
-    """``generateLabels``: system labels, user labels over them, then the keys a user
-    cannot override re-applied (selector and component are not among them upstream)."""
-    comp = ctx.component
-    labels = {
-        keys.LABEL_SELECTOR: naming.base_name(ctx.dgd_name, ctx.service),
-        keys.LABEL_GRAPH_NAME: ctx.dgd_name,
-        keys.LABEL_COMPONENT: ctx.service,
-        keys.LABEL_DYNAMO_NAMESPACE: ctx.dynamo_ns,
-    }
-    if ctx.component_type:
-        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
-    sub_type = components.sub_component_type(comp, ctx.preserved)
-    if sub_type:
-        labels[keys.LABEL_SUB_COMPONENT_TYPE] = sub_type
-    if comp.modelRef is not None:
-        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(comp.modelRef.name)
+    """``generateLabels`` (``internal/dynamo/graph.go`` @ 2a6da14c8): the system labels,
+    the user's (DGD ``spec.labels``, a v1alpha1 service's own, the pod template's) over
+    them, then every system label re-applied so a user cannot override it."""
+    labels = _system_labels(ctx, graph)
     # Grove reads the DGD's own annotation here, not the component's
     if graph.annotations.get(keys.ANN_ENABLE_METRICS) != "false":
         labels[keys.LABEL_METRICS_ENABLED] = "true"
-    user = {**(graph.spec.labels or {}), **ctx.preserved.labels}
-    labels.update(user)
-    epm = _pod_metadata(ctx)
-    if epm and epm.labels:
-        labels.update(epm.labels)
-    labels[keys.LABEL_GRAPH_NAME] = ctx.dgd_name
-    if ctx.component_type:
-        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
-    labels[keys.LABEL_DYNAMO_NAMESPACE] = ctx.dynamo_ns
-    # the worker generation of a worker clique (#12769), else a user's own label
-    whash = ctx.worker_hash or user.get(keys.LABEL_WORKER_HASH)
+    labels.update(component_resource_labels(ctx, graph))
+    labels.update(_system_labels(ctx, graph))
+    # the worker generation of a worker clique (#12769): the pod template's label, which
+    # the Grove renderer sets on worker components (dgd_grove_workload_renderer.go)
+    whash = _pod_template_labels(ctx).get(keys.LABEL_WORKER_HASH)
     if whash:
         labels[keys.LABEL_WORKER_HASH] = whash
     if ctx.k8s_discovery:
@@ -98,6 +80,54 @@ def clique_labels(ctx: ComponentContext, graph: components.Graph) -> dict[str, s
     if ctx.settings.kai_scheduler:
         labels[keys.LABEL_KAI_QUEUE] = kai_queue(graph)
     return dict(sorted(labels.items()))
+
+
+def _system_labels(ctx: ComponentContext, graph: components.Graph) -> dict[str, str]:
+    comp = ctx.component
+    labels = {
+        keys.LABEL_SELECTOR: naming.base_name(ctx.dgd_name, ctx.service),
+        keys.LABEL_GRAPH_NAME: ctx.dgd_name,
+        keys.LABEL_COMPONENT: ctx.service,
+    }
+    if ctx.component_type:
+        labels[keys.LABEL_COMPONENT_TYPE] = ctx.component_type
+    if graph.components.has_type(naming.EPP) and naming.is_worker(ctx.component_type):
+        labels[keys.LABEL_COMPONENT_CLASS] = naming.COMPONENT_CLASS_WORKER
+    sub_type = components.sub_component_type(comp, ctx.preserved)
+    if sub_type:
+        labels[keys.LABEL_SUB_COMPONENT_TYPE] = sub_type
+    labels[keys.LABEL_DYNAMO_NAMESPACE] = ctx.dynamo_ns
+    if comp.modelRef is not None:
+        labels[keys.LABEL_BASE_MODEL_HASH] = naming.model_hash(comp.modelRef.name)
+    return labels
+
+
+def _pod_template_labels(ctx: ComponentContext) -> dict[str, str]:
+    """The component's pod template labels as the Grove renderer leaves them: the user's,
+    and on a worker the worker hash (``applyGroveWorkerHashSuffix``)."""
+    epm = _pod_metadata(ctx)
+    labels = dict(epm.labels or {}) if epm else {}
+    if ctx.worker_hash and naming.is_worker(ctx.component_type):
+        labels[keys.LABEL_WORKER_HASH] = ctx.worker_hash
+    return labels
+
+
+def component_resource_labels(ctx: ComponentContext, graph: components.Graph) -> dict[str, str]:
+    """``GetDGDComponentResourceLabels`` (``graph.go`` @ 2a6da14c8): DGD ``spec.labels``,
+    a v1alpha1 service's own labels, then the pod template's (with the worker hash)."""
+    return {**(graph.spec.labels or {}), **ctx.preserved.labels, **_pod_template_labels(ctx)}
+
+
+def component_resource_annotations(
+    ctx: ComponentContext, graph: components.Graph
+) -> dict[str, str]:
+    """``GetDGDComponentResourceAnnotations``: the same three sources, annotations."""
+    epm = _pod_metadata(ctx)
+    return {
+        **(graph.spec.annotations or {}),
+        **ctx.preserved.annotations,
+        **((epm.annotations or {}) if epm else {}),
+    }
 
 
 def clique_annotations(ctx: ComponentContext) -> dict[str, str]:
@@ -356,9 +386,11 @@ def pod_clique_set(
 
 
 def component_service(ctx: ComponentContext, graph: components.Graph) -> Obj:
-    """The Service the DGD controller creates on the Grove path: user labels (no system
-    labels, no annotations) and the component selector; it selects leader and workers."""
-    labels = {**(graph.spec.labels or {}), **ctx.preserved.labels}
+    """The Service the DGD controller creates on the Grove path
+    (``dgd_grove_stable_resources_reconciler.go`` ``reconcileComponentService`` and
+    ``GenerateComponentService`` @ 2a6da14c8): the component's resource labels and
+    annotations, the discovery labels, and the component selector (leader and workers)."""
+    labels = component_resource_labels(ctx, graph)
     if ctx.k8s_discovery:
         labels.update(discovery_labels())
     selector = {
@@ -369,7 +401,12 @@ def component_service(ctx: ComponentContext, graph: components.Graph) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": meta(naming.normalize(ctx.name), ctx.namespace, labels),
+        "metadata": meta(
+            naming.normalize(ctx.name),
+            ctx.namespace,
+            labels,
+            component_resource_annotations(ctx, graph),
+        ),
         "spec": {
             "selector": dict(sorted(selector.items())),
             "ports": [defaults.service_port(ctx.component_type)],

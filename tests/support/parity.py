@@ -1,9 +1,10 @@
 """What dyn-gitops renders for an upstream example against what the Dynamo operator's own code
-created from it (``conformance/operator-output``), after only the normalizations that
-folder's README names: the operator's ``nvidia.com/last-applied-*`` bookkeeping and our
-``dyn-gitops.io/`` annotations, the input's non-DGD objects (cluster state there, passed
-through here), the ``OracleReport`` document, and Go's encoding of an unset LeaderWorkerSet
-``rolloutStrategy``. Used by the parity test and by ``bench/parity_vs_operator.py``."""
+created from it (``conformance/operator-output``, and ``operator-output-grove`` with Grove
+enabled), after only the normalizations that folder's README names: the operator's
+``nvidia.com/last-applied-*`` bookkeeping and our ``dyn-gitops.io/`` annotations, the input's
+non-DGD objects (cluster state there, passed through here), the ``OracleReport`` document, and
+Go's encoding of an unset LeaderWorkerSet ``rolloutStrategy``. Used by the parity test and by
+``bench/parity_vs_operator.py``."""
 
 from __future__ import annotations
 
@@ -37,6 +38,15 @@ SETTINGS: dict[str, Any] = {
     # (examples use ${VERSION} and my-tag) and without the origin-version stamp (README)
     "runtime-version-admission": "lenient",
     "origin-version": "none",
+}
+#: ``operator-output-grove/README.md``: the same configuration with the Grove and
+#: Volcano-scheduler gates on (the DGD webhook then defaults every DGD not annotated
+#: ``nvidia.com/enable-grove: "false"`` to the Grove provider)
+GROVE_SETTINGS: dict[str, Any] = {**SETTINGS, "grove": True, "volcano-scheduler": True}
+#: each operator-output folder, with the settings equivalent to its operator configuration
+OUTPUTS: dict[str, dict[str, Any]] = {
+    "operator-output": SETTINGS,
+    "operator-output-grove": GROVE_SETTINGS,
 }
 BOOKKEEPING = ("nvidia.com/last-applied-", "dyn-gitops.io/")
 
@@ -105,18 +115,25 @@ class Comparison:
                     yield label, path
 
 
+def label(expected: Path) -> str:
+    """How findings name an example: its file stem, prefixed ``grove:`` for the Grove path."""
+    return ("grove:" if expected.parent.name == "operator-output-grove" else "") + expected.stem
+
+
 def compare(example: Path, expected: Path, settings: dict[str, Any] | None = None) -> Comparison:
+    """``settings`` default to those of ``expected``'s folder (:data:`OUTPUTS`)."""
+    settings = settings or OUTPUTS.get(expected.parent.name, SETTINGS)
     theirs = {
         key(o): normalized(o)
         for o in yaml.safe_load_all(expected.read_text())
         if isinstance(o, dict) and o.get("kind") != "OracleReport"
     }
-    out = Comparison(expected.stem, theirs)
+    out = Comparison(label(expected), theirs)
     inputs = [o for o in yaml.safe_load_all(example.read_text()) if isinstance(o, dict)]
-    namespace = str((settings or SETTINGS)["namespace"])
+    namespace = str(settings["namespace"])
     cluster_state = {key(o, namespace) for o in inputs if o.get("kind") != "DynamoGraphDeployment"}
     try:
-        ctx = context.open_path(str(example), runner=context.Runner(flags=settings or SETTINGS))
+        ctx = context.open_path(str(example), runner=context.Runner(flags=settings))
         rendered = context.render(ctx).objects
     except DynGitopsError as exc:  # reported as a finding; a crash is raised
         out.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -127,10 +144,11 @@ def compare(example: Path, expected: Path, settings: dict[str, Any] | None = Non
     return out
 
 
-def pairs(shared: Path) -> list[tuple[Path, Path]]:
-    """(upstream example, the operator's output for it) for every operator-output file."""
+def pairs(shared: Path, output: str = "operator-output") -> list[tuple[Path, Path]]:
+    """(upstream example, the operator's output for it) for every file of ``output``, one
+    of :data:`OUTPUTS`."""
     conformance = shared / "conformance"
     return [
         (conformance / "dynamo-examples" / p.name, p)
-        for p in sorted((conformance / "operator-output").glob("*.yaml"))
+        for p in sorted((conformance / output).glob("*.yaml"))
     ]
