@@ -33,7 +33,7 @@ CODE_REF = re.compile(
 
 #: statements of older code that the code contradicts today: pattern -> why it is false
 KNOWN_FALSE = {
-    r"(?i)not yet rendered": "the native Rust EPP is rendered (expand/epp.py)",
+    r"(?is)EPP[^.]{0,80}not yet rendered": "the native Rust EPP is rendered (expand/epp.py)",
     r"(?i)one volcano podgroup": "one natively scaled LeaderWorkerSet per service, no PodGroup",
     r"<dcd>-<i>": "the LeaderWorkerSet is <dcd>-0, one per service",
     r"(?i)not\W{0,3}byte-identical": "the worker hash v2 is byte-identical to the operator's",
