@@ -304,7 +304,7 @@ def test_pod_spec_reads_the_v1beta1_component() -> None:
     ]
     assert helper == {"name": "helper", "image": "busybox"}
     assert (sidecar["name"], sidecar["image"], sidecar["args"]) == (
-        "sidecar-frontend",
+        "fe",  # its own name (mergeFrontendSidecarDefaults, graph.go @ 2a6da14c8)
         "frontend:1.5.1",
         ["--x"],
     )
@@ -966,7 +966,7 @@ def test_a_v1beta1_frontend_sidecar_envfrom_renders_as_written(tmp_path: Path) -
     objs = render(path)
     (dep,) = [o for o in objs if o["kind"] == "Deployment"]
     containers = dep["spec"]["template"]["spec"]["containers"]
-    (sidecar,) = [c for c in containers if c["name"] == "sidecar-frontend"]
+    (sidecar,) = [c for c in containers if c["name"] == "fe"]
     assert sidecar["envFrom"] == SIDECAR_ENV_FROM
     with pytest.raises(RenderError) as info:
         render(path, source_api_version="v1alpha1")

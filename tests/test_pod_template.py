@@ -1,0 +1,117 @@
+"""How a component's pod template reaches its pods (issue 28): the frontend sidecar a
+v1beta1 component names keeps its name and place, and the pod fields get the defaults the
+API server gives the stored DGD from the CRD's schema before the operator copies them.
+Each test names its upstream source at ``2a6da14c8`` (the code that made
+``../shared/conformance/operator-output``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.rendering import AS_APPLIED, render
+
+Obj = dict[str, Any]
+IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1"
+WORKER_CMD: Obj = {"image": IMAGE, "command": ["python3", "-m", "dynamo.vllm"]}
+SETTINGS: Obj = {**AS_APPLIED, "namespace": "ns", "emit_source": False}
+
+
+def beta(*components: Obj, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "g"},
+        "spec": {"components": list(components), **spec},
+    }
+
+
+def alpha(services: dict[str, Obj], **spec: Any) -> Obj:
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "g"},
+        "spec": {"services": services, **spec},
+    }
+
+
+def beta_worker(*containers: Obj, **extra: Any) -> Obj:
+    return {
+        "name": "decode",
+        "type": "decode",
+        "replicas": 1,
+        "podTemplate": {"spec": {"containers": [{"name": "main", **WORKER_CMD}, *containers]}},
+        **extra,
+    }
+
+
+def pod_of(objs: list[Obj], name: str) -> Obj:
+    """The pod spec of the Deployment of component ``name`` (a worker's has a hash suffix)."""
+    (dep,) = [
+        o
+        for o in objs
+        if o["kind"] == "Deployment" and o["metadata"]["name"].startswith(f"g-{name}")
+    ]
+    pod: Obj = dep["spec"]["template"]["spec"]
+    return pod
+
+
+def names(pod: Obj, group: str = "containers") -> list[str]:
+    return [c["name"] for c in pod.get(group) or []]
+
+
+# ------------------------------------------------------------------ the frontend sidecar
+def test_a_v1beta1_frontend_sidecar_keeps_its_name_and_place() -> None:
+    """``GenerateBasePodSpec`` / ``mergeFrontendSidecarDefaults``
+    (``internal/dynamo/graph.go`` @ 2a6da14c8): the pod is container ``main`` then the
+    podTemplate's other containers in their order, and the container ``frontendSidecar``
+    names is merged over the frontend's defaults where it is, under its own name
+    (``base.Name = sidecarName``), which ``kubectl logs -c`` and dashboards use."""
+    fe = {"name": "router", "image": IMAGE, "args": ["--router-mode", "kv"]}
+    helper = {"name": "helper", "image": "busybox:1"}
+    pod = pod_of(
+        render(beta(beta_worker(fe, helper, frontendSidecar="router")), **SETTINGS), "decode"
+    )
+    assert names(pod) == ["main", "router", "helper"]
+    router = pod["containers"][1]
+    env = {e["name"]: e.get("value") for e in router["env"]}
+    # it is the frontend: the frontend's command, port and env, the user's image and args
+    assert router["command"] == ["python3"] and router["args"] == ["--router-mode", "kv"]
+    assert env["DYN_COMPONENT"] == "frontend" and router["image"] == IMAGE
+    assert [p["name"] for p in router["ports"]] == ["http"]
+    assert pod["containers"][2] == helper
+
+
+def test_a_container_named_sidecar_frontend_beside_the_named_sidecar_is_admitted() -> None:
+    """``shared_v1beta1.go`` @ 2a6da14c8 checks only that ``frontendSidecar`` names a
+    podTemplate container; nothing adds a ``sidecar-frontend`` container to a v1beta1
+    component (only the v1alpha1 conversion, ``appendFrontendSidecar`` in
+    ``api/v1alpha1/shared_spec_conversion.go``), so another container of that name is a
+    plain sidecar, rendered as written."""
+    other = {"name": "sidecar-frontend", "image": "busybox:1"}
+    fe = {"name": "router", "image": IMAGE}
+    objs = render(beta(beta_worker(other, fe, frontendSidecar="router")), **SETTINGS)
+    pod = pod_of(objs, "decode")
+    assert names(pod) == ["main", "sidecar-frontend", "router"]
+    assert pod["containers"][1] == other
+
+
+def test_a_v1alpha1_frontend_sidecar_is_the_converted_sidecar_frontend_last() -> None:
+    """The v1alpha1 path, unchanged: the conversion appends a container named
+    ``sidecar-frontend`` after ``extraPodSpec.containers`` and names it
+    (``appendFrontendSidecar``, ``setFrontendSidecarReferenceToHub``,
+    ``api/v1alpha1/shared_spec_conversion.go`` @ 2a6da14c8); the operator-output of
+    ``examples/backends/vllm/deploy/gaie/agg.yaml`` has it so."""
+    worker = {
+        "componentType": "worker",
+        "subComponentType": "decode",
+        "replicas": 1,
+        "frontendSidecar": {"image": IMAGE, "args": ["--router-mode", "direct"]},
+        "extraPodSpec": {
+            "mainContainer": WORKER_CMD,
+            "containers": [{"name": "helper", "image": "busybox:1"}],
+        },
+    }
+    pod = pod_of(render(alpha({"decode": worker}), **SETTINGS), "decode")
+    assert names(pod) == ["main", "helper", "sidecar-frontend"]
+    assert pod["containers"][2]["args"] == ["--router-mode", "direct"]
