@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from . import keys, memo, naming, to_v1beta1
 from .errors import FieldPath, Problem
-from .models import v1alpha1, v1beta1
+from .models import schemadefaults, v1alpha1, v1beta1
 from .models.k8s import ObjectMeta
 from .models.preserved import PVC, Ingress
 from .workerhash import hub
@@ -119,7 +119,7 @@ def main_path(component: v1beta1.Component, *rest: str | int) -> FieldPath:
 
 @dataclass(frozen=True)
 class Stored:
-    """The form as JSON data, what its typed models were validated from (no CRD defaults):
+    """The form as JSON data, as written (its typed models have the CRD schema's defaults):
     the graph spec without its components, and each component. The worker hash and the
     emitted v1beta1 DGD encode it as the operator's Go types. Read only."""
 
@@ -224,10 +224,11 @@ def of_v1alpha1(dgd: v1alpha1.DynamoGraphDeployment, spec: Obj) -> Graph:
     Raises ``ValidationError`` when a value v1alpha1 accepts does not fit v1beta1
     (``rules.alpha_checks`` names it)."""
     hub_spec = hub.spec_from_alpha(spec)
-    graph_spec = v1beta1.GraphSpec.model_validate(hub_spec)
+    graph_spec = v1beta1.GraphSpec.model_validate(schemadefaults.graph_spec(hub_spec))
     converted = hub.converted(spec.get("services") or {})
     services = dgd.spec.services or {}
-    comps = tuple(_component(_fitting(c.spec)) for c in converted)
+    # stored in v1beta1, read back with its schema's defaults (what the pods copy)
+    comps = tuple(_component(schemadefaults.component(_fitting(c.spec))) for c in converted)
     return Graph(
         metadata=dgd.metadata,
         spec=graph_spec.model_copy(update={"components": list(comps)}),
@@ -267,6 +268,18 @@ def _preserved(component: hub.HubComponent, svc: v1alpha1.ServiceSpec | None) ->
 
 
 # ------------------------------------------------------------------------- v1beta1
+def as_stored(document: Obj) -> Obj:
+    """A v1beta1 DGD document (or a standalone DCD's one-component DGD) with its spec as the
+    API server stores it, what its form is typed from: the CRD schema's defaults
+    (:mod:`.models.schemadefaults`: ``protocol: TCP`` on a container port and the rest),
+    which the operator copies with ``podTemplate`` and the graph ``env`` into its objects.
+    The document as written stays the ``Stored`` form (the emitted DGD, the worker hash)."""
+    spec = document.get("spec")
+    if not isinstance(spec, dict):
+        return document
+    return {**document, "spec": schemadefaults.graph_spec(spec)}
+
+
 def of_v1beta1(dgd: v1beta1.DynamoGraphDeployment, spec: Obj) -> tuple[Graph, list[Problem]]:
     """The form of the v1beta1 DGD ``dgd`` whose document spec is ``spec``: as written, with
     what its ``nvidia.com/dgd-spec`` annotation keeps; and that annotation's problems (the
@@ -336,6 +349,7 @@ __all__ = [
     "GraphComponents",
     "Preserved",
     "Stored",
+    "as_stored",
     "dcd_path",
     "main_index",
     "main_path",

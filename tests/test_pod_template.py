@@ -115,3 +115,134 @@ def test_a_v1alpha1_frontend_sidecar_is_the_converted_sidecar_frontend_last() ->
     pod = pod_of(render(alpha({"decode": worker}), **SETTINGS), "decode")
     assert names(pod) == ["main", "helper", "sidecar-frontend"]
     assert pod["containers"][2]["args"] == ["--router-mode", "direct"]
+
+
+# ------------------------------------------------------------ the CRD schema's defaults
+#: the defaults the DGD CRD's schema gives pod fields (controller-gen from the core types'
+#: +default markers: ``deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml``
+#: @ 2a6da14c8), on what a user writes without them
+PORT: Obj = {"name": "metrics", "containerPort": 9400}
+GRPC_PROBE: Obj = {"grpc": {"port": 9400}}
+FILE_ENV: Obj = {
+    "name": "TOKEN",
+    "valueFrom": {"fileKeyRef": {"volumeName": "cfg", "path": "env", "key": "TOKEN"}},
+}
+AZURE: Obj = {"name": "disk", "azureDisk": {"diskName": "d", "diskURI": "uri"}}
+
+
+def extra_container() -> Obj:
+    return {
+        "name": "exporter",
+        "image": "exporter:1",
+        "ports": [dict(PORT)],
+        "readinessProbe": dict(GRPC_PROBE),
+        "env": [dict(FILE_ENV)],
+    }
+
+
+def assert_defaulted(pod: Obj) -> None:
+    (exporter,) = [c for c in pod["containers"] if c["name"] == "exporter"]
+    assert exporter["ports"] == [{**PORT, "protocol": "TCP"}]
+    assert exporter["readinessProbe"] == {"grpc": {"port": 9400, "service": ""}}
+    assert exporter["env"][0]["valueFrom"]["fileKeyRef"]["optional"] is False
+    (init,) = pod["initContainers"]
+    assert init["ports"] == [{**PORT, "protocol": "TCP"}]
+    (disk,) = [v for v in pod["volumes"] if v["name"] == "disk"]
+    assert disk["azureDisk"] == {
+        "diskName": "d",
+        "diskURI": "uri",
+        "fsType": "ext4",
+        "readOnly": False,
+    }
+
+
+def test_a_v1beta1_pod_template_gets_the_crd_schema_defaults() -> None:
+    """The API server applies the CRD's ``default:`` values to the stored DGD (structural
+    defaulting, list items included) before the operator copies ``podTemplate.spec``'s
+    containers, init containers and volumes into the pod (``GenerateBasePodSpec``,
+    ``internal/dynamo/graph.go`` @ 2a6da14c8). The schema's defaults inside
+    ``podTemplate``: ``nvidia.com_dynamographdeployments.yaml`` @ 2a6da14c8."""
+    init = {"name": "warmup", "image": "busybox:1", "ports": [dict(PORT)]}
+    component = beta_worker(extra_container())
+    component["podTemplate"]["spec"].update(initContainers=[init], volumes=[dict(AZURE)])
+    assert_defaulted(pod_of(render(beta(component), **SETTINGS), "decode"))
+
+
+def test_a_v1alpha1_extra_pod_spec_gets_the_crd_schema_defaults() -> None:
+    """The same for a v1alpha1 DGD: its ``extraPodSpec`` converts into ``podTemplate``
+    (``buildSharedPodTemplateFromAlpha``, ``api/v1alpha1/shared_spec_conversion.go`` @
+    2a6da14c8), defaulted by either version's schema (the same core types); the
+    conformance oracle defaulted each v1alpha1 input with the CRD's schema
+    (``conformance/operator-output/README.md``)."""
+    init = {"name": "warmup", "image": "busybox:1", "ports": [dict(PORT)]}
+    worker = {
+        "componentType": "worker",
+        "subComponentType": "decode",
+        "replicas": 1,
+        "extraPodSpec": {
+            "mainContainer": WORKER_CMD,
+            "containers": [extra_container()],
+            "initContainers": [init],
+            "volumes": [dict(AZURE)],
+        },
+    }
+    assert_defaulted(pod_of(render(alpha({"decode": worker}), **SETTINGS), "decode"))
+
+
+@pytest.mark.parametrize("version", ["v1alpha1", "v1beta1"])
+def test_the_graph_env_and_container_main_get_the_crd_schema_defaults(version: str) -> None:
+    """The graph ``env`` (v1alpha1 ``envs``) and container ``main``'s own fields are
+    defaulted too before ``GenerateBasePodSpec`` merges them into container ``main``: a
+    ``fileKeyRef`` gets ``optional: false``, a gRPC probe ``service: ""`` (the schema @
+    2a6da14c8)."""
+    main = {"name": "main", **WORKER_CMD, "livenessProbe": dict(GRPC_PROBE)}
+    if version == "v1beta1":
+        component = beta_worker()
+        component["podTemplate"]["spec"]["containers"] = [main]
+        doc = beta(component, env=[dict(FILE_ENV)])
+    else:
+        worker = {
+            "componentType": "worker",
+            "subComponentType": "decode",
+            "replicas": 1,
+            "extraPodSpec": {"mainContainer": {k: v for k, v in main.items() if k != "name"}},
+        }
+        doc = alpha({"decode": worker}, envs=[dict(FILE_ENV)])
+    (container,) = pod_of(render(doc, **SETTINGS), "decode")["containers"]
+    (token,) = [e for e in container["env"] if e["name"] == "TOKEN"]
+    assert token["valueFrom"]["fileKeyRef"]["optional"] is False
+    assert container["livenessProbe"] == {"grpc": {"port": 9400, "service": ""}}
+
+
+def test_schema_defaulting_is_structural_and_pure() -> None:
+    """As the API server's structural defaulting (``apiextensions-apiserver``
+    ``structuraldefaulting``): an absent field or a null (pruned first: no defaulted field
+    is nullable) gets the default, a value written is kept, list items and map values are
+    reached; the input is left untouched."""
+    from dyn_gitops.models import schemadefaults
+
+    node = {
+        "properties": {
+            "ports": {"items": {"defaults": {"protocol": "TCP"}}},
+            "byName": {"additionalProperties": {"defaults": {"optional": False}}},
+        }
+    }
+    written = {
+        "ports": [{"containerPort": 1}, {"containerPort": 2, "protocol": None}, "odd"],
+        "byName": {"a": {}, "b": {"optional": True}},
+        "other": {"protocol": None},
+    }
+    before = repr(written)
+    assert schemadefaults.applied(written, node) == {
+        "ports": [
+            {"containerPort": 1, "protocol": "TCP"},
+            {"containerPort": 2, "protocol": "TCP"},
+            "odd",
+        ],
+        "byName": {"a": {"optional": False}, "b": {"optional": True}},
+        "other": {"protocol": None},
+    }
+    assert repr(written) == before
+    udp = {"containers": [{"name": "c", "ports": [{"containerPort": 1, "protocol": "UDP"}]}]}
+    component = {"name": "w", "podTemplate": {"spec": udp}}
+    assert schemadefaults.component(component) == component
