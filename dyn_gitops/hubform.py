@@ -19,6 +19,10 @@ What v1beta1 cannot say and the renderer still reads stays beside the components
 that annotation: ``kubectl get`` on an operator cluster) gets them from there, read here
 only (:func:`_kept`).
 
+The typed form is the DGD as the API server stores it: with the CRD schema's defaults
+(:func:`as_stored`, :mod:`.models.schemadefaults`), which the operator copies into its
+objects with ``podTemplate`` and the graph ``env``; ``Stored`` is the form as written.
+
 One path system: every rule and the expansion name a field of this form (a v1beta1 path);
 :meth:`Graph.written_path` alone maps it to the field the user wrote (a v1alpha1 DGD's
 through ``convert.loc_in_v1alpha1``, a standalone DCD's into the DCD).
