@@ -188,6 +188,16 @@ class Graph:
             components=components,
         )
 
+    def written_spec(self) -> v1beta1.GraphSpec:
+        """The v1beta1 graph spec as written, typed: without the CRD schema's defaults, which
+        the API server gives an emitted DGD itself (the input of the output conversion of
+        setting source-api-version v1alpha1 only; a v1alpha1 spec refuses some of them as
+        v1beta1 spells them, ``mode: IntraPod``)."""
+        comps = [_component(c) for c in self.stored.components]
+        return v1beta1.GraphSpec.model_validate(self.stored.spec).model_copy(
+            update={"components": comps}
+        )
+
     def as_v1beta1(self, metadata: Obj) -> Obj:
         """A DGD written in v1alpha1 as the operator's conversion webhook stores it
         (:func:`.to_v1beta1.stored`), with the document's ``metadata`` (as admitted)."""

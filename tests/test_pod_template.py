@@ -246,3 +246,21 @@ def test_schema_defaulting_is_structural_and_pure() -> None:
     udp = {"containers": [{"name": "c", "ports": [{"containerPort": 1, "protocol": "UDP"}]}]}
     component = {"name": "w", "podTemplate": {"spec": udp}}
     assert schemadefaults.component(component) == component
+
+
+def test_the_emitted_source_dgd_stays_as_written() -> None:
+    """The defaults are the API server's to give the stored DGD: the source DGD dyn-gitops
+    emits carries none it was not written with, in v1beta1 as in v1alpha1 (setting
+    source-api-version), where the v1beta1 spelling of a default (``mode: IntraPod``) is
+    not the v1alpha1 one (``intraPod``, the v1alpha1 CRD schema @ 2a6da14c8)."""
+    component = beta_worker(extra_container(), experimental={"gpuMemoryService": {}})
+    main = component["podTemplate"]["spec"]["containers"][0]
+    main["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    settings = {**SETTINGS, "emit_source": True, "dra": True}
+    for version in ("v1beta1", "v1alpha1"):
+        objs = render(beta(component), **settings, source_api_version=version)
+        (dgd,) = [o for o in objs if o["kind"] == "DynamoGraphDeployment"]
+        text = repr(dgd)
+        assert "protocol" not in text and "IntraPod" not in text and "intraPod" not in text
+        containers = pod_of(objs, "decode")["containers"]
+        assert {**PORT, "protocol": "TCP"} in [p for c in containers for p in c.get("ports", [])]
