@@ -264,3 +264,32 @@ def test_the_emitted_source_dgd_stays_as_written() -> None:
         assert "protocol" not in text and "IntraPod" not in text and "intraPod" not in text
         containers = pod_of(objs, "decode")["containers"]
         assert {**PORT, "protocol": "TCP"} in [p for c in containers for p in c.get("ports", [])]
+
+
+@pytest.mark.parametrize("version", ["v1alpha1", "v1beta1"])
+def test_a_standalone_dcd_gets_the_crd_schema_defaults(version: str) -> None:
+    """A standalone DynamoComponentDeployment is defaulted by its own CRD, whose spec has a
+    DGD component's defaults (``nvidia.com_dynamocomponentdeployments.yaml`` @ 2a6da14c8;
+    ``tools/crddefaults/generate.py`` checks they are the same), before the DCD controller
+    copies its pod template (``dynamocomponentdeployment_renderer.go`` @ 2a6da14c8)."""
+    if version == "v1beta1":
+        spec: Obj = beta_worker(extra_container())
+        spec.pop("name")
+    else:
+        spec = {
+            "componentType": "worker",
+            "replicas": 1,
+            "extraPodSpec": {"mainContainer": WORKER_CMD, "containers": [extra_container()]},
+        }
+    dcd = {
+        "apiVersion": f"nvidia.com/{version}",
+        "kind": "DynamoComponentDeployment",
+        "metadata": {"name": "dcd"},
+        "spec": {"backendFramework": "vllm", **spec},
+    }
+    objs = render(dcd, **{**SETTINGS, "managed_replicas": False})
+    (dep,) = [o for o in objs if o["kind"] == "Deployment"]
+    (exporter,) = [
+        c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "exporter"
+    ]
+    assert exporter["ports"] == [{**PORT, "protocol": "TCP"}]
