@@ -293,3 +293,17 @@ def test_a_standalone_dcd_gets_the_crd_schema_defaults(version: str) -> None:
         c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "exporter"
     ]
     assert exporter["ports"] == [{**PORT, "protocol": "TCP"}]
+
+
+def test_a_default_the_operators_go_round_trip_loses_is_not_given() -> None:
+    """The CRD also defaults ``name: ""`` on every ``LocalObjectReference`` (a
+    ``configMapKeyRef``, ``imagePullSecrets``, ``eppConfig.configMapRef`` ...), but the
+    operator decodes the stored DGD into Go types and encodes what it creates: an empty
+    ``name`` (``json:"name,omitempty"``, ``k8s.io/api/core/v1``) never reaches a pod, so
+    ``tools/crddefaults/generate.py`` leaves such zero defaults out (golayout's types)."""
+    from dyn_gitops.models import schemadefaults
+
+    env = {"name": "X", "valueFrom": {"configMapKeyRef": {"key": "k"}}}
+    spec = {"containers": [{"name": "c", "env": [env]}], "imagePullSecrets": [{}]}
+    component = {"name": "w", "podTemplate": {"spec": spec}, "eppConfig": {"configMapRef": {}}}
+    assert schemadefaults.component(component) == component
