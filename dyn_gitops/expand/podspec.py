@@ -335,8 +335,11 @@ def _place_sidecar(containers: list[dict[str, Any]], sidecar: dict[str, Any] | N
     ``extraPodSpec.containers`` by the conversion, ``appendFrontendSidecar``)."""
     if sidecar is None:
         return
-    at = next(k for k, c in enumerate(containers) if k and c.get("name") == sidecar["name"])
-    containers[at] = sidecar
+    at = next((k for k, c in enumerate(containers) if k and c["name"] == sidecar["name"]), None)
+    if at is None:  # the rules refuse a name no container has, or ``main``
+        containers.append(sidecar)
+    else:
+        containers[at] = sidecar
 
 
 def _pod_defaults(ctx: ComponentContext) -> dict[str, Any]:
