@@ -19,6 +19,10 @@ What v1beta1 cannot say and the renderer still reads stays beside the components
 that annotation: ``kubectl get`` on an operator cluster) gets them from there, read here
 only (:func:`_kept`).
 
+The typed form is the DGD as the API server stores it: with the CRD schema's defaults
+(:func:`as_stored`, :mod:`.models.schemadefaults`), which the operator copies into its
+objects with ``podTemplate`` and the graph ``env``; ``Stored`` is the form as written.
+
 One path system: every rule and the expansion name a field of this form (a v1beta1 path);
 :meth:`Graph.written_path` alone maps it to the field the user wrote (a v1alpha1 DGD's
 through ``convert.loc_in_v1alpha1``, a standalone DCD's into the DCD).
@@ -33,7 +37,7 @@ from pydantic import BaseModel
 
 from . import keys, memo, naming, to_v1beta1
 from .errors import FieldPath, Problem
-from .models import v1alpha1, v1beta1
+from .models import schemadefaults, v1alpha1, v1beta1
 from .models.k8s import ObjectMeta
 from .models.preserved import PVC, Ingress
 from .workerhash import hub
@@ -119,7 +123,7 @@ def main_path(component: v1beta1.Component, *rest: str | int) -> FieldPath:
 
 @dataclass(frozen=True)
 class Stored:
-    """The form as JSON data, what its typed models were validated from (no CRD defaults):
+    """The form as JSON data, as written (its typed models have the CRD schema's defaults):
     the graph spec without its components, and each component. The worker hash and the
     emitted v1beta1 DGD encode it as the operator's Go types. Read only."""
 
@@ -184,6 +188,16 @@ class Graph:
             components=components,
         )
 
+    def written_spec(self) -> v1beta1.GraphSpec:
+        """The v1beta1 graph spec as written, typed: without the CRD schema's defaults, which
+        the API server gives an emitted DGD itself (the input of the output conversion of
+        setting source-api-version v1alpha1 only; a v1alpha1 spec refuses some of them as
+        v1beta1 spells them, ``mode: IntraPod``)."""
+        comps = [_component(c) for c in self.stored.components]
+        return v1beta1.GraphSpec.model_validate(self.stored.spec).model_copy(
+            update={"components": comps}
+        )
+
     def as_v1beta1(self, metadata: Obj) -> Obj:
         """A DGD written in v1alpha1 as the operator's conversion webhook stores it
         (:func:`.to_v1beta1.stored`), with the document's ``metadata`` (as admitted)."""
@@ -224,10 +238,11 @@ def of_v1alpha1(dgd: v1alpha1.DynamoGraphDeployment, spec: Obj) -> Graph:
     Raises ``ValidationError`` when a value v1alpha1 accepts does not fit v1beta1
     (``rules.alpha_checks`` names it)."""
     hub_spec = hub.spec_from_alpha(spec)
-    graph_spec = v1beta1.GraphSpec.model_validate(hub_spec)
+    graph_spec = v1beta1.GraphSpec.model_validate(schemadefaults.graph_spec(hub_spec))
     converted = hub.converted(spec.get("services") or {})
     services = dgd.spec.services or {}
-    comps = tuple(_component(_fitting(c.spec)) for c in converted)
+    # stored in v1beta1, read back with its schema's defaults (what the pods copy)
+    comps = tuple(_component(schemadefaults.component(_fitting(c.spec))) for c in converted)
     return Graph(
         metadata=dgd.metadata,
         spec=graph_spec.model_copy(update={"components": list(comps)}),
@@ -267,6 +282,18 @@ def _preserved(component: hub.HubComponent, svc: v1alpha1.ServiceSpec | None) ->
 
 
 # ------------------------------------------------------------------------- v1beta1
+def as_stored(document: Obj) -> Obj:
+    """A v1beta1 DGD document (or a standalone DCD's one-component DGD) with its spec as the
+    API server stores it, what its form is typed from: the CRD schema's defaults
+    (:mod:`.models.schemadefaults`: ``protocol: TCP`` on a container port and the rest),
+    which the operator copies with ``podTemplate`` and the graph ``env`` into its objects.
+    The document as written stays the ``Stored`` form (the emitted DGD, the worker hash)."""
+    spec = document.get("spec")
+    if not isinstance(spec, dict):
+        return document
+    return {**document, "spec": schemadefaults.graph_spec(spec)}
+
+
 def of_v1beta1(dgd: v1beta1.DynamoGraphDeployment, spec: Obj) -> tuple[Graph, list[Problem]]:
     """The form of the v1beta1 DGD ``dgd`` whose document spec is ``spec``: as written, with
     what its ``nvidia.com/dgd-spec`` annotation keeps; and that annotation's problems (the
@@ -336,6 +363,7 @@ __all__ = [
     "GraphComponents",
     "Preserved",
     "Stored",
+    "as_stored",
     "dcd_path",
     "main_index",
     "main_path",

@@ -670,14 +670,6 @@ def _field_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
             (*loc, "experimental", "checkpoint", "job"),
             "cannot be set when checkpointRef is specified",
         )
-    if c.frontendSidecar is not None and c.frontendSidecar != hub.FRONTEND_SIDECAR:
-        pod = c.podTemplate.spec if c.podTemplate is not None else None
-        for i, ctr in enumerate((pod.containers if pod is not None else None) or []):
-            if ctr.name == hub.FRONTEND_SIDECAR:
-                yield Problem.at(
-                    (*loc, "podTemplate", "spec", "containers", i, "name"),
-                    "a container named sidecar-frontend already exists; frontendSidecar adds it",
-                )
 
 
 def _epp_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:

@@ -409,7 +409,7 @@ def _v1beta1(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Ty
     """A v1beta1 DGD's model and form, once what it may not say is ruled out (what its
     ``nvidia.com/dgd-spec`` annotation holds, :func:`.rules.beta_checks`; v1beta1 paths)."""
     try:
-        beta = v1beta1.DynamoGraphDeployment.model_validate(data)
+        beta = v1beta1.DynamoGraphDeployment.model_validate(hubform.as_stored(data))
     except ValidationError as exc:
         problems.extend(_validation_problems(doc, v1beta1.DynamoGraphDeployment, exc))
         return None

@@ -39,8 +39,9 @@ def _stored(spec: Obj) -> Obj:
     """``spec`` as the API server stores it: the CRD schema's pod defaults and the
     defaulting webhook's ``replicas: 1``."""
     spec = copy.deepcopy(spec)
+    if spec.get("components"):
+        spec["components"] = [hub.apply_pod_defaults(c) for c in spec["components"]]
     for c in spec.get("components") or []:
-        hub.apply_pod_defaults(c)
         c.setdefault("replicas", 1)
     return spec
 

@@ -17,6 +17,7 @@ from support.rendering import render
 
 from dyn_gitops import keys
 from dyn_gitops.expand import components, replica_owners
+from dyn_gitops.models import schemadefaults
 from dyn_gitops.workerhash import hub
 
 Obj = dict[str, Any]
@@ -39,7 +40,9 @@ def test_v1alpha1_is_converted_up_as_the_operator_does(name: str) -> None:
     """Each upstream v1alpha1 example becomes the operator's component list (names, order,
     promoted ``prefill``/``decode`` types, scaling adapters), and the typed v1beta1 model
     holds the conversion (the same one the worker hash and the emitted DGD read, proven
-    byte-identical by test_emit_v1beta1) without losing or adding a field."""
+    byte-identical by test_emit_v1beta1) without losing or adding a field but the CRD
+    schema's defaults (``models.schemadefaults``: the stored v1beta1 DGD the operator
+    reads, tests/test_pod_template.py)."""
     entry = EXAMPLES[name]
     source = _source(entry)
     graph = components_of(source)
@@ -48,7 +51,8 @@ def test_v1alpha1_is_converted_up_as_the_operator_does(name: str) -> None:
         (c["name"], c.get("type"), "scalingAdapter" in c) for c in stored
     ]
     dumped = [c.model_dump(mode="json", exclude_unset=True) for c in graph.components]
-    assert dumped == [c.spec for c in hub.converted(source["spec"].get("services") or {})]
+    converted = hub.converted(source["spec"].get("services") or {})
+    assert dumped == [schemadefaults.component(c.spec) for c in converted]
 
 
 def test_v1beta1_components_keep_their_written_order() -> None:
@@ -304,7 +308,7 @@ def test_pod_spec_reads_the_v1beta1_component() -> None:
     ]
     assert helper == {"name": "helper", "image": "busybox"}
     assert (sidecar["name"], sidecar["image"], sidecar["args"]) == (
-        "sidecar-frontend",
+        "fe",  # its own name (mergeFrontendSidecarDefaults, graph.go @ 2a6da14c8)
         "frontend:1.5.1",
         ["--x"],
     )
@@ -966,7 +970,7 @@ def test_a_v1beta1_frontend_sidecar_envfrom_renders_as_written(tmp_path: Path) -
     objs = render(path)
     (dep,) = [o for o in objs if o["kind"] == "Deployment"]
     containers = dep["spec"]["template"]["spec"]["containers"]
-    (sidecar,) = [c for c in containers if c["name"] == "sidecar-frontend"]
+    (sidecar,) = [c for c in containers if c["name"] == "fe"]
     assert sidecar["envFrom"] == SIDECAR_ENV_FROM
     with pytest.raises(RenderError) as info:
         render(path, source_api_version="v1alpha1")

@@ -12,7 +12,6 @@ from .. import gates, naming
 from ..runtimeversion import Version
 
 MAIN_CONTAINER: Final = "main"
-SIDECAR_FRONTEND: Final = "sidecar-frontend"
 
 FRONTEND_PORT: Final = 8000
 SYSTEM_PORT: Final = 9090

@@ -262,7 +262,9 @@ def _sidecar(ctx: ComponentContext, main_mounts: list[dict[str, Any]]) -> dict[s
         fs.get("env") or [],
     )
     env = add_missing_envs(env, _infra_env(ctx))
-    side: dict[str, Any] = {"name": defaults.SIDECAR_FRONTEND, "image": fs.get("image"), **base}
+    # the container keeps its own name (``base.Name = sidecarName``): a v1alpha1
+    # ``frontendSidecar`` was converted into one named ``sidecar-frontend``
+    side: dict[str, Any] = {"name": fs["name"], "image": fs.get("image"), **base}
     if fs.get("args"):
         side["args"] = list(fs["args"])
     if fs.get("envFrom"):
@@ -297,12 +299,7 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     main = build_main_container(ctx)
     written = pod_template_spec(ctx.component)
     user_pod: dict[str, Any] = dump(written) if written is not None else {}
-    sidecar_name = ctx.component.frontendSidecar
-    user_containers = [
-        c
-        for c in user_pod.pop("containers", None) or []
-        if not (sidecar_name and c.get("name") == sidecar_name)
-    ]
+    user_containers = user_pod.pop("containers", None) or []
     user_security = "securityContext" in user_pod
     user_sa = user_pod.get("serviceAccountName")
     pod = merge_override(_pod_defaults(ctx), user_pod)
@@ -323,15 +320,26 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
         pod["volumes"] = volumes
 
     containers = [order_keys(main, CONTAINER_ORDER)]
-    for c in user_containers:
-        if c.get("name") != defaults.MAIN_CONTAINER:
-            containers.append(c)
-    sidecar = _sidecar(ctx, sidecar_mounts)
-    if sidecar is not None:
-        containers.append(sidecar)
+    containers += [c for c in user_containers if c.get("name") != defaults.MAIN_CONTAINER]
+    _place_sidecar(containers, _sidecar(ctx, sidecar_mounts))
     pod["containers"] = containers
     gms.apply(pod, ctx)  # step 14: GMS and failover rewrites
     return order_keys(pod, POD_SPEC_ORDER)
+
+
+def _place_sidecar(containers: list[dict[str, Any]], sidecar: dict[str, Any] | None) -> None:
+    """The frontend sidecar in the place of the container it was made from, the first of
+    that name after container ``main`` (``mergeFrontendSidecarDefaults``,
+    ``internal/dynamo/graph.go`` @ 2a6da14c8: the pod's other containers keep the order
+    of the podTemplate; a v1alpha1 ``frontendSidecar`` was appended after its
+    ``extraPodSpec.containers`` by the conversion, ``appendFrontendSidecar``)."""
+    if sidecar is None:
+        return
+    at = next((k for k, c in enumerate(containers) if k and c["name"] == sidecar["name"]), None)
+    if at is None:  # the rules refuse a name no container has, or ``main``
+        containers.append(sidecar)
+    else:
+        containers[at] = sidecar
 
 
 def _pod_defaults(ctx: ComponentContext) -> dict[str, Any]:

@@ -210,6 +210,9 @@ def _as_v1alpha1(graph: Graph) -> dict[str, Any]:
             ]
         )
     beta = v1beta1.DynamoGraphDeployment(
-        apiVersion=V1BETA1, kind="DynamoGraphDeployment", metadata=graph.metadata, spec=graph.spec
+        apiVersion=V1BETA1,
+        kind="DynamoGraphDeployment",
+        metadata=graph.metadata,
+        spec=graph.written_spec(),
     )
     return to_v1alpha1(beta).model_dump(mode="json", exclude_unset=True)

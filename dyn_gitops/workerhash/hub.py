@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import memo, naming
 from ..merge import data_copy, merge_override
+from ..models import schemadefaults
 from ..models.versions import V1ALPHA1, V1BETA1
 
 Obj = dict[str, Any]
@@ -190,7 +191,9 @@ def _pod_template(svc: Obj) -> Obj | None:
     return tpl
 
 
-#: CRD schema defaults of the experimental blocks (v1alpha1 service / v1beta1 experimental)
+#: the v1alpha1 CRD schema's defaults of a service's experimental blocks, which the
+#: conversion reads (the API server defaults a v1alpha1 DGD before converting it; the
+#: v1beta1 schema's defaults: ``models.schemadefaults``)
 _GMS_DEFAULTS: Obj = {"deviceClassName": "gpu.nvidia.com", "mode": "intraPod"}
 _FAILOVER_DEFAULTS: Obj = {"mode": "intraPod", "numShadows": 1}
 _CHECKPOINT_DEFAULTS: Obj = {
@@ -202,28 +205,15 @@ _CHECKPOINT_DEFAULTS: Obj = {
 _IDENTITY_DEFAULTS: Obj = {"pipelineParallelSize": 1, "tensorParallelSize": 1}
 
 
-def _with_defaults(block: Any, defaults: Obj, capitalise: bool = False) -> Any:
+def _with_defaults(block: Any, defaults: Obj) -> Any:
     if not isinstance(block, dict):
         return block
     out = dict(block)
     for key, value in defaults.items():
-        out.setdefault(key, _mode(value) if capitalise and key == "mode" else value)
+        out.setdefault(key, value)
     if isinstance(out.get("identity"), dict):
         out["identity"] = {**_IDENTITY_DEFAULTS, **out["identity"]}
     return out
-
-
-def _beta_experimental_defaults(component: Obj) -> None:
-    exp = component.get("experimental")
-    if not isinstance(exp, dict):
-        return
-    for key, defaults in (
-        ("gpuMemoryService", _GMS_DEFAULTS),
-        ("failover", _FAILOVER_DEFAULTS),
-        ("checkpoint", _CHECKPOINT_DEFAULTS),
-    ):
-        if key in exp:
-            exp[key] = _with_defaults(exp[key], defaults, capitalise=True)
 
 
 def _experimental(svc: Obj) -> Obj | None:
@@ -345,51 +335,11 @@ def _storage_from_alpha(svc: Obj, out: Obj) -> None:
 
 
 # -------------------------------------------------------------- CRD schema defaults
-# The defaults the operator's CRD schema gives pod fields that the Go encoding keeps
-# (pointers and non-empty strings; ``name: ""`` defaults vanish under omitempty).
-def _container_defaults(c: Obj) -> None:
-    for port in c.get("ports") or []:
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
-    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
-        grpc = (c.get(probe) or {}).get("grpc")
-        if isinstance(grpc, dict):
-            grpc.setdefault("service", "")
-    for env in c.get("env") or []:
-        ref = ((env or {}).get("valueFrom") or {}).get("fileKeyRef")
-        if isinstance(ref, dict):
-            ref.setdefault("optional", False)
-
-
-_VOLUME_DEFAULTS: dict[str, Obj] = {
-    "azureDisk": {"fsType": "ext4", "readOnly": False},
-    "iscsi": {"iscsiInterface": "default"},
-    "rbd": {"keyring": "/etc/ceph/keyring", "pool": "rbd", "user": "admin"},
-    "scaleIO": {"fsType": "xfs", "storageMode": "ThinProvisioned"},
-}
-
-
 def apply_pod_defaults(component: Obj) -> Obj:
-    """``component`` with the CRD schema's pod-field defaults (as the API server stores it)."""
-    mn = component.get("multinode")
-    if isinstance(mn, dict):
-        mn.setdefault("nodeCount", 2)
-    _beta_experimental_defaults(component)
-    pod = (component.get("podTemplate") or {}).get("spec")
-    if not isinstance(pod, dict):
-        return component
-    for group in ("containers", "initContainers", "ephemeralContainers"):
-        for c in pod.get(group) or []:
-            if isinstance(c, dict):
-                _container_defaults(c)
-    for vol in pod.get("volumes") or []:
-        if not isinstance(vol, dict):
-            continue
-        for source, defaults in _VOLUME_DEFAULTS.items():
-            if isinstance(vol.get(source), dict):
-                for k, v in defaults.items():
-                    vol[source].setdefault(k, v)
-    return component
+    """``component`` with the CRD schema's defaults, as the API server stores it (the
+    operator's v1beta1 CRD's own, :mod:`..models.schemadefaults`)."""
+    out: Obj = schemadefaults.component(component)
+    return out
 
 
 # ------------------------------------------------------------------------- graphs
