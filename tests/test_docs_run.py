@@ -1,0 +1,105 @@
+"""Docs that run: every shell block of the README and ``docs/`` is run here as written, is run
+by a named test, or is marked as needing a real cluster (``support/docblocks.py`` says how a
+block is marked). A block nobody runs goes stale silently; this makes it fail instead."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.binaries import built_dir, missing_component
+from support.docblocks import Block, blocks, make_workspace
+from support.paths import REPO
+
+BLOCKS = blocks(REPO)
+RUN = [b for b in BLOCKS if b.kind == "run"]
+
+
+def test_every_shell_block_is_run_or_marked() -> None:
+    unmarked = [b.id for b in BLOCKS if b.kind is None]
+    assert unmarked == [], (
+        "shell blocks without a <!-- doc-test: run | by tests/x.py::name | cluster --> "
+        "marker on the line before them"
+    )
+
+
+def test_most_blocks_run_here() -> None:
+    """Marking a block ``cluster`` is for what needs a cluster or a registry, not a way out:
+    the blocks a reader runs on a laptop (render, validate, diff, hydrate, the Helm and KRM
+    entry points) are run here."""
+    assert len(RUN) >= 6, [b.id for b in RUN]
+
+
+def _test_names(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name.startswith("test")
+    }
+
+
+def test_blocks_run_by_a_named_test_name_one_that_exists() -> None:
+    wrong = []
+    for b in (b for b in BLOCKS if b.kind == "by"):
+        file, _, name = b.arg.partition("::")
+        path = REPO / file
+        if not name or not path.is_file() or name not in _test_names(path):
+            wrong.append(f"{b.id}: {b.arg!r}")
+    assert wrong == [], "doc-test: by <tests/file.py::test_name> names no test"
+
+
+def _path() -> str:
+    """The reader's PATH: this Python's scripts (``dyn-gitops``), Go, the real helm,
+    kustomize and flux built for the tests, and the system's."""
+    go = shutil.which("go")
+    dirs = [Path(sys.executable).parent, *([Path(go).parent] if go else [])]
+    for env, script in (
+        ("DYN_GITOPS_TEST_BINS", "build.sh"),
+        ("DYN_GITOPS_FLUX_BINS", "build-flux.sh"),
+    ):
+        found = built_dir(env, REPO / "tools" / "test-bins" / script)
+        if found is not None and found.is_dir():
+            dirs.append(found)
+    return os.pathsep.join([*map(str, dirs), "/usr/local/bin", "/usr/bin", "/bin"])
+
+
+def _needs(block: Block, path: str) -> None:
+    for tool in ("dyn-gitops", "helm", "kustomize", "flux", "go"):
+        # the test-binary build scripts run Go
+        used = f"{tool} " in block.body or (tool == "go" and "tools/test-bins/" in block.body)
+        if used and not any((Path(d) / tool).exists() for d in path.split(os.pathsep)):
+            missing_component(f"{block.id} runs {tool}, which is not built here")
+
+
+@pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
+def test_the_block_runs_as_written(block: Block, tmp_path: Path) -> None:
+    """In a reader's repository (``make_workspace``: ``deploy/``, a chart, Git history with
+    an ``origin``), with ``set -euo pipefail``: every command of the block exits 0."""
+    ws = make_workspace(REPO, tmp_path)
+    path = _path()
+    _needs(block, path)
+    env = {
+        "PATH": path,
+        # the reader's own: the Go and test-binary caches live under ~/.cache
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "LANG": "C.UTF-8",
+        "TMPDIR": str(tmp_path),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        # the code under test where it is not the installed one (a worktree)
+        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+    }
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block.body],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"{block.id} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
