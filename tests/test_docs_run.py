@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from support.binaries import built_dir, missing_component
-from support.docblocks import Block, blocks, make_workspace
+from support.docblocks import Block, blocks, make_checkout, make_workspace
 from support.paths import REPO
 
 BLOCKS = blocks(REPO)
@@ -81,7 +83,9 @@ def _needs(block: Block, path: str) -> None:
 def test_the_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     """In a reader's repository (``make_workspace``: ``deploy/``, a chart, Git history with
     an ``origin``), with ``set -euo pipefail``: every command of the block exits 0."""
-    ws = make_workspace(REPO, tmp_path)
+    ws = (
+        make_checkout(REPO, tmp_path) if block.arg == "checkout" else make_workspace(REPO, tmp_path)
+    )
     path = _path()
     _needs(block, path)
     env = {
@@ -103,3 +107,55 @@ def test_the_block_runs_as_written(block: Block, tmp_path: Path) -> None:
         timeout=600,
     )
     assert proc.returncode == 0, f"{block.id} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
+
+
+def _pip_requirements(workflow: Path) -> list[str]:
+    doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    runs = [
+        step.get("run", "")
+        for job in (doc.get("jobs") or {}).values()
+        for step in job.get("steps") or []
+    ]
+    return [m for run in runs for m in re.findall(r"pip install (\"[^\"]+\"|\S+)", run)]
+
+
+CI_SAMPLES = sorted((REPO / "samples" / "ci").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("workflow", CI_SAMPLES, ids=[p.name for p in CI_SAMPLES])
+def test_ci_samples_install_dyn_gitops_from_source(workflow: Path, tmp_path: Path) -> None:
+    """Nothing is on PyPI yet, so ``pip install dyn-gitops==0.1.0`` fails: a CI sample
+    installs from a Git ref of the repository. The requirement it writes is installed here
+    with the repository swapped for this checkout (same form, this commit as the ref)."""
+    reqs = _pip_requirements(workflow)
+    assert reqs, f"{workflow.name} installs nothing"
+    for req in reqs:
+        m = re.fullmatch(
+            r'"dyn-gitops @ git\+https://github\.com/dyn-gitops/dyn-gitops@([^"]+)"', req
+        )
+        assert m, f"{workflow.name}: {req} is not a Git install of dyn-gitops"
+    if not (REPO / ".git").exists():
+        pytest.skip("this copy of the repository is not a Git checkout")
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    local = f"dyn-gitops @ git+file://localhost{REPO}@{head}"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(tmp_path / "site"),
+            local,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "site" / "dyn_gitops" / "__init__.py").exists()

@@ -4,7 +4,10 @@ Every fenced block whose info string is a shell (``bash``, ``sh``, ``shell``, ``
 is preceded (blank lines aside) by one marker comment:
 
 - ``<!-- doc-test: run -->``: ``tests/test_docs_run.py`` runs it as written, in a scratch
-  workspace (:func:`make_workspace`);
+  workspace (:func:`make_workspace`: a reader's GitOps repository);
+- ``<!-- doc-test: run checkout -->``: the same, in a checkout of this repository
+  (:func:`make_checkout`: its top-level entries linked into a scratch directory, so what
+  the block writes stays there);
 - ``<!-- doc-test: by tests/test_x.py::test_name -->``: that test runs it (or exactly what
   it does, offline, as the text beside it says);
 - ``<!-- doc-test: cluster -->``: it needs a real cluster or registry, which a reader has and
@@ -118,6 +121,17 @@ def make_workspace(repo: Path, root: Path) -> Path:
         (ws / name).symlink_to(repo / name)
     _git_history(ws, root / "origin.git")
     return ws
+
+
+def make_checkout(repo: Path, root: Path) -> Path:
+    """A scratch directory that looks like a checkout of this repository (each top-level
+    entry linked), for the install steps that run from one."""
+    co = root / "checkout"
+    co.mkdir(parents=True)
+    for entry in repo.iterdir():
+        if not entry.name.startswith(".") or entry.name == ".github":
+            (co / entry.name).symlink_to(entry)
+    return co
 
 
 def _git_history(ws: Path, origin: Path) -> None:
