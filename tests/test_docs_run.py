@@ -5,6 +5,7 @@ block is marked). A block nobody runs goes stale silently; this makes it fail in
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 import shutil
@@ -159,3 +160,36 @@ def test_ci_samples_install_dyn_gitops_from_source(workflow: Path, tmp_path: Pat
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "site" / "dyn_gitops" / "__init__.py").exists()
+
+
+def _yaml_snippets() -> list[tuple[str, object]]:
+    """Every YAML document of the docs' ``yaml`` blocks and of deploy/ and samples/."""
+    out: list[tuple[str, object]] = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for i, block in enumerate(re.findall(r"```yaml\n(.*?)```", text, flags=re.S)):
+            with contextlib.suppress(yaml.YAMLError):
+                out += [(f"{doc.name} yaml block {i}", d) for d in yaml.safe_load_all(block)]
+    for path in sorted([*(REPO / "deploy").rglob("*.yaml"), *(REPO / "samples").rglob("*.yaml")]):
+        with contextlib.suppress(yaml.YAMLError):
+            out += [(str(path.relative_to(REPO)), d) for d in yaml.safe_load_all(path.read_text())]
+    return out
+
+
+def test_every_application_names_the_versioned_plugin() -> None:
+    """Argo CD finds a sidecar plugin by ``<metadata.name>-<spec.version>`` of its
+    plugin.yaml; an Application naming ``dyn-gitops`` alone matches nothing (the repo-server
+    logs say to name ``dyn-gitops-<version>``)."""
+    from dyn_gitops import __version__
+
+    wrong = []
+    for where, doc in _yaml_snippets():
+        if not isinstance(doc, dict) or doc.get("kind") != "Application":
+            continue
+        spec = doc.get("spec") or {}
+        for source in [spec.get("source") or {}, *(spec.get("sources") or [])]:
+            plugin = source.get("plugin") if isinstance(source, dict) else None
+            name = plugin.get("name") if isinstance(plugin, dict) else None
+            if name is not None and name != f"dyn-gitops-{__version__}":
+                wrong.append(f"{where}: plugin.name {name!r}")
+    assert wrong == []
