@@ -290,10 +290,13 @@ def _sidecar_container(ctx: ComponentContext) -> dict[str, Any] | None:
     return next((c for c in containers or [] if c.get("name") == name), None)
 
 
-def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
+def build_pod_spec(ctx: ComponentContext, *, memory_service: bool = True) -> dict[str, Any]:
     """The component's pod spec: pod defaults, its ``podTemplate.spec`` (mergo override),
     container ``main``, the other containers as written, the frontend sidecar, volumes,
-    shared memory, then the GMS and failover rewrites."""
+    shared memory, then (``memory_service``) the GMS and failover rewrites.
+
+    A multinode service builds it without them: they come last, on each role's pod after
+    the backend's multinode rewrites (:func:`with_memory_service`)."""
     main = build_main_container(ctx)
     written = pod_template_spec(ctx.component)
     user_pod: dict[str, Any] = dump(written) if written is not None else {}
@@ -330,7 +333,17 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     if sidecar is not None:
         containers.append(sidecar)
     pod["containers"] = containers
-    gms.apply(pod, ctx)  # step 14: GMS and failover rewrites
+    if memory_service:
+        return with_memory_service(pod, ctx)
+    return order_keys(pod, POD_SPEC_ORDER)
+
+
+def with_memory_service(pod: dict[str, Any], ctx: ComponentContext) -> dict[str, Any]:
+    """Step 14 of ``GenerateBasePodSpec`` (``internal/dynamo/graph.go`` @ 2a6da14c8): the
+    GMS and failover rewrites, the last step for every role (main, leader, worker), after
+    the backend's ``UpdateContainer``/``UpdatePodSpec`` and the PVC volumes. ``pod`` is
+    changed in place and returned in pod-spec key order."""
+    gms.apply(pod, ctx)
     return order_keys(pod, POD_SPEC_ORDER)
 
 
