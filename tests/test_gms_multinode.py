@@ -87,7 +87,9 @@ def role_pods(objs: list[Obj], path: str) -> dict[str, Obj]:
 def operator_gms_pod() -> Obj:
     """The operator's single-node GMS worker pod (2a6da14c8, ``conformance/operator-output``)."""
     docs = yaml.safe_load_all((OPERATOR_OUTPUT / GMS_EXAMPLE).read_text())
-    (dep,) = [d for d in docs if d["kind"] == "Deployment" and "vllmworker" in d["metadata"]["name"]]
+    (dep,) = [
+        d for d in docs if d["kind"] == "Deployment" and "vllmworker" in d["metadata"]["name"]
+    ]
     pod: Obj = dep["spec"]["template"]["spec"]
     return pod
 
