@@ -12,6 +12,10 @@ service with ``gpuMemoryService.enabled``:
 * with ``failover.enabled`` the main container is cloned into ``engine-0`` (active) and
   ``engine-1`` (standby) with staggered ports (vLLM only).
 
+On a multinode service the operator does this to each leader and worker pod, after the
+backend's multinode rewrites (LeaderWorkerSet and Grove alike); intra-pod failover on a
+LeaderWorkerSet is refused (:func:`check_leader_worker_set`).
+
 Everything here is pure: it rewrites the pod-spec dict :func:`apply` is given, and
 :func:`resource_claim_templates` builds the DGD's claim templates.
 """

@@ -334,17 +334,17 @@ def build_pod_spec(ctx: ComponentContext, *, memory_service: bool = True) -> dic
         containers.append(sidecar)
     pod["containers"] = containers
     if memory_service:
-        return with_memory_service(pod, ctx)
+        gms.apply(pod, ctx)  # step 14: GMS and failover rewrites
     return order_keys(pod, POD_SPEC_ORDER)
 
 
 def with_memory_service(pod: dict[str, Any], ctx: ComponentContext) -> dict[str, Any]:
-    """Step 14 of ``GenerateBasePodSpec`` (``internal/dynamo/graph.go`` @ 2a6da14c8): the
-    GMS and failover rewrites, the last step for every role (main, leader, worker), after
-    the backend's ``UpdateContainer``/``UpdatePodSpec`` and the PVC volumes. ``pod`` is
-    changed in place and returned in pod-spec key order."""
+    """Step 14 of ``GenerateBasePodSpec`` (``internal/dynamo/graph.go`` @ 2a6da14c8) on a
+    multinode role's pod (leader or worker): the GMS and failover rewrites, after the
+    backend's ``UpdateContainer``/``UpdatePodSpec`` and the PVC volumes. ``pod`` is changed
+    in place (its keys keep their order, new ones last) and returned."""
     gms.apply(pod, ctx)
-    return order_keys(pod, POD_SPEC_ORDER)
+    return pod
 
 
 def _pod_defaults(ctx: ComponentContext) -> dict[str, Any]:
