@@ -413,12 +413,13 @@ def test_gms_without_dra_is_an_error(tmp_path: Path) -> None:
             "failover",
             "only for vLLM",
         ),
-        # not rendered yet: GMS on a LeaderWorkerSet service
+        # intra-pod failover on a LeaderWorkerSet: checkMainContainer refuses the templates
+        # (GMS alone on a multinode service renders: tests/test_gms_multinode.py)
         (
-            {**worker(), "multinode": {"nodeCount": 2}},
-            False,
-            "gpuMemoryService",
-            "not yet supported",
+            {**worker(failover=True), "multinode": {"nodeCount": 2}},
+            True,
+            "failover",
+            "setting grove true",
         ),
     ],
 )

@@ -12,6 +12,10 @@ service with ``gpuMemoryService.enabled``:
 * with ``failover.enabled`` the main container is cloned into ``engine-0`` (active) and
   ``engine-1`` (standby) with staggered ports (vLLM only).
 
+On a multinode service the operator does this to each leader and worker pod, after the
+backend's multinode rewrites (LeaderWorkerSet and Grove alike); intra-pod failover on a
+LeaderWorkerSet is refused (:func:`check_leader_worker_set`).
+
 Everything here is pure: it rewrites the pod-spec dict :func:`apply` is given, and
 :func:`resource_claim_templates` builds the DGD's claim templates.
 """
@@ -100,8 +104,10 @@ def device_class(component: v1beta1.Component) -> str:
 def apply(pod: Obj, ctx: ComponentContext) -> None:
     """Step 14 of ``GenerateBasePodSpec``: the GMS rewrite, then the failover rewrite.
 
-    ``pod`` is the finished pod spec (main container first); it is changed in place.
-    Raises :class:`ComponentError` (with the field path) for what the operator refuses.
+    ``pod`` is the finished pod spec (main container first) of a single-node pod or of one
+    multinode role (leader or worker: the operator runs it on each, after the backend's
+    multinode rewrites); it is changed in place. Raises :class:`ComponentError` (with the
+    field path) for what the operator refuses.
     """
     component = ctx.component
     if failover_enabled(component) and not gms_enabled(component):
@@ -111,12 +117,6 @@ def apply(pod: Obj, ctx: ComponentContext) -> None:
     if not gms_enabled(component):
         return
     nodes = node_count(component)
-    if nodes > 1:
-        raise ComponentError(
-            ("experimental", "gpuMemoryService"),
-            "gpuMemoryService on a multinode service is not yet supported "
-            "(the operator applies it to each leader and worker template)",
-        )
     if not ctx.settings.dra:
         raise ComponentError(
             ("experimental", "gpuMemoryService"),
@@ -216,6 +216,24 @@ def _ensure_server_sidecar(pod: Obj, containers: list[Obj]) -> None:
         }
     )
     pod["initContainers"] = [*init, sidecar]
+
+
+def check_leader_worker_set(component: v1beta1.Component) -> None:
+    """``checkMainContainer`` on each LeaderWorkerSet pod template
+    (``generateLeaderPodTemplateSpec`` / ``generateWorkerPodTemplateSpec`` in
+    ``internal/controller/dynamocomponentdeployment_renderer.go`` @ 2a6da14c8), after
+    ``GenerateBasePodSpec``: intra-pod failover has renamed container ``main`` to the
+    engines by then, so the operator creates no LeaderWorkerSet ("main container not found
+    in pod spec"). The Grove path does not check it and renders both engines per role."""
+    if failover_enabled(component) and node_count(component) > 1:
+        raise ComponentError(
+            ("experimental", "failover"),
+            "intra-pod failover on a multinode service is not created on the "
+            "LeaderWorkerSet path (the operator replaces container main by engine-0 and "
+            "engine-1, then refuses the leader and worker templates: main container not "
+            "found in pod spec); render it on the Grove path (setting grove true), or "
+            "remove failover, or use one node",
+        )
 
 
 # --- failover ------------------------------------------------------------------------------

@@ -34,7 +34,13 @@ from . import (
     replica_owners,
 )
 from .context import ComponentContext, ComponentError, component_runtime, main_container_data
-from .podspec import build_pod_spec, detect_backend, pod_labels, user_main_container
+from .podspec import (
+    build_pod_spec,
+    detect_backend,
+    pod_labels,
+    user_main_container,
+    with_memory_service,
+)
 
 Obj = dict[str, Any]
 
@@ -719,20 +725,24 @@ def _leader_worker_set(
     """A multinode service: one LeaderWorkerSet instead of a Deployment (no GPU check:
     CPU-only multinode renders since #11115, v1.4)."""
     nodes = components.node_count(ctx.component)
-    single = build_pod_spec(ctx)
+    single = build_pod_spec(ctx, memory_service=False)
     roles = {
-        role: multinode.role_pod(
-            single,
-            role,
-            ctx.backend,
-            nodes,
-            ctx.annotations,
-            lws.wait_leader_config_map_name(ctx.dgd_name),
-            ctx.settings.mpi_ssh_secret,
-            multinode.lws_addressing(nodes),
+        role: with_memory_service(
+            multinode.role_pod(
+                single,
+                role,
+                ctx.backend,
+                nodes,
+                ctx.annotations,
+                lws.wait_leader_config_map_name(ctx.dgd_name),
+                ctx.settings.mpi_ssh_secret,
+                multinode.lws_addressing(nodes),
+            ),
+            ctx,
         )
         for role in (multinode.LEADER, multinode.WORKER)
     }
+    gms.check_leader_worker_set(ctx.component)
     return lws.leader_worker_set(
         ctx.name,
         ctx.namespace,

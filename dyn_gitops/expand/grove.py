@@ -17,7 +17,7 @@ from ..settings import RenderSettings, go_duration
 from . import components, defaults, lws, multinode
 from .context import ComponentContext
 from .objects import meta
-from .podspec import build_pod_spec, discovery_labels
+from .podspec import build_pod_spec, discovery_labels, with_memory_service
 
 Obj = dict[str, Any]
 
@@ -230,9 +230,9 @@ def service_cliques(ctx: ComponentContext, graph: components.Graph) -> ServiceCl
     comp = ctx.component
     labels = clique_labels(ctx, graph)
     annotations = clique_annotations(ctx)
-    single = build_pod_spec(ctx)
     if components.node_count(comp) <= 1:
-        return _single_node_cliques(ctx, graph, labels, annotations, single)
+        return _single_node_cliques(ctx, graph, labels, annotations, build_pod_spec(ctx))
+    single = build_pod_spec(ctx, memory_service=False)  # GMS: per role, last
     return _multinode_cliques(ctx, graph, labels, annotations, single)
 
 
@@ -267,16 +267,19 @@ def _multinode_cliques(
     leader_name, worker_name = naming.clique_names(ctx.service, multinode=True)
     pods = {
         role: _with_scheduler(
-            multinode.role_pod(
-                single,
-                role,
-                ctx.backend,
-                nodes,
-                ctx.annotations,
-                lws.wait_leader_config_map_name(ctx.dgd_name),
-                ctx.settings.mpi_ssh_secret,
-                addr,
-                require_command=False,
+            with_memory_service(
+                multinode.role_pod(
+                    single,
+                    role,
+                    ctx.backend,
+                    nodes,
+                    ctx.annotations,
+                    lws.wait_leader_config_map_name(ctx.dgd_name),
+                    ctx.settings.mpi_ssh_secret,
+                    addr,
+                    require_command=False,
+                ),
+                ctx,
             ),
             ctx,
         )

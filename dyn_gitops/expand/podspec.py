@@ -292,10 +292,13 @@ def _sidecar_container(ctx: ComponentContext) -> dict[str, Any] | None:
     return next((c for c in containers or [] if c.get("name") == name), None)
 
 
-def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
+def build_pod_spec(ctx: ComponentContext, *, memory_service: bool = True) -> dict[str, Any]:
     """The component's pod spec: pod defaults, its ``podTemplate.spec`` (mergo override),
     container ``main``, the other containers as written, the frontend sidecar, volumes,
-    shared memory, then the GMS and failover rewrites."""
+    shared memory, then (``memory_service``) the GMS and failover rewrites.
+
+    A multinode service builds it without them: they come last, on each role's pod after
+    the backend's multinode rewrites (:func:`with_memory_service`)."""
     main = build_main_container(ctx)
     written = pod_template_spec(ctx.component)
     user_pod: dict[str, Any] = dump(written) if written is not None else {}
@@ -323,7 +326,8 @@ def build_pod_spec(ctx: ComponentContext) -> dict[str, Any]:
     containers += [c for c in user_containers if c.get("name") != defaults.MAIN_CONTAINER]
     _place_sidecar(containers, _sidecar(ctx, sidecar_mounts))
     pod["containers"] = containers
-    gms.apply(pod, ctx)  # step 14: GMS and failover rewrites
+    if memory_service:
+        gms.apply(pod, ctx)  # step 14: GMS and failover rewrites
     return order_keys(pod, POD_SPEC_ORDER)
 
 
@@ -340,6 +344,15 @@ def _place_sidecar(containers: list[dict[str, Any]], sidecar: dict[str, Any] | N
         containers.append(sidecar)
     else:
         containers[at] = sidecar
+
+
+def with_memory_service(pod: dict[str, Any], ctx: ComponentContext) -> dict[str, Any]:
+    """Step 14 of ``GenerateBasePodSpec`` (``internal/dynamo/graph.go`` @ 2a6da14c8) on a
+    multinode role's pod (leader or worker): the GMS and failover rewrites, after the
+    backend's ``UpdateContainer``/``UpdatePodSpec`` and the PVC volumes. ``pod`` is changed
+    in place (its keys keep their order, new ones last) and returned."""
+    gms.apply(pod, ctx)
+    return pod
 
 
 def _pod_defaults(ctx: ComponentContext) -> dict[str, Any]:
