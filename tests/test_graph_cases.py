@@ -1028,15 +1028,15 @@ def test_labels_and_annotations_precedence(tmp_path: Path) -> None:
     assert pod_labels(dep)[L_TYPE] == "worker"  # v1alpha1 baseline: not promoted to prefill
     ann = dep["metadata"]["annotations"]
     assert ann["dgd-annotation"] == "from-dgd"
-    # component path @ 2a6da14c8 (unlike the Grove-path Go test): applyDGDTemplateDefaults
-    # fills the pod template with the DGD's annotations, and GetDCDKubeAnnotations lets the
-    # pod template beat the service's preserved v1alpha1 annotations (v1beta1_helpers.go)
-    assert ann["legacy-annotation"] == "from-dgd"
+    # component path, 1.5 (#14855, propagateDGDSpecMetadata): the service's preserved
+    # v1alpha1 annotations beat the DGD's, as on the Grove path (at 2a6da14c8 the DGD's were
+    # merged into the pod template first and won; tests/test_alpha_service_metadata.py)
+    assert ann["legacy-annotation"] == "kept"
     assert ann["pod-template-annotation"] == "from-pod-template"
     pod_ann = dep["spec"]["template"]["metadata"]["annotations"]
     assert {k: pod_ann[k] for k in ("dgd-annotation", "legacy-annotation")} == {
         "dgd-annotation": "from-dgd",
-        "legacy-annotation": "from-dgd",
+        "legacy-annotation": "kept",
     }
 
 

@@ -241,10 +241,10 @@ def test_pod_template_annotations_equal_the_deployments(tmp_path: Path) -> None:
 
 def test_dgd_metadata_is_low_priority_under_pod_template_metadata(tmp_path: Path) -> None:
     """``propagateDGDSpecMetadata`` / ``mergeLowPriorityMetadata`` and ``GetDCDKubeLabels``
-    (``graph.go``, ``v1beta1_helpers.go`` @ 2a6da14c8): DGD ``spec.annotations``/``labels``
-    fill the pod template only where ``extraPodMetadata`` has no value, and the pod
-    template's beat the v1alpha1 service's own ``annotations``/``labels``; the
-    ``extraPodMetadata`` labels reach the Deployment's labels."""
+    (``graph.go``, ``v1beta1_helpers.go``): DGD ``spec.annotations``/``labels`` fill the pod
+    template only where ``extraPodMetadata`` and (1.5, #14855) the v1alpha1 service's own
+    ``annotations``/``labels`` have no value (at 2a6da14c8 the DGD's beat the service's);
+    the ``extraPodMetadata`` labels reach the Deployment's labels."""
     svc = frontend(
         annotations={"a": "service", "b": "service"},
         labels={"l": "service", "m": "service"},
@@ -253,9 +253,9 @@ def test_dgd_metadata_is_low_priority_under_pod_template_metadata(tmp_path: Path
     doc = dgd({"Frontend": svc}, annotations={"a": "dgd", "b": "dgd"}, labels={"l": "dgd"})
     objs = render(tmp_path, doc)
     dep = find(objs, "Deployment", "g-frontend")
-    assert ann(dep["metadata"]) == {"a": "dgd", "b": "pod"}
-    assert ann(dep["spec"]["template"]["metadata"]) == {"a": "dgd", "b": "pod"}
-    assert {k: dep["metadata"]["labels"][k] for k in ("l", "m")} == {"l": "dgd", "m": "pod"}
+    assert ann(dep["metadata"]) == {"a": "service", "b": "pod"}
+    assert ann(dep["spec"]["template"]["metadata"]) == {"a": "service", "b": "pod"}
+    assert {k: dep["metadata"]["labels"][k] for k in ("l", "m")} == {"l": "service", "m": "pod"}
 
 
 # --- EPP ------------------------------------------------------------------------------------

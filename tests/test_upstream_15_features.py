@@ -280,13 +280,30 @@ def test_go_epp_kept_when_epp_config_is_set(tmp_path: Path) -> None:
     c = main(epp)
     assert "-config-file" in c["args"][-2] or "--config-file" in c["args"][-2]
     assert "HOME" not in env(c)
-    assert {v["name"] for v in pod(epp)["volumes"]} - {"shared-memory"} == {
-        "epp-config",
-        "hf-cache",
-    }
+    assert {v["name"] for v in pod(epp)["volumes"]} - {"shared-memory"} == {"epp-config"}
     assert [o for o in kinds(objs, "ConfigMap") if o["metadata"]["name"] == "g-epp-config"]
     err = render_error(tmp_path, graph(Epp={"eppConfig": EPP_CONFIG, "replicas": 2, **go_epp}))
     assert "exactly 1 replica" in str(err)
+
+
+def test_go_epp_has_no_model_config_cache(tmp_path: Path) -> None:
+    """The 1.5 line withholds the ``hf-cache`` emptyDir and its mount from the legacy Go
+    EPP (an EPP with ``eppConfig``); only the Rust EPP gets them, under its pinned HOME.
+
+    Evidence (``internal/dynamo/component_epp.go``): at 2a6da14c8 (before #11355) every EPP
+    is the Go EPP and mounts ``hf-cache`` at ``/home/nonroot/.cache``. PR #11355 (merged
+    before 1.5.0, review thread of 2026-09-01) first kept it per launch contract
+    (``legacyGoEPPHome``), a form the review rejected because ``eppConfig`` selects the
+    contract but not the image; every later version of the file in the public index (the
+    three with ``IsLegacyGoEPP``) puts the volume and mount in the native branch only and
+    states the deliberate one-time roll of legacy EPP pods on the upgrade, and the
+    matching ``component_epp_test.go`` asserts "legacy Go EPP gets no cache mount". No
+    1.5 release branch or tag that keeps it could be found, so 1.5.1 is followed."""
+    go_epp = {"extraPodSpec": {"mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/epp:1.4.0"}}}
+    epp = deployments(render(tmp_path, graph(Epp={"eppConfig": EPP_CONFIG, **go_epp})))["Epp"]
+    mounts = [m["name"] for m in main(epp)["volumeMounts"]]
+    assert "hf-cache" not in mounts and "epp-config" in mounts
+    assert "hf-cache" not in [v["name"] for v in pod(epp)["volumes"]]
 
 
 # ------------------------------------------------------------- 4. kvTransferPolicy

@@ -2,12 +2,13 @@
 
 Since #14076 / #13177 (v1.5.0) the DynamoCheckpoint CRD is gone: ``checkpointRef`` names a
 ``PodSnapshot`` of the standalone Snapshot operator, and without it the DGD controller
-runs a DGD-scoped SnapshotJob. Restore shaping (restore labels and annotations, the
-checkpoint volume and control directory, the restore startup probe, the held replicas of
-``startupPolicy: WaitForCheckpoint``) depends on that snapshot being Ready in the cluster,
-and part of it is applied by the operator's Pod-create webhook: none of it can be rendered
-from Git. dyn-gitops never emitted DynamoCheckpoint objects nor
-``DYN_SNAPSHOT_RESTORE_STANDBY`` (removed upstream), and refuses an enabled checkpoint.
+runs a SnapshotJob per worker generation. What the operator then writes into the pod
+template (``ApplyRestoreCandidateMetadata``, ``internal/checkpoint`` of the 1.5 line) pins
+cluster objects by identity: the PodSnapshot's UID, its bound PodSnapshotContent, GMS mode
+and compatibility version, written only once it is Ready; or the SnapshotJob's UID. The
+Pod-create webhook then shapes each pod from that snapshot. None of it is known from Git,
+so an enabled checkpoint is refused, with what to do instead. dyn-gitops never emitted
+DynamoCheckpoint objects nor ``DYN_SNAPSHOT_RESTORE_STANDBY`` (removed upstream).
 """
 
 from __future__ import annotations
@@ -45,24 +46,30 @@ def problem(graph: GraphComponents, name: str) -> Problem | None:
     return not_supported(graph.path(name, "experimental", "checkpoint"), block)
 
 
+#: what to do instead of rendering a restore, for both refusals
+_INSTEAD = (
+    "instead, either set checkpoint.enabled: false (or remove checkpoint), and the pods "
+    "start cold; or keep this DGD out of the folder dyn-gitops renders and "
+    "apply it unrendered to a cluster whose Dynamo operator runs with checkpointing and the "
+    "Snapshot operator, which shape the pods there"
+)
+
+
 def not_supported(loc: FieldPath, cfg: dict[str, Any]) -> Problem:
-    """The problem for an enabled checkpoint (its block ``cfg``), naming what 1.5 would do
-    with it."""
-    why = (
-        "the operator shapes restored pods only once the snapshot is Ready in the cluster "
-        "(and partly in its Pod-create webhook), which a renderer cannot see; with GitOps, "
-        "remove checkpoint (or set enabled: false) and the pods start cold, or leave this "
-        "graph to the Dynamo operator (render the rest of the folder without it)"
-    )
+    """The problem for an enabled checkpoint (its block ``cfg``): what 1.5 would write into
+    the pod template, why a renderer cannot, and what to do instead."""
     ref = cfg.get("checkpointRef")
     if ref:
         return Problem.at(
             (*loc, "checkpointRef"),
-            f"restoring from the PodSnapshot {ref!r} (checkpointRef, Dynamo 1.5) "
-            f"is not yet supported: {why}",
+            f"restoring from the PodSnapshot {ref!r} (checkpointRef, Dynamo 1.5) is not "
+            "rendered: the operator writes that PodSnapshot's UID, bound PodSnapshotContent "
+            "and compatibility version into the pod template, and only once it is Ready, "
+            f"which exist only in the cluster (a renderer cannot see them); {_INSTEAD}",
         )
     return Problem.at(
         (*loc, "enabled"),
-        "automatic checkpointing (a DGD-managed SnapshotJob and PodSnapshot, Dynamo 1.5) is "
-        f"not yet supported: {why}",
+        "automatic checkpointing (Dynamo 1.5: the operator runs a SnapshotJob for each "
+        "worker generation and writes its UID into the pod template) is not rendered: "
+        f"that UID exists only in the cluster (a renderer cannot see it); {_INSTEAD}",
     )

@@ -189,8 +189,10 @@ def planner_container() -> dict[str, Any]:
 
 
 def epp_container(pool_name: str, pool_namespace: str, dynamo_ns: str) -> dict[str, Any]:
-    """``EPPDefaults.GetBaseContainer`` (``internal/dynamo/component_epp.go`` @ 2a6da14c8):
-    double-dash flags, and the env of ERRATA 1 (no ``NVIDIA_VISIBLE_DEVICES``)."""
+    """``EPPDefaults.GetBaseContainer`` for the Go EPP (``internal/dynamo/component_epp.go``
+    @ 2a6da14c8): double-dash flags, and the env of ERRATA 1 (no ``NVIDIA_VISIBLE_DEVICES``).
+    The 1.5 line (#11355) mounts the ``hf-cache`` emptyDir on the Rust EPP only, so this
+    legacy contract mounts the config file alone (``expand/epp.py``)."""
     return {
         "command": [],
         "args": [
@@ -227,7 +229,6 @@ def epp_container(pool_name: str, pool_namespace: str, dynamo_ns: str) -> dict[s
         ],
         "volumeMounts": [
             {"name": EPP_CONFIG_VOLUME, "mountPath": EPP_CONFIG_DIR, "readOnly": True},
-            {"name": "hf-cache", "mountPath": "/home/nonroot/.cache"},
         ],
     }
 
@@ -238,7 +239,6 @@ def epp_volumes(config_map: str, key: str) -> list[dict[str, Any]]:
             "name": EPP_CONFIG_VOLUME,
             "configMap": {"name": config_map, "items": [{"key": key, "path": EPP_CONFIG_KEY}]},
         },
-        {"name": "hf-cache", "emptyDir": {}},
     ]
 
 

@@ -511,26 +511,31 @@ def _grove_service_objects(ctx: ComponentContext, graph: components.Graph) -> li
 
 
 def _template_metadata(
-    graph: components.Graph, component: v1beta1.Component, ctype: str
+    graph: components.Graph,
+    component: v1beta1.Component,
+    ctype: str,
+    preserved: components.Preserved,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The component's pod-template labels and annotations as the operator builds them:
-    ``extraPodMetadata``, then (EPP) the Istio opt-out, then the propagated DGD metadata
-    annotations, then DGD ``spec.labels``/``spec.annotations``, each only where the key is
-    not set yet (``generateSingleDCD``, ``applyDGDTemplateDefaults``,
-    ``mergeLowPriorityMetadata`` in ``internal/dynamo/graph.go`` @ 2a6da14c8)."""
+    """The component's pod-template labels and annotations as the 1.5 operator builds them
+    (``generateSingleDCD``, ``applyDGDTemplateDefaults``, ``propagateDGDSpecMetadata``,
+    ``propagateDGDAnnotations`` in ``internal/dynamo/graph.go``): ``extraPodMetadata``,
+    then (EPP) the Istio opt-out, then the v1alpha1 service's own over the DGD's
+    ``spec.labels``/``spec.annotations`` (#14855; at 2a6da14c8 the graph's came first and
+    overrode the service's), then the propagated DGD metadata annotations, each only
+    where the key is not set yet (``mergeLowPriorityMetadata``)."""
     epm = component.podTemplate.metadata if component.podTemplate is not None else None
     labels = dict(epm.labels or {}) if epm else {}
     annotations = dict(epm.annotations or {}) if epm else {}
     if ctype == naming.EPP:
         annotations.setdefault(keys.ANN_ISTIO_INJECT, "false")
+    for key, value in {**(graph.spec.annotations or {}), **preserved.annotations}.items():
+        annotations.setdefault(key, value)
+    for key, value in {**(graph.spec.labels or {}), **preserved.labels}.items():
+        labels.setdefault(key, value)
     meta_ann = graph.annotations
     for key in keys.PROPAGATED_DGD_ANNOTATIONS:
         if key in meta_ann:
             annotations.setdefault(key, meta_ann[key])
-    for key, value in (graph.spec.annotations or {}).items():
-        annotations.setdefault(key, value)
-    for key, value in (graph.spec.labels or {}).items():
-        labels.setdefault(key, value)
     return labels, annotations
 
 
@@ -556,7 +561,7 @@ def _dcd_context(scope: GraphScope, written: v1beta1.Component) -> ComponentCont
     graph, ctype = scope.graph, written.type or ""
     component, env_overrides = legacy.apply(written, graph.spec.env)
     preserved = graph.components.preserved_of(component.name)
-    tmpl_labels, tmpl_ann = _template_metadata(graph, component, ctype)
+    tmpl_labels, tmpl_ann = _template_metadata(graph, component, ctype, preserved)
     kvt = topology.graph_policy(graph.spec.experimental)
     annotations = topology.source_annotations({**preserved.annotations, **tmpl_ann}, kvt, ctype)
     labels = _dcd_labels(scope, component, {**preserved.labels, **tmpl_labels})

@@ -137,14 +137,16 @@ def _worker_dcd(
             pod.get("volumes") or [], kvtransfer.volume(policy, ())
         )
         dcd_annotations = kvtransfer.source_annotations({}, policy, c.type)
+    # propagateDGDSpecMetadata, then propagateDGDAnnotations (1.5, #14855): the v1alpha1
+    # service's metadata over the graph's, under the pod template's; then the DGD's own
     tpl_ann = tpl["metadata"]["annotations"]
+    for key, value in {**(g.spec.get("annotations") or {}), **c.alpha_annotations}.items():
+        tpl_ann.setdefault(key, value)
+    for key, value in {**(g.spec.get("labels") or {}), **c.alpha_labels}.items():
+        tpl["metadata"]["labels"].setdefault(key, value)
     for key in keys.PROPAGATED_DGD_ANNOTATIONS:
         if key in g.annotations and key not in tpl_ann:
             tpl_ann[key] = g.annotations[key]
-    for key, value in (g.spec.get("annotations") or {}).items():
-        tpl_ann.setdefault(key, value)
-    for key, value in (g.spec.get("labels") or {}).items():
-        tpl["metadata"]["labels"].setdefault(key, value)
     return labels, dcd_annotations, spec
 
 
