@@ -11,7 +11,8 @@ was hard-coded ``false``); the release wires it at 1.5.0 with the liveness gate 
 
 Origin gates (``internal/features/compatibility``): read from the annotation
 ``nvidia.com/dynamo-operator-origin-version`` that the 1.5 defaulting webhook stamps on
-create; no annotation means a DGD older than the stamp, every gate off.
+create; no annotation means a DGD older than the stamp, every gate off. The stamp also
+says whether a DGD predates the 1.5 runtime-version admission (:func:`predates`).
 """
 
 from __future__ import annotations
@@ -71,3 +72,16 @@ class OriginGate:
 
 #: vLLM multinode launches with multiprocessing, not Ray (``compatibility/gates.go``)
 VLLM_MULTIPROCESSING: Final = OriginGate("VLLMMultiprocessing", Version(1, 0, 0))
+
+
+#: the first operator version whose webhook admits a component by its runtime version (#10494)
+RUNTIME_VERSION_ADMISSION: Final = Version(1, 5, 0)
+
+
+def predates(annotations: dict[str, str] | None, version: Version) -> bool:
+    """Whether the origin annotation says the object was created by an operator older than
+    ``version``: False without the annotation or with one that is not a version (the
+    rules refuse it), so only a stamp written on purpose opts into older behaviour."""
+    value = (annotations or {}).get(keys.ANN_OPERATOR_ORIGIN_VERSION)
+    origin = None if value is None else parse_origin(value)
+    return origin is not None and not origin.at_least(version)

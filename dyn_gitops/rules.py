@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from . import gates, gpus, keys, naming, objpath
+from . import display, gates, gpus, keys, naming, objpath
 from .errors import FieldPath, Problem
 from .hubform import Graph, main_index
 from .models import v1beta1
@@ -457,7 +457,9 @@ def _annotation_checks(
     v = ann.get(keys.ANN_OPERATOR_ORIGIN_VERSION)
     if v is not None and not service_level and parse_origin(v) is None:
         yield Problem.at(
-            (*loc, keys.ANN_OPERATOR_ORIGIN_VERSION), f"must be a semantic version, found {v!r}"
+            (*loc, keys.ANN_OPERATOR_ORIGIN_VERSION),
+            "must be a semantic version such as 1.5.1, found "
+            + display.describe(v, sensitive=False),
         )
     v = ann.get(keys.ANN_VLLM_EXECUTOR_BACKEND)
     if v is not None and v.lower() not in ("mp", "ray"):
@@ -741,34 +743,80 @@ def _failover_checks(loc: FieldPath, c: Component) -> Iterator[Problem]:
         yield Problem.at((*fo_where, "mode"), "interPod mode is not supported")
 
 
-def runtime_version_admission(g: Graph) -> Iterator[Problem]:
-    """The Dynamo 1.5 webhook's runtime-version rules for a DGD (setting
-    runtime-version-admission: strict): every component has a main-container image, and one
-    whose tag is no semantic version declares its runtime version (``shared_v1alpha1.go`` /
-    ``shared_v1beta1.go`` @ 2a6da14c8, #10494 in the v1.5.0 ledger)."""
-    lenient = "setting runtime-version-admission: lenient"
+def runtime_version_admission(g: Graph, *, standalone: bool = False) -> Iterator[Problem]:
+    """The Dynamo 1.5 webhook's runtime-version rules (setting runtime-version-admission:
+    strict): every component has a main-container image, and one whose tag is no semantic
+    version declares its runtime version (``shared_v1alpha1.go`` / ``shared_v1beta1.go`` @
+    2a6da14c8, #10494 in the v1.5.0 ledger). A standalone DCD needs no declaration
+    (``allowMissingRuntimeVersionOverride``, ``dynamocomponentdeployment.go``) unless it is an
+    EPP, whose eppConfig contract needs its version (``toleratesMissingRuntimeVersionOverride``
+    in the 1.5 release's ``shared_helpers.go``).
+
+    A DGD or DCD whose origin stamp predates 1.5.0 gets warnings instead of errors: the 1.5
+    webhook keeps admitting, on update, an image and override unchanged since before 1.5
+    (the old/new ratchet of ``validateDynamoComponentDeploymentSharedSpecUpdate``); a
+    stateless render cannot compare, the stamp written in Git stands for the old object."""
+    ann = g.metadata.annotations or {}
+    origin = ann.get(keys.ANN_OPERATOR_ORIGIN_VERSION, "")
+    legacy = gates.predates(ann, gates.RUNTIME_VERSION_ADMISSION)
     for loc, c in g.components.located():
-        main = main_container(c)[1]
-        image = (main.image if main else None) or ""
-        if not image:
-            yield Problem.at(
-                _main_field(loc, c, "image"),
-                "is required: Dynamo 1.5 admission needs a main-container image on every "
-                f"component ({lenient} accepts a DGD without one, as created before 1.5)",
-            )
-            continue
-        if c.runtimeVersionOverride:
-            continue  # checked against the CRD's pattern in _service_checks
+        tolerated = standalone and c.type != naming.EPP
+        for where, why in _admission_gaps(c, tolerate_override=tolerated):
+            field_path = _main_field(loc, c, "image") if where == "image" else (*loc, where)
+            if legacy:
+                yield Problem.at(
+                    field_path, _admitted_legacy(why, where, origin), severity="warning"
+                )
+            else:
+                yield Problem.at(field_path, _refused(why, where))
+
+
+def _admission_gaps(c: Component, *, tolerate_override: bool) -> Iterator[tuple[str, str]]:
+    """What the 1.5 admission misses on a component: (the field, why)."""
+    main = main_container(c)[1]
+    image = (main.image if main else None) or ""
+    if not image:
+        yield "image", "no main-container image"
+    elif not c.runtimeVersionOverride and not tolerate_override:
         try:
             parse_image_version(image)
         except RuntimeVersionError as exc:
-            yield Problem.at(
-                (*loc, "runtimeVersionOverride"),
-                f"is required when the main container image has no semantic-version tag ({exc}): "
-                'set it to the Dynamo runtime version of the image, such as "1.5.1" '
-                f"(Dynamo 1.5 admission; {lenient} renders it with the legacy profile, every "
-                "runtime gate off)",
+            yield (
+                "runtimeVersionOverride",
+                f"the main container image has no semantic-version tag ({exc})",
             )
+
+
+#: how a user admits what the 1.5 admission refuses (named in its messages)
+_ESCAPES = (
+    "setting runtime-version-admission: lenient, or an annotation "
+    f"{keys.ANN_OPERATOR_ORIGIN_VERSION} older than {gates.RUNTIME_VERSION_ADMISSION} on an "
+    "object created before 1.5,"
+)
+
+
+def _refused(why: str, where: str) -> str:
+    if where == "image":
+        return (
+            "is required: Dynamo 1.5 admission needs a main-container image on every "
+            f"component ({_ESCAPES} accepts one without, as created before 1.5)"
+        )
+    return (
+        f"is required when {why}: set it to the Dynamo runtime version of the image, such "
+        f'as "1.5.1" (Dynamo 1.5 admission; {_ESCAPES} renders it with the legacy profile, '
+        "every runtime gate off)"
+    )
+
+
+def _admitted_legacy(why: str, where: str, origin: str) -> str:
+    refused = "; the API server refuses a workload without one" if where == "image" else ""
+    return (
+        f"{why}: admitted because {keys.ANN_OPERATOR_ORIGIN_VERSION} is "
+        f"{display.describe(origin, sensitive=False)}, older than "
+        f"{gates.RUNTIME_VERSION_ADMISSION}: the Dynamo 1.5 webhook keeps admitting it only "
+        "while the image and runtimeVersionOverride stay as they were before 1.5; rendered "
+        f"with the legacy profile, every runtime gate off{refused}"
+    )
 
 
 def workload_provider_checks(meta: ObjectMeta, grove_enabled: bool) -> Iterator[Problem]:

@@ -180,6 +180,12 @@ def _identifiers_ok(text: str, *, numeric_rule: bool) -> bool:
     return True
 
 
+#: the longest image or tag a message quotes whole (a longer one is cut: one short line)
+_QUOTED_MAX: Final = 80
+
+
 def _quote(text: str) -> str:
-    """Go's ``%q`` for the printable strings an image reference holds."""
+    """Go's ``%q`` for the printable strings an image reference holds, cut when long."""
+    if len(text) > _QUOTED_MAX:
+        return json.dumps(text[: _QUOTED_MAX - 4], ensure_ascii=False)[:-1] + '..."'
     return json.dumps(text, ensure_ascii=False)

@@ -362,9 +362,11 @@ class RenderSettings:
         "strict",
         "Dynamo 1.5 admission of each component's runtime version: strict (as the 1.5 "
         "webhook: every component needs a main-container image whose tag is a semantic "
-        "version such as 1.5.1, or a runtimeVersionOverride) or lenient (accept any image, or "
-        "none, as for a DGD created before 1.5; a version that does not resolve renders the "
-        "legacy profile, every runtime gate off).",
+        "version such as 1.5.1, or a runtimeVersionOverride; a standalone DCD other than an "
+        "EPP needs no override, and an object whose nvidia.com/dynamo-operator-origin-version "
+        "is older than 1.5.0 is admitted with warnings) or lenient (accept any image, or "
+        "none, as for a DGD created before 1.5). A version that does not resolve renders the "
+        "legacy profile, every runtime gate off.",
     )
     origin_version: Annotated[str, ORIGIN_VERSION] = _setting(
         REFERENCE_OPERATOR_VERSION,

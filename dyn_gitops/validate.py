@@ -154,6 +154,8 @@ def _admitted(
         problems.extend(found)
         return None
     problems.extend(at(p) for p in rules.warn_graph(graph, image_required=strict))
+    if strict:  # what a pre-1.5 origin stamp admits (the errors are among ``found``)
+        problems.extend(at(p) for p in _admission(graph, typed) if p.severity == "warning")
     if typed.dgd is not None:
         problems.extend(as_written(p) for p in rules.alpha_warnings(typed.dgd))
     admitted = replace(graph, metadata=admission.stamp(graph.metadata, settings))
@@ -173,7 +175,12 @@ def _rule_problems(graph: Graph, typed: Typed, settings: RenderSettings) -> Iter
     yield from rules.workload_provider_checks(graph.metadata, settings.grove)
     yield from coexistence.graph_checks(graph, settings)
     if settings.runtime_version_admission == "strict":
-        yield from rules.runtime_version_admission(graph)
+        yield from (p for p in _admission(graph, typed) if p.severity == "error")
+
+
+def _admission(graph: Graph, typed: Typed) -> Iterator[Problem]:
+    """The 1.5 runtime-version admission of the DGD or standalone DCD (strict setting)."""
+    return rules.runtime_version_admission(graph, standalone=typed.dcd_where is not None)
 
 
 @dataclass(frozen=True)
