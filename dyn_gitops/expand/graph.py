@@ -37,9 +37,9 @@ from .context import ComponentContext, ComponentError, component_runtime, main_c
 from .podspec import (
     build_pod_spec,
     detect_backend,
+    multinode_role_pod,
     pod_labels,
     user_main_container,
-    with_memory_service,
 )
 
 Obj = dict[str, Any]
@@ -732,19 +732,7 @@ def _leader_worker_set(
     nodes = components.node_count(ctx.component)
     single = build_pod_spec(ctx, memory_service=False)
     roles = {
-        role: with_memory_service(
-            multinode.role_pod(
-                single,
-                role,
-                ctx.backend,
-                nodes,
-                ctx.annotations,
-                lws.wait_leader_config_map_name(ctx.dgd_name),
-                ctx.settings.mpi_ssh_secret,
-                multinode.lws_addressing(nodes),
-            ),
-            ctx,
-        )
+        role: multinode_role_pod(ctx, single, role, multinode.lws_addressing(nodes))
         for role in (multinode.LEADER, multinode.WORKER)
     }
     gms.check_leader_worker_set(ctx.component)

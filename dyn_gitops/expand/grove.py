@@ -14,10 +14,10 @@ from .. import coexistence, keys, naming
 from .. import kvtransfer as topology
 from ..models import v1beta1
 from ..settings import RenderSettings, go_duration
-from . import components, defaults, lws, multinode
+from . import components, defaults, multinode
 from .context import ComponentContext
 from .objects import meta
-from .podspec import build_pod_spec, discovery_labels, with_memory_service
+from .podspec import build_pod_spec, discovery_labels, multinode_role_pod
 
 Obj = dict[str, Any]
 
@@ -267,20 +267,7 @@ def _multinode_cliques(
     leader_name, worker_name = naming.clique_names(ctx.service, multinode=True)
     pods = {
         role: _with_scheduler(
-            with_memory_service(
-                multinode.role_pod(
-                    single,
-                    role,
-                    ctx.backend,
-                    nodes,
-                    ctx.annotations,
-                    lws.wait_leader_config_map_name(ctx.dgd_name),
-                    ctx.settings.mpi_ssh_secret,
-                    addr,
-                    require_command=False,
-                ),
-                ctx,
-            ),
+            multinode_role_pod(ctx, single, role, addr, require_command=False),
             ctx,
         )
         for role in (multinode.LEADER, multinode.WORKER)

@@ -31,7 +31,7 @@ from ..merge import (
     order_keys,
 )
 from ..models.dump import dump
-from . import defaults, elastic_ep, epp, gms, tls
+from . import components, defaults, elastic_ep, epp, gms, lws, multinode, tls
 from .context import ComponentContext, ComponentError, main_container_data, pod_template_spec
 
 
@@ -353,6 +353,31 @@ def with_memory_service(pod: dict[str, Any], ctx: ComponentContext) -> dict[str,
     in place (its keys keep their order, new ones last) and returned."""
     gms.apply(pod, ctx)
     return pod
+
+
+def multinode_role_pod(
+    ctx: ComponentContext,
+    single: dict[str, Any],
+    role: str,
+    addr: multinode.Addressing,
+    *,
+    require_command: bool = True,
+) -> dict[str, Any]:
+    """One role's pod (leader or worker) of a multinode service: the backend's multinode
+    launch rewrite of the single-node pod (:func:`.multinode.role_pod`), then the GMS and
+    failover rewrites (:func:`with_memory_service`), on the LeaderWorkerSet and Grove paths."""
+    pod = multinode.role_pod(
+        single,
+        role,
+        ctx.backend,
+        components.node_count(ctx.component),
+        ctx.annotations,
+        lws.wait_leader_config_map_name(ctx.dgd_name),
+        ctx.settings.mpi_ssh_secret,
+        addr,
+        require_command=require_command,
+    )
+    return with_memory_service(pod, ctx)
 
 
 def _pod_defaults(ctx: ComponentContext) -> dict[str, Any]:
