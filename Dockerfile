@@ -67,7 +67,11 @@ RUN groupadd --system --gid 999 argocd \
 COPY plugin.yaml /home/argocd/cmp-server/config/plugin.yaml
 USER 999:999
 WORKDIR /home/argocd
-ENTRYPOINT ["/var/run/argocd/argocd-cmp-server"]
+# argocd-cmp-server (copied in by repo-server) runs under `dyn-gitops cmp init`: as PID 1 it
+# would ignore the pod's SIGTERM (it removes its socket and never exits) and reap no orphans;
+# the init stops the sidecar within a second (docs/images.md, "Stopping").
+ENTRYPOINT ["/opt/dyn-gitops/bin/dyn-gitops", "cmp", "init", "--"]
+CMD ["/var/run/argocd/argocd-cmp-server"]
 ARG VERSION
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="dyn-gitops-cmp" \
