@@ -50,7 +50,7 @@ def _start(what: str, grace: str = "0.2") -> tuple[subprocess.Popen[str], int]:
         text=True,
         env=_env(),
     )
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stderr is not None
     line = proc.stdout.readline()
     if not line:
         proc.wait(timeout=60)

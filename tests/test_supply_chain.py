@@ -45,7 +45,7 @@ def test_every_action_is_pinned_by_commit_sha(workflow: Path) -> None:
 def _lock(name: str) -> dict[str, tuple[str, list[str]]]:
     """{name: (version, hashes)} of tools/images/requirements-<name>.txt."""
     text = (LOCKS / f"requirements-{name}.txt").read_text().replace("\\\n", " ")
-    out = {}
+    out: dict[str, tuple[str, list[str]]] = {}
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue

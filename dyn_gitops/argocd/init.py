@@ -45,6 +45,7 @@ def _supervise(child: int, grace: float) -> int:
     stopping = False
     deadline: float | None = None
     while True:
+        info: signal.struct_siginfo | None
         if deadline is None:
             info = signal.sigwaitinfo(WAITED)
         else:
