@@ -18,9 +18,21 @@
 ARG BASE_IMAGE=docker.io/library/python:3.11-slim-bookworm@sha256:2e32f7d302adc1c37428355c1e646897c0c53f4fd60b6a551245fb90ee129f91
 
 FROM ${BASE_IMAGE} AS build
-ARG VERSION
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# Every Python dependency comes from a hashed lock file (tools/images/lock.py writes them):
+# `--require-hashes` makes pip refuse any file whose sha256 is not pinned there. Downloaded
+# before the sources are copied, so a source change reuses this layer. The build backend
+# (setuptools) gets a venv of its own: the package's wheel is built without build isolation,
+# which would fetch an unpinned one.
+COPY tools/images/requirements-build.txt tools/images/requirements-cmp.txt tools/images/requirements-controller.txt /locks/
+RUN --mount=type=cache,target=/root/.cache/pip \
+    python3 -m venv /opt/build \
+ && /opt/build/bin/python -m pip install --disable-pip-version-check --require-hashes \
+      -r /locks/requirements-build.txt \
+ && /opt/build/bin/python -m pip download --disable-pip-version-check --require-hashes \
+      --only-binary=:all: --dest /wheels -r /locks/requirements-controller.txt
+ARG VERSION
+COPY pyproject.toml README.md LICENSE ./
 COPY dyn_gitops ./dyn_gitops
 COPY operator/dyn_gitops_operator ./operator/dyn_gitops_operator
 # The version is stamped once, in dyn_gitops/__init__.py: the VERSION build-arg (image tag and
@@ -28,19 +40,26 @@ COPY operator/dyn_gitops_operator ./operator/dyn_gitops_operator
 # the path it runs from: a virtualenv does not move), without pip.
 RUN python3 -c "import sys; sys.path.insert(0, '.'); import dyn_gitops as d; \
 sys.exit(0 if d.__version__ == '${VERSION}' else 'build-arg VERSION=${VERSION} but the package is ' + d.__version__)" \
- && python3 -m venv /opt/dyn-gitops
-# pip's cache survives between builds (a source change does not download every dependency again)
-RUN --mount=type=cache,target=/root/.cache/pip \
-    /opt/dyn-gitops/bin/python -m pip wheel --disable-pip-version-check --wheel-dir /wheels '.[operator]'
+ && python3 -m venv /opt/dyn-gitops \
+ && /opt/build/bin/python -m pip wheel --disable-pip-version-check --no-deps --no-build-isolation \
+      --wheel-dir /wheels .
 
+# Each venv: its lock file (hashes checked again, from /wheels only), then the package without
+# dependencies, then `pip check` (the lock satisfies what the package requires).
 FROM build AS venv-cmp
 RUN /opt/dyn-gitops/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-index \
-      --find-links /wheels dyn-gitops \
+      --find-links /wheels --require-hashes -r /locks/requirements-cmp.txt \
+ && /opt/dyn-gitops/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-index \
+      --no-deps /wheels/dyn_gitops-*.whl \
+ && /opt/dyn-gitops/bin/python -m pip check \
  && /opt/dyn-gitops/bin/python -m pip uninstall --yes --quiet pip setuptools
 
 FROM build AS venv-controller
 RUN /opt/dyn-gitops/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-index \
-      --find-links /wheels 'dyn-gitops[operator]' \
+      --find-links /wheels --require-hashes -r /locks/requirements-controller.txt \
+ && /opt/dyn-gitops/bin/python -m pip install --no-cache-dir --disable-pip-version-check --no-index \
+      --no-deps /wheels/dyn_gitops-*.whl \
+ && /opt/dyn-gitops/bin/python -m pip check \
  && /opt/dyn-gitops/bin/python -m pip uninstall --yes --quiet pip setuptools
 
 # --- what both images share -----------------------------------------------------------------
@@ -67,7 +86,11 @@ RUN groupadd --system --gid 999 argocd \
 COPY plugin.yaml /home/argocd/cmp-server/config/plugin.yaml
 USER 999:999
 WORKDIR /home/argocd
-ENTRYPOINT ["/var/run/argocd/argocd-cmp-server"]
+# argocd-cmp-server (copied in by repo-server) runs under `dyn-gitops cmp init`: as PID 1 it
+# would ignore the pod's SIGTERM (it removes its socket and never exits) and reap no orphans;
+# the init stops the sidecar within a second (docs/images.md, "Stopping").
+ENTRYPOINT ["/opt/dyn-gitops/bin/dyn-gitops", "cmp", "init", "--"]
+CMD ["/var/run/argocd/argocd-cmp-server"]
 ARG VERSION
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="dyn-gitops-cmp" \

@@ -87,6 +87,11 @@ WARM_SERVER_REQUEST_TIMEOUT_S = 10.0  # a client sends its whole request at once
 WARM_SERVER_CHILD_TIMEOUT_S = 300  # a render takes seconds; Argo CD gives up long before
 #: out of descriptors on accept(): stop accepting this long, doubling up to the maximum
 WARM_SERVER_ACCEPT_BACKOFF_S = (0.05, 1.0)
+#: the sidecar's init (argocd/init.py): how long the server has to exit after a stop signal
+#: before it is killed. argocd-cmp-server removes its socket on SIGTERM and then never exits
+#: (v3.5.3: nothing stops its gRPC server), so the sidecar stops after this long: well
+#: within the 2 s a repo-server rollout should wait for it.
+SIDECAR_STOP_GRACE_S = 1.0
 
 
 # ---------------------------------------------------------------------------- value rules

@@ -67,8 +67,13 @@ def test_image_metadata(built: images.Images, target: str) -> None:
     assert "PYTHONDONTWRITEBYTECODE=1" in config["Env"]
     user = {"cmp": "999:999", "controller": "65532:65532"}[target]
     assert config["User"] == user
-    entry = {"cmp": ["/var/run/argocd/argocd-cmp-server"], "controller": ["dyn-gitops-operator"]}
+    entry = {
+        "cmp": ["/opt/dyn-gitops/bin/dyn-gitops", "cmp", "init", "--"],
+        "controller": ["dyn-gitops-operator"],
+    }
     assert config["Entrypoint"] == entry[target]
+    if target == "cmp":  # argocd-cmp-server under the init (docs/images.md, "Stopping")
+        assert config["Cmd"] == ["/var/run/argocd/argocd-cmp-server"]
     size = int(info["Size"])
     print(f"\n{target}: {ref} {size / 1e6:.0f} MB")
     limit = {"cmp": 300e6, "controller": 450e6}[target]  # the kubernetes client is 120 MB
@@ -250,6 +255,46 @@ def test_sidecar_as_argo_cd_runs_it(
             f"\ncmp: sidecar socket {sock.name} {up:.2f}s after podman run;"
             f" GenerateManifest first {took[0]:.2f}s, warm {took[1]:.2f}s"
         )
+    finally:
+        images.podman("rm", "-f", "-t", "0", name)
+
+
+def test_sidecar_stops_on_sigterm(cmp_server: Path, built: images.Images, tmp_path: Path) -> None:
+    """`podman stop` sends SIGTERM, as the kubelet does: the sidecar (argocd-cmp-server under
+    the image's init, a warm render server beside it) exits 0 by itself, well within the
+    grace period. argocd-cmp-server as PID 1 took the signal and never exited: podman waited
+    its whole timeout and killed it (exit 137)."""
+    plugins, tmp = tmp_path / "plugins", tmp_path / "tmp"
+    for d in (plugins, tmp):
+        d.mkdir()
+        d.chmod(0o1777)
+    name = f"dyn-gitops-cmp-stop-{uuid.uuid4().hex[:8]}"
+    proc = images.podman(
+        "run", "-d", "--name", name, "--network=none", "--read-only", "--cap-drop=all",
+        "--security-opt=no-new-privileges", "-v", f"{tmp}:/tmp",
+        "-v", f"{cmp_server}:/var/run/argocd/argocd-cmp-server:ro",
+        "-v", f"{plugins}:/home/argocd/cmp-server/plugins", built.cmp,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    try:
+        sock = plugins / f"{plugin.PLUGIN_REF}.sock"
+        warm = images.podman("exec", "-d", name, "dyn-gitops", "cmp", "serve")
+        assert warm.returncode == 0, warm.stderr
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (
+            sock.exists() and list(tmp.glob("dyn-gitops-999/render-*.sock"))
+        ):
+            time.sleep(0.2)
+        assert sock.exists(), images.podman("logs", name).stderr
+        assert list(tmp.glob("dyn-gitops-999/render-*.sock")), "no warm render server"
+        start = time.monotonic()
+        stop = images.podman("stop", "-t", "60", name, timeout=120)
+        took = time.monotonic() - start
+        assert stop.returncode == 0, stop.stderr
+        assert "SIGKILL" not in stop.stderr, stop.stderr  # podman did not have to kill it
+        code = images.podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip()
+        assert code == "0", images.podman("logs", name).stderr
+        print(f"\ncmp: `podman stop` (SIGTERM) returned after {took:.2f}s, exit code {code}")
     finally:
         images.podman("rm", "-f", "-t", "0", name)
 

@@ -1,7 +1,9 @@
 """``dyn-gitops krm``: the KRM function (ResourceList in, ResourceList out).
 
 The contract is checked on the real entry point, and end to end through a real
-``kustomize build --enable-alpha-plugins --enable-exec`` of ``samples/kustomize-krm``.
+``kustomize build --enable-alpha-plugins --enable-exec`` of ``samples/kustomize-krm``; a build
+that skips the function (kustomize without ``--enable-exec``, ``kubectl kustomize``) fails on
+the sample's guard instead of passing the raw DGD through.
 """
 
 from __future__ import annotations
@@ -197,18 +199,23 @@ def test_malformed_input_writes_nothing(stdin: str) -> None:
 
 
 # ---------------------------------------------------------------------------- real kustomize
-def _kustomize(test_binaries: Any, path: Path) -> subprocess.CompletedProcess[str]:
+BOTH_FLAGS = ("--enable-alpha-plugins", "--enable-exec")
+#: what the guard (samples/kustomize-krm/require-expansion.yaml) makes kustomize print
+NOT_EXPANDED = "this graph was not expanded, the KRM function did not run"
+
+
+def _kustomize(
+    test_binaries: Any, path: Path, flags: tuple[str, ...] = BOTH_FLAGS
+) -> subprocess.CompletedProcess[str]:
     kustomize = test_binaries("kustomize")["kustomize"]
+    return _run([str(kustomize), "build", *flags, str(path)])
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_GITOPS_")}
     # the exec plugin runs `dyn-gitops` from PATH: the one installed beside this Python
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run(
-        [str(kustomize), "build", "--enable-alpha-plugins", "--enable-exec", str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.mark.realk8s
@@ -237,6 +244,60 @@ def test_kustomize_fails_the_build_on_a_bad_graph(test_binaries: Any, tmp_path: 
     proc = _kustomize(test_binaries, work)
     assert proc.returncode != 0 and proc.stdout == ""
     assert "unknown field 'replica'" in proc.stderr
+
+
+@pytest.mark.realk8s
+def test_kustomize_skipping_the_function_fails_the_build(test_binaries: Any) -> None:
+    """Without --enable-exec kustomize skips an exec function silently (exit 0, the raw DGD
+    in the output): the sample's guard fails the build instead."""
+    proc = _kustomize(test_binaries, SAMPLE, ("--enable-alpha-plugins",))
+    assert proc.returncode != 0, f"the raw DGD passed through:\n{proc.stdout[:2000]}"
+    assert proc.stdout == "" and NOT_EXPANDED in proc.stderr, proc.stderr
+
+
+def test_kubectl_kustomize_cannot_run_the_function_and_fails_the_build() -> None:
+    """kubectl's built-in kustomize has no --enable-exec; with --enable-alpha-plugins alone it
+    skips the function like kustomize does, and the guard fails the build."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("no kubectl on PATH (not one of the test binaries)")
+    exec_flag = _run([kubectl, "kustomize", *BOTH_FLAGS, str(SAMPLE)])
+    assert exec_flag.returncode != 0 and "unknown flag: --enable-exec" in exec_flag.stderr
+    proc = _run([kubectl, "kustomize", "--enable-alpha-plugins", str(SAMPLE)])
+    assert proc.returncode != 0, f"the raw DGD passed through:\n{proc.stdout[:2000]}"
+    assert proc.stdout == "" and NOT_EXPANDED in proc.stderr, proc.stderr
+
+
+@pytest.mark.realk8s
+@pytest.mark.parametrize("emit_source", ["true", "false"])
+def test_the_guard_lets_an_expanded_build_through(
+    test_binaries: Any, tmp_path: Path, emit_source: str
+) -> None:
+    """The emitted DGD carries the renderer's annotation (the guard lets it through); with
+    emit-source false there is no DGD at all."""
+    work = tmp_path / "k"
+    shutil.copytree(SAMPLE, work)
+    fn = work / "expand-dynamo.yaml"
+    fn.write_text(fn.read_text() + f'  emit-source: "{emit_source}"\n')
+    proc = _kustomize(test_binaries, work)
+    assert proc.returncode == 0, proc.stderr
+    kinds = [o["kind"] for o in yaml.safe_load_all(proc.stdout)]
+    assert ("DynamoGraphDeployment" in kinds) == (emit_source == "true")
+    assert "Deployment" in kinds
+
+
+@pytest.mark.realk8s
+def test_the_guard_catches_a_standalone_component_deployment(
+    test_binaries: Any, tmp_path: Path
+) -> None:
+    work = tmp_path / "k"
+    shutil.copytree(SAMPLE, work)
+    (work / "vllm-agg.yaml").write_text(
+        "apiVersion: nvidia.com/v1alpha1\nkind: DynamoComponentDeployment\n"
+        "metadata: {name: worker}\nspec: {componentType: worker}\n"
+    )
+    proc = _kustomize(test_binaries, work, ("--enable-alpha-plugins",))
+    assert proc.returncode != 0 and NOT_EXPANDED in proc.stderr, proc.stdout
 
 
 @pytest.mark.realk8s

@@ -91,7 +91,9 @@ def test_dockerfile_follows_argo_cd_sidecar_conventions() -> None:
     stage = text[text.index("AS cmp\n") : text.index("AS controller\n")]  # the sidecar target
     steps = [line for line in stage.splitlines() if line and not line.startswith("#")]
     assert f"COPY plugin.yaml {plugin.CONFIG_PATH}" in steps
-    assert 'ENTRYPOINT ["/var/run/argocd/argocd-cmp-server"]' in steps
+    # argocd-cmp-server (repo-server copies it in) under the image's init (docs/images.md)
+    assert 'ENTRYPOINT ["/opt/dyn-gitops/bin/dyn-gitops", "cmp", "init", "--"]' in steps
+    assert 'CMD ["/var/run/argocd/argocd-cmp-server"]' in steps
     assert steps.index("USER 999:999") > max(i for i, s in enumerate(steps) if s.startswith("RUN"))
     assert "dyn-gitops cmp install-launcher /opt/dyn-gitops/bin/dyn-gitops" in stage
     assert "TMPDIR=/tmp" in text  # the only writable place (read-only root file system)
@@ -129,7 +131,13 @@ def test_helm_and_kustomize_install_the_same_sidecar() -> None:
 def test_sidecar_fields_argo_cd_needs() -> None:
     """The fields the sidecar contract requires (gitops-contracts.md 1.2)."""
     side = _sidecars()["helm"]
-    assert side["command"] == ["/var/run/argocd/argocd-cmp-server"]
+    # argocd-cmp-server under the image's init (its ENTRYPOINT + CMD): it stops on SIGTERM
+    init = ["/opt/dyn-gitops/bin/dyn-gitops", "cmp", "init", "--"]
+    assert side["command"] == [*init, "/var/run/argocd/argocd-cmp-server"]
+    dockerfile = (REPO / "Dockerfile").read_text().split("FROM runtime AS cmp", 1)[1]
+    entry = json.loads(dockerfile.split("\nENTRYPOINT ", 1)[1].split("\n", 1)[0])
+    cmd = json.loads(dockerfile.split("\nCMD ", 1)[1].split("\n", 1)[0])
+    assert side["command"] == entry + cmd
     assert side["image"].endswith(f":{__version__}")  # image and plugin.yaml move together
     sc = side["securityContext"]
     assert sc["runAsNonRoot"] is True and sc["runAsUser"] == 999

@@ -22,6 +22,8 @@ PLUGIN_VERSION = __version__  # one spelling everywhere: no "v" (tests/test_rele
 PLUGIN_REF = f"{PLUGIN_NAME}-{PLUGIN_VERSION}"
 #: where the sidecar image keeps it (the only path argocd-cmp-server reads by default)
 CONFIG_PATH = "/home/argocd/cmp-server/config/plugin.yaml"
+#: where repo-server's init container copies argocd-cmp-server (the shared var-files volume)
+CMP_SERVER_PATH = "/var/run/argocd/argocd-cmp-server"
 GENERATE_COMMAND = ["dyn-gitops", "cmp", "generate"]
 
 # Opt-in discovery: a grep, not a Python start, because repo-server runs it for every

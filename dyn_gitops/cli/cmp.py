@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from .. import settings
 from ..stdio import write_stdout
 from .outcome import reported
 
@@ -98,6 +99,38 @@ def serve(socket_path: str | None, idle_timeout: float) -> None:
     sys.exit(
         server.serve(socket_path or client.socket_path(__version__), idle_timeout=idle_timeout)
     )
+
+
+@cmp.command(
+    "init",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0.0),
+    default=settings.SIDECAR_STOP_GRACE_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long the server has to exit after a stop signal before it is killed.",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def init(grace: float, command: tuple[str, ...]) -> None:
+    """Run COMMAND (default: /var/run/argocd/argocd-cmp-server) as the sidecar's init.
+
+    The image's entrypoint: it forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT, kills what is
+    left after --grace seconds (argocd-cmp-server never exits by itself), reaps orphans, and
+    exits 0 after a stop signal, otherwise with COMMAND's exit code.
+    """
+    from ..argocd import init as sidecar_init
+    from ..argocd.plugin import CMP_SERVER_PATH
+
+    argv = command or (CMP_SERVER_PATH,)
+    try:
+        code = sidecar_init.run(argv, grace)
+    except OSError as exc:
+        click.echo(f"dyn-gitops cmp init: cannot run {argv[0]}: {exc.strerror}", err=True)
+        sys.exit(2)
+    sys.exit(code)
 
 
 @cmp.command("install-launcher")

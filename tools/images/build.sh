@@ -13,8 +13,12 @@
 #           storage re-imports it instead of running mmdebstrap again.
 #   images: localhost/dyn-gitops{,-cmp}:<version>-<content key>, key = sha256 of the base key,
 #           the Dockerfile, .dockerignore and every file the image copies; both are also
-#           saved to $CACHE/images-<key>.tar (one archive, the newest key), loaded when podman's
-#           storage is empty (a CI machine whose ~/.cache is restored).
+#           saved to $CACHE/images-<key>.tar, loaded when podman's storage is empty (a CI
+#           machine whose ~/.cache is restored); the build stage is kept as
+#           localhost/dyn-gitops-build:<version>-<key> (the layer cache of the next build).
+# Cleaning: a checkout keeps only its newest key (the list in $CACHE/made-by-<checkout>.txt);
+# the images and archive of its older keys are removed unless another checkout's list names
+# them, and so is every untagged image the run left. Nothing else is touched.
 # Env: DYN_GITOPS_IMAGES_CACHE (default ~/.cache/dyn-gitops/images), REVISION (OCI revision
 # label; default: git HEAD), CONTAINERS_CONF (default: tools/images/containers.conf).
 set -euo pipefail
@@ -58,7 +62,7 @@ content_key() {
   (
     cd "$REPO"
     printf 'base=%s version=%s\n' "$BASE_KEY" "$VERSION"
-    git ls-files -z --cached --others --exclude-standard -- tools/images/build.sh Dockerfile .dockerignore pyproject.toml README.md plugin.yaml dyn_gitops operator/dyn_gitops_operator \
+    git ls-files -z --cached --others --exclude-standard -- tools/images/build.sh Dockerfile .dockerignore pyproject.toml README.md LICENSE plugin.yaml 'tools/images/requirements-*.txt' dyn_gitops operator/dyn_gitops_operator \
       | sort -z | xargs -0 sha256sum
   ) | key_of
 }
@@ -93,16 +97,25 @@ ensure_base() {
 t0=$(date +%s)
 CMP_REF=localhost/dyn-gitops-cmp:$VERSION-$KEY
 CTL_REF=localhost/dyn-gitops:$VERSION-$KEY
+# the build stage, tagged: its layers (the hashed dependencies first) stay the cache of the
+# next key's build, and nothing of it is left untagged
+BUILD_REF=localhost/dyn-gitops-build:$VERSION-$KEY
 archive="$CACHE/images-$KEY.tar"
+# what this checkout made and keeps (refs, archive), one per line; another checkout's
+# (a worktree, a CI workspace) has its own file and its images are never removed here
+STATE="$CACHE/made-by-$(printf '%s\n' "$REPO" | key_of).txt"
+dangling() { podman images --filter dangling=true --quiet --no-trunc | sort -u; }
+before=$(dangling)
 if ! { podman image exists "$CMP_REF" && podman image exists "$CTL_REF"; } && [ -s "$archive" ]; then
   log "loading both images from $archive"   # an empty podman storage with a warm cache
   podman load --quiet -i "$archive" >&2
 fi
 REVISION=${REVISION:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}
 built=0
-for target in cmp controller; do
-  ref=$CTL_REF; [ "$target" = cmp ] && ref=$CMP_REF
+for target in cmp controller build; do
+  case $target in cmp) ref=$CMP_REF ;; controller) ref=$CTL_REF ;; build) ref=$BUILD_REF ;; esac
   podman image exists "$ref" && continue
+  [ "$target" = build ] && [ "$built" = 0 ] && continue   # loaded from the archive: no cache needed
   [ "$built" = 1 ] || ensure_base
   log "building $ref (target $target)"
   # --network=host and the host's CA bundle: pip in the build stage reaches PyPI as the host does
@@ -112,15 +125,29 @@ for target in cmp controller; do
   built=1
 done
 if [ "$built" = 1 ] || [ ! -s "$archive" ]; then
-  # keep one archive (the newest key) for the next run on an empty podman storage
-  rm -f "$CACHE"/images-*.tar
   podman save --quiet --multi-image-archive -o "$archive.part" "$CMP_REF" "$CTL_REF" >&2
   mv "$archive.part" "$archive"
-  # drop the images of older keys (their layers stay cached for `podman build`)
-  podman images --format '{{.Repository}}:{{.Tag}}' \
-    | grep -E '^localhost/dyn-gitops(-cmp)?:' | grep -vxF -e "$CMP_REF" -e "$CTL_REF" \
-    | xargs -r podman rmi >/dev/null 2>&1 || true   # not --force: never a running container's image
 fi
+made=$(printf '%s\n' "$CMP_REF" "$CTL_REF" "$archive"; podman image exists "$BUILD_REF" && echo "$BUILD_REF")
+old=$(cat "$STATE" 2>/dev/null || true)
+printf '%s\n' "$made" >"$STATE.part" && mv "$STATE.part" "$STATE"
+# what this checkout made before and no checkout keeps now: its older keys' images and archive
+kept=$(cat "$CACHE"/made-by-*.txt 2>/dev/null | sort -u)
+for item in $(comm -23 <(printf '%s\n' "$old" | sort -u) <(printf '%s\n' "$kept")); do
+  case $item in
+    /*) rm -f "$item" ;;
+    *) podman rmi "$item" >/dev/null 2>&1 || true ;;   # not --force: never a running container's image
+  esac
+done
+# the untagged images this run left (the venv stages, the older keys' layers): removed until
+# none is left; the ones that were there before it are not ours
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  left=$(comm -13 <(printf '%s\n' "$before") <(dangling))
+  [ -n "$left" ] || break
+  # shellcheck disable=SC2086  # one image id per word
+  podman rmi $left >/dev/null 2>&1 || true
+  [ "$left" != "$(comm -13 <(printf '%s\n' "$before") <(dangling))" ] || break   # in use: stop
+done
 t2=$(date +%s)
 log "images ready in $((t2 - t0))s (built: $built)"
 printf 'cmp=%s\ncontroller=%s\nbase=%s\n' "$CMP_REF" "$CTL_REF" "$BASE_REF"
