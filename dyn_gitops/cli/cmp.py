@@ -12,10 +12,11 @@ import sys
 import click
 
 from ..stdio import write_stdout
+from .help import Group
 from .outcome import reported
 
 
-@click.group()
+@click.group(cls=Group)
 def cmp() -> None:
     """Argo CD config-management plugin (sidecar) commands; see docs/argocd.md."""
 

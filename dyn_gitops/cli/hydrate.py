@@ -16,7 +16,8 @@ from .. import context
 from ..display import count, printable
 from ..errors import DynGitopsError, ExitCode
 from ..stdio import write_stdout
-from .options import runner, setting_options
+from .help import Command, Option
+from .options import input_options, report_skipped, runner, setting_options
 from .outcome import fail, fail_with, reported
 
 
@@ -31,15 +32,18 @@ def _author(value: str | None) -> Any:
         raise click.BadParameter(str(exc), param_hint="--author") from None
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("path", default=".", required=False)
 @click.option(
     "--rev",
     default="HEAD",
     show_default=True,
     metavar="REV",
+    cls=Option,
+    section="input",
     help="Render PATH as of this Git revision (read from the object store).",
 )
+@input_options
 @click.option(
     "--branch",
     default="rendered",
@@ -89,6 +93,7 @@ def hydrate(
     author: str | None,
     no_cache: bool,
     allow_rewind: bool,
+    verbose: bool,
     **values: Any,
 ) -> None:
     """Render PATH at a commit and publish the result as a commit on a branch.
@@ -105,6 +110,7 @@ def hydrate(
     who = _author(author)
     with reported("nothing hydrated"):
         ctx = context.open_path(path, rev, runner=runner(values))
+        report_skipped(ctx.source, verbose)
     src, settings = ctx.source, ctx.settings
     try:
         key = hyd.cache_key(os.environ)
