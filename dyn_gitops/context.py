@@ -92,14 +92,39 @@ def open_path(
     ``dyn-gitops.yaml``: every bad setting of the runner and of every file in one run.
     A directory's files are left out as its ``.dyn-gitops-ignore`` and ``runner.exclude`` say,
     and those GitOps tools keep beside manifests unless they hold an object."""
-    from .ignore import IGNORE_FILE
-    from .parse import settings_values
-
     try:
         limit, runner_problems = runner.settings().settings.max_file_bytes, []
     except UsageError as exc:  # read with the default bound; reported with the files'
         limit, runner_problems = RenderSettings().max_file_bytes, exc.problems
     src = _read(path, rev, repo, limit, runner.exclude)
+    _given(src, path, rev)
+    try:
+        return _open(src, runner, runner_problems)
+    except RenderError as exc:
+        exc.problems[:] = shown(src, exc.problems)
+        raise
+
+
+def _given(src: Source, path: str, rev: str | None) -> None:
+    """Remember ``path`` when it is relative, for :meth:`Source.shown`."""
+    import os
+    import posixpath
+
+    if path in ("-", "") or os.path.isabs(path):
+        return
+    given = posixpath.normpath(path.replace(os.sep, "/"))
+    src.given = "" if given == "." else given
+
+
+def shown(src: Source, problems: Sequence[Problem]) -> list[Problem]:
+    """``problems`` naming their files as :meth:`Source.shown` does."""
+    return [dataclasses.replace(p, file=src.shown(p.file)) for p in problems]
+
+
+def _open(src: Source, runner: Runner, runner_problems: list[str]) -> RenderContext:
+    from .ignore import IGNORE_FILE
+    from .parse import settings_values
+
     unusable = [p for p in src.problems if p.file == IGNORE_FILE]
     if unusable:
         raise RenderError(unusable, summary=f"{IGNORE_FILE} is unusable; nothing done")
@@ -203,10 +228,17 @@ def open_source(
 
 
 def render(ctx: RenderContext) -> RenderResult:
-    """Run the pipeline on the context; raises :class:`RenderError` with every problem."""
+    """Run the pipeline on the context; raises :class:`RenderError` with every problem
+    (files named relative to the current directory when the path was given relative)."""
     from .pipeline import render as run_pipeline
 
-    return run_pipeline(ctx.source, ctx.settings)
+    try:
+        result = run_pipeline(ctx.source, ctx.settings)
+    except RenderError as exc:
+        exc.problems[:] = shown(ctx.source, exc.problems)
+        raise
+    result.warnings = shown(ctx.source, result.warnings)
+    return result
 
 
 __all__ = ["PathNotFound", "RenderContext", "Runner", "open_path", "open_source", "render"]

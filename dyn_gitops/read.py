@@ -65,6 +65,20 @@ class Source:
     subtrees: dict[str, RenderSettings] = field(default_factory=dict)
     #: what a directory's read left out, and why (path relative to the root, reason)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: the path as given when it is relative ("" for ".", an absolute path, stdin): a
+    #: file's problems are shown relative to the current directory (:meth:`shown`)
+    given: str = ""
+    #: ``given`` is a single file (its one file is named by its base name)
+    given_file: bool = False
+
+    def shown(self, rel: str) -> str:
+        """How a problem names the file ``rel`` of this source: relative to the current
+        directory when the path was given relative, else relative to the root."""
+        if not self.given or rel in ("", "-", self.root) or rel.startswith("/"):
+            return rel
+        if self.given_file:
+            return self.given if rel == posixpath.basename(self.given) else rel
+        return f"{self.given}/{rel}"
 
 
 def is_settings_file(rel: str) -> bool:
@@ -100,7 +114,7 @@ def read_path(path: str, *, max_file_bytes: int, exclude: Sequence[str] = ()) ->
     if not os.path.lexists(p):
         raise FileNotFoundError(_missing(path))
     if not p.is_dir():
-        src = Source(files=[], root=str(p))
+        src = Source(files=[], root=str(p), given_file=True)
         data = _read_bytes(str(p), p.name, max_file_bytes, src.problems)
         if data is not None:
             src.files.append(SourceFile(p.name, _decode(p.name, data, src.problems)))
@@ -214,7 +228,7 @@ def _chart_of(prefix: str, charts: set[str]) -> str:
     ``templates/`` or ``charts/`` ("" if not)."""
     for d in charts:
         if prefix.startswith(d + "/"):
-            return f"in the Helm chart directory {d}/"
+            return f"in a Helm chart's {posixpath.basename(d)}/ directory"
     return ""
 
 
@@ -414,6 +428,7 @@ def read_git(
             src.problems.append(_submodule(posixpath.basename(rel_root)))
             return src
         if obj.type_str == "blob":  # a single file
+            src.given_file = True
             _git_blob(
                 repo, tree, rel_root, posixpath.basename(rel_root), obj, "", max_file_bytes, src
             )

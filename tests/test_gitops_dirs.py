@@ -5,6 +5,7 @@ leave out what they match, bounded like every input (issue 26, point 6)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -230,9 +231,7 @@ def test_too_many_or_too_long_patterns_are_refused(tmp_path: Path) -> None:
     )
     long = "x" * (MAX_PATTERN_CHARS + 1) + "\n"
     app = tree(tmp_path / "long", {"dgd.yaml": DGD, ".dyn-gitops-ignore": long})
-    clean_refusal(
-        invoke_cli("validate", str(app)), 1, ".dyn-gitops-ignore:1: an ignore pattern of"
-    )
+    clean_refusal(invoke_cli("validate", str(app)), 1, ".dyn-gitops-ignore:1: an ignore pattern of")
 
 
 def test_bad_exclude_flags_are_usage_errors(tmp_path: Path) -> None:
@@ -253,3 +252,28 @@ def test_a_pattern_bomb_does_not_stall_the_walk(tmp_path: Path) -> None:
         tree(app, {f"{'a' * 200}{i}.yaml": CONFIGMAP.format(f"c{i}")})
     found = kinds(run_cli("render", str(app)))
     assert len([k for k in found if k[0] == "ConfigMap"]) == 20
+
+
+# ---------------------------------------------------------------------------- paths shown
+def test_problems_name_files_relative_to_the_current_directory(tmp_path: Path) -> None:
+    """``validate apps`` names ``apps/team/bad.yaml``, a path that opens from where the
+    command ran (on main: ``team/bad.yaml:1``, relative to PATH), for a directory, a file,
+    a revision, the -o json report and -v alike."""
+    tree(
+        tmp_path,
+        {"apps/team/bad.yaml": "kind: Nothing\n", "apps/kustomization.yaml": KUSTOMIZATION},
+    )
+    want = "apps/team/bad.yaml:1: not a Kubernetes object"
+    res = run_cli("validate", "-v", "apps", cwd=tmp_path)
+    clean_refusal(res, 1, want, "dyn-gitops: skipped apps/kustomization.yaml: ")
+    clean_refusal(run_cli("validate", "./apps/team/bad.yaml", cwd=tmp_path), 1, want)
+    report = json.loads(run_cli("validate", "apps", "-o", "json", cwd=tmp_path).stdout)
+    assert report["problems"][0]["file"] == "apps/team/bad.yaml"
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "apps")
+    clean_refusal(run_cli("validate", "--rev", "HEAD", "apps", cwd=tmp_path), 1, want)
+    # from inside PATH, or with an absolute PATH: relative to PATH, as before
+    clean_refusal(run_cli("validate", cwd=tmp_path / "apps"), 1, "team/bad.yaml:1: not a")
+    res = run_cli("validate", str(tmp_path / "apps"))
+    assert res.stderr.startswith("team/bad.yaml:1: not a"), res.stderr

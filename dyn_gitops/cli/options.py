@@ -113,7 +113,7 @@ def report_skipped(source: Any, verbose: bool) -> None:
         from ..display import printable
 
         for rel, why in source.skipped:
-            click.echo(printable(f"dyn-gitops: skipped {rel}: {why}"), err=True)
+            click.echo(printable(f"dyn-gitops: skipped {source.shown(rel)}: {why}"), err=True)
 
 
 def source_options(func: F) -> F:

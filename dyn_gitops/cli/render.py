@@ -92,7 +92,8 @@ def _validate_data(path: str, rev: str | None, fmt: str, values: dict[str, Any])
     body: dict[str, Any] = {"valid": False, "files": None, "graphs": None, "objects": None}
     try:
         ctx = context.open_path(path, rev, runner=runner(values))
-        body["skipped"] = [{"path": p, "reason": why} for p, why in ctx.source.skipped]
+        src = ctx.source
+        body["skipped"] = [{"path": src.shown(p), "reason": why} for p, why in src.skipped]
         result = context.render(ctx)
     except DynGitopsError as exc:
         body.setdefault("skipped", [])
