@@ -11,7 +11,8 @@ failures are :class:`~dyn_gitops.errors.UsageError` (exit 2) or
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,11 +99,8 @@ def open_path(
         limit, runner_problems = RenderSettings().max_file_bytes, exc.problems
     src = _read(path, rev, repo, limit, runner.exclude)
     _given(src, path, rev)
-    try:
+    with shown_from_here(src):
         return _open(src, runner, runner_problems)
-    except RenderError as exc:
-        exc.problems[:] = shown(src, exc.problems)
-        raise
 
 
 def _given(src: Source, path: str, rev: str | None) -> None:
@@ -119,6 +117,17 @@ def _given(src: Source, path: str, rev: str | None) -> None:
 def shown(src: Source, problems: Sequence[Problem]) -> list[Problem]:
     """``problems`` naming their files as :meth:`Source.shown` does."""
     return [dataclasses.replace(p, file=src.shown(p.file)) for p in problems]
+
+
+@contextmanager
+def shown_from_here(src: Source) -> Iterator[None]:
+    """A :class:`RenderError` raised inside names its files as :meth:`Source.shown` does
+    (every command that renders ``src`` reports the same lines)."""
+    try:
+        yield
+    except RenderError as exc:
+        exc.problems[:] = shown(src, exc.problems)
+        raise
 
 
 def _open(src: Source, runner: Runner, runner_problems: list[str]) -> RenderContext:
@@ -232,13 +241,19 @@ def render(ctx: RenderContext) -> RenderResult:
     (files named relative to the current directory when the path was given relative)."""
     from .pipeline import render as run_pipeline
 
-    try:
+    with shown_from_here(ctx.source):
         result = run_pipeline(ctx.source, ctx.settings)
-    except RenderError as exc:
-        exc.problems[:] = shown(ctx.source, exc.problems)
-        raise
     result.warnings = shown(ctx.source, result.warnings)
     return result
 
 
-__all__ = ["PathNotFound", "RenderContext", "Runner", "open_path", "open_source", "render"]
+__all__ = [
+    "PathNotFound",
+    "RenderContext",
+    "Runner",
+    "open_path",
+    "open_source",
+    "render",
+    "shown",
+    "shown_from_here",
+]

@@ -217,8 +217,10 @@ def _kept_dirs(src: Source, ignore: Ignore, prefix: str, dirnames: Iterable[str]
 
 
 def _left_out(src: Source, ignore: Ignore, rel: str, *, is_dir: bool) -> bool:
+    """Whether ``rel`` is excluded; a directory or a file that would be read is then listed
+    in ``src.skipped`` (a README left out is not worth a line)."""
     where = ignore.excluded(rel, is_dir=is_dir) if ignore else ""
-    if where:
+    if where and (is_dir or rel.endswith(MANIFEST_SUFFIXES) or is_settings_file(rel)):
         src.skipped.append((rel + "/" if is_dir else rel, f"excluded by {where}"))
     return bool(where)
 

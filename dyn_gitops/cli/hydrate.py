@@ -117,7 +117,8 @@ def hydrate(
         repo = gitstore.open_repo(path)
         source_path = gitstore.repo_relative(repo, path)
         if out_dir:
-            _to_dir(out_dir, ctx, rev, source_path, use_cache=not no_cache, key=key)
+            with context.shown_from_here(src):
+                _to_dir(out_dir, ctx, rev, source_path, use_cache=not no_cache, key=key)
             return
         req = hyd.Request(
             rev=rev,
@@ -130,7 +131,8 @@ def hydrate(
             allow_rewind=allow_rewind,
             cache_key=key,
         )
-        result = hyd.to_branch(gitstore.workdir(repo), src, settings, req)
+        with context.shown_from_here(src):
+            result = hyd.to_branch(gitstore.workdir(repo), src, settings, req)
     except DynGitopsError as exc:  # BranchMoved exits 4: run it again
         fail_with(exc, "nothing hydrated")
     except (FileExistsError, FileNotFoundError, LookupError) as exc:
