@@ -277,3 +277,38 @@ def test_problems_name_files_relative_to_the_current_directory(tmp_path: Path) -
     clean_refusal(run_cli("validate", cwd=tmp_path / "apps"), 1, "team/bad.yaml:1: not a")
     res = run_cli("validate", str(tmp_path / "apps"))
     assert res.stderr.startswith("team/bad.yaml:1: not a"), res.stderr
+
+
+def test_patterns_match_as_gitignore_does() -> None:
+    """The matcher agrees with pathspec's GitIgnoreSpec (a reference for gitignore syntax,
+    whose regular expressions backtrack, so it is not used on input) wherever no parent
+    directory is excluded; under an excluded directory Git (and the walk) keep the file
+    out, which pathspec does not model."""
+    import random
+
+    pathspec = pytest.importorskip("pathspec")
+    from dyn_gitops.ignore import compile_patterns
+
+    patterns = [
+        "*.yaml", "values*.yaml", "/a", "a/", "a/**", "**/b", "a/**/c", "!x.yaml", "x*",
+        "[ab]*", "[!a]*", "d?", "/d/e", "e/", "**/f/g", "*/c", "c", "a/b", "[a-c]x", "\\#h",
+        "!a/b", "!*.yaml", "a/*", "**/*.json", "a/**/b/**", "a\\*", "# comment", "",
+    ]  # fmt: skip
+    paths = [
+        "a", "a/b", "a/b/c", "b", "b/c", "c", "a/c", "x.yaml", "a/x.yaml", "values.yaml",
+        "d", "dd", "d/e", "d/e/x", "f/g", "q/f/g", "q/f/g/h", "bx", "ax", "#h", "a/b/c/d",
+        "q.json", "a/q.json", "a/b/x/b/y", "a*",
+    ]  # fmt: skip
+    rng = random.Random(26)
+    for _ in range(600):
+        chosen = rng.sample(patterns, rng.randint(1, 4))
+        ours, problems = compile_patterns(("t", p) for p in chosen)
+        assert problems == []
+        reference = pathspec.GitIgnoreSpec.from_lines(chosen)
+        for path in paths:
+            parts = path.split("/")
+            parents = ("/".join(parts[:i]) for i in range(1, len(parts)))
+            if any(ours.excluded(d, is_dir=True) for d in parents):
+                continue
+            got = bool(ours.excluded(path, is_dir=False))
+            assert got == reference.match_file(path), (chosen, path)
