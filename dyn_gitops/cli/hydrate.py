@@ -46,6 +46,8 @@ def _author(value: str | None) -> Any:
 @input_options
 @click.option(
     "--branch",
+    cls=Option,
+    section="output",
     default="rendered",
     show_default=True,
     help="Branch that receives the rendered tree (created if missing). It is "
@@ -53,19 +55,32 @@ def _author(value: str | None) -> Any:
 )
 @click.option(
     "--out-dir",
+    cls=Option,
+    section="output",
     default=None,
     metavar="DIR",
     help="Write the rendered tree to DIR instead of committing it (for `flux push artifact`).",
 )
 @click.option(
     "--target-path",
+    cls=Option,
+    section="output",
     default="",
     metavar="DIR",
     help="Replace only this directory of the branch (several apps, one branch).",
 )
-@click.option("-m", "--message", default=None, help="Subject line of the commit.")
+@click.option(
+    "-m",
+    "--message",
+    default=None,
+    cls=Option,
+    section="output",
+    help="Subject line of the commit.",
+)
 @click.option(
     "--author",
+    cls=Option,
+    section="output",
     default=None,
     metavar="'NAME <EMAIL>'",
     help="Author and committer (default: the repository's user.name and "
