@@ -11,7 +11,8 @@ failures are :class:`~dyn_gitops.errors.UsageError` (exit 2) or
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,8 @@ class Runner:
     env_prefixes: tuple[str, ...] = (ENV_PREFIX,)
     flags: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     parameters: Mapping[str, str] | None = None
+    #: ignore patterns of the runner (``--exclude``), after the ignore file's
+    exclude: tuple[str, ...] = ()
 
     def settings(
         self,
@@ -79,18 +82,61 @@ class Runner:
 
 
 def open_path(
-    path: str = ".", rev: str | None = None, *, runner: Runner, repo: str = "."
+    path: str = ".",
+    rev: str | None = None,
+    *,
+    runner: Runner,
+    repo: str = ".",
 ) -> RenderContext:
     """Read ``path`` (a directory, a file, or ``-`` for stdin; with ``rev``: from the Git
     object store of ``repo``, no checkout) and resolve the settings with its
-    ``dyn-gitops.yaml``: every bad setting of the runner and of every file in one run."""
-    from .parse import settings_values
-
+    ``dyn-gitops.yaml``: every bad setting of the runner and of every file in one run.
+    A directory's files are left out as its ``.dyn-gitops-ignore`` and ``runner.exclude`` say,
+    and those GitOps tools keep beside manifests unless they hold an object."""
     try:
         limit, runner_problems = runner.settings().settings.max_file_bytes, []
     except UsageError as exc:  # read with the default bound; reported with the files'
         limit, runner_problems = RenderSettings().max_file_bytes, exc.problems
-    src = _read(path, rev, repo, limit)
+    src = _read(path, rev, repo, limit, runner.exclude)
+    _given(src, path, rev)
+    with shown_from_here(src):
+        return _open(src, runner, runner_problems)
+
+
+def _given(src: Source, path: str, rev: str | None) -> None:
+    """Remember ``path`` when it is relative, for :meth:`Source.shown`."""
+    import os
+    import posixpath
+
+    if path in ("-", "") or os.path.isabs(path):
+        return
+    given = posixpath.normpath(path.replace(os.sep, "/"))
+    src.given = "" if given == "." else given
+
+
+def shown(src: Source, problems: Sequence[Problem]) -> list[Problem]:
+    """``problems`` naming their files as :meth:`Source.shown` does."""
+    return [dataclasses.replace(p, file=src.shown(p.file)) for p in problems]
+
+
+@contextmanager
+def shown_from_here(src: Source) -> Iterator[None]:
+    """A :class:`RenderError` raised inside names its files as :meth:`Source.shown` does
+    (every command that renders ``src`` reports the same lines)."""
+    try:
+        yield
+    except RenderError as exc:
+        exc.problems[:] = shown(src, exc.problems)
+        raise
+
+
+def _open(src: Source, runner: Runner, runner_problems: list[str]) -> RenderContext:
+    from .ignore import IGNORE_FILE
+    from .parse import settings_values
+
+    unusable = [p for p in src.problems if p.file == IGNORE_FILE]
+    if unusable:
+        raise RenderError(unusable, summary=f"{IGNORE_FILE} is unusable; nothing done")
     values = settings_values(src)
     broken = [p for p in src.problems if p.file == SETTINGS_FILE]
     own, nested_broken = _subtree_values(src)
@@ -107,16 +153,35 @@ def open_path(
     problems += _resolve_subtrees(src, values or {}, own, runner)
     if problems:
         raise UsageError(problems=list(dict.fromkeys(problems)))  # a root value once
+    _skip_beside(src, resolved.settings)
     return RenderContext(src, resolved)
 
 
-def _read(path: str, rev: str | None, repo: str, limit: int) -> Source:
+def _skip_beside(src: Source, settings: RenderSettings) -> None:
+    """Leave out the files kept beside manifests (kustomization files, a Helm chart's)
+    that hold no Kubernetes object; each is listed in ``src.skipped``."""
+    from .parse import holds_object
+
+    kept = []
+    for f in src.files:
+        if f.beside and not holds_object(f, settings):
+            src.skipped.append((f.path, f"{f.beside}, no Kubernetes object"))
+        else:
+            kept.append(f)
+    src.files = kept
+
+
+def _read(path: str, rev: str | None, repo: str, limit: int, exclude: Sequence[str]) -> Source:
     from . import read as source_mod
+    from .ignore import ExcludeError
 
     try:
         if rev is not None:
-            return source_mod.read_git(repo, rev, path if path != "." else "", max_file_bytes=limit)
-        return source_mod.read_path(path, max_file_bytes=limit)
+            sub = path if path != "." else ""
+            return source_mod.read_git(repo, rev, sub, max_file_bytes=limit, exclude=exclude)
+        return source_mod.read_path(path, max_file_bytes=limit, exclude=exclude)
+    except ExcludeError as exc:
+        raise UsageError(str(exc)) from None
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise PathNotFound(str(exc)) from None
     except (LookupError, PermissionError) as exc:  # a bad revision, an unreadable root
@@ -172,10 +237,23 @@ def open_source(
 
 
 def render(ctx: RenderContext) -> RenderResult:
-    """Run the pipeline on the context; raises :class:`RenderError` with every problem."""
+    """Run the pipeline on the context; raises :class:`RenderError` with every problem
+    (files named relative to the current directory when the path was given relative)."""
     from .pipeline import render as run_pipeline
 
-    return run_pipeline(ctx.source, ctx.settings)
+    with shown_from_here(ctx.source):
+        result = run_pipeline(ctx.source, ctx.settings)
+    result.warnings = shown(ctx.source, result.warnings)
+    return result
 
 
-__all__ = ["PathNotFound", "RenderContext", "Runner", "open_path", "open_source", "render"]
+__all__ = [
+    "PathNotFound",
+    "RenderContext",
+    "Runner",
+    "open_path",
+    "open_source",
+    "render",
+    "shown",
+    "shown_from_here",
+]

@@ -401,6 +401,32 @@ def parse(source: Source, settings: RenderSettings, problems: list[Problem]) -> 
     return sorted(docs, key=lambda d: (d.file.path, d.index))
 
 
+#: the API group of kustomize's own files (Kustomization, Component): read by kustomize at
+#: build time, never an object of a cluster
+KUSTOMIZE_CONFIG_GROUP = "kustomize.config.k8s.io"
+
+
+def holds_object(f: SourceFile, settings: RenderSettings) -> bool:
+    """Whether a file holds a Kubernetes object (apiVersion and kind, not a kustomize
+    file's): one that does is rendered whatever its name. Read within the limits of
+    ``settings``; a file that is no YAML holds none."""
+    problems: list[Problem] = []
+    docs = parse_documents(
+        [f],
+        max_documents=settings.max_documents,
+        max_yaml_nodes=settings.max_yaml_nodes,
+        max_depth=settings.max_depth,
+        problems=problems,
+    )
+    for doc in docs:
+        data = doc.data
+        if isinstance(data, dict) and data.get("apiVersion") and data.get("kind"):
+            group = str(data["apiVersion"]).partition("/")[0]
+            if group != KUSTOMIZE_CONFIG_GROUP:
+                return True
+    return False
+
+
 def parse_documents(
     files: Sequence[SourceFile],
     *,

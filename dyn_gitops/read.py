@@ -3,6 +3,11 @@
 Everything returned is text plus where it came from; nothing here knows about Dynamo (or YAML,
 but for the optional dyn-gitops.yaml at the root). Hostile input is bounded: symlinks may not
 leave the source root, and files have a size limit.
+
+A directory's walk leaves out what its ``.dyn-gitops-ignore`` and ``--exclude`` patterns
+exclude (:mod:`dyn_gitops.ignore`; every file left out is listed in ``Source.skipped``), and
+marks the files GitOps repositories keep beside manifests (kustomization files, a Helm
+chart's files): the context skips them unless they hold a Kubernetes object.
 """
 
 from __future__ import annotations
@@ -11,12 +16,22 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import Problem
+from .ignore import (
+    CHART_DIRS,
+    IGNORE_FILE,
+    IGNORE_FILE_MAX_BYTES,
+    ExcludeError,
+    Ignore,
+    beside_reason,
+    compile_patterns,
+    ignore_file_lines,
+)
 from .settings import SETTINGS_FILE, RenderSettings
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -26,6 +41,9 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 class SourceFile:
     path: str  # posix path relative to the source root ("-" for stdin)
     text: str
+    #: why a file of a directory may be no manifest (a kustomization file, a Helm chart's);
+    #: "" for any other. The context skips it unless it holds a Kubernetes object.
+    beside: str = ""
 
 
 @dataclass
@@ -45,6 +63,22 @@ class Source:
     #: the root -> its settings: the root's file, then each file on the way down, win last);
     #: filled by the context, used by the pipeline
     subtrees: dict[str, RenderSettings] = field(default_factory=dict)
+    #: what a directory's read left out, and why (path relative to the root, reason)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: the path as given when it is relative ("" for ".", an absolute path, stdin): a
+    #: file's problems are shown relative to the current directory (:meth:`shown`)
+    given: str = ""
+    #: ``given`` is a single file (its one file is named by its base name)
+    given_file: bool = False
+
+    def shown(self, rel: str) -> str:
+        """How a problem names the file ``rel`` of this source: relative to the current
+        directory when the path was given relative, else relative to the root."""
+        if not self.given or rel in ("", "-", self.root) or rel.startswith("/"):
+            return rel
+        if self.given_file:
+            return self.given if rel == posixpath.basename(self.given) else rel
+        return f"{self.given}/{rel}"
 
 
 def is_settings_file(rel: str) -> bool:
@@ -66,8 +100,9 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def read_path(path: str, *, max_file_bytes: int) -> Source:
-    """Read a directory tree (recursively, hidden entries skipped) or a single file.
+def read_path(path: str, *, max_file_bytes: int, exclude: Sequence[str] = ()) -> Source:
+    """Read a directory tree (recursively, hidden entries and what its ignore file or
+    ``exclude`` excludes skipped) or a single file (read whatever its name).
 
     Every entry that cannot be read is a problem (never silently skipped): unreadable files
     and directories, symlink loops, dangling symlinks, FIFOs and devices (never opened for
@@ -79,12 +114,12 @@ def read_path(path: str, *, max_file_bytes: int) -> Source:
     if not os.path.lexists(p):
         raise FileNotFoundError(_missing(path))
     if not p.is_dir():
-        src = Source(files=[], root=str(p))
+        src = Source(files=[], root=str(p), given_file=True)
         data = _read_bytes(str(p), p.name, max_file_bytes, src.problems)
         if data is not None:
             src.files.append(SourceFile(p.name, _decode(p.name, data, src.problems)))
         return src
-    return _read_tree(p, max_file_bytes)
+    return _read_tree(p, max_file_bytes, exclude)
 
 
 def _read_stdin(max_file_bytes: int) -> Source:
@@ -99,11 +134,45 @@ def _read_stdin(max_file_bytes: int) -> Source:
     return src
 
 
-def _read_tree(p: Path, max_file_bytes: int) -> Source:
+def excludes(text: str | None, exclude: Sequence[str], src: Source) -> Ignore | None:
+    """The ignore file's patterns, then ``--exclude``'s (so a flag wins); None with a
+    problem when the ignore file is unusable. Raises :class:`ExcludeError` for a flag."""
+    flags, flag_problems = compile_patterns(("--exclude", e) for e in exclude)
+    if flag_problems:
+        raise ExcludeError("; ".join(f"{where} {m}" for where, m in flag_problems))
+    found, problems = compile_patterns(ignore_file_lines(text or ""))
+    for where, message in problems:
+        line = int(where.rpartition(":")[2])
+        src.problems.append(Problem(IGNORE_FILE, line, message=message))
+    return None if problems else Ignore(found.patterns + flags.patterns)
+
+
+def _tree_ignore(root: str, src: Source, exclude: Sequence[str]) -> Ignore | None:
+    full = os.path.join(root, IGNORE_FILE)
+    text = None
+    if os.path.lexists(full):
+        real = os.path.realpath(full)
+        if not _within(real, root):
+            message = f"symlink leads outside the source root (to {real}); refused"
+            src.problems.append(Problem(IGNORE_FILE, 0, message=message))
+            return None
+        what = f"a fixed bound for {IGNORE_FILE}"
+        data = _read_bytes(full, IGNORE_FILE, IGNORE_FILE_MAX_BYTES, src.problems, what=what)
+        if data is None:
+            return None
+        text = _decode(IGNORE_FILE, data, src.problems)
+    return excludes(text, exclude, src)
+
+
+def _read_tree(p: Path, max_file_bytes: int, exclude: Sequence[str] = ()) -> Source:
     """The manifests and settings files under directory ``p``, in a stable order."""
     root = os.path.realpath(p)
     src = Source(files=[], root=str(p))
     seen_dirs: set[str] = set()
+    ignore = _tree_ignore(root, src, exclude)
+    if ignore is None:  # an unusable ignore file: nothing read (the context reports it)
+        return src
+    charts: set[str] = set()  # a chart's templates/ and charts/ directories
 
     def unreadable(exc: OSError) -> None:
         rel = _posix(os.path.relpath(exc.filename or root, root))
@@ -121,18 +190,58 @@ def _read_tree(p: Path, max_file_bytes: int) -> Source:
             dirnames[:] = []
             continue
         seen_dirs.add(real_dir)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        prefix = "" if rel_dir == "." else _posix(rel_dir) + "/"
+        dirnames[:] = _kept_dirs(src, ignore, prefix, dirnames)
+        if "Chart.yaml" in filenames:
+            charts.update(prefix + d for d in CHART_DIRS)
+        chart = _chart_of(prefix, charts)
         for name in sorted(filenames):
-            if name.startswith("."):
+            if name.startswith(".") or (
+                name != SETTINGS_FILE and not name.endswith(MANIFEST_SUFFIXES)
+            ):
                 continue
-            if name != SETTINGS_FILE and not name.endswith(MANIFEST_SUFFIXES):
+            if _left_out(src, ignore, prefix + name, is_dir=False):
                 continue
-            _read_tree_file(src, root, dirpath, rel_dir, name, max_file_bytes)
+            beside = chart or beside_reason(name)
+            _read_tree_file(src, root, dirpath, rel_dir, name, max_file_bytes, beside)
     return src
 
 
+def _kept_dirs(src: Source, ignore: Ignore, prefix: str, dirnames: Iterable[str]) -> list[str]:
+    """The subdirectories the walk enters, sorted: not hidden, not excluded."""
+    return sorted(
+        d
+        for d in dirnames
+        if not d.startswith(".") and not _left_out(src, ignore, prefix + d, is_dir=True)
+    )
+
+
+def _left_out(src: Source, ignore: Ignore, rel: str, *, is_dir: bool) -> bool:
+    """Whether ``rel`` is excluded; a directory or a file that would be read is then listed
+    in ``src.skipped`` (a README left out is not worth a line)."""
+    where = ignore.excluded(rel, is_dir=is_dir) if ignore else ""
+    if where and (is_dir or rel.endswith(MANIFEST_SUFFIXES) or is_settings_file(rel)):
+        src.skipped.append((rel + "/" if is_dir else rel, f"excluded by {where}"))
+    return bool(where)
+
+
+def _chart_of(prefix: str, charts: set[str]) -> str:
+    """Why a file in the directory ``prefix`` may be Helm's: it is in a chart's
+    ``templates/`` or ``charts/`` ("" if not)."""
+    for d in charts:
+        if prefix.startswith(d + "/"):
+            return f"in a Helm chart's {posixpath.basename(d)}/ directory"
+    return ""
+
+
 def _read_tree_file(
-    src: Source, root: str, dirpath: str, rel_dir: str, name: str, max_file_bytes: int
+    src: Source,
+    root: str,
+    dirpath: str,
+    rel_dir: str,
+    name: str,
+    max_file_bytes: int,
+    beside: str = "",
 ) -> None:
     """One file of the tree into ``src``: a manifest, the root's or a subtree's settings."""
     rel = _posix(os.path.normpath(os.path.join(rel_dir, name)))
@@ -152,7 +261,7 @@ def _read_tree_file(
         return
     data = _read_bytes(full, rel, max_file_bytes, src.problems)
     if data is not None:
-        src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
+        src.files.append(SourceFile(rel, _decode(rel, data, src.problems), beside))
 
 
 def _missing(path: str) -> str:
@@ -282,7 +391,9 @@ def open_repository(path: str) -> Any:
     return pygit2.Repository(found)
 
 
-def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> Source:
+def read_git(
+    repo_path: str, rev: str, subpath: str, *, max_file_bytes: int, exclude: Sequence[str] = ()
+) -> Source:
     """Read the tree of ``rev`` below ``subpath`` straight from the object store.
 
     Every blob's size is read from its object header before the blob itself, so a huge
@@ -319,17 +430,54 @@ def read_git(repo_path: str, rev: str, subpath: str, *, max_file_bytes: int) -> 
             src.problems.append(_submodule(posixpath.basename(rel_root)))
             return src
         if obj.type_str == "blob":  # a single file
+            src.given_file = True
             _git_blob(
                 repo, tree, rel_root, posixpath.basename(rel_root), obj, "", max_file_bytes, src
             )
             return src
         tree = repo[obj.id]
-    for rel, entry in _walk_tree(repo, tree, ""):
+    ignore = _git_ignore(repo, tree, src, exclude)
+    if ignore is None:  # an unusable ignore file: nothing read (the context reports it)
+        return src
+    for rel, entry, beside in _walk_tree(repo, tree, "", _Walk(ignore, src)):
         if entry.filemode == pygit2.enums.FileMode.COMMIT:
             src.problems.append(_submodule(rel))
             continue
-        _git_blob(repo, commit.tree, rel_root, rel, entry, rel_root, max_file_bytes, src)
+        _git_blob(repo, commit.tree, rel_root, rel, entry, rel_root, max_file_bytes, src, beside)
     return src
+
+
+def _git_ignore(repo: Any, tree: Any, src: Source, exclude: Sequence[str]) -> Ignore | None:
+    """The revision's ignore file at the source root (size read from the header first)."""
+    try:
+        entry = tree[IGNORE_FILE]
+    except KeyError:
+        return excludes(None, exclude, src)
+    if entry.type_str != "blob":
+        src.problems.append(Problem(IGNORE_FILE, 0, message="not a file; refused"))
+        return None
+    _kind, size = repo.odb.read_header(entry.id)
+    if size > IGNORE_FILE_MAX_BYTES:
+        bound = f"a fixed bound for {IGNORE_FILE}"
+        src.problems.append(_too_big(IGNORE_FILE, size, IGNORE_FILE_MAX_BYTES, setting=bound))
+        return None
+    data = repo[entry.id].data
+    import pygit2
+
+    if entry.filemode == pygit2.enums.FileMode.LINK:
+        message = "a symlink; refused (the ignore file must be a file at the source root)"
+        src.problems.append(Problem(IGNORE_FILE, 0, message=message))
+        return None
+    return excludes(_decode(IGNORE_FILE, data, src.problems), exclude, src)
+
+
+@dataclass
+class _Walk:
+    """What a revision's walk leaves out and marks: the patterns, a chart's directories."""
+
+    ignore: Ignore
+    src: Source
+    charts: set[str] = field(default_factory=set)
 
 
 def _submodule(rel: str) -> Problem:
@@ -342,16 +490,24 @@ def _submodule(rel: str) -> Problem:
     )
 
 
-def _walk_tree(repo: Any, tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
-    """Every blob and submodule (gitlink) entry below ``tree``, hidden entries skipped."""
-    for entry in sorted(tree, key=lambda e: e.name):
+def _walk_tree(repo: Any, tree: Any, prefix: str, walk: _Walk) -> Iterator[tuple[str, Any, str]]:
+    """Every blob and submodule (gitlink) entry below ``tree`` and why it may be no
+    manifest (:attr:`SourceFile.beside`); hidden and excluded entries skipped."""
+    entries = sorted(tree, key=lambda e: e.name)
+    if any(e.name == "Chart.yaml" and e.type_str == "blob" for e in entries):
+        walk.charts.update(prefix + d for d in CHART_DIRS)
+    chart = _chart_of(prefix, walk.charts)
+    for entry in entries:
         if entry.name.startswith("."):
             continue
         rel = f"{prefix}{entry.name}"
-        if entry.type_str == "tree":
-            yield from _walk_tree(repo, repo[entry.id], rel + "/")
+        is_dir = entry.type_str == "tree"
+        if _left_out(walk.src, walk.ignore, rel, is_dir=is_dir):
+            continue
+        if is_dir:
+            yield from _walk_tree(repo, repo[entry.id], rel + "/", walk)
         elif entry.type_str in ("blob", "commit"):
-            yield rel, entry
+            yield rel, entry, chart or beside_reason(entry.name)
 
 
 def _git_blob(
@@ -363,6 +519,7 @@ def _git_blob(
     root: str,
     limit: int,
     src: Source,
+    beside: str = "",
 ) -> None:
     """Read one file of the revision into ``src`` (or a problem), sizes checked first."""
     repo_rel = posixpath.join(root, rel) if root else rel
@@ -395,7 +552,7 @@ def _git_blob(
     if is_settings_file(rel):  # a subtree's own settings
         src.nested_settings.append(SourceFile(rel, data.decode("utf-8", "replace")))
         return
-    src.files.append(SourceFile(rel, _decode(rel, data, src.problems)))
+    src.files.append(SourceFile(rel, _decode(rel, data, src.problems), beside))
 
 
 def _check_dir_link(

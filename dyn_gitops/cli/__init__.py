@@ -21,12 +21,41 @@ from .. import __version__
 from ..display import internal_error
 from ..errors import ExitCode
 from . import cmp, diff, explain, hydrate, render, stdin
+from .help import PROJECT_URL, Command, Group
+
+PROG = "dyn-gitops"
+#: the environment variable the completion scripts set when they ask for completions
+COMPLETE_VAR = "_DYN_GITOPS_COMPLETE"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="dyn-gitops")
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name=PROG)
 def main() -> None:
     """Render NVIDIA Dynamo graphs into the Kubernetes workloads they become."""
+
+
+main.help = f"{main.help}\n\nDocumentation: {PROJECT_URL}"
+
+
+@click.command(cls=Command)
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (commands, options, their choices).
+
+    \b
+    bash: dyn-gitops completion bash > ~/.local/share/bash-completion/completions/dyn-gitops
+    zsh:  dyn-gitops completion zsh > "${fpath[1]}/_dyn-gitops"
+    fish: dyn-gitops completion fish > ~/.config/fish/completions/dyn-gitops.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    from ..stdio import write_stdout
+    from .outcome import reported
+
+    cls = get_completion_class(shell)
+    assert cls is not None  # click knows the three shells the choice allows
+    with reported():
+        write_stdout(cls(main, {}, PROG, COMPLETE_VAR).source())
 
 
 for command in (
@@ -40,6 +69,7 @@ for command in (
     stdin.post_render,
     render.crds,
     cmp.cmp,
+    completion,
 ):
     main.add_command(command)
 
@@ -47,7 +77,7 @@ for command in (
 def entry() -> None:
     """Console-script entry: turn unexpected exceptions into exit code 3, no traceback."""
     try:
-        main(standalone_mode=True)
+        main(prog_name=PROG, complete_var=COMPLETE_VAR, standalone_mode=True)
     except SystemExit:
         raise
     except BaseException as exc:

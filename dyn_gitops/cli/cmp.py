@@ -13,10 +13,11 @@ import click
 
 from .. import settings
 from ..stdio import write_stdout
+from .help import Group
 from .outcome import reported
 
 
-@click.group()
+@click.group(cls=Group)
 def cmp() -> None:
     """Argo CD config-management plugin (sidecar) commands; see docs/argocd.md."""
 

@@ -12,25 +12,43 @@ import click
 
 from ..errors import DynGitopsError
 from ..stdio import write_stdout
-from .options import runner, setting_options
+from .help import Command, Option
+from .options import exclude_option, runner, setting_options
 from .outcome import fail
 
 #: diff's exit code for any error (1 means "different")
 EXIT_ERROR = 2
 
 
-@click.command("diff")
+@click.command("diff", cls=Command)
 @click.argument("path", default=".", required=False)
-@click.option("--base", required=True, metavar="REV", help="The revision to compare from.")
 @click.option(
-    "--head", default="HEAD", show_default=True, metavar="REV", help="The revision to compare to."
+    "--base",
+    required=True,
+    metavar="REV",
+    cls=Option,
+    section="input",
+    help="The revision to compare from.",
 )
 @click.option(
+    "--head",
+    default="HEAD",
+    show_default=True,
+    metavar="REV",
+    cls=Option,
+    section="input",
+    help="The revision to compare to.",
+)
+@exclude_option
+@click.option(
+    "-o",
     "--format",
     "fmt",
     type=click.Choice(["text", "markdown"]),
     default="text",
     show_default=True,
+    cls=Option,
+    section="output",
     help="text for a terminal, markdown for a PR comment.",
 )
 @setting_options

@@ -16,7 +16,8 @@ from .. import context
 from ..display import count, printable
 from ..errors import DynGitopsError, ExitCode
 from ..stdio import write_stdout
-from .options import runner, setting_options
+from .help import Command, Option
+from .options import input_options, report_skipped, runner, setting_options
 from .outcome import fail, fail_with, reported
 
 
@@ -31,17 +32,22 @@ def _author(value: str | None) -> Any:
         raise click.BadParameter(str(exc), param_hint="--author") from None
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("path", default=".", required=False)
 @click.option(
     "--rev",
     default="HEAD",
     show_default=True,
     metavar="REV",
+    cls=Option,
+    section="input",
     help="Render PATH as of this Git revision (read from the object store).",
 )
+@input_options
 @click.option(
     "--branch",
+    cls=Option,
+    section="output",
     default="rendered",
     show_default=True,
     help="Branch that receives the rendered tree (created if missing). It is "
@@ -49,19 +55,32 @@ def _author(value: str | None) -> Any:
 )
 @click.option(
     "--out-dir",
+    cls=Option,
+    section="output",
     default=None,
     metavar="DIR",
     help="Write the rendered tree to DIR instead of committing it (for `flux push artifact`).",
 )
 @click.option(
     "--target-path",
+    cls=Option,
+    section="output",
     default="",
     metavar="DIR",
     help="Replace only this directory of the branch (several apps, one branch).",
 )
-@click.option("-m", "--message", default=None, help="Subject line of the commit.")
+@click.option(
+    "-m",
+    "--message",
+    default=None,
+    cls=Option,
+    section="output",
+    help="Subject line of the commit.",
+)
 @click.option(
     "--author",
+    cls=Option,
+    section="output",
     default=None,
     metavar="'NAME <EMAIL>'",
     help="Author and committer (default: the repository's user.name and "
@@ -89,6 +108,7 @@ def hydrate(
     author: str | None,
     no_cache: bool,
     allow_rewind: bool,
+    verbose: bool,
     **values: Any,
 ) -> None:
     """Render PATH at a commit and publish the result as a commit on a branch.
@@ -105,13 +125,15 @@ def hydrate(
     who = _author(author)
     with reported("nothing hydrated"):
         ctx = context.open_path(path, rev, runner=runner(values))
+        report_skipped(ctx.source, verbose)
     src, settings = ctx.source, ctx.settings
     try:
         key = hyd.cache_key(os.environ)
         repo = gitstore.open_repo(path)
         source_path = gitstore.repo_relative(repo, path)
         if out_dir:
-            _to_dir(out_dir, ctx, rev, source_path, use_cache=not no_cache, key=key)
+            with context.shown_from_here(src):
+                _to_dir(out_dir, ctx, rev, source_path, use_cache=not no_cache, key=key)
             return
         req = hyd.Request(
             rev=rev,
@@ -124,7 +146,8 @@ def hydrate(
             allow_rewind=allow_rewind,
             cache_key=key,
         )
-        result = hyd.to_branch(gitstore.workdir(repo), src, settings, req)
+        with context.shown_from_here(src):
+            result = hyd.to_branch(gitstore.workdir(repo), src, settings, req)
     except DynGitopsError as exc:  # BranchMoved exits 4: run it again
         fail_with(exc, "nothing hydrated")
     except (FileExistsError, FileNotFoundError, LookupError) as exc:

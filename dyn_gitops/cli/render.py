@@ -8,29 +8,45 @@ import click
 
 from .. import context, lifetime
 from ..display import count, printable
-from ..errors import ExitCode
+from ..errors import DynGitopsError, ExitCode
 from ..settings import REGISTRY
 from ..stdio import write_stdout
-from .options import runner, setting_options, source_options
+from . import report
+from .help import Command, Option
+from .options import (
+    report_option,
+    report_skipped,
+    runner,
+    setting_options,
+    source_options,
+)
 from .outcome import fail, reported, warn
 
 
-@click.command()
+@click.command(cls=Command)
 @source_options
 @click.option(
     "--out-dir",
     default=None,
     metavar="DIR",
+    cls=Option,
+    section="output",
     help="Write one file per object under DIR instead of printing a stream.",
 )
 @setting_options
-def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> None:
-    """Render PATH (a directory, a file, or - for stdin) to stdout."""
+def render(path: str, rev: str | None, out_dir: str | None, verbose: bool, **values: Any) -> None:
+    """Render PATH (a directory, a file, or - for stdin) to stdout.
+
+    A directory's kustomization files and Helm charts are left out unless they hold a
+    Kubernetes object, and so is what PATH/.dyn-gitops-ignore or --exclude excludes
+    (docs/cli.md).
+    """
     from ..emit import render_text, write_out_dir
     from ..objpath import PathError
 
     with reported():
         ctx = context.open_path(path, rev, runner=runner(values))
+        report_skipped(ctx.source, verbose)
         result = context.render(ctx)
         lifetime.keep(ctx, result)  # freed with a one-shot process, not object by object
         warn(result.warnings)
@@ -49,13 +65,18 @@ def render(path: str, rev: str | None, out_dir: str | None, **values: Any) -> No
         write_stdout(text)
 
 
-@click.command()
+@click.command(cls=Command)
 @source_options
+@report_option
 @setting_options
-def validate(path: str, rev: str | None, **values: Any) -> None:
-    """Check PATH and report every problem; print nothing else."""
+def validate(path: str, rev: str | None, verbose: bool, report_format: str, **values: Any) -> None:
+    """Check PATH and report every problem; print nothing else (with -o json or yaml: the
+    problems as data on stdout, whatever the outcome; docs/cli.md)."""
+    if report_format != "text":
+        _validate_data(path, rev, report_format, values)
     with reported():
         ctx = context.open_path(path, rev, runner=runner(values))
+        report_skipped(ctx.source, verbose)
         result = context.render(ctx)
     warn(result.warnings)
     click.echo(
@@ -66,13 +87,50 @@ def validate(path: str, rev: str | None, **values: Any) -> None:
     )
 
 
-@click.command("settings")
+def _validate_data(path: str, rev: str | None, fmt: str, values: dict[str, Any]) -> None:
+    """``validate -o json|yaml``: the report on stdout, the exit code as in text."""
+    body: dict[str, Any] = {"valid": False, "files": None, "graphs": None, "objects": None}
+    try:
+        ctx = context.open_path(path, rev, runner=runner(values))
+        src = ctx.source
+        body["skipped"] = [{"path": src.shown(p), "reason": why} for p, why in src.skipped]
+        result = context.render(ctx)
+    except DynGitopsError as exc:
+        body.setdefault("skipped", [])
+        body["problems"] = report.error_problems(exc)
+        report.emit("ValidationReport", body, fmt, exc.exit_code)
+    body.update(
+        valid=True,
+        files=len(ctx.source.files),
+        graphs=result.graphs,
+        objects=len(result.objects),
+        problems=[report.problem(w) for w in result.warnings],
+    )
+    report.emit("ValidationReport", body, fmt)
+
+
+@click.command("settings", cls=Command)
 @source_options
+@report_option
 @setting_options
-def settings_cmd(path: str, rev: str | None, **values: Any) -> None:
+def settings_cmd(
+    path: str, rev: str | None, verbose: bool, report_format: str, **values: Any
+) -> None:
     """Print every render setting, its value, and where the value came from."""
     with reported():
-        resolved = context.open_path(path, rev, runner=runner(values)).resolved
+        ctx = context.open_path(path, rev, runner=runner(values))
+        report_skipped(ctx.source, verbose)
+    resolved = ctx.resolved
+    if report_format != "text":
+        rows_data = [
+            {
+                "name": spec.name,
+                "value": getattr(resolved.settings, spec.attr),
+                "from": resolved.origins[spec.name],
+            }
+            for spec in REGISTRY
+        ]
+        report.emit("Settings", {"settings": rows_data}, report_format)
     rows = []
     for spec in REGISTRY:
         value = getattr(resolved.settings, spec.attr)
@@ -87,7 +145,7 @@ def settings_cmd(path: str, rev: str | None, **values: Any) -> None:
         write_stdout("\n".join(lines) + "\n")
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option(
     "--json-schema-dir",
     default=None,

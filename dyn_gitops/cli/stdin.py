@@ -12,6 +12,7 @@ from .. import context
 from ..display import printable
 from ..errors import ExitCode
 from ..stdio import write_stdout
+from .help import Command
 from .options import runner, setting_options
 from .outcome import fail, problem_lines, reported, warn
 
@@ -35,7 +36,7 @@ def _read_stdin(limit: int) -> str:
         )
 
 
-@click.command()
+@click.command(cls=Command)
 @setting_options
 def krm(**values: Any) -> None:
     """Run as a KRM function (kustomize exec plugin, kpt): ResourceList in, ResourceList out.
@@ -66,7 +67,7 @@ def krm(**values: Any) -> None:
         sys.exit(int(ExitCode.INVALID_INPUT))
 
 
-@click.command("post-render")
+@click.command("post-render", cls=Command)
 @setting_options
 def post_render(**values: Any) -> None:
     """Helm post-renderer: all manifests on stdin, the expanded manifests on stdout.
