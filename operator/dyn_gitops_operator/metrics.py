@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 # The one place: every counter and histogram would otherwise export a ``*_created`` series
 # per label set (a third of all series), which no dashboard or alert reads; controller-
 # runtime exports none. Process-wide, so set before any metric is made.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 PREFIX = "dyn_gitops_controller"
 #: the graph chain's reconcilers (each runs on every graph)
