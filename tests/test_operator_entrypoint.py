@@ -134,3 +134,24 @@ def test_text_logs_are_the_default(tmp_path: Path) -> None:
     checked = [ln for ln in lines if "optional API checked" in ln]
     assert checked and all('state="not served" reason="404 NotFound"' in ln for ln in checked)
     assert not any("page not found" in ln or TOKEN in ln for ln in lines), lines
+
+
+def test_api_errors_read_as_a_short_reason_and_one_redacted_line() -> None:
+    """Any refused call: a Status body gives its reason and message (one line, quoted
+    values redacted); any other body (a proxy's HTML page) is dropped for the status's."""
+    from dyn_gitops_operator.kube import _error_from
+
+    html = b"<html>\n<body>503 Service Temporarily Unavailable</body>\n</html>\n"
+    assert str(_error_from(503, html)) == "503 ServiceUnavailable"
+    assert str(_error_from(404, b"404 page not found\n")) == "404 NotFound"
+    status = {
+        "kind": "Status",
+        "reason": "Invalid",
+        "message": 'Deployment "d" is invalid:\n  spec.x: Invalid value: "hunter2": bad',
+    }
+    exc = _error_from(422, json.dumps(status).encode())
+    assert (
+        str(exc)
+        == '422 Invalid: Deployment "d" is invalid: spec.x: Invalid value: "<redacted>": bad'
+    )
+    assert _error_from(409, b'{"reason": "not a reason\\n", "message": ""}').reason == "Conflict"
