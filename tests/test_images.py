@@ -305,7 +305,7 @@ def test_controller_help(built: images.Images) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: dyn-gitops-operator")
     version = images.podman("run", "--rm", "--network=none", built.controller, "--version")
-    assert version.stdout.strip() == __version__
+    assert version.stdout.strip() == f"dyn-gitops-operator, version {__version__}"
 
 
 def _get(url: str) -> int:

@@ -291,6 +291,7 @@ def test_a_controller_process_logs_an_api_server_outage(
                 "--http-address", f"127.0.0.1:{port}",
                 "--leader-lease-duration", "600", "--leader-renew-deadline", "300",
                 "--scope-lease-duration", "600", "--scope-lease-renew-interval", "10",
+                "--log-format", "json",
             ],
             stdout=out,
             stderr=subprocess.STDOUT,

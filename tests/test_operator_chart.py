@@ -28,6 +28,8 @@ MODES = {
     "namespace": ["controller.mode=namespace", "controller.watchNamespace=team-a"],
 }
 EXTRAS = ["metrics.serviceMonitor.enabled=true", "dashboard.enabled=true"]
+#: the Prometheus Operator's API served (the ServiceMonitor is rendered only then)
+MONITORING_API = ["--api-versions", "monitoring.coreos.com/v1"]
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +280,9 @@ def test_optional_objects(helm: Path) -> None:
     assert not by_kind(plain, "ServiceMonitor") and not by_kind(plain, "ConfigMap")
     (svc,) = by_kind(plain, "Service")
     assert svc["spec"]["ports"][0]["port"] == 8080
-    objs = helm_template(helm, CHART, *EXTRAS, "dashboard.namespace=monitoring")
+    objs = helm_template(
+        helm, CHART, *EXTRAS, "dashboard.namespace=monitoring", extra=MONITORING_API
+    )
     (sm,) = by_kind(objs, "ServiceMonitor")
     assert sm["spec"]["endpoints"][0]["path"] == "/metrics"
     (cm,) = by_kind(objs, "ConfigMap")

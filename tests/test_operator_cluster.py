@@ -381,7 +381,7 @@ def test_chart_is_accepted_by_the_api_server(plane: Plane, pk: Kube, helm: Path,
         "metrics.serviceMonitor.enabled=true",
         "dashboard.enabled=true",
         namespace=release_ns,
-        extra=["--include-crds"],
+        extra=["--include-crds", "--api-versions", "monitoring.coreos.com/v1"],
     )
     assert {o["kind"] for o in objs} >= {
         "Deployment",

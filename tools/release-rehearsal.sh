@@ -126,7 +126,9 @@ done
 pulled=$registry/dyn-gitops/dyn-gitops:$version
 got=$(podman run --rm --pull=always --tls-verify=false --network=none --read-only \
   "$registry/dyn-gitops/dyn-gitops:$version" --version 2>"$work/pull.log") || fail "pull and run: $(cat "$work/pull.log")"
-[ "$got" = "$version" ] || fail "the pulled controller image says $got, expected $version"
+# dyn-gitops --version's format (dyn_gitops_operator/__main__.py, version_text)
+[ "$got" = "dyn-gitops-operator, version $version" ] ||
+  fail "the pulled controller image says $got, expected dyn-gitops-operator, version $version"
 step push "$registry/dyn-gitops/{dyn-gitops-cmp,dyn-gitops}:$version (pulled back and run)"
 
 # 6. the chart as an OCI artifact

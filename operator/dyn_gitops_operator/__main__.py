@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import sys
 from typing import Any
 
-from dyn_gitops_operator import __version__
+from dyn_gitops_operator import __version__, logs
+from dyn_gitops_operator.logs import FORMATS, log_format
 from dyn_gitops_operator.settings import (
     MAX_REPLICAS_ENV,
     LeaderSettings,
@@ -19,59 +19,72 @@ from dyn_gitops_operator.settings import (
     limit_from_env,
 )
 
-_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
+#: where the flags are described at length
+DOCS_URL = "https://github.com/dyn-gitops/dyn-gitops/blob/main/docs/operator.md"
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: a fixed message plus lower-case key/value pairs."""
+class _Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Every flag's default shown (a help that names its default itself is kept as is);
+    the description and the epilog as written (a URL is never wrapped)."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "ts": round(record.created, 3),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        out.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
-        if record.exc_info:
-            out["exception"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower():
+            return text
+        return super()._get_help_string(action) or text
 
 
-class PlainFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        extra = " ".join(f"{k}={v}" for k, v in record.__dict__.items() if k not in _STANDARD)
-        line = f"{record.levelname[0]} {record.name}: {record.getMessage()} {extra}".rstrip()
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return line
+def version_text(prog: str = "dyn-gitops-operator") -> str:
+    """``--version``: the format of ``dyn-gitops --version``, the package's version."""
+    return f"{prog}, version {__version__}"
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="dyn-gitops-operator", description="dyn-gitops companion controller"
+        prog="dyn-gitops-operator",
+        description="dyn-gitops companion controller: DGD status, scaling adapters, managed\n"
+        "rolling updates, restarts, the Dynamo scope lease and DynamoModel adapters.",
+        epilog=f"Flags, metrics and logs:\n  {DOCS_URL}#running-it",
+        formatter_class=_Help,
     )
     d = OperatorSettings(identity="x")
-    p.add_argument("--version", action="version", version=__version__)
+    p.add_argument("--version", action="version", version=version_text())
+    _run_flags(p.add_argument_group("what to watch, how"), d)
+    _leader_flags(p.add_argument_group("leader election and the Dynamo scope lease"), d)
+    _model_flags(p.add_argument_group("DynamoModel (LoRA adapters)"), d.models)
+    _log_flags(p.add_argument_group("logging"))
+    return p
+
+
+Group = argparse._ArgumentGroup
+
+
+def _run_flags(p: Group, d: OperatorSettings) -> None:
     p.add_argument(
         "--mode",
         choices=("cluster", "namespace"),
         default=d.mode,
-        help="cluster-wide (default) or one namespace",
+        help="cluster-wide, or one namespace",
     )
-    p.add_argument("--namespace", default="", help="the namespace watched in namespace mode")
+    p.add_argument(
+        "--namespace",
+        default="",
+        help="the namespace watched in namespace mode (default: none; needed there)",
+    )
     p.add_argument(
         "--kubeconfig",
         default=None,
+        metavar="FILE",
         help="kubeconfig file (default: in-cluster, then ~/.kube/config)",
     )
+    p.add_argument("--workers", type=int, default=d.workers, metavar="N", help="reconcile threads")
     p.add_argument(
-        "--identity",
-        default=None,
-        help="leader identity (default: the pod name, POD_NAME; else host_random)",
+        "--resync-period",
+        type=float,
+        default=d.resync_period,
+        metavar="SECONDS",
+        help="how often every graph is reconciled again (drift correction)",
     )
-    p.add_argument("--workers", type=int, default=d.workers)
-    p.add_argument("--resync-period", type=float, default=d.resync_period, metavar="SECONDS")
     p.add_argument(
         "--optional-api-recheck",
         type=float,
@@ -83,6 +96,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--http-address",
         default=d.http_address,
+        metavar="HOST:PORT",
         help="host:port for /metrics, /healthz, /readyz ('' disables)",
     )
     p.add_argument(
@@ -94,14 +108,37 @@ def parser() -> argparse.ArgumentParser:
         "or a scaling adapter's replicas); above it, negative or not an integer is refused "
         f"(env {MAX_REPLICAS_ENV}; default {d.max_replicas}, the renderer's max-replicas)",
     )
+
+
+def _leader_flags(p: Group, d: OperatorSettings) -> None:
+    """Leader election (controller-runtime's flags and defaults) and the scope lease."""
     p.add_argument(
-        "--leader-elect", action=argparse.BooleanOptionalAction, default=d.leader.enabled
+        "--identity",
+        default=None,
+        metavar="NAME",
+        help="leader identity (default: the pod name, POD_NAME; else host_random)",
     )
-    p.add_argument("--leader-election-id", default=d.leader.lease_name)
-    p.add_argument("--leader-election-namespace", default="")
-    p.add_argument("--leader-lease-duration", type=float, default=d.leader.lease_duration)
-    p.add_argument("--leader-renew-deadline", type=float, default=d.leader.renew_deadline)
-    p.add_argument("--leader-retry-period", type=float, default=d.leader.retry_period)
+    p.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=d.leader.enabled,
+        help="only the replica holding the leader Lease writes",
+    )
+    p.add_argument(
+        "--leader-election-id", default=d.leader.lease_name, metavar="NAME", help="the Lease's name"
+    )
+    p.add_argument(
+        "--leader-election-namespace",
+        default="",
+        metavar="NAMESPACE",
+        help="the Lease's namespace (default: POD_NAMESPACE; in namespace mode the watched one)",
+    )
+    for flag, value, what in (
+        ("--leader-lease-duration", d.leader.lease_duration, "a standby waits before taking over"),
+        ("--leader-renew-deadline", d.leader.renew_deadline, "the leader acts without renewing"),
+        ("--leader-retry-period", d.leader.retry_period, "between acquire or renew attempts"),
+    ):
+        p.add_argument(flag, type=float, default=value, metavar="SECONDS", help=f"seconds {what}")
     p.add_argument(
         "--scope-lease",
         action=argparse.BooleanOptionalAction,
@@ -109,15 +146,23 @@ def parser() -> argparse.ArgumentParser:
         help="namespace mode: hold the Dynamo scope lease; cluster mode: skip "
         "namespaces whose scope lease someone else holds",
     )
-    p.add_argument("--scope-lease-duration", type=int, default=d.scope.lease_duration)
-    p.add_argument("--scope-lease-renew-interval", type=float, default=d.scope.renew_interval)
-    _model_flags(p, d.models)
-    p.add_argument("--log-format", choices=("json", "plain"), default="json")
-    p.add_argument("--log-level", default="info")
-    return p
+    p.add_argument(
+        "--scope-lease-duration",
+        type=int,
+        default=d.scope.lease_duration,
+        metavar="SECONDS",
+        help="the scope lease's leaseDurationSeconds",
+    )
+    p.add_argument(
+        "--scope-lease-renew-interval",
+        type=float,
+        default=d.scope.renew_interval,
+        metavar="SECONDS",
+        help="seconds between renewals of the scope lease",
+    )
 
 
-def _model_flags(p: argparse.ArgumentParser, m: ModelSettings) -> None:
+def _model_flags(p: Group, m: ModelSettings) -> None:
     """The DynamoModel loop's flags."""
     p.add_argument(
         "--dynamo-models",
@@ -125,13 +170,48 @@ def _model_flags(p: argparse.ArgumentParser, m: ModelSettings) -> None:
         default=m.enabled,
         help="load DynamoModels' LoRA adapters into their base model's workers",
     )
-    p.add_argument("--model-port", type=int, default=m.port, help="the workers' system port")
-    p.add_argument("--model-concurrency", type=int, default=m.concurrency)
-    p.add_argument("--model-workers", type=int, default=m.workers)
-    p.add_argument("--model-request-timeout", type=float, default=m.request_timeout)
-    p.add_argument("--model-total-timeout", type=float, default=m.total_timeout)
-    p.add_argument("--model-retry-base", type=float, default=m.retry_base, metavar="SECONDS")
-    p.add_argument("--model-retry-max", type=float, default=m.retry_max, metavar="SECONDS")
+    p.add_argument(
+        "--model-port", type=int, default=m.port, metavar="PORT", help="the workers' system port"
+    )
+    p.add_argument(
+        "--model-concurrency",
+        type=int,
+        default=m.concurrency,
+        metavar="N",
+        help="load / unload calls in flight at once per model",
+    )
+    p.add_argument(
+        "--model-workers",
+        type=int,
+        default=m.workers,
+        metavar="N",
+        help="threads reconciling DynamoModels",
+    )
+    for flag, value, what in (
+        ("--model-request-timeout", m.request_timeout, "for one call, whole"),
+        ("--model-total-timeout", m.total_timeout, "for a model's batch of unload calls"),
+        ("--model-retry-base", m.retry_base, "before a failed worker is called again"),
+        ("--model-retry-max", m.retry_max, "at most between calls to a failing worker"),
+    ):
+        p.add_argument(flag, type=float, default=value, metavar="SECONDS", help=f"seconds {what}")
+
+
+def _log_flags(p: Group) -> None:
+    p.add_argument(
+        "--log-format",
+        type=log_format,
+        choices=FORMATS,
+        default=FORMATS[0],
+        help="text: one line per record; json: one JSON object per line (both on stderr, "
+        "with an RFC 3339 timestamp, level, logger, message and fields)",
+    )
+    p.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="the least severe level logged",
+    )
 
 
 def settings_from(args: argparse.Namespace) -> OperatorSettings:
@@ -194,9 +274,7 @@ def _missing_extra() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if args.log_format == "json" else PlainFormatter())
-    logging.basicConfig(level=args.log_level.upper(), handlers=[handler], force=True)
+    logs.setup(args.log_format, args.log_level)
     try:
         settings = settings_from(args)
     except ValueError as exc:

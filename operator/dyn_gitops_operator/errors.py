@@ -19,6 +19,61 @@ not: credentials are refreshed (a rotated token), and the next attempt may pass.
 
 from __future__ import annotations
 
+import re
+from http import HTTPStatus
+
+#: the longest server message kept (an Event note's limit; a Status can quote a whole object)
+DETAIL_MAX = 1024
+#: Kubernetes' ``metav1.StatusReason`` per HTTP status, for an answer that carries none
+#: (a proxy's or the mux's plain-text ``404 page not found``)
+STATUS_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Gone",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+#: a reason as Kubernetes writes them (``NotFound``, ``AlreadyExists``): one CamelCase word
+_REASON = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
+#: a value the API server quotes in a field error (``spec.x: Invalid value: "v": ...``)
+_VALUE = re.compile(
+    r"((?:(?:Invalid|Unsupported|Duplicate) value|Not found): )"
+    r'("(?:[^"\\]|\\.)*"|.*?(?=: |, |\]|$))'
+)
+
+
+def redact(text: str) -> str:
+    """The server's message with every quoted field value replaced (it may echo a value
+    of the object, and the object may carry a credential)."""
+    return _VALUE.sub(r'\1"<redacted>"', text)
+
+
+def short_reason(status: int, reason: str) -> str:
+    """The server's reason when it is one (``NotFound``), else the one of the status."""
+    if _REASON.fullmatch(reason):
+        return reason
+    if status in STATUS_REASONS:
+        return STATUS_REASONS[status]
+    try:
+        return HTTPStatus(status).phrase.title().replace(" ", "").replace("-", "")
+    except ValueError:
+        return "Unknown" if status else "ConnectionFailed"
+
+
+def short_detail(message: str) -> str:
+    """One line, values redacted, bounded: what a log line, a condition or an Event shows."""
+    text = redact(" ".join(message.split()))
+    return text if len(text) <= DETAIL_MAX else text[: DETAIL_MAX - 3] + "..."
+
 
 class ControllerError(Exception):
     """Root of every error the controller raises on purpose."""
@@ -45,13 +100,15 @@ class ApiError(ControllerError):
 
     def __init__(self, status: int, reason: str, message: str) -> None:
         self.status = status
-        self.reason = reason
-        #: the server's message alone
-        self.detail = message
+        #: a short CamelCase reason (the server's, else the status's: never a body)
+        self.reason = short_reason(status, reason)
+        #: the server's message alone: one line, quoted values redacted, bounded
+        self.detail = short_detail(message)
         #: the request that got this answer ("apply Deployment ns/name"), set by the caller
         #: that knows it (``reconcilers.base.Context``); empty otherwise
         self.call = ""
-        super().__init__(f"{status} {reason}: {message}")
+        text = f"{status} {self.reason}" if status else self.reason
+        super().__init__(f"{text}: {self.detail}" if self.detail else text)
 
 
 class NotFoundError(ApiError):

@@ -338,17 +338,18 @@ def _lines(resp: Any) -> Iterator[bytes]:
 
 
 def _error_from(status: int, raw: bytes) -> ApiError:
+    """The error of a refused call, from its ``Status`` body; any other body (a proxy's
+    page, the mux's ``404 page not found``) is dropped: the status names the error."""
     try:
         body = json.loads(raw)
     except ValueError:
         body = {}
     if not isinstance(body, dict):
         body = {}
+    reason, message = str(body.get("reason") or ""), str(body.get("message") or "")
     if status == 410:
-        return GoneError(410, body.get("reason", "Gone"), body.get("message", ""))
-    return api_error(
-        status, body.get("reason", ""), body.get("message", raw[:200].decode(errors="replace"))
-    )
+        return GoneError(410, reason or "Gone", message)
+    return api_error(status, reason, message)
 
 
 __all__ = [

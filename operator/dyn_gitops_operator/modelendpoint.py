@@ -199,7 +199,8 @@ class LoraClient:
         finally:
             conn.close()
         if not 200 <= resp.status < 300:
-            text = raw.decode("utf-8", "replace").strip()[:ERROR_BODY_MAX]
+            # the worker's own explanation, on one line (a condition message, a log field)
+            text = " ".join(raw.decode("utf-8", "replace").split())[:ERROR_BODY_MAX]
             raise EndpointError(f"{method} {url}: status {resp.status}: {text}")
 
     def load(self, address: str, model_name: str, uri: str) -> None:

@@ -20,12 +20,11 @@ periodic resync brings it back.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 
 from dyn_gitops_operator import FIELD_MANAGER
 from dyn_gitops_operator import objects as o
-from dyn_gitops_operator.errors import ApiError
+from dyn_gitops_operator.errors import ApiError, redact
 from dyn_gitops_operator.graph import Graph
 from dyn_gitops_operator.reconcilers.base import Context, Obj, timestamp
 from dyn_gitops_operator.reconcilers.status import STALLED, without_stalled, write_status
@@ -37,22 +36,11 @@ log = logging.getLogger(__name__)
 REASONS = {"validation": "Invalid", "forbidden": "Forbidden"}
 #: the longest message written (an Event's note is limited to 1 kB)
 MESSAGE_MAX = 1024
-#: a value the API server quotes in a field error (``spec.x: Invalid value: "v": ...``)
-_VALUE = re.compile(
-    r"((?:(?:Invalid|Unsupported|Duplicate) value|Not found): )"
-    r'("(?:[^"\\]|\\.)*"|.*?(?=: |, |\]|$))'
-)
-
-
-def redact(text: str) -> str:
-    """The server's message with every quoted field value replaced (it may echo a value
-    of the object, and the object may carry a credential)."""
-    return _VALUE.sub(r'\1"<redacted>"', text)
 
 
 def message(exc: ApiError) -> str:
     """``<verb> <Kind> <ns>/<name>: <status> <reason>: <server's message>``, bounded."""
-    text = f"{exc.status} {exc.reason}: {redact(' '.join(exc.detail.split()))}"
+    text = str(exc)  # one line, values redacted (errors.ApiError)
     if exc.call:
         text = f"{exc.call}: {text}"
     return text if len(text) <= MESSAGE_MAX else text[: MESSAGE_MAX - 3] + "..."

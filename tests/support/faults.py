@@ -37,6 +37,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -211,13 +212,16 @@ class Controller:
         return self.proc is not None and self.proc.poll() is None
 
     def records(self) -> list[dict[str, Any]]:
-        """The JSON log lines of every run, in order."""
+        """The JSON log lines of every run, in order; ``ts`` (RFC 3339 in the line) as
+        seconds since the epoch, to compare with ``time.time()``."""
         out = []
         for log in self.logs:
             for line in log.read_text(errors="replace").splitlines():
                 with contextlib.suppress(ValueError):
                     rec = json.loads(line)
                     if isinstance(rec, dict):
+                        if isinstance(rec.get("ts"), str):
+                            rec["ts"] = datetime.fromisoformat(rec["ts"]).timestamp()
                         out.append(rec)
         return out
 

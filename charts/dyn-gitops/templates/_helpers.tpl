@@ -129,3 +129,14 @@ app.kubernetes.io/component: controller
 {{- define "dyn-gitops.cmpConfigMap" -}}
 {{- printf "%s-cmp-plugin" (include "dyn-gitops.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
+
+{{/* An image reference: repository@digest when image.digest is set (the tag is then
+ignored), else repository:tag, the tag defaulting to the chart's appVersion.
+Call with (dict "image" .Values.image "appVersion" $.Chart.AppVersion). */}}
+{{- define "dyn-gitops.imageRef" -}}
+{{- if .image.digest }}
+{{- printf "%s@%s" .image.repository .image.digest }}
+{{- else }}
+{{- printf "%s:%s" .image.repository (default .appVersion .image.tag) }}
+{{- end }}
+{{- end }}
