@@ -14,23 +14,11 @@ import click
 import pytest
 import yaml
 from support.cli import CliResult, invoke_cli, run_cli
+from support.inputs import frontend_dgd
 
 from dyn_gitops.settings import REGISTRY
 
-DGD = """\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: reported
-spec:
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: example.com/dynamo:1.1.0
-"""
+DGD = frontend_dgd("reported")
 PROBLEM_KEYS = {"file", "line", "object", "field", "path", "message", "severity"}
 
 

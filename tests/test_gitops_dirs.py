@@ -12,23 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 from support.cli import CliResult, invoke_cli, run_cli
+from support.inputs import frontend_dgd
 
 from dyn_gitops.ignore import IGNORE_FILE_MAX_BYTES, MAX_PATTERN_CHARS, MAX_PATTERNS
 
-DGD = """\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: beside
-spec:
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: example.com/dynamo:1.1.0
-"""
+DGD = frontend_dgd("beside")
 KUSTOMIZATION = """\
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization

@@ -32,6 +32,24 @@ spec:
 """
 
 
+def frontend_dgd(name: str) -> str:
+    """The smallest DGD: one frontend, one replica, as YAML text."""
+    return f"""\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: {name}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: example.com/dynamo:1.1.0
+"""
+
+
 def resource_list(items: list[dict[str, Any]], config: dict[str, Any] | None = None) -> str:
     """A KRM ResourceList of ``items`` (and a functionConfig), as YAML text."""
     import yaml
