@@ -408,8 +408,11 @@ def test_the_pool_caps_each_group_and_keeps_no_idle_thread() -> None:
     from dyn_gitops_operator.fairpool import FairPool
     from dyn_gitops_operator.testing import wait_for
 
-    pool = FairPool(4, 2)
-    baseline = threading.active_count()
+    pool = FairPool(4, 2, name="pool-caps-test")  # a name no other pool of the process has
+
+    def pool_threads() -> int:  # only this pool's: other tests' threads may come and go
+        return sum(1 for t in threading.enumerate() if t.name == pool.name)
+
     gate = threading.Event()
     started: list[str] = []
     lock = threading.Lock()
@@ -424,7 +427,7 @@ def test_the_pool_caps_each_group_and_keeps_no_idle_thread() -> None:
     pool.submit("b", lambda: call("b0"))
     wait_for(lambda: len(started) == 3, GUARD, lambda: f"three started ({started})")
     assert sorted(started) == ["a0", "a1", "b0"] and pool.waiting() == 2
-    assert threading.active_count() - baseline == 3
+    assert pool_threads() == 3
     gate.set()
     wait_for(lambda: len(started) == 5 and pool.running() == 0, GUARD, "all calls done")
-    wait_for(lambda: threading.active_count() <= baseline, GUARD, "no thread left")
+    wait_for(lambda: pool_threads() == 0, GUARD, "no thread left")
