@@ -82,6 +82,18 @@ def test_the_floor_counts_pods_ready_now_not_a_stale_status() -> None:
     assert ready_now([_gen("a", 2, 3), b], None) == {"a": 2, "b": 1}
 
 
+def test_the_floor_never_counts_pods_a_scale_down_is_about_to_remove() -> None:
+    """A generation just scaled 4 -> 2 keeps its two surplus pods Ready until its
+    ReplicaSet deletes them (a few moments, longer on a loaded machine: the Git-revert pain
+    test saw it, 2 ready left under a floor of 3). Counting them let B's only serving pod go:
+    A counts as its spec, 2, and 2 + 1 = 3 is the floor."""
+    a, b = _gen("a", 2, 4), _gen("b", 2, 1)
+    pods = [_pod("a", True) for _ in range(4)] + [_pod("b", True), _pod("b", False)]
+    ready = ready_now([a, b], pods)
+    assert ready == {"a": 2, "b": 1}
+    assert keep_floor([b], {"b": 0}, ready, 3) == {"b": 1}
+
+
 def test_the_floor_drains_the_oldest_first_and_keeps_unready_removals() -> None:
     olds = [_gen("old1", 2, 2), _gen("old2", 3, 1)]
     ready = {"old1": 2, "old2": 1, "new": 1}

@@ -90,7 +90,9 @@ def ready_now(workloads: list[Obj], pods: list[Obj] | None) -> dict[str, int]:
     status is written after the pods change, and the Deployment's after that), so a
     generation just scaled down can still report the pods it lost. Without pods to count
     (no ``list`` on pods, or no pod of the service at all) and for a LeaderWorkerSet
-    (ready groups): the status, never more than the spec."""
+    (ready groups): the status. Never more than the spec: a generation scaled down keeps its
+    surplus pods Ready until its ReplicaSet acts (a few moments, longer under load), and
+    counting them would let another generation's serving pod go below the floor."""
     out: dict[str, int] = {}
     for w in workloads:
         status_count = min(o.available(w), o.replicas(w))
@@ -98,11 +100,12 @@ def ready_now(workloads: list[Obj], pods: list[Obj] | None) -> dict[str, int]:
             out[o.name(w)] = status_count
             continue
         match = ((w.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        out[o.name(w)] = sum(
+        serving = sum(
             1
             for p in pods
             if match and all(o.labels(p).get(k) == v for k, v in match.items()) and o.pod_serving(p)
         )
+        out[o.name(w)] = min(serving, o.replicas(w))
     return out
 
 
