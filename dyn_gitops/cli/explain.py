@@ -10,24 +10,15 @@ from .. import context
 from ..display import printable
 from ..stdio import write_stdout
 from . import report
-from .help import Command, Option
-from .options import input_options, report_option, report_skipped, runner, setting_options
+from .help import Command
+from .options import report_option, report_skipped, runner, setting_options, source_options
 from .outcome import reported
 
 
 @click.command("explain", cls=Command)
 @click.argument("graph", metavar="DGD")
 @click.argument("service", metavar="SERVICE")
-@click.argument("path", default=".", required=False)
-@click.option(
-    "--rev",
-    default=None,
-    metavar="REV",
-    cls=Option,
-    section="input",
-    help="Read PATH from this Git revision (no checkout).",
-)
-@input_options
+@source_options
 @report_option
 @setting_options
 def explain_cmd(
