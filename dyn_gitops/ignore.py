@@ -11,8 +11,12 @@ expression that a pattern such as ``*a*a*a*a*a*b`` could keep busy for minutes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 #: the ignore file, at the root of what is read (a directory, or a directory of a revision)
 IGNORE_FILE = ".dyn-gitops-ignore"
@@ -131,40 +135,36 @@ def _pattern(text: str, where: str) -> _Pattern:
 # ---------------------------------------------------------------------------- matching
 def _match(pattern: Sequence[str], parts: Sequence[str]) -> bool:
     """Segments against path components; ``**`` matches zero or more components."""
-    # reach[j]: the first i pattern segments can match the first j components
-    reach = [True] + [False] * len(parts)
-    for seg in pattern:
-        if seg == "**":
-            seen = False
-            for j in range(len(reach)):
-                seen = seen or reach[j]
-                reach[j] = seen
-            continue
-        nxt = [False] * len(reach)
-        for j in range(len(parts)):
-            if reach[j] and _glob(seg, parts[j]):
-                nxt[j + 1] = True
-        reach = nxt
-        if not any(reach):
-            return False
-    return reach[-1]
+    return _wildcard(pattern, parts, lambda seg: seg == "**", _glob)
 
 
 def _glob(pattern: str, name: str) -> bool:
     """One segment: ``*`` (not ``/``), ``?``, ``[...]`` (``!``/``^`` negates, ranges) and
     ``\\`` escapes, by dynamic programming over the name."""
-    tokens = _tokens(pattern)
-    reach = [True] + [False] * len(name)
-    for token in tokens:
-        if token.kind == "*":
+    return _wildcard(_tokens(pattern), name, lambda token: token.kind == "*", _one)
+
+
+def _wildcard(
+    pattern: Sequence[T],
+    items: Sequence[U],
+    is_star: Callable[[T], bool],
+    one: Callable[[T, U], bool],
+) -> bool:
+    """Dynamic programming over ``items``, in time ``len(pattern) * len(items)`` (no
+    backtracking a pattern bomb could exploit): a star matches zero or more items, any
+    other element exactly one item it accepts. ``reach[j]``: the pattern so far can match
+    the first ``j`` items."""
+    reach = [True] + [False] * len(items)
+    for element in pattern:
+        if is_star(element):
             seen = False
             for j in range(len(reach)):
                 seen = seen or reach[j]
                 reach[j] = seen
             continue
         nxt = [False] * len(reach)
-        for j, ch in enumerate(name):
-            if reach[j] and _one(token, ch):
+        for j, item in enumerate(items):
+            if reach[j] and one(element, item):
                 nxt[j + 1] = True
         reach = nxt
         if not any(reach):
