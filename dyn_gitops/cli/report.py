@@ -21,8 +21,19 @@ def dump(kind: str, body: dict[str, Any], fmt: str) -> str:
         return json.dumps(data, indent=2) + "\n"
     import yaml
 
-    plain = json.loads(json.dumps(data))  # JSON's types only (a tuple is a list)
-    return str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, width=1 << 16))
+    return str(
+        yaml.safe_dump(_plain(data), sort_keys=False, default_flow_style=False, width=1 << 16)
+    )
+
+
+def _plain(value: Any) -> Any:
+    """The report with JSON's types only, as :func:`json.dumps` writes it (a tuple is a
+    list), for YAML's safe dumper (which refuses tuples)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def problem(p: Problem) -> dict[str, Any]:
