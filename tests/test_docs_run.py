@@ -120,14 +120,41 @@ def _pip_requirements(workflow: Path) -> list[str]:
     return [m for run in runs for m in re.findall(r"pip install (\"[^\"]+\"|\S+)", run)]
 
 
+@pytest.fixture(scope="module")
+def source_repository(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A Git repository holding this tree as it is (a checkout or not, edits included) and
+    its one commit."""
+    repo = tmp_path_factory.mktemp("source") / "dyn-gitops"
+    shutil.copytree(
+        REPO,
+        repo,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "__pycache__", "*.egg-info", "build", ".*_cache", ".hypothesis"
+        ),
+    )
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "tree"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, timeout=120)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return repo, head
+
+
 CI_SAMPLES = sorted((REPO / "samples" / "ci").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("workflow", CI_SAMPLES, ids=[p.name for p in CI_SAMPLES])
-def test_ci_samples_install_dyn_gitops_from_source(workflow: Path, tmp_path: Path) -> None:
+def test_ci_samples_install_dyn_gitops_from_source(
+    workflow: Path, tmp_path: Path, source_repository: tuple[Path, str]
+) -> None:
     """Nothing is on PyPI yet, so ``pip install dyn-gitops==0.1.0`` fails: a CI sample
     installs from a Git ref of the repository. The requirement it writes is installed here
-    with the repository swapped for this checkout (same form, this commit as the ref)."""
+    with the repository swapped for a Git repository of this tree (same form, its commit as
+    the ref)."""
     reqs = _pip_requirements(workflow)
     assert reqs, f"{workflow.name} installs nothing"
     for req in reqs:
@@ -135,12 +162,8 @@ def test_ci_samples_install_dyn_gitops_from_source(workflow: Path, tmp_path: Pat
             r'"dyn-gitops @ git\+https://github\.com/dyn-gitops/dyn-gitops@([^"]+)"', req
         )
         assert m, f"{workflow.name}: {req} is not a Git install of dyn-gitops"
-    if not (REPO / ".git").exists():
-        pytest.skip("this copy of the repository is not a Git checkout")
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    local = f"dyn-gitops @ git+file://localhost{REPO}@{head}"
+    repo, head = source_repository
+    local = f"dyn-gitops @ git+file://localhost{repo}@{head}"
     proc = subprocess.run(
         [
             sys.executable,
