@@ -255,12 +255,12 @@ def test_kustomize_skipping_the_function_fails_the_build(test_binaries: Any) -> 
     assert proc.stdout == "" and NOT_EXPANDED in proc.stderr, proc.stderr
 
 
-def test_kubectl_kustomize_cannot_run_the_function_and_fails_the_build() -> None:
+@pytest.mark.realk8s
+def test_kubectl_kustomize_cannot_run_the_function_and_fails_the_build(test_binaries: Any) -> None:
     """kubectl's built-in kustomize has no --enable-exec; with --enable-alpha-plugins alone it
-    skips the function like kustomize does, and the guard fails the build."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("no kubectl on PATH (not one of the test binaries)")
+    skips the function like kustomize does, and the guard fails the build (the real kubectl of
+    tools/test-bins, built from k8s.io/kubernetes at the API server's version)."""
+    kubectl = test_binaries("kubectl")["kubectl"]
     exec_flag = _run([kubectl, "kustomize", *BOTH_FLAGS, str(SAMPLE)])
     assert exec_flag.returncode != 0 and "unknown flag: --enable-exec" in exec_flag.stderr
     proc = _run([kubectl, "kustomize", "--enable-alpha-plugins", str(SAMPLE)])

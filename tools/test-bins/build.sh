@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the real Kubernetes tools the realk8s tests need (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kwok and its stage files, helm, kustomize,
+# kube-controller-manager, kube-scheduler, kubectl, kwok and its stage files, helm, kustomize,
 # kubeconform, argocd-cmp-server, actionlint) from the Go module proxy, at the versions pinned in
 # versions.env. See docs/test-bins.md.
 #
@@ -21,11 +21,11 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=common.sh
 . "$HERE/common.sh"
 VERSIONS_FILE=$HERE/versions.env
-# kube-apiserver, kube-controller-manager and kube-scheduler come from one wrapper module
-# (built in this order, they share its module graph and so most GOCACHE entries).
-TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm kustomize kubeconform
-  argocd-cmp-server actionlint)
-K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler)
+# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl come from one wrapper
+# module (built in this order, they share its module graph and so most GOCACHE entries).
+TOOLS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm kustomize
+  kubeconform argocd-cmp-server actionlint)
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 # The KWOK Stage files written next to the kwok binary (kwok-stages.yaml), as paths under
 # the pinned module's kustomize/stage/: kwok itself embeds none (only kwokctl does).
 KWOK_STAGES=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
@@ -89,7 +89,7 @@ for t in "${TOOLS[@]}"; do
 done
 for t in "${K8S_CMDS[@]}"; do
   [ "${VERSION[$t]}" = "${VERSION[kube-apiserver]}" ] ||
-    die "$VERSIONS_FILE: $t must have kube-apiserver's version (one wrapper module builds the three)"
+    die "$VERSIONS_FILE: $t must have kube-apiserver's version (one wrapper module builds them)"
 done
 
 BIN_DIR=$(bin_dir_of "" "$VERSIONS_FILE")
@@ -200,6 +200,7 @@ build_k8s_cmd() {
 build_kube-apiserver() { build_k8s_cmd kube-apiserver "$@"; }
 build_kube-controller-manager() { build_k8s_cmd kube-controller-manager "$@"; }
 build_kube-scheduler() { build_k8s_cmd kube-scheduler "$@"; }
+build_kubectl() { build_k8s_cmd kubectl "$@"; }
 
 build_kwok() {
   # go.mod has no replace directives: a plain go install. Its Stage files (the fake node and
@@ -316,6 +317,7 @@ version_of() {
   case $1 in
     kube-apiserver|kube-controller-manager|kube-scheduler|etcd|kwok) "$2" --version ;;
     kubeconform) "$2" -v ;;
+    kubectl) "$2" version --client ;;   # without --client it also asks a server, and fails
     actionlint) "$2" -version ;;
     argocd-cmp-server) ARGOCD_BINARY_NAME=argocd "$2" version --client ;;
     *) "$2" version ;;
