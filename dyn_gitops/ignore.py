@@ -20,10 +20,6 @@ U = TypeVar("U")
 
 #: the ignore file, at the root of what is read (a directory, or a directory of a revision)
 IGNORE_FILE = ".dyn-gitops-ignore"
-IGNORE_FILE_MAX_BYTES = 64 * 1024
-#: the most patterns of the ignore file and ``--exclude`` together
-MAX_PATTERNS = 1_000
-MAX_PATTERN_CHARS = 1_024
 
 #: files a GitOps repository keeps beside its manifests, by name: skipped unless they hold a
 #: Kubernetes object (``parse.holds_object``)
@@ -80,22 +76,25 @@ class ExcludeError(ValueError):
     """An ``--exclude`` pattern (or too many) refused: a usage error."""
 
 
-def compile_patterns(lines: Iterable[tuple[str, str]]) -> tuple[Ignore, list[tuple[str, str]]]:
+def compile_patterns(
+    lines: Iterable[tuple[str, str]], *, max_patterns: int, max_chars: int
+) -> tuple[Ignore, list[tuple[str, str]]]:
     """``(where, line)`` pairs (``.dyn-gitops-ignore:3``, ``--exclude``) compiled, and the
-    problems as ``(where, message)``: blank lines and ``#`` comments are skipped."""
+    problems as ``(where, message)``: blank lines and ``#`` comments are skipped; at most
+    ``max_patterns`` patterns of at most ``max_chars`` characters (settings.py's bounds)."""
     patterns: list[_Pattern] = []
     problems: list[tuple[str, str]] = []
     for where, line in lines:
         text = _strip(line)
         if not text or text.startswith("#"):
             continue
-        if len(patterns) >= MAX_PATTERNS:
-            problems.append((where, f"more than {MAX_PATTERNS} ignore patterns; refused"))
+        if len(patterns) >= max_patterns:
+            problems.append((where, f"more than {max_patterns} ignore patterns; refused"))
             break
-        if len(text) > MAX_PATTERN_CHARS:
+        if len(text) > max_chars:
             message = (
                 f"an ignore pattern of {len(text)} characters, over the limit of "
-                f"{MAX_PATTERN_CHARS}; refused"
+                f"{max_chars}; refused"
             )
             problems.append((where, message))
             continue
@@ -240,9 +239,6 @@ __all__ = [
     "BESIDE_NAMES",
     "CHART_DIRS",
     "IGNORE_FILE",
-    "IGNORE_FILE_MAX_BYTES",
-    "MAX_PATTERNS",
-    "MAX_PATTERN_CHARS",
     "ExcludeError",
     "Ignore",
     "beside_reason",

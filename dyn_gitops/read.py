@@ -25,14 +25,22 @@ from .errors import Problem
 from .ignore import (
     CHART_DIRS,
     IGNORE_FILE,
-    IGNORE_FILE_MAX_BYTES,
     ExcludeError,
     Ignore,
     beside_reason,
     compile_patterns,
     ignore_file_lines,
 )
-from .settings import SETTINGS_FILE, RenderSettings
+from .settings import (
+    IGNORE_FILE_MAX_BYTES,
+    IGNORE_MAX_PATTERN_CHARS,
+    IGNORE_MAX_PATTERNS,
+    SETTINGS_FILE,
+    SETTINGS_FILE_MAX_BYTES,
+    RenderSettings,
+)
+
+_IGNORE_BOUNDS = {"max_patterns": IGNORE_MAX_PATTERNS, "max_chars": IGNORE_MAX_PATTERN_CHARS}
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -137,10 +145,10 @@ def _read_stdin(max_file_bytes: int) -> Source:
 def excludes(text: str | None, exclude: Sequence[str], src: Source) -> Ignore | None:
     """The ignore file's patterns, then ``--exclude``'s (so a flag wins); None with a
     problem when the ignore file is unusable. Raises :class:`ExcludeError` for a flag."""
-    flags, flag_problems = compile_patterns(("--exclude", e) for e in exclude)
+    flags, flag_problems = compile_patterns((("--exclude", e) for e in exclude), **_IGNORE_BOUNDS)
     if flag_problems:
         raise ExcludeError("; ".join(f"{where} {m}" for where, m in flag_problems))
-    found, problems = compile_patterns(ignore_file_lines(text or ""))
+    found, problems = compile_patterns(ignore_file_lines(text or ""), **_IGNORE_BOUNDS)
     for where, message in problems:
         line = int(where.rpartition(":")[2])
         src.problems.append(Problem(IGNORE_FILE, line, message=message))
@@ -322,10 +330,6 @@ def _read_bytes(
         problems.append(_too_big(rel, len(data), limit, at_least=True, setting=what))
         return None
     return data
-
-
-# The settings file is read before the settings (and their limits) are known.
-SETTINGS_FILE_MAX_BYTES = 64 * 1024
 
 
 def _read_settings_file(full: str, src: Source, rel: str = SETTINGS_FILE) -> SourceFile | None:

@@ -73,6 +73,15 @@ LIMIT_MAX = 2**31 - 1
 #: the deepest nesting the renderer itself survives under Python's default recursion limit
 DEPTH_MAX = 200
 
+# Fixed bounds of what is read beside the manifests: no setting raises them, because the
+# settings file and the ignore file are themselves the input they bound.
+#: dyn-gitops.yaml (read before any setting applies)
+SETTINGS_FILE_MAX_BYTES = 64 * 1024
+#: .dyn-gitops-ignore (read.py) and its patterns with ``--exclude`` together (ignore.py)
+IGNORE_FILE_MAX_BYTES = 64 * 1024
+IGNORE_MAX_PATTERNS = 1_000
+IGNORE_MAX_PATTERN_CHARS = 1_024
+
 # The warm render server of the Argo CD plugin (argocd/server.py): its own bounds, set by
 # whoever runs the sidecar (not render settings: a request cannot change them).
 #: a forked child renders one request; more wait in the queue

@@ -14,7 +14,11 @@ import yaml
 from support.cli import CliResult, invoke_cli, run_cli
 from support.inputs import frontend_dgd
 
-from dyn_gitops.ignore import IGNORE_FILE_MAX_BYTES, MAX_PATTERN_CHARS, MAX_PATTERNS
+from dyn_gitops.settings import (
+    IGNORE_FILE_MAX_BYTES,
+    IGNORE_MAX_PATTERN_CHARS,
+    IGNORE_MAX_PATTERNS,
+)
 
 DGD = frontend_dgd("beside")
 KUSTOMIZATION = """\
@@ -210,23 +214,24 @@ def test_a_huge_ignore_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_too_many_or_too_long_patterns_are_refused(tmp_path: Path) -> None:
-    many = "".join(f"p{i}\n" for i in range(MAX_PATTERNS + 1))
+    many = "".join(f"p{i}\n" for i in range(IGNORE_MAX_PATTERNS + 1))
     app = tree(tmp_path / "many", {"dgd.yaml": DGD, ".dyn-gitops-ignore": many})
     clean_refusal(
         run_cli("validate", str(app)),
         1,
-        f".dyn-gitops-ignore:{MAX_PATTERNS + 1}: more than {MAX_PATTERNS} ignore patterns",
+        f".dyn-gitops-ignore:{IGNORE_MAX_PATTERNS + 1}: "
+        f"more than {IGNORE_MAX_PATTERNS} ignore patterns",
     )
-    long = "x" * (MAX_PATTERN_CHARS + 1) + "\n"
+    long = "x" * (IGNORE_MAX_PATTERN_CHARS + 1) + "\n"
     app = tree(tmp_path / "long", {"dgd.yaml": DGD, ".dyn-gitops-ignore": long})
     clean_refusal(invoke_cli("validate", str(app)), 1, ".dyn-gitops-ignore:1: an ignore pattern of")
 
 
 def test_bad_exclude_flags_are_usage_errors(tmp_path: Path) -> None:
     app = tree(tmp_path, {"dgd.yaml": DGD})
-    flags = [a for i in range(MAX_PATTERNS + 1) for a in ("--exclude", f"p{i}")]
+    flags = [a for i in range(IGNORE_MAX_PATTERNS + 1) for a in ("--exclude", f"p{i}")]
     clean_refusal(invoke_cli("validate", str(app), *flags), 2, "--exclude more than")
-    long = "y" * (MAX_PATTERN_CHARS + 1)
+    long = "y" * (IGNORE_MAX_PATTERN_CHARS + 1)
     clean_refusal(invoke_cli("render", str(app), "--exclude", long), 2, "an ignore pattern of")
 
 
@@ -290,7 +295,11 @@ def test_patterns_match_as_gitignore_does() -> None:
     rng = random.Random(26)
     for _ in range(600):
         chosen = rng.sample(patterns, rng.randint(1, 4))
-        ours, problems = compile_patterns(("t", p) for p in chosen)
+        ours, problems = compile_patterns(
+            (("t", p) for p in chosen),
+            max_patterns=IGNORE_MAX_PATTERNS,
+            max_chars=IGNORE_MAX_PATTERN_CHARS,
+        )
         assert problems == []
         reference = pathspec.GitIgnoreSpec.from_lines(chosen)
         for path in paths:
