@@ -7,7 +7,7 @@ docs/install.md are read from the clone and run by bash (variables carry over fr
 block as in one terminal), each block timed. What this machine cannot do as written is
 replaced, and said so in the output (the ``Step.note``); nothing else is changed:
 
-* the clone URL is this checkout (nothing is published); the registry is a loopback one
+* the clone URL is a bare copy of this checkout (nothing is published); the registry is a loopback one
   (Debian's ``docker-registry``, plain HTTP: ``podman push --tls-verify=false``), standing for
   ``registry.example.com/platform``; ``sudo`` is dropped (this runs as root);
 * the Docker block is skipped (no Docker engine here): the podman block builds the images;
@@ -296,6 +296,9 @@ def walk(work: Path) -> None:
             work / "shell.log",
         )
         clone = work / "dyn-gitops"
+        # the published repository, standing for github.com/dyn-gitops/dyn-gitops
+        origin = work / "origin" / "dyn-gitops.git"
+        sh("git", "clone", "-q", "--bare", str(REPO), str(origin))
         for block in blocks_of(REPO):
             step = step_of(block.body)
             if step is None:
@@ -307,7 +310,7 @@ def walk(work: Path) -> None:
                 with timings.step(step.title, step.how, step.note):
                     argo = argo_cd(stack, clone, bins, cluster, work)
                 continue
-            body = block.body.replace(DOC_CLONE_URL, f"file://{REPO}")
+            body = block.body.replace(DOC_CLONE_URL, f"file://{origin}")
             body = body.replace(DOC_REGISTRY, f"{reg}/platform")
             for old, new in step.edits:
                 body = body.replace(old, new)
