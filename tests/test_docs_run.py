@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -216,3 +217,99 @@ def test_every_application_names_the_versioned_plugin() -> None:
             if name is not None and name != f"dyn-gitops-{__version__}":
                 wrong.append(f"{where}: plugin.name {name!r}")
     assert wrong == []
+
+
+# --------------------------------------------------------------- blocks a reader runs as is
+_COMMAND_SPLIT = re.compile(r"&&|\|\||[;|(]|\$\(")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+
+
+def _commands(body: str) -> list[str]:
+    """The first word of every command in a shell block (after ``sudo``, ``env``, ``time``
+    and variable assignments); continuation lines are joined first."""
+    out = []
+    for line in body.replace("\\\n", " ").splitlines():
+        line = line.split(" #", 1)[0]
+        for part in _COMMAND_SPLIT.split(line):
+            words = [w for w in part.split() if not _ASSIGNMENT.match(w)]
+            while words and words[0] in ("sudo", "env", "time", "exec", "!"):
+                words = words[1:]
+            if words:
+                out.append(words[0])
+    return out
+
+
+def _git_modes() -> dict[str, str]:
+    proc = subprocess.run(
+        ["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        pytest.skip("not a Git checkout (file modes come from Git)")
+    return {ln.split("\t", 1)[1]: ln.split()[0] for ln in proc.stdout.splitlines()}
+
+
+def test_scripts_the_docs_run_directly_are_executable_in_git() -> None:
+    """A script the docs run by its path (``sudo tools/images/build.sh``) must be committed
+    executable: a clone gets Git's mode, not the author's ``chmod``, and the reader gets
+    "Permission denied" (the install walkthrough met exactly that)."""
+    modes = _git_modes()
+    wrong = sorted(
+        {
+            f"{b.id}: {word} is {modes[rel]}"
+            for b in BLOCKS
+            for word in _commands(b.body)
+            if "/" in word and (rel := word.removeprefix("./")) in modes and modes[rel] != "100755"
+        }
+    )
+    assert wrong == [], "run by path in the docs but not executable in Git"
+
+
+def test_the_install_page_names_the_charts_own_deployment(test_binaries: Any) -> None:
+    """docs/install.md waits for the controller with ``rollout status deployment/<name>``:
+    the name must be the one the chart gives the Deployment for the release and namespace
+    the page installs (helm template of the real chart)."""
+    (block,) = [b for b in BLOCKS if "helm upgrade --install" in b.body and "charts/" in b.body]
+    install = re.search(r"helm upgrade --install (\S+) (charts/\S+) -n (\S+)", block.body)
+    waits = re.findall(r"-n (\S+) rollout status deployment/(\S+)", block.body)
+    assert install and waits, block.body
+    release, chart, namespace = install.groups()
+    helm = test_binaries("helm")["helm"]
+    proc = subprocess.run(
+        [str(helm), "template", release, str(REPO / chart), "-n", namespace],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    made = {
+        (o["metadata"].get("namespace", namespace), o["metadata"]["name"])
+        for o in yaml.safe_load_all(proc.stdout)
+        if o and o.get("kind") == "Deployment"
+    }
+    assert {tuple(w) for w in waits} <= made, (
+        f"{block.id}: waits for {waits}; the chart makes {made}"
+    )
+
+
+def _walkthrough() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "walkthrough", REPO / "tools/install_walkthrough.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_install_walkthrough_takes_every_block_of_the_install_page() -> None:
+    """tools/install_walkthrough.py (the closing note's run from a fresh clone to a running
+    graph) knows each block of docs/install.md and each of its steps is a block there, so a
+    new or changed block cannot be left out of it silently."""
+    walk = _walkthrough()
+    page = [b for b in BLOCKS if b.path == walk.PAGE]
+    unknown = [b.id for b in page if walk.step_of(b.body) is None]
+    assert unknown == [], "blocks of docs/install.md the walkthrough does not know"
+    taken = {walk.step_of(b.body).title for b in page}
+    assert taken == {s.title for s in walk.STEPS}, "walkthrough steps with no block"
