@@ -7,9 +7,9 @@ docs/install.md are read from the clone and run by bash (variables carry over fr
 block as in one terminal), each block timed. What this machine cannot do as written is
 replaced, and said so in the output (the ``Step.note``); nothing else is changed:
 
-* the clone URL is a bare copy of this checkout (nothing is published); the registry is a loopback one
-  (Debian's ``docker-registry``, plain HTTP: ``podman push --tls-verify=false``), standing for
-  ``registry.example.com/platform``; ``sudo`` is dropped (this runs as root);
+* the clone URL is a bare copy of this checkout (nothing is published); the registry is a
+  loopback one (Debian's ``docker-registry``, plain HTTP: ``podman push --tls-verify=false``),
+  standing for ``registry.example.com/platform``; ``sudo`` is dropped (this runs as root);
 * the Docker block is skipped (no Docker engine here): the podman block builds the images;
 * the cluster is the realistic one of the tests (kube-apiserver, kube-controller-manager,
   kube-scheduler, KWOK GPU nodes; ``tests/support/cluster.py``). KWOK pods run no
@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = Path("docs/install.md")
@@ -188,7 +189,12 @@ def run_controller_pod(kube: Any, plane: Any, work: Path, port: int) -> str:
     for f in secrets.iterdir():
         f.chmod(0o644)
     fields = {"metadata.name": pod["metadata"]["name"], "metadata.namespace": "dyn-gitops"}
-    env = ["-e", "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", f"KUBERNETES_SERVICE_PORT={plane.port}"]
+    env = [
+        "-e",
+        "KUBERNETES_SERVICE_HOST=127.0.0.1",
+        "-e",
+        f"KUBERNETES_SERVICE_PORT={urlsplit(plane.url).port}",
+    ]
     for e in container.get("env") or []:
         value = e.get(
             "value",
