@@ -55,7 +55,6 @@ PAGE = Path("docs/install.md")
 DOC_REGISTRY = "registry.example.com/platform"
 DOC_CLONE_URL = "https://github.com/dyn-gitops/dyn-gitops"
 SAMPLE = Path("samples/vllm-agg/input")
-NAMESPACE = "llm-serving"
 APP_NAME = "walkthrough"
 WAIT_S = 600.0
 
@@ -152,14 +151,16 @@ def sh(*argv: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
-def wait_for(cond: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+def wait_for(
+    cond: Callable[[], Any], what: str, why: Callable[[], str] = str, timeout: float = WAIT_S
+) -> Any:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         value = cond()
         if value:
             return value
         time.sleep(0.5)
-    raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
+    raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}: {why()}")
 
 
 # ------------------------------------------------------------------- the kubelet stand-in
@@ -383,12 +384,17 @@ def sync_graph(argo: Any, clone: Path, cluster: Any) -> None:
 
     apps = Resource("argoproj.io", "v1alpha1", "applications", "Application")
     dgds = Resource("nvidia.com", "v1beta1", "dynamographdeployments", "DynamoGraphDeployment")
+    import yaml
+
+    # the namespace the sample's dyn-gitops.yaml renders into: the Application's destination,
+    # so that CreateNamespace=true makes it
+    namespace = yaml.safe_load((clone / SAMPLE / "dyn-gitops.yaml").read_text())["namespace"]
     repo = argo_support.new_repo(argo.git, argo.dir, "inference")
     files = {f"graph/{p.name}": p.read_text() for p in sorted((clone / SAMPLE).glob("*.yaml"))}
     revision = repo.commit(files, "a graph")
     api = cluster.client()
     k = Kube(api, field_manager="walkthrough")
-    k.apply(apps, argo_support.application(APP_NAME, repo.url, "graph", NAMESPACE))
+    k.apply(apps, argo_support.application(APP_NAME, repo.url, "graph", namespace))
 
     def state() -> tuple[str, str, str]:
         st = k.get(apps, argo_support.NAMESPACE, APP_NAME).get("status") or {}
@@ -398,10 +404,14 @@ def sync_graph(argo: Any, clone: Path, cluster: Any) -> None:
             (st.get("health") or {}).get("status", ""),
         )
 
-    wait_for(lambda: state() == ("Synced", revision, "Healthy"), "Synced+Healthy")
-    all_pods = pods(api, NAMESPACE)
+    def operation() -> str:
+        st = k.get(apps, argo_support.NAMESPACE, APP_NAME).get("status") or {}
+        return str((st.get("operationState") or {}).get("message", ""))
+
+    wait_for(lambda: state() == ("Synced", revision, "Healthy"), "Synced+Healthy", operation)
+    all_pods = pods(api, namespace)
     ready = sum(is_ready(p) for p in all_pods)
-    items, _ = k.list(dgds, NAMESPACE)
+    items, _ = k.list(dgds, namespace)
     states = {d["metadata"]["name"]: (d.get("status") or {}).get("state") for d in items}
     print(f"Application {APP_NAME}: {state()}; pods Ready {ready}/{len(all_pods)}; DGD {states}")
     if ready != len(all_pods) or not all_pods or set(states.values()) != {"successful"}:
