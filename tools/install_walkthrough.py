@@ -299,6 +299,8 @@ def walk(work: Path) -> None:
                 "HOME": os.environ.get("HOME", str(work)),
                 "KUBECONFIG": str(cluster.kubeconfig),
                 "CONTAINERS_CONF": str(REPO / "tools/images/containers.conf"),
+                # a cache of its own measures a build from scratch (docs/images.md)
+                **{k: v for k, v in os.environ.items() if k == "DYN_GITOPS_IMAGES_CACHE"},
             },
             work / "shell.log",
         )
