@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from support.binaries import missing_component
+from support.docblocks import blocks, make_workspace
 from support.fakegithub import FakeGitHub, fake_github
 from support.paths import REPO
 
@@ -347,7 +348,9 @@ def test_nothing_from_the_input_can_close_the_code_block() -> None:
 def _stub_cli(tmp: Path) -> Path:
     """A ``dyn-gitops`` that answers every diff "equal" at once (for the API's tests)."""
     stub = tmp / "stub-dyn-gitops"
-    stub.write_text("#!/bin/sh\necho '### dyn-gitops diff'\necho\necho 'Rendered: **no differences**'\n")
+    stub.write_text(
+        "#!/bin/sh\nprintf '### dyn-gitops diff\\n\\nRendered: **no differences**\\n'\n"
+    )
     stub.chmod(0o755)
     return stub
 
@@ -537,3 +540,26 @@ def test_the_script_is_typed_strictly() -> None:
         capture_output=True, text=True, cwd=REPO, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_docs_dry_run_runs_as_written(tmp_path: Path) -> None:
+    """docs/workflows.md's block, in a reader's repository (``make_workspace``: ``deploy/``,
+    tags ``v1`` and ``v2``) with the action's directory beside it: no token, nothing
+    posted, the comment written to the report directory."""
+    name = "tests/test_pr_preview.py::test_the_docs_dry_run_runs_as_written"
+    (block,) = [b for b in blocks(REPO) if b.kind == "by" and b.arg == name]
+    ws = make_workspace(REPO, tmp_path)
+    (ws / ".github").symlink_to(REPO / ".github")
+    env = {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+        "HOME": str(tmp_path),
+        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+    }
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block.body],
+        cwd=ws, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    comment = (ws / "preview" / "comment.md").read_text(encoding="utf-8")
+    assert "**Changes** to the rendered objects in 1 of 1 paths (`deploy`)" in comment
+    assert "No token" in proc.stdout
