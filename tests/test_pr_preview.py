@@ -403,6 +403,24 @@ def test_an_unreachable_api_is_one_line(
     )
 
 
+def test_a_refused_token_and_a_missing_base_are_one_line_each(
+    repo: Path, tmp_path: Path, fake: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    action = Action(tmp_path, repo, fake)
+    action.env["PREVIEW_TOKEN"] = "ghs_notTheRightOne"
+    argv = [*action.argv("HEAD"), "--dyn-gitops", str(_stub_cli(tmp_path))]
+    assert preview.main(argv, action.env) == 2
+    assert capsys.readouterr().err == (
+        "::error::dyn-gitops preview: GitHub API: GET /repos/o/r/issues/7/comments answered "
+        "401: Bad credentials (the token is refused)\n"
+    )
+    assert preview.main(["--base", "", *argv[2:]], action.env) == 2
+    assert capsys.readouterr().err == (
+        "::error::dyn-gitops preview: no base revision: give `base` (outside a pull_request "
+        "event)\n"
+    )
+
+
 def test_server_errors_are_retried_and_a_post_is_not(
     repo: Path, tmp_path: Path, fake: FakeGitHub
 ) -> None:

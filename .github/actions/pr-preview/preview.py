@@ -77,7 +77,11 @@ class PreviewError(Exception):
 class ApiError(PreviewError):
     def __init__(self, status: int, method: str, route: str, message: str) -> None:
         self.status = status
-        hint = " (the token needs `pull-requests: write`)" if status in (401, 403) else ""
+        hint = ""
+        if status == 401:
+            hint = " (the token is refused)"
+        elif status == 403 and "rate limit" not in message.lower():
+            hint = " (the token needs `pull-requests: write`)"
         super().__init__(f"GitHub API: {method} {route} answered {status}: {message}{hint}")
 
 
@@ -121,6 +125,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def config(args: argparse.Namespace, environ: Mapping[str, str]) -> Config:
     paths = tuple(args.paths.split()) or (".",)
+    if not args.base:  # the action's default is empty outside a pull request
+        raise PreviewError("no base revision: give `base` (outside a pull_request event)")
     pr, fork = _event(environ)
     report_dir = args.report_dir or os.path.join(
         environ.get("RUNNER_TEMP") or ".", "dyn-gitops-preview"
