@@ -568,12 +568,13 @@ def run(cfg: Config) -> int:
     _append(cfg.environ, "GITHUB_OUTPUT", "".join(f"{k}={v}\n" for k, v in outputs.items()))
     if failure is not None:
         raise failure
-    print(f"dyn-gitops preview: {posted.note}")
+    # a comment not posted although a token was given (a fork's) is worth a warning
+    level = "::warning::" if posted.url == "" and cfg.token else ""
+    print(f"{level}dyn-gitops preview: {_command_data(posted.note)}")
     if found == "error":
-        bad = ", ".join(_visible(d.path) for d in diffs if not d.compared)
-        print(f"::error::dyn-gitops preview: not compared: {_command_data(bad)}", file=sys.stderr)
-    if posted.url == "" and cfg.token:
-        print(f"::warning::dyn-gitops preview: {_command_data(posted.note)}")
+        bad = _command_data(", ".join(_visible(d.path) for d in diffs if not d.compared))
+        level = "::error::" if cfg.fail_on_error else "::warning::"
+        print(f"{level}dyn-gitops preview: not compared: {bad}", file=sys.stderr)
     return 1 if found == "error" and cfg.fail_on_error else 0
 
 
