@@ -111,14 +111,25 @@ def test_the_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     assert proc.returncode == 0, f"{block.id} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
 
 
+#: the PR preview action of this repository, as a workflow names it (owner/repo/path@ref)
+PREVIEW_ACTION = "dyn-gitops/dyn-gitops/.github/actions/pr-preview@"
+
+
 def _pip_requirements(workflow: Path) -> list[str]:
+    """What each step installs: its ``pip install`` argument; for the PR preview action, the
+    requirement it installs (the repository at the action's own ref, or ``dyn-gitops-ref``)."""
     doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
-    runs = [
-        step.get("run", "")
-        for job in (doc.get("jobs") or {}).values()
-        for step in job.get("steps") or []
-    ]
-    return [m for run in runs for m in re.findall(r"pip install (\"[^\"]+\"|\S+)", run)]
+    steps = [step for job in (doc.get("jobs") or {}).values() for step in job.get("steps") or []]
+    runs = [step.get("run", "") for step in steps]
+    reqs = [m for run in runs for m in re.findall(r"pip install (\"[^\"]+\"|\S+)", run)]
+    for step in steps:
+        uses = str(step.get("uses", ""))
+        if uses.startswith(PREVIEW_ACTION):
+            ref = (step.get("with") or {}).get("dyn-gitops-ref") or uses.removeprefix(
+                PREVIEW_ACTION
+            )
+            reqs.append(f'"dyn-gitops @ git+https://github.com/dyn-gitops/dyn-gitops@{ref}"')
+    return reqs
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from support.paths import REPO
 
-LINTED = ["dyn_gitops", "operator", "bench", "tests", "tools"]
+LINTED = ["dyn_gitops", "operator", "bench", "tests", "tools", ".github"]
 
 
 def test_ruff_is_clean() -> None:

@@ -23,6 +23,8 @@ from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
+#: the composite actions this repository offers (the PR preview)
+ACTIONS = sorted((REPO / ".github" / "actions").glob("*/action.yml"))
 DOCKERFILE = REPO / "Dockerfile"
 LOCKS = REPO / "tools" / "images"
 #: the sha256 of https://www.apache.org/licenses/LICENSE-2.0.txt
@@ -33,7 +35,9 @@ PINNED = re.compile(
 )
 
 
-@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "workflow", [*WORKFLOWS, *ACTIONS], ids=lambda p: str(p.relative_to(REPO / ".github"))
+)
 def test_every_action_is_pinned_by_commit_sha(workflow: Path) -> None:
     uses = [ln for ln in workflow.read_text().splitlines() if re.match(r"^\s*(- )?uses:", ln)]
     assert uses, workflow
