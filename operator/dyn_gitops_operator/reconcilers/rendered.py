@@ -32,6 +32,8 @@ def _ns(obj: Obj) -> str:
     return str(o.meta(obj).get("namespace") or "")
 
 
+#: under the storage directory: one render's scratch space (never served)
+WORK_DIR = ".work"
 #: in the artifact's metadata: the renderer that made it (a new one renders again)
 META_RENDERER = keys.OUR_PREFIX + "renderer-version"
 
@@ -158,7 +160,9 @@ class RenderedArtifactReconciler:
         art = source["status"]["artifact"]
         path = checked_path(want[keys.ANN_RENDER_PATH])
         data = fetch(str(art["url"]), str(art["digest"]), self.s.max_size, self.s.fetch_timeout)
-        with tempfile.TemporaryDirectory(prefix="dyn-gitops-render-") as tmp:
+        work = self.store.root / WORK_DIR  # on the storage volume, bounded with it
+        work.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="render-", dir=work) as tmp:
             tree, out = Path(tmp) / "src", Path(tmp) / "out"
             tree.mkdir()
             unpack(data, tree, self.s.max_size)
