@@ -18,11 +18,16 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dyn_gitops_operator.artifacts import ArtifactServer, ArtifactStore, TooLarge, pack
+from dyn_gitops_operator.errors import NotFoundError
 from dyn_gitops_operator.renderjob import JobFailed, checked_path, fetch, render, unpack
+from dyn_gitops_operator.resources import EXTERNAL_ARTIFACTS, Obj
 from support.inputs import small_dgd
+
+from dyn_gitops import keys
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:
@@ -110,3 +115,126 @@ def test_a_render_writes_the_cli_tree_and_a_bad_one_names_file_and_line(tmp_path
     assert err.value.reason == "RenderFailed"
     assert "dgd/app.yaml:" in str(err.value), str(err.value)
     assert "invalid input" in str(err.value)
+
+
+# ------------------------------------------------------------------ the reconciler, on the fake
+class Sources:
+    """Flux's side for the reconciler: a GitRepository as source-controller leaves it (its
+    artifact served over HTTP by an artifact server standing in for source-controller)."""
+
+    def __init__(self, tmp: Path, base: str, store: ArtifactStore) -> None:
+        self.tmp, self.base, self.store, self.n = tmp, base, store, 0
+
+    def source(self, files: dict[str, str], annotations: dict[str, str] | None = None) -> Obj:
+        self.n += 1
+        stored = self.store.put("src", "repo", pack(tree(self.tmp / f"commit{self.n}", files)))
+        return {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {
+                "name": "apps",
+                "namespace": "team-a",
+                "uid": "uid-apps",
+                "annotations": {keys.ANN_RENDER_PATH: "dgd"}
+                if annotations is None
+                else annotations,
+            },
+            "status": {
+                "artifact": {
+                    "url": f"{self.base}/{stored.path}",
+                    "digest": stored.digest,
+                    "revision": f"main@sha1:{self.n:040d}",
+                }
+            },
+        }
+
+
+@pytest.fixture
+def rig(tmp_path: Path, server: tuple[ArtifactStore, str]) -> Iterator[Any]:
+    from dyn_gitops_operator.fakekube import FakeKube
+    from dyn_gitops_operator.fakekube.rules import KindRules
+    from dyn_gitops_operator.metrics import Metrics
+    from dyn_gitops_operator.reconcilers.base import Context
+    from dyn_gitops_operator.reconcilers.rendered import RenderedArtifactReconciler
+    from dyn_gitops_operator.settings import RenderedArtifactSettings
+
+    flux_store, base = server
+    kube = FakeKube(rules={EXTERNAL_ARTIFACTS: KindRules(status=True)})
+    ours = ArtifactStore(tmp_path / "ours", keep=2, max_size=1 << 20)
+    settings = RenderedArtifactSettings(enabled=True, advertised_url="http://artifacts:9797")
+
+    class Rig:
+        sources = Sources(tmp_path, base, flux_store)
+        ctx = Context(kube=kube, metrics=Metrics(), remember=lambda res, obj: None)
+        reconciler = RenderedArtifactReconciler(settings, ours)
+
+        def ea(self) -> Obj | None:
+            try:
+                return kube.get(EXTERNAL_ARTIFACTS, "team-a", "apps")
+            except NotFoundError:
+                return None
+
+        def run(self, source: Obj | None) -> Obj | None:
+            self.reconciler.reconcile(("team-a", "GitRepository/apps"), source, self.ea(), self.ctx)
+            return self.ea()
+
+    yield Rig()
+
+
+def test_the_reconciler_renders_once_per_input_and_keeps_the_last_good_artifact(
+    rig: Any,
+) -> None:
+    """Level-triggered: the ExternalArtifact (owned by its source, pointing at it) carries
+    the artifact rendered from the source's digest, written once; a bad commit is Ready=False
+    with the problem's file:line, its artifact the last good one, not rendered again until
+    the input changes; a controller without its files (a new pod) renders the same digest."""
+    good = rig.sources.source({"dgd/app.yaml": small_dgd("app")})
+    ea = rig.run(good)
+    assert ea is not None
+    assert ea["metadata"]["ownerReferences"][0]["uid"] == "uid-apps"
+    assert ea["spec"]["sourceRef"] == {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "name": "apps",
+        "namespace": "team-a",
+    }
+    art = ea["status"]["artifact"]
+    assert art["revision"] == good["status"]["artifact"]["revision"]
+    assert art["url"] == f"http://artifacts:9797/{art['path']}"
+    assert art["metadata"][keys.ANN_RENDER_SOURCE_DIGEST] == good["status"]["artifact"]["digest"]
+    assert [c["status"] for c in ea["status"]["conditions"]] == ["True"]
+    assert rig.reconciler.store.has(art["path"])
+    assert rig.run(good)["metadata"]["resourceVersion"] == ea["metadata"]["resourceVersion"]
+
+    bad = rig.sources.source({"dgd/app.yaml": small_dgd("app").replace('"1"', '"lots"')})
+    failed = rig.run(bad)
+    (cond,) = failed["status"]["conditions"]
+    assert (cond["status"], cond["reason"]) == ("False", "RenderFailed")
+    assert "dgd/app.yaml:" in cond["message"], cond["message"]
+    assert failed["status"]["artifact"] == art
+    assert rig.run(bad)["metadata"]["resourceVersion"] == failed["metadata"]["resourceVersion"]
+
+    fresh = type(rig.reconciler)(
+        rig.reconciler.s, ArtifactStore(rig.sources.tmp / "new", keep=2, max_size=1 << 20)
+    )
+    rig.reconciler = fresh
+    again = rig.run(good)
+    assert again["status"]["artifact"]["digest"] == art["digest"]
+    assert [c["status"] for c in again["status"]["conditions"]] == ["True"]
+
+
+def test_removing_the_annotation_deletes_the_artifact_and_a_foreign_one_is_left_alone(
+    rig: Any,
+) -> None:
+    good = rig.sources.source({"dgd/app.yaml": small_dgd("app")})
+    path = rig.run(good)["status"]["artifact"]["path"]
+    plain = {**good, "metadata": {**good["metadata"], "annotations": {}}}
+    assert rig.run(plain) is None
+    assert not rig.reconciler.store.has(path)
+    foreign = {**good, "metadata": {**good["metadata"], "uid": "another-uid"}}
+    rig.run(good)
+    before = rig.ea()
+    assert rig.run(foreign) == before  # not its ExternalArtifact: untouched, not deleted
+    missing = rig.sources.source({"other/app.yaml": small_dgd("app")})
+    (cond,) = rig.run(missing)["status"]["conditions"]
+    assert (cond["status"], cond["reason"]) == ("False", "InvalidPath")
