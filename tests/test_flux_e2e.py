@@ -173,8 +173,9 @@ class App:
             {"metadata": {"annotations": {fx.REQUESTED_AT: now}}},
         )
 
-    def request_reconcile_kustomization(self) -> None:
-        """A sync now (what ``flux reconcile kustomization`` does)."""
+    def request_reconcile_kustomization(self) -> str:
+        """A sync now (what ``flux reconcile kustomization`` does); its token, which the
+        Kustomization's ``status.lastHandledReconcileAt`` shows once handled."""
         now = datetime.datetime.now(datetime.UTC).isoformat()
         self.custom().patch_namespaced_custom_object(
             fx.KUSTOMIZE_GROUP,
@@ -184,6 +185,7 @@ class App:
             "dynamo-apps",
             {"metadata": {"annotations": {fx.REQUESTED_AT: now}}},
         )
+        return now
 
     def source(self) -> dict[str, Any]:
         return dict(
@@ -456,8 +458,13 @@ def test_flux_applies_what_the_controller_renders_in_cluster_and_keeps_the_last_
     assert app.external_artifact()["status"]["artifact"] == artifact  # the last good one
     served = urllib.request.urlopen(artifact["url"], timeout=30).read()
     assert "sha256:" + hashlib.sha256(served).hexdigest() == artifact["digest"]
-    app.request_reconcile_kustomization()
-    wait_for(lambda: app.applied(good), TIMEOUT, lambda: f"still Ready\n{app.explain()}")
+    token = app.request_reconcile_kustomization()  # a sync after the bad commit
+
+    def synced_again() -> bool:
+        handled = (app.kustomization().get("status") or {}).get("lastHandledReconcileAt")
+        return handled == token and app.applied(good)
+
+    wait_for(synced_again, TIMEOUT, lambda: f"synced, still Ready\n{app.explain()}")
     assert app.kustomization()["status"]["lastAppliedRevision"] == good
     now = app.deployments("app-a")
     assert {n: d["metadata"]["uid"] for n, d in now.items()} == workers  # nothing applied
