@@ -187,7 +187,8 @@ def test_the_reconciler_renders_once_per_input_and_keeps_the_last_good_artifact(
     """Level-triggered: the ExternalArtifact (owned by its source, pointing at it) carries
     the artifact rendered from the source's digest, written once; a bad commit is Ready=False
     with the problem's file:line, its artifact the last good one, not rendered again until
-    the input changes; a controller without its files (a new pod) renders the same digest."""
+    the input changes; a revert to good content is Ready again at its own revision; a
+    controller without its files (a new pod) renders the same digest."""
     good = rig.sources.source({"dgd/app.yaml": small_dgd("app")})
     ea = rig.run(good)
     assert ea is not None
@@ -213,6 +214,14 @@ def test_the_reconciler_renders_once_per_input_and_keeps_the_last_good_artifact(
     assert "dgd/app.yaml:" in cond["message"], cond["message"]
     assert failed["status"]["artifact"] == art
     assert rig.run(bad)["metadata"]["resourceVersion"] == failed["metadata"]["resourceVersion"]
+
+    # a revert: the same content (the same source digest) under a new revision
+    revert = rig.sources.source({"dgd/app.yaml": small_dgd("app")})
+    assert revert["status"]["artifact"]["digest"] == good["status"]["artifact"]["digest"]
+    back = rig.run(revert)
+    assert [c["status"] for c in back["status"]["conditions"]] == ["True"]
+    assert back["status"]["artifact"]["revision"] == revert["status"]["artifact"]["revision"]
+    assert back["status"]["artifact"]["digest"] == art["digest"]
 
     fresh = type(rig.reconciler)(
         rig.reconciler.s, ArtifactStore(rig.sources.tmp / "new", keep=2, max_size=1 << 20)

@@ -38,6 +38,16 @@ WORK_DIR = ".work"
 META_RENDERER = keys.OUR_PREFIX + "renderer-version"
 
 
+#: not in the metadata: the artifact's own ``revision``
+_REVISION = "revision"
+_INPUT_KEYS = (
+    keys.ANN_RENDER_SOURCE_DIGEST,
+    keys.ANN_RENDER_PATH,
+    keys.ANN_RENDER_NAMESPACE,
+    META_RENDERER,
+)
+
+
 def wanted_input(source: Obj) -> dict[str, str] | None:
     """What the ExternalArtifact must be rendered from (None: the source has no artifact)."""
     art = (source.get("status") or {}).get("artifact") or {}
@@ -49,21 +59,19 @@ def wanted_input(source: Obj) -> dict[str, str] | None:
         keys.ANN_RENDER_PATH: ann.get(keys.ANN_RENDER_PATH, ""),
         keys.ANN_RENDER_NAMESPACE: ann.get(keys.ANN_RENDER_NAMESPACE) or _ns(source),
         META_RENDERER: renderer_version,
+        # a revert gives the same content under a new revision: rendered again, so the
+        # revision and the Ready condition follow the source
+        _REVISION: str(art.get("revision") or ""),
     }
 
 
 def _rendered_from(ea: Obj | None) -> dict[str, str]:
     art = ((ea or {}).get("status") or {}).get("artifact") or {}
     meta = art.get("metadata") or {}
-    return {k: str(meta.get(k, "")) for k in _INPUT_KEYS}
-
-
-_INPUT_KEYS = (
-    keys.ANN_RENDER_SOURCE_DIGEST,
-    keys.ANN_RENDER_PATH,
-    keys.ANN_RENDER_NAMESPACE,
-    META_RENDERER,
-)
+    return {
+        **{k: str(meta.get(k, "")) for k in _INPUT_KEYS},
+        _REVISION: str(art.get("revision") or ""),
+    }
 
 
 class RenderedArtifactReconciler:
@@ -74,6 +82,9 @@ class RenderedArtifactReconciler:
         self.store = store
         #: key -> the input whose render failed (not tried again until the input changes)
         self.failed: dict[tuple[str, str], dict[str, str]] = {}
+        #: key -> the input last rendered and stored here (a cache that has not seen our
+        #: status write yet does not make it render again)
+        self.rendered: dict[tuple[str, str], tuple[dict[str, str], str]] = {}
 
     def reconcile(
         self, key: tuple[str, str], source: Obj | None, ea: Obj | None, ctx: Context
@@ -88,14 +99,15 @@ class RenderedArtifactReconciler:
                 extra={"object": "/".join(key)},
             )
             return
-        if ea is None:
+        if ea is None:  # (again): whatever was rendered for it is written again
+            self.rendered.pop(key, None)
             ea = ctx.apply(EXTERNAL_ARTIFACTS, self._spec(source))
         want = wanted_input(source)
         if want is None:
             no_artifact = ("False", "SourceNotReady", "the source has no artifact yet")
             self._status(ctx, source, ea, None, no_artifact)
             return
-        if self._current(ea, want) or self.failed.get(key) == want:
+        if self._current(key, ea, want) or self.failed.get(key) == want:
             return
         try:
             artifact = self._render(source, want)
@@ -105,6 +117,7 @@ class RenderedArtifactReconciler:
             self._status(ctx, source, ea, None, ("False", exc.reason, str(exc)))
             return
         self.failed.pop(key, None)
+        self.rendered[key] = (want, artifact["path"])
         msg = f"stored artifact for revision '{artifact['revision']}'"
         self._status(ctx, source, ea, artifact, ("True", "Succeeded", msg))
 
@@ -112,6 +125,7 @@ class RenderedArtifactReconciler:
         """The source is gone (the garbage collector deletes its ExternalArtifact) or no
         longer annotated (its ExternalArtifact is deleted here): its files go."""
         self.failed.pop(key, None)
+        self.rendered.pop(key, None)
         name = key[1].split("/", 1)[1]
         if source is not None and ea is not None and self._ours(ea, source):
             ctx.may_write()
@@ -123,9 +137,12 @@ class RenderedArtifactReconciler:
         refs = o.meta(ea).get("ownerReferences") or []
         return any(r.get("uid") == o.meta(source).get("uid") for r in refs)
 
-    def _current(self, ea: Obj, want: dict[str, str]) -> bool:
+    def _current(self, key: tuple[str, str], ea: Obj, want: dict[str, str]) -> bool:
         art = (ea.get("status") or {}).get("artifact") or {}
-        return _rendered_from(ea) == want and self.store.has(str(art.get("path") or ""))
+        if _rendered_from(ea) == want and self.store.has(str(art.get("path") or "")):
+            return True
+        done = self.rendered.get(key)  # a status of ours, one write behind in the cache
+        return bool(art) and done is not None and done[0] == want and self.store.has(done[1])
 
     def _spec(self, source: Obj) -> Obj:
         meta = o.meta(source)
@@ -183,7 +200,7 @@ class RenderedArtifactReconciler:
             "revision": str(art.get("revision") or ""),
             "digest": stored.digest,
             "size": stored.size,
-            "metadata": dict(want),
+            "metadata": {k: want[k] for k in _INPUT_KEYS},
         }
 
     def _status(
