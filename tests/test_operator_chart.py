@@ -27,7 +27,11 @@ MODES = {
     "cluster": [],
     "namespace": ["controller.mode=namespace", "controller.watchNamespace=team-a"],
 }
-EXTRAS = ["metrics.serviceMonitor.enabled=true", "dashboard.enabled=true"]
+EXTRAS = [
+    "metrics.serviceMonitor.enabled=true",
+    "dashboard.enabled=true",
+    "controller.renderArtifacts.enabled=true",
+]
 #: the Prometheus Operator's API served (the ServiceMonitor is rendered only then)
 MONITORING_API = ["--api-versions", "monitoring.coreos.com/v1"]
 

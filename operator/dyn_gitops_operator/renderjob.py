@@ -4,8 +4,9 @@ one of its directories with ``dyn-gitops render --out-dir`` in a child process.
 
 The controller never renders in its own process (ARCHITECTURE.md): the child is the CLI
 itself, so the output and the problems are the CLI's, with the same settings (the flags'
-defaults, the tree's ``dyn-gitops.yaml``), and a hostile input costs a bounded child, not
-the controller's memory or a stuck worker.
+defaults, the tree's ``dyn-gitops.yaml``), and a hostile input costs a child bounded by the
+renderer's own input limits and the render timeout, not the controller's memory or a stuck
+worker.
 """
 
 from __future__ import annotations

@@ -161,6 +161,8 @@ class RenderLoop:
                 )
                 if outcome is not None:
                     name = self.reconciler.name
+                    if outcome.error_type is not None:
+                        self.metrics.reconcile_errors.labels(name, outcome.error_type).inc()
                     self.metrics.reconcile_total.labels(name, outcome.result).inc()
                     self.metrics.reconcile_duration.labels(name).observe(
                         time.perf_counter() - start
