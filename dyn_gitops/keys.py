@@ -149,3 +149,13 @@ CONTROLLER_FIELD_MANAGER: Final = "dyn-gitops-controller"
 
 #: kubectl's copy of the whole object as last applied (JSON): a Secret's data included
 ANN_KUBECTL_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+
+#: on a Flux GitRepository or OCIRepository: the directory of its artifact the companion
+#: controller renders into an ExternalArtifact of the same name (docs/flux.md, *In-cluster
+#: rendering*); its presence turns the rendering on for that source
+ANN_RENDER_PATH: Final = OUR_PREFIX + "render-path"
+#: on the same source: namespace of rendered objects that set none (default: the source's)
+ANN_RENDER_NAMESPACE: Final = OUR_PREFIX + "render-namespace"
+#: in a rendered ExternalArtifact's ``status.artifact.metadata``: the source artifact's digest
+#: it was rendered from (the controller renders again only when it changes)
+ANN_RENDER_SOURCE_DIGEST: Final = OUR_PREFIX + "source-digest"

@@ -14,8 +14,11 @@ Figures (commit -> Ready, image change -> last old worker gone) are printed (`-s
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import hashlib
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +26,27 @@ import pytest
 import yaml
 from dyn_gitops_operator.kube import Kube
 from dyn_gitops_operator.resources import DEPLOYMENTS, DGDS
+from dyn_gitops_operator.settings import RenderedArtifactSettings
 from dyn_gitops_operator.testing import running, settings_for_tests, wait_for
+from kubernetes.client.exceptions import ApiException
 from support import flux as fx
 from support.binaries import missing_component
 from support.cli import run_cli
 from support.cluster import is_ready, pods
+from support.controlplane import free_port
 from support.gitserver import git
 from support.inputs import small_dgd
 from support.podwatch import ReadyPods
+
+from dyn_gitops import keys
 
 pytestmark = pytest.mark.realk8s
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "flux"
 TRANSPORTS = ["git", "oci"]
+#: the sources themselves, rendered in the cluster by the companion controller into an
+#: ExternalArtifact (samples/flux/incluster)
+INCLUSTER = "incluster"
 WORKER_PODS = "nvidia.com/dynamo-component-type=worker"
 GRAPH_LABEL = "nvidia.com/dynamo-graph-deployment-name"
 #: generous: the machine is shared and loaded
@@ -71,8 +82,9 @@ class App:
         git("clone", "--quiet", self.url, str(self.work))
         git("checkout", "--quiet", "-b", "main", cwd=self.work)
         self.oci = f"oci://{flux.registry}/{ns}-rendered"
-        self.kind = "GitRepository" if transport == "git" else "OCIRepository"
-        self.plural = "gitrepositories" if transport == "git" else "ocirepositories"
+        self.kind = "OCIRepository" if transport == "oci" else "GitRepository"
+        self.plural = "ocirepositories" if transport == "oci" else "gitrepositories"
+        self.source_name = yaml.safe_load(self._sample_source())["metadata"]["name"]
         self.source_created = False
 
     # ---- Git side
@@ -95,7 +107,9 @@ class App:
         """What CI does on a push to main: hydrate and publish. The revision published:
         the `rendered` commit, or the source revision annotated on the OCI artifact."""
         sha = git("rev-parse", "HEAD", cwd=self.work)
-        if self.transport == "git":
+        if self.transport == INCLUSTER:  # nothing to publish: the controller renders
+            revision = f"main@sha1:{sha}"
+        elif self.transport == "git":
             res = run_cli("hydrate", "dgd", "--namespace", self.ns, cwd=self.work)
             assert res.code == 0, res.stderr
             git("push", "--quiet", "origin", "rendered", cwd=self.work)
@@ -118,7 +132,11 @@ class App:
         src = yaml.safe_load(self._sample_source())
         src["metadata"]["namespace"] = self.ns
         src["spec"]["interval"] = "1m"
-        if self.transport == "git":
+        if self.transport == INCLUSTER:
+            src["spec"]["url"] = self.url
+            src["metadata"]["annotations"][keys.ANN_RENDER_PATH] = "dgd"
+            src["metadata"]["annotations"][keys.ANN_RENDER_NAMESPACE] = self.ns
+        elif self.transport == "git":
             src["spec"]["url"] = self.url
         else:
             src["spec"]["url"] = self.oci
@@ -136,7 +154,7 @@ class App:
         self.source_created = True
 
     def _sample_source(self) -> str:
-        name = "gitrepository.yaml" if self.transport == "git" else "ocirepository.yaml"
+        name = "ocirepository.yaml" if self.transport == "oci" else "gitrepository.yaml"
         return (SAMPLES / self.transport / name).read_text()
 
     def custom(self) -> Any:
@@ -151,14 +169,36 @@ class App:
             "v1",
             self.ns,
             self.plural,
-            "dynamo-rendered",
+            self.source_name,
             {"metadata": {"annotations": {fx.REQUESTED_AT: now}}},
         )
+
+    def request_reconcile_kustomization(self) -> str:
+        """A sync now (what ``flux reconcile kustomization`` does); its token, which the
+        Kustomization's ``status.lastHandledReconcileAt`` shows once handled."""
+        now = datetime.datetime.now(datetime.UTC).isoformat()
+        self.custom().patch_namespaced_custom_object(
+            fx.KUSTOMIZE_GROUP,
+            "v1",
+            self.ns,
+            "kustomizations",
+            "dynamo-apps",
+            {"metadata": {"annotations": {fx.REQUESTED_AT: now}}},
+        )
+        return now
 
     def source(self) -> dict[str, Any]:
         return dict(
             self.custom().get_namespaced_custom_object(
-                fx.SOURCE_GROUP, "v1", self.ns, self.plural, "dynamo-rendered"
+                fx.SOURCE_GROUP, "v1", self.ns, self.plural, self.source_name
+            )
+        )
+
+    def external_artifact(self) -> dict[str, Any]:
+        """The ExternalArtifact the controller keeps for the source (same name)."""
+        return dict(
+            self.custom().get_namespaced_custom_object(
+                fx.SOURCE_GROUP, "v1", self.ns, "externalartifacts", self.source_name
             )
         )
 
@@ -179,6 +219,8 @@ class App:
         if (st.get("observedGeneration") or 0) < ks["metadata"]["generation"]:
             return False
         applied = st.get("lastAppliedRevision") or ""
+        if self.transport == INCLUSTER:
+            return applied == revision
         if self.transport == "git":
             return revision in applied
         artifact = (self.source().get("status") or {}).get("artifact") or {}
@@ -186,8 +228,12 @@ class App:
         return source_revision == revision and applied == artifact.get("revision")
 
     def explain(self) -> str:
+        rendered = ""
+        if self.transport == INCLUSTER:
+            with contextlib.suppress(ApiException):
+                rendered = f"\nexternal artifact: {self.external_artifact().get('status')}"
         return (
-            f"source: {(self.source().get('status') or {})}"
+            f"source: {(self.source().get('status') or {})}{rendered}"
             f"\nkustomization: {(self.kustomization().get('status') or {})}"
             f"\n{self.flux.logs(self.ns)}"
         )
@@ -362,3 +408,65 @@ def test_the_real_kustomize_controller_evaluates_our_cel_failed_expression(
     _, reason, message = wait_for(failed, TIMEOUT, lambda: f"health check failed\n{app.explain()}")
     assert reason == "HealthCheckFailed", (reason, message)
     assert f"DynamoGraphDeployment/{app.ns}/app-a" in message
+
+
+# ------------------------------------------------------------- in-cluster rendering (RFC-0012)
+@pytest.fixture
+def rendering_app(flux: fx.Flux, cluster_k: Kube, cluster_namespace: str, tmp_path: Path) -> Any:
+    """The sources on `main` rendered by the companion controller itself (in this process:
+    its artifact server on loopback, where the Flux controllers, host processes, reach it)."""
+    a = App(flux, cluster_k, cluster_namespace, tmp_path, INCLUSTER)
+    artifacts = RenderedArtifactSettings(
+        enabled=True,
+        address=f"127.0.0.1:{free_port()}",
+        storage_dir=str(tmp_path / "artifacts"),
+    )
+    with running(settings_for_tests(cluster_namespace, artifacts=artifacts), cluster_k):
+        yield a
+
+
+def test_flux_applies_what_the_controller_renders_in_cluster_and_keeps_the_last_good_revision(
+    rendering_app: App,
+) -> None:
+    """A commit of a DGD -> GitRepository (annotated dyn-gitops.io/render-path) -> the
+    controller renders its artifact into an ExternalArtifact -> a Kustomization with
+    ``sourceRef.kind: ExternalArtifact`` (kustomize-controller v1.9.5, feature gate on) applies
+    it: Ready, pods serving. A commit that does not render: the ExternalArtifact reads
+    Ready=False with the problem's file:line, keeps (and still serves) the last good
+    artifact, and the Kustomization keeps that revision applied. Flux RFC-0012; source-
+    controller api v1.9.6 api/v1/externalartifact_types.go."""
+    app = rendering_app
+    took = deploy(app, {"app-a": dgd("app-a")})
+    good = app.kustomization()["status"]["lastAppliedRevision"]
+    ea = app.external_artifact()
+    assert fx.ready(ea) is not None and fx.ready(ea)[0] == "True", ea.get("status")
+    artifact = ea["status"]["artifact"]
+    assert artifact["revision"] == good and good.startswith("main@sha1:")
+    workers = {n: d["metadata"]["uid"] for n, d in app.deployments("app-a").items()}
+    print(f"\n[flux e2e {INCLUSTER}] commit -> Kustomization Ready: {took:.1f} s")
+
+    bad = dgd("app-a", "example.com/dynamo:1.1.1").replace('gpu: "1"', 'gpu: "lots"')
+    app.commit({"app-a": bad}, "a quantity that is not one")
+    app.publish()
+
+    def refused() -> Any:
+        c = fx.ready(app.external_artifact())
+        return c if c and c[0] == "False" else None
+
+    _, reason, message = wait_for(refused, TIMEOUT, lambda: f"Ready=False\n{app.explain()}")
+    assert reason == "RenderFailed" and "dgd/app-a.yaml:" in message, (reason, message)
+    assert app.external_artifact()["status"]["artifact"] == artifact  # the last good one
+    served = urllib.request.urlopen(artifact["url"], timeout=30).read()
+    assert "sha256:" + hashlib.sha256(served).hexdigest() == artifact["digest"]
+    token = app.request_reconcile_kustomization()  # a sync after the bad commit
+
+    def synced_again() -> bool:
+        handled = (app.kustomization().get("status") or {}).get("lastHandledReconcileAt")
+        return handled == token and app.applied(good)
+
+    wait_for(synced_again, TIMEOUT, lambda: f"synced, still Ready\n{app.explain()}")
+    assert app.kustomization()["status"]["lastAppliedRevision"] == good
+    now = app.deployments("app-a")
+    assert {n: d["metadata"]["uid"] for n, d in now.items()} == workers  # nothing applied
+    for d in now.values():
+        assert d["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":1.1.0")

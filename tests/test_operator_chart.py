@@ -27,7 +27,11 @@ MODES = {
     "cluster": [],
     "namespace": ["controller.mode=namespace", "controller.watchNamespace=team-a"],
 }
-EXTRAS = ["metrics.serviceMonitor.enabled=true", "dashboard.enabled=true"]
+EXTRAS = [
+    "metrics.serviceMonitor.enabled=true",
+    "dashboard.enabled=true",
+    "controller.renderArtifacts.enabled=true",
+]
 #: the Prometheus Operator's API served (the ServiceMonitor is rendered only then)
 MONITORING_API = ["--api-versions", "monitoring.coreos.com/v1"]
 
@@ -123,6 +127,62 @@ def test_dynamo_models_can_be_turned_off(helm: Path) -> None:
     assert settings_from(parser().parse_args(args)).models.enabled is False
 
 
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_in_cluster_rendering_for_flux_is_off_unless_asked(helm: Path, mode: str) -> None:
+    """controller.renderArtifacts (issue 27): off, no Flux rule, no Service; on, read-only
+    Flux sources, the ExternalArtifacts and their status, a Service for the artifact server
+    that the controller advertises, the artifacts on their own emptyDir; replicas > 1 is
+    refused (the artifacts live in the one pod)."""
+    from dyn_gitops_operator.__main__ import parser, settings_from
+
+    objs = helm_template(helm, CHART, *MODES[mode])
+    assert not [
+        r for o in objs for r in o.get("rules", []) if "source.toolkit.fluxcd.io" in r["apiGroups"]
+    ]
+    assert [s["metadata"]["name"] for s in by_kind(objs, "Service")] == [
+        "dg-dyn-gitops-controller-metrics"
+    ]
+    objs = helm_template(helm, CHART, *MODES[mode], "controller.renderArtifacts.enabled=true")
+    (role,) = [
+        r
+        for r in by_kind(objs, "ClusterRole") + by_kind(objs, "Role")
+        if "leader" not in r["metadata"]["name"]
+    ]
+    got = rules(role)
+    flux = "source.toolkit.fluxcd.io"
+    assert (
+        got[(flux, "gitrepositories")] == got[(flux, "ocirepositories")] == {"get", "list", "watch"}
+    )
+    assert got[(flux, "externalartifacts")] == {"get", "list", "watch", "create", "patch", "delete"}
+    assert got[(flux, "externalartifacts/status")] == {"get", "patch"}
+    (svc,) = [s for s in by_kind(objs, "Service") if s["metadata"]["name"].endswith("-artifacts")]
+    (dep,) = by_kind(objs, "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    a = settings_from(parser().parse_args(c["args"])).artifacts
+    assert a.enabled and a.address == ":9797"
+    assert a.url_base() == f"http://{svc['metadata']['name']}.ops.svc.cluster.local.:9797"
+    assert {"name": "artifacts", "containerPort": 9797, "protocol": "TCP"} in c["ports"]
+    (mount,) = [m for m in c["volumeMounts"] if m["name"] == "artifacts"]
+    assert mount["mountPath"] == a.storage_dir
+    assert {"name": "artifacts", "emptyDir": {"sizeLimit": "1Gi"}} in pod["volumes"]
+    proc = subprocess.run(
+        [
+            str(helm),
+            "template",
+            "dg",
+            str(CHART),
+            "--set",
+            "controller.renderArtifacts.enabled=true",
+            "--set",
+            "controller.replicas=2",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0 and "controller.replicas: 1" in proc.stderr
+
+
 def test_the_replica_ceiling_reaches_the_controller(helm: Path) -> None:
     """controller.maxReplicas becomes --max-replicas; unset, the controller's default (the
     renderer's max-replicas default) applies."""
@@ -201,8 +261,9 @@ def test_namespace_mode_rbac(helm: Path) -> None:
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_least_privilege(helm: Path, mode: str) -> None:
-    for role in by_kind(helm_template(helm, CHART, *MODES[mode]), "ClusterRole") + by_kind(
-        helm_template(helm, CHART, *MODES[mode]), "Role"
+    sets = [*MODES[mode], "controller.renderArtifacts.enabled=true"]
+    for role in by_kind(helm_template(helm, CHART, *sets), "ClusterRole") + by_kind(
+        helm_template(helm, CHART, *sets), "Role"
     ):
         for r in role["rules"]:
             assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"]
@@ -210,6 +271,7 @@ def test_least_privilege(helm: Path, mode: str) -> None:
                 ["leases"],
                 ["dynamomodels/finalizers"],
                 ["events"],
+                ["externalartifacts"],  # the in-cluster rendering's own objects
             )
             if r["resources"] == ["events"]:  # a terminal error's Event: nothing else
                 assert r["verbs"] == ["create"], r

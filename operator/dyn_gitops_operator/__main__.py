@@ -15,6 +15,7 @@ from dyn_gitops_operator.settings import (
     LeaderSettings,
     ModelSettings,
     OperatorSettings,
+    RenderedArtifactSettings,
     ScopeSettings,
     limit_from_env,
 )
@@ -52,6 +53,9 @@ def parser() -> argparse.ArgumentParser:
     _run_flags(p.add_argument_group("what to watch, how"), d)
     _leader_flags(p.add_argument_group("leader election and the Dynamo scope lease"), d)
     _model_flags(p.add_argument_group("DynamoModel (LoRA adapters)"), d.models)
+    _artifact_flags(
+        p.add_argument_group("in-cluster rendering for Flux (ExternalArtifact)"), d.artifacts
+    )
     _log_flags(p.add_argument_group("logging"))
     return p
 
@@ -196,6 +200,54 @@ def _model_flags(p: Group, m: ModelSettings) -> None:
         p.add_argument(flag, type=float, default=value, metavar="SECONDS", help=f"seconds {what}")
 
 
+def _artifact_flags(p: Group, a: RenderedArtifactSettings) -> None:
+    """The in-cluster rendering loop's flags (docs/flux.md, *In-cluster rendering*)."""
+    p.add_argument(
+        "--render-artifacts",
+        action=argparse.BooleanOptionalAction,
+        default=a.enabled,
+        help="render Flux sources annotated dyn-gitops.io/render-path into ExternalArtifacts "
+        "and serve them (Flux >= 2.7)",
+    )
+    p.add_argument(
+        "--artifact-address", default=a.address, metavar="HOST:PORT", help="artifact server"
+    )
+    p.add_argument(
+        "--artifact-url",
+        default=a.advertised_url,
+        metavar="URL",
+        help="base of the artifact URLs, as kustomize-controller reaches the server "
+        "(default: http://<artifact address>)",
+    )
+    p.add_argument(
+        "--artifact-storage", default=a.storage_dir, metavar="DIR", help="where artifacts are kept"
+    )
+    p.add_argument(
+        "--artifact-max-size",
+        type=int,
+        default=a.max_size,
+        metavar="BYTES",
+        help="largest source artifact downloaded or unpacked, largest rendered artifact",
+    )
+    p.add_argument(
+        "--artifact-keep",
+        type=int,
+        default=a.keep,
+        metavar="N",
+        help="rendered artifacts kept per ExternalArtifact (older ones are deleted)",
+    )
+    p.add_argument(
+        "--render-timeout",
+        type=float,
+        default=a.render_timeout,
+        metavar="SECONDS",
+        help="seconds one render may take",
+    )
+    p.add_argument(
+        "--render-workers", type=int, default=a.workers, metavar="N", help="renders at once"
+    )
+
+
 def _log_flags(p: Group) -> None:
     p.add_argument(
         "--log-format",
@@ -251,6 +303,16 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
             total_timeout=args.model_total_timeout,
             retry_base=args.model_retry_base,
             retry_max=args.model_retry_max,
+        ),
+        artifacts=RenderedArtifactSettings(
+            enabled=args.render_artifacts,
+            address=args.artifact_address,
+            advertised_url=args.artifact_url,
+            storage_dir=args.artifact_storage,
+            max_size=args.artifact_max_size,
+            keep=args.artifact_keep,
+            render_timeout=args.render_timeout,
+            workers=args.render_workers,
         ),
         **extra,
     )

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 
 from dyn_gitops_operator import wiring
+from dyn_gitops_operator.artifacts import ArtifactServer, ArtifactStore
 from dyn_gitops_operator.controller_loop import ControllerLoop
 from dyn_gitops_operator.event_keys import Enqueuer
 from dyn_gitops_operator.graph import Graph, HashCache
@@ -23,7 +25,8 @@ from dyn_gitops_operator.metrics import HealthServer, Metrics
 from dyn_gitops_operator.modelloop import ModelLoop
 from dyn_gitops_operator.optional import OptionalApis
 from dyn_gitops_operator.reconcilers import Context, Reconciler, default_chain
-from dyn_gitops_operator.resources import DYNAMO_MODELS, Resource
+from dyn_gitops_operator.renderloop import RenderLoop
+from dyn_gitops_operator.resources import DYNAMO_MODELS, EXTERNAL_ARTIFACTS, Resource
 from dyn_gitops_operator.scope import ScopeLeaseHolder
 from dyn_gitops_operator.settings import OperatorSettings
 from dyn_gitops_operator.workqueue import WorkQueue
@@ -61,7 +64,18 @@ class Manager:
         self.lifecycle = Lifecycle(
             settings, self.kube, self.metrics, self.caches.informers, self.queue, self.exclusions
         )
+        #: the in-cluster rendering for Flux (``start_render``), its store and server
+        self.render: RenderLoop | None = None
+        self.artifact_store: ArtifactStore | None = None
+        self.artifact_server: ArtifactServer | None = None
         apis = [*wiring.OPTIONAL_WORKLOADS, *([DYNAMO_MODELS] if settings.models.enabled else [])]
+        if settings.artifacts.enabled:
+            a = settings.artifacts
+            self.artifact_store = ArtifactStore(
+                Path(a.storage_dir), keep=a.keep, max_size=a.max_size
+            )
+            self.artifact_server = ArtifactServer(a.address, self.artifact_store)
+            apis.append(EXTERNAL_ARTIFACTS)
         #: which optional APIs are served, for the process lifetime (``optional``)
         self.optional = OptionalApis(
             self.kube,
@@ -98,6 +112,8 @@ class Manager:
 
     def start(self) -> None:
         self.lifecycle.serve_health()
+        if self.artifact_server is not None:
+            self.artifact_server.start()
         self.optional.check_all()  # the APIs served now are watched before anything acts
         self.lifecycle.start(self.loop)
         self._started = True
@@ -117,6 +133,8 @@ class Manager:
             threading.Thread(target=self._watch_late, args=(res,), daemon=True).start()
         elif res is DYNAMO_MODELS:
             self.start_models()
+        elif res is EXTERNAL_ARTIFACTS:
+            self.start_render()
         else:
             inf = wiring.optional_informer(self.kube, self.s, self.metrics, res)
             self.caches.informers.append(inf)
@@ -125,6 +143,9 @@ class Manager:
     def _watch_late(self, res: Resource) -> None:
         if res is DYNAMO_MODELS:
             self.start_models(late=True)
+            return
+        if res is EXTERNAL_ARTIFACTS:
+            self.start_render(late=True)
             return
         inf = wiring.optional_informer(self.kube, self.s, self.metrics, res)
         self.lifecycle.add_informer(inf)
@@ -160,11 +181,35 @@ class Manager:
         self.models = models
         self.lifecycle.add_work(models, models.queue, self.s.models.workers)
 
+    def start_render(self, late: bool = False) -> None:
+        """The in-cluster rendering loop (the ExternalArtifact API found served), as
+        ``start_models``."""
+        assert self.artifact_store is not None
+        loop = RenderLoop(
+            self.kube,
+            self.s,
+            self.metrics,
+            self.artifact_store,
+            acting=self.lifecycle.acting,
+            exclusions=self.exclusions,
+        )
+        if not late:
+            self.caches.informers.extend(loop.informers)
+        else:
+            for inf in loop.informers:
+                self.lifecycle.add_informer(inf)
+            if not all(self._synced(inf) for inf in loop.informers):
+                return
+        self.render = loop
+        self.lifecycle.add_work(loop, loop.queue, self.s.artifacts.workers)
+
     def stop(self) -> None:
         self.lifecycle.stop()
 
     def shutdown(self) -> None:
         self.lifecycle.shutdown()
+        if self.artifact_server is not None:
+            self.artifact_server.stop()
 
     def healthy(self) -> bool:
         return self.lifecycle.healthy()

@@ -67,6 +67,13 @@ PODCLIQUES = Resource("grove.io", "v1alpha1", "podcliques", "PodClique")
 PCSGS = Resource("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
 #: Git's; read (GET) and patched only for a restart: the restartAt clique annotations
 PODCLIQUESETS = Resource("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
+#: Flux's sources (read: an annotated one is rendered) and the ExternalArtifact (Flux 2.7,
+#: RFC-0012) the controller writes for each, with its status
+GIT_REPOSITORIES = Resource("source.toolkit.fluxcd.io", "v1", "gitrepositories", "GitRepository")
+OCI_REPOSITORIES = Resource("source.toolkit.fluxcd.io", "v1", "ocirepositories", "OCIRepository")
+EXTERNAL_ARTIFACTS = Resource(
+    "source.toolkit.fluxcd.io", "v1", "externalartifacts", "ExternalArtifact"
+)
 
 __all__ = [
     "DEPLOYMENTS",
@@ -74,8 +81,11 @@ __all__ = [
     "DGDSAS",
     "DYNAMO_MODELS",
     "EVENTS",
+    "EXTERNAL_ARTIFACTS",
+    "GIT_REPOSITORIES",
     "LEASES",
     "LWS",
+    "OCI_REPOSITORIES",
     "PCSGS",
     "PODCLIQUES",
     "PODCLIQUESETS",

@@ -140,6 +140,41 @@ class ModelSettings:
 
 
 @dataclass(frozen=True)
+class RenderedArtifactSettings:
+    """In-cluster rendering for Flux (``renderloop``): GitRepositories and OCIRepositories
+    annotated with ``dyn-gitops.io/render-path`` are rendered into ExternalArtifacts whose
+    ``.tar.gz`` the controller serves itself (docs/flux.md, *In-cluster rendering*)."""
+
+    #: off by default: it needs Flux >= 2.7 and the kustomize-controller feature gate
+    enabled: bool = False
+    #: ``host:port`` the artifact server listens on
+    address: str = ":9797"
+    #: base of the artifact URLs written in ExternalArtifact status, as kustomize-controller
+    #: reaches the server (the chart's Service); empty: ``http://<address>``
+    advertised_url: str = ""
+    #: where artifacts are kept (an emptyDir: a restart renders them again)
+    storage_dir: str = "/tmp/dyn-gitops-artifacts"
+    #: bytes: the largest source artifact downloaded (and unpacked), and the largest
+    #: rendered artifact stored; a larger one is refused (Ready=False)
+    max_size: int = 50 * 1024 * 1024
+    #: rendered artifacts kept per ExternalArtifact (the one in status and older ones, so a
+    #: kustomize-controller fetching the previous URL still finds it); the others are deleted
+    keep: int = 2
+    #: seconds one render (a ``dyn-gitops render`` child process) may take
+    render_timeout: float = 120.0
+    #: seconds for the download of a source artifact, whole
+    fetch_timeout: float = 60.0
+    #: threads rendering (each render is a child process)
+    workers: int = 1
+
+    def url_base(self) -> str:
+        if self.advertised_url:
+            return self.advertised_url.rstrip("/")
+        host, _, port = self.address.rpartition(":")
+        return f"http://{host or 'localhost'}:{port}"
+
+
+@dataclass(frozen=True)
 class OperatorSettings:
     mode: Mode = "cluster"
     #: the one watched namespace in namespace mode
@@ -176,6 +211,7 @@ class OperatorSettings:
     leader: LeaderSettings = field(default_factory=LeaderSettings)
     scope: ScopeSettings = field(default_factory=ScopeSettings)
     models: ModelSettings = field(default_factory=ModelSettings)
+    artifacts: RenderedArtifactSettings = field(default_factory=RenderedArtifactSettings)
 
     def __post_init__(self) -> None:
         if self.mode == "namespace" and not self.namespace:
@@ -199,6 +235,11 @@ class OperatorSettings:
             raise ValueError("model request and total timeouts must be > 0")
         if not 0 < m.retry_base <= m.retry_max:
             raise ValueError("model retry base must be > 0 and <= the retry max")
+        a = self.artifacts
+        if a.keep < 1 or a.workers < 1 or a.max_size < 1:
+            raise ValueError("artifacts kept, render workers and max size must be at least 1")
+        if a.render_timeout <= 0 or a.fetch_timeout <= 0:
+            raise ValueError("render and fetch timeouts must be > 0")
 
     @property
     def watch_namespace(self) -> str | None:

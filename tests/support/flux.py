@@ -36,6 +36,9 @@ SOURCE_GROUP, SOURCE_VERSION = "source.toolkit.fluxcd.io", "v1"
 KUSTOMIZE_GROUP, KUSTOMIZE_VERSION = "kustomize.toolkit.fluxcd.io", "v1"
 #: what ``flux reconcile`` (and a notification-controller Receiver) sets to sync at once
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+#: kustomize-controller's feature gate for ``sourceRef.kind: ExternalArtifact`` (v1.7+,
+#: default off: internal/features/features.go)
+EXTERNAL_ARTIFACT_GATE = "ExternalArtifact"
 #: the annotation ``flux push artifact --revision`` sets (copied to the artifact's metadata)
 OCI_REVISION = "org.opencontainers.image.revision"
 
@@ -186,7 +189,8 @@ def flux(bins: dict[str, Path], crds: Path, kube: Any, kubeconfig: Path) -> Iter
                             f"--storage-adv-addr=127.0.0.1:{sp}",
                         ],
                     ),
-                    ("kustomize-controller", []),
+                    # ExternalArtifact sources (in-cluster rendering) are off by default
+                    ("kustomize-controller", [f"--feature-gates={EXTERNAL_ARTIFACT_GATE}=true"]),
                 ):
                     addrs = _health_addr()
                     health.append(addrs[1].split("=", 1)[1])

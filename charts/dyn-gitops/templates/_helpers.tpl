@@ -123,6 +123,24 @@ app.kubernetes.io/component: controller
   resources: [pods, services]
   verbs: [get, list, watch]
 {{- end }}
+{{- if .Values.controller.renderArtifacts.enabled }}
+# in-cluster rendering for Flux: the sources are read (their artifact is downloaded from
+# source-controller); the ExternalArtifact of an annotated source is ours, status included
+- apiGroups: [source.toolkit.fluxcd.io]
+  resources: [gitrepositories, ocirepositories]
+  verbs: [get, list, watch]
+- apiGroups: [source.toolkit.fluxcd.io]
+  resources: [externalartifacts]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [source.toolkit.fluxcd.io]
+  resources: [externalartifacts/status]
+  verbs: [get, patch]
+{{- end }}
+{{- end }}
+
+{{/* The Service kustomize-controller downloads rendered artifacts from. */}}
+{{- define "dyn-gitops.artifactService" -}}
+{{- printf "%s-artifacts" (include "dyn-gitops.controllerName" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/* The CMP ConfigMap (plugin.yaml) in Argo CD's namespace. */}}
