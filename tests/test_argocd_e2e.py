@@ -138,6 +138,7 @@ class App:
         self.argo, self.k, self.ns = argo, k, namespace
         self.name = f"e2e-{namespace}"
         self.repo = argo_support.new_repo(argo.git, work, self.name)
+        self.push_secret = f"{self.name}-push"
         self.admin = Kube(k.api, field_manager=ADMIN)
 
     def create(self, parameters: dict[str, str] | None = None, allow_empty: bool = False) -> None:
@@ -201,7 +202,7 @@ class App:
     def create_hydrated(self) -> None:
         """deploy/argocd/application-hydrator.yaml on ``dgd`` of ``main``, hydrated to
         :data:`HYDRATED_BRANCH` at :data:`HYDRATED_PATH`, with a push Secret for the repo."""
-        secret = argo_support.write_secret(f"{self.name}-push", self.repo.url)
+        secret = argo_support.write_secret(self.push_secret, self.repo.url)
         self.admin.apply(RESOURCES["Secret"], secret)
         app = argo_support.hydrator_application(
             self.name, self.repo.url, "dgd", self.ns, HYDRATED_BRANCH, HYDRATED_PATH
@@ -255,6 +256,8 @@ def app(
     yield a
     with contextlib.suppress(NotFoundError):
         cluster_k.request("DELETE", APPS.path(argo_support.NAMESPACE, a.name))
+    with contextlib.suppress(NotFoundError):  # the Source Hydrator case's push credentials
+        cluster_k.request("DELETE", RESOURCES["Secret"].path(argo_support.NAMESPACE, a.push_secret))
 
 
 def graph(image: str = IMAGE, replicas: int = 2) -> str:
