@@ -15,13 +15,17 @@ local process authenticated as the chart's ServiceAccount with a TokenRequest to
 (``tests/support/chart_controller.py``), one for the module. So every case also shows the
 chart's RBAC suffices; at the end, RBAC may have refused none of the controller's requests.
 
-Figures (``pytest -s``): commit -> Synced+Healthy, image change -> last old worker gone; quoted
-in docs/argocd.md.
+Argo CD runs with its Source Hydrator on (the commit server beside it; apps without
+``spec.sourceHydrator`` are untouched by it): one case hydrates through the commit server.
+
+Figures (``pytest -s``): commit -> Synced+Healthy, image change -> last old worker gone,
+dry commit -> hydrated commit -> Synced; quoted in docs/argocd.md.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -36,8 +40,10 @@ from dyn_gitops_operator.testing import hpa_scale
 from support import argocd as argo_support
 from support import chart_controller, images
 from support.binaries import missing_component
+from support.cli import run_cli
 from support.cluster import is_ready, pods
 from support.controlplane import install_crds
+from support.gitserver import git
 from support.graphs import IMAGE, WORKER, rollout_graph
 from support.objwatch import ObjectStates
 from support.podwatch import ReadyPods
@@ -56,6 +62,9 @@ RESOURCES = {
 ADMIN = "argocd-e2e-admin"
 NEW_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0"
 WORKER_PODS = f"nvidia.com/dynamo-component={WORKER}"
+#: where the Source Hydrator case's commit server writes (never the repository root)
+HYDRATED_BRANCH = "environments/e2e"
+HYDRATED_PATH = "rendered"
 #: the DGD as committed to Git (the controller's DGDS is the v1beta1 view)
 DGDS_V1ALPHA1 = Resource(
     "nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"
@@ -87,14 +96,15 @@ def argo(
     print(f"\nargocd e2e: images built or reused in {built.build_seconds:.1f}s")
     install_crds(cluster_kube, argo_support.crds())
     admin = Kube(cluster_kube, field_manager=ADMIN)
-    for obj in argo_support.config_objects():
+    for obj in argo_support.config_objects(hydrator=True):
         res = RESOURCES[obj["kind"]]
         admin.apply(res, obj)
     with argo_support.argo_cd(
-        multicall, built.cmp, cluster.kubeconfig, tmp_path_factory.mktemp("argocd")
+        multicall, built.cmp, cluster.kubeconfig, tmp_path_factory.mktemp("argocd"), hydrator=True
     ) as a:
         print(
-            f"argocd e2e: redis + sidecar + repo-server + controller started in {a.started_in:.1f}s"
+            "argocd e2e: redis + sidecar + repo-server + commit-server + controller started in "
+            f"{a.started_in:.1f}s"
         )
         yield a
 
@@ -128,6 +138,7 @@ class App:
         self.argo, self.k, self.ns = argo, k, namespace
         self.name = f"e2e-{namespace}"
         self.repo = argo_support.new_repo(argo.git, work, self.name)
+        self.push_secret = f"{self.name}-push"
         self.admin = Kube(k.api, field_manager=ADMIN)
 
     def create(self, parameters: dict[str, str] | None = None, allow_empty: bool = False) -> None:
@@ -187,6 +198,45 @@ class App:
         )
         return time.monotonic() - start
 
+    # ----------------------------------------------------------------- Source Hydrator
+    def create_hydrated(self) -> None:
+        """deploy/argocd/application-hydrator.yaml on ``dgd`` of ``main``, hydrated to
+        :data:`HYDRATED_BRANCH` at :data:`HYDRATED_PATH`, with a push Secret for the repo."""
+        secret = argo_support.write_secret(self.push_secret, self.repo.url)
+        self.admin.apply(RESOURCES["Secret"], secret)
+        app = argo_support.hydrator_application(
+            self.name, self.repo.url, "dgd", self.ns, HYDRATED_BRANCH, HYDRATED_PATH
+        )
+        self.admin.apply(APPS, app)
+
+    def hydrate(self) -> None:
+        """What a dry-source webhook does: ask for a hydration, past the revision cache."""
+        self.admin.request(
+            "PATCH",
+            APPS.path(argo_support.NAMESPACE, self.name),
+            [("fieldManager", ADMIN)],
+            {"metadata": {"annotations": {"argocd.argoproj.io/hydrate": "normal"}}},
+            "application/merge-patch+json",
+        )
+
+    def hydration(self) -> dict[str, Any]:
+        """status.sourceHydrator.currentOperation (phase, drySHA, hydratedSHA, message)."""
+        return dict((self.status().get("sourceHydrator") or {}).get("currentOperation") or {})
+
+    def wait_hydrated(self, dry_sha: str, timeout: float = 180) -> str:
+        """The hydrated commit of ``dry_sha``, once the hydrator reports it."""
+
+        def done() -> str:
+            op = self.hydration()
+            ok = op.get("phase") == "Hydrated" and op.get("drySHA") == dry_sha
+            return str(op.get("hydratedSHA") or "") if ok else ""
+
+        return str(self.wait(done, f"the hydration of {dry_sha[:8]}", timeout))
+
+    def hydrated_git(self, *args: str) -> str:
+        """``git`` in the server's bare repository (what the commit server pushed)."""
+        return git("--git-dir", str(self.argo.git.root / f"{self.name}.git"), *args)
+
     def deployments(self, selector: str = "") -> dict[str, dict[str, Any]]:
         items, _ = self.k.list(DEPLOYMENTS, self.ns, label_selector=selector)
         return {d["metadata"]["name"]: d for d in items}
@@ -206,6 +256,8 @@ def app(
     yield a
     with contextlib.suppress(NotFoundError):
         cluster_k.request("DELETE", APPS.path(argo_support.NAMESPACE, a.name))
+    with contextlib.suppress(NotFoundError):  # the Source Hydrator case's push credentials
+        cluster_k.request("DELETE", RESOURCES["Secret"].path(argo_support.NAMESPACE, a.push_secret))
 
 
 def graph(image: str = IMAGE, replicas: int = 2) -> str:
@@ -391,3 +443,99 @@ def test_removing_the_dgd_prunes_everything(app: App) -> None:
 
     app.wait(empty, "every Deployment, pod and the DGD gone", timeout=180)
     app.wait(lambda: app.state()[:2] == ("Synced", sha2), "Synced at the removal")
+
+
+def local_render(app: App, dry_sha: str) -> list[dict[str, Any]]:
+    """What the sidecar's ``dyn-gitops cmp generate`` prints for the dry source at
+    ``dry_sha``: the same command on the checkout, in the environment Argo CD gives it
+    (the hydrator Application's plugin env and parameters, destination namespace, revision)."""
+    plugin = argo_support.hydrator_application(
+        app.name, app.repo.url, "dgd", app.ns, HYDRATED_BRANCH, HYDRATED_PATH
+    )["spec"]["sourceHydrator"]["drySource"]["plugin"]
+    env = {f"ARGOCD_ENV_{e['name']}": e["value"] for e in plugin.get("env", [])}
+    env.update(
+        ARGOCD_APP_PARAMETERS=json.dumps(plugin.get("parameters", [])),
+        ARGOCD_APP_NAMESPACE=app.ns,
+        ARGOCD_APP_REVISION=dry_sha,
+        ARGOCD_APP_SOURCE_PATH="dgd",
+    )
+    res = run_cli("cmp", "generate", "--server", "off", cwd=app.repo.dir / "dgd", env=env)
+    assert res.code == 0, res.stderr
+    return [d for d in yaml.safe_load_all(res.stdout) if d]
+
+
+def canonical(objects: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(o, sort_keys=True) for o in objects)
+
+
+def test_source_hydrator_commits_the_render_then_syncs_it(app: App) -> None:
+    """Argo CD's Source Hydrator (v3.5.3, beta) with our plugin as its dry source
+    (``DrySource.Plugin``, pkg/apis/application/v1alpha1/types.go; controller/hydrator/
+    hydrator.go; commitserver/commit/commit.go): a DGD committed to ``main`` becomes a
+    commit of the rendered objects on the hydrated branch, pushed by the commit server,
+    which the Application then syncs. A broken DGD: the hydration fails in the
+    Application's status naming ``file:line``, and the hydrated branch keeps its commit."""
+    dry1 = app.repo.commit({"dgd/roll.yaml": graph()}, "add the roll graph")
+    start = time.monotonic()
+    app.create_hydrated()
+    hydrated1 = app.wait_hydrated(dry1)
+    hydrated_at = time.monotonic() - start
+    app.wait_healthy(hydrated1)
+    print(
+        f"\nargocd e2e: hydrator, new Application: -> hydrated commit {hydrated_at:.1f}s, "
+        f"-> Synced+Healthy {time.monotonic() - start:.1f}s"
+    )
+    # the hydrated branch: the commit server's commit holding exactly what dyn-gitops renders
+    assert app.hydrated_git("rev-parse", f"refs/heads/{HYDRATED_BRANCH}") == hydrated1
+    files = set(app.hydrated_git("ls-tree", "-r", "--name-only", hydrated1).splitlines())
+    assert {f"{HYDRATED_PATH}/manifest.yaml", f"{HYDRATED_PATH}/README.md"} <= files, files
+    assert not any(f.startswith("dgd/") for f in files), files  # an orphan branch: no dry tree
+    manifest = app.hydrated_git("show", f"{hydrated1}:{HYDRATED_PATH}/manifest.yaml")
+    objects = [d for d in yaml.safe_load_all(manifest) if d]
+    assert canonical(objects) == canonical(local_render(app, dry1))
+    kinds = {o["kind"] for o in objects}
+    assert {"DynamoGraphDeployment", "Deployment", "Service"} <= kinds, kinds
+    metadata = json.loads(app.hydrated_git("show", f"{hydrated1}:hydrator.metadata"))
+    assert metadata["drySha"] == dry1
+    assert app.hydrated_git("log", "-1", "--format=%an", hydrated1) == "Argo CD"
+    deps = app.deployments()
+    assert {n.split("-")[1] for n in deps} == {"frontend", "vllmdecodeworker"}, deps.keys()
+
+    # a second dry commit, with the Application running: a webhook's hydrate request
+    dry2 = app.repo.commit({"dgd/roll.yaml": graph(replicas=3)}, "three workers")
+    start = time.monotonic()
+    app.hydrate()
+    hydrated2 = app.wait_hydrated(dry2)
+    hydrated_at = time.monotonic() - start
+    app.wait_healthy(hydrated2)
+    app.wait(lambda: app.ready_workers() == 3, "3 ready workers")
+    print(
+        f"argocd e2e: hydrator, dry commit -> hydrated commit {hydrated_at:.1f}s, "
+        f"-> Synced+Healthy with 3 workers {time.monotonic() - start:.1f}s"
+    )
+    assert app.hydrated_git("rev-parse", f"{hydrated2}^") == hydrated1
+
+    # a broken DGD: no hydrated commit; the error, with file:line, in the Application status
+    (worker,) = app.deployments(WORKER_PODS).values()
+    broken = graph(replicas=3).replace("replicas: 3", "replicas: many")
+    line = 1 + broken.splitlines().index(
+        next(ln for ln in broken.splitlines() if "replicas: many" in ln)
+    )
+    app.repo.commit({"dgd/roll.yaml": broken}, "broken graph")
+    app.hydrate()
+
+    def failed() -> str:
+        op = app.hydration()
+        return str(op.get("message", "")) if op.get("phase") == "Failed" else ""
+
+    msg = app.wait(failed, "a failed hydration", timeout=180)
+    print(f"argocd e2e: hydrator, broken DGD: {msg[:400]}")
+    assert f"roll.yaml:{line}" in msg and "many" in msg, msg
+    assert app.hydrated_git("rev-parse", f"refs/heads/{HYDRATED_BRANCH}") == hydrated2
+    last = (app.status().get("sourceHydrator") or {}).get("lastSuccessfulOperation") or {}
+    assert (last.get("drySHA"), last.get("hydratedSHA")) == (dry2, hydrated2)
+    assert app.state() == ("Synced", hydrated2, "Healthy")
+    (after,) = app.deployments(WORKER_PODS).values()
+    assert after["metadata"]["uid"] == worker["metadata"]["uid"]
+    assert after["metadata"]["generation"] == worker["metadata"]["generation"]
+    assert app.ready_workers() == 3

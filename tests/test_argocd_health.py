@@ -211,6 +211,21 @@ def test_sample_applications(name: str) -> None:
         assert {k: v for k, v in rule.items() if k not in ("group", "kind")} == system
 
 
+def test_the_hydrator_application_is_the_sample_with_a_dry_source() -> None:
+    """deploy/argocd/application-hydrator.yaml (docs/argocd.md section 11) is application.yaml
+    with ``spec.source`` as the Source Hydrator's ``drySource`` (the plugin with it: Argo CD
+    v3.5.3 ``DrySource.Plugin``, pkg/apis/application/v1alpha1/types.go) and a
+    ``syncSource`` that is not the repository root (the hydrator refuses it)."""
+    sample = yaml.safe_load((ARGOCD / "application.yaml").read_text())
+    hydrated = yaml.safe_load((ARGOCD / "application-hydrator.yaml").read_text())
+    hydrator = hydrated["spec"].pop("sourceHydrator")
+    assert hydrator["drySource"] == sample["spec"].pop("source")
+    assert hydrated == sample
+    sync = hydrator["syncSource"]
+    assert sync["path"] not in ("", ".", "/") and sync["targetBranch"] != "main"
+    assert set(hydrator) == {"drySource", "syncSource"}
+
+
 # --------------------------------------------------------------- Argo CD's own Lua (util/lua)
 @pytest.mark.parametrize(("group", "kind", "case"), _cases())
 def test_health_in_argo_cds_own_lua(

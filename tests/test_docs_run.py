@@ -222,7 +222,8 @@ def test_every_application_names_the_versioned_plugin() -> None:
         if not isinstance(doc, dict) or doc.get("kind") != "Application":
             continue
         spec = doc.get("spec") or {}
-        for source in [spec.get("source") or {}, *(spec.get("sources") or [])]:
+        dry = (spec.get("sourceHydrator") or {}).get("drySource") or {}
+        for source in [spec.get("source") or {}, *(spec.get("sources") or []), dry]:
             plugin = source.get("plugin") if isinstance(source, dict) else None
             name = plugin.get("name") if isinstance(plugin, dict) else None
             if name is not None and name != f"dyn-gitops-{__version__}":

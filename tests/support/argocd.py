@@ -13,8 +13,16 @@ What runs (docs/argocd.md, "Tested end to end"; the recipe of ``shared/spec/e2e-
   ``/var/run/argocd/argocd-cmp-server``, exactly as the chart's repo-server runs it: its plugin
   socket lands in a directory shared with the repo-server.
 
+With ``hydrator=True`` (the Source Hydrator, beta in 3.5; docs/argocd.md section 11) the same
+binary also runs as ``argocd-commit-server`` on a free loopback port, and the
+application-controller gets ``ARGOCD_HYDRATOR_ENABLED`` (what Argo's manifests map from
+``hydrator.enabled`` of ``argocd-cmd-params-cm``, which :func:`config_objects` sets too) and
+``ARGOCD_APPLICATION_CONTROLLER_COMMIT_SERVER`` pointing at it. The commit server's askpass
+socket is a fixed path in Argo (``/tmp/commit-server-ask-pass.sock``); the loopback Git server
+never asks for credentials, so two runs on one machine do not meet there.
+
 Not run: argocd-server (so the ``default`` AppProject it would create is applied here), dex,
-ApplicationSet, notifications, commit-server. The CRDs, the base ``argocd-*`` ConfigMaps
+ApplicationSet, notifications. The CRDs, the base ``argocd-*`` ConfigMaps
 (they carry the ``app.kubernetes.io/part-of: argocd`` label Argo's informers filter on) and
 ``hack/git-verify-wrapper.sh`` (repo-server runs it on every generation, even with GPG off; a
 missing one fails as a bare "permission denied") come from the pinned argo-cd module in the
@@ -28,6 +36,7 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 import uuid
@@ -56,6 +65,9 @@ BASE_CONFIG = (
     "argocd-gpg-keys-cm.yaml",
     "argocd-cmd-params-cm.yaml",
 )
+#: argocd-cmd-params-cm data turning the Source Hydrator on (Argo's manifests pass it to the
+#: application-controller and argocd-server as ARGOCD_HYDRATOR_ENABLED)
+HYDRATOR_PARAMS = {"hydrator.enabled": "true"}
 
 
 def argocd_version() -> str:
@@ -120,8 +132,9 @@ def new_repo(server: GitServer, work: Path, name: str) -> Checkout:
 
 
 # --------------------------------------------------------------------------- Argo CD objects
-def config_objects() -> list[dict[str, Any]]:
-    """Namespace, base config (with our argocd-cm / cmd-params data) and the default project."""
+def config_objects(hydrator: bool = False) -> list[dict[str, Any]]:
+    """Namespace, base config (with our argocd-cm / cmd-params data, and
+    :data:`HYDRATOR_PARAMS` when ``hydrator``) and the default project."""
     base = module_dir() / "manifests" / "base" / "config"
     ours = DEPLOY / "kustomize"
     out: list[dict[str, Any]] = [
@@ -132,6 +145,8 @@ def config_objects() -> list[dict[str, Any]]:
         d["metadata"]["namespace"] = NAMESPACE
         if f in ("argocd-cm.yaml", "argocd-cmd-params-cm.yaml"):
             d.setdefault("data", {}).update(yaml.safe_load((ours / f).read_text())["data"])
+        if hydrator and f == "argocd-cmd-params-cm.yaml":
+            d["data"].update(HYDRATOR_PARAMS)
         out.append(d)
     out.append(
         {
@@ -170,6 +185,35 @@ def application(
     return app
 
 
+def hydrator_application(
+    name: str, repo_url: str, path: str, namespace: str, branch: str, hydrated_path: str
+) -> dict[str, Any]:
+    """deploy/argocd/application-hydrator.yaml, its dry source the loopback repository's
+    ``main`` at ``path``, hydrated to ``branch`` at ``hydrated_path`` of the same repository."""
+    app: dict[str, Any] = yaml.safe_load((DEPLOY / "application-hydrator.yaml").read_text())
+    app["metadata"]["name"] = name
+    hydrator = app["spec"]["sourceHydrator"]
+    hydrator["drySource"].update({"repoURL": repo_url, "path": path, "targetRevision": "main"})
+    hydrator["syncSource"].update({"targetBranch": branch, "path": hydrated_path})
+    app["spec"]["destination"]["namespace"] = namespace
+    return app
+
+
+def write_secret(name: str, repo_url: str) -> dict[str, Any]:
+    """The push credentials the commit server gets for ``repo_url`` (label
+    ``repository-write``); the loopback Git server never challenges them."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"argocd.argoproj.io/secret-type": "repository-write"},
+        },
+        "stringData": {"url": repo_url, "type": "git", "username": "hydrator", "password": "x"},
+    }
+
+
 # --------------------------------------------------------------------------- the processes
 @dataclass
 class ArgoCD:
@@ -179,6 +223,8 @@ class ArgoCD:
     redis_port: int
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     sidecar: str = ""
+    #: the commit server's address (``hydrator=True``), else ""
+    commit_server: str = ""
     started_in: float = 0.0
 
     def logs(self, tail: int = 4000) -> str:
@@ -206,9 +252,38 @@ def _spawn(
         )
 
 
+def _start_commit_server(
+    argocd: Path, env: dict[str, str], argo: ArgoCD
+) -> tuple[int, subprocess.Popen[bytes]]:
+    """argocd-commit-server on a free loopback port (its git runs ``argocd`` from ``PATH`` as
+    GIT_ASKPASS, as in Argo's image); its port and process."""
+    port = free_port()
+    _spawn(
+        [str(argocd), "--address", "127.0.0.1", "--port", str(port),
+         "--metrics-address", "127.0.0.1", "--metrics-port", str(free_port()),
+         "--loglevel", "info"],
+        {**env, "ARGOCD_BINARY_NAME": "argocd-commit-server"},
+        argo.dir / "commit-server.log",
+        argo.procs,
+    )  # fmt: skip
+    return port, argo.procs[-1]
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} is not listening on 127.0.0.1:{port} (exit {proc.poll()})")
+
+
 @contextlib.contextmanager
-def argo_cd(argocd: Path, cmp_image: str, kubeconfig: Path, work: Path) -> Iterator[ArgoCD]:
-    """Start redis, the sidecar, repo-server and application-controller; stop them after."""
+def argo_cd(
+    argocd: Path, cmp_image: str, kubeconfig: Path, work: Path, hydrator: bool = False
+) -> Iterator[ArgoCD]:
+    """Start redis, the sidecar, repo-server and application-controller (and, with
+    ``hydrator``, the commit server); stop them after."""
     start = time.monotonic()
     work.mkdir(parents=True, exist_ok=True)
     plugins, home, tmp, bindir = work / "plugins", work / "home", work / "sidecar-tmp", work / "bin"
@@ -263,6 +338,18 @@ def argo_cd(argocd: Path, cmp_image: str, kubeconfig: Path, work: Path) -> Itera
             "ARGOCD_GPG_ENABLED": "false",
             "HOME": str(home),
         }
+        controller_env = {
+            **common,
+            "ARGOCD_BINARY_NAME": "argocd-application-controller",
+            "ARGOCD_APPLICATION_CONTROLLER_REPO_SERVER_TIMEOUT_SECONDS": "180",
+        }
+        if hydrator:
+            (bindir / "argocd").symlink_to(argocd.resolve())
+            path = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+            cs_port, commit_proc = _start_commit_server(argocd, {**common, **path}, argo)
+            argo.commit_server = f"127.0.0.1:{cs_port}"
+            controller_env["ARGOCD_HYDRATOR_ENABLED"] = HYDRATOR_PARAMS["hydrator.enabled"]
+            controller_env["ARGOCD_APPLICATION_CONTROLLER_COMMIT_SERVER"] = argo.commit_server
         rsp = free_port()
         _spawn(
             [str(argocd), "--port", str(rsp), "--redis", f"127.0.0.1:{rp}",
@@ -280,14 +367,12 @@ def argo_cd(argocd: Path, cmp_image: str, kubeconfig: Path, work: Path) -> Itera
             [str(argocd), "--namespace", NAMESPACE, "--redis", f"127.0.0.1:{rp}",
              "--repo-server", f"127.0.0.1:{rsp}", "--metrics-port", str(free_port()),
              "--loglevel", "info", "--app-resync", "30"],
-            {
-                **common,
-                "ARGOCD_BINARY_NAME": "argocd-application-controller",
-                "ARGOCD_APPLICATION_CONTROLLER_REPO_SERVER_TIMEOUT_SECONDS": "180",
-            },
+            controller_env,
             work / "controller.log",
             argo.procs,
         )  # fmt: skip
+        if hydrator:
+            _wait_listening(cs_port, commit_proc, "argocd-commit-server", 120)
         argo.started_in = time.monotonic() - start
         yield argo
     finally:
