@@ -118,7 +118,8 @@ def test_the_operators_objects_adopt_without_restart_or_deletion(
 ) -> None:
     """The operator's output for an example (a Deployment worker; LeaderWorkerSet workers),
     live with its owner references, field manager and server defaults: nothing restarts or
-    is deleted; each owner reference and the operator's field manager are handover steps."""
+    is deleted; each owner reference (to a DCD, or to the DGD the render does not emit
+    here) and the operator's field manager are handover steps."""
     live = as_live(operator_output(example))
     code, data = report(write(tmp_path, live), example)
     assert code == 0, data
@@ -248,3 +249,22 @@ def test_check_is_required() -> None:
     """adopt applies nothing: without --check it refuses (usage)."""
     res = invoke_cli("adopt", "--live", "x.yaml", str(EXAMPLES / AGG))
     assert res.code == 2 and "--check" in res.stderr
+
+
+def test_an_owner_reference_to_the_rendered_dgd_stays(tmp_path: Path) -> None:
+    """With the DGD in the render (setting emit-source), a reference to it stays (deleting
+    the DGD then deletes the object, as the companion controller's own references do); the
+    references to the DCDs, which go, are handover steps."""
+    live = as_live(operator_output(AGG))
+    code, data = report(write(tmp_path, live), AGG, "--emit-source")
+    assert code == 0
+    owned = {
+        f"{f['kind']}/{f['name']}"
+        for f in data["findings"]
+        if f["effect"] == "handover" and "ownerReference" in f["message"]
+    }
+    assert owned == {
+        f"{o['kind']}/{o['metadata']['name']}"
+        for o in live
+        if o["metadata"]["ownerReferences"][0]["kind"] == "DynamoComponentDeployment"
+    }

@@ -265,7 +265,9 @@ def _capped(paths: list[str]) -> tuple[str, ...]:
     return tuple(paths[:MAX_PATHS]) + ((f"and {more} more",) if more > 0 else ())
 
 
-def _pair(k: ObjKey, live: Obj, rendered: Obj, applier: str) -> Iterator[Finding]:
+def _pair(
+    k: ObjKey, live: Obj, rendered: Obj, applier: str, keys_: set[ObjKey]
+) -> Iterator[Finding]:
     """What applying ``rendered`` does to ``live`` (the same object)."""
     before = _content(live)
     after = applied(before, _content(rendered))
@@ -290,21 +292,25 @@ def _pair(k: ObjKey, live: Obj, rendered: Obj, applier: str) -> Iterator[Finding
         rest = [p for p in rest if not p.startswith(".".join(template))]
     if rest:
         yield Finding("change", k[1], k[2], k[3], "the apply changes", _capped(rest))
-    yield from _ownership(k, live, applier)
+    yield from _ownership(k, live, applier, keys_)
 
 
-def _ownership(k: ObjKey, live: Obj, applier: str) -> Iterator[Finding]:
-    """The operator's owner references and the field managers of ``live`` but the applier's
-    and the companion controller's."""
+def _ownership(k: ObjKey, live: Obj, applier: str, rendered: set[ObjKey]) -> Iterator[Finding]:
+    """The operator's owner references to an object the render does not hold (a DCD: its
+    deletion would garbage-collect ``live``; one to a rendered DGD stays harmless, as the
+    companion controller's own), and the field managers of ``live`` but the applier's and
+    the companion controller's."""
     meta = live.get("metadata") or {}
     for ref in meta.get("ownerReferences") or []:
         if not isinstance(ref, dict):
             continue
         group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-        if group == OPERATOR_GROUP:
+        owner = (group, str(ref.get("kind")), k[2], str(ref.get("name")))
+        if group == OPERATOR_GROUP and owner not in rendered:
             message = (
-                f"ownerReference to {ref.get('kind')}/{ref.get('name')}: remove it before the "
-                "owner is deleted, or the garbage collector deletes this object"
+                f"ownerReference to {owner[1]}/{owner[3]}, which the render does not hold: "
+                "remove it before the owner is deleted, or the garbage collector deletes "
+                "this object"
             )
             yield Finding("handover", k[1], k[2], k[3], message)
     managers = sorted(
@@ -413,6 +419,7 @@ def check(
     graphs = _graph_names(rendered)
     out = Check()
     matched: set[ObjKey] = set()
+    rendered_keys = set(ours)
     created: dict[tuple[str, ...], ObjKey] = {}
     for k, obj in ours.items():
         found = _find(theirs, k)
@@ -425,7 +432,7 @@ def check(
                 created[gen] = k
             continue
         matched.add(found)
-        findings = list(_pair(found, theirs[found], obj, applier))
+        findings = list(_pair(found, theirs[found], obj, applier, rendered_keys))
         out.findings += findings
         out.unchanged += not findings
     for k, obj in theirs.items():
