@@ -18,44 +18,15 @@ from typing import Any
 
 import pytest
 import yaml
+from support.adoption import AS_OPERATOR, EXAMPLES, operator_output
 from support.cli import invoke_cli
-from support.parity import SETTINGS
-from support.paths import REPO
 
 from dyn_gitops.errors import ExitCode
 from dyn_gitops.workflows import adoption
 
 Obj = dict[str, Any]
-OUTPUT = REPO.parent / "shared" / "conformance" / "operator-output"
-EXAMPLES = REPO.parent / "shared" / "conformance" / "dynamo-examples"
 AGG = "examples__backends__vllm__deploy__agg.yaml"
 MULTINODE = "examples__backends__vllm__deploy__disagg-multinode.yaml"
-
-
-def flags(settings: dict[str, Any]) -> list[str]:
-    """The settings as CLI flags."""
-    out: list[str] = []
-    for name, value in settings.items():
-        if isinstance(value, bool):
-            out.append(f"--{name}" if value else f"--no-{name}")
-        else:
-            out += [f"--{name}", str(value)]
-    return out
-
-
-AS_OPERATOR = flags(SETTINGS)
-
-
-def operator_output(example: str) -> list[Obj]:
-    """What the operator created for ``example``, as a cluster holds it (namespace set)."""
-    objs = [
-        o
-        for o in yaml.safe_load_all((OUTPUT / example).read_text())
-        if isinstance(o, dict) and o.get("kind") != "OracleReport"
-    ]
-    for o in objs:
-        o["metadata"].setdefault("namespace", "default")
-    return objs
 
 
 def as_live(objs: list[Obj]) -> list[Obj]:

@@ -54,8 +54,6 @@ DCD_KIND = "DynamoComponentDeployment"
 #: the field manager of the operator's writes (a plain update: client-go's user agent, the
 #: binary ``manager``; upstream ``deploy/operator/Dockerfile`` at 2a6da14c8)
 OPERATOR_FIELD_MANAGER = "manager"
-#: the field manager of the companion controller's writes (docs/operator.md)
-CONTROLLER_FIELD_MANAGER = "dyn-gitops-controller"
 #: the field manager Argo CD applies with (Flux's: ``kustomize-controller``)
 ARGOCD_FIELD_MANAGER = "argocd-controller"
 #: where the pod template of each workload kind is ((group, kind) -> path)
@@ -319,7 +317,7 @@ def _ownership(k: ObjKey, live: Obj, applier: str, rendered: set[ObjKey]) -> Ite
             for e in meta.get("managedFields") or []
             if isinstance(e, dict) and e.get("manager") and e.get("subresource") != "status"
         }
-        - {applier, CONTROLLER_FIELD_MANAGER}
+        - {applier, keys.CONTROLLER_FIELD_MANAGER}
     )
     if managers:
         message = (
