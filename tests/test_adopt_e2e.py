@@ -122,7 +122,17 @@ def serving(api: Any, graph: str, pods: int) -> None:
             == pods
         )
 
-    wait_for(ready, SLOW, f"{pods} pods of {graph} Ready")
+    def why() -> str:
+        apps = client.AppsV1Api(api)
+        deps = apps.list_namespaced_deployment(NS, label_selector=selector(graph)).items
+        found = core.list_namespaced_pod(NS, label_selector=selector(graph)).items
+        return (
+            f"{pods} pods of {graph} Ready; pods: "
+            f"{[(p.metadata.name, p.status.phase, p.status.conditions) for p in found]}; "
+            f"deployments: {[(d.metadata.name, d.status.conditions) for d in deps]}"
+        )
+
+    wait_for(ready, SLOW, why)
 
 
 def selector(graph: str) -> str:
