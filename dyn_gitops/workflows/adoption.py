@@ -29,6 +29,7 @@ Each finding has an *effect*; the first three disrupt a running graph:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -96,6 +97,7 @@ SERVER_META = (
     "deletionGracePeriodSeconds",
     "finalizers",
 )
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _QUANTITY = re.compile(r"([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)")
 _SUFFIX: dict[str, Decimal | int] = {
     "": 1,
@@ -236,6 +238,9 @@ def differences(before: Any, after: Any, path: str = "") -> list[str]:
 
 
 def _join(path: str, key: str) -> str:
+    """``path.key``, or ``path["key"]`` for a key such as an annotation's (dots, slashes)."""
+    if not _PLAIN_KEY.fullmatch(key):
+        return f"{path}[{json.dumps(key)}]"
     return f"{path}.{key}" if path else key
 
 
