@@ -50,7 +50,8 @@ from dyn_gitops import keys
 pytestmark = pytest.mark.realk8s
 
 NS = "default"
-APPLIER = "argocd-controller"  # Argo CD's field manager (Flux: kustomize-controller)
+#: the field managers of Argo CD's and Flux's server-side applies
+ARGOCD, FLUX = "argocd-controller", "kustomize-controller"
 SLOW = 180  # seconds a wait may take on a loaded machine; each ends when its state is seen
 DCDS = Resource("nvidia.com", "v1beta1", "dynamocomponentdeployments", "DynamoComponentDeployment")
 RESOURCES: dict[str, Resource] = {
@@ -126,8 +127,8 @@ def serving(api: Any, graph: str, pods: int) -> None:
 
     def why() -> str:
         apps = client.AppsV1Api(api)
-        deps = apps.list_namespaced_deployment(NS, label_selector=selector(graph)).items
-        found = core.list_namespaced_pod(NS, label_selector=selector(graph)).items
+        deps: list[Any] = apps.list_namespaced_deployment(NS, label_selector=selector(graph)).items
+        found: list[Any] = core.list_namespaced_pod(NS, label_selector=selector(graph)).items
         return (
             f"{pods} pods of {graph} Ready; pods: "
             f"{[(p.metadata.name, p.status.phase, p.status.conditions) for p in found]}; "
@@ -150,7 +151,7 @@ def live_objects(k: Kube) -> list[dict[str, Any]]:
     return out
 
 
-def adopt_check(k: Kube, tmp_path: Path, example: str) -> dict[str, Any]:
+def adopt_check(k: Kube, tmp_path: Path, example: str, applier: str) -> dict[str, Any]:
     live = tmp_path / "live.yaml"
     live.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": live_objects(k)}))
     res = run_cli(
@@ -162,6 +163,8 @@ def adopt_check(k: Kube, tmp_path: Path, example: str) -> dict[str, Any]:
         *AS_OPERATOR,
         "--emit-source",
         "--managed-replicas",
+        "--field-manager",
+        applier,
         "-o",
         "json",
     )
@@ -170,10 +173,10 @@ def adopt_check(k: Kube, tmp_path: Path, example: str) -> dict[str, Any]:
     return {"code": res.code, **data}
 
 
-def gitops_apply(k: Kube, example: str) -> None:
-    """What Argo CD (``ServerSideApply=true``) or Flux (``force``) does: a server-side apply
-    of every rendered object with their field manager, taking the fields over."""
-    gitops = Kube(k.api, k.timeout, field_manager=APPLIER)
+def gitops_apply(k: Kube, example: str, applier: str) -> None:
+    """What Argo CD (``ServerSideApply=true``) or Flux's kustomize-controller does: a
+    server-side apply of every rendered object with its field manager, conflicts forced."""
+    gitops = Kube(k.api, k.timeout, field_manager=applier)
     for obj in rendered(example):
         gitops.apply(RESOURCES[obj["kind"]], as_served(obj), force=True)
 
@@ -259,6 +262,16 @@ def operator_traces(report: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def restarts(api: Any, graph: str) -> int:
+    """Container restarts of the graph's pods."""
+    from kubernetes import client
+
+    found = client.CoreV1Api(api).list_namespaced_pod(NS, label_selector=selector(graph)).items
+    return sum(
+        c.restart_count for p in found if p.status for c in p.status.container_statuses or []
+    )
+
+
 def replica_sets(api: Any, graph: str) -> dict[str, str]:
     from kubernetes import client
 
@@ -267,34 +280,38 @@ def replica_sets(api: Any, graph: str) -> dict[str, str]:
 
 
 AGG = "examples__backends__vllm__deploy__agg.yaml"
+SGLANG = "examples__backends__sglang__deploy__agg.yaml"
+TRTLLM = "examples__backends__trtllm__deploy__agg.yaml"
 
 
+@pytest.mark.parametrize(("example", "applier"), [(AGG, ARGOCD), (SGLANG, FLUX)])
 def test_migration_from_the_operator_restarts_and_deletes_nothing(
-    cluster_k: Kube, cluster_kube: Any, tmp_path: Path
+    cluster_k: Kube, cluster_kube: Any, tmp_path: Path, example: str, applier: str
 ) -> None:
-    """The documented order moves the vLLM aggregated example (a frontend and a GPU worker
-    Deployment) from the operator to GitOps: ``adopt --check`` sees no restart or deletion
-    on the live objects (server defaults and all), the apply by Argo CD's field manager
-    changes no pod template (the same ReplicaSets), the companion controller reports the
-    graph, the DCDs are deleted after the owner references to them, and the pod watch over
-    the whole migration saw no pod deleted or added; the workloads keep their uids and
-    belong to the applier's field manager alone."""
-    k, graph = cluster_k, graph_of(AGG)
-    with cleanup(k, AGG, graph):
-        workloads = as_operator_left_it(k, AGG)
+    """The documented order moves an aggregated example (a frontend and a GPU worker
+    Deployment; vLLM applied as Argo CD does, SGLang as Flux does) from the operator to
+    GitOps: ``adopt --check`` sees no restart or deletion on the live objects (server
+    defaults and all), the apply changes no pod template (the same ReplicaSets), the
+    companion controller reports the graph, the DCDs are deleted after the owner references
+    to them, and the pod watch over the whole migration saw no pod deleted or added, no
+    container restarted; the workloads keep their uids and their pod templates belong to the
+    applier's field manager alone."""
+    k, graph = cluster_k, graph_of(example)
+    with cleanup(k, example, graph):
+        workloads = as_operator_left_it(k, example)
         serving(cluster_kube, graph, 2)
         uids = {d["metadata"]["name"]: d["metadata"]["uid"] for d in workloads}
         sets = replica_sets(cluster_kube, graph)
         with ReadyPods(cluster_kube, NS, selector(graph)) as watch:
             first = watch.present()
-            report = adopt_check(k, tmp_path, AGG)
+            report = adopt_check(k, tmp_path, example, applier)
             assert report["code"] == 0 and not report["disruptive"], report
             assert {f"Deployment/{n}" for n in uids} <= {
                 f"{f['kind']}/{f['name']}"
                 for f in report["findings"]
                 if f["effect"] == "handover" and "DynamoComponentDeployment" in f["message"]
             }
-            gitops_apply(k, AGG)
+            gitops_apply(k, example, applier)
             for obj in live_objects(k):
                 if handed_over(obj, graph):
                     hand_over(k, obj)
@@ -305,29 +322,27 @@ def test_migration_from_the_operator_restarts_and_deletes_nothing(
                     "the companion controller reports the graph successful",
                 )
             delete_dcds(k, graph)
-            after = adopt_check(k, tmp_path, AGG)
+            after = adopt_check(k, tmp_path, example, applier)
             watch.check_alive()
             assert watch.deleted_while_serving == [], watch.history
             assert [e for e in watch.history if e[0] in ("ADDED", "DELETED")] == []
             assert watch.present() == first and watch.count() == 2, watch.history
         assert after["code"] == 0 and operator_traces(after) == [], after
         assert replica_sets(cluster_kube, graph) == sets  # no new template hash
+        assert restarts(cluster_kube, graph) == 0
         for name, uid in uids.items():
             dep = k.get(DEPLOYMENTS, NS, name)
             assert dep["metadata"]["uid"] == uid
             owners = {r["kind"] for r in dep["metadata"].get("ownerReferences") or []}
             assert DCDS.kind not in owners, owners  # the DGD's, set by the controller, may stay
             managers = {e["manager"] for e in dep["metadata"]["managedFields"]}
-            assert OPERATOR_MANAGER not in managers and APPLIER in managers, managers
+            assert OPERATOR_MANAGER not in managers and applier in managers, managers
             template_owners = {
                 e["manager"]
                 for e in dep["metadata"]["managedFields"]
                 if "f:template" in (e.get("fieldsV1") or {}).get("f:spec", {})
             }
-            assert template_owners == {APPLIER}
-
-
-SGLANG = "examples__backends__sglang__deploy__agg.yaml"
+            assert template_owners == {applier}
 
 
 @baseline("a naive migration deletes the operator's DCDs with the workloads still theirs")
@@ -338,12 +353,12 @@ def test_naive_migration_deleting_the_dcds_first_deletes_the_workloads(
     operator's DCDs deleted (uninstalling the operator's objects) while the workloads still
     carry the operator's controller references to them: the garbage collector deletes the
     Deployments and their serving pods."""
-    k, graph = cluster_k, graph_of(SGLANG)
-    with cleanup(k, SGLANG, graph):
-        workloads = as_operator_left_it(k, SGLANG)
+    k, graph = cluster_k, graph_of(TRTLLM)
+    with cleanup(k, TRTLLM, graph):
+        workloads = as_operator_left_it(k, TRTLLM)
         serving(cluster_kube, graph, len(workloads))
         with ReadyPods(cluster_kube, NS, selector(graph)) as watch:
-            gitops_apply(k, SGLANG)
+            gitops_apply(k, TRTLLM, ARGOCD)
             delete_dcds(k, graph)
             watch.check_alive()
             remaining = {d["metadata"]["name"] for d in k.list(DEPLOYMENTS, NS)[0]}
