@@ -20,7 +20,10 @@ import pytest
 import yaml
 from support.adoption import AS_OPERATOR, EXAMPLES, operator_output
 from support.cli import invoke_cli
+from support.parity import OUTPUTS, pairs
+from support.paths import REPO
 
+from dyn_gitops import context
 from dyn_gitops.errors import ExitCode
 from dyn_gitops.workflows import adoption
 
@@ -239,3 +242,42 @@ def test_an_owner_reference_to_the_rendered_dgd_stays(tmp_path: Path) -> None:
         for o in live
         if o["metadata"]["ownerReferences"][0]["kind"] == "DynamoComponentDeployment"
     }
+
+
+@pytest.mark.parametrize("output", sorted(OUTPUTS))
+def test_every_example_the_operator_created_adopts_without_disruption(output: str) -> None:
+    """Each upstream example's objects as the operator created them (component path and
+    Grove path), against their render with the operator's configuration and dyn-gitops'
+    default managed replicas: nothing restarts, is recreated or deleted."""
+    disruptive = {}
+    for example, expected in pairs(REPO.parent / "shared", output):
+        live = [
+            o
+            for o in yaml.safe_load_all(expected.read_text())
+            if isinstance(o, dict) and o.get("kind") != "OracleReport"
+        ]
+        ctx = context.open_path(
+            str(example), runner=context.Runner(flags={**OUTPUTS[output], "managed-replicas": True})
+        )
+        found = adoption.check(context.render(ctx).objects, live, "default")
+        disruptive[example.name] = [
+            str(f) for f in found.findings if f.effect in adoption.DISRUPTIVE
+        ]
+    assert len(disruptive) > 30
+    assert {k: v for k, v in disruptive.items() if v} == {}
+
+
+def test_a_grove_cliques_replicas_scale_without_a_new_template() -> None:
+    """A PodCliqueSet whose clique replicas differ (scaled): a change, not a restart; its
+    clique's pod spec differing: a restart."""
+    pcs: Obj = {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodCliqueSet",
+        "metadata": {"name": "g", "namespace": "n"},
+        "spec": {"template": {"cliques": [{"name": "w", "spec": {"replicas": 2, "podSpec": {}}}]}},
+    }
+    scaled = copy.deepcopy(pcs)
+    scaled["spec"]["template"]["cliques"][0]["spec"]["replicas"] = 3
+    assert [f.effect for f in adoption.check([scaled], [pcs]).findings] == ["change"]
+    scaled["spec"]["template"]["cliques"][0]["spec"]["podSpec"] = {"hostNetwork": True}
+    assert [f.effect for f in adoption.check([scaled], [pcs]).findings] == ["restart", "change"]

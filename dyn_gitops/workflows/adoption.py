@@ -276,11 +276,9 @@ def _pair(
     after = applied(before, _content(rendered))
     template = TEMPLATES.get(_kind_of(k))
     changed = differences(before, after)
-    if template is not None:
-        prefix = ".".join(template)
-        rolled = [p for p in changed if p == prefix or p.startswith(prefix + ".")]
-        if rolled:
-            yield Finding("restart", k[1], k[2], k[3], "the pod template changes", _capped(rolled))
+    rolled = [p for p in changed if _rolls(p, template)]
+    if rolled:
+        yield Finding("restart", k[1], k[2], k[3], "the pod template changes", _capped(rolled))
     immutable = [
         ".".join(p)
         for p in IMMUTABLE.get(_kind_of(k), ())
@@ -290,12 +288,23 @@ def _pair(
         yield Finding(
             "recreate", k[1], k[2], k[3], "an immutable field changes", _capped(immutable)
         )
-    rest = [p for p in changed if not any(p == i or p.startswith(i + ".") for i in immutable)]
-    if template is not None:
-        rest = [p for p in rest if not p.startswith(".".join(template))]
+    rest = [
+        p
+        for p in changed
+        if not _rolls(p, template) and not any(p == i or p.startswith(i + ".") for i in immutable)
+    ]
     if rest:
         yield Finding("change", k[1], k[2], k[3], "the apply changes", _capped(rest))
     yield from _ownership(k, live, applier, keys_)
+
+
+def _rolls(path: str, template: tuple[str, ...] | None) -> bool:
+    """Whether a change at ``path`` changes the pod template (a Grove clique's replicas in a
+    PodCliqueSet's template scale it: no new pod template)."""
+    if template is None or path.endswith(".replicas"):
+        return False
+    prefix = ".".join(template)
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
 
 def _ownership(k: ObjKey, live: Obj, applier: str, rendered: set[ObjKey]) -> Iterator[Finding]:
