@@ -281,3 +281,11 @@ def test_a_grove_cliques_replicas_scale_without_a_new_template() -> None:
     assert [f.effect for f in adoption.check([scaled], [pcs]).findings] == ["change"]
     scaled["spec"]["template"]["cliques"][0]["spec"]["podSpec"] = {"hostNetwork": True}
     assert [f.effect for f in adoption.check([scaled], [pcs]).findings] == ["restart", "change"]
+
+
+def test_only_quantities_compare_by_value() -> None:
+    """``"1k"`` and ``"1000"`` are one quantity in a resource list, two label values."""
+    live = {"labels": {"size": "1k"}, "resources": {"requests": {"memory": "1k"}}}
+    rendered = {"labels": {"size": "1000"}, "resources": {"requests": {"memory": "1000"}}}
+    assert adoption.differences(live, adoption.applied(live, rendered)) == ["labels.size"]
+    assert adoption.applied({"a": True}, {"a": "1"}) == {"a": "1"}

@@ -82,6 +82,8 @@ IMMUTABLE: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): (("roleRef",),),
     ("batch", "Job"): (("spec", "template"), ("spec", "selector")),
 }
+#: fields whose values are quantities (a ResourceList's, an emptyDir's size)
+QUANTITIES = frozenset({"limits", "requests", "sizeLimit"})
 #: keys that identify the items of a list server-side apply merges item by item
 MERGE_KEYS = ("name", "mountPath", "containerPort", "devicePath", "uid")
 #: what the API server sets; never compared
@@ -156,9 +158,11 @@ class Check:
 
 # ---------------------------------------------------------------------------- the apply
 def _quantity(value: Any) -> Decimal | None:
-    m = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
         return Decimal(str(value))
+    m = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
     if m is None or m.group(2) not in _SUFFIX:
         return None
     try:
@@ -168,11 +172,11 @@ def _quantity(value: Any) -> Decimal | None:
 
 
 def same(live: Any, rendered: Any) -> bool:
-    """Equal as the API server stores them: quantities by value (``"1000m"`` is ``1``)."""
+    """Two quantities equal as the API server stores them (``"1000m"`` is ``1``)."""
     if live == rendered:
         return True
     a, b = _quantity(live), _quantity(rendered)
-    return a is not None and a == b and not isinstance(live, bool)
+    return a is not None and a == b
 
 
 def _empty(value: Any) -> bool:
@@ -186,13 +190,14 @@ def _merge_key(live: list[Any], rendered: list[Any]) -> str | None:
     return next((k for k in MERGE_KEYS if all(k in i for i in items)), None)
 
 
-def applied(live: Any, rendered: Any) -> Any:
-    """``live`` after a forced server-side apply of ``rendered`` (see the module docstring)."""
+def applied(live: Any, rendered: Any, quantity: bool = False) -> Any:
+    """``live`` after a forced server-side apply of ``rendered`` (see the module docstring);
+    ``quantity``: the values are quantities (the API server stores them canonical)."""
     if isinstance(rendered, dict) and isinstance(live, dict):
         out = dict(live)
         for k, v in rendered.items():
             if k in live or not _empty(v):
-                out[k] = applied(live.get(k), v)
+                out[k] = applied(live.get(k), v, quantity or k in QUANTITIES)
         return out
     if isinstance(rendered, list) and isinstance(live, list):
         key = _merge_key(live, rendered)
@@ -205,7 +210,7 @@ def applied(live: Any, rendered: Any) -> Any:
         ):
             return live
         return rendered
-    if live is not None and same(live, rendered):
+    if live is not None and (same(live, rendered) if quantity else live == rendered):
         return live
     return rendered
 
@@ -234,7 +239,7 @@ def differences(before: Any, after: Any, path: str = "") -> list[str]:
         return [path or "."]
     if _empty(before) and _empty(after):
         return []
-    return [] if same(before, after) else [path or "."]
+    return [] if before == after else [path or "."]
 
 
 def _join(path: str, key: str) -> str:
