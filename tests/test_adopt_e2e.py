@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
-from dyn_gitops_operator.errors import NotFoundError
+from dyn_gitops_operator.errors import ConflictError, NotFoundError
 from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, Kube
 from dyn_gitops_operator.resources import SERVICES, Resource
 from dyn_gitops_operator.testing import as_served, running, settings_for_tests, wait_for
@@ -183,25 +183,34 @@ def gitops_apply(k: Kube, example: str, applier: str) -> None:
 
 def hand_over(k: Kube, obj: dict[str, Any]) -> None:
     """Migration step 5: drop the owner references to the operator's DCDs and the operator's
-    managedFields entry, in one merge patch conditional on the resourceVersion read."""
-    meta = obj["metadata"]
-    refs = [r for r in meta.get("ownerReferences") or [] if r.get("kind") != DCDS.kind]
-    fields = [e for e in meta.get("managedFields") or [] if e.get("manager") != OPERATOR_MANAGER]
-    body = {
-        "metadata": {
-            "resourceVersion": meta["resourceVersion"],
-            "ownerReferences": refs or None,
-            "managedFields": fields,
-        }
-    }
+    managedFields entry, in one merge patch conditional on the resourceVersion read; on a
+    conflict (kube-controller-manager wrote the status meanwhile) read and patch again."""
     res = RESOURCES[obj["kind"]]
-    k.request(
-        "PATCH",
-        res.path(NS, meta["name"]),
-        [("fieldManager", "migration")],
-        body,
-        "application/merge-patch+json",
-    )
+    for _ in range(20):
+        meta = obj["metadata"]
+        refs = [r for r in meta.get("ownerReferences") or [] if r.get("kind") != DCDS.kind]
+        fields = [
+            e for e in meta.get("managedFields") or [] if e.get("manager") != OPERATOR_MANAGER
+        ]
+        body = {
+            "metadata": {
+                "resourceVersion": meta["resourceVersion"],
+                "ownerReferences": refs or None,
+                "managedFields": fields,
+            }
+        }
+        try:
+            k.request(
+                "PATCH",
+                res.path(NS, meta["name"]),
+                [("fieldManager", "migration")],
+                body,
+                "application/merge-patch+json",
+            )
+            return
+        except ConflictError:
+            obj = k.get(res, NS, meta["name"])
+    raise AssertionError(f"{obj['kind']}/{obj['metadata']['name']}: 20 conflicts in a row")
 
 
 def delete_dcds(k: Kube, graph: str) -> None:
