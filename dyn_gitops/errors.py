@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     INTERNAL = 3
     BRANCH_MOVED = 4  # hydrate: the branch moved while hydrating; run it again
+    WOULD_DISRUPT = 5  # adopt --check: the apply would restart, recreate or delete
 
 
 Severity = Literal["error", "warning"]

@@ -20,7 +20,7 @@ import click
 from .. import __version__
 from ..display import internal_error
 from ..errors import ExitCode
-from . import cmp, diff, explain, hydrate, render, stdin
+from . import adopt, cmp, diff, explain, hydrate, render, stdin
 from .help import PROJECT_URL, Command, Group
 
 PROG = "dyn-gitops"
@@ -65,6 +65,7 @@ for command in (
     hydrate.hydrate,
     diff.diff_cmd,
     explain.explain_cmd,
+    adopt.adopt,
     stdin.krm,
     stdin.post_render,
     render.crds,

@@ -28,6 +28,8 @@ NOT_USED: dict[str, frozenset[str]] = {
     "hydrate": frozenset({"output-format"}),
     # prints a table about one pod
     "explain": frozenset({"output-format", "max-output-bytes"}),
+    # prints a report about the apply
+    "adopt": frozenset({"output-format", "max-output-bytes"}),
     # answers with a ResourceList (YAML)
     "krm": frozenset({"output-format"}),
 }
@@ -37,7 +39,7 @@ NOT_USED: dict[str, frozenset[str]] = {
 SHORT: dict[str, tuple[str, ...]] = {"namespace": ("-n",), "output-format": ("-o", "--output")}
 #: the formats of a command's report; its commands take ``-o`` for it (:func:`report_option`)
 REPORT_FORMATS = ("text", "json", "yaml")
-REPORTING = frozenset({"validate", "settings", "explain"})
+REPORTING = frozenset({"validate", "settings", "explain", "adopt"})
 
 
 def setting_options(func: F) -> F:

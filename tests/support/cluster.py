@@ -47,6 +47,8 @@ NODE_CAPACITY = {
     "memory": "512Gi",
     "pods": "110",
     "nvidia.com/gpu": str(GPUS_PER_NODE),
+    # the upstream vLLM workers request 2Gi of it (the operator's output is run as it is)
+    "ephemeral-storage": "2Ti",
 }
 #: pod IPs: a loopback range (all of 127/8 reaches the host's loopback on Linux), node IP
 POD_CIDR = "127.64.0.0/16"
