@@ -39,6 +39,7 @@ from dyn_gitops_operator.kube import DEPLOYMENTS, DGDS, DGDSAS, Kube, Resource
 from dyn_gitops_operator.testing import hpa_scale
 from support import argocd as argo_support
 from support import chart_controller, images
+from support.adoption import EXAMPLES
 from support.binaries import missing_component
 from support.cli import run_cli
 from support.cluster import is_ready, pods
@@ -46,6 +47,7 @@ from support.controlplane import install_crds
 from support.gitserver import git
 from support.graphs import IMAGE, WORKER, rollout_graph
 from support.objwatch import ObjectStates
+from support.operator_live import AGG, ARGOCD, NS, cleanup, migrate, settings_file
 from support.podwatch import ReadyPods
 
 pytestmark = pytest.mark.realk8s
@@ -539,3 +541,46 @@ def test_source_hydrator_commits_the_render_then_syncs_it(app: App) -> None:
     assert after["metadata"]["uid"] == worker["metadata"]["uid"]
     assert after["metadata"]["generation"] == worker["metadata"]["generation"]
     assert app.ready_workers() == 3
+
+
+def test_migration_from_the_operator_to_argo_cd_restarts_and_deletes_nothing(
+    argo: Any, companion: Any, cluster_k: Kube, cluster_kube: Any, tmp_path: Path
+) -> None:
+    """docs/migration.md with the real Argo CD as step 4: the Dynamo operator's own output for
+    the vLLM aggregated example (``conformance/operator-output``, its reconcilers at upstream
+    2a6da14c8; field manager ``manager``, controller references to the DCDs, as
+    ``internal/controller_common/resource.go`` ``SyncObservedResource`` leaves them) is live
+    and serving in ``default``; ``adopt --check`` exits 0; the example and the operator's
+    settings (``dyn-gitops.yaml``) are committed and the Application of
+    deploy/argocd/application.yaml (``ServerSideApply=true``, destination ``default``: the
+    namespace the operator's labels and env name) syncs them: Synced+Healthy; then the
+    hand-over and the DCDs deleted. One pod watch over it all: no pod added or deleted, no
+    restart, the same ReplicaSets and Deployment uids, the pod templates owned by
+    ``argocd-controller`` alone (``support.operator_live.migrate``)."""
+    k = cluster_k
+    a = App(argo, k, NS, tmp_path)  # Application e2e-default; the one test in ``default``
+    files = {f"dgd/{AGG}": (EXAMPLES / AGG).read_text(), "dgd/dyn-gitops.yaml": settings_file()}
+
+    def sync() -> None:
+        sha = a.repo.commit(files, "the graph the operator runs, with its settings")
+        start = time.monotonic()
+        a.create()
+        a.wait_healthy(sha)
+        print(
+            f"\nargocd e2e: migration, Application -> Synced+Healthy "
+            f"{time.monotonic() - start:.1f}s"
+        )
+
+    with cleanup(k, AGG), application_removed(k, a.name):
+        migrate(k, cluster_kube, tmp_path, AGG, ARGOCD, sync)
+
+
+@contextlib.contextmanager
+def application_removed(k: Kube, name: str) -> Iterator[None]:
+    """Delete the Application (no cascade: no finalizer) before what it applied is cleaned
+    up, so that its self-heal re-creates none of it."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(NotFoundError):
+            k.request("DELETE", APPS.path(argo_support.NAMESPACE, name))

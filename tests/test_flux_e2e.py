@@ -30,12 +30,14 @@ from dyn_gitops_operator.settings import RenderedArtifactSettings
 from dyn_gitops_operator.testing import running, settings_for_tests, wait_for
 from kubernetes.client.exceptions import ApiException
 from support import flux as fx
+from support.adoption import EXAMPLES
 from support.binaries import missing_component
 from support.cli import run_cli
 from support.cluster import is_ready, pods
 from support.controlplane import free_port
 from support.gitserver import git
 from support.inputs import small_dgd
+from support.operator_live import FLUX, NS, SGLANG, cleanup, migrate, settings_file
 from support.podwatch import ReadyPods
 
 from dyn_gitops import keys
@@ -75,8 +77,12 @@ class App:
     """One test's GitOps setup: sources on `main` under dgd/, published by hydrate on
     ``transport``, applied by a Kustomization in ``ns`` (the objects' namespace too)."""
 
-    def __init__(self, flux: fx.Flux, k: Kube, ns: str, tmp: Path, transport: str) -> None:
+    def __init__(
+        self, flux: fx.Flux, k: Kube, ns: str, tmp: Path, transport: str, render_ns: str = ""
+    ) -> None:
         self.flux, self.k, self.ns, self.transport = flux, k, ns, transport
+        #: the namespace the objects are rendered for (``ns`` unless given)
+        self.render_ns = render_ns or ns
         self.url = flux.git.create(ns)
         self.work = tmp / "work"
         git("clone", "--quiet", self.url, str(self.work))
@@ -110,14 +116,20 @@ class App:
         if self.transport == INCLUSTER:  # nothing to publish: the controller renders
             revision = f"main@sha1:{sha}"
         elif self.transport == "git":
-            res = run_cli("hydrate", "dgd", "--namespace", self.ns, cwd=self.work)
+            res = run_cli("hydrate", "dgd", "--namespace", self.render_ns, cwd=self.work)
             assert res.code == 0, res.stderr
             git("push", "--quiet", "origin", "rendered", cwd=self.work)
             revision = git("rev-parse", "rendered", cwd=self.work)
         else:
             out = self.work.parent / "rendered"
             res = run_cli(
-                "hydrate", "dgd", "--namespace", self.ns, "--out-dir", str(out), cwd=self.work
+                "hydrate",
+                "dgd",
+                "--namespace",
+                self.render_ns,
+                "--out-dir",
+                str(out),
+                cwd=self.work,
             )
             assert res.code == 0, res.stderr
             revision = f"main@sha1:{sha}"
@@ -470,3 +482,66 @@ def test_flux_applies_what_the_controller_renders_in_cluster_and_keeps_the_last_
     assert {n: d["metadata"]["uid"] for n, d in now.items()} == workers  # nothing applied
     for d in now.values():
         assert d["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":1.1.0")
+
+
+# ------------------------------------------------------------- migration from the operator
+def test_migration_from_the_operator_to_flux_restarts_and_deletes_nothing(
+    flux: fx.Flux, cluster_k: Kube, cluster_kube: Any, cluster_namespace: str, tmp_path: Path
+) -> None:
+    """docs/migration.md with the real kustomize-controller as step 4: the Dynamo operator's
+    own output for the SGLang aggregated example (``conformance/operator-output``, its
+    reconcilers at upstream 2a6da14c8; field manager ``manager``, controller references to
+    the DCDs, as ``internal/controller_common/resource.go`` ``SyncObservedResource`` leaves
+    them) is live and serving in ``default`` (the namespace its labels and env name);
+    ``adopt --check`` exits 0; the example and the operator's settings (``dyn-gitops.yaml``)
+    are committed, hydrated to the ``rendered`` branch and applied by a Kustomization (in
+    the test's namespace, the objects in ``default``): Ready; then the hand-over and the DCDs
+    deleted. One pod watch over it all: no pod added or deleted, no restart, the same
+    ReplicaSets and Deployment uids, the pod templates owned by ``kustomize-controller``
+    alone (``support.operator_live.migrate``; the companion controller in process, for
+    ``default``)."""
+    k = cluster_k
+    app = App(flux, k, cluster_namespace, tmp_path, "git", render_ns=NS)
+    files = {
+        SGLANG.removesuffix(".yaml"): (EXAMPLES / SGLANG).read_text(),
+        "dyn-gitops": settings_file(),
+    }
+
+    def sync() -> None:
+        app.commit(files, "the graph the operator runs, with its settings")
+        start = time.monotonic()
+        revision = app.publish()
+        app.create_flux_objects()
+        wait_for(lambda: app.applied(revision), TIMEOUT, lambda: f"Ready\n{app.explain()}")
+        print(
+            f"\n[flux e2e] migration, commit -> Kustomization Ready {time.monotonic() - start:.1f}s"
+        )
+
+    with (
+        cleanup(k, SGLANG),
+        kustomization_removed(app),
+        running(settings_for_tests(NS), k),
+    ):
+        migrate(k, cluster_kube, tmp_path, SGLANG, FLUX, sync)
+
+
+@contextlib.contextmanager
+def kustomization_removed(app: App) -> Any:
+    """Delete the Kustomization (its finalizer prunes what it applied) and wait until it is
+    gone, before the rest is cleaned up: nothing of Flux acts in ``default`` afterwards."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ApiException):
+            app.custom().delete_namespaced_custom_object(
+                fx.KUSTOMIZE_GROUP, "v1", app.ns, "kustomizations", "dynamo-apps"
+            )
+
+        def gone() -> bool:
+            try:
+                app.kustomization()
+            except ApiException as e:
+                return e.status == 404
+            return False
+
+        wait_for(gone, TIMEOUT, lambda: f"the Kustomization deleted\n{app.explain()}")
