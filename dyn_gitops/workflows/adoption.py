@@ -39,7 +39,7 @@ from typing import Any, Literal
 from .. import context, keys
 from ..context import Runner
 from ..errors import Problem, RenderError, UsageError
-from ..parse import parse_documents
+from ..parse import parse
 from ..read import read_path
 from ..settings import RenderSettings
 from .diff import ObjKey, object_key
@@ -472,14 +472,7 @@ def live_objects(path: str, settings: RenderSettings) -> list[Obj]:
     if src.root != "-" and not src.given_file:
         raise UsageError(f"--live: {path} is a directory; give a file (kubectl get -o yaml)")
     problems = [replace(p, file=path) for p in src.problems]
-    docs = parse_documents(
-        src.files,
-        max_documents=settings.max_documents,
-        max_yaml_nodes=settings.max_yaml_nodes,
-        max_total_yaml_nodes=settings.max_total_yaml_nodes,
-        max_depth=settings.max_depth,
-        problems=problems,
-    )
+    docs = parse(src, settings, problems)  # the render's own parse stage and limits
     problems = [replace(p, file=path) for p in problems]
     out: list[Obj] = []
     for doc in docs:
