@@ -1,7 +1,7 @@
 """GPU Memory Service (GMS) and active-passive failover (``dynamo-pod-spec.md`` 5 step 14,
 ``dynamo-objects.md`` 5.3 and 7.1).
 
-What the 1.1-line operator does is recorded, with sources, in
+What the 1.5.1 operator does is recorded, with sources, in
 ``docs/reference-behaviour.md`` ("GPU Memory Service and failover"). In short, for a
 service with ``gpuMemoryService.enabled``:
 
