@@ -116,3 +116,33 @@ def test_a_build_removes_only_what_it_made(setup: tuple[Path, Path, Path]) -> No
     assert set(OTHER) <= set(store["tags"]) and store["untagged"] == ["before"]
     archives = sorted(p.name for p in cache.glob("images-*.tar"))
     assert archives == [f"images-{second['cmp'].rsplit('-', 1)[1]}.tar"]
+
+
+def test_what_a_removed_checkout_made_is_removed_by_the_next_build(
+    setup: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """A clone or worktree deleted after its build leaves its list behind; the next build of
+    any checkout removes that list's images and archive (unless a live checkout's list names
+    them) instead of keeping them forever."""
+    checkout, state, cache = setup
+    gone = tmp_path / "gone"
+    shutil.copytree(checkout, gone)
+    (gone / "README.md").write_text("another key\n")
+    theirs = _build(gone, state, cache)
+    ours = _build(checkout, state, cache)
+    store = json.loads(state.read_text())
+    assert {theirs["cmp"], ours["cmp"]} <= set(store["tags"]), "a live checkout's images went"
+
+    shutil.rmtree(gone)
+    again = _build(checkout, state, cache)
+    assert again == ours
+    store = json.loads(state.read_text())
+    assert theirs["cmp"] not in store["tags"] and theirs["controller"] not in store["tags"], (
+        "the removed checkout's images are kept forever"
+    )
+    assert {ours["cmp"], ours["controller"]} <= set(store["tags"]) and set(OTHER) <= set(
+        store["tags"]
+    )
+    archives = sorted(p.name for p in cache.glob("images-*.tar"))
+    assert archives == [f"images-{ours['cmp'].rsplit('-', 1)[1]}.tar"]
+    assert len(list(cache.glob("made-by-*.txt"))) == 1

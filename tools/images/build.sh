@@ -18,7 +18,8 @@
 #           localhost/dyn-gitops-build:<version>-<key> (the layer cache of the next build).
 # Cleaning: a checkout keeps only its newest key (the list in $CACHE/made-by-<checkout>.txt);
 # the images and archive of its older keys are removed unless another checkout's list names
-# them, and so is every untagged image the run left. Nothing else is touched.
+# them, and so are those of a checkout that no longer exists, and every untagged image the
+# run left. Nothing else is touched.
 # Env: DYN_GITOPS_IMAGES_CACHE (default ~/.cache/dyn-gitops/images), REVISION (OCI revision
 # label; default: git HEAD), CONTAINERS_CONF (default: tools/images/containers.conf).
 set -euo pipefail
@@ -129,10 +130,20 @@ if [ "$built" = 1 ] || [ ! -s "$archive" ]; then
   mv "$archive.part" "$archive"
 fi
 made=$(printf '%s\n' "$CMP_REF" "$CTL_REF" "$archive"; podman image exists "$BUILD_REF" && echo "$BUILD_REF")
-old=$(cat "$STATE" 2>/dev/null || true)
-printf '%s\n' "$made" >"$STATE.part" && mv "$STATE.part" "$STATE"
+old=$(grep -v '^#' "$STATE" 2>/dev/null || true)
+# the first line names the checkout, so that a later build can tell when it is gone
+{ printf '# checkout %s\n' "$REPO"; printf '%s\n' "$made"; } >"$STATE.part" && mv "$STATE.part" "$STATE"
+# a list whose checkout is gone (a removed clone or worktree, or a list without the line, from
+# an older build.sh) keeps nothing any more: what it made is removed like an older key's
+for list in "$CACHE"/made-by-*.txt; do
+  if [ ! -f "$list" ] || [ "$list" = "$STATE" ]; then continue; fi
+  owner=$(sed -n '1s/^# checkout //p' "$list")
+  [ -n "$owner" ] && [ -d "$owner" ] && continue
+  old=$(printf '%s\n%s\n' "$old" "$(grep -v '^#' "$list" || true)")
+  rm -f "$list"
+done
 # what this checkout made before and no checkout keeps now: its older keys' images and archive
-kept=$(cat "$CACHE"/made-by-*.txt 2>/dev/null | sort -u)
+kept=$({ grep -hv '^#' "$CACHE"/made-by-*.txt 2>/dev/null || true; } | sort -u)
 for item in $(comm -23 <(printf '%s\n' "$old" | sort -u) <(printf '%s\n' "$kept")); do
   case $item in
     /*) rm -f "$item" ;;
